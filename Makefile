@@ -1,0 +1,51 @@
+# numalab: `make help` lists the targets. The two a new user needs: `make run` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+NUMALAB := $(VENV)/bin/numalab
+STAMP := $(VENV)/.deps-stamp
+RUST_SRC := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml
+
+.PHONY: help venv build run test test-rust test-python bench lint clean
+
+help: ## list the targets
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q "maturin>=1.7,<2" "pytest>=8" "typer==0.20.0" "click>=8.1,<9" "rich>=13" "pydantic>=2.7,<3" "numpy>=1.26" "pandas>=2.1"
+	touch $@
+
+venv: $(STAMP) ## create .venv with the Python dependencies (from PyPI)
+
+$(VENV)/.build-stamp: $(STAMP) $(RUST_SRC)
+
+	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop -q --release
+	touch $@
+
+build: $(VENV)/.build-stamp ## build the Rust core and install numalab into .venv (editable)
+
+run: build ## build, then run the main job on the embedded defaults
+	$(NUMALAB) topo --machine opteron6282-4p
+
+test: test-rust test-python ## run every test (Rust, then Python)
+
+test-rust: ## cargo tests of every crate
+	cargo test --workspace --quiet
+
+test-python: build ## pytest (unit, CLI, integration)
+	$(PY) -m pytest
+
+bench: build ## print the benchmark figures (simulator speed, ...)
+	@ls bench/*.py >/dev/null 2>&1 && for b in bench/*.py; do $(PY) $$b; done || echo "no benchmarks yet"
+
+lint: ## rustfmt and clippy
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+
+clean: ## remove build outputs and the venv
+	cargo clean
+	rm -rf $(VENV) python/numalab/*.so

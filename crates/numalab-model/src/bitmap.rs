@@ -1,0 +1,265 @@
+//! `Bitmap`: a set of OS indexes (CPUs or NUMA nodes), as hwloc's `hwloc_bitmap_t` and the kernel's
+//! cpumask/nodemask. `CpuSet` and `NodeSet` are the two names it goes by.
+//!
+//! Printed as Linux cpulists (`0-3,8`), the format of `/sys/devices/system/node/nodeN/cpulist`, or as
+//! hwloc's hexadecimal cpuset strings (`0x000000ff,0xffffffff`).
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A set of OS indexes, kept sorted and deduplicated.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Bitmap {
+    words: Vec<u64>,
+}
+
+/// A set of PU (logical CPU) OS indexes.
+pub type CpuSet = Bitmap;
+/// A set of NUMA node OS indexes.
+pub type NodeSet = Bitmap;
+
+impl Bitmap {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn from_indexes<I: IntoIterator<Item = u32>>(it: I) -> Self {
+        let mut b = Self::new();
+        for i in it {
+            b.set(i);
+        }
+        b
+    }
+
+    pub fn set(&mut self, i: u32) {
+        let w = (i / 64) as usize;
+        if self.words.len() <= w {
+            self.words.resize(w + 1, 0);
+        }
+        self.words[w] |= 1u64 << (i % 64);
+    }
+
+    pub fn clear(&mut self, i: u32) {
+        let w = (i / 64) as usize;
+        if w < self.words.len() {
+            self.words[w] &= !(1u64 << (i % 64));
+            self.trim();
+        }
+    }
+
+    pub fn contains(&self, i: u32) -> bool {
+        let w = (i / 64) as usize;
+        w < self.words.len() && self.words[w] & (1u64 << (i % 64)) != 0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.words.is_empty()
+    }
+
+    /// Number of set bits (the kernel's `nodes_weight`).
+    pub fn weight(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// Set bits in ascending order.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.words.iter().enumerate().flat_map(|(wi, &w)| {
+            (0..64u32).filter(move |b| w & (1u64 << b) != 0).map(move |b| wi as u32 * 64 + b)
+        })
+    }
+
+    pub fn first(&self) -> Option<u32> {
+        self.iter().next()
+    }
+
+    pub fn last(&self) -> Option<u32> {
+        self.iter().last()
+    }
+
+    /// The `n`-th set bit counting from 0 (the kernel's interleave pick), if any.
+    pub fn nth(&self, n: usize) -> Option<u32> {
+        self.iter().nth(n)
+    }
+
+    pub fn union(&self, other: &Self) -> Self {
+        let n = self.words.len().max(other.words.len());
+        let words = (0..n)
+            .map(|i| self.words.get(i).copied().unwrap_or(0) | other.words.get(i).copied().unwrap_or(0))
+            .collect();
+        Self { words }.trimmed()
+    }
+
+    pub fn intersection(&self, other: &Self) -> Self {
+        let words = self.words.iter().zip(&other.words).map(|(a, b)| a & b).collect();
+        Self { words }.trimmed()
+    }
+
+    pub fn difference(&self, other: &Self) -> Self {
+        let words = self
+            .words
+            .iter()
+            .enumerate()
+            .map(|(i, a)| a & !other.words.get(i).copied().unwrap_or(0))
+            .collect();
+        Self { words }.trimmed()
+    }
+
+    pub fn is_subset(&self, other: &Self) -> bool {
+        self.difference(other).is_empty()
+    }
+
+    fn trim(&mut self) {
+        while self.words.last() == Some(&0) {
+            self.words.pop();
+        }
+    }
+
+    fn trimmed(mut self) -> Self {
+        self.trim();
+        self
+    }
+
+    /// Linux cpulist format: `0-3,8,10-11` (empty string for the empty set).
+    pub fn to_list_string(&self) -> String {
+        let mut out = Vec::new();
+        let mut run: Option<(u32, u32)> = None;
+        for i in self.iter() {
+            run = match run {
+                Some((a, b)) if b + 1 == i => Some((a, i)),
+                Some(r) => {
+                    out.push(fmt_run(r));
+                    Some((i, i))
+                }
+                None => Some((i, i)),
+            };
+        }
+        if let Some(r) = run {
+            out.push(fmt_run(r));
+        }
+        out.join(",")
+    }
+
+    /// Parse a Linux cpulist (`0-3,8`, whitespace and a trailing newline allowed; empty = empty set).
+    pub fn parse_list(s: &str) -> Result<Self, String> {
+        let mut b = Self::new();
+        for tok in s.trim().split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            let (a, z) = match tok.split_once('-') {
+                Some((a, z)) => (parse_index(a, tok)?, parse_index(z, tok)?),
+                None => {
+                    let v = parse_index(tok, tok)?;
+                    (v, v)
+                }
+            };
+            if z < a {
+                return Err(format!("bad range '{tok}': end is below start"));
+            }
+            for i in a..=z {
+                b.set(i);
+            }
+        }
+        Ok(b)
+    }
+
+    /// hwloc's cpuset string: 32-bit hex words, most significant first, comma separated
+    /// (`0x000000ff`, `0x00000001,0xffffffff`); `0x0` for the empty set.
+    pub fn to_hwloc_string(&self) -> String {
+        let mut words32: Vec<u32> =
+            self.words.iter().flat_map(|w| [(*w & 0xffff_ffff) as u32, (*w >> 32) as u32]).collect();
+        while words32.len() > 1 && words32.last() == Some(&0) {
+            words32.pop();
+        }
+        if words32.is_empty() {
+            return "0x0".to_string();
+        }
+        words32.iter().rev().map(|w| format!("0x{w:08x}")).collect::<Vec<_>>().join(",")
+    }
+
+    /// Parse hwloc's cpuset string (see [`Bitmap::to_hwloc_string`]).
+    pub fn parse_hwloc(s: &str) -> Result<Self, String> {
+        let mut b = Self::new();
+        let parts: Vec<&str> = s.trim().split(',').collect();
+        for (k, part) in parts.iter().rev().enumerate() {
+            let hex = part.trim().trim_start_matches("0x");
+            let v = u32::from_str_radix(hex, 16).map_err(|_| format!("bad hwloc bitmap word '{part}' in '{s}'"))?;
+            for bit in 0..32u32 {
+                if v & (1 << bit) != 0 {
+                    b.set(k as u32 * 32 + bit);
+                }
+            }
+        }
+        Ok(b)
+    }
+}
+
+fn fmt_run((a, b): (u32, u32)) -> String {
+    if a == b {
+        a.to_string()
+    } else {
+        format!("{a}-{b}")
+    }
+}
+
+fn parse_index(s: &str, tok: &str) -> Result<u32, String> {
+    s.trim().parse::<u32>().map_err(|_| format!("bad token '{tok}': expected a number or a range a-b"))
+}
+
+impl fmt::Display for Bitmap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_list_string())
+    }
+}
+
+impl Serialize for Bitmap {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_list_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for Bitmap {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Bitmap::parse_list(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_round_trip() {
+        let b = Bitmap::parse_list("0-3,8,10-11\n").unwrap();
+        assert_eq!(b.to_list_string(), "0-3,8,10-11");
+        assert_eq!(b.weight(), 7);
+        assert_eq!(b.nth(4), Some(8));
+        assert_eq!(Bitmap::parse_list("").unwrap(), Bitmap::new());
+    }
+
+    #[test]
+    fn list_errors_name_the_token() {
+        let e = Bitmap::parse_list("0-3,x").unwrap_err();
+        assert!(e.contains("'x'"), "{e}");
+        assert!(Bitmap::parse_list("5-2").unwrap_err().contains("'5-2'"));
+    }
+
+    #[test]
+    fn hwloc_round_trip() {
+        let b = Bitmap::parse_list("0-7,40").unwrap();
+        let s = b.to_hwloc_string();
+        assert_eq!(s, "0x00000100,0x000000ff");
+        assert_eq!(Bitmap::parse_hwloc(&s).unwrap(), b);
+        assert_eq!(Bitmap::new().to_hwloc_string(), "0x0");
+        assert_eq!(Bitmap::parse_hwloc("0x0").unwrap(), Bitmap::new());
+    }
+
+    #[test]
+    fn set_algebra() {
+        let a = Bitmap::parse_list("0-5").unwrap();
+        let b = Bitmap::parse_list("4-70").unwrap();
+        assert_eq!(a.intersection(&b).to_list_string(), "4-5");
+        assert_eq!(a.difference(&b).to_list_string(), "0-3");
+        assert_eq!(a.union(&b).to_list_string(), "0-70");
+        assert!(Bitmap::parse_list("1,2").unwrap().is_subset(&a));
+    }
+}

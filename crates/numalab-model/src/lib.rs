@@ -1,0 +1,23 @@
+//! numalab's vocabulary, shared by the simulator, the Linux readers and the bindings; no I/O.
+//!
+//! - [`machine::Machine`]: Machine / Package / NUMANode / Core / PU with distances, latencies,
+//!   bandwidths, links and routes; built from a [`spec::MachineSpec`] and checked by `validate`.
+//! - [`bitmap::CpuSet`] / [`bitmap::NodeSet`] and numactl's node-string grammar ([`nodestring`]).
+//! - [`policy::MemPolicy`]: the kernel's memory policies under numactl's names.
+//! - [`counters`]: the catalogue of kernel counters numalab reports.
+
+pub mod bitmap;
+pub mod counters;
+pub mod error;
+pub mod machine;
+pub mod nodestring;
+pub mod policy;
+pub mod spec;
+mod validate;
+
+pub use bitmap::{Bitmap, CpuSet, NodeSet};
+pub use error::{PolicyError, TopologyError};
+pub use machine::{Core, CurvePoint, Hop, Link, Machine, NumaNode, Package, Pu};
+pub use nodestring::{parse_cpustring, parse_nodestring};
+pub use policy::{MemPolicy, PolicyFlags, PolicyMode};
+pub use spec::MachineSpec;

@@ -1,0 +1,223 @@
+//! `Machine`: the explicit, resolved description of a NUMA machine in hwloc's vocabulary
+//! (Machine / Package / NUMANode / Core / PU, `os_index` and `logical_index`), plus what the
+//! simulator needs to time memory accesses: SLIT distances, idle latencies, per-node memory
+//! controller bandwidth with a loaded-latency curve, interconnect links with per-direction
+//! bandwidth and static routes, per-core frequency and memory-level parallelism.
+//!
+//! Every array indexed by node uses the node's *logical* index (nodes sorted by `os_index`);
+//! everything a user reads or writes uses OS indexes, as numactl does.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bitmap::{CpuSet, NodeSet};
+use crate::error::TopologyError;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Package {
+    pub os_index: u32,
+    pub logical_index: u32,
+    pub cpuset: CpuSet,
+    pub nodeset: NodeSet,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NumaNode {
+    pub os_index: u32,
+    pub logical_index: u32,
+    /// OS index of the package the node belongs to.
+    pub package: u32,
+    pub cpuset: CpuSet,
+    pub local_memory_bytes: u64,
+    /// Sustainable (STREAM-like) bandwidth of the node's memory controllers.
+    pub bandwidth_gbps: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Core {
+    pub os_index: u32,
+    pub logical_index: u32,
+    pub package: u32,
+    pub node: u32,
+    pub cpuset: CpuSet,
+    pub frequency_hz: f64,
+    /// Memory-level parallelism: outstanding last-level-cache misses one thread sustains.
+    pub mlp: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pu {
+    pub os_index: u32,
+    pub logical_index: u32,
+    /// Logical index of the core.
+    pub core: u32,
+    /// OS index of the node.
+    pub node: u32,
+}
+
+/// An interconnect link between two nodes (HyperTransport, QPI/UPI, Infinity Fabric, mesh):
+/// `gbps[0]` from `nodes[0]` to `nodes[1]`, `gbps[1]` back.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    pub nodes: [u32; 2],
+    pub gbps: [f64; 2],
+}
+
+/// One step of a route: a link and its direction (0 = `nodes[0]` to `nodes[1]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hop {
+    pub link: u32,
+    pub dir: u8,
+}
+
+/// A point of the loaded-latency curve: latency = idle latency x `factor` at controller
+/// utilisation `utilisation` (0..1), interpolated linearly between points.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CurvePoint {
+    pub utilisation: f64,
+    pub factor: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Machine {
+    pub name: String,
+    pub description: String,
+    pub page_size_bytes: u64,
+    pub packages: Vec<Package>,
+    pub nodes: Vec<NumaNode>,
+    pub cores: Vec<Core>,
+    pub pus: Vec<Pu>,
+    /// SLIT distances, `[from][to]` by node logical index; 10 = local.
+    pub distances: Vec<Vec<u32>>,
+    /// Idle load-to-use latency from a CPU of node `[from]` to memory of node `[to]`.
+    pub idle_latency_ns: Vec<Vec<f64>>,
+    pub loaded_latency: Vec<CurvePoint>,
+    pub links: Vec<Link>,
+    /// `routes[from][to]`: the links remote traffic crosses (empty for local).
+    pub routes: Vec<Vec<Vec<Hop>>>,
+    /// Where values came from when they are not in the source (field -> reason), e.g. estimates.
+    #[serde(default)]
+    pub notes: BTreeMap<String, String>,
+}
+
+impl Machine {
+    pub fn from_json(json: &str) -> Result<Machine, TopologyError> {
+        let de = &mut serde_json::Deserializer::from_str(json);
+        let m: Machine = serde_path_to_error::deserialize(de).map_err(TopologyError::from_serde)?;
+        m.validate()?;
+        Ok(m)
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("machine serialises")
+    }
+
+    pub fn nr_nodes(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn nr_pus(&self) -> usize {
+        self.pus.len()
+    }
+
+    /// The set of node OS indexes.
+    pub fn nodeset(&self) -> NodeSet {
+        NodeSet::from_indexes(self.nodes.iter().map(|n| n.os_index))
+    }
+
+    /// The set of PU OS indexes.
+    pub fn cpuset(&self) -> CpuSet {
+        CpuSet::from_indexes(self.pus.iter().map(|p| p.os_index))
+    }
+
+    /// Logical index of the node with this OS index.
+    pub fn node_logical(&self, os_index: u32) -> Option<usize> {
+        self.nodes.iter().position(|n| n.os_index == os_index)
+    }
+
+    /// Logical index of the PU with this OS index.
+    pub fn pu_logical(&self, os_index: u32) -> Option<usize> {
+        self.pus.iter().position(|p| p.os_index == os_index)
+    }
+
+    /// CPUs of the nodes in `nodes` (what `numactl --cpunodebind` binds to).
+    pub fn cpus_of_nodes(&self, nodes: &NodeSet) -> CpuSet {
+        self.nodes.iter().filter(|n| nodes.contains(n.os_index)).fold(CpuSet::new(), |acc, n| acc.union(&n.cpuset))
+    }
+
+    pub fn total_memory_bytes(&self) -> u64 {
+        self.nodes.iter().map(|n| n.local_memory_bytes).sum()
+    }
+
+    /// Latency multiplier of the loaded-latency curve at utilisation `rho` (clamped to the curve).
+    pub fn loaded_latency_factor(&self, rho: f64) -> f64 {
+        curve_factor(&self.loaded_latency, rho)
+    }
+}
+
+/// Piecewise-linear interpolation of a loaded-latency curve; flat outside its range.
+pub fn curve_factor(curve: &[CurvePoint], rho: f64) -> f64 {
+    match curve {
+        [] => 1.0,
+        [only] => only.factor,
+        _ => {
+            if rho <= curve[0].utilisation {
+                return curve[0].factor;
+            }
+            for w in curve.windows(2) {
+                let (a, b) = (w[0], w[1]);
+                if rho <= b.utilisation {
+                    let t = (rho - a.utilisation) / (b.utilisation - a.utilisation);
+                    return a.factor + t * (b.factor - a.factor);
+                }
+            }
+            curve[curve.len() - 1].factor
+        }
+    }
+}
+
+/// Intel MLC `--loaded_latency` on a 2-socket Xeon Silver 4110 (12 x DDR4-2666), normalised to
+/// its idle latency (81.96 ns) and to its highest achieved bandwidth (135.66 GB/s).
+/// Source: community.intel.com, "Intel Memory Latency Checker v3.5 test" (design/reference/workloads.md §5.3).
+pub fn default_loaded_latency() -> Vec<CurvePoint> {
+    const IDLE_NS: f64 = 81.96;
+    const MAX_GBPS: f64 = 135.66;
+    let table: [(f64, f64); 9] = [
+        (1.24, 81.96),
+        (2.58, 84.20),
+        (9.72, 87.81),
+        (18.36, 90.16),
+        (29.47, 92.29),
+        (42.70, 94.56),
+        (68.36, 98.94),
+        (131.28, 123.71),
+        (135.66, 130.31),
+    ];
+    let mut pts = vec![CurvePoint { utilisation: 0.0, factor: 1.0 }];
+    pts.extend(table.iter().map(|&(bw, ns)| CurvePoint { utilisation: bw / MAX_GBPS, factor: ns / IDLE_NS }));
+    pts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_curve_is_flat_then_knee() {
+        let c = default_loaded_latency();
+        assert_eq!(curve_factor(&c, 0.0), 1.0);
+        let half = curve_factor(&c, 0.5);
+        assert!(half > 1.15 && half < 1.25, "{half}");
+        let top = curve_factor(&c, 1.0);
+        assert!((top - 130.31 / 81.96).abs() < 1e-9);
+        assert_eq!(curve_factor(&c, 5.0), top);
+    }
+}

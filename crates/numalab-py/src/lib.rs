@@ -1,0 +1,29 @@
+//! `numalab._core`: thin bindings. Each class wraps a Rust value; validation of user input
+//! happens in Python (study files, CLI) and the model re-checks its invariants.
+
+mod error;
+mod machine;
+
+use pyo3::prelude::*;
+
+/// Read the host topology under `root` (`/` for this machine) and return its facts as JSON.
+#[pyfunction]
+fn read_host_topology(py: Python<'_>, root: &str) -> PyResult<String> {
+    let root = std::path::PathBuf::from(root);
+    let topo = py.detach(|| numalab_linux::read_topology(&root)).map_err(error::host)?;
+    Ok(topo.to_json().to_string())
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<machine::PyMachine>()?;
+    m.add_function(wrap_pyfunction!(read_host_topology, m)?)?;
+    m.add("NumalabError", py.get_type::<error::NumalabError>())?;
+    m.add("TopologyError", py.get_type::<error::TopologyError_>())?;
+    m.add("PolicyError", py.get_type::<error::PolicyError_>())?;
+    m.add("SimulationError", py.get_type::<error::SimulationError>())?;
+    m.add("HostError", py.get_type::<error::HostError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

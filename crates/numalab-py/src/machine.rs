@@ -1,0 +1,58 @@
+//! `numalab._core.Machine`: a frozen wrapper around `numalab_model::Machine`.
+
+use numalab_model::{parse_cpustring, parse_nodestring, Machine, MachineSpec};
+use pyo3::prelude::*;
+
+use crate::error;
+
+#[pyclass(module = "numalab._core", name = "Machine", frozen)]
+pub struct PyMachine {
+    pub inner: Machine,
+}
+
+#[pymethods]
+impl PyMachine {
+    /// Resolve a machine spec (the JSON form of a preset file) into a validated machine.
+    #[staticmethod]
+    fn from_spec_json(json: &str) -> PyResult<Self> {
+        let spec = MachineSpec::from_json(json).map_err(error::topology)?;
+        Ok(PyMachine { inner: spec.resolve().map_err(error::topology)? })
+    }
+
+    /// Load an explicit machine (what `to_json` writes).
+    #[staticmethod]
+    fn from_json(json: &str) -> PyResult<Self> {
+        Ok(PyMachine { inner: Machine::from_json(json).map_err(error::topology)? })
+    }
+
+    fn to_json(&self) -> String {
+        self.inner.to_json()
+    }
+
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name.clone()
+    }
+
+    /// Parse a numactl node string (`all`, `0-3,5`, `!1`, `+0-1`) against this machine's nodes.
+    fn parse_nodes(&self, s: &str) -> PyResult<Vec<u32>> {
+        parse_nodestring(s, &self.inner.nodeset())
+            .map(|b| b.iter().collect())
+            .map_err(|e| error::policy(numalab_model::PolicyError(e)))
+    }
+
+    /// Parse a numactl CPU string against this machine's PUs.
+    fn parse_cpus(&self, s: &str) -> PyResult<Vec<u32>> {
+        parse_cpustring(s, &self.inner.cpuset())
+            .map(|b| b.iter().collect())
+            .map_err(|e| error::policy(numalab_model::PolicyError(e)))
+    }
+
+    fn __eq__(&self, other: &Self) -> bool {
+        self.inner == other.inner
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Machine('{}', nodes={}, pus={})", self.inner.name, self.inner.nr_nodes(), self.inner.nr_pus())
+    }
+}

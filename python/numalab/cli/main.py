@@ -1,0 +1,71 @@
+"""Entry point: builds the typer app and turns every error into one line, ``numalab: <what>``.
+
+Exit codes: 0 ok, 1 a failure (a run or the host failed), 2 a usage error (bad option, unknown
+name, malformed file). A traceback is shown only with ``--debug`` or ``NUMALAB_BACKTRACE=1``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+import click
+import typer
+
+from numalab.cli import topo
+from numalab.exceptions import USAGE_ERRORS, NumalabError
+
+app = typer.Typer(
+    name="numalab",
+    help="Where should the memory and the threads go? Simulate, measure and compare NUMA placement.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.command("topo")(topo.topo)
+
+_debug = False
+
+
+@app.callback()
+def _main(debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors.")) -> None:
+    global _debug
+    _debug = debug
+
+
+def _fail(msg: str, code: int) -> None:
+    if _debug or os.environ.get("NUMALAB_BACKTRACE") == "1":
+        traceback.print_exc()
+    print(f"numalab: {msg}", file=sys.stderr)
+    sys.exit(code)
+
+
+def run(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    global _debug
+    _debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        app(args=argv, prog_name="numalab", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.exceptions.Abort:
+        _fail("interrupted", 130)
+    except click.UsageError as e:
+        _fail(e.format_message(), 2)
+    except click.ClickException as e:
+        _fail(e.format_message(), e.exit_code)
+    except USAGE_ERRORS as e:
+        _fail(str(e.args[0]) if e.args else str(e), 2)
+    except NumalabError as e:
+        _fail(str(e.args[0]) if e.args else str(e), 1)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    except BrokenPipeError:
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,59 @@
+"""Machine presets: TOML files in ``presets/``, each number with its source in a comment beside it.
+
+A preset is a :class:`numalab_model::spec::MachineSpec` written in TOML (see
+``crates/numalab-model/src/spec.rs``); loading resolves it in Rust into an explicit, validated
+:class:`numalab._core.Machine`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from numalab._core import Machine, TopologyError
+from numalab.exceptions import UsageError
+from numalab.machine.tomlfile import load_toml, where
+
+PRESET_DIR = Path(__file__).parent / "presets"
+
+
+@dataclass(frozen=True)
+class PresetInfo:
+    name: str
+    description: str
+    path: Path
+
+
+def preset_names() -> list[str]:
+    return sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
+
+
+def list_presets() -> list[PresetInfo]:
+    out = []
+    for name in preset_names():
+        path = PRESET_DIR / f"{name}.toml"
+        data, _ = load_toml(path)
+        out.append(PresetInfo(name, str(data.get("description", "")), path))
+    return out
+
+
+def load_spec_file(path: Path) -> Machine:
+    """Load a machine spec TOML file; errors name the file, line and key."""
+    data, text = load_toml(path)
+    try:
+        return Machine.from_spec_json(json.dumps(data))
+    except TopologyError as e:
+        key = e.args[1] if len(e.args) > 1 else ""
+        raise TopologyError(f"{where(path, text, key)}: {e.args[0]}", key) from None
+
+
+def load_preset(name: str) -> Machine:
+    path = PRESET_DIR / f"{name}.toml"
+    if not path.is_file():
+        names = preset_names()
+        close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise UsageError(f"unknown machine preset '{name}'{hint}; `numalab topo --list` lists all {len(names)}")
+    return load_spec_file(path)
