@@ -2,7 +2,9 @@
 //! tree in tests): `sys/devices/system/node/nodeN/{cpulist,meminfo,distance}` and
 //! `sys/devices/system/cpu/cpuK/topology/{physical_package_id,core_id,thread_siblings_list}`.
 //! A kernel without NUMA support has no node directory: the whole machine is then node 0, with
-//! the CPUs of `sys/devices/system/cpu/online` and `proc/meminfo`'s MemTotal.
+//! the CPUs of `sys/devices/system/cpu/online` and `proc/meminfo`'s MemTotal and MemFree.
+//! Formats: Documentation/ABI/stable/sysfs-devices-node (`distance` is one line of the node's SLIT
+//! row over the online nodes, `meminfo` is `Node N Key:  value kB` lines).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -17,6 +19,9 @@ pub struct HostNode {
     pub os_index: u32,
     pub cpus: CpuSet,
     pub memory_bytes: u64,
+    /// MemFree at the time of reading (what `numactl --hardware` prints as `node N free:`);
+    /// `None` if the meminfo file has no MemFree line.
+    pub memory_free_bytes: Option<u64>,
     /// This node's row of the SLIT, over the online nodes in ascending order.
     pub distances: Vec<u32>,
 }
@@ -55,20 +60,38 @@ fn number(path: &Path) -> Result<u32, LinuxError> {
     Ok(v.max(0) as u32)
 }
 
-/// `Node 0 MemTotal:       16314464 kB` (node meminfo) or `MemTotal:  16314464 kB` (/proc/meminfo).
-fn mem_total_bytes(path: &Path) -> Result<u64, LinuxError> {
-    let text = read(path)?;
+/// The value of `key` in kB, as bytes, from a meminfo file: `Node 0 MemTotal:  16314464 kB`
+/// (node meminfo) or `MemTotal:  16314464 kB` (/proc/meminfo); `None` if no line has the key.
+fn meminfo_bytes(path: &Path, text: &str, key: &str) -> Result<Option<u64>, LinuxError> {
+    let label = format!("{key}:");
     for line in text.lines() {
         let mut words = line.split_whitespace();
-        while let Some(w) = words.next() {
-            if w == "MemTotal:" {
-                let v = words.next().ok_or_else(|| parse_err(path, "MemTotal has no value"))?;
-                let kb: u64 = v.parse().map_err(|_| parse_err(path, format!("bad MemTotal value '{v}'")))?;
-                return Ok(kb * 1024);
-            }
+        if words.by_ref().any(|w| w == label) {
+            let v = words.next().ok_or_else(|| parse_err(path, format!("{key} has no value")))?;
+            let kb: u64 = v.parse().map_err(|_| parse_err(path, format!("bad {key} value '{v}' (expected a number of kB)")))?;
+            return Ok(Some(kb * 1024));
         }
     }
-    Err(parse_err(path, "no MemTotal line"))
+    Ok(None)
+}
+
+/// MemTotal (required) and MemFree (optional) of a meminfo file.
+fn memory(path: &Path) -> Result<(u64, Option<u64>), LinuxError> {
+    let text = read(path)?;
+    let total = meminfo_bytes(path, &text, "MemTotal")?.ok_or_else(|| parse_err(path, "no MemTotal line"))?;
+    Ok((total, meminfo_bytes(path, &text, "MemFree")?))
+}
+
+/// One SLIT row: whitespace-separated integers, one per online node.
+fn distance_row(path: &Path, nr_nodes: usize) -> Result<Vec<u32>, LinuxError> {
+    let row = read(path)?
+        .split_whitespace()
+        .map(|w| w.parse::<u32>().map_err(|_| parse_err(path, format!("bad distance '{w}' (expected a whole number)"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    if row.len() != nr_nodes {
+        return Err(parse_err(path, format!("has {} distances, expected {nr_nodes} (one per online node)", row.len())));
+    }
+    Ok(row)
 }
 
 fn node_dirs(node_root: &Path) -> Result<Vec<(u32, PathBuf)>, LinuxError> {
@@ -90,28 +113,26 @@ pub fn read_topology(root: &Path) -> Result<HostTopology, LinuxError> {
     let node_root = sys.join("node");
     let dirs = if node_root.is_dir() { node_dirs(&node_root)? } else { Vec::new() };
     let (nodes, numa_disabled) = if dirs.is_empty() {
-        let cpus = cpulist(&sys.join("cpu/online"))?;
-        let memory_bytes = mem_total_bytes(&root.join("proc/meminfo"))?;
-        (vec![HostNode { os_index: 0, cpus, memory_bytes, distances: vec![10] }], true)
+        (vec![whole_machine_node(root, &sys)?], true)
     } else {
-        let mut nodes = Vec::new();
-        for (id, dir) in &dirs {
-            let cpus = cpulist(&dir.join("cpulist"))?;
-            let memory_bytes = mem_total_bytes(&dir.join("meminfo"))?;
-            let dpath = dir.join("distance");
-            let distances = read(&dpath)?
-                .split_whitespace()
-                .map(|w| w.parse::<u32>().map_err(|_| parse_err(&dpath, format!("bad distance '{w}'"))))
-                .collect::<Result<Vec<_>, _>>()?;
-            if distances.len() != dirs.len() {
-                return Err(parse_err(&dpath, format!("{} distances for {} nodes", distances.len(), dirs.len())));
-            }
-            nodes.push(HostNode { os_index: *id, cpus, memory_bytes, distances });
-        }
-        (nodes, false)
+        (dirs.iter().map(|(id, dir)| read_node(*id, dir, dirs.len())).collect::<Result<Vec<_>, _>>()?, false)
     };
     let cores = read_cores(&sys.join("cpu"), &nodes)?;
     Ok(HostTopology { nodes, cores, numa_disabled })
+}
+
+fn read_node(os_index: u32, dir: &Path, nr_nodes: usize) -> Result<HostNode, LinuxError> {
+    let cpus = cpulist(&dir.join("cpulist"))?;
+    let (memory_bytes, memory_free_bytes) = memory(&dir.join("meminfo"))?;
+    let distances = distance_row(&dir.join("distance"), nr_nodes)?;
+    Ok(HostNode { os_index, cpus, memory_bytes, memory_free_bytes, distances })
+}
+
+/// Without NUMA support the kernel still lists online CPUs and total memory: one node 0.
+fn whole_machine_node(root: &Path, sys: &Path) -> Result<HostNode, LinuxError> {
+    let cpus = cpulist(&sys.join("cpu/online"))?;
+    let (memory_bytes, memory_free_bytes) = memory(&root.join("proc/meminfo"))?;
+    Ok(HostNode { os_index: 0, cpus, memory_bytes, memory_free_bytes, distances: vec![10] })
 }
 
 /// Cores from `cpuK/topology`; if absent (some containers), every CPU is its own core.
@@ -125,7 +146,8 @@ fn read_cores(cpu_root: &Path, nodes: &[HostNode]) -> Result<Vec<HostCore>, Linu
         }
         let topo = cpu_root.join(format!("cpu{cpu}/topology"));
         let core = if topo.is_dir() {
-            let siblings = cpulist(&topo.join("thread_siblings_list"))?.intersection(&all);
+            // A CPU is its own sibling; adding it keeps a malformed list from leaving it coreless.
+            let siblings = cpulist(&topo.join("thread_siblings_list"))?.intersection(&all).union(&CpuSet::from_indexes([cpu]));
             HostCore { package: number(&topo.join("physical_package_id"))?, core_id: number(&topo.join("core_id"))?, cpus: siblings }
         } else {
             let package = 0;
@@ -138,7 +160,8 @@ fn read_cores(cpu_root: &Path, nodes: &[HostNode]) -> Result<Vec<HostCore>, Linu
 }
 
 impl HostTopology {
-    /// The facts as JSON (`nodes`, `cores`, `numa_disabled`), for the Python layer to complete.
+    /// The facts as JSON (`nodes`, `cores`, `numa_disabled`), for the Python layer to complete;
+    /// `memory_free_bytes` is `null` when meminfo had no MemFree line.
     pub fn to_json(&self) -> Value {
         let node_pkg = |n: &HostNode| self.cores.iter().find(|c| c.cpus.intersection(&n.cpus).weight() > 0).map(|c| c.package).unwrap_or(0);
         json!({
@@ -148,6 +171,7 @@ impl HostTopology {
                 "package": node_pkg(n),
                 "cpus": n.cpus.to_list_string(),
                 "memory_bytes": n.memory_bytes,
+                "memory_free_bytes": n.memory_free_bytes,
                 "distances": n.distances,
             })).collect::<Vec<_>>(),
             "cores": self.cores.iter().map(|c| json!({

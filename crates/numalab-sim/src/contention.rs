@@ -1,0 +1,188 @@
+//! Closed-loop latency/bandwidth solution for one epoch (design/model.md §4,
+//! design/reference/workloads.md §5.4):
+//! 1. a thread's line rate follows Little's law with its memory-level parallelism:
+//!    `X = share / (compute_per_line + sum_n f_n L_n / mlp)`;
+//! 2. each memory controller's utilisation `rho = lines/s x 64 B / bandwidth` sets its latency
+//!    through the machine's loaded-latency curve; each link direction is an M/D/1 queue with
+//!    service time `(64 + 16) B / link bandwidth` on every hop of the route;
+//! 3. iterate 1-2 to a damped fixed point; then throttle threads on any controller or link
+//!    still above its bandwidth, so no resource ever delivers more than it can.
+
+use numalab_model::{Hop, Machine};
+
+const LINE: f64 = 64.0;
+/// Bytes a line occupies on a link: 64 B of data plus ~16 B of header/coherence [est, workloads.md §5.4].
+const LINK_LINE: f64 = 80.0;
+const RHO_CAP: f64 = 0.99;
+/// Throttled threads aim just below saturation, leaving the per-slice hard cap for bursts.
+const THROTTLE_TARGET: f64 = 0.97;
+
+/// What the solver needs of one running thread.
+#[derive(Clone, Debug)]
+pub struct Demand {
+    pub cpu_node: usize,
+    pub mlp: f64,
+    /// Compute seconds per line moved.
+    pub compute_per_line: f64,
+    /// Share of its CPU the thread gets (1 / runnable threads on that CPU).
+    pub cpu_share: f64,
+    /// Fractions of the thread's lines read from / written to each node (sum of both = 1).
+    pub rd: Vec<f64>,
+    pub wr: Vec<f64>,
+}
+
+pub struct Solver {
+    n: usize,
+    idle: Vec<Vec<f64>>,
+    bw_bytes: Vec<f64>,
+    link_bytes: Vec<[f64; 2]>,
+    /// Hops of data flowing from node a to node b.
+    route: Vec<Vec<Vec<Hop>>>,
+    curve: Vec<numalab_model::CurvePoint>,
+    pub rho_ctrl: Vec<f64>,
+    pub rho_link: Vec<[f64; 2]>,
+}
+
+/// The solution: per thread, wall seconds per line to each node.
+pub struct Solution {
+    pub cost_per_line: Vec<Vec<f64>>,
+    pub latency_ns: Vec<Vec<f64>>,
+}
+
+impl Solver {
+    pub fn new(m: &Machine) -> Self {
+        let n = m.nodes.len();
+        Solver {
+            n,
+            idle: m.idle_latency_ns.iter().map(|r| r.iter().map(|v| v * 1e-9).collect()).collect(),
+            bw_bytes: m.nodes.iter().map(|x| x.bandwidth_gbps.max(1e-9) * 1e9).collect(),
+            link_bytes: m.links.iter().map(|l| [l.gbps[0] * 1e9, l.gbps[1] * 1e9]).collect(),
+            route: m.routes.clone(),
+            curve: m.loaded_latency.clone(),
+            rho_ctrl: vec![0.0; n],
+            rho_link: vec![[0.0; 2]; m.links.len()],
+        }
+    }
+
+    fn link_wait(&self, hops: &[Hop]) -> f64 {
+        hops.iter()
+            .map(|h| {
+                let rho = self.rho_link[h.link as usize][h.dir as usize].min(RHO_CAP);
+                let s = LINK_LINE / self.link_bytes[h.link as usize][h.dir as usize];
+                s * rho / (2.0 * (1.0 - rho))
+            })
+            .sum()
+    }
+
+    /// Loaded latency (s) from a CPU of node c to memory of node n at the current utilisations.
+    fn latency(&self, c: usize, n: usize) -> f64 {
+        let ctrl = numalab_model::machine::curve_factor(&self.curve, self.rho_ctrl[n].min(1.0));
+        self.idle[c][n] * ctrl + self.link_wait(&self.route[c][n]) + self.link_wait(&self.route[n][c])
+    }
+
+    fn rates(&self, d: &[Demand], lat: &[Vec<f64>], throttle: &[f64]) -> Vec<f64> {
+        d.iter()
+            .zip(throttle)
+            .map(|(t, s)| {
+                let mem: f64 = (0..self.n).map(|k| (t.rd[k] + t.wr[k]) * lat[t.cpu_node][k]).sum::<f64>() / t.mlp;
+                let per_line = t.compute_per_line + mem;
+                if per_line > 0.0 {
+                    s * t.cpu_share / per_line
+                } else {
+                    0.0
+                }
+            })
+            .collect()
+    }
+
+    /// Utilisations the rates `x` (lines/s per thread) would cause.
+    fn utilisation(&self, d: &[Demand], x: &[f64]) -> (Vec<f64>, Vec<[f64; 2]>) {
+        let mut ctrl = vec![0.0; self.n];
+        let mut link = vec![[0.0; 2]; self.link_bytes.len()];
+        for (t, &xt) in d.iter().zip(x) {
+            for k in 0..self.n {
+                let (r, w) = (xt * t.rd[k], xt * t.wr[k]);
+                if r + w == 0.0 {
+                    continue;
+                }
+                ctrl[k] += (r + w) * LINE / self.bw_bytes[k];
+                // Read data flows memory -> CPU, written data CPU -> memory.
+                for h in &self.route[k][t.cpu_node] {
+                    link[h.link as usize][h.dir as usize] += r * LINK_LINE / self.link_bytes[h.link as usize][h.dir as usize];
+                }
+                for h in &self.route[t.cpu_node][k] {
+                    link[h.link as usize][h.dir as usize] += w * LINK_LINE / self.link_bytes[h.link as usize][h.dir as usize];
+                }
+            }
+        }
+        (ctrl, link)
+    }
+
+    fn latencies(&self) -> Vec<Vec<f64>> {
+        (0..self.n).map(|c| (0..self.n).map(|k| self.latency(c, k)).collect()).collect()
+    }
+
+    pub fn solve(&mut self, d: &[Demand]) -> Solution {
+        let ones = vec![1.0; d.len()];
+        for _ in 0..30 {
+            let lat = self.latencies();
+            let x = self.rates(d, &lat, &ones);
+            let (ctrl, link) = self.utilisation(d, &x);
+            let mut change: f64 = 0.0;
+            for (old, new) in self.rho_ctrl.iter_mut().zip(&ctrl) {
+                let v = 0.5 * *old + 0.5 * new.min(1.0);
+                change = change.max((v - *old).abs());
+                *old = v;
+            }
+            for (old, new) in self.rho_link.iter_mut().zip(&link) {
+                for k in 0..2 {
+                    let v = 0.5 * old[k] + 0.5 * new[k].min(1.0);
+                    change = change.max((v - old[k]).abs());
+                    old[k] = v;
+                }
+            }
+            if change < 1e-4 {
+                break;
+            }
+        }
+        let lat = self.latencies();
+        // Throttle threads on saturated resources until none is above its bandwidth.
+        let mut throttle = ones;
+        for _ in 0..8 {
+            let x = self.rates(d, &lat, &throttle);
+            let (ctrl, link) = self.utilisation(d, &x);
+            let mut any = false;
+            for (i, t) in d.iter().enumerate() {
+                let mut worst: f64 = 1.0;
+                for k in 0..self.n {
+                    if t.rd[k] + t.wr[k] == 0.0 {
+                        continue;
+                    }
+                    worst = worst.max(ctrl[k]);
+                    for h in self.route[k][t.cpu_node].iter().chain(&self.route[t.cpu_node][k]) {
+                        worst = worst.max(link[h.link as usize][h.dir as usize]);
+                    }
+                }
+                if worst > THROTTLE_TARGET + 1e-6 {
+                    throttle[i] *= THROTTLE_TARGET / worst;
+                    any = true;
+                }
+            }
+            if !any {
+                break;
+            }
+        }
+        let cost_per_line = d
+            .iter()
+            .zip(&throttle)
+            .map(|(t, &s)| {
+                let c = t.cpu_node;
+                let mem: f64 = (0..self.n).map(|k| (t.rd[k] + t.wr[k]) * lat[c][k]).sum::<f64>() / t.mlp;
+                // Extra queueing per line that makes the throttled rate come out (0 if unthrottled).
+                let extra = (t.compute_per_line + mem) * (1.0 / s - 1.0);
+                (0..self.n).map(|k| (t.compute_per_line + lat[c][k] / t.mlp + extra) / t.cpu_share).collect()
+            })
+            .collect();
+        Solution { cost_per_line, latency_ns: lat.iter().map(|r| r.iter().map(|v| v * 1e9).collect()).collect() }
+    }
+}

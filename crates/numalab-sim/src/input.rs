@@ -1,0 +1,242 @@
+//! What a run is made of, as plain resolved data (the Python layer resolves descriptors, units and
+//! node strings; the engine re-checks only the invariants it depends on).
+
+use serde::{Deserialize, Serialize};
+
+use numalab_model::{CpuSet, MemPolicy};
+
+use crate::error::SimError;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pattern {
+    Block,
+    Stencil,
+    Transpose,
+    Shared,
+    Master,
+    Private,
+    Dynamic,
+    Gather,
+    Scatter,
+}
+
+impl Pattern {
+    pub fn is_random(self) -> bool {
+        matches!(self, Pattern::Gather | Pattern::Scatter)
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessSpec {
+    pub region: usize,
+    pub pattern: Pattern,
+    /// DRAM bytes read per region byte swept (random patterns: per 64-byte line).
+    pub rd: f64,
+    pub wr: f64,
+    #[serde(default = "one_u64")]
+    pub halo: u64,
+    #[serde(default = "one_u64")]
+    pub chunk: u64,
+    /// Random patterns: 64-byte lines per thread per phase execution.
+    #[serde(default)]
+    pub count: u64,
+    #[serde(default = "one_f64")]
+    pub passes: f64,
+}
+
+fn one_u64() -> u64 {
+    1
+}
+fn one_f64() -> f64 {
+    1.0
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Sync {
+    Barrier,
+    None,
+    Pipeline,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseSpec {
+    pub name: String,
+    /// Compute cycles of the phase over all threads of a process.
+    pub cycles: f64,
+    /// Outstanding misses per thread; `None` = the core's.
+    pub mlp: Option<f64>,
+    pub sync: Sync,
+    #[serde(default = "one_u64")]
+    pub pipeline_steps: u64,
+    pub accesses: Vec<AccessSpec>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegionSpec {
+    pub name: String,
+    pub bytes: u64,
+    pub planes: u64,
+    #[serde(default)]
+    pub thp: bool,
+    /// Per-region policy, as `mbind` would install it.
+    #[serde(default)]
+    pub policy: Option<MemPolicy>,
+    /// Virtual start address; `None` = placed by the engine's mmap layout.
+    #[serde(default)]
+    pub address: Option<u64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepSpec {
+    pub phases: Vec<usize>,
+    pub repeat: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WorkloadSpec {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub params: serde_json::Map<String, serde_json::Value>,
+    /// Identical processes (multi-copy runs); each has `threads` threads and its own regions.
+    #[serde(default = "one_u32")]
+    pub processes: u32,
+    pub threads: u32,
+    pub regions: Vec<RegionSpec>,
+    pub phases: Vec<PhaseSpec>,
+    pub program: Vec<StepSpec>,
+}
+
+fn one_u32() -> u32 {
+    1
+}
+
+impl WorkloadSpec {
+    pub fn check(&self) -> Result<(), SimError> {
+        let bad = |m: String| Err(SimError::Input(format!("workload {}: {m}", self.name)));
+        if self.threads == 0 || self.processes == 0 {
+            return bad("threads and processes must be at least 1".into());
+        }
+        for r in &self.regions {
+            if r.bytes == 0 || r.planes == 0 {
+                return bad(format!("region '{}' has zero size or zero planes", r.name));
+            }
+        }
+        for p in &self.phases {
+            for a in &p.accesses {
+                if a.region >= self.regions.len() {
+                    return bad(format!("phase '{}' uses region #{} which does not exist", p.name, a.region));
+                }
+                if a.rd < 0.0 || a.wr < 0.0 || a.passes < 0.0 {
+                    return bad(format!("phase '{}': rd, wr and passes must be >= 0", p.name));
+                }
+            }
+            if p.cycles < 0.0 || p.pipeline_steps == 0 {
+                return bad(format!("phase '{}': cycles must be >= 0 and pipeline_steps >= 1", p.name));
+            }
+        }
+        for s in &self.program {
+            if let Some(&i) = s.phases.iter().find(|&&i| i >= self.phases.len()) {
+                return bad(format!("program names phase #{i} which does not exist"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `OMP_PROC_BIND`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ProcBind {
+    /// Not bound: the scheduler places and moves threads (the Linux default).
+    #[default]
+    False,
+    Close,
+    Spread,
+    Primary,
+}
+
+/// `OMP_PLACES`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Places {
+    Threads,
+    #[default]
+    Cores,
+    Sockets,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Placement {
+    /// The task policy every thread of every process starts with (numactl's policy options).
+    pub policy: MemPolicy,
+    /// Allowed CPUs (`--physcpubind` / `--cpunodebind`); `None` = every CPU.
+    #[serde(default)]
+    pub cpus: Option<CpuSet>,
+    #[serde(default)]
+    pub proc_bind: ProcBind,
+    #[serde(default)]
+    pub places: Places,
+}
+
+/// Which kernel's rules to follow where they differ (design/reference/linux-numa.md §0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum Kernel {
+    #[serde(rename = "3.13")]
+    K313,
+    #[default]
+    #[serde(rename = "6.13")]
+    K6,
+}
+
+/// Costs charged to the thread that incurs them (design/model.md §4.6).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Costs {
+    /// First-touch fault of a 4 KiB page (trap, allocate, zero): 0.5-2 us [est, workloads.md §5.6].
+    pub fault_4k_ns: f64,
+    /// First-touch fault of a 2 MiB THP (zeroing 2 MiB at 10-20 GB/s): 100-200 us [est, workloads.md §5.6].
+    pub fault_2m_ns: f64,
+    /// Cache refill after the scheduler moves a thread to another CPU [est: a few hundred KiB of
+    /// private cache refilled at ~5-10 GB/s].
+    pub task_move_ns: f64,
+}
+
+impl Default for Costs {
+    fn default() -> Self {
+        Costs { fault_4k_ns: 1_000.0, fault_2m_ns: 150_000.0, task_move_ns: 50_000.0 }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimConfig {
+    pub seed: u64,
+    /// Fraction of page visits simulated (1 = every visit); each sample stands for 1/rate visits.
+    pub sample_rate: f64,
+    #[serde(default)]
+    pub kernel: Kernel,
+    #[serde(default)]
+    pub costs: Costs,
+    /// Keep at most this many timeline points (the interval doubles when exceeded).
+    #[serde(default = "timeline_points")]
+    pub timeline_points: usize,
+}
+
+fn timeline_points() -> usize {
+    100
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig { seed: 1, sample_rate: 1.0, kernel: Kernel::K6, costs: Costs::default(), timeline_points: 100 }
+    }
+}

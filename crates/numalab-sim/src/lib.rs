@@ -1,0 +1,32 @@
+//! The deterministic numalab engine: no I/O, no clock; a run is a pure function of machine,
+//! workload, placement and configuration (seed included).
+//!
+//! - [`input`]: the resolved run description (workload, placement, configuration);
+//! - [`alloc`], [`mempolicy`], [`pages`]: page allocation, first touch and memory policies;
+//! - [`pattern`]: access patterns as page-visit streams;
+//! - [`contention`]: the closed-loop latency/bandwidth solution;
+//! - [`sched`]: thread placement and load balancing;
+//! - [`engine`]: the epoch loop; [`output`]: what a run reports.
+
+pub mod alloc;
+pub mod contention;
+pub mod engine;
+pub mod error;
+pub mod input;
+pub mod mempolicy;
+pub mod output;
+pub mod pages;
+pub mod pattern;
+pub mod rng;
+pub mod sched;
+
+pub use error::SimError;
+pub use input::{Kernel, Placement, SimConfig, WorkloadSpec};
+pub use output::SimOutput;
+
+use numalab_model::Machine;
+
+/// Simulate `workload` on `machine` under `placement`.
+pub fn simulate(machine: &Machine, workload: &WorkloadSpec, placement: &Placement, config: &SimConfig) -> Result<SimOutput, SimError> {
+    Ok(engine::Engine::new(machine, workload, placement, config)?.run())
+}

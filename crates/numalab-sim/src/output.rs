@@ -1,0 +1,177 @@
+//! What a run reports, with the kernel's counter names (design/README.md §3.1): time, per-thread
+//! placement and times, pages per node, the access map (rows: CPU node, columns: memory node,
+//! in 64-byte DRAM transfers), `numastat` per node, `vmstat`, and a timeline.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use numalab_model::Machine;
+
+use crate::alloc::{Allocator, NumaStat};
+use crate::input::WorkloadSpec;
+
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Vmstat {
+    pub numa_pte_updates: u64,
+    pub numa_huge_pte_updates: u64,
+    pub numa_hint_faults: u64,
+    pub numa_hint_faults_local: u64,
+    pub numa_pages_migrated: u64,
+    pub pgmigrate_success: u64,
+    pub pgmigrate_fail: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ProcessOut {
+    pub pid: u32,
+    pub name: String,
+    pub time_s: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ThreadOut {
+    pub tid: u32,
+    pub pid: u32,
+    /// OS index of the CPU the thread ended on, and that CPU's node.
+    pub cpu: u32,
+    pub node: u32,
+    pub time_s: f64,
+    pub migrations: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TimelinePoint {
+    pub t_s: f64,
+    pub pages_per_node: Vec<u64>,
+    /// DRAM transfers in the interval that ends at `t_s`.
+    pub access_map: Vec<Vec<u64>>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct EngineInfo {
+    pub sample_rate: f64,
+    /// Pages one sampled visit stands for.
+    pub sample_stride: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SimOutput {
+    /// `ok`, or `out-of-memory` (the run stopped: `error` says where).
+    pub status: String,
+    pub error: Option<String>,
+    pub time_s: f64,
+    pub processes: Vec<ProcessOut>,
+    pub threads: Vec<ThreadOut>,
+    pub pages_per_node: Vec<u64>,
+    pub page_size_bytes: u64,
+    pub access_map: Vec<Vec<u64>>,
+    pub numastat: BTreeMap<String, NumaStat>,
+    pub vmstat: Vmstat,
+    pub timeline: Vec<TimelinePoint>,
+    pub engine: EngineInfo,
+}
+
+/// Accumulates the access map and the timeline while the engine runs.
+pub struct Recorder {
+    n: usize,
+    access: Vec<Vec<f64>>,
+    interval: Vec<Vec<f64>>,
+    timeline: Vec<TimelinePoint>,
+    step_s: f64,
+    next_s: f64,
+    max_points: usize,
+}
+
+fn round(m: &[Vec<f64>]) -> Vec<Vec<u64>> {
+    m.iter().map(|r| r.iter().map(|v| v.round() as u64).collect()).collect()
+}
+
+impl Recorder {
+    pub fn new(m: &Machine, max_points: usize) -> Self {
+        let n = m.nodes.len();
+        Recorder {
+            n,
+            access: vec![vec![0.0; n]; n],
+            interval: vec![vec![0.0; n]; n],
+            timeline: Vec::new(),
+            step_s: 1e-3,
+            next_s: 1e-3,
+            max_points: max_points.max(2),
+        }
+    }
+
+    #[inline]
+    pub fn access(&mut self, cpu_node: usize, mem_node: usize, lines: f64) {
+        self.access[cpu_node][mem_node] += lines;
+        self.interval[cpu_node][mem_node] += lines;
+    }
+
+    pub fn epoch_end(&mut self, now: f64, _alloc: &Allocator, pages: Vec<u64>) {
+        if now < self.next_s {
+            return;
+        }
+        self.timeline.push(TimelinePoint { t_s: now, pages_per_node: pages, access_map: round(&self.interval) });
+        self.interval = vec![vec![0.0; self.n]; self.n];
+        self.next_s = now + self.step_s;
+        if self.timeline.len() > self.max_points {
+            // Halve the resolution: merge neighbours (the later one keeps its time and pages).
+            let old = std::mem::take(&mut self.timeline);
+            let mut it = old.into_iter();
+            while let Some(a) = it.next() {
+                match it.next() {
+                    Some(mut b) => {
+                        for (rb, ra) in b.access_map.iter_mut().zip(&a.access_map) {
+                            for (x, y) in rb.iter_mut().zip(ra) {
+                                *x += y;
+                            }
+                        }
+                        self.timeline.push(b);
+                    }
+                    None => self.timeline.push(a),
+                }
+            }
+            self.step_s *= 2.0;
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn finish(
+        self,
+        m: &Machine,
+        w: &WorkloadSpec,
+        threads: Vec<(usize, u32, u32, f64, u64)>,
+        pages: Vec<u64>,
+        alloc: Allocator,
+        oom: Option<String>,
+        stride: u64,
+        sample_rate: f64,
+    ) -> SimOutput {
+        let mut procs: Vec<ProcessOut> =
+            (0..w.processes).map(|p| ProcessOut { pid: p + 1, name: w.name.clone(), time_s: 0.0 }).collect();
+        let threads: Vec<ThreadOut> = threads
+            .into_iter()
+            .enumerate()
+            .map(|(tid, (pid, cpu, node, time_s, migrations))| {
+                procs[pid].time_s = procs[pid].time_s.max(time_s);
+                ThreadOut { tid: tid as u32 + 1, pid: pid as u32 + 1, cpu, node, time_s, migrations }
+            })
+            .collect();
+        let time_s = procs.iter().map(|p| p.time_s).fold(0.0, f64::max);
+        let numastat = m.nodes.iter().zip(alloc.numastat).map(|(n, s)| (format!("node{}", n.os_index), s)).collect();
+        SimOutput {
+            status: if oom.is_some() { "out-of-memory".into() } else { "ok".into() },
+            error: oom,
+            time_s,
+            processes: procs,
+            threads,
+            pages_per_node: pages,
+            page_size_bytes: 4096,
+            access_map: round(&self.access),
+            numastat,
+            vmstat: Vmstat::default(),
+            timeline: self.timeline,
+            engine: EngineInfo { sample_rate, sample_stride: stride },
+        }
+    }
+}

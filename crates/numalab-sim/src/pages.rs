@@ -1,0 +1,63 @@
+//! Page tables: one per region of each process, one entry per page (4 KiB, or 2 MiB when the
+//! region uses THP), holding the node of the page or `NONE` before its first write.
+//!
+//! Regions get virtual addresses as `mmap` hands them out: top-down from `MMAP_BASE`, each
+//! aligned to 2 MiB (what kernels since 6.7 do for anonymous mappings of 2 MiB or more), so the
+//! interleave index of a page is its virtual page number (linux-numa.md §3.3).
+
+use crate::input::RegionSpec;
+use crate::mempolicy::Resolved;
+
+pub const NONE: u8 = u8::MAX;
+const MMAP_BASE: u64 = 0x7f00_0000_0000;
+const ALIGN: u64 = 2 << 20;
+
+pub struct Region {
+    pub name: String,
+    pub bytes: u64,
+    pub planes: u64,
+    /// log2 of the page size: 12 (4 KiB) or 21 (2 MiB THP).
+    pub shift: u32,
+    pub vm_start: u64,
+    pub node: Vec<u8>,
+    /// The VMA policy (`mbind`), if any.
+    pub policy: Option<Resolved>,
+}
+
+impl Region {
+    pub fn page_bytes(&self) -> u64 {
+        1 << self.shift
+    }
+
+    pub fn units(&self) -> u64 {
+        self.node.len() as u64
+    }
+
+    /// Base (4 KiB) pages in one entry.
+    pub fn base_pages(&self) -> u64 {
+        1 << (self.shift - 12)
+    }
+
+    /// The interleave index of entry `u` (virtual page number at this page size).
+    pub fn ilx(&self, u: u64) -> u64 {
+        (self.vm_start >> self.shift) + u
+    }
+}
+
+/// Lay out a process's regions and create their empty page tables.
+pub fn layout(specs: &[RegionSpec], policies: Vec<Option<Resolved>>) -> Vec<Region> {
+    let mut top = MMAP_BASE;
+    specs
+        .iter()
+        .zip(policies)
+        .map(|(s, policy)| {
+            let shift = if s.thp { 21 } else { 12 };
+            let vm_start = s.address.unwrap_or_else(|| {
+                top -= s.bytes.div_ceil(ALIGN) * ALIGN;
+                top
+            });
+            let units = s.bytes.div_ceil(1 << shift);
+            Region { name: s.name.clone(), bytes: s.bytes, planes: s.planes, shift, vm_start, node: vec![NONE; units as usize], policy }
+        })
+        .collect()
+}

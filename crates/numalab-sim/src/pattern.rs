@@ -1,0 +1,237 @@
+//! Access patterns: which bytes of a region a thread touches in one phase execution, turned into
+//! a stream of page visits (design/model.md §3). One visit = one thread touching one page (or a
+//! run of `stride` pages when sampling) and moving `lines` 64-byte lines to or from DRAM.
+
+use crate::input::{AccessSpec, Pattern};
+use crate::pages::Region;
+use crate::rng::Rng;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Visit {
+    pub region: u32,
+    /// The page entry this sample reads (drawn uniformly among the entries it covers).
+    pub unit: u64,
+    /// First entry covered, and how many (the sample stands for all of them; first touch
+    /// allocates all of them).
+    pub first: u64,
+    pub units: u64,
+    pub lines: f64,
+    pub write: bool,
+    /// Share of `lines` that are reads (the rest are writes).
+    pub rd_share: f64,
+}
+
+/// libgomp's `schedule(static)` without a chunk size: thread `t` of `nt` gets iterations
+/// `[start, end)` of `n` (the first `n % nt` threads get one more).
+pub fn static_share(n: u64, nt: u64, t: u64) -> (u64, u64) {
+    let (q, r) = (n / nt, n % nt);
+    if t < r {
+        (t * (q + 1), t * (q + 1) + q + 1)
+    } else {
+        (t * q + r, t * q + r + q)
+    }
+}
+
+/// Byte offset where plane `p` of a region starts.
+fn plane_start(r: &Region, p: u64) -> u64 {
+    ((p as u128 * r.bytes as u128) / r.planes as u128) as u64
+}
+
+/// The byte ranges thread `t` of `nt` sweeps, in order. `chunk_order` is the shuffled chunk
+/// order of a dynamic schedule (shared by all threads of a process for one execution).
+pub fn ranges(a: &AccessSpec, r: &Region, t: u64, nt: u64, chunk_order: &[u64]) -> Vec<(u64, u64)> {
+    let planes = |p0: u64, p1: u64| (plane_start(r, p0), plane_start(r, p1));
+    let mut out = Vec::new();
+    match a.pattern {
+        Pattern::Block | Pattern::Private => {
+            let (s, e) = static_share(r.planes, nt, t);
+            out.push(planes(s, e));
+        }
+        Pattern::Stencil => {
+            let (s, e) = static_share(r.planes, nt, t);
+            if e > s {
+                out.push(planes(s.saturating_sub(a.halo), s));
+                out.push(planes(s, e));
+                out.push(planes(e, (e + a.halo).min(r.planes)));
+            }
+        }
+        Pattern::Transpose => {
+            for p in 0..r.planes {
+                let (b0, b1) = planes(p, p + 1);
+                let lines = (b1 - b0).div_ceil(64);
+                let (s, e) = static_share(lines, nt, t);
+                out.push((b0 + s * 64, (b0 + e * 64).min(b1)));
+            }
+        }
+        Pattern::Shared => out.push((0, r.bytes)),
+        Pattern::Master => {
+            if t == 0 {
+                out.push((0, r.bytes));
+            }
+        }
+        Pattern::Dynamic => {
+            let chunk = a.chunk.max(1);
+            for (k, &c) in chunk_order.iter().enumerate() {
+                if k as u64 % nt == t {
+                    out.push(planes(c * chunk, ((c + 1) * chunk).min(r.planes)));
+                }
+            }
+        }
+        Pattern::Gather | Pattern::Scatter => {}
+    }
+    out.retain(|&(s, e)| e > s);
+    out
+}
+
+/// A cursor over one access of one thread in one phase execution.
+#[derive(Clone, Debug)]
+pub struct Sweep {
+    pub region: u32,
+    write: bool,
+    rd_share: f64,
+    /// Lines per byte swept (sweeps) or per line accessed (random patterns).
+    lines_per_byte: f64,
+    ranges: Vec<(u64, u64)>,
+    range: usize,
+    pos: u64,
+    stride: u64,
+    /// Random patterns: visits left, and lines per visit.
+    random_left: u64,
+    random_lines: f64,
+    random_units: u64,
+    pub total_lines: f64,
+    pub done_lines: f64,
+}
+
+impl Sweep {
+    pub fn new(a: &AccessSpec, r: &Region, region: u32, t: u64, nt: u64, chunk_order: &[u64], stride: u64) -> Self {
+        let traffic = (a.rd + a.wr) * a.passes;
+        let write = a.wr > 0.0;
+        let rd_share = if a.rd + a.wr > 0.0 { a.rd / (a.rd + a.wr) } else { 1.0 };
+        if a.pattern.is_random() {
+            // One visit carries up to a page's worth (64 lines) of random accesses, `stride` of them per sample.
+            let per_visit = 64 * stride;
+            let visits = a.count.div_ceil(per_visit);
+            let total = a.count as f64 * traffic;
+            return Sweep {
+                region,
+                write,
+                rd_share,
+                lines_per_byte: 0.0,
+                ranges: Vec::new(),
+                range: 0,
+                pos: 0,
+                stride,
+                random_left: visits,
+                random_lines: if visits > 0 { total / visits as f64 } else { 0.0 },
+                random_units: r.units(),
+                total_lines: total,
+                done_lines: 0.0,
+            };
+        }
+        let ranges = ranges(a, r, t, nt, chunk_order);
+        let bytes: u64 = ranges.iter().map(|(s, e)| e - s).sum();
+        let lines_per_byte = traffic / 64.0;
+        let pos = ranges.first().map_or(0, |r| r.0);
+        Sweep {
+            region,
+            write,
+            rd_share,
+            lines_per_byte,
+            ranges,
+            range: 0,
+            pos,
+            stride,
+            random_left: 0,
+            random_lines: 0.0,
+            random_units: 0,
+            total_lines: bytes as f64 * lines_per_byte,
+            done_lines: 0.0,
+        }
+    }
+
+    pub fn finished(&self) -> bool {
+        self.random_left == 0 && self.range >= self.ranges.len()
+    }
+
+    pub fn progress(&self) -> f64 {
+        if self.total_lines > 0.0 {
+            self.done_lines / self.total_lines
+        } else {
+            1.0
+        }
+    }
+
+    /// `k` page entries spread evenly over what this sweep will touch, each with the share of
+    /// the sweep's lines it stands for and the read share (for estimating a phase's mix).
+    pub fn sample_points(&self, k: usize, shift: u32) -> Vec<u64> {
+        if self.random_left > 0 {
+            return (0..k as u64).map(|i| (2 * i + 1) * self.random_units / (2 * k as u64)).collect();
+        }
+        let total: u64 = self.ranges.iter().map(|(s, e)| e - s).sum();
+        if total == 0 {
+            return Vec::new();
+        }
+        let mut out = Vec::with_capacity(k);
+        let (mut ri, mut before) = (0, 0u64);
+        for i in 0..k as u64 {
+            let off = (2 * i + 1) * total / (2 * k as u64);
+            while before + (self.ranges[ri].1 - self.ranges[ri].0) <= off {
+                before += self.ranges[ri].1 - self.ranges[ri].0;
+                ri += 1;
+            }
+            out.push((self.ranges[ri].0 + off - before) >> shift);
+        }
+        out
+    }
+
+    pub fn rd_share(&self) -> f64 {
+        self.rd_share
+    }
+
+    pub fn writes(&self) -> bool {
+        self.write
+    }
+
+    /// The next visit; `shift` is the region's page shift.
+    pub fn next(&mut self, shift: u32, rng: &mut Rng) -> Option<Visit> {
+        if self.random_left > 0 {
+            self.random_left -= 1;
+            let unit = rng.below(self.random_units);
+            self.done_lines += self.random_lines;
+            return Some(Visit { region: self.region, unit, first: unit, units: 1, lines: self.random_lines, write: self.write, rd_share: self.rd_share });
+        }
+        let &(_, end) = self.ranges.get(self.range)?;
+        let page = 1u64 << shift;
+        let unit = self.pos >> shift;
+        // The sample covers `stride` pages, clipped to the end of this range.
+        let stop = ((unit + self.stride) << shift).min(end);
+        let bytes = stop - self.pos;
+        let units = (stop - 1) / page - unit + 1;
+        self.pos = stop;
+        if self.pos >= end {
+            self.range += 1;
+            if let Some(&(s, _)) = self.ranges.get(self.range) {
+                self.pos = s;
+            }
+        }
+        let lines = bytes as f64 * self.lines_per_byte;
+        self.done_lines += lines;
+        let sample = if units > 1 { unit + rng.below(units) } else { unit };
+        Some(Visit { region: self.region, unit: sample, first: unit, units, lines, write: self.write, rd_share: self.rd_share })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn libgomp_static_schedule() {
+        // 10 iterations over 4 threads: 3, 3, 2, 2.
+        let shares: Vec<_> = (0..4).map(|t| static_share(10, 4, t)).collect();
+        assert_eq!(shares, vec![(0, 3), (3, 6), (6, 8), (8, 10)]);
+        // More threads than iterations: the last threads get nothing.
+        assert_eq!(static_share(2, 4, 3), (2, 2));
+    }
+}

@@ -1,0 +1,6 @@
+//! Integration tests of the engine (one binary): the analytic checks of design/model.md §11 and
+//! the kernel rules of design/reference/linux-numa.md §12 that the engine covers.
+
+mod common;
+mod policies;
+mod timing;

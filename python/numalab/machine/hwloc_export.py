@@ -1,0 +1,231 @@
+"""Write a :class:`numalab._core.Machine` as an hwloc v2 XML topology (what ``lstopo foo.xml``
+writes and ``lstopo -i foo.xml`` / ``HWLOC_XMLFILE`` read).
+
+hwloc's own elements carry what hwloc can express: Machine > Package > [Group per node when a
+package has several] > NUMANode (as a memory child) + Core > PU objects with cpusets, nodesets and
+``local_memory``; the SLIT as ``<distances2 name="NUMALatency" kind="5">``; the ``Bandwidth``
+(MiB/s) and ``Latency`` (ns) memory attributes per initiator node. Everything else numalab's
+machine holds goes into ``<info name="numalab.*">`` children of the Machine object (see
+:data:`INFO_KEYS`), including the exact float values behind the integer memattrs, so that
+:func:`numalab.machine.hwloc_xml.load_hwloc_xml` gives back an identical machine. Formats follow
+hwloc's topology-xml.c (``hwloc__xml_export_object_contents``, ``EXPORT_ARRAY`` with 10 values per
+element and ``length`` = characters, ``hwloc__xml_export_memattrs``).
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable
+from typing import Any
+
+from numalab._core import Machine
+from numalab.exceptions import UsageError
+from numalab.machine.bitmaps import format_hwloc, parse_cpulist
+
+MIB = 1 << 20
+#: hwloc_distances_kind_e: FROM_OS | VALUE_LATENCY, as the Linux backend marks the SLIT.
+DISTANCES_KIND_FROM_OS, DISTANCES_KIND_FROM_USER, DISTANCES_KIND_LATENCY = 1, 2, 4
+SLIT_NAME = "NUMALatency"
+#: hwloc_memattr_flag_e: HIGHER_FIRST = 1, LOWER_FIRST = 2, NEED_INITIATOR = 4.
+BANDWIDTH_FLAGS, LATENCY_FLAGS = 1 | 4, 2 | 4
+#: hwloc writes at most 10 values per <indexes>/<u64values> element.
+VALUES_PER_ELEMENT = 10
+HEADER = '<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE topology SYSTEM "hwloc2.dtd">\n'
+
+#: The ``numalab.*`` infos of the Machine object and what each holds (JSON unless a plain string).
+INFO_KEYS = {
+    "numalab.name": "machine name (string)",
+    "numalab.description": "description (string)",
+    "numalab.page_size_bytes": "base page size",
+    "numalab.core_frequency_hz": "frequency of every core",
+    "numalab.core_mlp": "memory-level parallelism of every core",
+    "numalab.bandwidth_gbps": "exact per-node bandwidth, by node OS index order (memattr Bandwidth rounds to MiB/s)",
+    "numalab.idle_latency_ns": "exact idle latency matrix (memattr Latency rounds to ns)",
+    "numalab.cpuless_nodes": "nodes without CPUs (hwloc gives them their parent's cpuset)",
+    "numalab.loaded_latency": "loaded-latency curve as [[utilisation, factor], ...]",
+    "numalab.links": "interconnect links [{nodes, gbps}]",
+    "numalab.routes": "every remote route [{from, to, via}]",
+    "numalab.notes": "where values came from {field: reason}",
+}
+
+
+def to_hwloc_xml(machine: Machine) -> str:
+    """The machine as an hwloc v2 XML document."""
+    m = json.loads(machine.to_json())
+    topology = ET.Element("topology", version="2.0")
+    writer = _Writer(m)
+    writer.machine(topology)
+    writer.distances(topology)
+    writer.memattrs(topology)
+    ET.indent(topology, space="  ")
+    return HEADER + ET.tostring(topology, encoding="unicode") + "\n"
+
+
+class _Writer:
+    """Builds the element tree; remembers gp indexes so memattrs can name their target nodes."""
+
+    def __init__(self, m: dict[str, Any]) -> None:
+        self.m = m
+        self.next_gp = 1
+        self.node_gp: dict[int, int] = {}
+        self.cpus = {n["os_index"]: parse_cpulist(n["cpuset"]) for n in m["nodes"]}
+        self.all_cpus = set().union(*self.cpus.values())
+
+    def obj(
+        self, parent: ET.Element, type_: str, os_index: int | None, cpus: set[int], nodes: Iterable[int], **extra: str
+    ) -> ET.Element:
+        """An ``<object>`` with hwloc's attribute order; the root also gets the allowed sets."""
+        attrs = {"type": type_} if os_index is None else {"type": type_, "os_index": str(os_index)}
+        cpuset, nodeset = format_hwloc(cpus), format_hwloc(nodes)
+        attrs.update(cpuset=cpuset, complete_cpuset=cpuset)
+        if type_ == "Machine":
+            attrs["allowed_cpuset"] = cpuset
+        attrs.update(nodeset=nodeset, complete_nodeset=nodeset)
+        if type_ == "Machine":
+            attrs["allowed_nodeset"] = nodeset
+        attrs["gp_index"] = str(self.next_gp)
+        self.next_gp += 1
+        attrs.update(extra)
+        return ET.SubElement(parent, "object", attrs)
+
+    def machine(self, topology: ET.Element) -> None:
+        root = self.obj(topology, "Machine", 0, self.all_cpus, self.cpus)
+        for name, value in self.infos().items():
+            ET.SubElement(root, "info", name=name, value=value)
+        for package in self.m["packages"]:
+            self.package(root, package)
+
+    def infos(self) -> dict[str, str]:
+        m = self.m
+        infos = {
+            "numalab.name": m["name"],
+            "numalab.description": m["description"],
+            "numalab.page_size_bytes": str(m["page_size_bytes"]),
+        }
+        infos.update(self.core_infos())
+        infos["numalab.bandwidth_gbps"] = _json([n["bandwidth_gbps"] for n in m["nodes"]])
+        infos["numalab.idle_latency_ns"] = _json(m["idle_latency_ns"])
+        cpuless = [n["os_index"] for n in m["nodes"] if not self.cpus[n["os_index"]]]
+        if cpuless:
+            infos["numalab.cpuless_nodes"] = _json(cpuless)
+        infos["numalab.loaded_latency"] = _json([[p["utilisation"], p["factor"]] for p in m["loaded_latency"]])
+        infos["numalab.links"] = _json(m["links"])
+        infos["numalab.routes"] = _json(self.routes())
+        infos["numalab.notes"] = _json(m["notes"])
+        return infos
+
+    def core_infos(self) -> dict[str, str]:
+        params = {(c["frequency_hz"], c["mlp"]) for c in self.m["cores"]}
+        if len(params) > 1:
+            raise UsageError(
+                f"cannot export machine '{self.m['name']}' as hwloc XML: its cores differ in frequency_hz or mlp "
+                "(numalab machine files give one value for all cores)"
+            )
+        if not params:
+            return {}
+        frequency_hz, mlp = params.pop()
+        return {"numalab.core_frequency_hz": repr(frequency_hz), "numalab.core_mlp": repr(mlp)}
+
+    def routes(self) -> list[dict[str, Any]]:
+        """Every remote route as the nodes it passes through (the spec's ``routes`` form)."""
+        m, out = self.m, []
+        for i, row in enumerate(m["routes"]):
+            for j, hops in enumerate(row):
+                if not hops:
+                    continue
+                at, path = m["nodes"][i]["os_index"], []
+                for hop in hops:
+                    link = m["links"][hop["link"]]["nodes"]
+                    at = link[1] if hop["dir"] == 0 else link[0]
+                    path.append(at)
+                out.append({"from": m["nodes"][i]["os_index"], "to": m["nodes"][j]["os_index"], "via": path[:-1]})
+        return out
+
+    def package(self, root: ET.Element, package: dict[str, Any]) -> None:
+        cpus = parse_cpulist(package["cpuset"])
+        el = self.obj(root, "Package", package["os_index"], cpus, parse_cpulist(package["nodeset"]))
+        nodes = [n for n in self.m["nodes"] if n["package"] == package["os_index"]]
+        with_cpus = [n for n in nodes if self.cpus[n["os_index"]]]
+        if len(with_cpus) <= 1:
+            for n in nodes:
+                self.numanode(el, n, cpus)
+            self.cores(el, package["os_index"], None)
+            return
+        # Several nodes in one package (dies, sub-NUMA clusters): a Group per node, as hwloc does.
+        for n in nodes:
+            if not self.cpus[n["os_index"]]:
+                self.numanode(el, n, cpus)
+        for n in with_cpus:
+            group = self.obj(el, "Group", None, self.cpus[n["os_index"]], [n["os_index"]])
+            self.numanode(group, n, self.cpus[n["os_index"]])
+            self.cores(group, package["os_index"], n["os_index"])
+
+    def numanode(self, parent: ET.Element, n: dict[str, Any], parent_cpus: set[int]) -> None:
+        # hwloc gives a memory object its parent's cpuset (its locality), CPU-less nodes included.
+        os_index, page = n["os_index"], self.m["page_size_bytes"]
+        cpus, memory = self.cpus[os_index] or parent_cpus, str(n["local_memory_bytes"])
+        el = self.obj(parent, "NUMANode", os_index, cpus, [os_index], local_memory=memory)
+        self.node_gp[os_index] = int(el.attrib["gp_index"])
+        ET.SubElement(el, "page_type", size=str(page), count=str(n["local_memory_bytes"] // page))
+
+    def cores(self, parent: ET.Element, package: int, node: int | None) -> None:
+        for core in self.m["cores"]:
+            if core["package"] != package or (node is not None and core["node"] != node):
+                continue
+            cpus = parse_cpulist(core["cpuset"])
+            el = self.obj(parent, "Core", core["os_index"], cpus, [core["node"]])
+            for pu in sorted(cpus):
+                self.obj(el, "PU", pu, {pu}, [core["node"]])
+
+    def distances(self, topology: ET.Element) -> None:
+        nodes = [n["os_index"] for n in self.m["nodes"]]
+        if len(nodes) < 2:
+            return  # hwloc ignores a 1x1 matrix
+        el = ET.SubElement(
+            topology,
+            "distances2",
+            type="NUMANode",
+            nbobjs=str(len(nodes)),
+            kind=str(DISTANCES_KIND_FROM_OS | DISTANCES_KIND_LATENCY),
+            name=SLIT_NAME,
+            indexing="os",
+        )
+        _value_elements(el, "indexes", nodes)
+        _value_elements(el, "u64values", [d for row in self.m["distances"] for d in row])
+
+    def memattrs(self, topology: ET.Element) -> None:
+        m = self.m
+        bandwidth = ET.SubElement(topology, "memattr", name="Bandwidth", flags=str(BANDWIDTH_FLAGS))
+        for n in m["nodes"]:
+            if n["local_memory_bytes"] and n["bandwidth_gbps"] > 0:
+                initiator = self.cpus[n["os_index"]] or self.all_cpus
+                self.memattr_value(bandwidth, n["os_index"], round(n["bandwidth_gbps"] * 1e9 / MIB), initiator)
+        latency = ET.SubElement(topology, "memattr", name="Latency", flags=str(LATENCY_FLAGS))
+        for j, target in enumerate(m["nodes"]):
+            for i, initiator in enumerate(m["nodes"]):
+                cpus = self.cpus[initiator["os_index"]]
+                if cpus:
+                    self.memattr_value(latency, target["os_index"], max(1, round(m["idle_latency_ns"][i][j])), cpus)
+
+    def memattr_value(self, parent: ET.Element, node: int, value: int, initiator: set[int]) -> None:
+        ET.SubElement(
+            parent,
+            "memattr_value",
+            target_obj_type="NUMANode",
+            target_obj_gp_index=str(self.node_gp[node]),
+            value=str(value),
+            initiator_cpuset=format_hwloc(initiator),
+        )
+
+
+def _value_elements(parent: ET.Element, tag: str, values: list[int]) -> None:
+    """hwloc's EXPORT_ARRAY: chunks of 10, each value followed by a space, ``length`` in characters."""
+    for k in range(0, len(values), VALUES_PER_ELEMENT):
+        text = "".join(f"{v} " for v in values[k : k + VALUES_PER_ELEMENT])
+        ET.SubElement(parent, tag, length=str(len(text))).text = text
+
+
+def _json(value: Any) -> str:
+    # ASCII only: hwloc drops other characters when it re-exports a file (lstopo -i a.xml b.xml).
+    return json.dumps(value, separators=(",", ":"))

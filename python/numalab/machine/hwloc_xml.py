@@ -1,0 +1,588 @@
+"""hwloc v2 XML in and out, so lstopo users can bring their machine and take numalab's.
+
+:func:`load_hwloc_xml` reads what ``lstopo foo.xml`` writes: NUMANode objects (``os_index``,
+``cpuset``, ``local_memory``) wherever they hang (Package, Die, Group, or above the Package in v1
+files), Core and PU objects, Packages, the SLIT-like ``distances2`` matrix and the ``Bandwidth``
+(MiB/s) and ``Latency`` (ns) memory attributes. What the file does not give gets the documented
+estimates of :mod:`numalab.machine.estimates`, recorded in the machine's ``notes``. The
+``numalab.*`` infos that :func:`to_hwloc_xml` writes (see
+:data:`numalab.machine.hwloc_export.INFO_KEYS`) restore the rest, exactly: values the hwloc
+elements also state are taken from the infos only when they agree with them, so a user's edit of
+a memattr in the XML wins.
+
+Malformed XML raises ``UsageError("file:line:col: malformed XML: ...")``; a file that is XML but
+not a usable topology raises ``UsageError("file:line: object[type=NUMANode, os_index=3]: ...")``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import xml.parsers.expat
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from numalab._core import Machine, TopologyError
+from numalab.exceptions import UsageError
+from numalab.machine import estimates as est
+from numalab.machine.bitmaps import format_cpulist, parse_hwloc
+from numalab.machine.hwloc_export import DISTANCES_KIND_LATENCY, MIB, SLIT_NAME, to_hwloc_xml
+
+__all__ = ["load_hwloc_xml", "to_hwloc_xml"]
+
+PACKAGE_TYPES = {"Package", "Socket"}  # Socket: hwloc 1.x
+#: Objects that only group others: walked through, their own attributes unused.
+CONTAINER_TYPES = {"Machine", "System", "Group", "Die", "MemCache", "Cache"} | {
+    f"L{k}{i}Cache" for k in range(1, 6) for i in ("", "i")
+}
+#: I/O and annotation subtrees: no CPUs or memory of their own.
+SKIPPED_TYPES = {"Misc", "Bridge", "PCIDev", "OSDev"}
+KNOWN_TYPES = PACKAGE_TYPES | CONTAINER_TYPES | SKIPPED_TYPES | {"NUMANode", "Core", "PU"}
+
+
+def load_hwloc_xml(path: Path) -> Machine:
+    """The machine an hwloc XML file describes (v2; v1 object layouts are accepted too)."""
+    spec = _Importer(path, _parse_xml(path)).spec()
+    try:
+        return Machine.from_spec_json(json.dumps(spec))
+    except TopologyError as e:
+        key = e.args[1] if len(e.args) > 1 else ""
+        raise TopologyError(f"{path}: {e.args[0]}", key) from None
+
+
+# ---------------------------------------------------------------- XML with line numbers
+
+
+@dataclass
+class _El:
+    """An XML element and the line it starts on (ElementTree does not keep lines)."""
+
+    tag: str
+    attrib: dict[str, str]
+    line: int
+    children: list[_El] = field(default_factory=list)
+    text: str = ""
+
+    def find_all(self, tag: str) -> list[_El]:
+        return [c for c in self.children if c.tag == tag]
+
+
+def _parse_xml(path: Path) -> _El:
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read: {e.strerror}") from None
+    parser = xml.parsers.expat.ParserCreate()
+    stack: list[_El] = []
+    roots: list[_El] = []
+
+    def start(tag: str, attrib: dict[str, str]) -> None:
+        el = _El(tag, attrib, parser.CurrentLineNumber)
+        (stack[-1].children if stack else roots).append(el)
+        stack.append(el)
+
+    def chars(text: str) -> None:
+        if stack:
+            stack[-1].text += text
+
+    parser.StartElementHandler = start
+    parser.EndElementHandler = lambda tag: stack.pop()
+    parser.CharacterDataHandler = chars
+    try:
+        parser.Parse(data, True)
+    except xml.parsers.expat.ExpatError as e:
+        # expat columns count from 0; editors and compilers count from 1.
+        reason = xml.parsers.expat.ErrorString(e.code)
+        raise UsageError(f"{path}:{e.lineno}:{e.offset + 1}: malformed XML: {reason}") from None
+    root = roots[0]
+    if root.tag != "topology":
+        raise UsageError(
+            f"{path}:{root.line}: <{root.tag}> is not an hwloc topology (expected <topology>, as lstopo writes)"
+        )
+    return root
+
+
+def _describe(el: _El) -> str:
+    """How an error names an element: ``object[type=NUMANode, os_index=3]``."""
+    keys = {"object": ("type", "os_index"), "distances2": ("type", "name"), "memattr": ("name",), "info": ("name",)}
+    shown = [f"{k}={el.attrib[k]}" for k in keys.get(el.tag, ()) if k in el.attrib]
+    return f"{el.tag}[{', '.join(shown)}]" if shown else f"<{el.tag}>"
+
+
+# ---------------------------------------------------------------- objects
+
+
+@dataclass
+class _Node:
+    os_index: int
+    cpus: set[int]  # hwloc's cpuset: the node's locality
+    memory_bytes: int
+    package: int | None
+    page_sizes: list[int]
+    owned: set[int] = field(default_factory=set)  # the CPUs Linux would list in its cpulist
+
+
+class _Matrix(NamedTuple):
+    """One distances2 element, its counts checked."""
+
+    el: _El
+    kind: int
+    indexes: list[int]
+    values: list[int]
+
+
+class _Value(NamedTuple):
+    """One memattr_value about a NUMA node."""
+
+    target: int  # node OS index
+    initiator: set[int] | None  # the CPUs that access it
+    value: int
+
+
+@dataclass
+class _Core:
+    os_index: int | None
+    pus: list[int] = field(default_factory=list)
+
+
+class _Importer:
+    """Reads one file's elements into a MachineSpec dict; errors name file, line and element."""
+
+    def __init__(self, path: Path, root: _El) -> None:
+        self.path, self.root = path, root
+        self.nodes: list[_Node] = []
+        self.packages: list[tuple[int, set[int]]] = []
+        self.cores: list[_Core] = []
+        self.pus: dict[int, _El] = {}
+        self.gp_to_node: dict[int, int] = {}
+        self.gp_to_cpus: dict[int, set[int]] = {}
+        self.notes: dict[str, str] = {}
+        machines = root.find_all("object")
+        if len(machines) != 1:
+            raise self.fail(root, f"expected one root object (the Machine), found {len(machines)}")
+        self.machine = machines[0]
+        self.infos = {i.attrib.get("name", ""): i for i in self.machine.find_all("info")}
+        self.remember_gp(self.machine)
+        self.walk(self.machine, None, None)
+
+    def fail(self, el: _El, message: str) -> UsageError:
+        return UsageError(f"{self.path}:{el.line}: {_describe(el)}: {message}")
+
+    def int_attr(self, el: _El, name: str, default: int | None = None) -> int:
+        value = el.attrib.get(name)
+        if value is None:
+            if default is None:
+                raise self.fail(el, f"missing attribute {name}")
+            return default
+        try:
+            return int(value, 10)
+        except ValueError:
+            raise self.fail(el, f"{name}='{value}' is not a whole number") from None
+
+    def bitmap_attr(self, el: _El, name: str) -> set[int]:
+        if name not in el.attrib:
+            raise self.fail(el, f"missing attribute {name}")
+        try:
+            return parse_hwloc(el.attrib[name])
+        except ValueError as e:
+            raise self.fail(el, f"{name}: {e}") from None
+
+    # ---- the object tree
+
+    def walk(self, el: _El, package: int | None, core: _Core | None) -> None:
+        for child in el.find_all("object"):
+            t = child.attrib.get("type", "")
+            if t not in KNOWN_TYPES:
+                expected = "Machine, Package, Die, Group, NUMANode, L3Cache, Core, PU, ..."
+                raise self.fail(child, f"unknown object type '{t}' (expected an hwloc type: {expected})")
+            if t in SKIPPED_TYPES:
+                continue
+            self.remember_gp(child)
+            if t in PACKAGE_TYPES:
+                os_index = self.int_attr(child, "os_index", len(self.packages))
+                self.packages.append((os_index, self.bitmap_attr(child, "cpuset")))
+                self.walk(child, os_index, core)
+            elif t == "NUMANode":
+                self.add_node(child, package)
+                self.walk(child, package, core)  # hwloc 1.x put Packages under NUMANodes
+            elif t == "Core":
+                new = _Core(self.int_attr(child, "os_index") if "os_index" in child.attrib else None)
+                self.cores.append(new)
+                self.walk(child, package, new)
+            elif t == "PU":
+                self.add_pu(child, core)
+            else:
+                self.walk(child, package, core)
+
+    def remember_gp(self, el: _El) -> None:
+        """Index objects by gp_index: memattrs name their targets and initiators that way."""
+        # hwloc 3.x writes id="objN" where 2.x wrote gp_index="N".
+        gp = el.attrib.get("gp_index") or el.attrib.get("id", "").removeprefix("obj")
+        if not gp.isdigit():
+            return
+        if "cpuset" in el.attrib:
+            self.gp_to_cpus[int(gp)] = self.bitmap_attr(el, "cpuset")
+        if el.attrib.get("type") == "NUMANode":
+            self.gp_to_node[int(gp)] = self.int_attr(el, "os_index")
+
+    def add_node(self, el: _El, package: int | None) -> None:
+        os_index = self.int_attr(el, "os_index")
+        if any(n.os_index == os_index for n in self.nodes):
+            raise self.fail(el, f"NUMA node {os_index} is listed twice")
+        pages = [self.int_attr(p, "size") for p in el.find_all("page_type")]
+        memory = self.int_attr(el, "local_memory", 0)
+        self.nodes.append(_Node(os_index, self.bitmap_attr(el, "cpuset"), memory, package, pages))
+
+    def add_pu(self, el: _El, core: _Core | None) -> None:
+        os_index = self.int_attr(el, "os_index")
+        if os_index in self.pus:
+            raise self.fail(el, f"PU {os_index} is listed twice")
+        self.pus[os_index] = el
+        if core is None:
+            self.cores.append(_Core(None, [os_index]))  # no Core object: the PU is its own core
+        else:
+            core.pus.append(os_index)
+
+    # ---- nodes and cores
+
+    def assign_cpus(self) -> None:
+        """Give every CPU to one node, as sysfs does; hwloc gives memory-only nodes their
+        parent's cpuset, so CPUs shared by several nodes go to the lowest OS index."""
+        self.nodes.sort(key=lambda n: n.os_index)
+        cpuless = set(self.info_json("numalab.cpuless_nodes", list, []))
+        taken: set[int] = set()
+        for n in self.nodes:
+            n.owned = set() if n.os_index in cpuless else n.cpus - taken
+            if n.cpus and n.owned != n.cpus and n.os_index not in cpuless:
+                self.notes[f"nodes.{n.os_index}.cpus"] = (
+                    f"node {n.os_index} shares CPUs with a lower node in the hwloc file; "
+                    "they are listed on the lower node only, as Linux does"
+                )
+            taken |= n.owned
+        for os_index, el in self.pus.items():
+            if os_index not in taken:
+                raise self.fail(el, f"PU {os_index} is in no NUMANode's cpuset")
+
+    def package_of(self, n: _Node) -> int:
+        if n.package is not None:
+            return n.package
+        # NUMANode above or beside its Package (hwloc 1.x, or memory attached to a Group).
+        for os_index, cpus in self.packages:
+            if cpus & n.cpus:
+                return os_index
+        return self.packages[0][0] if self.packages else 0
+
+    def node_specs(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "os_index": n.os_index,
+                "package": self.package_of(n),
+                "cpus": format_cpulist(n.owned),
+                "memory_bytes": n.memory_bytes,
+            }
+            for n in self.nodes
+        ]
+
+    def core_specs(self) -> list[dict[str, Any]]:
+        covered = {pu for c in self.cores for pu in c.pus}
+        cores = [{"cpus": format_cpulist(c.pus), "os_index": c.os_index} for c in self.cores if c.pus]
+        # CPUs in a node's cpuset without a PU object: each its own core, as the spec does.
+        for n in self.nodes:
+            cores += [{"cpus": str(cpu), "os_index": None} for cpu in sorted(n.owned - covered)]
+        return cores
+
+    # ---- distances
+
+    def distances(self) -> list[list[int]]:
+        order = [n.os_index for n in self.nodes]
+        elements = [el for el in self.root.find_all("distances2") if el.attrib.get("type") == "NUMANode"]
+        matrices = [self.read_distances(el) for el in elements]
+        usable = [m for m in matrices if m.kind & DISTANCES_KIND_LATENCY and sorted(m.indexes) == order]
+        usable.sort(key=lambda m: m.el.attrib.get("name") != SLIT_NAME)  # the SLIT first
+        if len(order) == 1:
+            return [[10]]
+        if not usable:
+            return self.distances_without_slit()
+        best = usable[0]
+        pos = {os_index: k for k, os_index in enumerate(best.indexes)}
+        nb = len(best.indexes)
+        matrix = [[best.values[pos[a] * nb + pos[b]] for b in order] for a in order]
+        return self.slit_scale(best.el, matrix)
+
+    def distances_without_slit(self) -> list[list[int]]:
+        """From a full Latency memattr matrix (relative to local, as the SLIT is), else 10/20."""
+        found, n = self.latency_entries(), len(self.nodes)
+        if len(found) == n * n and all(found[i, i] > 0 for i in range(n)):
+            self.notes["distances"] = "no NUMALatency distances2 in the file: 10 x latency / local latency (Latency memattr)"
+            return [[10 if i == j else max(11, round(10 * found[i, j] / found[i, i])) for j in range(n)] for i in range(n)]
+        self.notes["distances"] = (
+            "no latency-kind NUMANode distances2 over all nodes in the file: 10 local, 20 remote "
+            "(the kernel's REMOTE_DISTANCE when firmware gives no SLIT)"
+        )
+        return [[10 if i == j else 20 for j in range(n)] for i in range(n)]
+
+    def slit_scale(self, el: _El, matrix: list[list[int]]) -> list[list[int]]:
+        """Scale a latency-like matrix to the SLIT's 10 on the diagonal."""
+        diagonal = {matrix[i][i] for i in range(len(matrix))}
+        if len(diagonal) != 1 or 0 in diagonal:
+            raise self.fail(el, f"diagonal values {sorted(diagonal)}: not SLIT-like (expected one positive local value)")
+        local = diagonal.pop()
+        if local == 10:
+            return matrix
+        self.notes["distances"] = f"{_describe(el)} scaled by 10/{local} so that local is 10, as in the SLIT"
+        return [[round(v * 10 / local) for v in row] for row in matrix]
+
+    def read_distances(self, el: _El) -> _Matrix:
+        nb = self.int_attr(el, "nbobjs")
+        kind = self.int_attr(el, "kind", 0)
+        lists: dict[str, list[int]] = {"indexes": [], "u64values": []}
+        for child in el.children:
+            if child.tag == "info":
+                continue
+            if child.tag not in lists:
+                raise self.fail(el, f"unexpected child <{child.tag}> (expected <indexes> and <u64values>)")
+            for tok in child.text.split():
+                if not tok.isdigit():
+                    raise self.fail(child, f"bad value '{tok}' (expected whole numbers)")
+                lists[child.tag].append(int(tok))
+        if len(lists["indexes"]) != nb:
+            raise self.fail(el, f"has {len(lists['indexes'])} indexes for nbobjs={nb}")
+        if len(lists["u64values"]) != nb * nb:
+            raise self.fail(el, f"has {len(lists['u64values'])} values for nbobjs={nb} (expected {nb * nb})")
+        if el.attrib.get("indexing", "os") != "os":
+            raise self.fail(el, f"indexing='{el.attrib['indexing']}': NUMANode distances are indexed by os_index")
+        return _Matrix(el, kind, lists["indexes"], lists["u64values"])
+
+    # ---- memory attributes
+
+    def memattr(self, name: str) -> list[_Value]:
+        """Every value of memattr ``name`` whose target is a NUMA node."""
+        out = []
+        for attr in self.root.find_all("memattr"):
+            if attr.attrib.get("name") != name:
+                continue
+            for v in attr.find_all("memattr_value"):
+                target = self.gp_to_node.get(self.int_attr(v, "target_obj_gp_index"))
+                if target is None:
+                    continue  # values about other objects (PUs, Groups) say nothing about nodes
+                out.append(_Value(target, self.initiator(v), self.int_attr(v, "value")))
+        return out
+
+    def initiator(self, value: _El) -> set[int] | None:
+        """The CPUs of a memattr value's initiator: a cpuset, or an object (hwloc-annotate's form)."""
+        if "initiator_cpuset" in value.attrib:
+            return self.bitmap_attr(value, "initiator_cpuset")
+        if "initiator_obj_gp_index" in value.attrib:
+            return self.gp_to_cpus.get(self.int_attr(value, "initiator_obj_gp_index"))
+        return None
+
+    def bandwidths(self) -> list[float]:
+        """Per-node GB/s: the local initiator's Bandwidth, else the best one, else the estimate."""
+        values = self.memattr("Bandwidth")
+        measured: dict[int, int] = {}
+        for n in self.nodes:
+            mine = [(v.initiator == n.cpus, v.value) for v in values if v.target == n.os_index]
+            if mine:
+                measured[n.os_index] = max(mine)[1]
+        exact = self.info_json("numalab.bandwidth_gbps", list, None)
+        if _numbers(exact, len(self.nodes)):
+            rounded = {n.os_index: round(exact[k] * 1e9 / MIB) for k, n in enumerate(self.nodes)}
+            if all(rounded[os_index] == value for os_index, value in measured.items()):
+                return exact
+        guessed = [n.os_index for n in self.nodes if n.os_index not in measured]
+        if guessed:
+            prefix = "" if not measured else f"nodes {format_cpulist(guessed)} (no Bandwidth memattr): "
+            self.notes[est.NODE_BANDWIDTH_GBPS.key] = prefix + est.NODE_BANDWIDTH_GBPS.note
+        guess = est.NODE_BANDWIDTH_GBPS.value
+        return [measured[n.os_index] * MIB / 1e9 if n.os_index in measured else guess for n in self.nodes]
+
+    def latency(self, distances: list[list[int]]) -> dict[str, Any]:
+        """The spec's ``latency`` table: a full Latency memattr matrix, else local latency + SLIT."""
+        found = self.latency_entries()
+        n = len(self.nodes)
+        exact = self.info_json("numalab.idle_latency_ns", list, None)
+        square = isinstance(exact, list) and len(exact) == n and all(_numbers(row, n) for row in exact)
+        if square and all(round(exact[i][j]) == v for (i, j), v in found.items()):
+            return _latency_table(exact, distances)
+        if len(found) == n * n:
+            return _latency_table([[float(found[i, j]) for j in range(n)] for i in range(n)], distances)
+        local = [v for (i, j), v in found.items() if i == j]
+        if local:
+            self.notes["latency.local_ns"] = "the smallest local Latency memattr of the file; remote = local x distance / 10"
+            return {"local_ns": float(min(local))}
+        est.record(self.notes, est.LOCAL_LATENCY_NS)
+        return {"local_ns": est.LOCAL_LATENCY_NS.value}
+
+    def latency_entries(self) -> dict[tuple[int, int], int]:
+        """(initiator node, target node) logical indexes -> Latency ns, for initiators that are one node's CPUs."""
+        logical = {n.os_index: k for k, n in enumerate(self.nodes)}
+        found: dict[tuple[int, int], int] = {}
+        for v in self.memattr("Latency"):
+            owners = [k for k, n in enumerate(self.nodes) if v.initiator and v.initiator <= n.owned]
+            if len(owners) == 1:
+                found[owners[0], logical[v.target]] = v.value
+        return found
+
+    # ---- numalab infos and core parameters
+
+    def info(self, key: str) -> str | None:
+        el = self.infos.get(key)
+        return None if el is None else el.attrib.get("value", "")
+
+    def info_json(self, key: str, kind: type, default: Any) -> Any:
+        text = self.info(key)
+        if text is None:
+            return default
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise self.fail(self.infos[key], f"value is not valid JSON: {e.msg}") from None
+        if not isinstance(value, kind):
+            raise self.fail(self.infos[key], f"value must be a JSON {kind.__name__}")
+        return value
+
+    def info_float(self, key: str) -> float | None:
+        text = self.info(key)
+        if text is None:
+            return None
+        try:
+            return float(text)
+        except ValueError:
+            raise self.fail(self.infos[key], f"value '{text}' is not a number") from None
+
+    def core_params(self) -> dict[str, float]:
+        hz = self.info_float("numalab.core_frequency_hz")
+        if hz is not None:
+            ghz = _ghz_for(hz)
+        else:
+            ghz = self.cpukind_ghz()
+        mlp = self.info_float("numalab.core_mlp")
+        if mlp is None:
+            est.record(self.notes, est.CORE_MLP)
+            mlp = est.CORE_MLP.value
+        return {"frequency_ghz": ghz, "mlp": mlp}
+
+    def cpukind_ghz(self) -> float:
+        """hwloc's Linux backend reports FrequencyMaxMHz per CPU kind; take the fastest."""
+        mhz = [
+            float(i.attrib["value"])
+            for kind in self.root.find_all("cpukind")
+            for i in kind.find_all("info")
+            if i.attrib.get("name") == "FrequencyMaxMHz" and i.attrib.get("value", "").replace(".", "", 1).isdigit()
+        ]
+        if mhz:
+            self.notes[est.CORE_FREQUENCY_GHZ.key] = "the highest FrequencyMaxMHz of the file's cpukinds"
+            return max(mhz) / 1000
+        est.record(self.notes, est.CORE_FREQUENCY_GHZ)
+        return est.CORE_FREQUENCY_GHZ.value
+
+    def page_size(self) -> int:
+        exact = self.info("numalab.page_size_bytes")
+        if exact is not None:
+            return self.int_attr(self.infos["numalab.page_size_bytes"], "value")
+        sizes = [s for n in self.nodes for s in n.page_sizes if s > 0]
+        if sizes:
+            return min(sizes)  # the base page; larger page_types are huge pages
+        est.record(self.notes, est.PAGE_SIZE_BYTES)
+        return int(est.PAGE_SIZE_BYTES.value)
+
+    def description(self) -> str:
+        text = self.info("numalab.description")
+        if text is not None:
+            return text
+        infos = _descendants(self.machine, "info")
+        models = sorted({i.attrib.get("value", "") for i in infos if i.attrib.get("name") == "CPUModel"})
+        return f"imported from hwloc XML {self.path.name}" + (f" ({', '.join(models)})" if models else "")
+
+    # ---- the spec
+
+    def spec(self) -> dict[str, Any]:
+        if not self.nodes:
+            raise UsageError(
+                f"{self.path}:{self.root.line}: no NUMANode object: numalab needs at least one NUMA node "
+                "(lstopo writes one even for a machine without NUMA)"
+            )
+        self.assign_cpus()
+        distances = self.distances()
+        spec: dict[str, Any] = {
+            "name": self.info("numalab.name") or self.path.stem,
+            "description": self.description(),
+            "page_size_bytes": self.page_size(),
+            "nodes": self.node_specs(),
+            "cores": self.core_specs(),
+            "distances": distances,
+            "latency": self.latency(distances),
+            "bandwidth": {"node_gbps": self.bandwidths()},
+            "core": self.core_params(),
+        }
+        spec["latency"].update(self.loaded_curve())
+        spec.update(self.interconnect())
+        spec["notes"] = {**self.info_json("numalab.notes", dict, {}), **self.notes}
+        return spec
+
+    def loaded_curve(self) -> dict[str, Any]:
+        curve = self.info_json("numalab.loaded_latency", list, None)
+        # The model's default curve is left for Rust to compute: passing it as decimal text could
+        # change its last bits (the spec parser is not exactly round-tripping for every float).
+        if curve is None or curve == _default_curve():
+            return {}
+        return {"loaded_curve": curve}
+
+    def interconnect(self) -> dict[str, Any]:
+        links = self.info_json("numalab.links", list, None)
+        if links is None:
+            est.record(self.notes, est.NO_LINKS)
+            return {}
+        return {"links": links, "routes": self.info_json("numalab.routes", list, [])}
+
+
+def _numbers(value: Any, n: int) -> bool:
+    """Whether ``value`` is a list of ``n`` numbers (what a numalab.* info should hold)."""
+    if not isinstance(value, list) or len(value) != n:
+        return False
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+
+
+def _latency_table(matrix: list[list[float]], distances: list[list[int]]) -> dict[str, Any]:
+    """``local_ns`` alone when the matrix is exactly local x distance / 10 (what the spec derives),
+    else the explicit matrix."""
+    local = matrix[0][0]
+    if all(matrix[i][j] == local * d / 10.0 for i, row in enumerate(distances) for j, d in enumerate(row)):
+        return {"local_ns": local}
+    return {"local_ns": local, "matrix_ns": matrix}
+
+
+def _ghz_for(hz: float) -> float:
+    """A GHz value ``g`` with ``g * 1e9 == hz`` (the spec multiplies), so frequencies survive exactly."""
+    g = hz / 1e9
+    for _ in range(4):
+        if g * 1e9 == hz:
+            return g
+        g = math.nextafter(g, math.inf if g * 1e9 < hz else -math.inf)
+    return hz / 1e9
+
+
+@lru_cache(maxsize=1)
+def _default_curve() -> list[list[float]]:
+    """The model's default loaded-latency curve, from the smallest machine the spec resolves."""
+    tiny = {
+        "name": "curve",
+        "topology": {"packages": 1, "nodes_per_package": 1, "cores_per_node": 1},
+        "memory": {"node_gib": 1},
+        "latency": {"local_ns": 90},
+        "bandwidth": {"node_gbps": 1},
+        "core": {"frequency_ghz": 1, "mlp": 1},
+    }
+    m = json.loads(Machine.from_spec_json(json.dumps(tiny)).to_json())
+    return [[p["utilisation"], p["factor"]] for p in m["loaded_latency"]]
+
+
+def _descendants(el: _El, tag: str) -> list[_El]:
+    out = []
+    for child in el.children:
+        if child.tag == tag:
+            out.append(child)
+        out.extend(_descendants(child, tag))
+    return out

@@ -1,0 +1,325 @@
+"""Workload descriptors: what a program does to memory, phase by phase (design/model.md §3).
+
+A descriptor is a TOML file (the library is in ``library/``; users pass their own with
+``--workload path.toml``)::
+
+    name = "dgemv"
+    description = "y = A x ..."            # one line
+    source = "where the structure comes from"
+
+    [params]                               # every parameter with its default
+    n = 20000
+    init = "parallel"
+    threads = 16                           # the engine needs `threads` (per process)
+    copies = 1                             # optional: identical single-program processes
+
+    [choices]                              # optional: allowed values of a parameter
+    init = ["serial", "parallel"]
+
+    [classes.A]                            # optional: values selected by the `class` parameter
+    n = 10000
+
+    [derived]                              # optional: names computed from parameters, in order
+    rows_per_thread = "n // threads"
+
+    [[regions]]                            # one allocation (mmap) each
+    name = "A"
+    bytes = "8 * n * n"                    # expressions over params (see expr.py)
+    planes = "n"                           # units of the slowest dimension (partitions split these)
+    thp = false                            # 2 MiB pages
+    policy = "interleave=all"              # optional per-region policy, as mbind would set it
+    per_thread = false                     # bytes is per thread; each thread owns its slice
+
+    [[phases]]
+    name = "mult"
+    cycles = "2 * n * n / 4"               # compute cycles of the phase, all threads together
+    sync = "barrier"                       # barrier | none | pipeline (pipeline_steps = K)
+    access = [{ region = "A", pattern = "block", rd = 1.0 }]
+
+    program = [{ phases = ["init"] }, { phases = ["mult"], repeat = "reps" }]   # top-level key
+
+Access patterns (each thread's share of a region; ``rd``/``wr`` are DRAM bytes read/written per
+region byte swept, write-allocate included by the author): ``block`` (OpenMP static over planes),
+``stencil`` (block plus ``halo`` planes of each neighbour), ``transpose`` (the thread's static
+share of every plane), ``shared`` (every thread sweeps the whole region), ``master`` (thread 0
+sweeps it all), ``private`` (= block), ``dynamic`` (chunks of ``chunk`` planes shuffled each time
+and dealt round-robin), ``gather``/``scatter`` (``count`` random 64-byte lines per thread; ``rd``
+and ``wr`` are per line). ``passes`` repeats a sweep. The first *write* to a page places it.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from numalab.exceptions import UsageError
+from numalab.machine.tomlfile import load_toml, where
+from numalab.workload.expr import evaluate
+
+LIBRARY = Path(__file__).parent / "library"
+
+Expr = Union[int, float, str]
+PATTERNS = ("block", "stencil", "transpose", "shared", "master", "private", "dynamic", "gather", "scatter")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AccessDesc(_Strict):
+    region: str
+    pattern: str
+    rd: Expr = 0.0
+    wr: Expr = 0.0
+    halo: Expr = 1
+    chunk: Expr = 1
+    count: Expr = 0
+    passes: Expr = 1
+
+
+class PhaseDesc(_Strict):
+    name: str
+    cycles: Expr = 0
+    mlp: Expr | None = None
+    sync: Expr = "barrier"
+    pipeline_steps: Expr = 1
+    access: list[AccessDesc] = Field(default_factory=list)
+
+
+class RegionDesc(_Strict):
+    name: str
+    bytes: Expr
+    planes: Expr | None = None
+    thp: Expr = False
+    policy: str | None = None
+    per_thread: Expr = False
+    address: Expr | None = None
+
+
+class StepDesc(_Strict):
+    phases: list[str]
+    repeat: Expr = 1
+
+
+class WorkloadDesc(_Strict):
+    name: str
+    description: str = ""
+    source: str = ""
+    params: dict[str, Any] = Field(default_factory=dict)
+    choices: dict[str, list[Any]] = Field(default_factory=dict)
+    classes: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    derived: dict[str, str] = Field(default_factory=dict)
+    regions: list[RegionDesc]
+    phases: list[PhaseDesc]
+    program: list[StepDesc]
+
+
+def library_names() -> list[str]:
+    return sorted(p.stem for p in LIBRARY.glob("*.toml"))
+
+
+def find(name_or_path: str) -> Path:
+    """A library name (``cg``) or a path to a descriptor file."""
+    if name_or_path.endswith(".toml") or "/" in name_or_path:
+        p = Path(name_or_path)
+        if not p.is_file():
+            raise UsageError(f"workload file {p} does not exist")
+        return p
+    p = LIBRARY / f"{name_or_path}.toml"
+    if not p.is_file():
+        import difflib
+
+        close = difflib.get_close_matches(name_or_path, library_names(), n=3, cutoff=0.5)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise UsageError(
+            f"unknown workload '{name_or_path}'{hint}; known: {', '.join(library_names())}, or a path to a .toml descriptor"
+        )
+    return p
+
+
+def load(name_or_path: str) -> tuple[WorkloadDesc, Path, str]:
+    path = find(name_or_path)
+    data, text = load_toml(path)
+    try:
+        return WorkloadDesc.model_validate(data), path, text
+    except ValidationError as e:
+        err = e.errors()[0]
+        key = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]).replace(".[", "[")
+        raise UsageError(f"{where(path, text, key)}: {key}: {err['msg']}") from None
+
+
+def parameters(desc: WorkloadDesc) -> dict[str, Any]:
+    """Parameters and their defaults (for --help and for validating overrides)."""
+    return dict(desc.params)
+
+
+def resolve(name_or_path: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Resolve a descriptor with parameter overrides into the engine's plain workload JSON."""
+    desc, path, text = load(name_or_path)
+    env = _params(desc, overrides or {}, path)
+    R = _Resolver(desc, env, path, text)
+    return R.workload()
+
+
+def _params(desc: WorkloadDesc, overrides: dict[str, Any], path: Path) -> dict[str, Any]:
+    env = copy.deepcopy(desc.params)
+    for k, v in overrides.items():
+        if k not in env:
+            raise UsageError(
+                f"workload {desc.name} has no parameter '{k}' (parameters: {', '.join(sorted(env))})"
+            )
+        default = env[k]
+        env[k] = _coerce(v, default, k, desc.name)
+    for k, allowed in desc.choices.items():
+        if env.get(k) not in allowed:
+            raise UsageError(
+                f"workload {desc.name}: {k} = {env.get(k)!r} is not allowed (expected one of: {', '.join(map(str, allowed))})"
+            )
+    if desc.classes:
+        cls = env.get("class")
+        if cls not in desc.classes:
+            raise UsageError(
+                f"workload {desc.name} does not define class {cls!r} (classes: {', '.join(desc.classes)})"
+            )
+        for k, v in desc.classes[cls].items():
+            env[k] = v
+    for k, e in desc.derived.items():
+        env[k] = evaluate(e, env, f"{path}: derived.{k}")
+    if not isinstance(env.get("threads"), int) or env["threads"] < 1:
+        raise UsageError(f"workload {desc.name}: threads must be a whole number >= 1, got {env.get('threads')!r}")
+    return env
+
+
+def _coerce(v: Any, default: Any, key: str, name: str) -> Any:
+    if isinstance(default, bool):
+        if isinstance(v, str):
+            return v.lower() in ("1", "true", "yes", "on")
+        return bool(v)
+    if isinstance(default, int) and not isinstance(default, bool):
+        try:
+            return int(v)
+        except (TypeError, ValueError):
+            raise UsageError(f"workload {name}: {key} must be a whole number, got {v!r}") from None
+    if isinstance(default, float):
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            raise UsageError(f"workload {name}: {key} must be a number, got {v!r}") from None
+    return str(v) if not isinstance(v, (int, float)) else v
+
+
+class _Resolver:
+    def __init__(self, desc: WorkloadDesc, env: dict[str, Any], path: Path, text: str):
+        self.desc, self.env, self.path, self.text = desc, env, path, text
+
+    def ev(self, value: Any, key: str) -> Any:
+        return evaluate(value, self.env, where(self.path, self.text, key) + f": {key}")
+
+    def num(self, value: Any, key: str, minimum: float | None = None) -> float:
+        v = self.ev(value, key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise UsageError(f"{where(self.path, self.text, key)}: {key}: expected a number, got {v!r}")
+        if minimum is not None and v < minimum:
+            raise UsageError(f"{where(self.path, self.text, key)}: {key}: must be >= {minimum}, got {v}")
+        return v
+
+    def workload(self) -> dict[str, Any]:
+        regions = [self.region(i, r) for i, r in enumerate(self.desc.regions)]
+        names = [r["name"] for r in regions]
+        for i, n in enumerate(names):
+            if names.index(n) != i:
+                raise UsageError(f"{where(self.path, self.text, f'regions[{i}]')}: regions[{i}]: region '{n}' is defined twice")
+        _check_overlap(regions, self)
+        phases = [self.phase(i, p, names) for i, p in enumerate(self.desc.phases)]
+        pnames = [p["name"] for p in phases]
+        program = []
+        for i, step in enumerate(self.desc.program):
+            key = f"program[{i}]"
+            idx = []
+            for ph in step.phases:
+                if ph not in pnames:
+                    raise UsageError(f"{where(self.path, self.text, key)}: {key}: no phase named '{ph}' (phases: {', '.join(pnames)})")
+                idx.append(pnames.index(ph))
+            program.append({"phases": idx, "repeat": int(self.num(step.repeat, f"{key}.repeat", 0))})
+        copies = int(self.env.get("copies", 1))
+        threads = int(self.env["threads"])
+        params = {k: v for k, v in sorted(self.env.items()) if isinstance(v, (int, float, str, bool))}
+        return {
+            "name": self.desc.name,
+            "description": self.desc.description,
+            "params": params,
+            "processes": copies,
+            "threads": threads,
+            "regions": regions,
+            "phases": phases,
+            "program": program,
+        }
+
+    def region(self, i: int, r: RegionDesc) -> dict[str, Any]:
+        key = f"regions[{i}]"
+        size = self.num(r.bytes, f"{key}.bytes")
+        if size <= 0:
+            raise UsageError(f"{where(self.path, self.text, key)}: {key}: region '{r.name}' has zero size ({size} bytes)")
+        per_thread = bool(self.ev(r.per_thread, f"{key}.per_thread"))
+        total = int(size) * (int(self.env["threads"]) if per_thread else 1)
+        planes = int(self.num(r.planes, f"{key}.planes", 1)) if r.planes is not None else max(1, total // 64)
+        if per_thread:
+            planes = planes * int(self.env["threads"]) if r.planes is not None else planes
+        out: dict[str, Any] = {
+            "name": r.name,
+            "bytes": total,
+            "planes": planes,
+            "thp": bool(self.ev(r.thp, f"{key}.thp")),
+            "policy": r.policy,
+            "address": int(self.num(r.address, f"{key}.address", 0)) if r.address is not None else None,
+        }
+        return out
+
+    def phase(self, i: int, p: PhaseDesc, regions: list[str]) -> dict[str, Any]:
+        key = f"phases[{i}]"
+        sync = self.ev(p.sync, f"{key}.sync")
+        if sync not in ("barrier", "none", "pipeline"):
+            raise UsageError(f"{where(self.path, self.text, key)}: {key}.sync: '{sync}' is not one of barrier, none, pipeline")
+        accesses = []
+        for j, a in enumerate(p.access):
+            akey = f"{key}.access[{j}]"
+            if a.region not in regions:
+                raise UsageError(
+                    f"{where(self.path, self.text, key)}: {akey}: pattern over region '{a.region}', which does not exist (regions: {', '.join(regions)})"
+                )
+            pattern = self.ev(a.pattern, f"{akey}.pattern")
+            if pattern not in PATTERNS:
+                raise UsageError(
+                    f"{where(self.path, self.text, key)}: {akey}: unknown pattern '{pattern}' (patterns: {', '.join(PATTERNS)})"
+                )
+            accesses.append(
+                {
+                    "region": regions.index(a.region),
+                    "pattern": pattern,
+                    "rd": float(self.num(a.rd, f"{akey}.rd", 0)),
+                    "wr": float(self.num(a.wr, f"{akey}.wr", 0)),
+                    "halo": int(self.num(a.halo, f"{akey}.halo", 0)),
+                    "chunk": int(self.num(a.chunk, f"{akey}.chunk", 1)),
+                    "count": int(self.num(a.count, f"{akey}.count", 0)),
+                    "passes": float(self.num(a.passes, f"{akey}.passes", 0)),
+                }
+            )
+        mlp = None if p.mlp is None else float(self.num(p.mlp, f"{key}.mlp", 1))
+        return {
+            "name": p.name,
+            "cycles": float(self.num(p.cycles, f"{key}.cycles", 0)),
+            "mlp": mlp,
+            "sync": sync,
+            "pipeline_steps": int(self.num(p.pipeline_steps, f"{key}.pipeline_steps", 1)),
+            "accesses": accesses,
+        }
+
+
+def _check_overlap(regions: list[dict[str, Any]], R: _Resolver) -> None:
+    placed = sorted((r["address"], r["address"] + r["bytes"], r["name"]) for r in regions if r["address"] is not None)
+    for (a0, a1, an), (b0, _b1, bn) in zip(placed, placed[1:]):
+        if b0 < a1:
+            raise UsageError(f"{R.path}: regions '{an}' and '{bn}' overlap ({an} ends at {a1:#x}, {bn} starts at {b0:#x})")

@@ -1,0 +1,150 @@
+"""from_host on captured sysfs trees (tests/fixtures/sysfs): what sysfs states, what is estimated,
+and errors that name the broken file."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from numalab.exceptions import HostError, TopologyError
+from numalab.machine import estimates as est
+from numalab.machine.bitmaps import parse_cpulist
+from numalab.machine.host import from_host, host_free_bytes
+
+SYSFS = Path(__file__).resolve().parents[1] / "fixtures" / "sysfs"
+GIB = 1 << 30
+NODE0 = "sys/devices/system/node/node0"
+
+
+def explicit(root: Path) -> dict[str, Any]:
+    return json.loads(from_host(root).to_json())
+
+
+@pytest.fixture
+def two_node_copy(tmp_path: Path) -> Path:
+    """A private copy of the two-node tree, for tests that break a file."""
+    root = tmp_path / "root"
+    shutil.copytree(SYSFS / "two-node", root)
+    return root
+
+
+def test_two_node_nodes_cpus_and_memory() -> None:
+    m = explicit(SYSFS / "two-node")
+    assert m["name"] == "host"
+    assert [n["os_index"] for n in m["nodes"]] == [0, 1]
+    assert [n["cpuset"] for n in m["nodes"]] == ["0-3,8-11", "4-7,12-15"]
+    assert [n["local_memory_bytes"] for n in m["nodes"]] == [16 * GIB, 16 * GIB]
+    assert [p["os_index"] for p in m["packages"]] == [0, 1]
+
+
+def test_two_node_smt_siblings_are_one_core() -> None:
+    m = explicit(SYSFS / "two-node")
+    assert len(m["cores"]) == 8
+    assert [c["cpuset"] for c in m["cores"]][:4] == ["0,8", "1,9", "2,10", "3,11"]
+    assert [(c["package"], c["os_index"]) for c in m["cores"]][3:5] == [(0, 3), (1, 0)]
+    assert len(m["pus"]) == 16
+
+
+def test_two_node_distances_and_derived_latency() -> None:
+    m = explicit(SYSFS / "two-node")
+    assert m["distances"] == [[10, 21], [21, 10]]
+    local = est.LOCAL_LATENCY_NS.value
+    remote = local * 21 / 10
+    assert m["idle_latency_ns"] == [[local, remote], [remote, local]]
+
+
+def test_two_node_frequency_comes_from_cpufreq() -> None:
+    m = explicit(SYSFS / "two-node")
+    assert {c["frequency_hz"] for c in m["cores"]} == {2.6e9}
+    assert "cpuinfo_max_freq: 2600000 kHz" in m["notes"]["core.frequency_ghz"]
+
+
+def test_notes_record_every_estimate() -> None:
+    m = explicit(SYSFS / "two-node")
+    for e in (est.LOCAL_LATENCY_NS, est.NODE_BANDWIDTH_GBPS, est.CORE_MLP, est.PAGE_SIZE_BYTES, est.NO_LINKS):
+        assert m["notes"][e.key] == e.note
+    assert {n["bandwidth_gbps"] for n in m["nodes"]} == {est.NODE_BANDWIDTH_GBPS.value}
+    assert {c["mlp"] for c in m["cores"]} == {est.CORE_MLP.value}
+    assert m["links"] == []
+
+
+def test_eight_node_opteron_slit() -> None:
+    m = explicit(SYSFS / "eight-node")
+    assert len(m["nodes"]) == 8 and len(m["packages"]) == 4
+    assert [n["cpuset"] for n in m["nodes"]][7] == "56-63"
+    assert [n["package"] for n in m["nodes"]] == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert m["distances"][0] == [10, 16, 16, 22, 16, 22, 16, 22]
+    assert all(m["distances"][i][j] == m["distances"][j][i] for i in range(8) for j in range(8))
+    assert len(m["cores"]) == 64 and len(m["pus"]) == 64
+
+
+def test_without_cpufreq_the_frequency_is_the_noted_estimate() -> None:
+    m = explicit(SYSFS / "eight-node")
+    assert {c["frequency_hz"] for c in m["cores"]} == {est.CORE_FREQUENCY_GHZ.value * 1e9}
+    assert m["notes"]["core.frequency_ghz"] == est.CORE_FREQUENCY_GHZ.note
+
+
+def test_the_captured_host_reads() -> None:
+    m = explicit(SYSFS / "host")
+    assert m["nodes"] and all(n["local_memory_bytes"] > 0 for n in m["nodes"])
+    assert len(m["distances"]) == len(m["nodes"])
+    assert {p["os_index"] for p in m["pus"]} == set().union(*(parse_cpulist(n["cpuset"]) for n in m["nodes"]))
+
+
+def test_free_memory_per_node() -> None:
+    free = host_free_bytes(SYSFS / "two-node")
+    assert sorted(free) == [0, 1]
+    assert all(0 < b < 16 * GIB for b in free.values())
+
+
+def test_a_bad_distance_file_names_the_file_and_the_token(two_node_copy: Path) -> None:
+    (two_node_copy / NODE0 / "distance").write_text("10 2x1\n")
+    with pytest.raises(HostError, match=r"node0/distance: bad distance '2x1'"):
+        from_host(two_node_copy)
+
+
+def test_a_distance_row_of_the_wrong_length_is_rejected(two_node_copy: Path) -> None:
+    (two_node_copy / NODE0 / "distance").write_text("10\n")
+    with pytest.raises(HostError, match=r"node0/distance: has 1 distances, expected 2"):
+        from_host(two_node_copy)
+
+
+def test_a_missing_file_names_its_path(two_node_copy: Path) -> None:
+    (two_node_copy / NODE0 / "cpulist").unlink()
+    with pytest.raises(HostError, match=r"cannot read .*node0/cpulist"):
+        from_host(two_node_copy)
+
+
+def test_an_invalid_slit_is_a_topology_error_naming_the_root(two_node_copy: Path) -> None:
+    (two_node_copy / NODE0 / "distance").write_text("10 5\n")
+    with pytest.raises(TopologyError, match=r"host topology read from sysfs is invalid: distances\[0\]\[1\]"):
+        from_host(two_node_copy)
+
+
+def test_a_bad_cpufreq_value_is_a_host_error(two_node_copy: Path) -> None:
+    (two_node_copy / "sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq").write_text("fast\n")
+    with pytest.raises(HostError, match=r"cpuinfo_max_freq: bad cpuinfo_max_freq 'fast'"):
+        from_host(two_node_copy)
+
+
+def test_without_numa_the_machine_is_one_noted_node(two_node_copy: Path) -> None:
+    shutil.rmtree(two_node_copy / "sys/devices/system/node")
+    m = explicit(two_node_copy)
+    assert [n["cpuset"] for n in m["nodes"]] == ["0-15"]
+    assert m["nodes"][0]["local_memory_bytes"] == 32 * GIB
+    assert "no NUMA node" in m["notes"]["nodes"]
+
+
+def test_capture_script_copies_what_the_readers_need(tmp_path: Path) -> None:
+    out = tmp_path / "capture"
+    env = {"NUMALAB_CAPTURE_SRC": str(SYSFS / "two-node"), "PATH": "/usr/bin:/bin"}
+    subprocess.run(["sh", str(SYSFS / "capture.sh"), str(out)], check=True, env=env)
+    captured, original = explicit(out), explicit(SYSFS / "two-node")
+    captured.pop("description"), original.pop("description")  # they name their roots
+    assert captured == original
+
