@@ -22,6 +22,8 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 LSTOPO_XML = FIXTURES / "hwloc" / "2p-2n-l3.xml"
 GIB = 1 << 30
 LSTOPO = shutil.which("lstopo-no-graphics")
+SLIT_VALUES = '<u64values length="12">10 21 21 10 </u64values>'
+NODE1 = '<object type="NUMANode" os_index="1"'
 
 # numactl --hardware of a 4-socket Opteron G34 machine (as tests/fixtures/sysfs/eight-node).
 OPTERON_SLIT = [
@@ -117,7 +119,8 @@ def test_spec_machines_survive_a_round_trip(spec: Any, tmp_path: Path) -> None:
 
 def test_export_uses_hwloc_elements(tmp_path: Path) -> None:
     xml = to_hwloc_xml(Machine.from_spec_json(json.dumps(eight_node_spec())))
-    assert xml.startswith('<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE topology SYSTEM "hwloc2.dtd">\n<topology version="2.0">')
+    assert xml.startswith('<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE topology SYSTEM "hwloc2.dtd">\n')
+    assert '\n<topology version="2.0">\n' in xml
     assert xml.count('type="Package"') == 4 and xml.count('type="Group"') == 8
     assert xml.count('<object type="NUMANode"') == 8 and xml.count('<object type="PU"') == 64
     assert '<distances2 type="NUMANode" nbobjs="8" kind="5" name="NUMALatency" indexing="os">' in xml
@@ -188,8 +191,17 @@ def test_memattrs_give_bandwidth_and_latency(tmp_path: Path) -> None:
     assert "bandwidth.node_gbps" not in m["notes"] and "latency.local_ns" not in m["notes"]
 
 
+def test_an_edited_memattr_wins_over_the_exact_numalab_values(tmp_path: Path) -> None:
+    machine = from_host(FIXTURES / "sysfs" / "two-node")
+    xml = to_hwloc_xml(machine)
+    assert xml.count('value="30518"') == 2  # 32 GB/s in MiB/s, once per node
+    path = write(tmp_path, xml.replace('value="30518"', 'value="20000"', 1))
+    m = explicit(load_hwloc_xml(path))
+    assert [n["bandwidth_gbps"] for n in m["nodes"]] == [20000 * 2**20 / 1e9, 30518 * 2**20 / 1e9]
+
+
 def test_distances_are_scaled_to_ten_on_the_diagonal(tmp_path: Path) -> None:
-    path = fixture_variant(tmp_path, '<u64values length="12">10 21 21 10 </u64values>', '<u64values length="16">100 210 210 100 </u64values>')
+    path = fixture_variant(tmp_path, SLIT_VALUES, '<u64values length="16">100 210 210 100 </u64values>')
     m = explicit(load_hwloc_xml(path))
     assert m["distances"] == [[10, 21], [21, 10]]
     assert "scaled by 10/100" in m["notes"]["distances"]
@@ -198,13 +210,15 @@ def test_distances_are_scaled_to_ten_on_the_diagonal(tmp_path: Path) -> None:
 def test_memory_nodes_sharing_cpus_leave_them_to_the_lowest_node(tmp_path: Path) -> None:
     hbm = (
         '<object type="NUMANode" os_index="2" cpuset="0x00000033" complete_cpuset="0x00000033" nodeset="0x00000004" '
-        'complete_nodeset="0x00000004" gp_index="90" subtype="MCDRAM" local_memory="4294967296"/>\n      <object type="L3Cache"'
+        'complete_nodeset="0x00000004" gp_index="90" subtype="MCDRAM" local_memory="4294967296"/>\n'
+        '      <object type="L3Cache"'
     )
     text = LSTOPO_XML.read_text().replace("<object type=\"L3Cache\"", hbm, 1)
-    text = text.replace('nbobjs="2"', 'nbobjs="3"').replace('<indexes length="4">0 1 </indexes>', '<indexes length="6">0 1 2 </indexes>')
-    text = text.replace('<u64values length="12">10 21 21 10 </u64values>', '<u64values length="27">10 21 17 21 10 28 17 28 10 </u64values>')
+    text = text.replace('nbobjs="2"', 'nbobjs="3"').replace(">0 1 </indexes>", ">0 1 2 </indexes>")
+    text = text.replace(SLIT_VALUES, '<u64values length="27">10 21 17 21 10 28 17 28 10 </u64values>')
     m = explicit(load_hwloc_xml(write(tmp_path, text)))
-    assert [(n["os_index"], n["package"], n["cpuset"]) for n in m["nodes"]] == [(0, 0, "0-1,4-5"), (1, 1, "2-3,6-7"), (2, 0, "")]
+    nodes = [(n["os_index"], n["package"], n["cpuset"]) for n in m["nodes"]]
+    assert nodes == [(0, 0, "0-1,4-5"), (1, 1, "2-3,6-7"), (2, 0, "")]
     assert m["distances"][2] == [17, 28, 10]
     assert "shares CPUs" in m["notes"]["nodes.2.cpus"]
 
@@ -213,7 +227,8 @@ def test_memory_nodes_sharing_cpus_leave_them_to_the_lowest_node(tmp_path: Path)
 
 
 def test_malformed_xml_gives_line_and_column(tmp_path: Path) -> None:
-    path = write(tmp_path, '<?xml version="1.0"?>\n<topology version="2.0">\n  <object type="Machine">\n  </objet>\n</topology>\n')
+    text = '<?xml version="1.0"?>\n<topology version="2.0">\n  <object type="Machine">\n  </objet>\n</topology>\n'
+    path = write(tmp_path, text)
     with pytest.raises(UsageError, match=rf"^{path}:4:5: malformed XML: mismatched tag$"):
         load_hwloc_xml(path)
 
@@ -230,8 +245,9 @@ def test_a_file_without_numanode_is_rejected(tmp_path: Path) -> None:
 
 def test_distances2_with_the_wrong_value_count(tmp_path: Path) -> None:
     path = fixture_variant(tmp_path, "10 21 21 10 </u64values>", "10 21 21 </u64values>")
-    line = path.read_text().splitlines().index('  <distances2 type="NUMANode" nbobjs="2" kind="5" name="NUMALatency" indexing="os">') + 1
-    with pytest.raises(UsageError, match=rf"^{path}:{line}: distances2\[type=NUMANode, name=NUMALatency\]: has 3 values for nbobjs=2 \(expected 4\)"):
+    line = next(k for k, text in enumerate(path.read_text().splitlines(), 1) if "<distances2" in text)
+    where = rf"^{path}:{line}: distances2\[type=NUMANode, name=NUMALatency\]"
+    with pytest.raises(UsageError, match=rf"{where}: has 3 values for nbobjs=2 \(expected 4\)"):
         load_hwloc_xml(path)
 
 
@@ -242,13 +258,13 @@ def test_an_unknown_object_type_names_the_element(tmp_path: Path) -> None:
 
 
 def test_a_bad_cpuset_names_the_node(tmp_path: Path) -> None:
-    path = fixture_variant(tmp_path, '<object type="NUMANode" os_index="1" cpuset="0x000000cc"', '<object type="NUMANode" os_index="1" cpuset="0xzz"')
+    path = fixture_variant(tmp_path, NODE1 + ' cpuset="0x000000cc"', NODE1 + ' cpuset="0xzz"')
     with pytest.raises(UsageError, match=r"object\[type=NUMANode, os_index=1\]: cpuset: bad bitmap word '0xzz'"):
         load_hwloc_xml(path)
 
 
 def test_a_pu_outside_every_node_is_rejected(tmp_path: Path) -> None:
-    path = fixture_variant(tmp_path, '<object type="NUMANode" os_index="1" cpuset="0x000000cc"', '<object type="NUMANode" os_index="1" cpuset="0x00000044"')
+    path = fixture_variant(tmp_path, NODE1 + ' cpuset="0x000000cc"', NODE1 + ' cpuset="0x00000044"')
     with pytest.raises(UsageError, match=r"object\[type=PU, os_index=3\]: PU 3 is in no NUMANode's cpuset"):
         load_hwloc_xml(path)
 

@@ -3,6 +3,7 @@
 
 mod error;
 mod machine;
+mod sim;
 
 use pyo3::prelude::*;
 
@@ -19,6 +20,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<machine::PyMachine>()?;
     m.add_function(wrap_pyfunction!(read_host_topology, m)?)?;
+    m.add_function(wrap_pyfunction!(sim::simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(sim::zonelists, m)?)?;
     m.add("NumalabError", py.get_type::<error::NumalabError>())?;
     m.add("TopologyError", py.get_type::<error::TopologyError_>())?;
     m.add("PolicyError", py.get_type::<error::PolicyError_>())?;

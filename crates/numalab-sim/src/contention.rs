@@ -43,7 +43,8 @@ pub struct Solver {
     pub rho_link: Vec<[f64; 2]>,
 }
 
-/// The solution: per thread, wall seconds per line to each node.
+/// The solution: per thread, wall seconds per line to each node spent on memory (the compute
+/// part, `compute_per_line / cpu_share`, belongs to the phase the thread is in when it runs).
 pub struct Solution {
     pub cost_per_line: Vec<Vec<f64>>,
     pub latency_ns: Vec<Vec<f64>>,
@@ -180,7 +181,7 @@ impl Solver {
                 let mem: f64 = (0..self.n).map(|k| (t.rd[k] + t.wr[k]) * lat[c][k]).sum::<f64>() / t.mlp;
                 // Extra queueing per line that makes the throttled rate come out (0 if unthrottled).
                 let extra = (t.compute_per_line + mem) * (1.0 / s - 1.0);
-                (0..self.n).map(|k| (t.compute_per_line + lat[c][k] / t.mlp + extra) / t.cpu_share).collect()
+                (0..self.n).map(|k| (lat[c][k] / t.mlp + extra) / t.cpu_share).collect()
             })
             .collect();
         Solution { cost_per_line, latency_ns: lat.iter().map(|r| r.iter().map(|v| v * 1e9).collect()).collect() }

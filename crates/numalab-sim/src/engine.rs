@@ -18,13 +18,17 @@ use crate::sched::Sched;
 
 /// Slices per epoch: threads run round-robin slice by slice, so first touches made in the same
 /// epoch by different threads are ordered by time to within a slice.
-const SLICES: usize = 4;
+const SLICES: usize = 2;
 /// Rounds per slice in which every thread advances a little (see `run_slice`).
-const ROUNDS: usize = 8;
+const ROUNDS: usize = 2;
 const DT_MIN_S: f64 = 20e-6;
 const DT_MAX_S: f64 = 5e-3;
 /// Page visits the fastest thread should make per epoch (amortises the contention solve).
-const VISITS_PER_EPOCH: f64 = 256.0;
+const VISITS_PER_EPOCH: f64 = 2048.0;
+/// Epochs per phase at least (a phase changes every thread's mix at once).
+const PHASE_EPOCHS: f64 = 4.0;
+/// Longest run of samples the hot path serves in one step.
+const RUN_PAGES: u64 = 64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -46,6 +50,8 @@ struct Thread {
     rep: u64,
     pos: usize,
     sweeps: Vec<Sweep>,
+    /// The current phase is a pipeline (its visits go one by one through the general path).
+    pipelined: bool,
     /// A visit taken from the sweeps but not yet served (its node had no bandwidth left).
     pending: Option<Visit>,
     compute_left_s: f64,
@@ -93,6 +99,21 @@ pub struct Engine<'a> {
     /// that keeps every resource within its bandwidth even when the solver's mix lags.
     budget_node: Vec<f64>,
     budget_link: Vec<[f64; 2]>,
+    /// Base pages per node, kept up to date on every allocation.
+    pages_node: Vec<u64>,
+    scratch: Scratch,
+    /// Set when something happened in a pass that may let other threads go on.
+    woke: bool,
+    /// Times a thread had to wait for the next slice because a node or link was saturated.
+    budget_waits: u64,
+    epochs: u64,
+    samples: u64,
+}
+
+/// Per-node buffers the hot loop reuses.
+struct Scratch {
+    count: Vec<u32>,
+    ok: Vec<bool>,
 }
 
 impl<'a> Engine<'a> {
@@ -132,6 +153,7 @@ impl<'a> Engine<'a> {
                     pos: 0,
                     sweeps: Vec::new(),
                     pending: None,
+                    pipelined: false,
                     compute_left_s: 0.0,
                     compute_per_line_s: 0.0,
                     lines_total: 0.0,
@@ -173,6 +195,12 @@ impl<'a> Engine<'a> {
             oom: None,
             budget_node: vec![0.0; m.nodes.len()],
             budget_link: vec![[0.0; 2]; m.links.len()],
+            pages_node: vec![0; m.nodes.len()],
+            woke: false,
+            budget_waits: 0,
+            epochs: 0,
+            samples: 0,
+            scratch: Scratch { count: vec![0; m.nodes.len()], ok: vec![true; m.nodes.len()] },
         })
     }
 
@@ -188,18 +216,28 @@ impl<'a> Engine<'a> {
             }
             let end = self.now + dt;
             let (mut visits, mut busy) = (0u64, 0.0);
+            // The shortest phase in progress (from last epoch's pace): epochs stay well below it,
+            // so the contention solution follows phase changes.
+            let mut shortest_phase = f64::INFINITY;
             for s in 1..=SLICES {
                 let slice_start = self.now + dt * (s - 1) as f64 / SLICES as f64;
                 let slice_end = self.now + dt * s as f64 / SLICES as f64;
-                self.refill_budgets(dt / SLICES as f64);
                 self.run_slice(slice_start, slice_end, &costs, &shares);
                 if self.oom.is_some() {
                     break;
                 }
             }
-            for t in &mut self.threads {
+            for (tid, t) in self.threads.iter_mut().enumerate() {
+                // A thread's CPU only changes between epochs, so its mix is its access-map row.
+                let cpu_node = self.sched.pu_node[self.sched.cpu[tid]];
+                self.rec.add_row(cpu_node, &t.mix_rd, &t.mix_wr);
                 visits += t.visits;
                 busy += t.busy_s;
+                self.samples += t.visits;
+                let lines: f64 = t.mix_rd.iter().chain(&t.mix_wr).sum();
+                if lines > 0.0 && t.lines_total > 0.0 {
+                    shortest_phase = shortest_phase.min(t.lines_total * t.busy_s / lines);
+                }
                 t.visits = 0;
                 t.busy_s = 0.0;
                 if t.state == State::Running && t.clock < end {
@@ -210,14 +248,16 @@ impl<'a> Engine<'a> {
                 t.mix_rd.iter_mut().for_each(|v| *v = 0.0);
                 t.mix_wr.iter_mut().for_each(|v| *v = 0.0);
             }
+            self.epochs += 1;
             self.now = end;
-            self.rec.epoch_end(self.now, &self.alloc, self.pages_per_node());
+            self.rec.epoch_end(self.now, &self.pages_node);
             self.rebalance();
             // Epochs as long as VISITS_PER_EPOCH unsampled visits, whatever the sample rate.
             let per_epoch = VISITS_PER_EPOCH / self.stride as f64;
-            dt = if visits > 0 { (per_epoch * busy / visits as f64).clamp(DT_MIN_S, DT_MAX_S) } else { DT_MAX_S };
+            let by_visits = if visits > 0 { per_epoch * busy / visits as f64 } else { DT_MAX_S };
+            dt = by_visits.min(shortest_phase / PHASE_EPOCHS).clamp(DT_MIN_S, DT_MAX_S);
         }
-        let pages = self.pages_per_node();
+        let pages = self.pages_node.clone();
         let threads_out = self
             .threads
             .iter()
@@ -227,22 +267,7 @@ impl<'a> Engine<'a> {
                 (t.pid, self.sched.pu_os[cpu], self.m.nodes[self.sched.pu_node[cpu]].os_index, t.finish_s, t.migrations)
             })
             .collect();
-        self.rec.finish(self.m, self.w, threads_out, pages, self.alloc, self.oom, self.stride, self.cfg.sample_rate)
-    }
-
-    fn pages_per_node(&self) -> Vec<u64> {
-        let mut out = vec![0u64; self.m.nodes.len()];
-        for p in &self.procs {
-            for r in &p.regions {
-                let bp = r.base_pages();
-                for &n in &r.node {
-                    if n != NONE {
-                        out[n as usize] += bp;
-                    }
-                }
-            }
-        }
-        out
+        self.rec.finish(self.m, self.w, threads_out, pages, self.alloc, self.oom, self.stride, self.cfg.sample_rate, [self.budget_waits, self.epochs, self.samples])
     }
 
     /// Cost per line for every running thread from its last epoch's memory mix.
@@ -299,12 +324,12 @@ impl<'a> Engine<'a> {
         self.w.program.get(t.step).and_then(|s| s.phases.get(t.pos)).copied()
     }
 
-    fn refill_budgets(&mut self, slice_s: f64) {
+    fn refill_budgets(&mut self, round_s: f64) {
         for (b, n) in self.budget_node.iter_mut().zip(&self.m.nodes) {
-            *b = n.bandwidth_gbps * 1e9 * slice_s / 64.0;
+            *b = n.bandwidth_gbps * 1e9 * round_s / 64.0;
         }
         for (b, l) in self.budget_link.iter_mut().zip(&self.m.links) {
-            *b = [l.gbps[0] * 1e9 * slice_s / 80.0, l.gbps[1] * 1e9 * slice_s / 80.0];
+            *b = [l.gbps[0] * 1e9 * round_s / 80.0, l.gbps[1] * 1e9 * round_s / 80.0];
         }
     }
 
@@ -335,16 +360,18 @@ impl<'a> Engine<'a> {
         let nt = self.threads.len();
         for round in 1..=ROUNDS {
             let round_end = slice_start + (slice_end - slice_start) * round as f64 / ROUNDS as f64;
-            // Passes until no thread moves: releases and pipeline hand-offs inside the round.
+            self.refill_budgets((slice_end - slice_start) / ROUNDS as f64);
+            // Another pass only if a barrier released threads or a pipeline moved on, since
+            // only that lets a thread already visited in this round do more.
             loop {
-                let mut progressed = false;
+                self.woke = false;
                 for tid in 0..nt {
-                    progressed |= self.run_thread(tid, round_end, slice_end, &costs[tid], shares[tid]);
+                    self.run_thread(tid, round_end, &costs[tid], shares[tid]);
                     if self.oom.is_some() {
                         return;
                     }
                 }
-                if !progressed {
+                if !self.woke {
                     break;
                 }
             }
@@ -352,9 +379,15 @@ impl<'a> Engine<'a> {
     }
 
     /// Run one thread up to `until`; true if it did anything.
-    fn run_thread(&mut self, tid: usize, until: f64, slice_end: f64, cost: &[f64], share: f64) -> bool {
+    fn run_thread(&mut self, tid: usize, until: f64, cost: &[f64], share: f64) -> bool {
         let mut did = false;
         while self.threads[tid].state == State::Running && self.threads[tid].clock < until {
+            if !self.threads[tid].pipelined && self.fast_visits(tid, until, cost, share) {
+                did = true;
+            }
+            if self.threads[tid].clock >= until {
+                break;
+            }
             if let Some(cap) = self.pipeline_cap(tid) {
                 let pred = tid - 1;
                 let t = &self.threads[tid];
@@ -365,17 +398,20 @@ impl<'a> Engine<'a> {
                         t.clock = pc.min(until);
                         did = true;
                     }
+                    // The predecessor may go on later in this round: look again then.
+                    self.woke |= self.threads[pred].state == State::Running && pc < until;
                     return did;
                 }
             }
             let t = &mut self.threads[tid];
             let next = t.pending.take().or_else(|| next_visit(t, self.procs[t.pid].regions.as_slice()));
             if let Some(v) = next {
-                if !self.visit(tid, v, cost) {
-                    // No bandwidth left on the way this slice: wait for the next one.
+                if !self.visit(tid, v, cost, share) {
+                    // No bandwidth left on the way this round: wait for the next one.
+                    self.budget_waits += 1;
                     let t = &mut self.threads[tid];
                     t.pending = Some(v);
-                    t.clock = t.clock.max(slice_end);
+                    t.clock = t.clock.max(until);
                     return true;
                 }
                 did = true;
@@ -403,6 +439,75 @@ impl<'a> Engine<'a> {
         did
     }
 
+    /// The hot loop: serve visits to pages already placed whose path has bandwidth left, until
+    /// `until`, the end of the phase's visits, or a visit that needs the general path (first
+    /// touch, exhausted budget); that visit is left in `pending`. Runs of whole samples are
+    /// served in one step. True if any visit was served.
+    fn fast_visits(&mut self, tid: usize, until: f64, cost: &[f64], share: f64) -> bool {
+        let cpu_node = self.sched.pu_node[self.sched.cpu[tid]];
+        let Engine { threads, procs, budget_node, budget_link, m, scratch, .. } = self;
+        let Scratch { count, ok } = scratch;
+        let t = &mut threads[tid];
+        let regions = &procs[t.pid].regions;
+        let kappa = t.compute_per_line_s / share;
+        let cheapest = cost.iter().copied().fold(f64::INFINITY, f64::min) + kappa;
+        let mut served = false;
+        // Nodes whose memory and path still have budget this round; recomputed when a budget runs out.
+        let mut stale = true;
+        while t.clock < until && t.pending.is_none() {
+            let Some(i) = pick_sweep(t) else { break };
+            if stale {
+                for (n, okn) in ok.iter_mut().enumerate() {
+                    let path = |hops: &[numalab_model::Hop]| hops.iter().all(|h| budget_link[h.link as usize][h.dir as usize] > 0.0);
+                    *okn = budget_node[n] > 0.0 && (n == cpu_node || (path(&m.routes[n][cpu_node]) && path(&m.routes[cpu_node][n])));
+                }
+                stale = false;
+            }
+            let sweep = &mut t.sweeps[i];
+            let r = &regions[sweep.region as usize];
+            let rd_share = sweep.rd_share();
+            let per_sample = sweep.sample_lines(r.shift);
+            let room = if per_sample > 0.0 { ((until - t.clock) / (per_sample * cheapest)).ceil().max(1.0) as u64 } else { 1 };
+            count.iter_mut().for_each(|x| *x = 0);
+            let (k, per) = sweep.extend_run(r.shift, &r.node, ok, room.min(RUN_PAGES), count);
+            if k > 0 {
+                let mut c = 0.0;
+                for (n, &cnt) in count.iter().enumerate().filter(|(_, &x)| x > 0) {
+                    let lines = cnt as f64 * per;
+                    let (rd, wr) = (lines * rd_share, lines * (1.0 - rd_share));
+                    budget_node[n] -= lines;
+                    stale |= budget_node[n] <= 0.0;
+                    if n != cpu_node {
+                        for h in &m.routes[n][cpu_node] {
+                            let b = &mut budget_link[h.link as usize][h.dir as usize];
+                            *b -= rd;
+                            stale |= *b <= 0.0;
+                        }
+                        for h in &m.routes[cpu_node][n] {
+                            let b = &mut budget_link[h.link as usize][h.dir as usize];
+                            *b -= wr;
+                            stale |= *b <= 0.0;
+                        }
+                    }
+                    c += lines * (kappa + cost[n]);
+                    t.mix_rd[n] += rd;
+                    t.mix_wr[n] += wr;
+                }
+                t.visits += k;
+                t.clock += c;
+                t.busy_s += c;
+                served = true;
+                continue;
+            }
+            // A partial page, a page not placed yet, or a saturated path: the general path.
+            let shift = r.shift;
+            if let Some(v) = t.sweeps[i].next(shift, &mut t.rng) {
+                t.pending = Some(v);
+            }
+        }
+        served
+    }
+
     /// For a thread in a pipelined phase: how far (fraction) it may get, given its predecessor.
     fn pipeline_cap(&self, tid: usize) -> Option<f64> {
         let t = &self.threads[tid];
@@ -419,7 +524,7 @@ impl<'a> Engine<'a> {
     }
 
     /// Serve one visit; false if the bandwidth budget of its path is exhausted (nothing done).
-    fn visit(&mut self, tid: usize, v: Visit, cost: &[f64]) -> bool {
+    fn visit(&mut self, tid: usize, v: Visit, cost: &[f64], share: f64) -> bool {
         let cpu = self.sched.cpu[tid];
         let cpu_node = self.sched.pu_node[cpu];
         if let Some(node) = self.placed_node(tid, &v) {
@@ -435,7 +540,7 @@ impl<'a> Engine<'a> {
             if !v.write {
                 // A first read maps the shared zero page: nothing allocated, no DRAM traffic.
                 t.visits += 1;
-                let c = v.lines * t.compute_per_line_s;
+                let c = v.lines * t.compute_per_line_s / share;
                 t.clock += c;
                 t.busy_s += c;
                 return true;
@@ -447,7 +552,10 @@ impl<'a> Engine<'a> {
                     continue;
                 }
                 match policy.allocate(&mut self.alloc, region.ilx(u), cpu_node, bp) {
-                    Some(node) => region.node[u as usize] = node as u8,
+                    Some(node) => {
+                        region.node[u as usize] = node as u8;
+                        self.pages_node[node] += bp;
+                    }
                     None => {
                         self.oom = Some(oom_message(self.m, policy, &region.name, bp));
                         return true;
@@ -457,13 +565,12 @@ impl<'a> Engine<'a> {
             }
         }
         let node = region.node[v.unit as usize] as usize;
-        let c = v.lines * cost[node] + extra;
+        let c = v.lines * (t.compute_per_line_s / share + cost[node]) + extra;
         t.mix_rd[node] += v.lines * v.rd_share;
         t.mix_wr[node] += v.lines * (1.0 - v.rd_share);
         t.clock += c;
         t.busy_s += c;
         t.visits += 1;
-        self.rec.access(cpu_node, node, v.lines);
         true
     }
 
@@ -495,6 +602,7 @@ impl<'a> Engine<'a> {
         self.procs[pid].arrived = 0;
         let members: Vec<usize> = (0..self.threads.len()).filter(|&i| self.threads[i].pid == pid).collect();
         let release = members.iter().map(|&i| self.threads[i].clock).fold(0.0, f64::max);
+        self.woke = true;
         for i in members {
             self.threads[i].clock = release;
             self.threads[i].state = State::Running;
@@ -559,6 +667,7 @@ impl<'a> Engine<'a> {
         t.est_wr = est_wr;
         t.sweeps = sweeps;
         t.lines_total = lines;
+        t.pipelined = spec.sync == Sync::Pipeline && idx > 0;
         if lines > 0.0 {
             t.compute_per_line_s = compute_s / lines;
             t.compute_left_s = 0.0;
@@ -646,17 +755,24 @@ fn progress(t: &Thread) -> f64 {
 }
 
 /// The next visit of the access furthest behind, so a phase's accesses interleave in proportion.
-fn next_visit(t: &mut Thread, regions: &[Region]) -> Option<Visit> {
+/// The access furthest behind, so a phase's accesses interleave in proportion.
+#[inline]
+fn pick_sweep(t: &Thread) -> Option<usize> {
+    if t.sweeps.len() == 1 {
+        return (!t.sweeps[0].finished()).then_some(0);
+    }
     let mut best: Option<usize> = None;
     for (i, s) in t.sweeps.iter().enumerate() {
-        if s.finished() {
-            continue;
-        }
-        if best.is_none_or(|b| s.progress() < t.sweeps[b].progress()) {
+        if !s.finished() && best.is_none_or(|b| s.progress() < t.sweeps[b].progress()) {
             best = Some(i);
         }
     }
-    let i = best?;
+    best
+}
+
+#[inline]
+fn next_visit(t: &mut Thread, regions: &[Region]) -> Option<Visit> {
+    let i = pick_sweep(t)?;
     let shift = regions[t.sweeps[i].region as usize].shift;
     t.sweeps[i].next(shift, &mut t.rng)
 }

@@ -53,6 +53,12 @@ pub struct EngineInfo {
     pub sample_rate: f64,
     /// Pages one sampled visit stands for.
     pub sample_stride: u64,
+    /// Times a thread waited for a saturated node or link beyond the contention solution
+    /// (a diagnostic: high values mean the epoch is too long for how fast the mix changes).
+    pub bandwidth_waits: u64,
+    pub epochs: u64,
+    /// Sampled page visits simulated.
+    pub samples: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -101,17 +107,19 @@ impl Recorder {
         }
     }
 
-    #[inline]
-    pub fn access(&mut self, cpu_node: usize, mem_node: usize, lines: f64) {
-        self.access[cpu_node][mem_node] += lines;
-        self.interval[cpu_node][mem_node] += lines;
+    /// Add one thread's lines read and written per memory node to its CPU node's row.
+    pub fn add_row(&mut self, cpu_node: usize, rd: &[f64], wr: &[f64]) {
+        for (j, (r, w)) in rd.iter().zip(wr).enumerate() {
+            self.access[cpu_node][j] += r + w;
+            self.interval[cpu_node][j] += r + w;
+        }
     }
 
-    pub fn epoch_end(&mut self, now: f64, _alloc: &Allocator, pages: Vec<u64>) {
+    pub fn epoch_end(&mut self, now: f64, pages: &[u64]) {
         if now < self.next_s {
             return;
         }
-        self.timeline.push(TimelinePoint { t_s: now, pages_per_node: pages, access_map: round(&self.interval) });
+        self.timeline.push(TimelinePoint { t_s: now, pages_per_node: pages.to_vec(), access_map: round(&self.interval) });
         self.interval = vec![vec![0.0; self.n]; self.n];
         self.next_s = now + self.step_s;
         if self.timeline.len() > self.max_points {
@@ -146,6 +154,7 @@ impl Recorder {
         oom: Option<String>,
         stride: u64,
         sample_rate: f64,
+        [bandwidth_waits, epochs, samples]: [u64; 3],
     ) -> SimOutput {
         let mut procs: Vec<ProcessOut> =
             (0..w.processes).map(|p| ProcessOut { pid: p + 1, name: w.name.clone(), time_s: 0.0 }).collect();
@@ -171,7 +180,7 @@ impl Recorder {
             numastat,
             vmstat: Vmstat::default(),
             timeline: self.timeline,
-            engine: EngineInfo { sample_rate, sample_stride: stride },
+            engine: EngineInfo { sample_rate, sample_stride: stride, bandwidth_waits, epochs, samples },
         }
     }
 }

@@ -100,6 +100,7 @@ pub struct Sweep {
     random_lines: f64,
     random_units: u64,
     pub total_lines: f64,
+    inv_total: f64,
     pub done_lines: f64,
 }
 
@@ -126,6 +127,7 @@ impl Sweep {
                 random_lines: if visits > 0 { total / visits as f64 } else { 0.0 },
                 random_units: r.units(),
                 total_lines: total,
+                inv_total: if total > 0.0 { 1.0 / total } else { 0.0 },
                 done_lines: 0.0,
             };
         }
@@ -146,6 +148,7 @@ impl Sweep {
             random_lines: 0.0,
             random_units: 0,
             total_lines: bytes as f64 * lines_per_byte,
+            inv_total: if bytes > 0 && lines_per_byte > 0.0 { 1.0 / (bytes as f64 * lines_per_byte) } else { 0.0 },
             done_lines: 0.0,
         }
     }
@@ -154,9 +157,10 @@ impl Sweep {
         self.random_left == 0 && self.range >= self.ranges.len()
     }
 
+    #[inline]
     pub fn progress(&self) -> f64 {
         if self.total_lines > 0.0 {
-            self.done_lines / self.total_lines
+            self.done_lines * self.inv_total
         } else {
             1.0
         }
@@ -185,12 +189,58 @@ impl Sweep {
         out
     }
 
+    /// Lines one whole sample (`stride` pages) of this sweep moves.
+    #[inline]
+    pub fn sample_lines(&self, shift: u32) -> f64 {
+        (self.stride << shift) as f64 * self.lines_per_byte
+    }
+
     pub fn rd_share(&self) -> f64 {
         self.rd_share
     }
 
     pub fn writes(&self) -> bool {
         self.write
+    }
+
+    /// Continue the current range with up to `max` more whole samples (groups of `stride`
+    /// pages) already placed on a node marked `ok`, counting them per node in `count`: the hot
+    /// path serves a run of samples in one step. Returns the samples added and the lines of one.
+    #[inline]
+    pub fn extend_run(&mut self, shift: u32, nodes: &[u8], ok: &[bool], max: u64, count: &mut [u32]) -> (u64, f64) {
+        if self.random_left > 0 {
+            return (0, 0.0);
+        }
+        let Some(&(_, end)) = self.ranges.get(self.range) else { return (0, 0.0) };
+        let group = self.stride << shift;
+        let mut pos = self.pos;
+        let mut k = 0;
+        while k < max && pos + group <= end {
+            let first = pos >> shift;
+            // The sample is a page of the group picked by a hash of its position (unbiased
+            // against interleave's period, and the same on every run).
+            let rep = if self.stride == 1 { first } else { first + (first.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) % self.stride };
+            let (n, f) = (nodes[rep as usize], nodes[first as usize]);
+            if n == crate::pages::NONE || f == crate::pages::NONE || !ok[n as usize] {
+                break;
+            }
+            count[n as usize] += 1;
+            pos += group;
+            k += 1;
+        }
+        let per_sample = group as f64 * self.lines_per_byte;
+        if k == 0 {
+            return (0, per_sample);
+        }
+        self.pos = pos;
+        if self.pos >= end {
+            self.range += 1;
+            if let Some(&(s, _)) = self.ranges.get(self.range) {
+                self.pos = s;
+            }
+        }
+        self.done_lines += k as f64 * per_sample;
+        (k, per_sample)
     }
 
     /// The next visit; `shift` is the region's page shift.
@@ -202,12 +252,11 @@ impl Sweep {
             return Some(Visit { region: self.region, unit, first: unit, units: 1, lines: self.random_lines, write: self.write, rd_share: self.rd_share });
         }
         let &(_, end) = self.ranges.get(self.range)?;
-        let page = 1u64 << shift;
         let unit = self.pos >> shift;
         // The sample covers `stride` pages, clipped to the end of this range.
         let stop = ((unit + self.stride) << shift).min(end);
         let bytes = stop - self.pos;
-        let units = (stop - 1) / page - unit + 1;
+        let units = ((stop - 1) >> shift) - unit + 1;
         self.pos = stop;
         if self.pos >= end {
             self.range += 1;

@@ -13,7 +13,7 @@ import traceback
 import click
 import typer
 
-from numalab.cli import topo
+from numalab.cli import compare, sim, topo, workloads
 from numalab.exceptions import USAGE_ERRORS, NumalabError
 
 app = typer.Typer(
@@ -26,6 +26,10 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.command("topo")(topo.topo)
+_PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
+app.command("sim", context_settings=_PASS_THROUGH)(sim.sim)
+app.command("compare", context_settings=_PASS_THROUGH)(compare.compare)
+app.command("workloads")(workloads.workloads)
 
 _debug = False
 

@@ -166,13 +166,14 @@ def resolve(name_or_path: str, overrides: dict[str, Any] | None = None) -> dict[
 
 def _params(desc: WorkloadDesc, overrides: dict[str, Any], path: Path) -> dict[str, Any]:
     env = copy.deepcopy(desc.params)
+    given: dict[str, Any] = {}
     for k, v in overrides.items():
         if k not in env:
             raise UsageError(
                 f"workload {desc.name} has no parameter '{k}' (parameters: {', '.join(sorted(env))})"
             )
         default = env[k]
-        env[k] = _coerce(v, default, k, desc.name)
+        env[k] = given[k] = _coerce(v, default, k, desc.name)
     for k, allowed in desc.choices.items():
         if env.get(k) not in allowed:
             raise UsageError(
@@ -186,10 +187,12 @@ def _params(desc: WorkloadDesc, overrides: dict[str, Any], path: Path) -> dict[s
             )
         for k, v in desc.classes[cls].items():
             env[k] = v
-    for k, e in desc.derived.items():
-        env[k] = evaluate(e, env, f"{path}: derived.{k}")
+        env.update(given)  # a parameter given explicitly wins over the class table
+    # checked before the derived names, which may divide by it
     if not isinstance(env.get("threads"), int) or env["threads"] < 1:
         raise UsageError(f"workload {desc.name}: threads must be a whole number >= 1, got {env.get('threads')!r}")
+    for k, e in desc.derived.items():
+        env[k] = evaluate(e, env, f"{path}: derived.{k}")
     return env
 
 
@@ -235,6 +238,9 @@ class _Resolver:
         _check_overlap(regions, self)
         phases = [self.phase(i, p, names) for i, p in enumerate(self.desc.phases)]
         pnames = [p["name"] for p in phases]
+        for i, n in enumerate(pnames):
+            if pnames.index(n) != i:
+                raise UsageError(f"{where(self.path, self.text, f'phases[{i}]')}: phases[{i}]: phase '{n}' is defined twice")
         program = []
         for i, step in enumerate(self.desc.program):
             key = f"program[{i}]"
@@ -268,6 +274,10 @@ class _Resolver:
         planes = int(self.num(r.planes, f"{key}.planes", 1)) if r.planes is not None else max(1, total // 64)
         if per_thread:
             planes = planes * int(self.env["threads"]) if r.planes is not None else planes
+        if planes > total:
+            raise UsageError(
+                f"{where(self.path, self.text, key)}: {key}: region '{r.name}' has more planes ({planes}) than bytes ({total})"
+            )
         out: dict[str, Any] = {
             "name": r.name,
             "bytes": total,
@@ -295,6 +305,11 @@ class _Resolver:
                 raise UsageError(
                     f"{where(self.path, self.text, key)}: {akey}: unknown pattern '{pattern}' (patterns: {', '.join(PATTERNS)})"
                 )
+            count = int(self.num(a.count, f"{akey}.count", 0))
+            if pattern in ("gather", "scatter") and count < 1:
+                raise UsageError(
+                    f"{where(self.path, self.text, key)}: {akey}: a {pattern} pattern needs count >= 1 (64-byte lines per thread)"
+                )
             accesses.append(
                 {
                     "region": regions.index(a.region),
@@ -303,7 +318,7 @@ class _Resolver:
                     "wr": float(self.num(a.wr, f"{akey}.wr", 0)),
                     "halo": int(self.num(a.halo, f"{akey}.halo", 0)),
                     "chunk": int(self.num(a.chunk, f"{akey}.chunk", 1)),
-                    "count": int(self.num(a.count, f"{akey}.count", 0)),
+                    "count": count,
                     "passes": float(self.num(a.passes, f"{akey}.passes", 0)),
                 }
             )

@@ -57,7 +57,10 @@ def evaluate(text: Any, env: Mapping[str, Any], where: str) -> Any:
         raise UsageError(f"{where}: cannot parse expression '{text}'") from None
     if isinstance(tree.body, ast.Name) and tree.body.id not in env and tree.body.id not in _FUNCS:
         return text  # a bare word: an enum value such as a pattern name
-    return _eval(tree.body, env, where, text)
+    try:
+        return _eval(tree.body, env, where, text)
+    except (ArithmeticError, ValueError, TypeError) as e:
+        raise UsageError(f"{where}: cannot evaluate '{text}': {e}") from None
 
 
 def _eval(node: ast.AST, env: Mapping[str, Any], where: str, text: str) -> Any:

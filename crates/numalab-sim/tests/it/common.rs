@@ -4,7 +4,7 @@ use numalab_sim::{SimConfig, WorkloadSpec};
 
 /// 4 nodes x 4 cores, 1 GiB per node, 10/16/22 distances on a square, 10 GB/s per node.
 pub fn machine4() -> Machine {
-    machine4_with_gib(1.0)
+    machine4_with_gib(2.0)
 }
 
 pub fn machine4_with_gib(gib: f64) -> Machine {

@@ -1,0 +1,36 @@
+"""Derived metrics, computed once from a result document (design/README.md §3.1,
+design/reference/workloads.md §3): local/remote shares, per-node concentration, speedup,
+slowdown and unfairness."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def access_metrics(matrix: list[list[float]], nodes: list[int]) -> dict[str, Any]:
+    """``local_pct``/``remote_pct`` of all DRAM accesses, and per memory node the share of
+    accesses it served (``concentration_pct``) with its maximum."""
+    total = sum(sum(r) for r in matrix)
+    if total == 0:
+        return {"local_pct": None, "remote_pct": None, "concentration_pct": {}, "max_concentration_pct": None}
+    local = sum(matrix[i][i] for i in range(len(matrix)))
+    conc = {f"node{n}": 100.0 * sum(r[j] for r in matrix) / total for j, n in enumerate(nodes)}
+    return {
+        "local_pct": 100.0 * local / total,
+        "remote_pct": 100.0 * (total - local) / total,
+        "concentration_pct": conc,
+        "max_concentration_pct": max(conc.values()),
+    }
+
+
+def speedup(baseline_time_s: float, time_s: float) -> float | None:
+    """time(baseline) / time(config): above 1 is faster than the baseline."""
+    if not baseline_time_s or not time_s:
+        return None
+    return baseline_time_s / time_s
+
+
+def fairness(shared_times: list[float], alone_times: list[float]) -> dict[str, float]:
+    """Per-process slowdown IS_i = T_shared / T_alone and unfairness = max IS / min IS."""
+    slow = [s / a for s, a in zip(shared_times, alone_times)]
+    return {"max_slowdown": max(slow), "unfairness": max(slow) / min(slow)}

@@ -1,0 +1,74 @@
+"""``Result``: one run's document (``numalab.result/1``) with pandas views of its parts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+SCHEMA = "numalab.result/1"
+
+
+class Result:
+    """A result document. ``doc`` is the plain JSON-able dict; the methods give tables."""
+
+    def __init__(self, doc: dict[str, Any]):
+        self.doc = doc
+
+    @property
+    def time_s(self) -> float:
+        return float(self.doc["time_s"])
+
+    @property
+    def status(self) -> str:
+        return str(self.doc["status"])
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        return dict(self.doc["metrics"])
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.doc, indent=indent, sort_keys=True)
+
+    def access_map(self, percent: bool = False):  # -> pandas.DataFrame
+        """Rows: CPU node, columns: memory node; DRAM transfers (or % of all with ``percent``)."""
+        import pandas as pd
+
+        am = self.doc["access_map"]
+        nodes = am["nodes"]
+        df = pd.DataFrame(am["matrix"], index=[f"cpu node {n}" for n in nodes], columns=[f"mem node {n}" for n in nodes])
+        if percent:
+            total = df.values.sum()
+            df = df * (100.0 / total) if total else df * 0.0
+        return df
+
+    def pages(self):  # -> pandas.Series
+        import pandas as pd
+
+        nodes = self.doc["access_map"]["nodes"]
+        return pd.Series(self.doc["pages"]["per_node"], index=[f"node{n}" for n in nodes], name="pages")
+
+    def numastat(self):  # -> pandas.DataFrame
+        import pandas as pd
+
+        return pd.DataFrame(self.doc["numastat"])
+
+    def threads(self):  # -> pandas.DataFrame
+        import pandas as pd
+
+        return pd.DataFrame(self.doc["threads"]).set_index("tid")
+
+    def timeline(self):  # -> pandas.DataFrame
+        import pandas as pd
+
+        rows = []
+        nodes = self.doc["access_map"]["nodes"]
+        for p in self.doc["timeline"]:
+            row = {"t_s": p["t_s"]}
+            for n, v in zip(nodes, p["pages_per_node"]):
+                row[f"pages_node{n}"] = v
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def __repr__(self) -> str:
+        w = self.doc["workload"]["name"]
+        return f"Result({w} on {self.doc['machine']['name']}, {self.doc['placement']['policy']}, time_s={self.time_s:.4g})"

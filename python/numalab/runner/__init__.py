@@ -1,0 +1,1 @@
+"""Runners turn a resolved configuration into a result document: ``sim`` via the Rust engine."""
