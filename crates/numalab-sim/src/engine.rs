@@ -709,14 +709,14 @@ impl<'a> Engine<'a> {
         let regions = &self.procs[pid].regions;
         spec.accesses
             .iter()
-            .enumerate()
-            .map(|(ai, a)| {
+            .map(|a| {
                 let r = &regions[a.region];
                 let order = if a.pattern == crate::input::Pattern::Dynamic {
-                    // The same shuffled chunk order for every thread of this execution.
+                    // One shuffled chunk order per phase execution, shared by all its threads
+                    // and accesses (a dynamic loop hands out the same chunk of every array).
                     let chunks = r.planes.div_ceil(a.chunk.max(1));
                     let mut order: Vec<u64> = (0..chunks).collect();
-                    Rng::new(self.cfg.seed, (pid as u64) << 48 ^ seq << 8 ^ ai as u64 ^ 0xd1a0).shuffle(&mut order);
+                    Rng::new(self.cfg.seed, (pid as u64) << 48 ^ seq << 8 ^ 0xd1a0).shuffle(&mut order);
                     order
                 } else {
                     Vec::new()
