@@ -16,7 +16,7 @@ help: ## list the targets
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.7,<2" "pytest>=8" "typer==0.20.0" "click>=8.1,<9" "rich>=13" "pydantic>=2.7,<3" "numpy>=1.26" "pandas>=2.1"
+	$(PIP) install -q "maturin>=1.7,<2" "pytest>=8" "typer==0.20.0" "click==8.1.8" "rich>=13" "pydantic>=2.7,<3" "numpy>=1.26" "pandas>=2.1"
 	touch $@
 
 venv: $(STAMP) ## create .venv with the Python dependencies (from PyPI)
@@ -29,7 +29,9 @@ $(VENV)/.build-stamp: $(STAMP) $(RUST_SRC)
 build: $(VENV)/.build-stamp ## build the Rust core and install numalab into .venv (editable)
 
 run: build ## build, then run the main job on the embedded defaults
-	$(NUMALAB) topo --machine opteron6282-4p
+	$(NUMALAB) topo --machine e5-2620v4-2s
+	$(NUMALAB) compare --machine e5-2620v4-2s --workload dgemv --threads 16 --n 20000 --reps 20 \
+		--configs default,interleave=all,init=serial,interleave=all:init=serial
 
 test: test-rust test-python ## run every test (Rust, then Python)
 

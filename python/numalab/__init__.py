@@ -1,10 +1,15 @@
 """numalab: where should the memory and the threads go, and what does each choice cost?
 
 Public API:
-- :func:`numalab.machine.load` / :func:`numalab.machine.presets` -- machines (presets, host, hwloc XML)
+- :func:`numalab.simulate` -- simulate a workload on a machine under a placement -> :class:`Result`
+- :mod:`numalab.machine` -- machines: presets, the host, hwloc XML (``load``, ``list_presets``)
+- :class:`numalab.PlacementOptions` -- numactl-style placement
 """
 
 from numalab._core import __version__
 from numalab.exceptions import NumalabError
+from numalab.placement import PlacementOptions
+from numalab.results.result import Result
+from numalab.api import simulate
 
-__all__ = ["__version__", "NumalabError"]
+__all__ = ["__version__", "NumalabError", "PlacementOptions", "Result", "simulate"]

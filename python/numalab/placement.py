@@ -20,6 +20,7 @@ from typing import Any
 
 from numalab._core import Machine
 from numalab.exceptions import UsageError
+from numalab.machine.bitmaps import format_cpulist, parse_cpulist
 
 POLICY_OPTIONS = ("interleave", "weighted_interleave", "membind", "preferred", "preferred_many", "localalloc")
 PROC_BIND = ("false", "close", "spread", "primary", "master")
@@ -60,15 +61,7 @@ def _nodes(machine: Machine, s: str, option: str) -> list[int]:
 
 
 def _nodestring(nodes: list[int]) -> str:
-    out, start, prev = [], None, None
-    for i in nodes + [None]:  # type: ignore[operator]
-        if start is not None and (i is None or i != prev + 1):
-            out.append(f"{start}" if start == prev else f"{start}-{prev}")
-            start = None
-        if i is not None and start is None:
-            start = i
-        prev = i
-    return ",".join(out)
+    return format_cpulist(nodes)
 
 
 def resolve(opts: PlacementOptions, machine: Machine) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -105,7 +98,7 @@ def resolve(opts: PlacementOptions, machine: Machine) -> tuple[dict[str, Any], d
 
         doc = json.loads(machine.to_json())
         cpus = sorted(
-            c for n in doc["nodes"] if n["os_index"] in bind_nodes for c in _expand(n["cpuset"])
+            c for n in doc["nodes"] if n["os_index"] in bind_nodes for c in parse_cpulist(n["cpuset"])
         )
         if not cpus:
             raise UsageError(f"--cpunodebind={opts.cpunodebind}: those nodes have no CPUs")
@@ -148,14 +141,6 @@ def json_nodes(machine: Machine) -> list[int]:
     import json
 
     return [n["os_index"] for n in json.loads(machine.to_json())["nodes"]]
-
-
-def _expand(cpulist: str) -> list[int]:
-    out: list[int] = []
-    for tok in filter(None, cpulist.split(",")):
-        a, _, b = tok.partition("-")
-        out.extend(range(int(a), int(b or a) + 1))
-    return out
 
 
 _CONFIG_KEYS = {f.name.replace("_", "-"): f.name for f in fields(PlacementOptions) if f.name != "weights"}

@@ -52,7 +52,10 @@ def run(argv: list[str] | None = None) -> None:
     global _debug
     _debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
-        app(args=argv, prog_name="numalab", standalone_mode=False)
+        rc = app(args=argv, prog_name="numalab", standalone_mode=False)
+        # Without standalone mode click returns the code of a typer.Exit instead of exiting.
+        if isinstance(rc, int) and rc != 0:
+            sys.exit(rc)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     except click.exceptions.Abort:

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from numalab.machine.bitmaps import format_cpulist, parse_cpulist
+
 MIB = 1 << 20
 
 
 def numactl_hardware(m: dict[str, Any], free_bytes: dict[int, int] | None = None) -> str:
     nodes = m["nodes"]
     ids = [n["os_index"] for n in nodes]
-    lines = [f"available: {len(nodes)} nodes ({_ranges(ids)})"]
+    lines = [f"available: {len(nodes)} nodes ({format_cpulist(ids)})"]
     for n in nodes:
-        cpus = _cpulist_to_ints(n["cpuset"])
+        cpus = sorted(parse_cpulist(n["cpuset"]))
         lines.append(f"node {n['os_index']} cpus:" + "".join(f" {c}" for c in cpus))
         size = n["local_memory_bytes"]
         lines.append(f"node {n['os_index']} size: {size // MIB} MB")
@@ -62,21 +64,3 @@ def numalab_extras(m: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _cpulist_to_ints(s: str) -> list[int]:
-    out: list[int] = []
-    for tok in filter(None, s.split(",")):
-        a, _, b = tok.partition("-")
-        out.extend(range(int(a), int(b or a) + 1))
-    return out
-
-
-def _ranges(ids: list[int]) -> str:
-    out, start, prev = [], None, None
-    for i in ids + [None]:
-        if start is not None and (i is None or i != prev + 1):
-            out.append(f"{start}" if start == prev else f"{start}-{prev}")
-            start = None
-        if i is not None and start is None:
-            start = i
-        prev = i
-    return ",".join(out)

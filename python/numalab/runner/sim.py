@@ -10,6 +10,7 @@ from typing import Any
 from numalab import __version__
 from numalab._core import Machine, simulate as _simulate
 from numalab.exceptions import UsageError
+from numalab.machine.bitmaps import parse_cpulist
 from numalab.placement import PlacementOptions, parse_config, resolve as resolve_placement
 from numalab.results.metrics import access_metrics
 from numalab.results.result import SCHEMA, Result
@@ -65,9 +66,29 @@ def run(
         for r in w["regions"]:
             r["thp"] = settings.thp
     engine_placement, placement_doc = resolve_placement(placement or PlacementOptions(), machine)
+    _check_bound_threads(machine, engine_placement, int(w["threads"]))
     config = {"seed": settings.seed, "sample_rate": settings.sample_rate, "kernel": settings.kernel}
     out = json.loads(_simulate(machine, json.dumps(w), json.dumps(engine_placement), json.dumps(config)))
     return Result(_document(machine, w, placement_doc, settings, out))
+
+
+def _check_bound_threads(machine: Machine, placement: dict[str, Any], threads: int) -> None:
+    """With OpenMP binding, each thread needs a place of its own."""
+    if placement["proc_bind"] == "false":
+        return
+    m = json.loads(machine.to_json())
+    allowed = parse_cpulist(placement["cpus"]) if placement["cpus"] else {p["os_index"] for p in m["pus"]}
+    kind = placement["places"]
+    if kind == "threads":
+        places = len(allowed)
+    else:
+        groups = m["cores"] if kind == "cores" else m["packages"]
+        places = sum(1 for g in groups if allowed & parse_cpulist(g["cpuset"]))
+    if threads > places:
+        raise UsageError(
+            f"{threads} threads cannot be bound one per place: OMP_PLACES={kind} gives {places} places "
+            f"on the allowed CPUs (use fewer threads, finer places, or --omp-proc-bind=false)"
+        )
 
 
 def _document(machine: Machine, w: dict[str, Any], placement: dict[str, Any], s: Settings, out: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,63 @@
+"""Simulator benchmark: prints figures, asserts nothing.
+
+For NPB CG class C on 64 threads on opteron6282-4p (the design's reference case):
+- sampled page visits per second on one core, simulated seconds per wall second, peak memory,
+  each config in its own process so the peak is that run's;
+- wall time of a 3-config `numalab compare` (default, interleave=all, membind=0-3) on this machine;
+- the same with automatic NUMA balancing on, when the simulator has it.
+
+Run: `make bench` (or `.venv/bin/python bench/sim_bench.py [--quick]`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+CASE = {"machine": "opteron6282-4p", "workload": "cg", "params": {"class": "C", "threads": 64}}
+CHILD = r"""
+import json, resource, sys, time
+import numalab
+case = json.loads(sys.argv[1])
+t = time.perf_counter()
+r = numalab.simulate(case["machine"], case["workload"], case["placement"], **case["params"])
+wall = time.perf_counter() - t
+peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"wall_s": wall, "sim_s": r.time_s, "samples": r.doc["engine"]["samples"],
+                  "epochs": r.doc["engine"]["epochs"], "peak_mib": peak_kib / 1024, "status": r.status}))
+"""
+
+
+def one(placement: str, params: dict) -> dict:
+    case = dict(CASE, placement=placement, params=params)
+    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(case)], capture_output=True, text=True)
+    if out.returncode != 0:
+        return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"}
+    return json.loads(out.stdout)
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    params = dict(CASE["params"], **({"class": "B"} if quick else {}))
+    print(f"simulator benchmark: {CASE['workload']} class {params['class']}, {params['threads']} threads, {CASE['machine']}")
+    print(f"{'placement':<34}{'wall_s':>8}{'sim_s':>8}{'samples':>12}{'samples/s':>12}{'sim_s/wall_s':>13}{'peak_MiB':>10}")
+    for placement in ("default", "interleave=all", "balancing", "kernel=3.13:balancing"):
+        f = one(placement, params)
+        if "error" in f:
+            print(f"{placement:<34}  not available: {f['error']}")
+            continue
+        rate = f["samples"] / f["wall_s"]
+        print(f"{placement:<34}{f['wall_s']:>8.2f}{f['sim_s']:>8.2f}{f['samples']:>12,}{rate / 1e6:>10.1f} M{f['sim_s'] / f['wall_s']:>13.2f}{f['peak_mib']:>10.0f}")
+    numalab = os.path.join(os.path.dirname(sys.executable), "numalab")
+    cmd = [numalab, "compare", "-m", CASE["machine"], "-w", "cg", "--class", params["class"], "--threads", "64",
+           "--configs", "default,interleave=all,membind=0-3"]
+    t = time.perf_counter()
+    rc = subprocess.run(cmd, capture_output=True).returncode
+    print(f"3-config compare ({os.cpu_count()} CPUs): {time.perf_counter() - t:.2f} s wall (exit {rc})")
+
+
+if __name__ == "__main__":
+    main()
