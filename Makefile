@@ -22,8 +22,8 @@ $(STAMP): pyproject.toml
 venv: $(STAMP) ## create .venv with the Python dependencies (from PyPI)
 
 $(VENV)/.build-stamp: $(STAMP) $(RUST_SRC)
-
-	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop -q --release
+	set -o pipefail; VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH \
+		$(VENV)/bin/maturin develop -q --release 2>&1 | sed '/Requirement already satisfied/d'
 	touch $@
 
 build: $(VENV)/.build-stamp ## build the Rust core and install numalab into .venv (editable)

@@ -10,9 +10,9 @@
 //!   here the 5.7-5.17 rule: busy CPUs below 25 % of the node).
 //! - The periodic load balancer then spreads runnable threads level by level: node (LLC), then
 //!   each NUMA distance tier, each at an interval of one millisecond per CPU it spans
-//!   (`sd->min_interval = sd_weight`), pulling one thread at a time from the busiest CPU of the
-//!   busiest group to an idle CPU when the group imbalance exceeds the domain's
-//!   `imbalance_pct` (node 117 %, NUMA 125 % in 3.13 and 117 % in 6.x).
+//!   (`sd->min_interval = sd_weight`): an idle CPU pulls one thread at a time from the busiest
+//!   CPU of the busiest group of its domain when that group has more runnable threads than CPUs
+//!   (for an idle CPU `find_busiest_group` skips the `imbalance_pct` test).
 
 use numalab_model::{CpuSet, Machine};
 
@@ -24,7 +24,6 @@ pub struct Level {
     /// For each PU, its group (child domain) id at this level.
     group_of: Vec<usize>,
     interval_s: f64,
-    imbalance_pct: f64,
     next_s: f64,
 }
 
@@ -64,7 +63,7 @@ impl Sched {
             bound: vec![false; nthreads],
             levels: Vec::new(),
         };
-        s.levels = build_levels(m, kernel);
+        s.levels = build_levels(m);
         if p.proc_bind != ProcBind::False {
             let places = places(m, p.places, &cpus);
             if places.is_empty() {
@@ -193,7 +192,9 @@ impl Sched {
                 }
             }
             let Some((avg, cpus)) = best else { continue };
-            if avg * 100.0 <= local * lvl.imbalance_pct || avg <= local {
+            // dst is idle: find_busiest_group skips the imbalance_pct test for an idle CPU and
+            // pulls when the busiest group has more runnable tasks than CPUs.
+            if avg <= 1.0 || avg <= local {
                 continue;
             }
             // Busiest CPU with more than one runnable thread that may run on dst.
@@ -214,27 +215,23 @@ impl Sched {
 }
 
 /// Scheduling domain levels above the core: the node (LLC), then one per NUMA distance tier.
-fn build_levels(m: &Machine, kernel: Kernel) -> Vec<Level> {
+fn build_levels(m: &Machine) -> Vec<Level> {
     let pu_node: Vec<usize> = m.pus.iter().map(|u| m.node_logical(u.node).unwrap_or(0)).collect();
     let n_pus = m.pus.len();
     let mut levels = Vec::new();
     // Node level: groups are cores.
     let span_of = (0..n_pus).map(|c| (0..n_pus).filter(|&q| pu_node[q] == pu_node[c]).collect::<Vec<_>>()).collect::<Vec<_>>();
     let group_of: Vec<usize> = m.pus.iter().map(|u| u.core as usize).collect();
-    levels.push(Level { interval_s: span_of[0].len() as f64 * 1e-3, span_of, group_of, imbalance_pct: 117.0, next_s: 0.0 });
+    levels.push(Level { interval_s: span_of[0].len() as f64 * 1e-3, span_of, group_of, next_s: 0.0 });
     let mut tiers: Vec<u32> = m.distances.iter().flatten().copied().filter(|&d| d > 10).collect();
     tiers.sort();
     tiers.dedup();
-    let numa_pct = match kernel {
-        Kernel::K313 => 125.0,
-        Kernel::K6 => 117.0,
-    };
     let mut child_group: Vec<usize> = pu_node.clone();
     for d in tiers {
         let span_of: Vec<Vec<usize>> =
             (0..n_pus).map(|c| (0..n_pus).filter(|&q| m.distances[pu_node[c]][pu_node[q]] <= d).collect()).collect();
         let weight = span_of.iter().map(|s| s.len()).max().unwrap_or(1);
-        levels.push(Level { interval_s: weight as f64 * 1e-3, span_of: span_of.clone(), group_of: child_group.clone(), imbalance_pct: numa_pct, next_s: 0.0 });
+        levels.push(Level { interval_s: weight as f64 * 1e-3, span_of: span_of.clone(), group_of: child_group.clone(), next_s: 0.0 });
         // Groups one level up are this level's spans (named by their lowest PU).
         child_group = span_of.iter().map(|s| s[0]).collect();
     }

@@ -3,4 +3,5 @@
 
 mod common;
 mod policies;
+mod scheduler;
 mod timing;
