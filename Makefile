@@ -16,7 +16,7 @@ help: ## list the targets
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.7,<2" "pytest>=8" "typer==0.20.0" "click==8.1.8" "rich>=13" "pydantic>=2.7,<3" "numpy>=1.26" "pandas>=2.1"
+	$(PIP) install -q "maturin>=1.7,<2" "pytest>=8" "typer==0.20.0" "click==8.1.8" "rich>=13" "pydantic>=2.7,<3" "numpy>=1.26" "pandas>=2.1" "matplotlib>=3.8" "dask[distributed]>=2024.1" "pyarrow>=14"
 	touch $@
 
 venv: $(STAMP) ## create .venv with the Python dependencies (from PyPI)
@@ -28,10 +28,13 @@ $(VENV)/.build-stamp: $(STAMP) $(RUST_SRC)
 
 build: $(VENV)/.build-stamp ## build the Rust core and install numalab into .venv (editable)
 
-run: build ## build, then run the main job on the embedded defaults
+run: build ## build, then run the example study and write its report (the main job)
 	$(NUMALAB) topo --machine e5-2620v4-2s
-	$(NUMALAB) compare --machine e5-2620v4-2s --workload dgemv --threads 16 --n 20000 --reps 20 \
-		--configs default,interleave=all,init=serial,interleave=all:init=serial
+	$(NUMALAB) study studies/example.toml --results results
+	$(NUMALAB) report studies/example.toml --results results -o results/example.md --format md
+	@sed -n '/^## Speedup/,/^## [^S]/p' results/example.md | sed '$$d'
+	$(NUMALAB) report studies/example.toml --results results -o results/example.html
+	@echo "report: $(abspath results/example.html) (open it in a browser; figures beside it)"
 
 test: test-rust test-python ## run every test (Rust, then Python)
 

@@ -27,7 +27,8 @@ def simulate(
     ``placement``: a config string as ``numalab compare`` takes it (``"interleave=all"``,
     ``"membind=0:cpunodebind=0"``) or a :class:`PlacementOptions`; workload parameters in the
     string (``"init=serial"``) and keyword arguments (``threads=64``, ``n=20000``) are merged,
-    keywords winning. Returns a :class:`Result` whose ``access_map()``, ``pages()``,
+    keywords winning. Settings items in the string (``"balancing:scan-size-mb=128"``,
+    ``"kernel=3.13"``) apply to this run. Returns a :class:`Result` whose ``access_map()``, ``pages()``,
     ``numastat()``, ``threads()`` and ``timeline()`` give pandas objects.
 
     >>> r = simulate("e5-2620v4-2s", "dgemv", "interleave=all", threads=16, n=4000, reps=2)
@@ -41,10 +42,5 @@ def simulate(
         params = {**string_params, **params}
     else:
         opts = placement
-    unknown = sorted(set(extra) - {"kernel"})
-    if unknown:
-        from numalab.exceptions import UsageError
-
-        raise UsageError(f"placement '{placement}': {', '.join(unknown)} not available in the simulator yet")
-    settings = sim.Settings(seed=seed, sample_rate=sample_rate, kernel=extra.get("kernel", kernel), thp=thp)
+    settings = sim.apply_items(sim.Settings(seed=seed, sample_rate=sample_rate, kernel=kernel, thp=thp), extra, f"placement '{placement}'")
     return sim.run(m, workload, params, opts, settings)

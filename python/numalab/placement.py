@@ -166,7 +166,7 @@ def parse_config(text: str) -> tuple[PlacementOptions, dict[str, str], dict[str,
             if not eq:
                 raise UsageError(f"config '{text}': {key} needs a value ({key}=...)")
             opts = replace(opts, **{_CONFIG_KEYS[key]: value.strip()})
-        elif key in ("balancing", "kernel", "thp", "seed", "sample-rate") or key.startswith("scan-"):
+        elif key in ("balancing", "kernel", "thp", "seed", "sample-rate", "hot-threshold-ms", "promote-rate-limit-mbps") or key.startswith("scan-"):
             settings[key] = value.strip() if eq else "on"
         elif eq:
             params[key.replace("-", "_")] = value.strip()

@@ -6,6 +6,7 @@
 use numalab_model::Machine;
 
 use crate::alloc::Allocator;
+use crate::balancing::{MmView, Numab, World};
 use crate::contention::{Demand, Solver};
 use crate::error::SimError;
 use crate::input::{Placement, SimConfig, Sync, WorkloadSpec};
@@ -108,6 +109,8 @@ pub struct Engine<'a> {
     budget_waits: u64,
     epochs: u64,
     samples: u64,
+    /// Automatic NUMA balancing, when enabled.
+    numab: Option<Numab>,
 }
 
 /// Per-node buffers the hot loop reuses.
@@ -127,7 +130,8 @@ impl<'a> Engine<'a> {
         let nt = w.threads as usize;
         let mut sched = Sched::new(m, p, cfg.kernel, nproc, nt).map_err(SimError::Input)?;
         let n = m.nodes.len();
-        let procs = (0..nproc)
+        cfg.balancing.check(cfg.kernel)?;
+        let mut procs: Vec<Process> = (0..nproc)
             .map(|_| {
                 let pols = w.regions.iter().map(|r| r.policy.as_ref().map(|pol| Resolved::new(pol, m))).collect();
                 Process {
@@ -180,6 +184,12 @@ impl<'a> Engine<'a> {
             live[tid] = true;
         }
         let stride = (1.0 / cfg.sample_rate).round().max(1.0) as u64;
+        let numab = cfg.balancing.enabled.then(|| {
+            let threads_of: Vec<Vec<usize>> = (0..nproc).map(|p| (p * nt..(p + 1) * nt).collect()).collect();
+            procs.iter_mut().flat_map(|p| p.regions.iter_mut()).for_each(|r| r.enable_balancing());
+            let regions: Vec<&[Region]> = procs.iter().map(|p| p.regions.as_slice()).collect();
+            Numab::new(m, cfg.kernel, &cfg.balancing, &cfg.costs, &threads_of, &regions, &sched)
+        });
         Ok(Engine {
             m,
             w,
@@ -201,6 +211,7 @@ impl<'a> Engine<'a> {
             epochs: 0,
             samples: 0,
             scratch: Scratch { count: vec![0; m.nodes.len()], ok: vec![true; m.nodes.len()] },
+            numab,
         })
     }
 
@@ -238,6 +249,9 @@ impl<'a> Engine<'a> {
                 if lines > 0.0 && t.lines_total > 0.0 {
                     shortest_phase = shortest_phase.min(t.lines_total * t.busy_s / lines);
                 }
+                if let Some(nb) = self.numab.as_mut() {
+                    nb.add_runtime(tid, t.busy_s * shares[tid]);
+                }
                 t.visits = 0;
                 t.busy_s = 0.0;
                 if t.state == State::Running && t.clock < end {
@@ -250,7 +264,8 @@ impl<'a> Engine<'a> {
             }
             self.epochs += 1;
             self.now = end;
-            self.rec.epoch_end(self.now, &self.pages_node);
+            self.numab_epoch_end();
+            self.rec.epoch_end(self.now, &self.pages_node, self.numab.as_ref().map(|nb| &nb.vmstat));
             self.rebalance();
             // Epochs as long as VISITS_PER_EPOCH unsampled visits, whatever the sample rate.
             let per_epoch = VISITS_PER_EPOCH / self.stride as f64;
@@ -267,7 +282,32 @@ impl<'a> Engine<'a> {
                 (t.pid, self.sched.pu_os[cpu], self.m.nodes[self.sched.pu_node[cpu]].os_index, t.finish_s, t.migrations)
             })
             .collect();
-        self.rec.finish(self.m, self.w, threads_out, pages, self.alloc, self.oom, self.stride, self.cfg.sample_rate, [self.budget_waits, self.epochs, self.samples])
+        let mut numab = self.numab.take();
+        let sched_lines: Vec<_> = numab.as_ref().map(|nb| (0..self.threads.len()).map(|tid| nb.thread_sched(tid, &self.sched)).collect()).unwrap_or_default();
+        let mut out = self.rec.finish(self.m, self.w, threads_out, pages, self.alloc, self.oom, self.stride, self.cfg.sample_rate, [self.budget_waits, self.epochs, self.samples]);
+        if let Some(nb) = numab.as_mut() {
+            out.vmstat = nb.vmstat.clone();
+            out.balancing_passes = nb.take_passes();
+            out.balancing_cost = Some(nb.cost());
+            for (t, s) in out.threads.iter_mut().zip(sched_lines) {
+                t.sched = Some(s);
+            }
+        }
+        out
+    }
+
+    /// Balancing at an epoch end: every running thread's `task_tick_numa` and the scans it
+    /// queues, each charged to its scanning thread.
+    fn numab_epoch_end(&mut self) {
+        let Some(nb) = self.numab.as_mut() else { return };
+        let live: Vec<bool> = self.threads.iter().map(|t| t.state != State::Done).collect();
+        let running: Vec<bool> = self.threads.iter().map(|t| t.state == State::Running).collect();
+        nb.set_live(&live, &self.sched);
+        let mut views: Vec<MmView> = self.procs.iter_mut().map(|p| MmView { regions: &mut p.regions, task_policy: &p.task_policy }).collect();
+        let mut world = World { alloc: &mut self.alloc, sched: &mut self.sched, pages_node: &mut self.pages_node };
+        for (tid, cost_s) in nb.tick(&mut world, &mut views, self.now, &running) {
+            self.threads[tid].clock += cost_s;
+        }
     }
 
     /// Cost per line for every running thread from its last epoch's memory mix.
@@ -469,7 +509,7 @@ impl<'a> Engine<'a> {
             let per_sample = sweep.sample_lines(r.shift);
             let room = if per_sample > 0.0 { ((until - t.clock) / (per_sample * cheapest)).ceil().max(1.0) as u64 } else { 1 };
             count.iter_mut().for_each(|x| *x = 0);
-            let (k, per) = sweep.extend_run(r.shift, &r.node, ok, room.min(RUN_PAGES), count);
+            let (k, per) = sweep.extend_run(r.shift, &r.node, &r.marked, ok, room.min(RUN_PAGES), count);
             if k > 0 {
                 let mut c = 0.0;
                 for (n, &cnt) in count.iter().enumerate().filter(|(_, &x)| x > 0) {
@@ -525,46 +565,17 @@ impl<'a> Engine<'a> {
 
     /// Serve one visit; false if the bandwidth budget of its path is exhausted (nothing done).
     fn visit(&mut self, tid: usize, v: Visit, cost: &[f64], share: f64) -> bool {
-        let cpu = self.sched.cpu[tid];
-        let cpu_node = self.sched.pu_node[cpu];
+        let cpu_node = self.sched.pu_node[self.sched.cpu[tid]];
         if let Some(node) = self.placed_node(tid, &v) {
             if !self.take_budget(cpu_node, node, v.lines * v.rd_share, v.lines * (1.0 - v.rd_share)) {
                 return false;
             }
         }
+        let Some(mut extra) = self.first_touch(tid, &v, cpu_node, share) else { return true };
+        extra += self.hint_faults(tid, &v, cpu_node);
         let t = &mut self.threads[tid];
-        let proc = &mut self.procs[t.pid];
-        let region = &mut proc.regions[v.region as usize];
-        let mut extra = 0.0;
-        if region.node[v.first as usize] == NONE || region.node[v.unit as usize] == NONE {
-            if !v.write {
-                // A first read maps the shared zero page: nothing allocated, no DRAM traffic.
-                t.visits += 1;
-                let c = v.lines * t.compute_per_line_s / share;
-                t.clock += c;
-                t.busy_s += c;
-                return true;
-            }
-            let policy = region.policy.as_ref().unwrap_or(&proc.task_policy);
-            let bp = region.base_pages();
-            for u in v.first..(v.first + v.units).min(region.units()) {
-                if region.node[u as usize] != NONE {
-                    continue;
-                }
-                match policy.allocate(&mut self.alloc, region.ilx(u), cpu_node, bp) {
-                    Some(node) => {
-                        region.node[u as usize] = node as u8;
-                        self.pages_node[node] += bp;
-                    }
-                    None => {
-                        self.oom = Some(oom_message(self.m, policy, &region.name, bp));
-                        return true;
-                    }
-                }
-                extra += if bp > 1 { self.cfg.costs.fault_2m_ns } else { self.cfg.costs.fault_4k_ns } * 1e-9;
-            }
-        }
-        let node = region.node[v.unit as usize] as usize;
+        // The access goes to the page's node after any migration its hinting fault made.
+        let node = self.procs[t.pid].regions[v.region as usize].node[v.unit as usize] as usize;
         let c = v.lines * (t.compute_per_line_s / share + cost[node]) + extra;
         t.mix_rd[node] += v.lines * v.rd_share;
         t.mix_wr[node] += v.lines * (1.0 - v.rd_share);
@@ -572,6 +583,90 @@ impl<'a> Engine<'a> {
         t.busy_s += c;
         t.visits += 1;
         true
+    }
+
+    /// Allocate the pages of a visit not placed yet (first write). Returns the fault time, or
+    /// None when the visit is fully served here (a first read maps the zero page) or ran out
+    /// of memory.
+    fn first_touch(&mut self, tid: usize, v: &Visit, cpu_node: usize, share: f64) -> Option<f64> {
+        let t = &mut self.threads[tid];
+        let proc = &mut self.procs[t.pid];
+        let region = &mut proc.regions[v.region as usize];
+        if region.node[v.first as usize] != NONE && region.node[v.unit as usize] != NONE {
+            return Some(0.0);
+        }
+        if !v.write {
+            // A first read maps the shared zero page: nothing allocated, no DRAM traffic.
+            t.visits += 1;
+            let c = v.lines * t.compute_per_line_s / share;
+            t.clock += c;
+            t.busy_s += c;
+            return None;
+        }
+        let policy = region.policy.as_ref().unwrap_or(&proc.task_policy);
+        let bp = region.base_pages();
+        let mut extra = 0.0;
+        for u in v.first..(v.first + v.units).min(region.units()) {
+            if region.node[u as usize] != NONE {
+                continue;
+            }
+            match policy.allocate(&mut self.alloc, region.ilx(u), cpu_node, bp) {
+                Some(node) => {
+                    region.node[u as usize] = node as u8;
+                    self.pages_node[node] += bp;
+                    if let Some(nb) = self.numab.as_mut() {
+                        nb.on_alloc(t.pid, bp);
+                    }
+                }
+                None => {
+                    self.oom = Some(oom_message(self.m, policy, &region.name, bp));
+                    return None;
+                }
+            }
+            extra += if bp > 1 { self.cfg.costs.fault_2m_ns } else { self.cfg.costs.fault_4k_ns } * 1e-9;
+        }
+        Some(extra)
+    }
+
+    /// NUMA hinting faults on the marked pages a visit touches, each handled in the touching
+    /// thread; returns their time. Migration copies load memory and links like accesses do;
+    /// threads moved by NUMA placement are charged their move.
+    fn hint_faults(&mut self, tid: usize, v: &Visit, cpu_node: usize) -> f64 {
+        let Some(nb) = self.numab.as_mut() else { return 0.0 };
+        let pid = self.threads[tid].pid;
+        let proc = &mut self.procs[pid];
+        let r = v.region as usize;
+        let end = (v.first + v.units).min(proc.regions[r].units());
+        if !pages::any_marked(&proc.regions[r].marked, v.first, end - v.first) {
+            return 0.0;
+        }
+        let start = self.threads[tid].clock;
+        let mut view = MmView { regions: &mut proc.regions, task_policy: &proc.task_policy };
+        let mut world = World { alloc: &mut self.alloc, sched: &mut self.sched, pages_node: &mut self.pages_node };
+        let mut extra = 0.0;
+        for u in v.first..end {
+            if !view.regions[r].is_marked(u) {
+                continue;
+            }
+            let out = nb.hint_fault(&mut world, &mut view, tid, r, u, start + extra);
+            extra += out.time_s;
+            if let Some((from, to, lines)) = out.copy {
+                let t = &mut self.threads[tid];
+                t.mix_rd[from] += lines;
+                t.mix_wr[to] += lines;
+                charge_copy(self.m, &mut self.budget_node, &mut self.budget_link, cpu_node, from, to, lines);
+            }
+            for moved in nb.moved.drain(..) {
+                let move_s = self.cfg.costs.task_move_ns * 1e-9;
+                self.threads[moved].migrations += 1;
+                if moved == tid {
+                    extra += move_s;
+                } else {
+                    self.threads[moved].clock += move_s;
+                }
+            }
+        }
+        extra
     }
 
     /// The node of an already placed page of a visit (the budget check needs it up front).
@@ -739,10 +834,16 @@ impl<'a> Engine<'a> {
 
     fn rebalance(&mut self) {
         let live: Vec<bool> = self.threads.iter().map(|t| t.state != State::Done).collect();
-        for tid in self.sched.balance(self.now, &live) {
+        let before = self.numab.is_some().then(|| self.sched.cpu.clone());
+        let moved = self.sched.balance(self.now, &live);
+        for &tid in &moved {
             let t = &mut self.threads[tid];
             t.migrations += 1;
             t.clock += self.cfg.costs.task_move_ns * 1e-9;
+        }
+        if let (Some(nb), Some(before)) = (self.numab.as_mut(), before) {
+            let from: Vec<(usize, usize)> = moved.iter().map(|&t| (t, before[t])).collect();
+            nb.after_balance(&from, &self.sched);
         }
     }
 }
@@ -775,6 +876,20 @@ fn next_visit(t: &mut Thread, regions: &[Region]) -> Option<Visit> {
     let i = pick_sweep(t)?;
     let shift = regions[t.sweeps[i].region as usize].shift;
     t.sweeps[i].next(shift, &mut t.rng)
+}
+
+/// A page copy by a CPU of `cpu_node`: reads on `from`'s controller and the links back, writes
+/// on `to`'s and the links there, taken from the slice budgets (which may go negative: the
+/// copy happens regardless, later visits wait).
+fn charge_copy(m: &Machine, budget_node: &mut [f64], budget_link: &mut [[f64; 2]], cpu_node: usize, from: usize, to: usize, lines: f64) {
+    budget_node[from] -= lines;
+    budget_node[to] -= lines;
+    for h in &m.routes[from][cpu_node] {
+        budget_link[h.link as usize][h.dir as usize] -= lines;
+    }
+    for h in &m.routes[cpu_node][to] {
+        budget_link[h.link as usize][h.dir as usize] -= lines;
+    }
 }
 
 fn oom_message(m: &Machine, p: &Resolved, region: &str, pages: u64) -> String {

@@ -197,22 +197,96 @@ pub enum Kernel {
     K6,
 }
 
-/// Costs charged to the thread that incurs them (design/model.md §4.6).
+/// Costs charged to the thread that incurs them (design/model.md §4.6). Every field has a
+/// default, so a configuration may override any subset.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct Costs {
     /// First-touch fault of a 4 KiB page (trap, allocate, zero): 0.5-2 us [est, workloads.md §5.6].
     pub fault_4k_ns: f64,
     /// First-touch fault of a 2 MiB THP (zeroing 2 MiB at 10-20 GB/s): 100-200 us [est, workloads.md §5.6].
     pub fault_2m_ns: f64,
     /// Cache refill after the scheduler moves a thread to another CPU [est: a few hundred KiB of
-    /// private cache refilled at ~5-10 GB/s].
+    /// private cache refilled at ~5-10 GB/s]. Also charged to both tasks of a NUMA-balancing swap.
     pub task_move_ns: f64,
+    /// NUMA hinting fault without migration (trap, fault accounting, PTE restore): 1-2 us
+    /// [est, workloads.md §5.6].
+    pub hint_fault_ns: f64,
+    /// Fixed part of one migrate-on-fault (LRU isolation, target allocation, unmap/remap), on top
+    /// of the copy: a whole 4 KiB migrate-on-fault is 5-20 us [est, workloads.md §5.6], of which
+    /// the copy is well under 1 us.
+    pub migrate_base_ns: f64,
+    /// Single-threaded copy rate of a page migration between two nodes at SLIT distance 20:
+    /// 11.0 GB/s for 2 MiB folios (~190 us per THP) [doc: LKML 2026-05 "Accelerate page migration
+    /// with batch copying", 2-socket Zen 3, workloads.md §5.6]. A node pair at distance d copies
+    /// at `migrate_copy_gbps x 20 / d` [est: copy speed follows the remote latency].
+    pub migrate_copy_gbps: f64,
+    /// Scanner work per mapping newly marked PROT_NONE (PTE or THP PMD), including its share of
+    /// the TLB flush: "task_numa_work over 256 MB can take several ms" = 65,536 PTEs
+    /// [doc: Huang Ying, "autonuma: Support to scan page table asynchronously"; workloads.md §5.6],
+    /// i.e. ~50 ns per PTE [est].
+    pub scan_pte_ns: f64,
 }
 
 impl Default for Costs {
     fn default() -> Self {
-        Costs { fault_4k_ns: 1_000.0, fault_2m_ns: 150_000.0, task_move_ns: 50_000.0 }
+        Costs {
+            fault_4k_ns: 1_000.0,
+            fault_2m_ns: 150_000.0,
+            task_move_ns: 50_000.0,
+            hint_fault_ns: 1_500.0,
+            migrate_base_ns: 5_000.0,
+            migrate_copy_gbps: 11.0,
+            scan_pte_ns: 50.0,
+        }
+    }
+}
+
+/// Automatic NUMA balancing (`kernel.numa_balancing` and its scan tunables, linux-numa.md §4.1),
+/// with the kernel's names and defaults. Off by default: the placement studies numalab re-runs
+/// compare numactl policies with balancing disabled unless they say otherwise.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Balancing {
+    pub enabled: bool,
+    pub scan_delay_ms: u32,
+    pub scan_period_min_ms: u32,
+    pub scan_period_max_ms: u32,
+    pub scan_size_mb: u32,
+    /// `kernel.numa_balancing_migrate_deferred`: a 3.13-only sysctl (`None` = its default, 16).
+    pub migrate_deferred: Option<u32>,
+    /// Record a summary of every completed scan pass (`numalab sim --explain-balancing`).
+    pub explain: bool,
+}
+
+impl Default for Balancing {
+    fn default() -> Self {
+        Balancing {
+            enabled: false,
+            scan_delay_ms: 1000,
+            scan_period_min_ms: 1000,
+            scan_period_max_ms: 60000,
+            scan_size_mb: 256,
+            migrate_deferred: None,
+            explain: false,
+        }
+    }
+}
+
+impl Balancing {
+    /// What `sysctl` would refuse, and knobs the chosen kernel does not have.
+    pub fn check(&self, kernel: Kernel) -> Result<(), SimError> {
+        if self.migrate_deferred.is_some() && kernel != Kernel::K313 {
+            return Err(SimError::Input("numa_balancing_migrate_deferred exists only in the 3.13 profile".into()));
+        }
+        if self.scan_size_mb == 0 {
+            return Err(SimError::Input("numa_balancing scan_size_mb must be at least 1".into()));
+        }
+        Ok(())
+    }
+
+    pub fn deferred(&self) -> u32 {
+        self.migrate_deferred.unwrap_or(16)
     }
 }
 
@@ -226,6 +300,8 @@ pub struct SimConfig {
     pub kernel: Kernel,
     #[serde(default)]
     pub costs: Costs,
+    #[serde(default)]
+    pub balancing: Balancing,
     /// Keep at most this many timeline points (the interval doubles when exceeded).
     #[serde(default = "timeline_points")]
     pub timeline_points: usize,
@@ -237,6 +313,13 @@ fn timeline_points() -> usize {
 
 impl Default for SimConfig {
     fn default() -> Self {
-        SimConfig { seed: 1, sample_rate: 1.0, kernel: Kernel::K6, costs: Costs::default(), timeline_points: 100 }
+        SimConfig {
+            seed: 1,
+            sample_rate: 1.0,
+            kernel: Kernel::K6,
+            costs: Costs::default(),
+            balancing: Balancing::default(),
+            timeline_points: 100,
+        }
     }
 }

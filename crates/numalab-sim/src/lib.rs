@@ -9,6 +9,7 @@
 //! - [`engine`]: the epoch loop; [`output`]: what a run reports.
 
 pub mod alloc;
+pub mod balancing;
 pub mod contention;
 pub mod engine;
 pub mod error;

@@ -16,6 +16,8 @@ pub struct Resolved {
     /// Weighted interleave: weight per entry of `nodes`, and their sum.
     pub weights: Vec<u64>,
     pub weight_sum: u64,
+    /// `MPOL_F_NUMA_BALANCING` (bind only): NUMA balancing may migrate inside the mask (5.12+).
+    pub numa_balancing: bool,
 }
 
 impl Resolved {
@@ -27,7 +29,7 @@ impl Resolved {
         }
         let weights: Vec<u64> = nodes.iter().map(|&n| p.weight(m.nodes[n].os_index) as u64).collect();
         let weight_sum = weights.iter().sum();
-        Resolved { mode: p.mode, nodes, mask, weights, weight_sum }
+        Resolved { mode: p.mode, nodes, mask, weights, weight_sum, numa_balancing: p.flags.numa_balancing && p.mode == PolicyMode::Bind }
     }
 
     /// The node interleave (or weighted interleave) gives to interleave index `ilx`.

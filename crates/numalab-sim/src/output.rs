@@ -38,6 +38,67 @@ pub struct ThreadOut {
     pub node: u32,
     pub time_s: f64,
     pub migrations: u64,
+    /// The NUMA lines of `/proc/PID/task/TID/sched` at the end of the run (balancing on only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sched: Option<ThreadSched>,
+}
+
+/// `/proc/PID/task/TID/sched` NUMA lines (linux-numa.md §7.6); nodes by OS index.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ThreadSched {
+    /// `mm->numa_scan_seq`: completed scan passes of the thread's process.
+    pub numa_scan_seq: u32,
+    pub numa_pages_migrated: u64,
+    /// -1 = none.
+    pub numa_preferred_nid: i64,
+    pub total_numa_faults: u64,
+    pub current_node: u32,
+    /// The numa_group's id (its creator's pid), 0 = none.
+    pub numa_group_id: u32,
+    /// Not printed by the kernel there, but what drives the scanner: the task's scan period.
+    pub numa_scan_period_ms: u32,
+    pub faults: Vec<NodeFaults>,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct NodeFaults {
+    pub node: u32,
+    pub task_private: u64,
+    pub task_shared: u64,
+    pub group_private: u64,
+    pub group_shared: u64,
+}
+
+/// One completed scan pass over a process's address space (`--explain-balancing`).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct PassOut {
+    pub pid: u32,
+    /// `mm->numa_scan_seq` after the pass.
+    pub pass: u32,
+    pub t_s: f64,
+    /// Scan period of the thread that completed the pass (it set the gate to the next window).
+    pub period_ms: u32,
+    pub windows: u64,
+    pub pages_marked: u64,
+    pub faults_local: u64,
+    pub faults_remote: u64,
+    pub pages_migrated: u64,
+    pub task_moves: u64,
+}
+
+/// Thread-seconds charged to balancing work, by kind.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct BalancingCost {
+    pub scan_s: f64,
+    pub hint_faults_s: f64,
+    pub migration_s: f64,
+    pub task_moves_s: f64,
+}
+
+impl BalancingCost {
+    pub fn total_s(&self) -> f64 {
+        self.scan_s + self.hint_faults_s + self.migration_s + self.task_moves_s
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -46,6 +107,9 @@ pub struct TimelinePoint {
     pub pages_per_node: Vec<u64>,
     /// DRAM transfers in the interval that ends at `t_s`.
     pub access_map: Vec<Vec<u64>>,
+    /// Cumulative `/proc/vmstat` balancing counters at `t_s` (balancing on only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vmstat: Option<Vmstat>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -74,6 +138,12 @@ pub struct SimOutput {
     pub access_map: Vec<Vec<u64>>,
     pub numastat: BTreeMap<String, NumaStat>,
     pub vmstat: Vmstat,
+    /// Per completed scan pass, when `balancing.explain` is set.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub balancing_passes: Vec<PassOut>,
+    /// Time charged to balancing work (balancing on only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub balancing_cost: Option<BalancingCost>,
     pub timeline: Vec<TimelinePoint>,
     pub engine: EngineInfo,
 }
@@ -115,11 +185,16 @@ impl Recorder {
         }
     }
 
-    pub fn epoch_end(&mut self, now: f64, pages: &[u64]) {
+    pub fn epoch_end(&mut self, now: f64, pages: &[u64], vmstat: Option<&Vmstat>) {
         if now < self.next_s {
             return;
         }
-        self.timeline.push(TimelinePoint { t_s: now, pages_per_node: pages.to_vec(), access_map: round(&self.interval) });
+        self.timeline.push(TimelinePoint {
+            t_s: now,
+            pages_per_node: pages.to_vec(),
+            access_map: round(&self.interval),
+            vmstat: vmstat.cloned(),
+        });
         self.interval = vec![vec![0.0; self.n]; self.n];
         self.next_s = now + self.step_s;
         if self.timeline.len() > self.max_points {
@@ -163,7 +238,7 @@ impl Recorder {
             .enumerate()
             .map(|(tid, (pid, cpu, node, time_s, migrations))| {
                 procs[pid].time_s = procs[pid].time_s.max(time_s);
-                ThreadOut { tid: tid as u32 + 1, pid: pid as u32 + 1, cpu, node, time_s, migrations }
+                ThreadOut { tid: tid as u32 + 1, pid: pid as u32 + 1, cpu, node, time_s, migrations, sched: None }
             })
             .collect();
         let time_s = procs.iter().map(|p| p.time_s).fold(0.0, f64::max);
@@ -179,6 +254,8 @@ impl Recorder {
             access_map: round(&self.access),
             numastat,
             vmstat: Vmstat::default(),
+            balancing_passes: Vec::new(),
+            balancing_cost: None,
             timeline: self.timeline,
             engine: EngineInfo { sample_rate, sample_stride: stride, bandwidth_waits, epochs, samples },
         }

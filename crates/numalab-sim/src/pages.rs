@@ -22,7 +22,16 @@ pub struct Region {
     pub node: Vec<u8>,
     /// The VMA policy (`mbind`), if any.
     pub policy: Option<Resolved>,
+    /// NUMA balancing only (empty otherwise): one bit per entry, set while the mapping is
+    /// PROT_NONE for a hinting fault.
+    pub marked: Vec<u64>,
+    /// NUMA balancing only: `last_cpupid` per entry (a THP has one), `CPUPID_UNSET` until the
+    /// first hinting fault.
+    pub cpupid: Vec<u32>,
 }
+
+/// `last_cpupid` of a page no task has faulted on yet (all bits set, as the kernel resets it).
+pub const CPUPID_UNSET: u32 = u32::MAX;
 
 impl Region {
     pub fn page_bytes(&self) -> u64 {
@@ -42,6 +51,48 @@ impl Region {
     pub fn ilx(&self, u: u64) -> u64 {
         (self.vm_start >> self.shift) + u
     }
+
+    /// End of the VMA (the engine gives a THP region whole huge pages).
+    pub fn vm_end(&self) -> u64 {
+        self.vm_start + (self.units() << self.shift)
+    }
+
+    /// Allocate the per-page state NUMA balancing needs.
+    pub fn enable_balancing(&mut self) {
+        self.marked = vec![0; self.node.len().div_ceil(64)];
+        self.cpupid = vec![CPUPID_UNSET; self.node.len()];
+    }
+
+    #[inline]
+    pub fn is_marked(&self, u: u64) -> bool {
+        self.marked[(u >> 6) as usize] & (1 << (u & 63)) != 0
+    }
+
+    #[inline]
+    pub fn set_marked(&mut self, u: u64, on: bool) {
+        let (w, b) = ((u >> 6) as usize, 1u64 << (u & 63));
+        if on {
+            self.marked[w] |= b;
+        } else {
+            self.marked[w] &= !b;
+        }
+    }
+}
+
+/// True if any of entries `first..first + n` is marked (`marked` empty: balancing off).
+#[inline]
+pub fn any_marked(marked: &[u64], first: u64, n: u64) -> bool {
+    if marked.is_empty() || n == 0 {
+        return false;
+    }
+    let last = first + n - 1;
+    let (w0, w1) = ((first >> 6) as usize, (last >> 6) as usize);
+    let lo = !0u64 << (first & 63);
+    let hi = !0u64 >> (63 - (last & 63));
+    if w0 == w1 {
+        return marked[w0] & lo & hi != 0;
+    }
+    marked[w0] & lo != 0 || marked[w0 + 1..w1].iter().any(|&x| x != 0) || marked[w1] & hi != 0
 }
 
 /// Lay out a process's regions and create their empty page tables.
@@ -57,7 +108,17 @@ pub fn layout(specs: &[RegionSpec], policies: Vec<Option<Resolved>>) -> Vec<Regi
                 top
             });
             let units = s.bytes.div_ceil(1 << shift);
-            Region { name: s.name.clone(), bytes: s.bytes, planes: s.planes, shift, vm_start, node: vec![NONE; units as usize], policy }
+            Region {
+                name: s.name.clone(),
+                bytes: s.bytes,
+                planes: s.planes,
+                shift,
+                vm_start,
+                node: vec![NONE; units as usize],
+                policy,
+                marked: Vec::new(),
+                cpupid: Vec::new(),
+            }
         })
         .collect()
 }

@@ -205,9 +205,11 @@ impl Sweep {
 
     /// Continue the current range with up to `max` more whole samples (groups of `stride`
     /// pages) already placed on a node marked `ok`, counting them per node in `count`: the hot
-    /// path serves a run of samples in one step. Returns the samples added and the lines of one.
+    /// path serves a run of samples in one step. A sample covering a page protected for a NUMA
+    /// hinting fault (`marked`, empty when balancing is off) ends the run: the general path
+    /// takes the fault. Returns the samples added and the lines of one.
     #[inline]
-    pub fn extend_run(&mut self, shift: u32, nodes: &[u8], ok: &[bool], max: u64, count: &mut [u32]) -> (u64, f64) {
+    pub fn extend_run(&mut self, shift: u32, nodes: &[u8], marked: &[u64], ok: &[bool], max: u64, count: &mut [u32]) -> (u64, f64) {
         if self.random_left > 0 {
             return (0, 0.0);
         }
@@ -222,6 +224,9 @@ impl Sweep {
             let rep = if self.stride == 1 { first } else { first + (first.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) % self.stride };
             let (n, f) = (nodes[rep as usize], nodes[first as usize]);
             if n == crate::pages::NONE || f == crate::pages::NONE || !ok[n as usize] {
+                break;
+            }
+            if crate::pages::any_marked(marked, first, ((pos + group - 1) >> shift) - first + 1) {
                 break;
             }
             count[n as usize] += 1;

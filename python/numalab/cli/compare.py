@@ -45,32 +45,32 @@ def compare(
     sample_rate: float = o.SAMPLE_RATE,
     kernel: str = o.KERNEL,
     thp: Optional[str] = o.THP,
+    balancing: str = o.BALANCING,
+    scan_delay_ms: Optional[int] = o.SCAN_DELAY,
+    scan_period_min_ms: Optional[int] = o.SCAN_MIN,
+    scan_period_max_ms: Optional[int] = o.SCAN_MAX,
+    scan_size_mb: Optional[int] = o.SCAN_SIZE,
     jobs: int = typer.Option(0, "--jobs", "-j", help="Simulations at once (default: one per CPU)."),
     as_json: bool = o.JSON,
 ) -> None:
     """Simulate WORKLOAD on MACHINE under several placements and compare them with the first.
 
     Each config joins items with ':' (interleave=all:cpunodebind=0-3); items that are not
-    placement options set workload parameters (init=serial). Workload parameters shared by
-    all configs follow as --name value.
+    placement options set workload parameters (init=serial). Settings items: balancing (or
+    balancing=off), scan-delay-ms=, scan-period-min-ms=, scan-period-max-ms=, scan-size-mb=,
+    kernel=3.13|6.13, thp=always|never. Workload parameters shared by all configs follow as
+    --name value.
     """
     m = machines.load(machine)
     base_params = o.workload_params(ctx.args)
-    base_settings = o.settings(seed, sample_rate, kernel, thp)
+    base_settings = o.settings(seed, sample_rate, kernel, thp, balancing, scan_delay_ms, scan_period_min_ms, scan_period_max_ms, scan_size_mb)
     labels = _split_configs(configs)
     if not labels:
         raise UsageError("--configs is empty")
     runs = []
     for label in labels:
         opts, params, extra = parse_config(label)
-        s = base_settings
-        for key, value in extra.items():
-            if key == "kernel":
-                s = runner.Settings(s.seed, s.sample_rate, value, s.thp)
-            elif key == "thp":
-                s = runner.Settings(s.seed, s.sample_rate, s.kernel, value in ("on", "always"))
-            else:
-                raise UsageError(f"config '{label}': '{key}' is not available in the simulator yet")
+        s = runner.apply_items(base_settings, extra, f"config '{label}'")
         runs.append((label, opts, {**base_params, **params}, s))
     # Check every config before running any, so a typo fails fast.
     for label, opts, params, s in runs:
@@ -98,6 +98,9 @@ def compare(
         typer.echo(json.dumps(docs, indent=2, sort_keys=True))
         return
     typer.echo(_table(labels, results))
+    if any(r.doc["placement"]["balancing"]["enabled"] for r in results):
+        typer.echo("")
+        typer.echo(_balancing_table(labels, results))
     typer.echo("")
     typer.echo(_maps_side_by_side(labels, results))
 
@@ -112,6 +115,22 @@ def _table(labels: list[str], results: list[Result]) -> str:
         loc = f"{met['local_pct']:.1f}" if met["local_pct"] is not None else "-"
         conc = f"{met['max_concentration_pct']:.1f}" if met["max_concentration_pct"] is not None else "-"
         lines.append(f"{label:<{width}}{r.time_s:>10.4f}{(f'{sp:.2f}' if sp else '-'):>9}{loc:>8}{conc:>10}  {r.status}")
+    return "\n".join(lines)
+
+
+def _balancing_table(labels: list[str], results: list[Result]) -> str:
+    """NUMA-balancing counters of the configs that ran with it."""
+    width = max(len(lbl) for lbl in labels) + 2
+    cols = ("numa_pte_updates", "numa_hint_faults", "numa_hint_faults_local", "numa_pages_migrated")
+    lines = ["automatic NUMA balancing (/proc/vmstat)"]
+    lines.append(f"{'config':<{width}}" + "".join(f"{c:>24}" for c in cols) + f"{'locality%':>11}{'cost%':>8}")
+    for label, r in zip(labels, results):
+        if not r.doc["placement"]["balancing"]["enabled"]:
+            continue
+        vm, met = r.doc["vmstat"], r.metrics
+        loc = f"{met['hint_fault_locality_pct']:.1f}" if met["hint_fault_locality_pct"] is not None else "-"
+        cost = f"{met['balancing_cost_pct']:.2f}" if met["balancing_cost_pct"] is not None else "-"
+        lines.append(f"{label:<{width}}" + "".join(f"{vm[c]:>24}" for c in cols) + f"{loc:>11}{cost:>8}")
     return "\n".join(lines)
 
 

@@ -13,7 +13,7 @@ import traceback
 import click
 import typer
 
-from numalab.cli import compare, sim, topo, workloads
+from numalab.cli import compare, report, results, schema, sim, study, topo, workloads
 from numalab.exceptions import USAGE_ERRORS, NumalabError
 
 app = typer.Typer(
@@ -30,6 +30,10 @@ _PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
 app.command("sim", context_settings=_PASS_THROUGH)(sim.sim)
 app.command("compare", context_settings=_PASS_THROUGH)(compare.compare)
 app.command("workloads")(workloads.workloads)
+app.command("study")(study.study)
+app.command("schema")(schema.schema)
+app.add_typer(results.app, name="results")
+app.command("report")(report.report)
 
 _debug = False
 

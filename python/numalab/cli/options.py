@@ -9,7 +9,7 @@ import typer
 
 from numalab.exceptions import UsageError
 from numalab.placement import PlacementOptions
-from numalab.runner.sim import Settings
+from numalab.runner.sim import Balancing, Settings, on_off
 
 # Typer option declarations, reused by every placing command.
 MACHINE = typer.Option(..., "--machine", "-m", help="Machine preset (numalab topo --list), preset .toml or hwloc .xml.")
@@ -30,6 +30,12 @@ SAMPLE_RATE = typer.Option(1.0, "--sample-rate", help="Fraction of page visits s
 KERNEL = typer.Option("6.13", "--kernel", help="Kernel rules to follow: 3.13 or 6.13.")
 THP = typer.Option(None, "--thp", help="Transparent huge pages for every region: always or never (default: as the workload says).")
 JSON = typer.Option(False, "--json", help="Print the result document(s) as JSON.")
+BALANCING = typer.Option("off", "--balancing", help="Automatic NUMA balancing (kernel.numa_balancing): on or off (default off, as in numactl runs).")
+SCAN_DELAY = typer.Option(None, "--scan-delay-ms", help="numa_balancing_scan_delay_ms: first scan of a process after this long (default 1000).")
+SCAN_MIN = typer.Option(None, "--scan-period-min-ms", help="numa_balancing_scan_period_min_ms (default 1000).")
+SCAN_MAX = typer.Option(None, "--scan-period-max-ms", help="numa_balancing_scan_period_max_ms (default 60000).")
+SCAN_SIZE = typer.Option(None, "--scan-size-mb", help="numa_balancing_scan_size_mb: address space marked per scan (default 256).")
+EXPLAIN = typer.Option(False, "--explain-balancing", help="Print a summary of every NUMA-balancing scan pass.")
 
 
 def placement(
@@ -72,10 +78,28 @@ def parse_weights(text: Optional[str]) -> dict[int, int]:
     return out
 
 
-def settings(seed: int, sample_rate: float, kernel: str, thp: Optional[str]) -> Settings:
+def settings(
+    seed: int,
+    sample_rate: float,
+    kernel: str,
+    thp: Optional[str],
+    balancing: str = "off",
+    scan_delay_ms: Optional[int] = None,
+    scan_period_min_ms: Optional[int] = None,
+    scan_period_max_ms: Optional[int] = None,
+    scan_size_mb: Optional[int] = None,
+    explain: bool = False,
+) -> Settings:
     if thp not in (None, "always", "never"):
         raise UsageError(f"--thp: '{thp}' is not one of always, never")
-    return Settings(seed=seed, sample_rate=sample_rate, kernel=kernel, thp=None if thp is None else thp == "always")
+    knobs = {
+        "scan_delay_ms": scan_delay_ms,
+        "scan_period_min_ms": scan_period_min_ms,
+        "scan_period_max_ms": scan_period_max_ms,
+        "scan_size_mb": scan_size_mb,
+    }
+    bal = Balancing(enabled=on_off(balancing, "--balancing"), explain=explain, **{k: v for k, v in knobs.items() if v is not None})
+    return Settings(seed=seed, sample_rate=sample_rate, kernel=kernel, thp=None if thp is None else thp == "always", balancing=bal)
 
 
 def workload_params(extra: list[str]) -> dict[str, Any]:

@@ -31,6 +31,12 @@ def sim(
     sample_rate: float = o.SAMPLE_RATE,
     kernel: str = o.KERNEL,
     thp: Optional[str] = o.THP,
+    balancing: str = o.BALANCING,
+    scan_delay_ms: Optional[int] = o.SCAN_DELAY,
+    scan_period_min_ms: Optional[int] = o.SCAN_MIN,
+    scan_period_max_ms: Optional[int] = o.SCAN_MAX,
+    scan_size_mb: Optional[int] = o.SCAN_SIZE,
+    explain_balancing: bool = o.EXPLAIN,
     as_json: bool = o.JSON,
 ) -> None:
     """Simulate WORKLOAD on MACHINE under a numactl-style placement.
@@ -40,7 +46,10 @@ def sim(
     """
     m = machines.load(machine)
     place = o.placement(interleave, weighted_interleave, weights, membind, preferred, preferred_many, localalloc, cpunodebind, physcpubind, omp_proc_bind, omp_places)
-    result = runner.run(m, workload, o.workload_params(ctx.args), place, o.settings(seed, sample_rate, kernel, thp))
+    settings = o.settings(
+        seed, sample_rate, kernel, thp, balancing, scan_delay_ms, scan_period_min_ms, scan_period_max_ms, scan_size_mb, explain_balancing
+    )
+    result = runner.run(m, workload, o.workload_params(ctx.args), place, settings)
     if as_json:
         typer.echo(result.to_json())
     else:

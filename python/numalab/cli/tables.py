@@ -59,4 +59,50 @@ def summary(doc: dict[str, Any]) -> str:
     lines.append(f"{'':16}" + "".join(f"{n:>16}" for n in doc["numastat"]))
     for k in keys:
         lines.append(f"{k:16}" + "".join(f"{v[k]:>16}" for v in doc["numastat"].values()))
+    if doc["placement"].get("balancing", {}).get("enabled"):
+        lines.append("")
+        lines += balancing_lines(doc)
+    if doc.get("balancing_passes") is not None:
+        lines.append("")
+        lines += pass_lines(doc["balancing_passes"])
     return "\n".join(lines)
+
+
+VMSTAT_KEYS = (
+    "numa_pte_updates",
+    "numa_huge_pte_updates",
+    "numa_hint_faults",
+    "numa_hint_faults_local",
+    "numa_pages_migrated",
+    "pgmigrate_success",
+    "pgmigrate_fail",
+)
+
+
+def balancing_lines(doc: dict[str, Any]) -> list[str]:
+    """Automatic NUMA balancing: its knobs, the vmstat counters and the derived figures."""
+    b, met = doc["placement"]["balancing"], doc["metrics"]
+    loc = f"{met['hint_fault_locality_pct']:.1f}%" if met["hint_fault_locality_pct"] is not None else "-"
+    cost = f"{met['balancing_cost_pct']:.2f}%" if met["balancing_cost_pct"] is not None else "-"
+    lines = [
+        f"automatic NUMA balancing (kernel {b['kernel']}): scan delay {b['scan_delay_ms']} ms, period "
+        f"{b['scan_period_min_ms']}-{b['scan_period_max_ms']} ms, size {b['scan_size_mb']} MB",
+        f"hint-fault locality {loc}; balancing work {cost} of thread time",
+        "vmstat:",
+    ]
+    lines += [f"  {k:24}{doc['vmstat'][k]:>14}" for k in VMSTAT_KEYS]
+    return lines
+
+
+def pass_lines(passes: list[dict[str, Any]]) -> list[str]:
+    """One row per completed scan pass (``--explain-balancing``)."""
+    head = f"{'pid':>4}{'pass':>6}{'t_s':>9}{'period_ms':>11}{'windows':>9}{'marked':>10}{'flt_local':>11}{'flt_remote':>12}{'migrated':>10}{'moves':>7}"
+    lines = ["scan passes (faults and migrations during each pass):", head]
+    for p in passes:
+        lines.append(
+            f"{p['pid']:>4}{p['pass']:>6}{p['t_s']:>9.3f}{p['period_ms']:>11}{p['windows']:>9}{p['pages_marked']:>10}"
+            f"{p['faults_local']:>11}{p['faults_remote']:>12}{p['pages_migrated']:>10}{p['task_moves']:>7}"
+        )
+    if not passes:
+        lines.append("  (no pass completed: the run ended before the scanner covered the address space)")
+    return lines

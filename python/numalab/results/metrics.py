@@ -23,6 +23,22 @@ def access_metrics(matrix: list[list[float]], nodes: list[int]) -> dict[str, Any
     }
 
 
+def balancing_metrics(doc: dict[str, Any]) -> dict[str, Any]:
+    """Automatic NUMA balancing: ``hint_fault_locality_pct`` = numa_hint_faults_local /
+    numa_hint_faults (the kernel's convergence figure, linux-numa.md §7.1) and
+    ``balancing_cost_pct`` = thread time charged to scanning, hinting faults, migrations and
+    NUMA task moves over all threads' run time. Both None when balancing is off."""
+    if not doc["placement"].get("balancing", {}).get("enabled"):
+        return {"hint_fault_locality_pct": None, "balancing_cost_pct": None}
+    vm = doc["vmstat"]
+    faults = vm["numa_hint_faults"]
+    locality = 100.0 * vm["numa_hint_faults_local"] / faults if faults else None
+    cost = doc.get("balancing_cost") or {}
+    charged = sum(cost.values())
+    run = sum(t["time_s"] for t in doc["threads"])
+    return {"hint_fault_locality_pct": locality, "balancing_cost_pct": 100.0 * charged / run if run else None}
+
+
 def speedup(baseline_time_s: float, time_s: float) -> float | None:
     """time(baseline) / time(config): above 1 is faster than the baseline."""
     if not baseline_time_s or not time_s:

@@ -67,3 +67,30 @@ pub fn concentration(map: &[Vec<u64>]) -> Vec<f64> {
     let total: u64 = map.iter().flatten().sum();
     (0..map.len()).map(|j| map.iter().map(|r| r[j]).sum::<u64>() as f64 / total as f64).collect()
 }
+
+/// 2 nodes x 8 cores x 2 threads with 32 GiB each, 10/21 distances: the shape of the
+/// e5-2620v4-2s preset (the DGEMV study machine), numbers from that preset.
+pub fn machine2() -> Machine {
+    let spec = r#"{"name": "2s", "description": "two-socket test machine",
+        "topology": {"packages": 2, "nodes_per_package": 1, "cores_per_node": 8, "threads_per_core": 2, "cpu_numbering": "smt-last"},
+        "memory": {"node_gib": 32},
+        "distances": [[10,21],[21,10]],
+        "latency": {"local_ns": 75.8, "matrix_ns": [[75.8, 133.4], [133.4, 75.8]]},
+        "bandwidth": {"node_gbps": 51.2},
+        "links": [{"nodes": [0,1], "gbps": 32}],
+        "core": {"frequency_ghz": 2.1, "mlp": 10}}"#;
+    MachineSpec::from_json(spec).unwrap().resolve().unwrap()
+}
+
+/// Unbound threads (the scheduler places and moves them), default policy.
+pub fn unpinned() -> Placement {
+    Placement { policy: MemPolicy::default_policy(), cpus: None, proc_bind: ProcBind::False, places: Places::Cores }
+}
+
+/// Balancing on with the kernel's default knobs.
+pub fn balancing(kernel: numalab_sim::Kernel) -> SimConfig {
+    let mut c = SimConfig { kernel, ..SimConfig::default() };
+    c.balancing.enabled = true;
+    c.balancing.explain = true;
+    c
+}

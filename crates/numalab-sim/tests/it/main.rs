@@ -2,6 +2,7 @@
 //! the kernel rules of design/reference/linux-numa.md §12 that the engine covers.
 
 mod common;
+mod balancing;
 mod policies;
 mod scheduler;
 mod timing;

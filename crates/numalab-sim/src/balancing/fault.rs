@@ -1,0 +1,261 @@
+//! The hinting fault (linux-numa.md §4.6-§4.9): `do_numa_page`, `mpol_misplaced` with the
+//! two-stage filter (K313 deferral, K6 early-life and group rules), `migrate_misplaced_page`
+//! (K313 rate limit, high-watermark refusal, THP moving whole) and `task_numa_fault`.
+
+use numalab_model::PolicyMode;
+
+use super::{effective_policy, Faults, MmView, Numab, World, MS};
+use crate::input::Kernel;
+use crate::pages::CPUPID_UNSET;
+
+/// K313 migration rate limit: 128 MiB per 100 ms window per destination node.
+const RATELIMIT_PAGES: u64 = 128 << (20 - 12);
+const MIGRATE_INTERVAL: u64 = 100 * MS;
+
+/// What a hinting fault cost the faulting thread.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FaultOut {
+    pub time_s: f64,
+    /// A migration's copy: (from node, to node, 64-byte lines each way).
+    pub copy: Option<(usize, usize, f64)>,
+}
+
+/// `TNF_*` flags of one fault.
+#[derive(Clone, Copy, Default)]
+struct Tnf {
+    local: bool,
+    failed: bool,
+}
+
+fn cpupid(cpu: usize, pid: u32) -> u32 {
+    ((cpu as u32) << 8) | (pid & 0xff)
+}
+
+fn cpupid_cpu(c: u32) -> usize {
+    (c >> 8) as usize
+}
+
+/// `cpupid_pid_unset`: the pid bits are all ones.
+fn pid_unset(c: u32) -> bool {
+    c & 0xff == 0xff
+}
+
+impl Numab {
+    fn match_pid(&self, tid: usize, c: u32) -> bool {
+        self.tasks[tid].pid & 0xff == c & 0xff
+    }
+
+    /// Thread `tid` touched entry `u` of region `r` while it was marked. `now_s`: its clock.
+    pub fn hint_fault(&mut self, w: &mut World, view: &mut MmView, tid: usize, r: usize, u: u64, now_s: f64) -> FaultOut {
+        let now = super::ns(now_s);
+        let cpu = w.sched.cpu[tid];
+        let c_node = self.topo.pu_node[cpu];
+        let proc = self.tasks[tid].proc;
+        let region = &mut view.regions[r];
+        region.set_marked(u, false);
+        let p_node = region.node[u as usize] as usize;
+        let npages = region.base_pages();
+        let last = region.cpupid[u as usize];
+        let mut out = FaultOut { time_s: self.costs.hint_fault_ns * 1e-9, copy: None };
+        let mut flags = Tnf { local: p_node == c_node, ..Tnf::default() };
+        self.vmstat.numa_hint_faults += 1;
+        if flags.local {
+            self.vmstat.numa_hint_faults_local += 1;
+            self.mms[proc].pass.local += 1;
+        } else {
+            self.mms[proc].pass.remote += 1;
+        }
+        if self.kernel == Kernel::K6 {
+            self.set_access_pid_bit(tid, r);
+        }
+        let pol = effective_policy(&view.regions[r], view.task_policy);
+        let (mode, c_in_mask) = (pol.mode, pol.mask.get(c_node).copied().unwrap_or(false));
+        let target = self.misplaced(tid, mode, c_in_mask, &mut view.regions[r].cpupid[u as usize], p_node, cpu, c_node);
+        let mut node_after = p_node;
+        if let Some(dst) = target {
+            if self.migrate(w, view, r, u, p_node, dst, cpu, now) {
+                node_after = dst;
+                self.migrated(tid, p_node, dst, npages, &mut out);
+            } else {
+                flags.failed = true;
+            }
+        }
+        self.cost.hint_faults_s += self.costs.hint_fault_ns * 1e-9;
+        self.task_numa_fault(w, tid, last, node_after, c_node, npages, flags, now);
+        out
+    }
+
+    /// Charge a successful migration to the faulting task: its copy time and DRAM traffic.
+    fn migrated(&mut self, tid: usize, from: usize, to: usize, npages: u64, out: &mut FaultOut) {
+        let copy_s = self.copy_time(from, to, npages);
+        out.time_s += copy_s;
+        out.copy = Some((from, to, (npages * 64) as f64));
+        self.cost.migration_s += copy_s;
+        self.tasks[tid].pages_migrated += npages;
+        self.mms[self.tasks[tid].proc].pass.migrated += npages;
+    }
+
+    /// Migration time of `npages` base pages: the fixed migrate-on-fault work plus the copy at
+    /// the node pair's rate (per call: one THP is one call).
+    fn copy_time(&self, from: usize, to: usize, npages: u64) -> f64 {
+        let d = self.topo.dist[from][to].max(10) as f64;
+        let gbps = self.costs.migrate_copy_gbps * 20.0 / d;
+        self.costs.migrate_base_ns * 1e-9 + (npages * 4096) as f64 / (gbps * 1e9)
+    }
+
+    /// `vma_set_access_pid_bit` (6.4+): remember that this task faulted in the VMA.
+    fn set_access_pid_bit(&mut self, tid: usize, r: usize) {
+        let bit = super::scan::pid_bit(self.tasks[tid].pid);
+        let proc = self.tasks[tid].proc;
+        if let Some(v) = self.mms[proc].vmas[r].as_mut() {
+            v.pids[1] |= 1 << bit;
+        }
+    }
+
+    /// `mpol_misplaced` for a MOF policy: the node the page should move to, if any. Updates the
+    /// page's `last_cpupid` where the kernel exchanges it.
+    #[allow(clippy::too_many_arguments)]
+    fn misplaced(&mut self, tid: usize, mode: PolicyMode, c_in_mask: bool, last_cpupid: &mut u32, p_node: usize, cpu: usize, c_node: usize) -> Option<usize> {
+        match mode {
+            // The system default is PREFERRED(local node) | MOF | MORON. K6 (5.x) leaves a page
+            // already in the preferred mask alone before the MORON filter (no cpupid exchange).
+            PolicyMode::Default if self.kernel == Kernel::K6 && p_node == c_node => return None,
+            PolicyMode::Default => {}
+            // BIND | NUMA_BALANCING: MORON only when the faulting CPU's node is in the mask.
+            PolicyMode::Bind if c_in_mask => {}
+            _ => return None,
+        }
+        let this = cpupid(cpu, self.tasks[tid].pid);
+        let last = std::mem::replace(last_cpupid, this);
+        let go = match self.kernel {
+            Kernel::K313 => self.k313_filter(tid, last, c_node),
+            Kernel::K6 => self.should_numa_migrate_memory(tid, last, p_node, c_node),
+        };
+        (go && p_node != c_node).then_some(c_node)
+    }
+
+    /// 3.13's MORON filter: two faults from the same node in a row; shared faults from another
+    /// node arm `migrate_deferred`, and a task with deferral left skips non-private migrations.
+    fn k313_filter(&mut self, tid: usize, last: u32, c_node: usize) -> bool {
+        let private = self.match_pid(tid, last);
+        if !pid_unset(last) && self.topo.pu_node[cpupid_cpu(last)] != c_node {
+            if !private {
+                self.tasks[tid].migrate_deferred = self.knobs.deferred();
+            }
+            return false;
+        }
+        if !private && self.tasks[tid].migrate_deferred > 0 {
+            self.tasks[tid].migrate_deferred -= 1;
+            return false;
+        }
+        true
+    }
+
+    /// `should_numa_migrate_memory` (4.19+ form, §4.7 K6).
+    fn should_numa_migrate_memory(&self, tid: usize, last: u32, p_node: usize, c_node: usize) -> bool {
+        let t = &self.tasks[tid];
+        let private = self.match_pid(tid, last);
+        if (t.preferred.is_none() || t.scan_seq <= 4) && (pid_unset(last) || private) {
+            return true;
+        }
+        if !pid_unset(last) && self.topo.pu_node[cpupid_cpu(last)] != c_node {
+            return false;
+        }
+        if private {
+            return true;
+        }
+        let Some(g) = t.group else { return true };
+        let g = &self.groups[g];
+        if g.faults_cpu(c_node) > g.faults_cpu(p_node) * 3 {
+            return true;
+        }
+        g.faults_cpu(c_node) * g.faults(p_node) * 3 > g.faults_cpu(p_node) * g.faults(c_node) * 4
+    }
+
+    /// `migrate_misplaced_page`/`_folio`: the refusals of §4.8, then the move. True on success.
+    #[allow(clippy::too_many_arguments)]
+    fn migrate(&mut self, w: &mut World, view: &mut MmView, r: usize, u: u64, from: usize, to: usize, cpu: usize, now: u64) -> bool {
+        let npages = view.regions[r].base_pages();
+        if self.kernel == Kernel::K313 && self.ratelimited(to, npages, now) {
+            return false;
+        }
+        // Target nearly full (`migrate_balanced_pgdat`): alloc_on refuses below high + npages.
+        if !w.alloc.alloc_on(to, self.topo.pu_node[cpu], npages) {
+            return false;
+        }
+        w.alloc.release(from, npages);
+        w.pages_node[from] -= npages;
+        w.pages_node[to] += npages;
+        view.regions[r].node[u as usize] = to as u8;
+        self.vmstat.numa_pages_migrated += npages;
+        self.vmstat.pgmigrate_success += npages;
+        true
+    }
+
+    /// `numamigrate_update_ratelimit` (3.8-4.18): refuse once more than 128 MiB went to `node`
+    /// in the current 100 ms window; the request that crosses the limit still passes.
+    fn ratelimited(&mut self, node: usize, npages: u64, now: u64) -> bool {
+        let win = &mut self.rate[node];
+        if now > win.next {
+            win.nr = 0;
+            win.next = now + MIGRATE_INTERVAL;
+        }
+        if win.nr > RATELIMIT_PAGES {
+            return true;
+        }
+        win.nr += npages;
+        false
+    }
+
+    /// `task_numa_fault(last_cpupid, mem_node, npages, flags)` (§4.9).
+    #[allow(clippy::too_many_arguments)]
+    fn task_numa_fault(&mut self, w: &mut World, tid: usize, last: u32, mem_node: usize, cpu_node: usize, npages: u64, mut flags: Tnf, now: u64) {
+        let n = self.topo.n;
+        let t = &mut self.tasks[tid];
+        if t.faults.is_none() {
+            t.faults = Some(Faults { mem: vec![[0; 2]; n], membuf: vec![[0; 2]; n], cpu: vec![[0; 2]; n], cpubuf: vec![[0; 2]; n] });
+            t.total_faults = 0;
+            t.locality = [0; 3];
+        }
+        let mut private = true;
+        if last != CPUPID_UNSET {
+            private = self.match_pid(tid, last);
+            if !private {
+                private = self.task_numa_group(tid, last);
+            }
+        }
+        if self.kernel == Kernel::K6 && !private && !flags.local {
+            // A shared fault inside the group's active nodes counts as local (3.15+).
+            if let Some(g) = self.tasks[tid].group.map(|g| &self.groups[g]) {
+                if g.active_nodes > 1 && g.active(cpu_node) && g.active(mem_node) {
+                    flags.local = true;
+                }
+            }
+        }
+        match self.kernel {
+            Kernel::K313 => {
+                self.task_numa_placement(w, tid, now);
+                if now > self.tasks[tid].migrate_retry {
+                    self.numa_migrate_preferred(w, tid, now);
+                }
+            }
+            Kernel::K6 => {
+                if now > self.tasks[tid].migrate_retry {
+                    self.task_numa_placement(w, tid, now);
+                    self.numa_migrate_preferred(w, tid, now);
+                }
+            }
+        }
+        let k6 = self.kernel == Kernel::K6;
+        let t = &mut self.tasks[tid];
+        if flags.failed && k6 {
+            t.locality[2] += npages;
+        }
+        let f = t.faults.as_mut().expect("allocated above");
+        f.membuf[mem_node][private as usize] += npages;
+        if k6 {
+            f.cpubuf[cpu_node][private as usize] += npages;
+        }
+        t.locality[flags.local as usize] += npages;
+    }
+}

@@ -1,0 +1,489 @@
+//! Automatic NUMA balancing ("NUMAB") as Linux runs it, for the 3.13 and 6.13 profiles
+//! (design/reference/linux-numa.md §4, §6, §7, §9-§12; design/model.md §6):
+//!
+//! - [`scan`]: `task_tick_numa` (runtime-driven trigger), `task_numa_work` (per-mm wall-clock
+//!   gate, window walk over the VMAs in address order, K6 per-VMA filters) and the scan period
+//!   bounds of §4.5;
+//! - [`fault`]: the hinting fault (`do_numa_page`), `mpol_misplaced` with the two-stage filter,
+//!   K313 deferral and K6 early-life/group rules, page migration with the K313 rate limit and
+//!   the high-watermark refusal, and `task_numa_fault`;
+//! - [`placement`]: statistics folded once per pass, preferred node, numa groups, adaptive period;
+//! - [`taskmove`]: `numa_migrate_preferred` / `task_numa_migrate` (moves and swaps).
+//!
+//! What the engine cannot represent exactly, and the closest faithful thing done instead:
+//! - Ticks: `task_tick_numa` runs for every running thread at each epoch end (epochs are at most
+//!   5 ms, about one 250 Hz tick); queued scans run at once, in the order the threads crossed
+//!   their thresholds (the thread furthest past it first), so the mm gate picks one winner.
+//!   `TICK_NSEC` is 4 ms (`CONFIG_HZ_250`, the Kconfig default).
+//! - Runtime (`sum_exec_runtime`) is the CPU time a thread spent working (its busy time times
+//!   its CPU share); threads waiting at a barrier sleep (libgomp's spin phase is not counted).
+//!   Identical workers accumulate runtime in lockstep, so their threshold crossings stay in
+//!   step where a real machine's drift apart.
+//! - Processes are exec'd programs: `mm->numa_next_scan` starts at 0, so the first
+//!   `task_numa_work` only arms the gate `scan_delay` later (both profiles read it that way).
+//! - K313 compares `runtime - node_stamp > period` in unsigned arithmetic: once a scan pushed
+//!   `node_stamp` past the runtime, the difference wraps and every tick queues work, leaving the
+//!   mm gate alone to pace scanning. Kept as the kernel does it.
+//! - Each workload region is one VMA (the kernel may merge adjacent anonymous mappings); all
+//!   are anonymous, private and written at first touch, so every hinting fault is writable
+//!   (no `TNF_NO_GROUP`) and no page is mapped by two processes (no `TNF_SHARED`).
+//! - `cpu_rq(cpu)->curr` is the lowest-numbered live thread on that CPU (time-sharing threads
+//!   do not rotate within an epoch).
+//! - Task moves and swaps happen inside the fault, as `stop_one_cpu` does; the moved thread's
+//!   cost per line follows its new node from the next epoch (the solver runs per epoch), and
+//!   its epoch's accesses are recorded under the node it ends the epoch on.
+//! - Loads seen by `task_numa_migrate` count every live thread as one always-runnable task
+//!   (1024), as the engine's load balancer does; 3.13 CPU power is 1024 per core split over SMT
+//!   siblings with `smt_gain` 1178.
+//! - A migration copies the page at the machine's node-pair rate and its DRAM lines (read from
+//!   the old node, written to the new) load the controllers and links like any access. Copies
+//!   never fail once the target passed the watermark check, so `pgmigrate_fail` stays 0.
+//! - With sampling (`sample_rate < 1`) a sweep sample takes the faults of every page it stands
+//!   for; a random-pattern sample stands for pages it does not touch, so gather/scatter faults
+//!   are under-counted by the sampling factor.
+//! - Memory tiering (`numa_balancing = 2`) is not modelled: machines have no slow tier.
+//!
+//! Kernel behaviour kept as the code has it although it may surprise (all [code-read]):
+//! - K6: a hinting fault on a page already on the faulting CPU's node leaves `last_cpupid`
+//!   alone (5.x `mpol_misplaced` returns before the MORON filter when the page is in the
+//!   default policy's node, the local one); 3.13 exchanges it on every fault.
+//! - K6: threads other than a process's first start with `node_stamp != 0`, so they keep
+//!   `numa_scan_period = scan_delay` until their first fold, one completed pass later.
+//! - Not modelled: the load balancer's NUMA run-queue classes (§4.13 `fbq_type`); with no
+//!   cache-hotness in the engine's balancer, `NUMA_FAVOUR_HIGHER` and K6's locality resistance
+//!   (idle destinations only) change nothing.
+
+mod fault;
+mod placement;
+mod scan;
+mod taskmove;
+
+pub use scan::scan_period_bounds;
+
+use numalab_model::Machine;
+
+use crate::alloc::Allocator;
+use crate::input::{Balancing, Costs, Kernel};
+use crate::mempolicy::Resolved;
+use crate::output::{BalancingCost, NodeFaults, PassOut, ThreadSched, Vmstat};
+use crate::pages::Region;
+use crate::sched::Sched;
+
+/// `TICK_NSEC` at `CONFIG_HZ=250`.
+const TICK_NS: u64 = 4_000_000;
+const MS: u64 = 1_000_000;
+
+/// What balancing reads and changes outside its own state.
+pub struct World<'a> {
+    pub alloc: &'a mut Allocator,
+    pub sched: &'a mut Sched,
+    pub pages_node: &'a mut [u64],
+}
+
+/// One process's address space as balancing sees it.
+pub struct MmView<'a> {
+    pub regions: &'a mut [Region],
+    pub task_policy: &'a Resolved,
+}
+
+/// `sched_numa_topology_type` (3.19+; K6 only uses it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TopoType {
+    Direct,
+    GluelessMesh,
+    Backplane,
+}
+
+/// Machine facts the scheduler side of balancing uses, computed once.
+struct Topo {
+    n: usize,
+    pu_node: Vec<usize>,
+    node_pus: Vec<Vec<usize>>,
+    /// PUs sharing a core with each PU (itself included).
+    siblings: Vec<Vec<usize>>,
+    /// 3.13 `power_of(cpu)`: 1024 per core, `smt_gain` 1178 split over SMT siblings.
+    power: Vec<i64>,
+    dist: Vec<Vec<u32>>,
+    max_dist: u32,
+    ttype: TopoType,
+    has_cpus: Vec<bool>,
+    node_os: Vec<u32>,
+    /// NUMA balancing's `imbalance_pct`: 112 (K313), 108 (K6).
+    imbalance_pct: i64,
+    /// K6 `sd_numa->imb_numa_nr` per node (5.18+): LLCs (nodes) in the lowest NUMA domain.
+    imb_numa_nr: Vec<i64>,
+}
+
+impl Topo {
+    fn new(m: &Machine, kernel: Kernel) -> Self {
+        let n = m.nodes.len();
+        let pu_node: Vec<usize> = m.pus.iter().map(|u| m.node_logical(u.node).unwrap_or(0)).collect();
+        let node_pus: Vec<Vec<usize>> = (0..n).map(|x| (0..m.pus.len()).filter(|&p| pu_node[p] == x).collect()).collect();
+        let siblings: Vec<Vec<usize>> =
+            m.pus.iter().map(|u| (0..m.pus.len()).filter(|&q| m.pus[q].core == u.core).collect()).collect();
+        let power = siblings.iter().map(|s| if s.len() > 1 { 1178 / s.len() as i64 } else { 1024 }).collect();
+        let dist = m.distances.clone();
+        let max_dist = dist.iter().flatten().copied().max().unwrap_or(10);
+        let remote: Vec<u32> = dist.iter().flatten().copied().filter(|&d| d > 10).collect();
+        let lowest = remote.iter().copied().min().unwrap_or(10);
+        let imb_numa_nr = (0..n).map(|x| (0..n).filter(|&y| dist[x][y] <= lowest).count().max(1) as i64).collect();
+        Topo {
+            n,
+            ttype: topo_type(&dist, max_dist),
+            has_cpus: node_pus.iter().map(|p| !p.is_empty()).collect(),
+            node_os: m.nodes.iter().map(|x| x.os_index).collect(),
+            imbalance_pct: if kernel == Kernel::K313 { 112 } else { 108 },
+            pu_node,
+            node_pus,
+            siblings,
+            power,
+            dist,
+            max_dist,
+            imb_numa_nr,
+        }
+    }
+}
+
+/// `init_numa_topology_type`: direct with at most two distance levels; otherwise a glueless
+/// mesh if two nodes at the maximum distance have a common nearer node, else a backplane.
+fn topo_type(d: &[Vec<u32>], max: u32) -> TopoType {
+    let mut levels: Vec<u32> = d.iter().flatten().copied().collect();
+    levels.sort();
+    levels.dedup();
+    if levels.len() <= 2 {
+        return TopoType::Direct;
+    }
+    let n = d.len();
+    for a in 0..n {
+        for b in 0..n {
+            if d[a][b] == max {
+                let mesh = (0..n).any(|c| d[a][c] < max && d[c][b] < max);
+                return if mesh { TopoType::GluelessMesh } else { TopoType::Backplane };
+            }
+        }
+    }
+    TopoType::Direct
+}
+
+/// Fault statistics of one task (`numa_faults`, §4.9): per node, [shared, private].
+#[derive(Clone, Default)]
+struct Faults {
+    mem: Vec<[u64; 2]>,
+    membuf: Vec<[u64; 2]>,
+    /// CPU-side series (3.15+): where the task ran when it faulted, runtime-weighted.
+    cpu: Vec<[u64; 2]>,
+    cpubuf: Vec<[u64; 2]>,
+}
+
+/// Per-task NUMA state (`task_struct`, §4.2).
+struct Task {
+    pid: u32,
+    proc: usize,
+    runtime: u64,
+    node_stamp: u64,
+    scan_period: u32,
+    scan_period_max: u32,
+    scan_seq: u32,
+    migrate_retry: u64,
+    preferred: Option<usize>,
+    /// `p->numa_faults` is allocated on the first fault.
+    faults: Option<Faults>,
+    total_faults: u64,
+    /// `numa_faults_locality`: remote, local, migration failed.
+    locality: [u64; 3],
+    pages_migrated: u64,
+    group: Option<usize>,
+    migrate_deferred: u32,
+    last_placement: u64,
+    last_runtime: u64,
+}
+
+struct Group {
+    gid: u32,
+    nr_tasks: u32,
+    mem: Vec<[u64; 2]>,
+    cpu: Vec<[u64; 2]>,
+    total: u64,
+    active_nodes: u32,
+    max_faults_cpu: u64,
+}
+
+impl Group {
+    fn faults(&self, n: usize) -> u64 {
+        self.mem[n][0] + self.mem[n][1]
+    }
+
+    fn faults_cpu(&self, n: usize) -> u64 {
+        self.cpu[n][0] + self.cpu[n][1]
+    }
+
+    /// `numa_is_active_node` (4.6+).
+    fn active(&self, n: usize) -> bool {
+        self.faults_cpu(n) * 3 > self.max_faults_cpu
+    }
+}
+
+/// K6 (6.4+) `vma->numab_state`.
+#[derive(Clone, Copy)]
+struct VmaNumab {
+    next_scan: u64,
+    pids_reset: u64,
+    pids: [u64; 2],
+    start_seq: u32,
+    prev_seq: u32,
+}
+
+/// Counters of the pass in progress (for `--explain-balancing`).
+#[derive(Clone, Copy, Default)]
+struct PassAcc {
+    windows: u64,
+    marked: u64,
+    local: u64,
+    remote: u64,
+    migrated: u64,
+    moves: u64,
+}
+
+/// Per-process state (`mm_struct`).
+struct Mm {
+    /// `numa_next_scan` in ns; 0 = not armed yet.
+    next_scan: u64,
+    offset: u64,
+    seq: u32,
+    rss: u64,
+    tids: Vec<usize>,
+    /// Region indexes in address order (the VMA list).
+    order: Vec<usize>,
+    vmas: Vec<Option<VmaNumab>>,
+    pass: PassAcc,
+}
+
+/// K313 per-destination migration rate-limit window (`pgdat->numabalancing_migrate_*`).
+#[derive(Clone, Copy, Default)]
+struct RateWindow {
+    next: u64,
+    nr: u64,
+}
+
+/// The balancing state of a whole run.
+pub struct Numab {
+    kernel: Kernel,
+    knobs: Balancing,
+    costs: Costs,
+    topo: Topo,
+    tasks: Vec<Task>,
+    mms: Vec<Mm>,
+    groups: Vec<Group>,
+    rate: Vec<RateWindow>,
+    /// The thread `cpu_rq(cpu)->curr` names, per logical PU.
+    curr: Vec<Option<usize>>,
+    live: Vec<bool>,
+    pub vmstat: Vmstat,
+    cost: BalancingCost,
+    passes: Vec<PassOut>,
+    /// Threads moved by NUMA placement since the engine last looked (it charges their move).
+    pub moved: Vec<usize>,
+}
+
+fn ns(s: f64) -> u64 {
+    (s * 1e9).round().max(0.0) as u64
+}
+
+impl Numab {
+    /// `threads_of[p]`: the thread ids of process `p`; `regions`: each process's regions.
+    pub fn new(m: &Machine, kernel: Kernel, knobs: &Balancing, costs: &Costs, threads_of: &[Vec<usize>], regions: &[&[Region]], sched: &Sched) -> Self {
+        let topo = Topo::new(m, kernel);
+        let n = topo.n;
+        let nthreads = threads_of.iter().map(|t| t.len()).sum();
+        let mut tasks = Vec::with_capacity(nthreads);
+        for (proc, tids) in threads_of.iter().enumerate() {
+            for &tid in tids {
+                debug_assert_eq!(tid, tasks.len());
+                tasks.push(Task {
+                    pid: tid as u32 + 1,
+                    proc,
+                    runtime: 0,
+                    node_stamp: 0,
+                    scan_period: knobs.scan_delay_ms,
+                    scan_period_max: 0,
+                    scan_seq: 0,
+                    migrate_retry: 0,
+                    preferred: None,
+                    faults: None,
+                    total_faults: 0,
+                    locality: [0; 3],
+                    pages_migrated: 0,
+                    group: None,
+                    migrate_deferred: 0,
+                    last_placement: 0,
+                    last_runtime: 0,
+                });
+            }
+        }
+        let mms = threads_of
+            .iter()
+            .zip(regions)
+            .map(|(tids, regs)| {
+                let mut order: Vec<usize> = (0..regs.len()).collect();
+                order.sort_by_key(|&i| regs[i].vm_start);
+                Mm { next_scan: 0, offset: 0, seq: 0, rss: 0, tids: tids.clone(), order, vmas: vec![None; regs.len()], pass: PassAcc::default() }
+            })
+            .collect();
+        let mut nb = Numab {
+            kernel,
+            knobs: knobs.clone(),
+            costs: costs.clone(),
+            tasks,
+            mms,
+            groups: Vec::new(),
+            rate: vec![RateWindow::default(); n],
+            curr: vec![None; topo.pu_node.len()],
+            live: vec![true; nthreads],
+            vmstat: Vmstat::default(),
+            cost: BalancingCost::default(),
+            passes: Vec::new(),
+            moved: Vec::new(),
+            topo,
+        };
+        nb.stagger_new_threads();
+        nb.refresh_curr(sched);
+        nb
+    }
+
+    /// `init_numa_balancing` for the threads a process's first thread creates: K6 (≈4.20+)
+    /// staggers them by `min(task_scan_max(current), current->numa_scan_period * mm_users *
+    /// NSEC_PER_MSEC) + 2 ticks`, where the first term is in ms but compared as ns (the kernel's
+    /// unit mix, kept). K313 starts every thread at `node_stamp = 0`.
+    fn stagger_new_threads(&mut self) {
+        if self.kernel != Kernel::K6 {
+            return;
+        }
+        for proc in 0..self.mms.len() {
+            let tids = self.mms[proc].tids.clone();
+            let Some(&parent) = tids.first() else { continue };
+            let smax = self.scan_max(parent) as u64;
+            for (users, &tid) in tids.iter().enumerate().skip(1) {
+                let by_users = (self.tasks[parent].scan_period as u64 * users as u64 * MS) as u32 as u64;
+                self.tasks[tid].node_stamp = smax.min(by_users) + 2 * TICK_NS;
+            }
+        }
+    }
+
+    /// A first touch allocated `pages` base pages to process `proc` (its RSS).
+    pub fn on_alloc(&mut self, proc: usize, pages: u64) {
+        self.mms[proc].rss += pages;
+    }
+
+    /// CPU time a thread consumed in the epoch that just ended.
+    pub fn add_runtime(&mut self, tid: usize, s: f64) {
+        self.tasks[tid].runtime += ns(s);
+    }
+
+    /// Which threads still exist (finished threads leave the run queues and `mm_users`).
+    pub fn set_live(&mut self, live: &[bool], sched: &Sched) {
+        self.live.copy_from_slice(live);
+        self.refresh_curr(sched);
+    }
+
+    /// Recompute `rq->curr` for every CPU after threads moved.
+    pub fn refresh_curr(&mut self, sched: &Sched) {
+        self.curr.iter_mut().for_each(|c| *c = None);
+        for (tid, &cpu) in sched.cpu.iter().enumerate() {
+            if self.live[tid] && self.curr[cpu].is_none() {
+                self.curr[cpu] = Some(tid);
+            }
+        }
+    }
+
+    /// The load balancer moved threads (`(tid, previous cpu)`): K6's `update_scan_period`
+    /// resets the scan period of a task pulled across nodes (4.19+).
+    pub fn after_balance(&mut self, moved: &[(usize, usize)], sched: &Sched) {
+        for &(tid, src) in moved {
+            self.update_scan_period(tid, src, sched.cpu[tid]);
+        }
+        self.refresh_curr(sched);
+    }
+
+    fn update_scan_period(&mut self, tid: usize, src_cpu: usize, dst_cpu: usize) {
+        let (src, dst) = (self.topo.pu_node[src_cpu], self.topo.pu_node[dst_cpu]);
+        let t = &self.tasks[tid];
+        if self.kernel != Kernel::K6 || t.faults.is_none() || src == dst {
+            return;
+        }
+        if t.scan_seq != 0 && (Some(dst) == t.preferred || (t.preferred.is_some() && Some(src) != t.preferred)) {
+            return;
+        }
+        self.tasks[tid].scan_period = self.scan_start(tid);
+    }
+
+    /// The per-thread `/proc/PID/task/TID/sched` NUMA lines.
+    pub fn thread_sched(&self, tid: usize, sched: &Sched) -> ThreadSched {
+        let t = &self.tasks[tid];
+        let g = t.group.map(|g| &self.groups[g]);
+        let faults = (0..self.topo.n)
+            .map(|x| {
+                let (tf, gf) = (t.faults.as_ref().map_or([0, 0], |f| f.mem[x]), g.map_or([0, 0], |g| g.mem[x]));
+                NodeFaults { node: self.topo.node_os[x], task_private: tf[1], task_shared: tf[0], group_private: gf[1], group_shared: gf[0] }
+            })
+            .collect();
+        ThreadSched {
+            numa_scan_seq: self.mms[t.proc].seq,
+            numa_pages_migrated: t.pages_migrated,
+            numa_preferred_nid: t.preferred.map_or(-1, |x| self.topo.node_os[x] as i64),
+            total_numa_faults: t.total_faults,
+            current_node: self.topo.node_os[self.topo.pu_node[sched.cpu[tid]]],
+            numa_group_id: g.map_or(0, |g| g.gid),
+            numa_scan_period_ms: t.scan_period,
+            faults,
+        }
+    }
+
+    pub fn cost(&self) -> BalancingCost {
+        self.cost.clone()
+    }
+
+    pub fn take_passes(&mut self) -> Vec<PassOut> {
+        std::mem::take(&mut self.passes)
+    }
+
+    /// `reset_ptenuma_scan`: a pass over the address space is complete.
+    fn complete_pass(&mut self, proc: usize, tid: usize, now: u64) {
+        let mm = &mut self.mms[proc];
+        mm.seq += 1;
+        mm.offset = 0;
+        let acc = std::mem::take(&mut mm.pass);
+        if self.knobs.explain {
+            self.passes.push(PassOut {
+                pid: proc as u32 + 1,
+                pass: mm.seq,
+                t_s: now as f64 * 1e-9,
+                period_ms: self.tasks[tid].scan_period,
+                windows: acc.windows,
+                pages_marked: acc.marked,
+                faults_local: acc.local,
+                faults_remote: acc.remote,
+                pages_migrated: acc.migrated,
+                task_moves: acc.moves,
+            });
+        }
+    }
+}
+
+/// True if the effective policy of a region carries `MPOL_F_MOF` (§3.1): the system default,
+/// and (K6, 5.12+) bind with `MPOL_F_NUMA_BALANCING`. A VMA policy of mode default defers to
+/// the task policy, as `mbind(MPOL_DEFAULT)` removes the VMA's own.
+pub fn effective_policy<'a>(region: &'a Region, task: &'a Resolved) -> &'a Resolved {
+    match &region.policy {
+        Some(p) if p.mode != numalab_model::PolicyMode::Default => p,
+        _ => task,
+    }
+}
+
+fn policy_mof(p: &Resolved, kernel: Kernel) -> bool {
+    use numalab_model::PolicyMode;
+    match p.mode {
+        PolicyMode::Default => true,
+        PolicyMode::Bind => p.numa_balancing && kernel == Kernel::K6,
+        _ => false,
+    }
+}

@@ -1,0 +1,77 @@
+"""``numalab study FILE``: expand a study file and run what the results store does not hold yet,
+in local worker processes, on a Dask cluster (``--scheduler``) or on Slurm (``--slurm``)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from numalab.exceptions import UsageError
+
+RESULTS = typer.Option(Path("results"), "--results", "-r", envvar="NUMALAB_RESULTS", help="Results directory (holds numalab.db).")
+
+
+def study(
+    file: Path = typer.Argument(..., help="Study file (.toml); `numalab schema` describes the format."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-j", help="Local worker processes (default: one per CPU); with --slurm, Slurm jobs to start (default 1)."),
+    results: Path = RESULTS,
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Run on an existing Dask cluster: its scheduler address, tcp://HOST:PORT (its workers need numalab installed)."),
+    slurm: bool = typer.Option(False, "--slurm", help="Run on Dask workers submitted to Slurm (needs dask-jobqueue)."),
+    queue: Optional[str] = typer.Option(None, "--queue", help="Slurm partition for --slurm (default: the cluster's)."),
+    cores: int = typer.Option(1, "--cores", help="Cores per Slurm job for --slurm (one worker process each)."),
+    memory: str = typer.Option("2GB", "--memory", help="Memory per Slurm job for --slurm, e.g. 8GB."),
+    walltime: str = typer.Option("01:00:00", "--walltime", help="Walltime per Slurm job for --slurm, HH:MM:SS."),
+    dry_run: bool = typer.Option(False, "--dry-run", "-n", help="List the runs (and which are stored already); run nothing."),
+) -> None:
+    """Run every configuration of a study file into the results store.
+
+    Runs already stored are skipped, so running the same command again resumes a study that
+    stopped (Ctrl-C, a crash, a lost worker). Failed runs are recorded and tried again next time.
+    """
+    from numalab.results.store import Store
+    from numalab.study import executors, expand, load_study
+    from numalab.study.sweep import run_study
+
+    if scheduler and slurm:
+        raise UsageError("give --scheduler or --slurm, not both")
+    resolved = expand(load_study(file))
+    if dry_run:
+        _list(resolved, results)
+        return
+    if slurm:
+        opts = executors.SlurmOptions(queue, cores, memory, walltime, workers or 1)
+        factory = lambda: executors.slurm_backend(opts)  # noqa: E731
+    elif scheduler:
+        factory = lambda: executors.DaskBackend(scheduler)  # noqa: E731
+    else:
+        n = executors.local_workers(workers)
+        factory = lambda: executors.LocalBackend(n)  # noqa: E731
+    with Store(results) as store:
+        summary = run_study(resolved, store, factory)
+        errors = Counter(r["error"] for r in store.rows(resolved.name) if r["status"] == "failed")
+    typer.echo(f"study {resolved.name}: {summary.describe()}; results in {store.path}")
+    for error, n in errors.most_common(5):
+        typer.echo(f"  {n} failed: {error}")
+    if summary.interrupted:
+        typer.echo(f"interrupted: the {summary.done} finished runs are kept; run the same command to resume", err=True)
+        raise typer.Exit(130)
+    typer.echo(f"report: numalab report {file} --results {results} -o {results / (resolved.name + '.html')}")
+    if summary.failed:
+        raise typer.Exit(1)
+
+
+def _list(resolved, results: Path) -> None:
+    from numalab.results.store import Store, db_path
+
+    stored: set[str] = set()
+    if db_path(results).exists():
+        with Store(results, create=False) as store:
+            stored = store.complete_hashes(r.hash for r in resolved.runs)
+    for r in resolved.runs:
+        mark = "stored" if r.hash in stored else "to run"
+        role = " (baseline)" if r.role == "baseline" else ""
+        typer.echo(f"{r.hash[:12]}  {mark:6}  {r.case} | {r.label} | seed {r.config['seed']}{role}")
+    typer.echo(f"{len(resolved.runs)} runs, {len(stored)} stored, {len(resolved.runs) - len(stored)} to run")

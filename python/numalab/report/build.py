@@ -1,0 +1,92 @@
+"""Assemble a report's content once (tables, maps, figures); ``html`` and ``markdown`` render it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from numalab.report import figures as figs
+from numalab.report.data import ReportData
+from numalab.report.scatter import points
+from numalab.report.tables import AccessMap, Grid, access_map, failed_runs, pages_grid, speedup_grid, status_counts
+
+# Timelines are one figure per run; past this many the report says how many it left out.
+MAX_TIMELINES = 24
+
+
+@dataclass
+class Content:
+    data: ReportData
+    title: str
+    planned: int
+    counts: dict[str, int]
+    speedup: Grid
+    times: Grid
+    maps: list[tuple[str, list[tuple[str, AccessMap]]]] = field(default_factory=list)
+    vmax: float = 0.0
+    pages: list[tuple[Grid, figs.Figure | None]] = field(default_factory=list)
+    timelines: list[figs.Figure] = field(default_factory=list)
+    timelines_left_out: int = 0
+    scatters: list[tuple[Any, figs.Figure | None]] = field(default_factory=list)
+    failed: list[dict[str, Any]] = field(default_factory=list)
+
+
+def build(data: ReportData, figure_dir: Path) -> Content:
+    spec = data.spec
+    title = data.options.title or (f"{data.study}: {spec.description}" if spec and spec.description else data.study)
+    c = Content(data, title, _planned(data), status_counts(data), speedup_grid(data), speedup_grid(data, "time_s"))
+    drawer = figs.Drawer(figure_dir)
+    groups = data.options.access_map_groups
+    for case in data.cases:
+        maps = []
+        for label in data.labels:
+            doc = data.first_seed(case, label)
+            m = access_map(doc, groups) if doc else None
+            if m:
+                maps.append((label, m))
+                c.vmax = max(c.vmax, max(max(r) for r in m.pct))
+        if maps:
+            c.maps.append((case, maps))
+        grid = pages_grid(data, case)
+        if grid:
+            c.pages.append((grid, figs.pages_figure(drawer, data, case)))
+    _timelines(c, data, drawer)
+    for i, s in enumerate(data.options.scatter):
+        c.scatters.append((s, figs.scatter_figure(drawer, s, points(data, s, i))))
+    c.failed = failed_runs(data)
+    return c
+
+
+def _planned(data: ReportData) -> int:
+    from numalab.results.store import Store
+
+    with Store(data.db, create=False) as store:
+        info = store.study_source(data.study) or {}
+    return len(json.loads(info.get("resolved") or "[]"))
+
+
+def _timelines(c: Content, data: ReportData, drawer: figs.Drawer) -> None:
+    """Runs with balancing on, or whose timeline carries counters: how pages and counters move."""
+    f = data.finished()
+    if not len(f):
+        return
+    wanted = []
+    for case in data.cases:
+        for label in data.labels:
+            doc = data.first_seed(case, label)
+            if doc and ((doc.get("placement") or {}).get("balancing", {}).get("enabled") or _balancing_on(f, case, label) or figs.timeline_series(doc)):
+                wanted.append((case, label, doc))
+    for case, label, doc in wanted[:MAX_TIMELINES]:
+        fig = figs.timeline_figure(drawer, case, label, doc)
+        if fig:
+            c.timelines.append(fig)
+    c.timelines_left_out = max(0, len(wanted) - MAX_TIMELINES)
+
+
+def _balancing_on(f: Any, case: str, label: str) -> bool:
+    if "balancing_enabled" not in f:
+        return False
+    sel = f[(f["case"] == case) & (f["label"] == label)]["balancing_enabled"]
+    return bool(sel.fillna(False).astype(bool).any())

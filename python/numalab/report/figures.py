@@ -1,0 +1,151 @@
+"""Matplotlib figures of a report, saved as PNG and SVG beside it and embedded in the HTML.
+
+Figures are drawn on ``matplotlib.figure.Figure`` objects (no pyplot, no GUI backend, safe in any
+process) with fixed metadata and SVG id salt, so the same results give the same files.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from numalab.report.data import ReportData
+from numalab.report.tables import pages_grid
+
+_STYLE = {"svg.hashsalt": "numalab", "svg.fonttype": "none", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False}
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    title: str
+    png: Path
+    svg: Path
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()[:60] or "figure"
+
+
+class Drawer:
+    """Creates figures in ``directory`` with unique names."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.figures: list[Figure] = []
+        # A report written again must not leave figures of its previous version beside it.
+        if directory.is_dir():
+            for old in directory.iterdir():
+                if re.fullmatch(r"\d{2}-[a-z0-9-]+\.(png|svg)", old.name):
+                    old.unlink()
+
+    def new(self, width: float = 6.4, height: float = 3.6) -> Any:
+        from matplotlib.figure import Figure as MplFigure
+
+        return MplFigure(figsize=(width, height), layout="constrained")
+
+    def save(self, fig: Any, title: str) -> Figure:
+        import matplotlib
+
+        self.directory.mkdir(parents=True, exist_ok=True)
+        name = f"{len(self.figures) + 1:02d}-{_slug(title)}"
+        png, svg = self.directory / f"{name}.png", self.directory / f"{name}.svg"
+        with matplotlib.rc_context(_STYLE):
+            fig.savefig(png, dpi=110, metadata={"Software": None})
+            fig.savefig(svg, metadata={"Date": None, "Creator": None})
+        out = Figure(name, title, png, svg)
+        self.figures.append(out)
+        return out
+
+
+def pages_figure(drawer: Drawer, data: ReportData, case: str) -> Figure | None:
+    grid = pages_grid(data, case)
+    if grid is None:
+        return None
+    import matplotlib
+
+    with matplotlib.rc_context(_STYLE):
+        fig = drawer.new(6.4, 0.8 + 0.28 * len(grid.rows) * max(1, len(grid.cols)) ** 0.5)
+        ax = fig.add_subplot()
+        left = [0.0] * len(grid.rows)
+        colors = matplotlib.colormaps["tab10"]
+        for j, node in enumerate(grid.cols):
+            widths = [row[j] for row in grid.cells]
+            ax.barh(range(len(grid.rows)), widths, left=left, label=node, color=colors(j % 10))
+            left = [a + b for a, b in zip(left, widths)]
+        ax.set_yticks(range(len(grid.rows)), grid.rows)
+        ax.invert_yaxis()
+        ax.set_xlabel("memory at the end of the run (MiB), by node")
+        ax.set_title(f"{case}: pages per node")
+        fig.legend(loc="outside right upper", fontsize=7, title="node", title_fontsize=7)
+    return drawer.save(fig, f"pages {case}")
+
+
+def timeline_series(doc: dict[str, Any]) -> dict[str, list[tuple[float, float]]]:
+    """Counters the timeline carries besides pages and the access map (balancing counters such as
+    numa_pages_migrated, flat or under ``vmstat``), as name -> [(t_s, value)]."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    for point in doc.get("timeline") or []:
+        t = point.get("t_s")
+        flat = {**{k: v for k, v in point.items() if k not in ("t_s", "vmstat")}, **(point.get("vmstat") or {})}
+        for k, v in flat.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                out.setdefault(k, []).append((t, v))
+    # Counters that never moved (numa_huge_pte_updates without THP, ...) only clutter the plot.
+    return {k: v for k, v in out.items() if any(b for _, b in v)}
+
+
+def timeline_figure(drawer: Drawer, case: str, label: str, doc: dict[str, Any]) -> Figure | None:
+    series = timeline_series(doc)
+    points = doc.get("timeline") or []
+    if not points:
+        return None
+    import matplotlib
+
+    with matplotlib.rc_context(_STYLE):
+        fig = drawer.new(6.4, 3.0)
+        axes = fig.subplots(1, 2 if series else 1, squeeze=False)[0]
+        nodes = doc["access_map"]["nodes"]
+        t = [p["t_s"] for p in points]
+        for j, n in enumerate(nodes):
+            axes[0].plot(t, [p["pages_per_node"][j] for p in points], label=f"n{n}")
+        axes[0].set_xlabel("time (s)")
+        axes[0].set_ylabel("pages")
+        axes[0].set_title("pages per node")
+        axes[0].legend(fontsize=7, ncols=2)
+        if series:
+            for name, values in sorted(series.items()):
+                axes[1].plot([a for a, _ in values], [b for _, b in values], label=name)
+            axes[1].set_xlabel("time (s)")
+            axes[1].set_title("balancing counters")
+            axes[1].legend(fontsize=7)
+        fig.suptitle(f"{case} / {label}")
+    return drawer.save(fig, f"timeline {case} {label}")
+
+
+def scatter_figure(drawer: Drawer, spec: Any, points: list[dict[str, Any]]) -> Figure | None:
+    """``points``: dicts with x, y and group (see report.scatter.points)."""
+    if not points:
+        return None
+    import matplotlib
+
+    with matplotlib.rc_context(_STYLE):
+        fig = drawer.new(6.4, 4.0)
+        ax = fig.add_subplot()
+        groups = list(dict.fromkeys(p["group"] for p in points))
+        colors = matplotlib.colormaps["tab10" if len(groups) <= 10 else "tab20"]
+        for i, g in enumerate(groups):
+            sel = [p for p in points if p["group"] == g]
+            ax.scatter([p["x"] for p in sel], [p["y"] for p in sel], label=g, color=colors(i % colors.N), s=24)
+        if spec.log_x:
+            ax.set_xscale("log")
+        if spec.y == "speedup":
+            ax.axhline(1.0, color="0.6", lw=0.8, ls="--")
+        ax.set_xlabel(spec.x)
+        ax.set_ylabel(spec.y)
+        title = spec.title or f"{spec.y} vs {spec.x}"
+        ax.set_title(title)
+        ax.legend(fontsize=7, loc="best")
+    return drawer.save(fig, f"scatter {title}")

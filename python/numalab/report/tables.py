@@ -1,0 +1,152 @@
+"""The report's tables as plain data (HTML and Markdown render the same numbers): speedups with
+confidence intervals, access maps with their totals, pages per node, runs that failed."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from numalab.report.data import ReportData
+from numalab.report.stats import Estimate, estimate
+
+MIB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Rows x columns of values (``None`` where a run is missing or failed)."""
+
+    title: str
+    corner: str
+    rows: list[str]
+    cols: list[str]
+    cells: list[list[Any]]
+
+
+def speedup_grid(data: ReportData, metric: str = "speedup") -> Grid:
+    """Mean ``metric`` per case (rows) and configuration label (columns) over the seeds."""
+    f = data.finished()
+    cells = []
+    for case in data.cases:
+        row = []
+        for label in data.labels:
+            sel = f[(f["case"] == case) & (f["label"] == label)] if len(f) else f
+            row.append(estimate(sel[metric].dropna()) if len(sel) and metric in sel else None)
+        cells.append(row)
+    return Grid(metric, "workload", data.cases, data.labels, cells)
+
+
+def oriented(g: Grid) -> Grid:
+    """Put the longer list on the rows, so a study with a dozen configurations and a few
+    workloads gives a tall table rather than one wider than the page."""
+    if len(g.cols) <= max(6, len(g.rows)):
+        return g
+    cells = [[row[j] for row in g.cells] for j in range(len(g.cols))]
+    return Grid(g.title, "configuration", g.cols, g.rows, cells)
+
+
+def describe_baseline(patch: Any) -> str:
+    """``placement default, balancing off, threads=1, init=serial``."""
+    from numalab.study import balancing as bal
+
+    parts = []
+    for key in ("machine", "workload", "placement", "kernel", "thp"):
+        if getattr(patch, key) is not None:
+            parts.append(f"{key} {getattr(patch, key)}")
+    if patch.balancing is not None:
+        parts.append("balancing " + bal.label(patch.balancing.resolved()))
+    parts += [f"{k}={v}" for k, v in patch.params.items()]
+    return ", ".join(parts) or "the run itself"
+
+
+def format_estimate(e: Estimate | None, digits: int = 2) -> str:
+    if e is None:
+        return "-"
+    if e.half_width is None:
+        return f"{e.mean:.{digits}f}"
+    return f"{e.mean:.{digits}f} ± {e.half_width:.{digits}f}"
+
+
+@dataclass(frozen=True)
+class AccessMap:
+    """Percent of all DRAM accesses: rows CPU node (or package), columns memory node (or package).
+    ``local_pct``/``remote_pct`` are always per node (the kernel's local/remote); with packages,
+    ``same_group_pct`` is the share served within the CPU's own package."""
+
+    names: list[str]
+    pct: list[list[float]]
+    row_totals: list[float]
+    concentration: list[float]
+    local_pct: float
+    remote_pct: float
+    same_group_pct: float | None = None
+
+
+def access_map(doc: dict[str, Any], groups: str = "node") -> AccessMap | None:
+    am = doc.get("access_map") or {}
+    matrix, nodes = am.get("matrix"), am.get("nodes")
+    if not matrix or not nodes:
+        return None
+    total = sum(sum(r) for r in matrix)
+    if total == 0:
+        return None
+    local = 100.0 * sum(matrix[i][i] for i in range(len(matrix))) / total
+    names, same_group = [f"n{n}" for n in nodes], None
+    if groups == "package":
+        matrix, names = _by_package(matrix, nodes, doc["machine"]["name"])
+        same_group = 100.0 * sum(matrix[i][i] for i in range(len(matrix))) / total
+    pct = [[100.0 * v / total for v in row] for row in matrix]
+    return AccessMap(names, pct, [sum(r) for r in pct], [sum(r[j] for r in pct) for j in range(len(names))], local, 100.0 - local, same_group)
+
+
+def _by_package(matrix: list[list[float]], nodes: list[int], machine: str) -> tuple[list[list[float]], list[str]]:
+    """Sum the map over packages (as the S1 paper shows its 8-node maps in 4 groups)."""
+    package = _packages(machine)
+    groups = sorted({package.get(n, n) for n in nodes})
+    index = {g: i for i, g in enumerate(groups)}
+    out = [[0.0] * len(groups) for _ in groups]
+    for i, a in enumerate(nodes):
+        for j, b in enumerate(nodes):
+            out[index[package.get(a, a)]][index[package.get(b, b)]] += matrix[i][j]
+    return out, [f"P{g}" for g in groups]
+
+
+@lru_cache(maxsize=16)
+def _packages(machine: str) -> dict[int, int]:
+    from numalab import machine as machines
+
+    try:
+        doc = json.loads(machines.load(machine).to_json())
+    except Exception:  # a machine file gone since the run: fall back to per-node maps
+        return {}
+    return {n["os_index"]: n["package"] for n in doc["nodes"]}
+
+
+def pages_grid(data: ReportData, case: str) -> Grid | None:
+    """MiB per memory node at the end of the run, one row per configuration (lowest seed)."""
+    rows, cells, cols = [], [], None
+    for label in data.labels:
+        doc = data.first_seed(case, label)
+        if not doc:
+            continue
+        nodes = doc["access_map"]["nodes"]
+        cols = cols or [f"n{n}" for n in nodes]
+        page = doc["pages"]["page_size_bytes"]
+        rows.append(label)
+        cells.append([p * page / MIB for p in doc["pages"]["per_node"]])
+    return Grid(f"{case}: memory per node (MiB)", "configuration", rows, cols or [], cells) if rows else None
+
+
+def failed_runs(data: ReportData) -> list[dict[str, Any]]:
+    f = data.frame
+    if not len(f):
+        return []
+    bad = f[f["status"] == "failed"]
+    return [{"case": r["case"], "label": r["label"], "seed": r["seed"], "hash": r["hash"][:12], "error": r["error"]} for _, r in bad.iterrows()]
+
+
+def status_counts(data: ReportData) -> dict[str, int]:
+    f = data.frame
+    return {k: int(v) for k, v in f["status"].value_counts().items()} if len(f) else {}

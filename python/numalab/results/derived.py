@@ -1,0 +1,47 @@
+"""Derived metrics of one result document as flat store columns (design/README.md §3.1).
+
+``local_pct``/``remote_pct``/``max_concentration_pct`` come from ``metrics.access_metrics``;
+``dram_bytes`` and ``dram_gbps`` measure memory intensity (the x axis of "intensity vs gain"
+plots); every other scalar metric keeps its name, and every vmstat counter the document has
+becomes ``vmstat_<kernel name>``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from numalab.results.metrics import access_metrics
+
+METRIC_COLUMNS = ("time_s", "local_pct", "remote_pct", "max_concentration_pct", "dram_bytes", "dram_gbps")
+# Bytes per access-map unit; the simulator counts 64-byte DRAM transfers.
+_UNIT_BYTES = {"dram_transfers_64b": 64}
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def columns(doc: dict[str, Any]) -> dict[str, Any]:
+    am = doc.get("access_map") or {}
+    matrix = am.get("matrix") or []
+    met = doc.get("metrics") or access_metrics(matrix, am.get("nodes") or list(range(len(matrix))))
+    time_s = doc.get("time_s")
+    dram = sum(sum(r) for r in matrix) * _UNIT_BYTES.get(am.get("unit", ""), 1) if matrix else None
+    out: dict[str, Any] = {
+        "time_s": time_s,
+        "local_pct": met.get("local_pct"),
+        "remote_pct": met.get("remote_pct"),
+        "max_concentration_pct": met.get("max_concentration_pct"),
+        "dram_bytes": dram,
+        "dram_gbps": dram / time_s / 1e9 if dram is not None and time_s else None,
+    }
+    # Metrics the runner adds (hint_fault_locality_pct, balancing_cost_pct, ...) become columns too.
+    for name, value in met.items():
+        if name not in out and _NAME.match(name) and _number(value):
+            out[name] = value
+    for name, value in (doc.get("vmstat") or {}).items():
+        if _NAME.match(name) and _number(value):
+            out[f"vmstat_{name}"] = value
+    return out
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -1,0 +1,155 @@
+"""Where runs execute: local worker processes, an existing Dask cluster, or Dask workers that
+dask-jobqueue submits to a Slurm queue. Every backend returns each run's outcome to the one
+client process, which alone writes the store (design/README.md §3.4).
+
+A backend submits a batch of configurations (``worker.run_batch``) and returns a future-like
+handle (with ``add_done_callback``, through which the sweep learns of finished batches), says
+what a done handle produced (``outcomes``, one per configuration, never raising), how many
+batches can execute at once (``slots``, refreshed by ``refresh``), and how to stop (``close``).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional
+
+from numalab.exceptions import UsageError
+from numalab.study.worker import init_local_worker, run_batch
+
+
+def _failed(error: str, lost: bool = False) -> dict[str, Any]:
+    return {"status": "failed", "error": error, "wall_s": None, "result": None, "columns": {}, "lost": lost}
+
+
+class LocalBackend:
+    """``ProcessPoolExecutor`` workers on this machine.
+
+    Workers are forked when the client has no other thread (the usual case: the pool starts
+    before the progress display), which costs milliseconds and no re-import; otherwise they come
+    from a forkserver that has imported numalab once, because forking a threaded process can
+    copy a lock some other thread holds.
+    """
+
+    def __init__(self, workers: int):
+        if workers < 1:
+            raise UsageError(f"--workers must be >= 1, got {workers}")
+        self.slots = workers
+        self.pool = self._new_pool()
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+            ctx = multiprocessing.get_context("fork")
+        else:
+            ctx = multiprocessing.get_context("forkserver")
+            ctx.set_forkserver_preload(["numalab.study.worker", "numalab.runner.sim"])
+        return ProcessPoolExecutor(max_workers=self.slots, mp_context=ctx, initializer=init_local_worker)
+
+    def submit(self, configs: list[dict[str, Any]]) -> Future:
+        try:
+            return self.pool.submit(run_batch, configs)
+        except BrokenProcessPool:
+            # A worker died (killed, out of memory): its pool is unusable; start a fresh one.
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.pool = self._new_pool()
+            return self.pool.submit(run_batch, configs)
+
+    def refresh(self) -> None:
+        pass
+
+    def outcomes(self, handle: Future, n: int) -> list[dict[str, Any]]:
+        try:
+            return handle.result()
+        except BrokenProcessPool as e:
+            return [_failed(f"worker process died ({e})", lost=True)] * n
+        except Exception as e:  # pickling errors and the like: record, do not stop the sweep
+            return [_failed(f"{type(e).__name__}: {e}")] * n
+
+    def close(self, cancel: bool, pending: Iterable[Future] = ()) -> None:
+        self.pool.shutdown(wait=not cancel, cancel_futures=cancel)
+        if cancel:
+            # Runs in progress would otherwise finish first; Ctrl-C must stop now. Python 3.14
+            # has terminate_workers(); before it the processes are only reachable this way.
+            terminate = getattr(self.pool, "terminate_workers", None)
+            if terminate is not None:
+                terminate()
+            else:
+                for p in list((getattr(self.pool, "_processes", None) or {}).values()):
+                    p.terminate()
+
+
+class DaskBackend:
+    """Runs as Dask futures on a cluster (``Client(address)``, or a cluster object)."""
+
+    def __init__(self, cluster_or_address: Any, owned_cluster: Any = None):
+        try:
+            from distributed import Client
+        except ImportError:
+            raise UsageError("--scheduler needs dask.distributed: pip install 'dask[distributed]'") from None
+        try:
+            self.client = Client(cluster_or_address, timeout=f"{connect_timeout_s()}s")
+        except (OSError, TimeoutError) as e:
+            if owned_cluster is not None:
+                owned_cluster.close()
+            raise UsageError(f"cannot reach the Dask scheduler at {cluster_or_address}: {e}") from None
+        self.cluster = owned_cluster
+        self.slots = max(1, sum(self.client.nthreads().values()))
+
+    def submit(self, configs: list[dict[str, Any]]) -> Any:
+        # pure=False: every submission is its own task, even for equal configurations.
+        return self.client.submit(run_batch, configs, pure=False)
+
+    def refresh(self) -> None:
+        # Slurm jobs join (or leave) while the sweep runs: count the threads again.
+        self.slots = max(1, sum(self.client.nthreads().values()))
+
+    def outcomes(self, handle: Any, n: int) -> list[dict[str, Any]]:
+        try:
+            return handle.result()
+        except Exception as e:  # KilledWorker (the task's workers kept dying), CancelledError, ...
+            return [_failed(f"{type(e).__name__}: {e}")] * n
+
+    def close(self, cancel: bool, pending: Iterable[Any] = ()) -> None:
+        if cancel:
+            self.client.cancel(list(pending))
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+@dataclass(frozen=True)
+class SlurmOptions:
+    queue: Optional[str] = None
+    cores: int = 1
+    memory: str = "2GB"
+    walltime: str = "01:00:00"
+    jobs: int = 1
+
+
+def slurm_backend(opts: SlurmOptions) -> DaskBackend:
+    """Dask workers submitted as Slurm jobs (``dask_jobqueue.SLURMCluster``), one process per core."""
+    try:
+        from dask_jobqueue import SLURMCluster
+    except ImportError:
+        raise UsageError("--slurm needs dask-jobqueue, which is not installed: pip install dask-jobqueue") from None
+    cluster = SLURMCluster(queue=opts.queue, cores=opts.cores, processes=opts.cores, memory=opts.memory, walltime=opts.walltime)
+    cluster.scale(jobs=opts.jobs)
+    return DaskBackend(cluster, owned_cluster=cluster)
+
+
+def connect_timeout_s() -> float:
+    """How long to wait for a Dask scheduler (``NUMALAB_DASK_CONNECT_TIMEOUT_S``, default 20 s:
+    a Slurm cluster's scheduler may take a while to come up)."""
+    raw = os.environ.get("NUMALAB_DASK_CONNECT_TIMEOUT_S", "20")
+    try:
+        return max(0.1, float(raw))
+    except ValueError:
+        raise UsageError(f"NUMALAB_DASK_CONNECT_TIMEOUT_S: '{raw}' is not a number of seconds") from None
+
+
+def local_workers(requested: Optional[int]) -> int:
+    return requested if requested is not None else (os.cpu_count() or 1)

@@ -1,0 +1,119 @@
+"""Pydantic models of a study file (TOML). ``numalab schema`` prints their JSON Schema.
+
+A study has three layers, applied in this order to make each run:
+
+1. the **top level** fixes what every run shares (``machine``, ``workload``, ``[params]``,
+   ``placement``, ``balancing``, ``kernel``, ``seeds``);
+2. ``[[runs]]`` lists explicit points; each entry overrides top-level keys (no entry: one point);
+3. ``[sweep]`` gives axes as lists; every point is crossed with their cartesian product.
+
+``seeds`` (or ``repetitions = N`` for seeds 1..N) is crossed last. ``[baseline]`` names the
+configuration each run is compared against for speedups: the run with the baseline's keys
+replaced (added to the study when it is not already one of its runs).
+
+Units: kernel knobs keep the kernel's names and units (``scan_period_min_ms``, ``scan_size_mb``);
+``"2s"`` and ``"1GiB"`` are accepted for them and converted once here.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
+
+from numalab.study.balancing import Balancing
+
+Kernel = Literal["3.13", "6.13"]
+Thp = Literal["always", "never"]
+# StrictBool first so that TOML true stays a bool rather than becoming 1.
+Scalar = Union[StrictBool, int, float, str]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RunPatch(_Strict):
+    """One explicit run (``[[runs]]``) or the baseline: the keys it sets replace the top level's."""
+
+    label: Optional[str] = Field(None, description="Column name in tables; a labelled run is one configuration, whatever keys it sets.")
+    machine: Optional[str] = Field(None, description="Machine preset name, or a preset .toml / hwloc .xml path.")
+    workload: Optional[str] = Field(None, description="Workload name (numalab workloads) or a descriptor .toml path.")
+    params: dict[str, Scalar] = Field(default_factory=dict, description="Workload parameters, merged over the top-level [params].")
+    placement: Optional[str] = Field(None, description="Config string as numalab compare takes it: default, interleave=all, membind=0:cpunodebind=0, init=serial.")
+    balancing: Optional[Balancing] = None
+    kernel: Optional[Kernel] = Field(None, description="Kernel rules the simulator follows.")
+    thp: Optional[Thp] = Field(None, description="Transparent huge pages for every region (default: as the workload says).")
+
+
+class Sweep(_Strict):
+    """Axes of a cartesian product: each key is a list of values."""
+
+    machine: Optional[list[str]] = Field(None, min_length=1)
+    workload: Optional[list[str]] = Field(None, min_length=1)
+    params: dict[str, list[Scalar]] = Field(default_factory=dict, description="Workload parameter axes, e.g. n = [10000, 20000].")
+    placement: Optional[list[str]] = Field(None, min_length=1, description="Config strings.")
+    balancing: Optional[list[Balancing]] = Field(None, min_length=1)
+    kernel: Optional[list[Kernel]] = Field(None, min_length=1)
+    thp: Optional[list[Thp]] = Field(None, min_length=1)
+
+
+class Scatter(_Strict):
+    """A scatter plot of one metric against another, one point per run (or per workload)."""
+
+    x: str = Field(description="Metric column (time_s, local_pct, remote_pct, max_concentration_pct, dram_gbps, speedup, vmstat_*); prefix baseline. to take it from the run's baseline, e.g. baseline.dram_gbps.")
+    y: str = Field("speedup", description="Metric column, as x.")
+    title: Optional[str] = None
+    color: Literal["workload", "label", "machine"] = Field("label", description="What the colours distinguish.")
+    best: bool = Field(False, description="Keep only the run with the largest y per machine and workload (the best configuration per application).")
+    log_x: bool = False
+
+
+class Report(_Strict):
+    """What the report shows beyond the default tables and maps."""
+
+    title: Optional[str] = None
+    scatter: list[Scatter] = Field(default_factory=list)
+    access_map_groups: Literal["node", "package"] = Field("node", description="Show access maps per NUMA node, or summed per package as some papers do.")
+
+
+class Study(_Strict):
+    """A study file: what to run, and what to compare it against."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="Study name; the store groups runs by it.")
+    description: str = ""
+    design: str = Field("", description="The published design this study follows (design only, never its results).")
+    machine: Optional[str] = Field(None, description="Machine preset name, or a preset .toml / hwloc .xml path.")
+    workload: Optional[str] = Field(None, description="Workload name (numalab workloads) or a descriptor .toml path.")
+    params: dict[str, Scalar] = Field(default_factory=dict, description="Workload parameters shared by every run.")
+    placement: str = Field("default", description="Config string as numalab compare takes it.")
+    balancing: Balancing = Balancing()
+    kernel: Kernel = "6.13"
+    thp: Optional[Thp] = None
+    sample_rate: float = Field(1.0, gt=0, le=1, description="Fraction of page visits simulated.")
+    seeds: Optional[list[int]] = Field(None, min_length=1, description="Seeds; each is one repetition (default [1]).")
+    repetitions: Optional[int] = Field(None, ge=1, description="Shorthand for seeds 1..N.")
+    baseline: Optional[RunPatch] = Field(None, description="Keys that turn a run into its baseline for speedups, e.g. { placement = \"default\", balancing = false }.")
+    sweep: Sweep = Field(default_factory=Sweep)
+    runs: list[RunPatch] = Field(default_factory=list)
+    report: Report = Field(default_factory=Report)
+
+    @model_validator(mode="after")
+    def _seeds(self) -> "Study":
+        if self.seeds is not None and self.repetitions is not None:
+            raise ValueError("give seeds or repetitions, not both")
+        if self.seeds is not None and any(s < 0 for s in self.seeds):
+            raise ValueError("seeds must be >= 0")
+        return self
+
+    def seed_list(self) -> list[int]:
+        if self.seeds is not None:
+            return list(dict.fromkeys(self.seeds))
+        return list(range(1, (self.repetitions or 1) + 1))
+
+
+def json_schema() -> dict:
+    schema = Study.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "numalab study file"
+    return schema

@@ -1,0 +1,176 @@
+"""Execute a resolved study into the results store.
+
+Runs whose hash the store already holds as complete are skipped; the rest go to a backend
+(``executors``) and each outcome is committed the moment it returns, so stopping the sweep at any
+point (Ctrl-C, SIGTERM, ``kill -9``, a lost worker) keeps every finished run and the next sweep
+does only what is left. Runs whose worker died are submitted again (at most ``RETRIES`` times: a
+run that kills every worker it lands on is then recorded as failed).
+
+Short runs travel in batches: after the first runs return, runs are grouped so that a batch
+takes about ``BATCH_S`` seconds, which keeps the per-submission cost (process hand-off, a Dask
+task) a small share of the total. A killed sweep loses at most the batches in flight.
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import signal
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from numalab.results.store import Store
+from numalab.study.expand import ResolvedRun, ResolvedStudy
+from numalab.study.progress import Progress
+
+RETRIES = 2
+POLL_S = 0.25
+BATCH_S = 0.1
+MAX_BATCH = 32
+
+
+@dataclass
+class SweepSummary:
+    total: int = 0
+    skipped: int = 0
+    ok: int = 0
+    out_of_memory: int = 0
+    failed: int = 0
+    interrupted: bool = False
+    elapsed_s: float = 0.0
+    run_wall_s: float = 0.0  # sum of the runs' own wall times (what is not overhead)
+
+    @property
+    def done(self) -> int:
+        return self.ok + self.out_of_memory + self.failed
+
+    def describe(self) -> str:
+        parts = [f"{self.done} of {self.total - self.skipped} runs done: {self.ok} ok"]
+        if self.out_of_memory:
+            parts.append(f"{self.out_of_memory} out of memory")
+        parts.append(f"{self.failed} failed")
+        if self.skipped:
+            parts.append(f"{self.skipped} already in the store")
+        return ", ".join(parts) + f" ({self.elapsed_s:.1f} s)"
+
+
+def run_study(resolved: ResolvedStudy, store: Store, backend_factory: Callable[[], Any], progress: Progress | None = None) -> SweepSummary:
+    """Run what the store does not hold yet; return counts (``interrupted`` after Ctrl-C)."""
+    start = time.monotonic()
+    progress = progress or Progress()
+    store.register_study(resolved)
+    complete = store.complete_hashes(r.hash for r in resolved.runs)
+    todo = [r for r in resolved.runs if r.hash not in complete]
+    summary = SweepSummary(total=len(resolved.runs), skipped=len(resolved.runs) - len(todo))
+    if todo:
+        _Sweep(resolved.name, store, backend_factory(), progress, summary).run(todo)
+    summary.elapsed_s = time.monotonic() - start
+    return summary
+
+
+class _Sweep:
+    def __init__(self, study: str, store: Store, backend: Any, progress: Progress, summary: SweepSummary):
+        self.study, self.store, self.backend, self.progress, self.summary = study, store, backend, progress, summary
+        self.waiting: deque[tuple[ResolvedRun, int]] = deque()
+        self.in_flight: dict[Any, list[tuple[ResolvedRun, int]]] = {}
+        # Backends call this from their own threads; the queue hands finished batches to this
+        # one, so each completion costs O(1) however many runs are pending.
+        self.finished: queue.SimpleQueue = queue.SimpleQueue()
+        self.timed = [0, 0.0]  # runs that simulated to the end, and their wall seconds
+
+    def run(self, todo: list[ResolvedRun]) -> None:
+        self.waiting.extend((r, 0) for r in todo)
+        with _sigterm_as_interrupt():
+            try:
+                self._top_up()
+                self.progress.start(len(todo))
+                last_refresh = time.monotonic()
+                while self.in_flight:
+                    for handle in _drain(self.finished, POLL_S):
+                        self._collect(handle)
+                    self._top_up()
+                    if time.monotonic() - last_refresh > 2.0:
+                        self.backend.refresh()
+                        last_refresh = time.monotonic()
+                    s = self.summary
+                    self.progress.update(s.done, min(len(self.in_flight), self.backend.slots), s.failed)
+            except KeyboardInterrupt:
+                self.summary.interrupted = True
+            finally:
+                self.progress.stop()
+                self.backend.close(cancel=self.summary.interrupted or bool(self.in_flight), pending=list(self.in_flight))
+
+    def _collect(self, handle: Any) -> None:
+        batch = self.in_flight.pop(handle)
+        for (run, attempts), outcome in zip(batch, self.backend.outcomes(handle, len(batch))):
+            if outcome.get("lost") and attempts < RETRIES:
+                self.waiting.appendleft((run, attempts + 1))
+                continue
+            self.store.write(self.study, run, outcome)
+            _count(self.summary, outcome)
+            if outcome["status"] != "failed":
+                self.timed[0] += 1
+                self.timed[1] += outcome.get("wall_s") or 0.0
+
+    def _top_up(self) -> None:
+        """Keep two batches per execution slot in flight: one running, one ready to start."""
+        while self.waiting and len(self.in_flight) < 2 * self.backend.slots:
+            size = self._batch_size()
+            batch = [self.waiting.popleft() for _ in range(min(size, len(self.waiting)))]
+            handle = self.backend.submit([run.config for run, _ in batch])
+            self.in_flight[handle] = batch
+            handle.add_done_callback(self.finished.put)
+
+    def _batch_size(self) -> int:
+        """One run until some have returned; then about BATCH_S seconds of runs, but never so
+        many that the last runs queue behind one worker while the others idle."""
+        runs, seconds = self.timed
+        if runs == 0 or seconds <= 0:
+            return 1
+        by_time = BATCH_S / (seconds / runs)
+        by_share = len(self.waiting) / (2 * self.backend.slots)
+        return max(1, min(MAX_BATCH, math.floor(by_time), math.ceil(by_share)))
+
+
+def _drain(finished: queue.SimpleQueue, timeout: float) -> list[Any]:
+    """The handles finished so far, waiting up to ``timeout`` for the first one."""
+    try:
+        out = [finished.get(timeout=timeout)]
+    except queue.Empty:
+        return []
+    while True:
+        try:
+            out.append(finished.get_nowait())
+        except queue.Empty:
+            return out
+
+
+def _count(summary: SweepSummary, outcome: dict[str, Any]) -> None:
+    status = outcome["status"]
+    if status == "ok":
+        summary.ok += 1
+    elif status == "out-of-memory":
+        summary.out_of_memory += 1
+    else:
+        summary.failed += 1
+    summary.run_wall_s += outcome.get("wall_s") or 0.0
+
+
+class _sigterm_as_interrupt:
+    """SIGTERM (Slurm's walltime, ``kill``) stops the sweep like Ctrl-C: finished runs are kept."""
+
+    def __enter__(self) -> None:
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGTERM, self._raise)
+
+    @staticmethod
+    def _raise(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)

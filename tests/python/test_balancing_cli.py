@@ -1,0 +1,147 @@
+"""Automatic NUMA balancing on the command line: ``numalab sim --balancing ...`` and the
+``balancing`` items of ``numalab compare --configs``."""
+
+import json
+
+import pytest
+
+import numalab
+from numalab.exceptions import UsageError
+from numalab.placement import parse_config
+from numalab.runner import sim as runner
+
+SMALL = ("-m", "vm-4", "-w", "stream", "--n", "200000", "--threads", "4")
+# Long enough for several scan passes with a 100 ms delay and period.
+PASSES = ("-m", "vm-4", "-w", "stream", "--n", "2000000", "--ntimes", "100", "--threads", "4")
+FAST = ("--balancing", "on", "--scan-delay-ms", "100", "--scan-period-min-ms", "100")
+
+
+def test_balancing_is_off_by_default(cli):
+    code, out, _ = cli("sim", *SMALL, "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["placement"]["balancing"] == {"enabled": False}
+    assert doc["metrics"]["hint_fault_locality_pct"] is None and doc["metrics"]["balancing_cost_pct"] is None
+    assert all("sched" not in t for t in doc["threads"])
+
+
+def test_sim_flags_reach_the_document(cli):
+    code, out, err = cli("sim", *SMALL, "--balancing", "on", "--scan-size-mb", "128", "--scan-period-max-ms", "30000", "--kernel", "3.13", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["placement"]["balancing"] == {
+        "enabled": True,
+        "kernel": "3.13",
+        "scan_delay_ms": 1000,
+        "scan_period_min_ms": 1000,
+        "scan_period_max_ms": 30000,
+        "scan_size_mb": 128,
+    }
+    assert set(doc["vmstat"]) >= {"numa_pte_updates", "numa_hint_faults", "numa_hint_faults_local", "numa_pages_migrated"}
+    assert "balancing_cost" in doc and "balancing_passes" not in doc
+    sched = doc["threads"][0]["sched"]
+    assert {"numa_preferred_nid", "total_numa_faults", "numa_pages_migrated", "numa_scan_seq", "faults"} <= set(sched)
+    assert {"node", "task_private", "task_shared", "group_private", "group_shared"} == set(sched["faults"][0])
+
+
+def test_counters_over_time_and_metrics(cli):
+    code, out, err = cli("sim", *PASSES, *FAST, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    vm = doc["vmstat"]
+    assert vm["numa_hint_faults"] > 0
+    assert doc["timeline"][-1]["vmstat"] == vm
+    faults = [p["vmstat"]["numa_hint_faults"] for p in doc["timeline"]]
+    assert faults == sorted(faults)
+    met = doc["metrics"]
+    assert met["hint_fault_locality_pct"] == pytest.approx(100.0 * vm["numa_hint_faults_local"] / vm["numa_hint_faults"])
+    assert 0 < met["balancing_cost_pct"] < 100
+
+
+def test_summary_prints_vmstat_only_with_balancing(cli):
+    code, out, _ = cli("sim", *SMALL)
+    assert code == 0 and "numa_hint_faults" not in out
+    code, out, _ = cli("sim", *SMALL, "--balancing", "on")
+    assert code == 0
+    assert "automatic NUMA balancing (kernel 6.13)" in out
+    for name in ("numa_pte_updates", "numa_huge_pte_updates", "numa_hint_faults_local", "pgmigrate_success", "pgmigrate_fail"):
+        assert name in out
+
+
+def test_explain_balancing_prints_a_per_pass_table(cli):
+    code, out, err = cli("sim", *PASSES, *FAST, "--explain-balancing")
+    assert code == 0, err
+    lines = out.splitlines()
+    head = lines.index("scan passes (faults and migrations during each pass):")
+    assert lines[head + 1].split() == ["pid", "pass", "t_s", "period_ms", "windows", "marked", "flt_local", "flt_remote", "migrated", "moves"]
+    rows = [line.split() for line in lines[head + 2 :]]
+    assert len(rows) >= 3
+    assert [int(r[1]) for r in rows] == list(range(1, len(rows) + 1))
+    code, out, _ = cli("sim", *PASSES, *FAST, "--explain-balancing", "--json")
+    assert len(json.loads(out)["balancing_passes"]) == len(rows)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("--balancing", "maybe"), "--balancing: 'maybe' is not on or off"),
+        (("--balancing", "on", "--scan-size-mb", "0"), "--scan-size-mb must be at least 1"),
+        (("--balancing", "on", "--scan-delay-ms", "-5"), "--scan-delay-ms must be a whole number >= 0"),
+        (("--scan-size-mb", "128"), "--scan-size-mb needs --balancing on"),
+        (("--explain-balancing",), "--explain-balancing needs --balancing on"),
+        (("--balancing", "on", "--scan-period-min-ms", "abc"), "--scan-period-min-ms"),
+    ],
+)
+def test_bad_balancing_options_are_usage_errors(cli, args, message):
+    code, out, err = cli("sim", *SMALL, *args)
+    assert code == 2, (out, err)
+    assert err.startswith("numalab: ") and message in err
+
+
+def test_compare_with_balancing_configs(cli):
+    configs = "default,interleave=all,balancing,balancing:scan-period-min-ms=100:scan-size-mb=128"
+    code, out, err = cli("compare", *SMALL, "--configs", configs)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert [line.split()[0] for line in lines[1:5]] == configs.split(",")[:2] + ["balancing", "balancing:scan-period-min-ms=100:scan-size-mb=128"]
+    table = lines.index("automatic NUMA balancing (/proc/vmstat)")
+    rows = [line.split()[0] for line in lines[table + 2 : table + 4]]
+    assert rows == ["balancing", "balancing:scan-period-min-ms=100:scan-size-mb=128"]
+    code, out, _ = cli("compare", *SMALL, "--configs", configs, "--json")
+    docs = json.loads(out)
+    assert [d["placement"]["balancing"]["enabled"] for d in docs] == [False, False, True, True]
+    last = docs[3]["placement"]["balancing"]
+    assert (last["scan_period_min_ms"], last["scan_size_mb"], last["scan_delay_ms"]) == (100, 128, 1000)
+
+
+def test_compare_base_flags_and_per_config_kernel(cli):
+    code, out, err = cli("compare", *SMALL, "--balancing", "on", "--configs", "default,kernel=3.13,balancing=off", "--json")
+    assert code == 0, err
+    docs = json.loads(out)
+    assert [d["placement"]["balancing"]["enabled"] for d in docs] == [True, True, False]
+    assert docs[1]["placement"]["balancing"]["kernel"] == "3.13" and docs[1]["kernel"] == "3.13"
+
+
+@pytest.mark.parametrize(
+    "configs, message",
+    [
+        ("default,balancing:hot-threshold-ms=500", "memory-tiering"),
+        ("default,scan-size-mb=128", "needs --balancing on"),
+        ("default,balancing:scan-size-mb=lots", "'lots' is not a whole number"),
+        ("default,balancing=sometimes", "is not on or off"),
+    ],
+)
+def test_compare_bad_balancing_items(cli, configs, message):
+    code, _, err = cli("compare", *SMALL, "--configs", configs)
+    assert code == 2
+    assert err.startswith("numalab: ") and message in err
+
+
+def test_settings_items_and_api():
+    _, _, items = parse_config("interleave=all:balancing:scan-delay-ms=500")
+    s = runner.apply_items(runner.Settings(), items, "test")
+    assert s.balancing == runner.Balancing(enabled=True, scan_delay_ms=500)
+    with pytest.raises(UsageError):
+        runner.apply_items(runner.Settings(), {"promote-rate-limit-mbps": "100"}, "test")
+    r = numalab.simulate("vm-4", "stream", "balancing", n=200000, threads=4)
+    assert r.doc["placement"]["balancing"]["enabled"] is True

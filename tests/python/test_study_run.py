@@ -1,0 +1,241 @@
+"""Sweeps: a study killed mid-run (SIGKILL, Ctrl-C) resumes with every run exactly once, failed
+runs are recorded without stopping the others and tried again, out-of-memory is an outcome,
+and a study runs on a Dask cluster through --scheduler."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+
+from numalab.results.store import Store
+from numalab.study import expand, load_study, parse_study, worker
+from numalab.study.sweep import run_study
+
+# 16 runs of about 0.1-0.2 s each: long enough to be killed in the middle.
+SLOW = """
+name = "slow"
+machine = "e5-2620v4-2s"
+workload = "dgemv"
+repetitions = 16
+params = { n = 10000, reps = 200, threads = 16 }
+"""
+
+
+def _numalab(*args: str, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "numalab.cli.main", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def _stored(db: Path) -> dict[str, tuple[str, float]]:
+    if not db.exists():
+        return {}
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+    try:
+        return {h: (f, w) for h, f, w in con.execute("SELECT hash, finished_at, wall_s FROM runs WHERE status = 'ok'")}
+    except sqlite3.OperationalError:  # the schema is not written yet
+        return {}
+    finally:
+        con.close()
+
+
+def _wait_for(predicate, timeout_s: float = 60.0) -> None:
+    end = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError("timed out")
+        time.sleep(0.02)
+
+
+def _session_processes(sid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _started_then_stopped(tmp_path: Path, sig: int) -> tuple[Path, Path, dict, subprocess.Popen, str]:
+    study = tmp_path / "slow.toml"
+    study.write_text(SLOW)
+    results = tmp_path / "results"
+    db = results / "numalab.db"
+    proc = _numalab("study", str(study), "--results", str(results), "--workers", "1", start_new_session=True)
+    _wait_for(lambda: len(_stored(db)) >= 3)
+    os.kill(proc.pid, sig)
+    _, err = proc.communicate(timeout=60)
+    return study, results, _stored(db), proc, err
+
+
+def _resume_and_check(study: Path, results: Path, before: dict) -> None:
+    expected = {r.hash for r in expand(load_study(study)).runs}
+    assert 3 <= len(before) < len(expected), "the study should have been stopped in the middle"
+    done = subprocess.run([sys.executable, "-m", "numalab.cli.main", "study", str(study), "--results", str(results), "--workers", "1"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"{len(before)} already in the store" in done.stdout
+    con = sqlite3.connect(results / "numalab.db")
+    rows = con.execute("SELECT hash, status FROM runs").fetchall()
+    con.close()
+    assert sorted(h for h, _ in rows) == sorted(expected)  # every run, exactly once
+    assert {s for _, s in rows} == {"ok"}
+    after = _stored(results / "numalab.db")
+    for h, (finished_at, wall_s) in before.items():
+        assert after[h] == (finished_at, wall_s), "a finished run was run again"
+
+
+def test_sigkill_mid_study_then_resume_runs_every_run_exactly_once(tmp_path):
+    study, results, before, proc, _ = _started_then_stopped(tmp_path, signal.SIGKILL)
+    assert proc.returncode == -signal.SIGKILL
+    # Its worker processes notice the client is gone and exit rather than run on orphaned.
+    _wait_for(lambda: not _session_processes(proc.pid), timeout_s=10)
+    _resume_and_check(study, results, before)
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def test_a_lost_worker_does_not_lose_or_repeat_runs(tmp_path):
+    study = tmp_path / "slow.toml"
+    study.write_text(SLOW)
+    results = tmp_path / "results"
+    proc = _numalab("study", str(study), "--results", str(results), "--workers", "2", start_new_session=True)
+    _wait_for(lambda: len(_stored(results / "numalab.db")) >= 2 and _children(proc.pid))
+    os.kill(_children(proc.pid)[0], signal.SIGKILL)  # as the kernel's OOM killer would
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert "16 of 16 runs done: 16 ok" in out
+    con = sqlite3.connect(results / "numalab.db")
+    assert con.execute("SELECT count(*), count(DISTINCT hash) FROM runs WHERE status = 'ok'").fetchone() == (16, 16)
+    con.close()
+
+
+def test_ctrl_c_stops_cleanly_keeping_finished_runs(tmp_path):
+    study, results, before, proc, err = _started_then_stopped(tmp_path, signal.SIGINT)
+    assert proc.returncode == 130
+    assert "interrupted" in err
+    _wait_for(lambda: not _session_processes(proc.pid), timeout_s=10)
+    _resume_and_check(study, results, before)
+
+
+class _Inline:
+    """A backend that runs each configuration at once in this process (monkeypatchable)."""
+
+    slots = 1
+
+    def submit(self, configs):
+        f: Future = Future()
+        f.set_result([worker.run_config(c) for c in configs])
+        return f
+
+    def outcomes(self, handle, n):
+        return handle.result()
+
+    def refresh(self) -> None:
+        pass
+
+    def close(self, cancel, pending=()) -> None:
+        pass
+
+
+def test_failed_runs_are_recorded_and_tried_again(tmp_path, monkeypatch):
+    resolved = expand(parse_study('name = "f"\nmachine = "e5-2620v4-2s"\nworkload = "dgemv"\nparams = { n = 2000, reps = 2 }\n'
+                                  '[baseline]\nplacement = "default"\n[sweep]\nplacement = ["default", "interleave=all", "membind=1"]\n'))
+    real = worker.simulate
+
+    def flaky(config):
+        if config["placement"] == "interleave=all":
+            raise RuntimeError("boom")
+        return real(config)
+
+    monkeypatch.setattr(worker, "simulate", flaky)
+    with Store(tmp_path) as store:
+        s = run_study(resolved, store, _Inline)
+        assert (s.ok, s.failed) == (2, 1)
+        rows = {r["placement"]: r for r in store.rows("f")}
+        assert rows["interleave=all"]["status"] == "failed" and rows["interleave=all"]["error"] == "RuntimeError: boom"
+        assert rows["membind=1"]["status"] == "ok" and rows["membind=1"]["speedup"] is not None
+        monkeypatch.setattr(worker, "simulate", real)
+        s = run_study(resolved, store, _Inline)
+        assert (s.skipped, s.ok, s.failed) == (2, 1, 0)
+        assert {r["status"] for r in store.rows("f")} == {"ok"}
+        assert store.db.execute("SELECT count(*) FROM runs").fetchone()[0] == 3
+
+
+def test_out_of_memory_is_an_outcome_not_a_failure(tmp_path):
+    resolved = expand(parse_study('name = "oom"\nmachine = "vm-4"\nworkload = "dgemv"\nparams = { n = 20000, reps = 1, threads = 4 }\n'
+                                  '[sweep]\nplacement = ["membind=0", "interleave=all"]\n'))
+    with Store(tmp_path) as store:
+        s = run_study(resolved, store, _Inline)
+        assert s.out_of_memory == 2
+        row = store.rows("oom")[0]
+        assert row["status"] == "out-of-memory" and "out of memory" in row["error"]
+        assert run_study(resolved, store, _Inline).skipped == 2
+
+
+def test_balancing_runs_are_passed_through_and_recorded(tmp_path):
+    """Balancing settings reach the simulator as config items; a simulator that does not have
+    them yet fails those runs with a clear error, and the other runs still complete."""
+    resolved = expand(parse_study('name = "b"\nmachine = "e5-2620v4-2s"\nworkload = "dgemv"\nparams = { n = 2000, reps = 2 }\n'
+                                  '[sweep]\nbalancing = [false, "on:scan-period-min-ms=100:scan-size-mb=128"]\n'))
+    with Store(tmp_path) as store:
+        run_study(resolved, store, _Inline)
+        rows = {r["balancing"]: r for r in store.rows("b")}
+    assert rows['{"enabled": false}']["status"] == "ok"
+    on = rows['{"enabled": true, "scan_period_min_ms": 100, "scan_size_mb": 128}']
+    assert on["status"] == "ok" or "balancing" in on["error"], on["error"]
+
+
+def test_study_on_a_dask_cluster_through_scheduler(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    study = tmp_path / "d.toml"
+    study.write_text('name = "dask"\nmachine = "e5-2620v4-2s"\nworkload = "dgemv"\nparams = { n = 2000, reps = 2 }\nseeds = [1, 2]\n'
+                     '[sweep]\nplacement = ["default", "interleave=all"]\n')
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None) as cluster:
+        done = subprocess.run([sys.executable, "-m", "numalab.cli.main", "study", str(study), "--results", str(tmp_path / "r"),
+                               "--scheduler", cluster.scheduler_address], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "4 of 4 runs done: 4 ok" in done.stdout
+    with Store(tmp_path / "r") as store:
+        assert [r["status"] for r in store.rows("dask")] == ["ok"] * 4
+
+
+def test_unreachable_scheduler_is_a_clear_error(cli, tmp_path, monkeypatch):
+    pytest.importorskip("distributed")
+    monkeypatch.setenv("NUMALAB_DASK_CONNECT_TIMEOUT_S", "1")
+    study = tmp_path / "d.toml"
+    study.write_text('name = "dask"\nmachine = "e5-2620v4-2s"\nworkload = "dgemv"\n')
+    code, _, err = cli("study", str(study), "--results", str(tmp_path / "r"), "--scheduler", "tcp://127.0.0.1:9")
+    assert code == 2 and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in err
+
+
+def test_slurm_without_dask_jobqueue_says_how_to_install(cli, tmp_path):
+    try:
+        import dask_jobqueue  # noqa: F401
+
+        pytest.skip("dask-jobqueue is installed")
+    except ImportError:
+        pass
+    study = tmp_path / "d.toml"
+    study.write_text('name = "slurm"\nmachine = "e5-2620v4-2s"\nworkload = "dgemv"\n')
+    code, _, err = cli("study", str(study), "--results", str(tmp_path / "r"), "--slurm", "--queue", "q")
+    assert code == 2 and "pip install dask-jobqueue" in err
