@@ -96,27 +96,57 @@ impl Solver {
             .collect()
     }
 
-    /// Utilisations the rates `x` (lines/s per thread) would cause.
+    /// Utilisations the rates `x` (lines/s per thread) would cause. Flows are first summed per
+    /// (CPU node, memory node) pair, so links are charged once per pair, not once per thread.
     fn utilisation(&self, d: &[Demand], x: &[f64]) -> (Vec<f64>, Vec<[f64; 2]>) {
-        let mut ctrl = vec![0.0; self.n];
-        let mut link = vec![[0.0; 2]; self.link_bytes.len()];
+        let n = self.n;
+        let mut rd = vec![0.0; n * n];
+        let mut wr = vec![0.0; n * n];
         for (t, &xt) in d.iter().zip(x) {
-            for k in 0..self.n {
-                let (r, w) = (xt * t.rd[k], xt * t.wr[k]);
+            if xt == 0.0 {
+                continue;
+            }
+            let row = t.cpu_node * n;
+            for k in 0..n {
+                rd[row + k] += xt * t.rd[k];
+                wr[row + k] += xt * t.wr[k];
+            }
+        }
+        let mut ctrl = vec![0.0; n];
+        let mut link = vec![[0.0; 2]; self.link_bytes.len()];
+        for c in 0..n {
+            for k in 0..n {
+                let (r, w) = (rd[c * n + k], wr[c * n + k]);
                 if r + w == 0.0 {
                     continue;
                 }
                 ctrl[k] += (r + w) * LINE / self.bw_bytes[k];
                 // Read data flows memory -> CPU, written data CPU -> memory.
-                for h in &self.route[k][t.cpu_node] {
+                for h in &self.route[k][c] {
                     link[h.link as usize][h.dir as usize] += r * LINK_LINE / self.link_bytes[h.link as usize][h.dir as usize];
                 }
-                for h in &self.route[t.cpu_node][k] {
+                for h in &self.route[c][k] {
                     link[h.link as usize][h.dir as usize] += w * LINK_LINE / self.link_bytes[h.link as usize][h.dir as usize];
                 }
             }
         }
         (ctrl, link)
+    }
+
+    /// For every (CPU node, memory node) pair, the highest utilisation on the way.
+    fn path_worst(&self, ctrl: &[f64], link: &[[f64; 2]]) -> Vec<f64> {
+        let n = self.n;
+        let mut worst = vec![0.0; n * n];
+        for c in 0..n {
+            for k in 0..n {
+                let mut w = ctrl[k];
+                for h in self.route[k][c].iter().chain(&self.route[c][k]) {
+                    w = w.max(link[h.link as usize][h.dir as usize]);
+                }
+                worst[c * n + k] = w;
+            }
+        }
+        worst
     }
 
     fn latencies(&self) -> Vec<Vec<f64>> {
@@ -152,16 +182,14 @@ impl Solver {
         for _ in 0..8 {
             let x = self.rates(d, &lat, &throttle);
             let (ctrl, link) = self.utilisation(d, &x);
+            let path = self.path_worst(&ctrl, &link);
             let mut any = false;
             for (i, t) in d.iter().enumerate() {
                 let mut worst: f64 = 1.0;
+                let row = t.cpu_node * self.n;
                 for k in 0..self.n {
-                    if t.rd[k] + t.wr[k] == 0.0 {
-                        continue;
-                    }
-                    worst = worst.max(ctrl[k]);
-                    for h in self.route[k][t.cpu_node].iter().chain(&self.route[t.cpu_node][k]) {
-                        worst = worst.max(link[h.link as usize][h.dir as usize]);
+                    if t.rd[k] + t.wr[k] != 0.0 {
+                        worst = worst.max(path[row + k]);
                     }
                 }
                 if worst > THROTTLE_TARGET + 1e-6 {

@@ -116,7 +116,7 @@ pub struct Engine<'a> {
 /// Per-node buffers the hot loop reuses.
 struct Scratch {
     count: Vec<u32>,
-    ok: Vec<bool>,
+    cap: Vec<u32>,
 }
 
 impl<'a> Engine<'a> {
@@ -210,7 +210,7 @@ impl<'a> Engine<'a> {
             budget_waits: 0,
             epochs: 0,
             samples: 0,
-            scratch: Scratch { count: vec![0; m.nodes.len()], ok: vec![true; m.nodes.len()] },
+            scratch: Scratch { count: vec![0; m.nodes.len()], cap: vec![0; m.nodes.len()] },
             numab,
         })
     }
@@ -364,12 +364,16 @@ impl<'a> Engine<'a> {
         self.w.program.get(t.step).and_then(|s| s.phases.get(t.pos)).copied()
     }
 
+    /// A new round's budgets; an overdraft (at most a page per path) is carried over, unused
+    /// capacity is not.
     fn refill_budgets(&mut self, round_s: f64) {
         for (b, n) in self.budget_node.iter_mut().zip(&self.m.nodes) {
-            *b = n.bandwidth_gbps * 1e9 * round_s / 64.0;
+            *b = b.min(0.0) + n.bandwidth_gbps * 1e9 * round_s / 64.0;
         }
         for (b, l) in self.budget_link.iter_mut().zip(&self.m.links) {
-            *b = [l.gbps[0] * 1e9 * round_s / 80.0, l.gbps[1] * 1e9 * round_s / 80.0];
+            for d in 0..2 {
+                b[d] = b[d].min(0.0) + l.gbps[d] * 1e9 * round_s / 80.0;
+            }
         }
     }
 
@@ -486,47 +490,47 @@ impl<'a> Engine<'a> {
     fn fast_visits(&mut self, tid: usize, until: f64, cost: &[f64], share: f64) -> bool {
         let cpu_node = self.sched.pu_node[self.sched.cpu[tid]];
         let Engine { threads, procs, budget_node, budget_link, m, scratch, .. } = self;
-        let Scratch { count, ok } = scratch;
+        let Scratch { count, cap } = scratch;
         let t = &mut threads[tid];
         let regions = &procs[t.pid].regions;
         let kappa = t.compute_per_line_s / share;
         let cheapest = cost.iter().copied().fold(f64::INFINITY, f64::min) + kappa;
         let mut served = false;
-        // Nodes whose memory and path still have budget this round; recomputed when a budget runs out.
-        let mut stale = true;
+
         while t.clock < until && t.pending.is_none() {
             let Some(i) = pick_sweep(t) else { break };
-            if stale {
-                for (n, okn) in ok.iter_mut().enumerate() {
-                    let path = |hops: &[numalab_model::Hop]| hops.iter().all(|h| budget_link[h.link as usize][h.dir as usize] > 0.0);
-                    *okn = budget_node[n] > 0.0 && (n == cpu_node || (path(&m.routes[n][cpu_node]) && path(&m.routes[cpu_node][n])));
-                }
-                stale = false;
-            }
             let sweep = &mut t.sweeps[i];
             let r = &regions[sweep.region as usize];
             let rd_share = sweep.rd_share();
             let per_sample = sweep.sample_lines(r.shift);
             let room = if per_sample > 0.0 { ((until - t.clock) / (per_sample * cheapest)).ceil().max(1.0) as u64 } else { 1 };
+            // Samples each node can still take this round (its memory and the links on the way):
+            // a run stops there, so no resource goes over its budget by more than one sample.
+            for (n, c) in cap.iter_mut().enumerate() {
+                let mut rem = budget_node[n];
+                if n != cpu_node {
+                    for h in m.routes[n][cpu_node].iter().chain(&m.routes[cpu_node][n]) {
+                        rem = rem.min(budget_link[h.link as usize][h.dir as usize]);
+                    }
+                }
+                *c = if rem <= 0.0 { 0 } else if per_sample > 0.0 { (rem / per_sample).ceil().min(u32::MAX as f64) as u32 } else { u32::MAX };
+            }
             count.iter_mut().for_each(|x| *x = 0);
-            let (k, per) = sweep.extend_run(r.shift, &r.node, &r.marked, ok, room.min(RUN_PAGES), count);
+            let (k, per) = sweep.extend_run(r.shift, &r.node, &r.marked, cap, room.min(RUN_PAGES), count);
             if k > 0 {
                 let mut c = 0.0;
                 for (n, &cnt) in count.iter().enumerate().filter(|(_, &x)| x > 0) {
                     let lines = cnt as f64 * per;
                     let (rd, wr) = (lines * rd_share, lines * (1.0 - rd_share));
                     budget_node[n] -= lines;
-                    stale |= budget_node[n] <= 0.0;
                     if n != cpu_node {
                         for h in &m.routes[n][cpu_node] {
                             let b = &mut budget_link[h.link as usize][h.dir as usize];
                             *b -= rd;
-                            stale |= *b <= 0.0;
                         }
                         for h in &m.routes[cpu_node][n] {
                             let b = &mut budget_link[h.link as usize][h.dir as usize];
                             *b -= wr;
-                            stale |= *b <= 0.0;
                         }
                     }
                     c += lines * (kappa + cost[n]);

@@ -131,7 +131,8 @@ impl Sweep {
                 done_lines: 0.0,
             };
         }
-        let ranges = ranges(a, r, t, nt, chunk_order);
+        // An access that moves nothing to or from DRAM (data kept in cache) visits no page.
+        let ranges = if traffic > 0.0 { ranges(a, r, t, nt, chunk_order) } else { Vec::new() };
         let bytes: u64 = ranges.iter().map(|(s, e)| e - s).sum();
         let lines_per_byte = traffic / 64.0;
         let pos = ranges.first().map_or(0, |r| r.0);
@@ -204,12 +205,12 @@ impl Sweep {
     }
 
     /// Continue the current range with up to `max` more whole samples (groups of `stride`
-    /// pages) already placed on a node marked `ok`, counting them per node in `count`: the hot
+    /// pages) already placed, at most `cap[n]` on node `n`, counting them per node in `count`: the hot
     /// path serves a run of samples in one step. A sample covering a page protected for a NUMA
     /// hinting fault (`marked`, empty when balancing is off) ends the run: the general path
     /// takes the fault. Returns the samples added and the lines of one.
     #[inline]
-    pub fn extend_run(&mut self, shift: u32, nodes: &[u8], marked: &[u64], ok: &[bool], max: u64, count: &mut [u32]) -> (u64, f64) {
+    pub fn extend_run(&mut self, shift: u32, nodes: &[u8], marked: &[u64], cap: &[u32], max: u64, count: &mut [u32]) -> (u64, f64) {
         if self.random_left > 0 {
             return (0, 0.0);
         }
@@ -217,13 +218,29 @@ impl Sweep {
         let group = self.stride << shift;
         let mut pos = self.pos;
         let mut k = 0;
-        while k < max && pos + group <= end {
+        if self.stride == 1 && marked.is_empty() {
+            // The common case (every page, balancing off): a straight scan of the page table.
+            let first = (pos >> shift) as usize;
+            let avail = (((end - pos) >> shift) as usize).min(max as usize);
+            for &n in &nodes[first..first + avail] {
+                if n == crate::pages::NONE || count[n as usize] >= cap[n as usize] {
+                    break;
+                }
+                count[n as usize] += 1;
+                k += 1;
+            }
+            pos += k << shift;
+        }
+        while self.stride > 1 || !marked.is_empty() {
+            if k >= max || pos + group > end {
+                break;
+            }
             let first = pos >> shift;
             // The sample is a page of the group picked by a hash of its position (unbiased
             // against interleave's period, and the same on every run).
             let rep = if self.stride == 1 { first } else { first + (first.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) % self.stride };
             let (n, f) = (nodes[rep as usize], nodes[first as usize]);
-            if n == crate::pages::NONE || f == crate::pages::NONE || !ok[n as usize] {
+            if n == crate::pages::NONE || f == crate::pages::NONE || count[n as usize] >= cap[n as usize] {
                 break;
             }
             if crate::pages::any_marked(marked, first, ((pos + group - 1) >> shift) - first + 1) {
