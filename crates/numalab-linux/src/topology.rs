@@ -68,7 +68,8 @@ fn meminfo_bytes(path: &Path, text: &str, key: &str) -> Result<Option<u64>, Linu
         let mut words = line.split_whitespace();
         if words.by_ref().any(|w| w == label) {
             let v = words.next().ok_or_else(|| parse_err(path, format!("{key} has no value")))?;
-            let kb: u64 = v.parse().map_err(|_| parse_err(path, format!("bad {key} value '{v}' (expected a number of kB)")))?;
+            let kb: u64 =
+                v.parse().map_err(|_| parse_err(path, format!("bad {key} value '{v}' (expected a number of kB)")))?;
             return Ok(Some(kb * 1024));
         }
     }
@@ -96,7 +97,8 @@ fn distance_row(path: &Path, nr_nodes: usize) -> Result<Vec<u32>, LinuxError> {
 
 fn node_dirs(node_root: &Path) -> Result<Vec<(u32, PathBuf)>, LinuxError> {
     let mut out = Vec::new();
-    let entries = fs::read_dir(node_root).map_err(|e| LinuxError::Read { path: node_root.display().to_string(), message: e.to_string() })?;
+    let entries = fs::read_dir(node_root)
+        .map_err(|e| LinuxError::Read { path: node_root.display().to_string(), message: e.to_string() })?;
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().to_string();
         if let Some(id) = name.strip_prefix("node").and_then(|s| s.parse::<u32>().ok()) {
@@ -147,8 +149,13 @@ fn read_cores(cpu_root: &Path, nodes: &[HostNode]) -> Result<Vec<HostCore>, Linu
         let topo = cpu_root.join(format!("cpu{cpu}/topology"));
         let core = if topo.is_dir() {
             // A CPU is its own sibling; adding it keeps a malformed list from leaving it coreless.
-            let siblings = cpulist(&topo.join("thread_siblings_list"))?.intersection(&all).union(&CpuSet::from_indexes([cpu]));
-            HostCore { package: number(&topo.join("physical_package_id"))?, core_id: number(&topo.join("core_id"))?, cpus: siblings }
+            let siblings =
+                cpulist(&topo.join("thread_siblings_list"))?.intersection(&all).union(&CpuSet::from_indexes([cpu]));
+            HostCore {
+                package: number(&topo.join("physical_package_id"))?,
+                core_id: number(&topo.join("core_id"))?,
+                cpus: siblings,
+            }
         } else {
             let package = 0;
             HostCore { package, core_id: cpu, cpus: CpuSet::from_indexes([cpu]) }
@@ -163,7 +170,9 @@ impl HostTopology {
     /// The facts as JSON (`nodes`, `cores`, `numa_disabled`), for the Python layer to complete;
     /// `memory_free_bytes` is `null` when meminfo had no MemFree line.
     pub fn to_json(&self) -> Value {
-        let node_pkg = |n: &HostNode| self.cores.iter().find(|c| c.cpus.intersection(&n.cpus).weight() > 0).map(|c| c.package).unwrap_or(0);
+        let node_pkg = |n: &HostNode| {
+            self.cores.iter().find(|c| c.cpus.intersection(&n.cpus).weight() > 0).map(|c| c.package).unwrap_or(0)
+        };
         json!({
             "numa_disabled": self.numa_disabled,
             "nodes": self.nodes.iter().map(|n| json!({

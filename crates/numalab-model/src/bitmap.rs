@@ -64,9 +64,10 @@ impl Bitmap {
 
     /// Set bits in ascending order.
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        self.words.iter().enumerate().flat_map(|(wi, &w)| {
-            (0..64u32).filter(move |b| w & (1u64 << b) != 0).map(move |b| wi as u32 * 64 + b)
-        })
+        self.words
+            .iter()
+            .enumerate()
+            .flat_map(|(wi, &w)| (0..64u32).filter(move |b| w & (1u64 << b) != 0).map(move |b| wi as u32 * 64 + b))
     }
 
     pub fn first(&self) -> Option<u32> {
@@ -96,12 +97,7 @@ impl Bitmap {
     }
 
     pub fn difference(&self, other: &Self) -> Self {
-        let words = self
-            .words
-            .iter()
-            .enumerate()
-            .map(|(i, a)| a & !other.words.get(i).copied().unwrap_or(0))
-            .collect();
+        let words = self.words.iter().enumerate().map(|(i, a)| a & !other.words.get(i).copied().unwrap_or(0)).collect();
         Self { words }.trimmed()
     }
 

@@ -46,10 +46,20 @@ pub const VMSTAT: [Counter; 7] = [
 
 /// Per-thread lines of `/proc/PID/task/TID/sched` (CONFIG_SCHED_DEBUG).
 pub const SCHED: [Counter; 4] = [
-    Counter { name: "sched.numa_preferred_nid", unit: "node", kind: CounterKind::Gauge, description: "preferred node (-1 = none)" },
+    Counter {
+        name: "sched.numa_preferred_nid",
+        unit: "node",
+        kind: CounterKind::Gauge,
+        description: "preferred node (-1 = none)",
+    },
     c("sched.total_numa_faults", "pages", "decayed NUMA faults of the task"),
     c("sched.numa_pages_migrated", "pages", "pages this task migrated on its faults"),
-    Counter { name: "sched.numa_scan_seq", unit: "passes", kind: CounterKind::Gauge, description: "completed scan passes of the mm" },
+    Counter {
+        name: "sched.numa_scan_seq",
+        unit: "passes",
+        kind: CounterKind::Gauge,
+        description: "completed scan passes of the mm",
+    },
 ];
 
 pub fn catalogue() -> impl Iterator<Item = &'static Counter> {

@@ -57,10 +57,7 @@ pub fn parse_indexstring(s: &str, allowed: &Bitmap, kind: IndexKind) -> Result<B
                     i
                 };
                 if !allowed.contains(idx) {
-                    return Err(format!(
-                        "{word} {idx} in '{s}' does not exist on this machine ({word}s: {})",
-                        allowed
-                    ));
+                    return Err(format!("{word} {idx} in '{s}' does not exist on this machine ({word}s: {})", allowed));
                 }
                 set.set(idx);
             }

@@ -57,17 +57,17 @@ impl PolicyMode {
             "preferred-many" | "prefer (many)" | "prefer-many" => PolicyMode::PreferredMany,
             "weighted-interleave" | "weighted interleave" | "weighted" => PolicyMode::WeightedInterleave,
             _ => {
-                return Err(PolicyError(format!(
-                    "unknown policy '{s}' (expected one of: {})",
-                    POLICY_NAMES.join(", ")
-                )))
+                return Err(PolicyError(format!("unknown policy '{s}' (expected one of: {})", POLICY_NAMES.join(", "))))
             }
         })
     }
 
     /// Modes that need a non-empty node mask (`EINVAL` otherwise in `set_mempolicy`).
     pub fn needs_nodes(self) -> bool {
-        matches!(self, PolicyMode::Bind | PolicyMode::Interleave | PolicyMode::PreferredMany | PolicyMode::WeightedInterleave)
+        matches!(
+            self,
+            PolicyMode::Bind | PolicyMode::Interleave | PolicyMode::PreferredMany | PolicyMode::WeightedInterleave
+        )
     }
 }
 
@@ -106,7 +106,12 @@ pub struct MemPolicy {
 
 impl MemPolicy {
     pub fn default_policy() -> Self {
-        MemPolicy { mode: PolicyMode::Default, nodes: NodeSet::new(), flags: PolicyFlags::default(), weights: BTreeMap::new() }
+        MemPolicy {
+            mode: PolicyMode::Default,
+            nodes: NodeSet::new(),
+            flags: PolicyFlags::default(),
+            weights: BTreeMap::new(),
+        }
     }
 
     pub fn new(mode: PolicyMode, nodes: NodeSet) -> Result<Self, PolicyError> {

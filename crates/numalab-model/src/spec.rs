@@ -29,7 +29,9 @@ impl<T: Copy> OneOrMany<T> {
         match self {
             OneOrMany::One(v) => Ok(*v),
             OneOrMany::Many(v) if v.len() == n => Ok(v[i]),
-            OneOrMany::Many(v) => Err(TopologyError::field(path, format!("has {} values, expected 1 or {n} (one per node)", v.len()))),
+            OneOrMany::Many(v) => {
+                Err(TopologyError::field(path, format!("has {} values, expected 1 or {n} (one per node)", v.len())))
+            }
         }
     }
 }
@@ -198,7 +200,9 @@ impl MachineSpec {
         let distances = self.distances.clone().unwrap_or_else(|| default_distances(n));
         let idle_latency_ns = match &self.latency.matrix_ns {
             Some(m) => m.clone(),
-            None => distances.iter().map(|r| r.iter().map(|&d| self.latency.local_ns * d as f64 / 10.0).collect()).collect(),
+            None => {
+                distances.iter().map(|r| r.iter().map(|&d| self.latency.local_ns * d as f64 / 10.0).collect()).collect()
+            }
         };
         let loaded_latency = match &self.latency.loaded_curve {
             Some(c) => c.iter().map(|&[u, f]| CurvePoint { utilisation: u, factor: f }).collect(),
@@ -220,8 +224,11 @@ impl MachineSpec {
             routes: Vec::new(),
             notes: self.notes.clone(),
         };
-        if !(self.latency.local_ns > 0.0) {
-            return Err(TopologyError::field("latency.local_ns", format!("must be > 0, got {}", self.latency.local_ns)));
+        if self.latency.local_ns.is_nan() || self.latency.local_ns <= 0.0 {
+            return Err(TopologyError::field(
+                "latency.local_ns",
+                format!("must be > 0, got {}", self.latency.local_ns),
+            ));
         }
         if m.distances.len() == n && m.distances.iter().all(|r| r.len() == n) {
             m.routes = self.routes(&m)?;
@@ -235,13 +242,19 @@ impl MachineSpec {
     /// Node rows (os_index, package, cpus, overrides) and core cpusets, from the shape or explicit lists.
     fn layout(&self) -> Result<(Vec<NodeRow>, Vec<CpuSet>), TopologyError> {
         match (&self.topology, &self.nodes) {
-            (Some(_), Some(_)) => Err(TopologyError::field("nodes", "give either topology (a regular shape) or nodes, not both")),
-            (None, None) => Err(TopologyError::field("topology", "missing: give topology (a regular shape) or an explicit nodes list")),
+            (Some(_), Some(_)) => {
+                Err(TopologyError::field("nodes", "give either topology (a regular shape) or nodes, not both"))
+            }
+            (None, None) => Err(TopologyError::field(
+                "topology",
+                "missing: give topology (a regular shape) or an explicit nodes list",
+            )),
             (Some(shape), None) => shape_layout(shape),
             (None, Some(list)) => {
                 let mut rows = Vec::new();
                 for (i, ns) in list.iter().enumerate() {
-                    let cpus = CpuSet::parse_list(&ns.cpus).map_err(|e| TopologyError::field(format!("nodes[{i}].cpus"), e))?;
+                    let cpus = CpuSet::parse_list(&ns.cpus)
+                        .map_err(|e| TopologyError::field(format!("nodes[{i}].cpus"), e))?;
                     rows.push(NodeRow {
                         os_index: ns.os_index,
                         package: ns.package,
@@ -255,7 +268,9 @@ impl MachineSpec {
                     Some(cs) => cs
                         .iter()
                         .enumerate()
-                        .map(|(i, c)| CpuSet::parse_list(&c.cpus).map_err(|e| TopologyError::field(format!("cores[{i}].cpus"), e)))
+                        .map(|(i, c)| {
+                            CpuSet::parse_list(&c.cpus).map_err(|e| TopologyError::field(format!("cores[{i}].cpus"), e))
+                        })
                         .collect::<Result<Vec<_>, _>>()?,
                     // Without core information every PU is its own core.
                     None => rows.iter().flat_map(|r| r.cpus.iter().map(|c| CpuSet::from_indexes([c]))).collect(),
@@ -269,12 +284,17 @@ impl MachineSpec {
         let node_of = |cpu: u32| nodes.iter().find(|n| n.cpuset.contains(cpu));
         let mut rows: Vec<(u32, u32, u32, CpuSet)> = Vec::new(); // (package, node, first pu, cpuset)
         for (i, set) in core_sets.iter().enumerate() {
-            let first = set.first().ok_or_else(|| TopologyError::field(format!("cores[{i}].cpus"), "a core needs at least one PU"))?;
+            let first = set
+                .first()
+                .ok_or_else(|| TopologyError::field(format!("cores[{i}].cpus"), "a core needs at least one PU"))?;
             let node = node_of(first)
                 .ok_or_else(|| TopologyError::field(format!("cores[{i}].cpus"), format!("PU {first} is on no node")))?;
             for cpu in set.iter() {
                 if node_of(cpu).map(|n| n.os_index) != Some(node.os_index) {
-                    return Err(TopologyError::field(format!("cores[{i}].cpus"), format!("PU {cpu} is not on node {} with the rest of its core", node.os_index)));
+                    return Err(TopologyError::field(
+                        format!("cores[{i}].cpus"),
+                        format!("PU {cpu} is not on node {} with the rest of its core", node.os_index),
+                    ));
                 }
             }
             rows.push((node.package, node.os_index, first, set.clone()));
@@ -285,7 +305,11 @@ impl MachineSpec {
         let mut pus = Vec::new();
         let mut per_package: BTreeMap<u32, u32> = BTreeMap::new();
         for (li, (package, node, _first, set)) in rows.into_iter().enumerate() {
-            let explicit = self.cores.as_ref().and_then(|cs| cs.iter().find(|c| CpuSet::parse_list(&c.cpus).ok().as_ref() == Some(&set))).and_then(|c| c.os_index);
+            let explicit = self
+                .cores
+                .as_ref()
+                .and_then(|cs| cs.iter().find(|c| CpuSet::parse_list(&c.cpus).ok().as_ref() == Some(&set)))
+                .and_then(|c| c.os_index);
             let counter = per_package.entry(package).or_insert(0);
             let os_index = explicit.unwrap_or(*counter);
             *counter += 1;
@@ -314,7 +338,10 @@ impl MachineSpec {
                     OneOrMany::One(v) => [*v, *v],
                     OneOrMany::Many(v) if v.len() == 2 => [v[0], v[1]],
                     OneOrMany::Many(v) => {
-                        return Err(TopologyError::field(format!("links[{i}].gbps"), format!("has {} values, expected 1 or 2 (a->b, b->a)", v.len())))
+                        return Err(TopologyError::field(
+                            format!("links[{i}].gbps"),
+                            format!("has {} values, expected 1 or 2 (a->b, b->a)", v.len()),
+                        ))
                     }
                 };
                 Ok(Link { nodes: l.nodes, gbps })
@@ -342,7 +369,9 @@ impl MachineSpec {
             path.push(r.to);
             let mut hops = Vec::new();
             for w in path.windows(2) {
-                hops.push(find_hop(m, w[0], w[1]).ok_or_else(|| TopologyError::field(&p, format!("no link between node {} and node {}", w[0], w[1])))?);
+                hops.push(find_hop(m, w[0], w[1]).ok_or_else(|| {
+                    TopologyError::field(&p, format!("no link between node {} and node {}", w[0], w[1]))
+                })?);
             }
             let (Some(a), Some(b)) = (m.node_logical(r.from), m.node_logical(r.to)) else {
                 return Err(TopologyError::field(p, format!("node {} or {} does not exist", r.from, r.to)));
@@ -389,7 +418,13 @@ fn shape_layout(s: &ShapeSpec) -> Result<(Vec<NodeRow>, Vec<CpuSet>), TopologyEr
             cpus = cpus.union(&set);
             cores.push(set);
         }
-        rows.push(NodeRow { os_index: node, package: node / s.nodes_per_package, cpus, memory_bytes: None, bandwidth_gbps: None });
+        rows.push(NodeRow {
+            os_index: node,
+            package: node / s.nodes_per_package,
+            cpus,
+            memory_bytes: None,
+            bandwidth_gbps: None,
+        });
     }
     Ok((rows, cores))
 }

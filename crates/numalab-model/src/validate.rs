@@ -41,7 +41,10 @@ impl Machine {
             let p = format!("nodes[{i}]");
             if let Some(q) = prev {
                 if node.os_index <= q {
-                    return err(format!("{p}.os_index"), format!("node {} is listed twice or out of order", node.os_index));
+                    return err(
+                        format!("{p}.os_index"),
+                        format!("node {} is listed twice or out of order", node.os_index),
+                    );
                 }
             }
             prev = Some(node.os_index);
@@ -49,7 +52,10 @@ impl Machine {
                 return err(format!("{p}.logical_index"), format!("is {}, expected {i}", node.logical_index));
             }
             if node.local_memory_bytes > 0 && !(node.bandwidth_gbps > 0.0 && node.bandwidth_gbps.is_finite()) {
-                return err(format!("{p}.bandwidth_gbps"), format!("must be > 0 for a node with memory, got {}", node.bandwidth_gbps));
+                return err(
+                    format!("{p}.bandwidth_gbps"),
+                    format!("must be > 0 for a node with memory, got {}", node.bandwidth_gbps),
+                );
             }
             if !self.packages.iter().any(|pk| pk.os_index == node.package) {
                 return err(format!("{p}.package"), format!("package {} does not exist", node.package));
@@ -82,7 +88,10 @@ impl Machine {
             }
             seen.set(pu.os_index);
             if owner.get(&pu.os_index) != Some(&pu.node) {
-                return err(format!("{p}.node"), format!("PU {} says node {} but no such node lists it", pu.os_index, pu.node));
+                return err(
+                    format!("{p}.node"),
+                    format!("PU {} says node {} but no such node lists it", pu.os_index, pu.node),
+                );
             }
             let Some(core) = self.cores.get(pu.core as usize) else {
                 return err(format!("{p}.core"), format!("core {} does not exist", pu.core));
@@ -108,14 +117,23 @@ impl Machine {
         }
         for (i, row) in self.distances.iter().enumerate() {
             if row.len() != n {
-                return err(format!("distances[{i}]"), format!("has {} entries, expected {n}: the matrix must be square", row.len()));
+                return err(
+                    format!("distances[{i}]"),
+                    format!("has {} entries, expected {n}: the matrix must be square", row.len()),
+                );
             }
             for (j, &d) in row.iter().enumerate() {
                 if i == j && d != 10 {
-                    return err(format!("distances[{i}][{j}]"), format!("diagonal must be 10 (local distance), got {d}"));
+                    return err(
+                        format!("distances[{i}][{j}]"),
+                        format!("diagonal must be 10 (local distance), got {d}"),
+                    );
                 }
                 if i != j && !(11..255).contains(&d) {
-                    return err(format!("distances[{i}][{j}]"), format!("remote distance must be between 11 and 254, got {d}"));
+                    return err(
+                        format!("distances[{i}][{j}]"),
+                        format!("remote distance must be between 11 and 254, got {d}"),
+                    );
                 }
             }
         }
@@ -172,7 +190,10 @@ impl Machine {
                     continue;
                 }
                 if route.is_empty() && n > 1 && !self.links.is_empty() {
-                    return err(p, format!("no route from node {} to node {}", self.nodes[i].os_index, self.nodes[j].os_index));
+                    return err(
+                        p,
+                        format!("no route from node {} to node {}", self.nodes[i].os_index, self.nodes[j].os_index),
+                    );
                 }
                 // The hops must chain from node i to node j.
                 let mut at = self.nodes[i].os_index;

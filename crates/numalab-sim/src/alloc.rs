@@ -66,14 +66,24 @@ impl Allocator {
     /// `pref` (logical node), restricted to `mask` (by logical index) if given, by a CPU of
     /// node `cpu_node`. Returns the node that supplied the pages, or `None` if none can.
     /// `interleave` is the node interleave chose, for `interleave_hit`.
-    pub fn alloc(&mut self, pref: usize, mask: Option<&[bool]>, cpu_node: usize, npages: u64, walk: Walk, interleave: Option<usize>) -> Option<usize> {
+    pub fn alloc(
+        &mut self,
+        pref: usize,
+        mask: Option<&[bool]>,
+        cpu_node: usize,
+        npages: u64,
+        walk: Walk,
+        interleave: Option<usize>,
+    ) -> Option<usize> {
         let allowed = |n: usize| mask.is_none_or(|m| m[n]);
         let list = &self.zonelists[pref];
         // The first allowed node of the walk is the "preferred zone" of zone_statistics.
         let preferred = *list.iter().find(|&&n| allowed(n))?;
         let above = |free: &[u64], n: usize, mark: u64| free[n] >= npages && free[n] - npages >= mark;
         let chosen = match (self.kernel, walk) {
-            (_, Walk::NoReclaim) => list.iter().copied().find(|&n| allowed(n) && above(&self.free, n, self.marks[n].low)),
+            (_, Walk::NoReclaim) => {
+                list.iter().copied().find(|&n| allowed(n) && above(&self.free, n, self.marks[n].low))
+            }
             (Kernel::K6, Walk::Normal) => list
                 .iter()
                 .copied()
@@ -175,12 +185,10 @@ pub fn build_zonelists(m: &Machine, kernel: Kernel) -> Vec<Vec<usize>> {
             let next = if !used[local] && has_mem[local] {
                 Some(local)
             } else {
-                (0..n)
-                    .filter(|&c| !used[c] && has_mem[c])
-                    .min_by_key(|&c| {
-                        let d = m.distances[local][c] as u64 + u64::from(c < local) + u64::from(has_cpus[c]);
-                        (d * big_m + load[c], c)
-                    })
+                (0..n).filter(|&c| !used[c] && has_mem[c]).min_by_key(|&c| {
+                    let d = m.distances[local][c] as u64 + u64::from(c < local) + u64::from(has_cpus[c]);
+                    (d * big_m + load[c], c)
+                })
             };
             used[local] = true;
             let Some(node) = next else { break };

@@ -123,10 +123,12 @@ impl Solver {
                 ctrl[k] += (r + w) * LINE / self.bw_bytes[k];
                 // Read data flows memory -> CPU, written data CPU -> memory.
                 for h in &self.route[k][c] {
-                    link[h.link as usize][h.dir as usize] += r * LINK_LINE / self.link_bytes[h.link as usize][h.dir as usize];
+                    link[h.link as usize][h.dir as usize] +=
+                        r * LINK_LINE / self.link_bytes[h.link as usize][h.dir as usize];
                 }
                 for h in &self.route[c][k] {
-                    link[h.link as usize][h.dir as usize] += w * LINK_LINE / self.link_bytes[h.link as usize][h.dir as usize];
+                    link[h.link as usize][h.dir as usize] +=
+                        w * LINK_LINE / self.link_bytes[h.link as usize][h.dir as usize];
                 }
             }
         }

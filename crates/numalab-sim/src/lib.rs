@@ -28,6 +28,11 @@ pub use output::SimOutput;
 use numalab_model::Machine;
 
 /// Simulate `workload` on `machine` under `placement`.
-pub fn simulate(machine: &Machine, workload: &WorkloadSpec, placement: &Placement, config: &SimConfig) -> Result<SimOutput, SimError> {
+pub fn simulate(
+    machine: &Machine,
+    workload: &WorkloadSpec,
+    placement: &Placement,
+    config: &SimConfig,
+) -> Result<SimOutput, SimError> {
     Ok(engine::Engine::new(machine, workload, placement, config)?.run())
 }

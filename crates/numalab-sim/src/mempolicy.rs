@@ -29,7 +29,14 @@ impl Resolved {
         }
         let weights: Vec<u64> = nodes.iter().map(|&n| p.weight(m.nodes[n].os_index) as u64).collect();
         let weight_sum = weights.iter().sum();
-        Resolved { mode: p.mode, nodes, mask, weights, weight_sum, numa_balancing: p.flags.numa_balancing && p.mode == PolicyMode::Bind }
+        Resolved {
+            mode: p.mode,
+            nodes,
+            mask,
+            weights,
+            weight_sum,
+            numa_balancing: p.flags.numa_balancing && p.mode == PolicyMode::Bind,
+        }
     }
 
     /// The node interleave (or weighted interleave) gives to interleave index `ilx`.

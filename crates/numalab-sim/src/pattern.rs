@@ -210,7 +210,15 @@ impl Sweep {
     /// hinting fault (`marked`, empty when balancing is off) ends the run: the general path
     /// takes the fault. Returns the samples added and the lines of one.
     #[inline]
-    pub fn extend_run(&mut self, shift: u32, nodes: &[u8], marked: &[u64], cap: &[u32], max: u64, count: &mut [u32]) -> (u64, f64) {
+    pub fn extend_run(
+        &mut self,
+        shift: u32,
+        nodes: &[u8],
+        marked: &[u64],
+        cap: &[u32],
+        max: u64,
+        count: &mut [u32],
+    ) -> (u64, f64) {
         if self.random_left > 0 {
             return (0, 0.0);
         }
@@ -238,7 +246,11 @@ impl Sweep {
             let first = pos >> shift;
             // The sample is a page of the group picked by a hash of its position (unbiased
             // against interleave's period, and the same on every run).
-            let rep = if self.stride == 1 { first } else { first + (first.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) % self.stride };
+            let rep = if self.stride == 1 {
+                first
+            } else {
+                first + (first.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) % self.stride
+            };
             let (n, f) = (nodes[rep as usize], nodes[first as usize]);
             if n == crate::pages::NONE || f == crate::pages::NONE || count[n as usize] >= cap[n as usize] {
                 break;
@@ -271,7 +283,15 @@ impl Sweep {
             self.random_left -= 1;
             let unit = rng.below(self.random_units);
             self.done_lines += self.random_lines;
-            return Some(Visit { region: self.region, unit, first: unit, units: 1, lines: self.random_lines, write: self.write, rd_share: self.rd_share });
+            return Some(Visit {
+                region: self.region,
+                unit,
+                first: unit,
+                units: 1,
+                lines: self.random_lines,
+                write: self.write,
+                rd_share: self.rd_share,
+            });
         }
         let &(_, end) = self.ranges.get(self.range)?;
         let unit = self.pos >> shift;
@@ -289,7 +309,15 @@ impl Sweep {
         let lines = bytes as f64 * self.lines_per_byte;
         self.done_lines += lines;
         let sample = if units > 1 { unit + rng.below(units) } else { unit };
-        Some(Visit { region: self.region, unit: sample, first: unit, units, lines, write: self.write, rd_share: self.rd_share })
+        Some(Visit {
+            region: self.region,
+            unit: sample,
+            first: unit,
+            units,
+            lines,
+            write: self.write,
+            rd_share: self.rd_share,
+        })
     }
 }
 

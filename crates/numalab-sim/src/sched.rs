@@ -92,7 +92,8 @@ impl Sched {
 
     /// The least loaded of `cands` (ties: an idle core first, then the lowest PU).
     fn idlest(&self, cands: &[usize], load: &[usize]) -> usize {
-        let core_busy = |c: usize| (0..load.len()).filter(|&q| self.pu_core[q] == self.pu_core[c]).map(|q| load[q]).sum::<usize>();
+        let core_busy =
+            |c: usize| (0..load.len()).filter(|&q| self.pu_core[q] == self.pu_core[c]).map(|q| load[q]).sum::<usize>();
         *cands.iter().min_by_key(|&&c| (load[c], core_busy(c), c)).expect("non-empty candidate list")
     }
 
@@ -114,10 +115,11 @@ impl Sched {
             let on_home: Vec<usize> = allowed.iter().copied().filter(|&c| self.pu_node[c] == home_node).collect();
             match self.kernel {
                 Kernel::K313 if !on_home.is_empty() => self.idlest(&on_home, &load),
-                Kernel::K6 if !on_home.is_empty() && {
-                    let busy = on_home.iter().filter(|&&c| load[c] > 0).count();
-                    (busy + 1) * 4 <= on_home.len()
-                } =>
+                Kernel::K6
+                    if !on_home.is_empty() && {
+                        let busy = on_home.iter().filter(|&&c| load[c] > 0).count();
+                        (busy + 1) * 4 <= on_home.len()
+                    } =>
                 {
                     self.idlest(&on_home, &load)
                 }
@@ -156,10 +158,10 @@ impl Sched {
                 continue;
             }
             let lvl = &self.levels[li];
-            let next = lvl.next_s + lvl.interval_s * ((now_s - lvl.next_s) / lvl.interval_s).floor().max(0.0) + lvl.interval_s;
+            let next =
+                lvl.next_s + lvl.interval_s * ((now_s - lvl.next_s) / lvl.interval_s).floor().max(0.0) + lvl.interval_s;
             self.levels[li].next_s = next;
-            loop {
-                let Some(t) = self.pull_once(li, live) else { break };
+            while let Some(t) = self.pull_once(li, live) {
                 moved.push(t);
             }
         }
@@ -220,7 +222,8 @@ fn build_levels(m: &Machine) -> Vec<Level> {
     let n_pus = m.pus.len();
     let mut levels = Vec::new();
     // Node level: groups are cores.
-    let span_of = (0..n_pus).map(|c| (0..n_pus).filter(|&q| pu_node[q] == pu_node[c]).collect::<Vec<_>>()).collect::<Vec<_>>();
+    let span_of =
+        (0..n_pus).map(|c| (0..n_pus).filter(|&q| pu_node[q] == pu_node[c]).collect::<Vec<_>>()).collect::<Vec<_>>();
     let group_of: Vec<usize> = m.pus.iter().map(|u| u.core as usize).collect();
     levels.push(Level { interval_s: span_of[0].len() as f64 * 1e-3, span_of, group_of, next_s: 0.0 });
     let mut tiers: Vec<u32> = m.distances.iter().flatten().copied().filter(|&d| d > 10).collect();
@@ -231,7 +234,12 @@ fn build_levels(m: &Machine) -> Vec<Level> {
         let span_of: Vec<Vec<usize>> =
             (0..n_pus).map(|c| (0..n_pus).filter(|&q| m.distances[pu_node[c]][pu_node[q]] <= d).collect()).collect();
         let weight = span_of.iter().map(|s| s.len()).max().unwrap_or(1);
-        levels.push(Level { interval_s: weight as f64 * 1e-3, span_of: span_of.clone(), group_of: child_group.clone(), next_s: 0.0 });
+        levels.push(Level {
+            interval_s: weight as f64 * 1e-3,
+            span_of: span_of.clone(),
+            group_of: child_group.clone(),
+            next_s: 0.0,
+        });
         // Groups one level up are this level's spans (named by their lowest PU).
         child_group = span_of.iter().map(|s| s[0]).collect();
     }
@@ -240,9 +248,13 @@ fn build_levels(m: &Machine) -> Vec<Level> {
 
 /// OMP_PLACES: the list of places inside the allowed CPUs, in OS order (logical PU lists).
 fn places(m: &Machine, kind: Places, allowed: &CpuSet) -> Vec<Vec<usize>> {
-    let keep = |set: &CpuSet| -> Vec<usize> { (0..m.pus.len()).filter(|&i| set.contains(m.pus[i].os_index) && allowed.contains(m.pus[i].os_index)).collect() };
+    let keep = |set: &CpuSet| -> Vec<usize> {
+        (0..m.pus.len()).filter(|&i| set.contains(m.pus[i].os_index) && allowed.contains(m.pus[i].os_index)).collect()
+    };
     let mut out: Vec<Vec<usize>> = match kind {
-        Places::Threads => m.pus.iter().filter(|u| allowed.contains(u.os_index)).map(|u| vec![u.logical_index as usize]).collect(),
+        Places::Threads => {
+            m.pus.iter().filter(|u| allowed.contains(u.os_index)).map(|u| vec![u.logical_index as usize]).collect()
+        }
         Places::Cores => m.cores.iter().map(|c| keep(&c.cpuset)).collect(),
         Places::Sockets => m.packages.iter().map(|p| keep(&p.cpuset)).collect(),
     };

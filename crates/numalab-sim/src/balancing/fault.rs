@@ -46,7 +46,15 @@ impl Numab {
     }
 
     /// Thread `tid` touched entry `u` of region `r` while it was marked. `now_s`: its clock.
-    pub fn hint_fault(&mut self, w: &mut World, view: &mut MmView, tid: usize, r: usize, u: u64, now_s: f64) -> FaultOut {
+    pub fn hint_fault(
+        &mut self,
+        w: &mut World,
+        view: &mut MmView,
+        tid: usize,
+        r: usize,
+        u: u64,
+        now_s: f64,
+    ) -> FaultOut {
         let now = super::ns(now_s);
         let cpu = w.sched.cpu[tid];
         let c_node = self.topo.pu_node[cpu];
@@ -115,7 +123,16 @@ impl Numab {
     /// `mpol_misplaced` for a MOF policy: the node the page should move to, if any. Updates the
     /// page's `last_cpupid` where the kernel exchanges it.
     #[allow(clippy::too_many_arguments)]
-    fn misplaced(&mut self, tid: usize, mode: PolicyMode, c_in_mask: bool, last_cpupid: &mut u32, p_node: usize, cpu: usize, c_node: usize) -> Option<usize> {
+    fn misplaced(
+        &mut self,
+        tid: usize,
+        mode: PolicyMode,
+        c_in_mask: bool,
+        last_cpupid: &mut u32,
+        p_node: usize,
+        cpu: usize,
+        c_node: usize,
+    ) -> Option<usize> {
         match mode {
             // The system default is PREFERRED(local node) | MOF | MORON. K6 (5.x) leaves a page
             // already in the preferred mask alone before the MORON filter (no cpupid exchange).
@@ -174,7 +191,17 @@ impl Numab {
 
     /// `migrate_misplaced_page`/`_folio`: the refusals of §4.8, then the move. True on success.
     #[allow(clippy::too_many_arguments)]
-    fn migrate(&mut self, w: &mut World, view: &mut MmView, r: usize, u: u64, from: usize, to: usize, cpu: usize, now: u64) -> bool {
+    fn migrate(
+        &mut self,
+        w: &mut World,
+        view: &mut MmView,
+        r: usize,
+        u: u64,
+        from: usize,
+        to: usize,
+        cpu: usize,
+        now: u64,
+    ) -> bool {
         let npages = view.regions[r].base_pages();
         if self.kernel == Kernel::K313 && self.ratelimited(to, npages, now) {
             return false;
@@ -209,11 +236,26 @@ impl Numab {
 
     /// `task_numa_fault(last_cpupid, mem_node, npages, flags)` (§4.9).
     #[allow(clippy::too_many_arguments)]
-    fn task_numa_fault(&mut self, w: &mut World, tid: usize, last: u32, mem_node: usize, cpu_node: usize, npages: u64, mut flags: Tnf, now: u64) {
+    fn task_numa_fault(
+        &mut self,
+        w: &mut World,
+        tid: usize,
+        last: u32,
+        mem_node: usize,
+        cpu_node: usize,
+        npages: u64,
+        mut flags: Tnf,
+        now: u64,
+    ) {
         let n = self.topo.n;
         let t = &mut self.tasks[tid];
         if t.faults.is_none() {
-            t.faults = Some(Faults { mem: vec![[0; 2]; n], membuf: vec![[0; 2]; n], cpu: vec![[0; 2]; n], cpubuf: vec![[0; 2]; n] });
+            t.faults = Some(Faults {
+                mem: vec![[0; 2]; n],
+                membuf: vec![[0; 2]; n],
+                cpu: vec![[0; 2]; n],
+                cpubuf: vec![[0; 2]; n],
+            });
             t.total_faults = 0;
             t.locality = [0; 3];
         }

@@ -118,7 +118,8 @@ impl Topo {
     fn new(m: &Machine, kernel: Kernel) -> Self {
         let n = m.nodes.len();
         let pu_node: Vec<usize> = m.pus.iter().map(|u| m.node_logical(u.node).unwrap_or(0)).collect();
-        let node_pus: Vec<Vec<usize>> = (0..n).map(|x| (0..m.pus.len()).filter(|&p| pu_node[p] == x).collect()).collect();
+        let node_pus: Vec<Vec<usize>> =
+            (0..n).map(|x| (0..m.pus.len()).filter(|&p| pu_node[p] == x).collect()).collect();
         let siblings: Vec<Vec<usize>> =
             m.pus.iter().map(|u| (0..m.pus.len()).filter(|&q| m.pus[q].core == u.core).collect()).collect();
         let power = siblings.iter().map(|s| if s.len() > 1 { 1178 / s.len() as i64 } else { 1024 }).collect();
@@ -291,7 +292,15 @@ fn ns(s: f64) -> u64 {
 
 impl Numab {
     /// `threads_of[p]`: the thread ids of process `p`; `regions`: each process's regions.
-    pub fn new(m: &Machine, kernel: Kernel, knobs: &Balancing, costs: &Costs, threads_of: &[Vec<usize>], regions: &[&[Region]], sched: &Sched) -> Self {
+    pub fn new(
+        m: &Machine,
+        kernel: Kernel,
+        knobs: &Balancing,
+        costs: &Costs,
+        threads_of: &[Vec<usize>],
+        regions: &[&[Region]],
+        sched: &Sched,
+    ) -> Self {
         let topo = Topo::new(m, kernel);
         let n = topo.n;
         let nthreads = threads_of.iter().map(|t| t.len()).sum();
@@ -326,7 +335,16 @@ impl Numab {
             .map(|(tids, regs)| {
                 let mut order: Vec<usize> = (0..regs.len()).collect();
                 order.sort_by_key(|&i| regs[i].vm_start);
-                Mm { next_scan: 0, offset: 0, seq: 0, rss: 0, tids: tids.clone(), order, vmas: vec![None; regs.len()], pass: PassAcc::default() }
+                Mm {
+                    next_scan: 0,
+                    offset: 0,
+                    seq: 0,
+                    rss: 0,
+                    tids: tids.clone(),
+                    order,
+                    vmas: vec![None; regs.len()],
+                    pass: PassAcc::default(),
+                }
             })
             .collect();
         let mut nb = Numab {
@@ -423,7 +441,13 @@ impl Numab {
         let faults = (0..self.topo.n)
             .map(|x| {
                 let (tf, gf) = (t.faults.as_ref().map_or([0, 0], |f| f.mem[x]), g.map_or([0, 0], |g| g.mem[x]));
-                NodeFaults { node: self.topo.node_os[x], task_private: tf[1], task_shared: tf[0], group_private: gf[1], group_shared: gf[0] }
+                NodeFaults {
+                    node: self.topo.node_os[x],
+                    task_private: tf[1],
+                    task_shared: tf[0],
+                    group_private: gf[1],
+                    group_shared: gf[0],
+                }
             })
             .collect();
         ThreadSched {

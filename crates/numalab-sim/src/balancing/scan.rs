@@ -38,7 +38,10 @@ impl Numab {
     /// `task_numa_work` each queued. Returns the scan time to charge to each scanning thread.
     pub fn tick(&mut self, w: &mut World, mms: &mut [MmView], now_s: f64, running: &[bool]) -> Vec<(usize, f64)> {
         let now = super::ns(now_s);
-        let mut queued: Vec<(i64, usize)> = (0..self.tasks.len()).filter(|&t| running[t]).filter_map(|t| self.tick_task(t, now).map(|x| (x, t))).collect();
+        let mut queued: Vec<(i64, usize)> = (0..self.tasks.len())
+            .filter(|&t| running[t])
+            .filter_map(|t| self.tick_task(t, now).map(|x| (x, t)))
+            .collect();
         // The thread furthest past its threshold ticked first (K313 threads whose node_stamp
         // ran ahead of their runtime come after those that really crossed it).
         queued.sort_by_key(|&(past, tid)| (std::cmp::Reverse(past), tid));
@@ -182,7 +185,14 @@ impl Numab {
     }
 
     /// Mark chunks of one VMA from `start`; Some(resume address) if the budget ran out.
-    fn scan_vma(&mut self, tid: usize, region: &mut Region, start: &mut u64, win: &mut Window, skip_node: Option<usize>) -> Option<u64> {
+    fn scan_vma(
+        &mut self,
+        tid: usize,
+        region: &mut Region,
+        start: &mut u64,
+        win: &mut Window,
+        skip_node: Option<usize>,
+    ) -> Option<u64> {
         let end_vma = region.vm_end();
         loop {
             let s = (*start).max(region.vm_start);
@@ -215,7 +225,15 @@ impl Numab {
     }
 
     /// `change_prot_numa` over `[s, e)`: mark present, unmarked pages; returns base pages marked.
-    fn mark(&mut self, tid: usize, region: &mut Region, s: u64, e: u64, skip_node: Option<usize>, win: &mut Window) -> u64 {
+    fn mark(
+        &mut self,
+        tid: usize,
+        region: &mut Region,
+        s: u64,
+        e: u64,
+        skip_node: Option<usize>,
+        win: &mut Window,
+    ) -> u64 {
         let bp = region.base_pages();
         let u0 = (s - region.vm_start) >> region.shift;
         let u1 = ((e - region.vm_start).div_ceil(region.page_bytes())).min(region.units());

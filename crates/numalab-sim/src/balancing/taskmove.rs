@@ -144,7 +144,13 @@ impl Numab {
             return NodeStats { nr_running: nr, ..NodeStats::default() };
         }
         let capacity = (power + CAPACITY / 2) / CAPACITY;
-        NodeStats { nr_running: nr, load: nr * TASK_LOAD * CAPACITY / power, capacity, has_capacity: nr < capacity, ..NodeStats::default() }
+        NodeStats {
+            nr_running: nr,
+            load: nr * TASK_LOAD * CAPACITY / power,
+            capacity,
+            has_capacity: nr < capacity,
+            ..NodeStats::default()
+        }
     }
 
     fn find_cpu_k313(&self, w: &World, env: &mut Env, timp: i64, gimp: i64) {

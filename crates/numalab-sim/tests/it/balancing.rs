@@ -41,7 +41,14 @@ impl Rig {
         let specs: Vec<RegionSpec> = regions
             .iter()
             .enumerate()
-            .map(|(i, &p)| RegionSpec { name: format!("r{i}"), bytes: p * 4096, planes: 1, thp: false, policy: None, address: None })
+            .map(|(i, &p)| RegionSpec {
+                name: format!("r{i}"),
+                bytes: p * 4096,
+                planes: 1,
+                thp: false,
+                policy: None,
+                address: None,
+            })
             .collect();
         let mut regions = pages::layout(&specs, vec![None; specs.len()]);
         regions.iter_mut().for_each(|r| r.enable_balancing());
@@ -141,7 +148,11 @@ fn item28_interleave_memory_is_never_scanned() {
         assert!(out.threads.iter().all(|t| t.sched.as_ref().unwrap().total_numa_faults == 0));
         // The default-policy run of the same workload is scanned and migrates.
         let default = run(&w, &pinned(policy(PolicyMode::Default, &[])), &fast(kernel));
-        assert!(default.vmstat.numa_hint_faults > 0 && default.vmstat.numa_pages_migrated > 0, "{kernel:?} {:?}", default.vmstat);
+        assert!(
+            default.vmstat.numa_hint_faults > 0 && default.vmstat.numa_pages_migrated > 0,
+            "{kernel:?} {:?}",
+            default.vmstat
+        );
     }
 }
 
@@ -174,7 +185,11 @@ fn item30_nothing_is_scanned_before_the_scan_delay() {
         let mut c = balancing(kernel);
         c.balancing.scan_delay_ms = delay;
         let out = run(&stream_like(64, 16, Pattern::Master, 1200), &pinned(policy(PolicyMode::Default, &[])), &c);
-        let first = out.timeline.iter().find(|p| p.vmstat.as_ref().unwrap().numa_pte_updates > 0).expect("scanned at some point");
+        let first = out
+            .timeline
+            .iter()
+            .find(|p| p.vmstat.as_ref().unwrap().numa_pte_updates > 0)
+            .expect("scanned at some point");
         // The timeline point closes the interval in which the first scan ran.
         assert!(first.t_s >= delay as f64 * 1e-3, "{kernel:?}: first scan in the interval ending at {} s", first.t_s);
     }
@@ -252,7 +267,8 @@ fn item33_k313_unpopulated_space_before_the_first_marked_page_is_free() {
 #[test]
 fn item34_scan_seq_counts_completed_passes() {
     for kernel in both() {
-        let out = run(&stream_like(64, 16, Pattern::Block, 1500), &pinned(policy(PolicyMode::Default, &[])), &fast(kernel));
+        let out =
+            run(&stream_like(64, 16, Pattern::Block, 1500), &pinned(policy(PolicyMode::Default, &[])), &fast(kernel));
         let passes: Vec<u32> = out.balancing_passes.iter().map(|p| p.pass).collect();
         assert!(passes.len() >= 3, "{kernel:?} {passes:?}");
         assert_eq!(passes, (1..=passes.len() as u32).collect::<Vec<_>>());
@@ -438,6 +454,51 @@ fn item42_k6_after_a_failed_migration_the_period_only_doubles() {
 }
 
 #[test]
+fn item43_k6_scanning_takes_at_most_a_33rd_of_the_thread_cpu_time() {
+    // Scans made expensive (1 ms per PTE: a window over the 512 pages costs 0.512 s) and a
+    // thread that works all the time (CPU time = wall time, so the 1 s mm gate never binds).
+    // 6.x pushes node_stamp by 32x the scan's runtime: between two scans the thread runs
+    // period + 2 ticks + 31 x cost of other work, so scanning takes cost / (32 x cost + period
+    // + 8 ms) of its CPU time (1/34 here; never above 1/32). 3.13 has no such cap: the gate
+    // alone paces it, one scan per second of work.
+    for (kernel, lo, hi) in [(Kernel::K6, 1.0 / 36.0, 1.0 / 33.0), (Kernel::K313, 0.2, 0.4)] {
+        let mut r = Rig::new(kernel, &[1, 2], &[512]);
+        r.place(0, 0);
+        r.nb = numab_full(
+            &r,
+            Balancing { enabled: true, ..Balancing::default() },
+            Costs { scan_pte_ns: 1e6, ..Costs::default() },
+        );
+        let (tick, ticks) = (0.01, 20_000);
+        let mut scans = Vec::new();
+        for k in 1..=ticks {
+            // The pages are touched between scans (as their hinting faults would unmark them).
+            (0..512).for_each(|u| r.regions[0].set_marked(u, false));
+            let before = r.nb.vmstat.numa_pte_updates;
+            r.tick(k as f64 * tick, tick);
+            if r.nb.vmstat.numa_pte_updates > before {
+                assert_eq!(r.nb.vmstat.numa_pte_updates - before, 512);
+                scans.push(k as f64 * tick);
+            }
+        }
+        let scan_s = r.nb.cost().scan_s;
+        assert!((scan_s - 0.512 * scans.len() as f64).abs() < 1e-6, "{kernel:?} {scan_s}");
+        let share = scan_s / (ticks as f64 * tick + scan_s);
+        assert!(
+            share > lo && share < hi,
+            "{kernel:?}: scanning took {share:.4} of the CPU time ({} scans)",
+            scans.len()
+        );
+        if kernel == Kernel::K6 {
+            // Work between consecutive scans: at least 31 x 0.512 s plus the 1 s period.
+            for pair in scans.windows(2) {
+                assert!(pair[1] - pair[0] >= 31.0 * 0.512 + 1.0, "{scans:?}");
+            }
+        }
+    }
+}
+
+#[test]
 fn item44_k6_skips_vmas_the_scanning_thread_never_faulted_in() {
     // Three regions; thread 0 (the scanner: it alone crosses its threshold) faults only in
     // region 0. From the third pass on, region 1 is scanned only by the forced retry and
@@ -539,6 +600,63 @@ fn item49_k6_early_in_life_a_private_fault_migrates_whatever_node_faulted_before
     }
 }
 
+/// Item 50's rig (6.x): tasks 0 (node 1) and 1 (node 2), pinned to their CPUs, join one group
+/// through shared faults that never migrate (each page was last faulted by the other task, from
+/// the other node). Each takes `on_c` faults on node-1 pages and `on_p` on node-2 pages, and task
+/// 0 runs `cpu_ratio` times as long as task 1; after the fold the group's CPU-side faults are
+/// then `faults_cpu(1) : faults_cpu(2) = cpu_ratio : 1` and its memory-side faults
+/// `faults_mem(1) : faults_mem(2) = on_c : on_p`. Does a shared fault by task 0 (node 1) on a
+/// node-2 page last faulted by another task on node 1 migrate the page?
+fn item50_shared_fault_in_group_migrates(cpu_ratio: f64, on_c: u64, on_p: u64) -> bool {
+    let mut r = Rig::new(Kernel::K6, &[1, 2], &[512, 512]);
+    r.place(0, 1);
+    r.place(1, 2);
+    // No scan cost: both tasks' CPU time is exactly what the test gives them.
+    r.nb = numab_full(
+        &r,
+        Balancing { enabled: true, ..Balancing::default() },
+        Costs { scan_pte_ns: 0.0, ..Costs::default() },
+    );
+    for t in 0..2 {
+        r.sched.allowed[t] = vec![r.sched.cpu[t]];
+    }
+    let shared = |r: &mut Rig, tid: usize, reg: usize, u: u64, t: f64| {
+        r.regions[reg].cpupid[u as usize] = r.cpupid(1 - tid);
+        assert_eq!(r.fault(tid, reg, u, t), reg + 1, "a shared fault from another node never migrates");
+    };
+    pass(&mut r, 1.1);
+    pass(&mut r, 2.2);
+    for tid in 0..2 {
+        let base = 256 * tid as u64;
+        (base..base + on_c).for_each(|u| shared(&mut r, tid, 0, u, 2.3));
+        (base..base + on_p).for_each(|u| shared(&mut r, tid, 1, u, 2.3));
+    }
+    r.nb.add_runtime(0, 10.0 * (cpu_ratio - 1.0));
+    pass(&mut r, 4.4);
+    // One fault each folds the pass.
+    shared(&mut r, 0, 0, 250, 4.5);
+    shared(&mut r, 1, 0, 500, 4.5);
+    let (g0, g1) = (r.nb.thread_sched(0, &r.sched), r.nb.thread_sched(1, &r.sched));
+    assert!(g0.numa_group_id != 0 && g0.numa_group_id == g1.numa_group_id);
+    assert_eq!((g0.faults[1].group_shared, g0.faults[2].group_shared), (2 * on_c, 2 * on_p));
+    r.regions[1].cpupid[255] = ((r.sched.cpu[0] as u32) << 8) | 0x42;
+    r.fault(0, 1, 255, 4.6) == 1
+}
+
+#[test]
+fn item50_k6_a_shared_fault_in_a_group_follows_the_group_cpu_and_memory_faults() {
+    // faults_cpu(dst) > 3 x faults_cpu(src): moves even with most memory already on dst.
+    assert!(item50_shared_fault_in_group_migrates(4.0, 96, 24));
+    assert!(!item50_shared_fault_in_group_migrates(2.5, 96, 24));
+    // Equal CPU-side faults: moves iff faults_mem(src) x 3 > faults_mem(dst) x 4.
+    assert!(item50_shared_fault_in_group_migrates(1.0, 60, 81));
+    assert!(!item50_shared_fault_in_group_migrates(1.0, 60, 80));
+    assert!(!item50_shared_fault_in_group_migrates(1.0, 60, 60));
+    // Twice the CPU time on dst: moves once src holds more than 2/3 of dst's memory.
+    assert!(!item50_shared_fault_in_group_migrates(2.0, 30, 19));
+    assert!(item50_shared_fault_in_group_migrates(2.0, 30, 22));
+}
+
 #[test]
 fn item51_k313_rate_limit_is_128_mib_per_100_ms_per_destination_node() {
     let mut r = Rig::new(Kernel::K313, &[1, 2], &[40001]);
@@ -593,6 +711,34 @@ fn item54_a_migrated_page_keeps_its_last_cpupid() {
     r.place(0, 0);
     assert_eq!(r.fault(0, 0, 0, 1.0), 1);
     assert_eq!(r.regions[0].cpupid[0], r.cpupid(0));
+}
+
+#[test]
+fn item55_a_hinting_fault_counts_on_the_node_the_page_ends_on() {
+    // Task 0 on node 1 faults 512 pages on node 0 (first faults: they migrate, unless node 1
+    // is full). Locality is judged before the migration (all remote); the faults are
+    // accounted to the node the page is on after it (node 1, or node 0 when refused).
+    for kernel in both() {
+        for (refused, node) in [(false, 1), (true, 0)] {
+            let mut r = Rig::new(kernel, &[1, 2], &[512]);
+            r.place(0, 0);
+            if refused {
+                r.alloc.free[1] = 0;
+            }
+            pass(&mut r, 1.1);
+            pass(&mut r, 2.2);
+            r.fault_all(0, 0, 2.3);
+            assert_eq!(r.pages_node[1], if refused { 0 } else { 512 }, "{kernel:?}");
+            assert_eq!((r.nb.vmstat.numa_hint_faults, r.nb.vmstat.numa_hint_faults_local), (512, 0), "{kernel:?}");
+            pass(&mut r, 4.4);
+            r.fault(0, 0, 0, 4.5); // folds the pass
+            let faults = r.nb.thread_sched(0, &r.sched).faults;
+            for (n, f) in faults.iter().enumerate() {
+                let expect = if n == node { 512 } else { 0 };
+                assert_eq!((f.task_private, f.task_shared), (expect, 0), "{kernel:?} refused {refused}: node {n}");
+            }
+        }
+    }
 }
 
 #[test]
@@ -665,8 +811,100 @@ fn item58_threads_of_one_process_sharing_pages_end_in_one_numa_group() {
 
 #[test]
 fn item58_threads_with_private_data_stay_ungrouped() {
-    let out = run(&stream_like(32, 16, Pattern::Block, 1500), &pinned(policy(PolicyMode::Default, &[])), &fast(Kernel::K6));
+    let out =
+        run(&stream_like(32, 16, Pattern::Block, 1500), &pinned(policy(PolicyMode::Default, &[])), &fast(Kernel::K6));
     assert!(out.threads.iter().all(|t| t.sched.as_ref().unwrap().numa_group_id == 0));
+}
+
+#[test]
+fn item60_numa_migrate_preferred_is_retried_every_interval_and_idle_on_the_preferred_node() {
+    // Item 63's crossing (task 0 on node 1 with its memory on node 2, task 1 the reverse, both
+    // nodes full), task 0 pinned to its CPU when its first fold sets the preferred node at
+    // 70.1 s, so that attempt finds nothing; then unpinned. The next attempt waits for the
+    // retry interval: 3.13 1 s; 6.x min(1 s, period / 16), with the period just set by the
+    // fold (4000 ms with default knobs, 60000 ms with scan_period_min 32 s).
+    let long = Balancing { enabled: true, scan_period_min_ms: 32_000, ..Balancing::default() };
+    for (kernel, knobs, period, interval) in [
+        (Kernel::K313, Balancing { enabled: true, ..Balancing::default() }, 4000, 1.0),
+        (Kernel::K6, Balancing { enabled: true, ..Balancing::default() }, 4000, 0.25),
+        (Kernel::K6, long, 60_000, 1.0),
+    ] {
+        let mut r = Rig::new(kernel, &[1, 2], &[256, 256]);
+        r.place(0, 2);
+        r.place(1, 1);
+        r.nb = numab_with(&r, knobs);
+        r.alloc.free[1] = 0;
+        r.alloc.free[2] = 0;
+        let all = r.sched.allowed[0].clone();
+        r.sched.allowed[0] = vec![r.sched.cpu[0]];
+        r.tick(1.1, 100.0);
+        r.tick(2.2, 100.0);
+        r.fault_all(0, 0, 2.3);
+        r.fault_all(1, 1, 2.3);
+        r.tick(70.0, 100.0);
+        let t0 = 70.1;
+        r.fault(0, 0, 0, t0);
+        assert_eq!(r.nb.thread_sched(0, &r.sched).numa_preferred_nid, 2, "{kernel:?}");
+        assert_eq!((r.node_of(0), r.period(0)), (1, period), "{kernel:?}");
+        r.sched.allowed[0] = all;
+        for k in 1..=10 {
+            r.fault(0, 0, k, t0 + interval * k as f64 / 10.0 - 0.001);
+            assert_eq!(r.node_of(0), 1, "{kernel:?}: retried before the interval");
+        }
+        r.fault(0, 0, 11, t0 + interval + 0.001);
+        assert_eq!(r.node_of(0), 2, "{kernel:?}: retried once the interval passed");
+    }
+    // A task already on its preferred node: nothing is attempted (3.13 would otherwise "swap"
+    // with itself and reset its period to task_scan_min; 6.x would move it to an idle CPU of
+    // its node).
+    for (kernel, period) in [(Kernel::K313, 3400), (Kernel::K6, 2600)] {
+        let mut r = Rig::new(kernel, &[1, 2], &[512]);
+        r.place(0, 1);
+        let cpu = r.sched.cpu[0];
+        pass(&mut r, 1.1);
+        pass(&mut r, 2.2);
+        r.fault_all(0, 0, 2.3);
+        pass(&mut r, 4.4);
+        r.fault(0, 0, 0, 4.5);
+        assert_eq!(r.nb.thread_sched(0, &r.sched).numa_preferred_nid, 1, "{kernel:?}");
+        assert_eq!((r.sched.cpu[0], r.period(0)), (cpu, period), "{kernel:?}");
+        assert!(r.nb.moved.is_empty(), "{kernel:?}");
+    }
+}
+
+#[test]
+fn item61_k313_on_a_full_machine_a_task_only_swaps_on_other_nodes() {
+    // One thread per CPU (16), task 0 on node 1 with its memory on node 2 (node 1 full: the
+    // pages stay). Node 2 has no spare capacity, so it is not tried; nodes 0 and 3 are (task 0
+    // loses no weight there), where a swap with a task without statistics improves nothing
+    // (imp = 0) and is accepted, the last one examined winning. The preferred node becomes the
+    // last node the loop examined (3). With one CPU of node 2 idle (15 threads), node 2 has
+    // capacity and task 0 swaps into it.
+    for (threads, dst) in [(16, 3), (15, 2)] {
+        let mut r = Rig::new(Kernel::K313, &vec![1; threads], &[512]);
+        let pu_node = &r.sched.pu_node;
+        let order: Vec<usize> = [1, 0, 3, 2].iter().flat_map(|&n| (0..16).filter(move |&c| pu_node[c] == n)).collect();
+        r.sched.cpu[..threads].copy_from_slice(&order[..threads]);
+        r.nb.refresh_curr(&r.sched);
+        r.place(0, 2);
+        r.alloc.free[1] = 0;
+        let before = r.sched.cpu.clone();
+        pass(&mut r, 1.1);
+        pass(&mut r, 2.2);
+        r.fault_all(0, 0, 2.3);
+        pass(&mut r, 5.0);
+        r.fault(0, 0, 0, 5.1);
+        assert_eq!(r.node_of(0), dst, "{threads} threads");
+        let partner = (1..threads).find(|&t| before[t] == r.sched.cpu[0]).expect("a swap");
+        assert_eq!(r.sched.cpu[partner], before[0], "{threads} threads: swapped");
+        assert_eq!(r.nb.moved.len(), 2);
+        assert!((1..threads).filter(|&t| t != partner).all(|t| r.sched.cpu[t] == before[t]));
+        assert_eq!(r.nb.thread_sched(0, &r.sched).numa_preferred_nid, dst as i64, "{threads} threads");
+        if threads == 16 {
+            // The last CPU of node 3 (the last candidate of equal, zero improvement).
+            assert_eq!(r.sched.cpu[0], order[11]);
+        }
+    }
 }
 
 #[test]
@@ -708,9 +946,14 @@ fn item63_k313_a_swap_toward_the_preferred_node_resets_the_period_to_task_scan_m
 
 /// A fresh balancing state for the rig with other knobs.
 fn numab_with(r: &Rig, knobs: Balancing) -> Numab {
+    numab_full(r, knobs, Costs::default())
+}
+
+/// A fresh balancing state for the rig with other knobs and costs.
+fn numab_full(r: &Rig, knobs: Balancing, costs: Costs) -> Numab {
     let refs: Vec<&[Region]> = vec![r.regions.as_slice()];
     let threads: Vec<usize> = (0..r.running.len()).collect();
-    let mut nb = Numab::new(&r.m, r.kernel, &knobs, &Costs::default(), &[threads], &refs, &r.sched);
+    let mut nb = Numab::new(&r.m, r.kernel, &knobs, &costs, &[threads], &refs, &r.sched);
     let rss: u64 = r.pages_node.iter().sum();
     nb.on_alloc(0, rss);
     nb
@@ -730,8 +973,22 @@ fn dgemv(n: u64, reps: u64) -> WorkloadSpec {
         threads: 16,
         regions: vec![RegionSpec { name: "A".into(), bytes, planes: n, thp: false, policy: None, address: None }],
         phases: vec![
-            PhaseSpec { name: "init".into(), cycles: (n * n) as f64, mlp: None, sync: Sync::Barrier, pipeline_steps: 1, accesses: vec![access(0, Pattern::Master, 1.0, 1.0)] },
-            PhaseSpec { name: "mult".into(), cycles: (n * n) as f64, mlp: None, sync: Sync::Barrier, pipeline_steps: 1, accesses: vec![access(0, Pattern::Block, 1.0, 0.0)] },
+            PhaseSpec {
+                name: "init".into(),
+                cycles: (n * n) as f64,
+                mlp: None,
+                sync: Sync::Barrier,
+                pipeline_steps: 1,
+                accesses: vec![access(0, Pattern::Master, 1.0, 1.0)],
+            },
+            PhaseSpec {
+                name: "mult".into(),
+                cycles: (n * n) as f64,
+                mlp: None,
+                sync: Sync::Barrier,
+                pipeline_steps: 1,
+                accesses: vec![access(0, Pattern::Block, 1.0, 0.0)],
+            },
         ],
         program: vec![StepSpec { phases: vec![0], repeat: 1 }, StepSpec { phases: vec![1], repeat: reps }],
     }
@@ -746,7 +1003,11 @@ fn dgemv_serial_init_many_reps_spreads_a_over_the_readers_nodes() {
     // Each thread reads one row block: the pages should sit where their reader runs.
     let on1 = out.threads.iter().filter(|t| t.node == 1).count() as f64 / 16.0;
     let share1 = out.pages_per_node[1] as f64 / total as f64;
-    assert!(on1 > 0.0, "the threads spread over both nodes: {:?}", out.threads.iter().map(|t| t.node).collect::<Vec<_>>());
+    assert!(
+        on1 > 0.0,
+        "the threads spread over both nodes: {:?}",
+        out.threads.iter().map(|t| t.node).collect::<Vec<_>>()
+    );
     assert!((share1 - on1).abs() < 0.1, "A on node 1: {share1:.2}, readers on node 1: {on1:.2}");
     assert!(out.vmstat.numa_pages_migrated as f64 > 0.3 * total as f64);
     let off = simulate(&m, &dgemv(8000, 400), &unpinned(), &SimConfig::default()).unwrap();
@@ -775,7 +1036,8 @@ fn balancing_runs_are_deterministic() {
 fn migrate_deferred_is_a_313_knob() {
     let mut c = balancing(Kernel::K6);
     c.balancing.migrate_deferred = Some(8);
-    let err = simulate(&machine4(), &stream_like(8, 4, Pattern::Block, 1), &pinned(policy(PolicyMode::Default, &[])), &c).unwrap_err();
+    let err =
+        simulate(&machine4(), &stream_like(8, 4, Pattern::Block, 1), &pinned(policy(PolicyMode::Default, &[])), &c)
+            .unwrap_err();
     assert!(err.to_string().contains("3.13"), "{err}");
 }
-

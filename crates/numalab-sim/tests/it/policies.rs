@@ -113,7 +113,8 @@ fn a_first_read_allocates_nothing() {
 #[test]
 fn local_first_touch_counts_numa_hit_and_local_node() {
     let m = machine4();
-    let out = simulate(&m, &stream_like(16, 4, Pattern::Block, 0), &pinned(policy(PolicyMode::Default, &[])), &cfg()).unwrap();
+    let out = simulate(&m, &stream_like(16, 4, Pattern::Block, 0), &pinned(policy(PolicyMode::Default, &[])), &cfg())
+        .unwrap();
     let hit: u64 = out.numastat.values().map(|s| s.numa_hit).sum();
     let local: u64 = out.numastat.values().map(|s| s.local_node).sum();
     assert_eq!(hit, 4096);

@@ -7,7 +7,12 @@ use numalab_sim::{simulate, Kernel, SimConfig};
 use crate::common::*;
 
 fn unbound() -> Placement {
-    Placement { policy: policy(PolicyMode::Default, &[]), cpus: None, proc_bind: ProcBind::False, places: Places::Cores }
+    Placement {
+        policy: policy(PolicyMode::Default, &[]),
+        cpus: None,
+        proc_bind: ProcBind::False,
+        places: Places::Cores,
+    }
 }
 
 #[test]

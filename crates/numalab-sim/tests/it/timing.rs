@@ -59,6 +59,3 @@ fn no_controller_delivers_more_than_its_bandwidth() {
         }
     }
 }
-
-
-

@@ -1,0 +1,408 @@
+//! The run loop (design/model.md §1, §4): time advances in epochs; in each epoch the contention
+//! solver turns every thread's recent memory mix into a cost per line for each node, then each
+//! thread works through its page visits on its own clock until the epoch ends, a barrier stops
+//! it, or its program ends. First writes allocate pages under the policy in force.
+
+mod phases;
+mod visits;
+
+use numalab_model::Machine;
+
+use crate::alloc::Allocator;
+use crate::balancing::{MmView, Numab, World};
+use crate::contention::{Demand, Solver};
+use crate::error::SimError;
+use crate::input::{Placement, SimConfig, Sync, WorkloadSpec};
+use crate::mempolicy::Resolved;
+use crate::output::{Recorder, SimOutput};
+use crate::pages::{self, Region, NONE};
+use crate::pattern::{Sweep, Visit};
+use crate::rng::Rng;
+use crate::sched::Sched;
+
+/// Slices per epoch: threads run round-robin slice by slice, so first touches made in the same
+/// epoch by different threads are ordered by time to within a slice.
+const SLICES: usize = 2;
+/// Rounds per slice in which every thread advances a little (see `run_slice`).
+const ROUNDS: usize = 2;
+const DT_MIN_S: f64 = 20e-6;
+const DT_MAX_S: f64 = 5e-3;
+/// Page visits the fastest thread should make per epoch (amortises the contention solve).
+const VISITS_PER_EPOCH: f64 = 2048.0;
+/// Epochs per phase at least (a phase changes every thread's mix at once).
+const PHASE_EPOCHS: f64 = 4.0;
+/// Longest run of samples the hot path serves in one step.
+const RUN_PAGES: u64 = 64;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Running,
+    /// Arrived at the barrier ending phase execution `seq`.
+    Waiting(u64),
+    Done,
+}
+
+struct Thread {
+    pid: usize,
+    /// Index inside its process (the OpenMP thread number).
+    idx: usize,
+    clock: f64,
+    state: State,
+    /// Phase executions completed, and the program position of the next.
+    seq: u64,
+    step: usize,
+    rep: u64,
+    pos: usize,
+    sweeps: Vec<Sweep>,
+    /// The current phase is a pipeline (its visits go one by one through the general path).
+    pipelined: bool,
+    /// A visit taken from the sweeps but not yet served (its node had no bandwidth left).
+    pending: Option<Visit>,
+    compute_left_s: f64,
+    compute_per_line_s: f64,
+    lines_total: f64,
+    rng: Rng,
+    /// Lines read / written per node during this epoch (the next epoch's mix).
+    mix_rd: Vec<f64>,
+    mix_wr: Vec<f64>,
+    prev_rd: Vec<f64>,
+    prev_wr: Vec<f64>,
+    /// Estimated mix of the current phase (from sampled page entries at its start).
+    est_rd: Vec<f64>,
+    est_wr: Vec<f64>,
+    /// Phase execution counter at the start of the last epoch.
+    epoch_seq: u64,
+    busy_s: f64,
+    visits: u64,
+    migrations: u64,
+    finish_s: f64,
+}
+
+struct Process {
+    regions: Vec<Region>,
+    task_policy: Resolved,
+    arrived: u64,
+    /// Total lines of each phase over all threads (to split its compute cycles).
+    phase_lines: Vec<Option<Vec<f64>>>,
+}
+
+pub struct Engine<'a> {
+    m: &'a Machine,
+    w: &'a WorkloadSpec,
+    cfg: &'a SimConfig,
+    alloc: Allocator,
+    solver: Solver,
+    sched: Sched,
+    procs: Vec<Process>,
+    threads: Vec<Thread>,
+    stride: u64,
+    now: f64,
+    rec: Recorder,
+    oom: Option<String>,
+    /// Lines each node / link direction may still carry in the current slice: the hard cap
+    /// that keeps every resource within its bandwidth even when the solver's mix lags.
+    budget_node: Vec<f64>,
+    budget_link: Vec<[f64; 2]>,
+    /// Base pages per node, kept up to date on every allocation.
+    pages_node: Vec<u64>,
+    scratch: Scratch,
+    /// Set when something happened in a pass that may let other threads go on.
+    woke: bool,
+    /// Times a thread had to wait for the next slice because a node or link was saturated.
+    budget_waits: u64,
+    epochs: u64,
+    samples: u64,
+    /// Automatic NUMA balancing, when enabled.
+    numab: Option<Numab>,
+}
+
+/// Per-node buffers the hot loop reuses.
+struct Scratch {
+    count: Vec<u32>,
+    cap: Vec<u32>,
+}
+
+impl<'a> Engine<'a> {
+    pub fn new(m: &'a Machine, w: &'a WorkloadSpec, p: &'a Placement, cfg: &'a SimConfig) -> Result<Self, SimError> {
+        w.check()?;
+        if !(cfg.sample_rate > 0.0 && cfg.sample_rate <= 1.0) {
+            return Err(SimError::Input(format!("sample rate must be in (0, 1], got {}", cfg.sample_rate)));
+        }
+        p.policy.check().map_err(|e| SimError::Input(e.0))?;
+        let nproc = w.processes as usize;
+        let nt = w.threads as usize;
+        let mut sched = Sched::new(m, p, cfg.kernel, nproc, nt).map_err(SimError::Input)?;
+        let n = m.nodes.len();
+        cfg.balancing.check(cfg.kernel)?;
+        let mut procs: Vec<Process> = (0..nproc)
+            .map(|_| {
+                let pols = w.regions.iter().map(|r| r.policy.as_ref().map(|pol| Resolved::new(pol, m))).collect();
+                Process {
+                    regions: pages::layout(&w.regions, pols),
+                    task_policy: Resolved::new(&p.policy, m),
+                    arrived: 0,
+                    phase_lines: vec![None; w.phases.len()],
+                }
+            })
+            .collect();
+        let mut threads = Vec::with_capacity(nproc * nt);
+        for pid in 0..nproc {
+            for idx in 0..nt {
+                let tid = threads.len() as u64;
+                threads.push(Thread {
+                    pid,
+                    idx,
+                    clock: 0.0,
+                    state: State::Running,
+                    seq: 0,
+                    step: 0,
+                    rep: 0,
+                    pos: 0,
+                    sweeps: Vec::new(),
+                    pending: None,
+                    pipelined: false,
+                    compute_left_s: 0.0,
+                    compute_per_line_s: 0.0,
+                    lines_total: 0.0,
+                    rng: Rng::new(cfg.seed, tid + 1),
+                    mix_rd: vec![0.0; n],
+                    mix_wr: vec![0.0; n],
+                    prev_rd: vec![0.0; n],
+                    prev_wr: vec![0.0; n],
+                    est_rd: vec![0.0; n],
+                    est_wr: vec![0.0; n],
+                    epoch_seq: 0,
+                    busy_s: 0.0,
+                    visits: 0,
+                    migrations: 0,
+                    finish_s: 0.0,
+                });
+            }
+        }
+        // Threads come to life in order: each process's first thread, then its workers.
+        let mut live = vec![false; threads.len()];
+        for tid in 0..threads.len() {
+            let parent = if threads[tid].idx == 0 { None } else { Some(tid - threads[tid].idx) };
+            sched.place_new(tid, parent, &live);
+            live[tid] = true;
+        }
+        let stride = (1.0 / cfg.sample_rate).round().max(1.0) as u64;
+        let numab = cfg.balancing.enabled.then(|| {
+            let threads_of: Vec<Vec<usize>> = (0..nproc).map(|p| (p * nt..(p + 1) * nt).collect()).collect();
+            procs.iter_mut().flat_map(|p| p.regions.iter_mut()).for_each(|r| r.enable_balancing());
+            let regions: Vec<&[Region]> = procs.iter().map(|p| p.regions.as_slice()).collect();
+            Numab::new(m, cfg.kernel, &cfg.balancing, &cfg.costs, &threads_of, &regions, &sched)
+        });
+        Ok(Engine {
+            m,
+            w,
+            cfg,
+            alloc: Allocator::new(m, cfg.kernel),
+            solver: Solver::new(m),
+            sched,
+            procs,
+            threads,
+            stride,
+            now: 0.0,
+            rec: Recorder::new(m, cfg.timeline_points),
+            oom: None,
+            budget_node: vec![0.0; m.nodes.len()],
+            budget_link: vec![[0.0; 2]; m.links.len()],
+            pages_node: vec![0; m.nodes.len()],
+            woke: false,
+            budget_waits: 0,
+            epochs: 0,
+            samples: 0,
+            scratch: Scratch { count: vec![0; m.nodes.len()], cap: vec![0; m.nodes.len()] },
+            numab,
+        })
+    }
+
+    pub fn run(mut self) -> SimOutput {
+        for t in 0..self.threads.len() {
+            self.start_next_phase(t);
+        }
+        let mut dt = DT_MIN_S;
+        while self.oom.is_none() && self.threads.iter().any(|t| t.state != State::Done) {
+            let (costs, shares) = self.solve();
+            for t in &mut self.threads {
+                t.epoch_seq = t.seq;
+            }
+            let end = self.now + dt;
+            let (mut visits, mut busy) = (0u64, 0.0);
+            // The shortest phase in progress (from last epoch's pace): epochs stay well below it,
+            // so the contention solution follows phase changes.
+            let mut shortest_phase = f64::INFINITY;
+            for s in 1..=SLICES {
+                let slice_start = self.now + dt * (s - 1) as f64 / SLICES as f64;
+                let slice_end = self.now + dt * s as f64 / SLICES as f64;
+                self.run_slice(slice_start, slice_end, &costs, &shares);
+                if self.oom.is_some() {
+                    break;
+                }
+            }
+            for (tid, t) in self.threads.iter_mut().enumerate() {
+                // A thread's CPU only changes between epochs, so its mix is its access-map row.
+                let cpu_node = self.sched.pu_node[self.sched.cpu[tid]];
+                self.rec.add_row(cpu_node, &t.mix_rd, &t.mix_wr);
+                visits += t.visits;
+                busy += t.busy_s;
+                self.samples += t.visits;
+                let lines: f64 = t.mix_rd.iter().chain(&t.mix_wr).sum();
+                if lines > 0.0 && t.lines_total > 0.0 {
+                    shortest_phase = shortest_phase.min(t.lines_total * t.busy_s / lines);
+                }
+                if let Some(nb) = self.numab.as_mut() {
+                    nb.add_runtime(tid, t.busy_s * shares[tid]);
+                }
+                t.visits = 0;
+                t.busy_s = 0.0;
+                if t.state == State::Running && t.clock < end {
+                    t.clock = end; // blocked by a pipeline dependency for the rest of the epoch
+                }
+                std::mem::swap(&mut t.mix_rd, &mut t.prev_rd);
+                std::mem::swap(&mut t.mix_wr, &mut t.prev_wr);
+                t.mix_rd.iter_mut().for_each(|v| *v = 0.0);
+                t.mix_wr.iter_mut().for_each(|v| *v = 0.0);
+            }
+            self.epochs += 1;
+            self.now = end;
+            self.numab_epoch_end();
+            self.rec.epoch_end(self.now, &self.pages_node, self.numab.as_ref().map(|nb| &nb.vmstat));
+            self.rebalance();
+            // Epochs as long as VISITS_PER_EPOCH unsampled visits, whatever the sample rate.
+            let per_epoch = VISITS_PER_EPOCH / self.stride as f64;
+            let by_visits = if visits > 0 { per_epoch * busy / visits as f64 } else { DT_MAX_S };
+            dt = by_visits.min(shortest_phase / PHASE_EPOCHS).clamp(DT_MIN_S, DT_MAX_S);
+        }
+        let pages = self.pages_node.clone();
+        let threads_out = self
+            .threads
+            .iter()
+            .enumerate()
+            .map(|(tid, t)| {
+                let cpu = self.sched.cpu[tid];
+                (t.pid, self.sched.pu_os[cpu], self.m.nodes[self.sched.pu_node[cpu]].os_index, t.finish_s, t.migrations)
+            })
+            .collect();
+        let mut numab = self.numab.take();
+        let sched_lines: Vec<_> = numab
+            .as_ref()
+            .map(|nb| (0..self.threads.len()).map(|tid| nb.thread_sched(tid, &self.sched)).collect())
+            .unwrap_or_default();
+        let mut out = self.rec.finish(
+            self.m,
+            self.w,
+            threads_out,
+            pages,
+            self.alloc,
+            self.oom,
+            self.stride,
+            self.cfg.sample_rate,
+            [self.budget_waits, self.epochs, self.samples],
+        );
+        if let Some(nb) = numab.as_mut() {
+            out.vmstat = nb.vmstat.clone();
+            out.balancing_passes = nb.take_passes();
+            out.balancing_cost = Some(nb.cost());
+            for (t, s) in out.threads.iter_mut().zip(sched_lines) {
+                t.sched = Some(s);
+            }
+        }
+        out
+    }
+
+    /// Balancing at an epoch end: every running thread's `task_tick_numa` and the scans it
+    /// queues, each charged to its scanning thread.
+    fn numab_epoch_end(&mut self) {
+        let Some(nb) = self.numab.as_mut() else { return };
+        let live: Vec<bool> = self.threads.iter().map(|t| t.state != State::Done).collect();
+        let running: Vec<bool> = self.threads.iter().map(|t| t.state == State::Running).collect();
+        nb.set_live(&live, &self.sched);
+        let mut views: Vec<MmView> =
+            self.procs.iter_mut().map(|p| MmView { regions: &mut p.regions, task_policy: &p.task_policy }).collect();
+        let mut world = World { alloc: &mut self.alloc, sched: &mut self.sched, pages_node: &mut self.pages_node };
+        for (tid, cost_s) in nb.tick(&mut world, &mut views, self.now, &running) {
+            self.threads[tid].clock += cost_s;
+        }
+    }
+
+    /// Cost per line for every running thread from its last epoch's memory mix.
+    fn solve(&mut self) -> (Vec<Vec<f64>>, Vec<f64>) {
+        let n = self.m.nodes.len();
+        let mut nr = vec![0usize; self.sched.cpu.len().max(self.m.pus.len())];
+        for (tid, t) in self.threads.iter().enumerate() {
+            if t.state == State::Running {
+                nr[self.sched.cpu[tid]] += 1;
+            }
+        }
+        let demands: Vec<Demand> = self
+            .threads
+            .iter()
+            .enumerate()
+            .map(|(tid, t)| {
+                let cpu = self.sched.cpu[tid];
+                let node = self.sched.pu_node[cpu];
+                // Last epoch's observed mix if the thread stayed in one phase, else the estimate
+                // for the phase it is in now.
+                let observed: f64 = t.prev_rd.iter().chain(&t.prev_wr).sum();
+                let (src_rd, src_wr) = if observed > 0.0 && t.seq == t.epoch_seq {
+                    (&t.prev_rd, &t.prev_wr)
+                } else {
+                    (&t.est_rd, &t.est_wr)
+                };
+                let total: f64 = src_rd.iter().chain(src_wr).sum();
+                let (rd, wr) = if total > 0.0 {
+                    (src_rd.iter().map(|v| v / total).collect(), src_wr.iter().map(|v| v / total).collect())
+                } else {
+                    let mut rd = vec![0.0; n];
+                    rd[node] = 1.0;
+                    (rd, vec![0.0; n])
+                };
+                let (rd, wr) = if t.state == State::Running { (rd, wr) } else { (vec![0.0; n], vec![0.0; n]) };
+                Demand {
+                    cpu_node: node,
+                    mlp: self.mlp(t),
+                    compute_per_line: t.compute_per_line_s,
+                    cpu_share: 1.0 / nr[cpu].max(1) as f64,
+                    rd,
+                    wr,
+                }
+            })
+            .collect();
+        let shares = demands.iter().map(|d| d.cpu_share).collect();
+        (self.solver.solve(&demands).cost_per_line, shares)
+    }
+
+    fn mlp(&self, t: &Thread) -> f64 {
+        let phase = self.current_phase(t);
+        let core_mlp = self.m.cores.first().map_or(10.0, |c| c.mlp);
+        phase.and_then(|p| self.w.phases[p].mlp).unwrap_or(core_mlp).max(1.0)
+    }
+
+    fn current_phase(&self, t: &Thread) -> Option<usize> {
+        self.w.program.get(t.step).and_then(|s| s.phases.get(t.pos)).copied()
+    }
+
+    fn rebalance(&mut self) {
+        let live: Vec<bool> = self.threads.iter().map(|t| t.state != State::Done).collect();
+        let before = self.numab.is_some().then(|| self.sched.cpu.clone());
+        let moved = self.sched.balance(self.now, &live);
+        for &tid in &moved {
+            let t = &mut self.threads[tid];
+            t.migrations += 1;
+            t.clock += self.cfg.costs.task_move_ns * 1e-9;
+        }
+        if let (Some(nb), Some(before)) = (self.numab.as_mut(), before) {
+            let from: Vec<(usize, usize)> = moved.iter().map(|&t| (t, before[t])).collect();
+            nb.after_balance(&from, &self.sched);
+        }
+    }
+}
+
+fn progress(t: &Thread) -> f64 {
+    if t.lines_total <= 0.0 {
+        return 1.0;
+    }
+    t.sweeps.iter().map(|s| s.done_lines).sum::<f64>() / t.lines_total
+}

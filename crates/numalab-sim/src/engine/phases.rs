@@ -1,0 +1,161 @@
+//! Phases: starting a thread's next phase (its sweeps, compute share and estimated memory
+//! mix), and ending it (barriers, program position).
+
+use super::*;
+
+impl Engine<'_> {
+    pub(super) fn end_phase(&mut self, tid: usize) {
+        let phase = self.current_phase(&self.threads[tid]).expect("a running thread has a phase");
+        let sync = self.w.phases[phase].sync;
+        let pid = self.threads[tid].pid;
+        let seq = self.threads[tid].seq;
+        if sync == Sync::None {
+            self.advance(tid);
+            self.start_next_phase(tid);
+            return;
+        }
+        self.threads[tid].state = State::Waiting(seq);
+        self.procs[pid].arrived += 1;
+        if self.procs[pid].arrived < self.w.threads as u64 {
+            return;
+        }
+        // Last to arrive: release everyone at the latest arrival time.
+        self.procs[pid].arrived = 0;
+        let members: Vec<usize> = (0..self.threads.len()).filter(|&i| self.threads[i].pid == pid).collect();
+        let release = members.iter().map(|&i| self.threads[i].clock).fold(0.0, f64::max);
+        self.woke = true;
+        for i in members {
+            self.threads[i].clock = release;
+            self.threads[i].state = State::Running;
+            self.advance(i);
+            self.start_next_phase(i);
+        }
+    }
+
+    /// Move a thread's program position past the phase it finished.
+    pub(super) fn advance(&mut self, tid: usize) {
+        let t = &mut self.threads[tid];
+        t.seq += 1;
+        t.pos += 1;
+        let steps = &self.w.program;
+        if t.pos >= steps[t.step].phases.len() {
+            t.pos = 0;
+            t.rep += 1;
+            if t.rep >= steps[t.step].repeat {
+                t.rep = 0;
+                t.step += 1;
+            }
+        }
+    }
+
+    pub(super) fn start_next_phase(&mut self, tid: usize) {
+        // Skip steps repeated zero times or with no phases.
+        loop {
+            let t = &self.threads[tid];
+            match self.w.program.get(t.step) {
+                None => {
+                    let t = &mut self.threads[tid];
+                    t.state = State::Done;
+                    t.finish_s = t.clock;
+                    return;
+                }
+                Some(s) if s.repeat == 0 || s.phases.is_empty() => {
+                    let t = &mut self.threads[tid];
+                    t.step += 1;
+                    t.rep = 0;
+                    t.pos = 0;
+                }
+                Some(_) => break,
+            }
+        }
+        let phase = self.current_phase(&self.threads[tid]).expect("position checked above");
+        let spec = &self.w.phases[phase];
+        let (pid, idx, seq) = {
+            let t = &self.threads[tid];
+            (t.pid, t.idx as u64, t.seq)
+        };
+        let nt = self.w.threads as u64;
+        let sweeps = self.sweeps_for(pid, phase, idx, seq);
+        let lines: f64 = sweeps.iter().map(|s| s.total_lines).sum();
+        let per_thread = self.phase_lines(pid, phase, seq);
+        let total: f64 = per_thread.iter().sum();
+        let share = if total > 0.0 { lines / total } else { 1.0 / nt as f64 };
+        let freq = self.m.cores.first().map_or(2e9, |c| c.frequency_hz);
+        let compute_s = spec.cycles * share / freq;
+        let (est_rd, est_wr) = self.estimate_mix(tid, &sweeps);
+        let t = &mut self.threads[tid];
+        t.est_rd = est_rd;
+        t.est_wr = est_wr;
+        t.sweeps = sweeps;
+        t.lines_total = lines;
+        t.pipelined = spec.sync == Sync::Pipeline && idx > 0;
+        if lines > 0.0 {
+            t.compute_per_line_s = compute_s / lines;
+            t.compute_left_s = 0.0;
+        } else {
+            t.compute_per_line_s = 0.0;
+            t.compute_left_s = compute_s;
+        }
+    }
+
+    /// The node mix of a phase from 16 sampled page entries per access; pages not yet placed are
+    /// counted where a first write would put them (reads of them cost nothing: zero page).
+    pub(super) fn estimate_mix(&self, tid: usize, sweeps: &[Sweep]) -> (Vec<f64>, Vec<f64>) {
+        const K: usize = 16;
+        let n = self.m.nodes.len();
+        let (mut rd, mut wr) = (vec![0.0; n], vec![0.0; n]);
+        let t = &self.threads[tid];
+        let proc = &self.procs[t.pid];
+        let cpu_node = self.sched.pu_node[self.sched.cpu[tid]];
+        for s in sweeps {
+            let r = &proc.regions[s.region as usize];
+            let pol = r.policy.as_ref().unwrap_or(&proc.task_policy);
+            let w = s.total_lines / K as f64;
+            for u in s.sample_points(K, r.shift) {
+                let node = match r.node.get(u as usize) {
+                    Some(&x) if x != NONE => x as usize,
+                    _ if s.writes() => pol.expected_node(r.ilx(u), cpu_node),
+                    _ => continue,
+                };
+                rd[node] += w * s.rd_share();
+                wr[node] += w * (1.0 - s.rd_share());
+            }
+        }
+        (rd, wr)
+    }
+
+    pub(super) fn sweeps_for(&self, pid: usize, phase: usize, idx: u64, seq: u64) -> Vec<Sweep> {
+        let spec = &self.w.phases[phase];
+        let nt = self.w.threads as u64;
+        let regions = &self.procs[pid].regions;
+        spec.accesses
+            .iter()
+            .map(|a| {
+                let r = &regions[a.region];
+                let order = if a.pattern == crate::input::Pattern::Dynamic {
+                    // One shuffled chunk order per phase execution, shared by all its threads
+                    // and accesses (a dynamic loop hands out the same chunk of every array).
+                    let chunks = r.planes.div_ceil(a.chunk.max(1));
+                    let mut order: Vec<u64> = (0..chunks).collect();
+                    Rng::new(self.cfg.seed, (pid as u64) << 48 ^ seq << 8 ^ 0xd1a0).shuffle(&mut order);
+                    order
+                } else {
+                    Vec::new()
+                };
+                Sweep::new(a, r, a.region as u32, idx, nt, &order, self.stride)
+            })
+            .collect()
+    }
+
+    /// Lines each thread moves in one execution of `phase` (computed once per phase).
+    pub(super) fn phase_lines(&mut self, pid: usize, phase: usize, seq: u64) -> Vec<f64> {
+        if let Some(v) = &self.procs[pid].phase_lines[phase] {
+            return v.clone();
+        }
+        let nt = self.w.threads as u64;
+        let v: Vec<f64> =
+            (0..nt).map(|i| self.sweeps_for(pid, phase, i, seq).iter().map(|s| s.total_lines).sum()).collect();
+        self.procs[pid].phase_lines[phase] = Some(v.clone());
+        v
+    }
+}

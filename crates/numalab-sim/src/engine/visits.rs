@@ -1,0 +1,384 @@
+//! Serving page visits: the hot path over runs of placed pages, the general path (first
+//! touch, hinting faults), per-round bandwidth budgets, and the slice/round schedule.
+
+use super::*;
+
+impl Engine<'_> {
+    /// A new round's budgets; an overdraft (at most a page per path) is carried over, unused
+    /// capacity is not.
+    pub(super) fn refill_budgets(&mut self, round_s: f64) {
+        for (b, n) in self.budget_node.iter_mut().zip(&self.m.nodes) {
+            *b = b.min(0.0) + n.bandwidth_gbps * 1e9 * round_s / 64.0;
+        }
+        for (b, l) in self.budget_link.iter_mut().zip(&self.m.links) {
+            for (dir, gbps) in b.iter_mut().zip(l.gbps) {
+                *dir = dir.min(0.0) + gbps * 1e9 * round_s / 80.0;
+            }
+        }
+    }
+
+    /// Take `rd`/`wr` lines between CPU node `c` and memory node `n` from the slice budgets;
+    /// false (nothing taken) if the node or a link on the way is already exhausted.
+    pub(super) fn take_budget(&mut self, c: usize, n: usize, rd: f64, wr: f64) -> bool {
+        let routes = &self.m.routes;
+        let link_ok =
+            |hops: &[numalab_model::Hop], b: &[[f64; 2]]| hops.iter().all(|h| b[h.link as usize][h.dir as usize] > 0.0);
+        if self.budget_node[n] <= 0.0
+            || (rd > 0.0 && !link_ok(&routes[n][c], &self.budget_link))
+            || (wr > 0.0 && !link_ok(&routes[c][n], &self.budget_link))
+        {
+            return false;
+        }
+        self.budget_node[n] -= rd + wr;
+        for h in &routes[n][c] {
+            self.budget_link[h.link as usize][h.dir as usize] -= rd;
+        }
+        for h in &routes[c][n] {
+            self.budget_link[h.link as usize][h.dir as usize] -= wr;
+        }
+        true
+    }
+
+    /// Run every thread to `slice_end` in small rounds, so the slice's bandwidth budget is
+    /// consumed in time order by all threads rather than first-come by thread number.
+    pub(super) fn run_slice(&mut self, slice_start: f64, slice_end: f64, costs: &[Vec<f64>], shares: &[f64]) {
+        let nt = self.threads.len();
+        for round in 1..=ROUNDS {
+            let round_end = slice_start + (slice_end - slice_start) * round as f64 / ROUNDS as f64;
+            self.refill_budgets((slice_end - slice_start) / ROUNDS as f64);
+            // Another pass only if a barrier released threads or a pipeline moved on, since
+            // only that lets a thread already visited in this round do more.
+            loop {
+                self.woke = false;
+                for tid in 0..nt {
+                    self.run_thread(tid, round_end, &costs[tid], shares[tid]);
+                    if self.oom.is_some() {
+                        return;
+                    }
+                }
+                if !self.woke {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Run one thread up to `until`; true if it did anything.
+    pub(super) fn run_thread(&mut self, tid: usize, until: f64, cost: &[f64], share: f64) -> bool {
+        let mut did = false;
+        while self.threads[tid].state == State::Running && self.threads[tid].clock < until {
+            if !self.threads[tid].pipelined && self.fast_visits(tid, until, cost, share) {
+                did = true;
+            }
+            if self.threads[tid].clock >= until {
+                break;
+            }
+            if let Some(cap) = self.pipeline_cap(tid) {
+                let pred = tid - 1;
+                let t = &self.threads[tid];
+                if t.lines_total > 0.0 && progress(t) >= cap {
+                    let pc = self.threads[pred].clock;
+                    let t = &mut self.threads[tid];
+                    if pc > t.clock {
+                        t.clock = pc.min(until);
+                        did = true;
+                    }
+                    // The predecessor may go on later in this round: look again then.
+                    self.woke |= self.threads[pred].state == State::Running && pc < until;
+                    return did;
+                }
+            }
+            let t = &mut self.threads[tid];
+            let next = t.pending.take().or_else(|| next_visit(t, self.procs[t.pid].regions.as_slice()));
+            if let Some(v) = next {
+                if !self.visit(tid, v, cost, share) {
+                    // No bandwidth left on the way this round: wait for the next one.
+                    self.budget_waits += 1;
+                    let t = &mut self.threads[tid];
+                    t.pending = Some(v);
+                    t.clock = t.clock.max(until);
+                    return true;
+                }
+                did = true;
+                continue;
+            }
+            let t = &mut self.threads[tid];
+            if t.compute_left_s > 0.0 {
+                let need = t.compute_left_s / share;
+                let avail = until - t.clock;
+                if need <= avail {
+                    t.clock += need;
+                    t.busy_s += need;
+                    t.compute_left_s = 0.0;
+                } else {
+                    t.clock = until;
+                    t.busy_s += avail;
+                    t.compute_left_s -= avail * share;
+                }
+                did = true;
+                continue;
+            }
+            self.end_phase(tid);
+            did = true;
+        }
+        did
+    }
+
+    /// The hot loop: serve visits to pages already placed whose path has bandwidth left, until
+    /// `until`, the end of the phase's visits, or a visit that needs the general path (first
+    /// touch, exhausted budget); that visit is left in `pending`. Runs of whole samples are
+    /// served in one step. True if any visit was served.
+    pub(super) fn fast_visits(&mut self, tid: usize, until: f64, cost: &[f64], share: f64) -> bool {
+        let cpu_node = self.sched.pu_node[self.sched.cpu[tid]];
+        let Engine { threads, procs, budget_node, budget_link, m, scratch, .. } = self;
+        let Scratch { count, cap } = scratch;
+        let t = &mut threads[tid];
+        let regions = &procs[t.pid].regions;
+        let kappa = t.compute_per_line_s / share;
+        let cheapest = cost.iter().copied().fold(f64::INFINITY, f64::min) + kappa;
+        let mut served = false;
+
+        while t.clock < until && t.pending.is_none() {
+            let Some(i) = pick_sweep(t) else { break };
+            let sweep = &mut t.sweeps[i];
+            let r = &regions[sweep.region as usize];
+            let rd_share = sweep.rd_share();
+            let per_sample = sweep.sample_lines(r.shift);
+            let room =
+                if per_sample > 0.0 { ((until - t.clock) / (per_sample * cheapest)).ceil().max(1.0) as u64 } else { 1 };
+            // Samples each node can still take this round (its memory and the links on the way):
+            // a run stops there, so no resource goes over its budget by more than one sample.
+            for (n, c) in cap.iter_mut().enumerate() {
+                let mut rem = budget_node[n];
+                if n != cpu_node {
+                    for h in m.routes[n][cpu_node].iter().chain(&m.routes[cpu_node][n]) {
+                        rem = rem.min(budget_link[h.link as usize][h.dir as usize]);
+                    }
+                }
+                *c = if rem <= 0.0 {
+                    0
+                } else if per_sample > 0.0 {
+                    (rem / per_sample).ceil().min(u32::MAX as f64) as u32
+                } else {
+                    u32::MAX
+                };
+            }
+            count.iter_mut().for_each(|x| *x = 0);
+            let (k, per) = sweep.extend_run(r.shift, &r.node, &r.marked, cap, room.min(RUN_PAGES), count);
+            if k > 0 {
+                let mut c = 0.0;
+                for (n, &cnt) in count.iter().enumerate().filter(|(_, &x)| x > 0) {
+                    let lines = cnt as f64 * per;
+                    let (rd, wr) = (lines * rd_share, lines * (1.0 - rd_share));
+                    budget_node[n] -= lines;
+                    if n != cpu_node {
+                        for h in &m.routes[n][cpu_node] {
+                            let b = &mut budget_link[h.link as usize][h.dir as usize];
+                            *b -= rd;
+                        }
+                        for h in &m.routes[cpu_node][n] {
+                            let b = &mut budget_link[h.link as usize][h.dir as usize];
+                            *b -= wr;
+                        }
+                    }
+                    c += lines * (kappa + cost[n]);
+                    t.mix_rd[n] += rd;
+                    t.mix_wr[n] += wr;
+                }
+                t.visits += k;
+                t.clock += c;
+                t.busy_s += c;
+                served = true;
+                continue;
+            }
+            // A partial page, a page not placed yet, or a saturated path: the general path.
+            let shift = r.shift;
+            if let Some(v) = t.sweeps[i].next(shift, &mut t.rng) {
+                t.pending = Some(v);
+            }
+        }
+        served
+    }
+
+    /// For a thread in a pipelined phase: how far (fraction) it may get, given its predecessor.
+    pub(super) fn pipeline_cap(&self, tid: usize) -> Option<f64> {
+        let t = &self.threads[tid];
+        let phase = self.current_phase(t)?;
+        let spec = &self.w.phases[phase];
+        if spec.sync != Sync::Pipeline || t.idx == 0 {
+            return None;
+        }
+        let pred = &self.threads[tid - 1];
+        if pred.seq > t.seq || pred.state == State::Done || matches!(pred.state, State::Waiting(_)) {
+            return None;
+        }
+        Some(progress(pred) - 1.0 / spec.pipeline_steps as f64)
+    }
+
+    /// Serve one visit; false if the bandwidth budget of its path is exhausted (nothing done).
+    pub(super) fn visit(&mut self, tid: usize, v: Visit, cost: &[f64], share: f64) -> bool {
+        let cpu_node = self.sched.pu_node[self.sched.cpu[tid]];
+        if let Some(node) = self.placed_node(tid, &v) {
+            if !self.take_budget(cpu_node, node, v.lines * v.rd_share, v.lines * (1.0 - v.rd_share)) {
+                return false;
+            }
+        }
+        let Some(mut extra) = self.first_touch(tid, &v, cpu_node, share) else { return true };
+        extra += self.hint_faults(tid, &v, cpu_node);
+        let t = &mut self.threads[tid];
+        // The access goes to the page's node after any migration its hinting fault made.
+        let node = self.procs[t.pid].regions[v.region as usize].node[v.unit as usize] as usize;
+        let c = v.lines * (t.compute_per_line_s / share + cost[node]) + extra;
+        t.mix_rd[node] += v.lines * v.rd_share;
+        t.mix_wr[node] += v.lines * (1.0 - v.rd_share);
+        t.clock += c;
+        t.busy_s += c;
+        t.visits += 1;
+        true
+    }
+
+    /// Allocate the pages of a visit not placed yet (first write). Returns the fault time, or
+    /// None when the visit is fully served here (a first read maps the zero page) or ran out
+    /// of memory.
+    pub(super) fn first_touch(&mut self, tid: usize, v: &Visit, cpu_node: usize, share: f64) -> Option<f64> {
+        let t = &mut self.threads[tid];
+        let proc = &mut self.procs[t.pid];
+        let region = &mut proc.regions[v.region as usize];
+        if region.node[v.first as usize] != NONE && region.node[v.unit as usize] != NONE {
+            return Some(0.0);
+        }
+        if !v.write {
+            // A first read maps the shared zero page: nothing allocated, no DRAM traffic.
+            t.visits += 1;
+            let c = v.lines * t.compute_per_line_s / share;
+            t.clock += c;
+            t.busy_s += c;
+            return None;
+        }
+        let policy = region.policy.as_ref().unwrap_or(&proc.task_policy);
+        let bp = region.base_pages();
+        let mut extra = 0.0;
+        for u in v.first..(v.first + v.units).min(region.units()) {
+            if region.node[u as usize] != NONE {
+                continue;
+            }
+            match policy.allocate(&mut self.alloc, region.ilx(u), cpu_node, bp) {
+                Some(node) => {
+                    region.node[u as usize] = node as u8;
+                    self.pages_node[node] += bp;
+                    if let Some(nb) = self.numab.as_mut() {
+                        nb.on_alloc(t.pid, bp);
+                    }
+                }
+                None => {
+                    self.oom = Some(oom_message(self.m, policy, &region.name, bp));
+                    return None;
+                }
+            }
+            extra += if bp > 1 { self.cfg.costs.fault_2m_ns } else { self.cfg.costs.fault_4k_ns } * 1e-9;
+        }
+        Some(extra)
+    }
+
+    /// NUMA hinting faults on the marked pages a visit touches, each handled in the touching
+    /// thread; returns their time. Migration copies load memory and links like accesses do;
+    /// threads moved by NUMA placement are charged their move.
+    pub(super) fn hint_faults(&mut self, tid: usize, v: &Visit, cpu_node: usize) -> f64 {
+        let Some(nb) = self.numab.as_mut() else { return 0.0 };
+        let pid = self.threads[tid].pid;
+        let proc = &mut self.procs[pid];
+        let r = v.region as usize;
+        let end = (v.first + v.units).min(proc.regions[r].units());
+        if !pages::any_marked(&proc.regions[r].marked, v.first, end - v.first) {
+            return 0.0;
+        }
+        let start = self.threads[tid].clock;
+        let mut view = MmView { regions: &mut proc.regions, task_policy: &proc.task_policy };
+        let mut world = World { alloc: &mut self.alloc, sched: &mut self.sched, pages_node: &mut self.pages_node };
+        let mut extra = 0.0;
+        for u in v.first..end {
+            if !view.regions[r].is_marked(u) {
+                continue;
+            }
+            let out = nb.hint_fault(&mut world, &mut view, tid, r, u, start + extra);
+            extra += out.time_s;
+            if let Some((from, to, lines)) = out.copy {
+                let t = &mut self.threads[tid];
+                t.mix_rd[from] += lines;
+                t.mix_wr[to] += lines;
+                charge_copy(self.m, &mut self.budget_node, &mut self.budget_link, cpu_node, from, to, lines);
+            }
+            for moved in nb.moved.drain(..) {
+                let move_s = self.cfg.costs.task_move_ns * 1e-9;
+                self.threads[moved].migrations += 1;
+                if moved == tid {
+                    extra += move_s;
+                } else {
+                    self.threads[moved].clock += move_s;
+                }
+            }
+        }
+        extra
+    }
+
+    /// The node of an already placed page of a visit (the budget check needs it up front).
+    pub(super) fn placed_node(&self, tid: usize, v: &Visit) -> Option<usize> {
+        let r = &self.procs[self.threads[tid].pid].regions[v.region as usize];
+        match r.node[v.unit as usize] {
+            NONE => None,
+            x => Some(x as usize),
+        }
+    }
+}
+
+/// The next visit of the access furthest behind, so a phase's accesses interleave in proportion.
+/// The access furthest behind, so a phase's accesses interleave in proportion.
+#[inline]
+fn pick_sweep(t: &Thread) -> Option<usize> {
+    if t.sweeps.len() == 1 {
+        return (!t.sweeps[0].finished()).then_some(0);
+    }
+    let mut best: Option<usize> = None;
+    for (i, s) in t.sweeps.iter().enumerate() {
+        if !s.finished() && best.is_none_or(|b| s.progress() < t.sweeps[b].progress()) {
+            best = Some(i);
+        }
+    }
+    best
+}
+
+#[inline]
+fn next_visit(t: &mut Thread, regions: &[Region]) -> Option<Visit> {
+    let i = pick_sweep(t)?;
+    let shift = regions[t.sweeps[i].region as usize].shift;
+    t.sweeps[i].next(shift, &mut t.rng)
+}
+
+/// A page copy by a CPU of `cpu_node`: reads on `from`'s controller and the links back, writes
+/// on `to`'s and the links there, taken from the slice budgets (which may go negative: the
+/// copy happens regardless, later visits wait).
+fn charge_copy(
+    m: &Machine,
+    budget_node: &mut [f64],
+    budget_link: &mut [[f64; 2]],
+    cpu_node: usize,
+    from: usize,
+    to: usize,
+    lines: f64,
+) {
+    budget_node[from] -= lines;
+    budget_node[to] -= lines;
+    for h in &m.routes[from][cpu_node] {
+        budget_link[h.link as usize][h.dir as usize] -= lines;
+    }
+    for h in &m.routes[cpu_node][to] {
+        budget_link[h.link as usize][h.dir as usize] -= lines;
+    }
+}
+
+fn oom_message(m: &Machine, p: &Resolved, region: &str, pages: u64) -> String {
+    let nodes: Vec<String> = p.nodes.iter().map(|&n| m.nodes[n].os_index.to_string()).collect();
+    let policy =
+        if nodes.is_empty() { p.mode.name().to_string() } else { format!("{}:{}", p.mode.name(), nodes.join(",")) };
+    format!("out of memory on node {} under {policy}: region '{region}' needs {} more KiB", nodes.join(","), pages * 4)
+}
