@@ -53,16 +53,21 @@ def _wait_for(predicate, timeout_s: float = 60.0) -> None:
         time.sleep(0.02)
 
 
-def _session_processes(sid: int) -> list[int]:
+def _processes_where(field: int, value: int) -> list[int]:
+    """PIDs whose /proc/PID/stat field (after the command name: 1 = ppid, 3 = session) equals value."""
     out = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rpartition(")")[2].split()
         except OSError:
             continue
-        if int(fields[3]) == sid:
+        if int(fields[field]) == value:
             out.append(int(stat.parent.name))
     return out
+
+
+def _session_processes(sid: int) -> list[int]:
+    return _processes_where(3, sid)
 
 
 def _started_then_stopped(tmp_path: Path, sig: int) -> tuple[Path, Path, dict, subprocess.Popen, str]:
@@ -103,15 +108,7 @@ def test_sigkill_mid_study_then_resume_runs_every_run_exactly_once(tmp_path):
 
 
 def _children(pid: int) -> list[int]:
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rpartition(")")[2].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            out.append(int(stat.parent.name))
-    return out
+    return _processes_where(1, pid)
 
 
 def test_a_lost_worker_does_not_lose_or_repeat_runs(tmp_path):
