@@ -15,6 +15,7 @@ machine.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -169,6 +170,9 @@ def parse_config(text: str) -> tuple[PlacementOptions, dict[str, str], dict[str,
         elif key in ("balancing", "kernel", "thp", "seed", "sample-rate", "hot-threshold-ms", "promote-rate-limit-mbps") or key.startswith("scan-"):
             settings[key] = value.strip() if eq else "on"
         elif eq:
+            close = difflib.get_close_matches(key, list(_CONFIG_KEYS), n=1, cutoff=0.8)
+            if close:
+                raise UsageError(f"config '{text}': unknown placement option '{key}' (did you mean {close[0]}?)")
             params[key.replace("-", "_")] = value.strip()
         else:
             raise UsageError(

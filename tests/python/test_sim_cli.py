@@ -78,6 +78,7 @@ def test_bad_input_is_one_line_exit_2(cli):
     assert "cannot be bound one per place" in bad(cli, "sim", *SMALL[:-1], "8", "--omp-proc-bind", "close")
     assert "--kernel" in bad(cli, "sim", *SMALL, "--kernel", "5.4")
     assert "unknown item 'foo'" in bad(cli, "compare", *SMALL, "--configs", "default,foo")
+    assert "did you mean interleave?" in bad(cli, "compare", *SMALL, "--configs", "default,interleaved=all")
     assert "No such option" in bad(cli, "topo", "--bogus")
 
 
