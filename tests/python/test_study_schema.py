@@ -30,7 +30,7 @@ def _error(tmp_path: Path, body: str) -> str:
         # a misspelt key: the accepted keys of that table
         ('[[runs]]\nplacement = "default"\n[[runs]]\nplacement = "default"\n[[runs]]\nplacemnt = "x"\n', 9, "runs[2].placemnt", "label, machine, workload, params, placement, balancing, kernel, thp"),
         # an unknown placement option
-        ('[[runs]]\nplacement = "default"\n[[runs]]\nplacement = "default"\n[[runs]]\nplacement = "interleaved=all"\n', 9, "runs[2].placement", "interleave=all"),
+        ('[[runs]]\nplacement = "default"\n[[runs]]\nplacement = "default"\n[[runs]]\nplacement = "interleaved=all"\n', 9, "runs[2].placement", "did you mean interleave?"),
         # a literal
         ('kernel = "5.0"\n', 4, "kernel", "3.13, 6.13"),
         ('[[runs]]\nkernel = "3.12"\n', 5, "runs[0].kernel", "3.13, 6.13"),
