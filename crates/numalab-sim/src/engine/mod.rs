@@ -275,6 +275,10 @@ impl<'a> Engine<'a> {
             let by_visits = if visits > 0 { per_epoch * busy / visits as f64 } else { DT_MAX_S };
             dt = by_visits.min(shortest_phase / PHASE_EPOCHS).clamp(DT_MIN_S, DT_MAX_S);
         }
+        // A run stopped early (out of memory) reports how far each thread got.
+        for t in self.threads.iter_mut().filter(|t| t.state != State::Done) {
+            t.finish_s = t.clock;
+        }
         let pages = self.pages_node.clone();
         let threads_out = self
             .threads

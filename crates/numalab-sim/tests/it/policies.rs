@@ -54,6 +54,7 @@ fn bind_to_a_node_smaller_than_the_data_runs_out_of_memory() {
     let w = stream_like(512, 4, Pattern::Block, 1);
     let out = simulate(&m, &w, &pinned(policy(PolicyMode::Bind, &[2])), &cfg()).unwrap();
     assert_eq!(out.status, "out-of-memory");
+    assert!(out.time_s > 0.0, "the time the run stopped");
     let msg = out.error.unwrap();
     assert!(msg.contains("node 2") && msg.contains("bind"), "{msg}");
 }
