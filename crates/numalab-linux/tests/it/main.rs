@@ -1,5 +1,8 @@
 //! Integration tests of the Linux readers on captured sysfs/procfs trees
-//! (`tests/fixtures/sysfs/{two-node,eight-node,host}`), and on broken copies of them.
+//! (`tests/fixtures/sysfs/{two-node,eight-node,host}`, `tests/fixtures/procfs/*`), and on broken
+//! copies of them.
+
+mod procfs;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -29,6 +32,13 @@ impl Scratch {
         let dir = std::env::temp_dir().join(format!("numalab-linux-it-{}-{test}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         copy_tree(&fixture(fixture_name), &dir);
+        Scratch(dir)
+    }
+
+    fn copy_procfs(fixture_name: &str, test: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("numalab-linux-it-{}-{test}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/procfs").join(fixture_name), &dir);
         Scratch(dir)
     }
 

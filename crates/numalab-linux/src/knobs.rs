@@ -1,0 +1,313 @@
+//! Automatic NUMA balancing knobs (docs/balancing.md), read and written under a root path, and a
+//! journal so every change can be undone.
+//!
+//! Where each knob lives depends on the kernel:
+//! - `kernel/numa_balancing` (procfs, `/proc/sys/kernel/numa_balancing`) on every kernel since 3.8;
+//!   0 off, 1 normal balancing, 2 memory tiering (6.0+), 3 both.
+//! - The scanner's knobs were sysctls `kernel/numa_balancing_scan_{delay_ms,period_min_ms,
+//!   period_max_ms,size_mb}` until Linux 5.12. Linux 5.13 moved them to debugfs,
+//!   `sched/numa_balancing/{scan_delay_ms,scan_period_min_ms,scan_period_max_ms,scan_size_mb}`
+//!   (commit 8a99b6833c88 "sched: Move SCHED_DEBUG sysctl to debugfs"; `sched_init_debug()` in
+//!   kernel/sched/debug.c creates them).
+//! - Memory tiering (6.0+) added `sched/numa_balancing/hot_threshold_ms` (debugfs) and, in 6.1,
+//!   `kernel/numa_balancing_promote_rate_limit_MBps` (procfs; kernel/sched/fair.c).
+//!
+//! A knob is looked for at its procfs path first, then at its debugfs path; a kernel has at most
+//! one of them. Debugfs is readable only by root and only where it is mounted
+//! (`/sys/kernel/debug`).
+
+use std::fs;
+use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::error::LinuxError;
+use crate::io::{parse_err, read};
+
+/// A knob: numalab's name for it and its two possible homes under the root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Knob {
+    pub name: &'static str,
+    pub procfs: Option<&'static str>,
+    pub debugfs: Option<&'static str>,
+    /// Largest accepted value (the kernel's `extra2`, or `u32::MAX` for debugfs u32 files).
+    pub max: u64,
+}
+
+/// Every knob numalab can read and set, in documentation order.
+pub const KNOBS: [Knob; 7] = [
+    Knob { name: "numa_balancing", procfs: Some("proc/sys/kernel/numa_balancing"), debugfs: None, max: 3 },
+    Knob {
+        name: "scan_delay_ms",
+        procfs: Some("proc/sys/kernel/numa_balancing_scan_delay_ms"),
+        debugfs: Some("sys/kernel/debug/sched/numa_balancing/scan_delay_ms"),
+        max: u32::MAX as u64,
+    },
+    Knob {
+        name: "scan_period_min_ms",
+        procfs: Some("proc/sys/kernel/numa_balancing_scan_period_min_ms"),
+        debugfs: Some("sys/kernel/debug/sched/numa_balancing/scan_period_min_ms"),
+        max: u32::MAX as u64,
+    },
+    Knob {
+        name: "scan_period_max_ms",
+        procfs: Some("proc/sys/kernel/numa_balancing_scan_period_max_ms"),
+        debugfs: Some("sys/kernel/debug/sched/numa_balancing/scan_period_max_ms"),
+        max: u32::MAX as u64,
+    },
+    Knob {
+        name: "scan_size_mb",
+        procfs: Some("proc/sys/kernel/numa_balancing_scan_size_mb"),
+        debugfs: Some("sys/kernel/debug/sched/numa_balancing/scan_size_mb"),
+        max: u32::MAX as u64,
+    },
+    Knob {
+        name: "hot_threshold_ms",
+        procfs: None,
+        debugfs: Some("sys/kernel/debug/sched/numa_balancing/hot_threshold_ms"),
+        max: u32::MAX as u64,
+    },
+    Knob {
+        name: "promote_rate_limit_MBps",
+        procfs: Some("proc/sys/kernel/numa_balancing_promote_rate_limit_MBps"),
+        debugfs: None,
+        max: u32::MAX as u64,
+    },
+];
+
+/// Which file system a knob was found in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KnobLocation {
+    Procfs,
+    Debugfs,
+}
+
+impl KnobLocation {
+    pub fn name(self) -> &'static str {
+        match self {
+            KnobLocation::Procfs => "procfs",
+            KnobLocation::Debugfs => "debugfs",
+        }
+    }
+}
+
+/// A knob's current value and where it was read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KnobValue {
+    pub name: &'static str,
+    /// Relative to the root (`proc/sys/kernel/numa_balancing`).
+    pub path: String,
+    pub location: KnobLocation,
+    pub value: u64,
+}
+
+impl KnobValue {
+    pub fn to_json(&self) -> Value {
+        json!({"name": self.name, "path": self.path, "location": self.location.name(), "value": self.value})
+    }
+}
+
+/// The knob called `name`, or an error listing the names.
+pub fn knob(name: &str) -> Result<&'static Knob, LinuxError> {
+    KNOBS.iter().find(|k| k.name == name).ok_or_else(|| LinuxError::Parse {
+        path: name.to_string(),
+        message: format!(
+            "unknown NUMA balancing knob (known: {})",
+            KNOBS.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
+        ),
+    })
+}
+
+/// Where `k` lives under `root`: its procfs file if present, else its debugfs file, else `None`.
+pub fn locate(root: &Path, k: &Knob) -> Option<(&'static str, KnobLocation)> {
+    [(k.procfs, KnobLocation::Procfs), (k.debugfs, KnobLocation::Debugfs)]
+        .into_iter()
+        .find_map(|(rel, loc)| rel.filter(|r| root.join(r).exists()).map(|r| (r, loc)))
+}
+
+fn read_at(root: &Path, k: &Knob, rel: &'static str, location: KnobLocation) -> Result<KnobValue, LinuxError> {
+    let path = root.join(rel);
+    let text = read(&path)?;
+    let value = text
+        .trim()
+        .parse::<u64>()
+        .map_err(|_| parse_err(&path, format!("expected a whole number, got '{}'", text.trim())))?;
+    Ok(KnobValue { name: k.name, path: rel.to_string(), location, value })
+}
+
+/// The knob called `name` under `root`; `None` if this kernel (or a debugfs that is not mounted)
+/// does not show it.
+pub fn read_knob(root: &Path, name: &str) -> Result<Option<KnobValue>, LinuxError> {
+    let k = knob(name)?;
+    locate(root, k).map(|(rel, loc)| read_at(root, k, rel, loc)).transpose()
+}
+
+/// Every knob present under `root`, and the names of those absent.
+pub fn read_knobs(root: &Path) -> Result<(Vec<KnobValue>, Vec<&'static str>), LinuxError> {
+    let mut present = Vec::new();
+    let mut absent = Vec::new();
+    for k in &KNOBS {
+        match locate(root, k) {
+            Some((rel, loc)) => present.push(read_at(root, k, rel, loc)?),
+            None => absent.push(k.name),
+        }
+    }
+    Ok((present, absent))
+}
+
+/// Check a value for knob `name` without writing anything.
+pub fn check_value(name: &str, value: u64) -> Result<(), LinuxError> {
+    let k = knob(name)?;
+    if value > k.max {
+        return Err(LinuxError::Parse {
+            path: name.to_string(),
+            message: format!("value {value} is out of range (0..={})", k.max),
+        });
+    }
+    Ok(())
+}
+
+/// Write `value` to knob `name` under `root`; returns the value it had before.
+pub fn write_knob(root: &Path, name: &str, value: u64) -> Result<KnobValue, LinuxError> {
+    check_value(name, value)?;
+    let before = read_knob(root, name)?.ok_or_else(|| absent(root, name))?;
+    write_file(&root.join(&before.path), &format!("{value}\n"))?;
+    Ok(before)
+}
+
+fn absent(root: &Path, name: &str) -> LinuxError {
+    let k = knob(name).expect("checked by the caller");
+    let places: Vec<String> =
+        [k.procfs, k.debugfs].into_iter().flatten().map(|r| root.join(r).display().to_string()).collect();
+    LinuxError::Read {
+        path: places.join(" or "),
+        message: format!(
+            "this kernel has no {name} knob (or debugfs is not mounted at {})",
+            root.join("sys/kernel/debug").display()
+        ),
+    }
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), LinuxError> {
+    let werr = |e: std::io::Error| LinuxError::Write { path: path.display().to_string(), message: e.to_string() };
+    // Never create: a knob that is not there is not this kernel's. Truncation is a no-op on procfs
+    // and debugfs and keeps a captured tree's file whole.
+    let mut f = fs::OpenOptions::new().write(true).truncate(true).open(path).map_err(werr)?;
+    f.write_all(text.as_bytes()).map_err(werr)
+}
+
+/// The original values of changed knobs, kept in a JSON file until they are restored:
+/// `{"root": "/", "knobs": [{"name": ..., "path": ..., "location": ..., "value": original}]}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Journal {
+    pub root: PathBuf,
+    pub entries: Vec<KnobValue>,
+}
+
+impl Journal {
+    /// Load a journal; `None` if the file does not exist.
+    pub fn load(path: &Path) -> Result<Option<Journal>, LinuxError> {
+        let text = match fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(LinuxError::Read { path: path.display().to_string(), message: e.to_string() }),
+        };
+        let bad = |m: &str| parse_err(path, format!("not a numalab knob journal: {m}"));
+        let v: Value = serde_json::from_str(&text).map_err(|e| bad(&e.to_string()))?;
+        let root = v["root"].as_str().ok_or_else(|| bad("no root"))?;
+        let mut entries = Vec::new();
+        for e in v["knobs"].as_array().ok_or_else(|| bad("no knobs list"))? {
+            let name = e["name"].as_str().ok_or_else(|| bad("a knob without name"))?;
+            let k = knob(name).map_err(|_| bad(&format!("unknown knob '{name}'")))?;
+            let rel = e["path"].as_str().ok_or_else(|| bad("a knob without path"))?;
+            let (rel, location) = [(k.procfs, KnobLocation::Procfs), (k.debugfs, KnobLocation::Debugfs)]
+                .into_iter()
+                .find_map(|(r, l)| r.filter(|r| *r == rel).map(|r| (r, l)))
+                .ok_or_else(|| bad(&format!("'{rel}' is not where {name} lives")))?;
+            let value = e["value"].as_u64().ok_or_else(|| bad("a knob without a whole-number value"))?;
+            entries.push(KnobValue { name: k.name, path: rel.to_string(), location, value });
+        }
+        Ok(Some(Journal { root: PathBuf::from(root), entries }))
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "root": self.root.display().to_string(),
+            "knobs": self.entries.iter().map(KnobValue::to_json).collect::<Vec<_>>(),
+        })
+    }
+
+    /// Write the journal durably (a temporary file, fsync, rename), so a crash never leaves a
+    /// half-written journal behind.
+    pub fn save(&self, path: &Path) -> Result<(), LinuxError> {
+        let werr = |e: std::io::Error| LinuxError::Write { path: path.display().to_string(), message: e.to_string() };
+        let tmp = path.with_extension("tmp");
+        let mut f = fs::File::create(&tmp).map_err(werr)?;
+        f.write_all(format!("{}\n", self.to_json()).as_bytes()).map_err(werr)?;
+        f.sync_all().map_err(werr)?;
+        fs::rename(&tmp, path).map_err(werr)
+    }
+}
+
+/// Set knobs under `root`, journalling each original value in `journal` before the first write.
+/// A knob already in the journal keeps its first original, so repeated `set`s restore to the
+/// values before the first. Nothing is written if any name, value or knob is wrong.
+pub fn set_knobs(root: &Path, journal: &Path, changes: &[(String, u64)]) -> Result<Vec<KnobValue>, LinuxError> {
+    let mut j = match Journal::load(journal)? {
+        Some(j) if j.root != root => {
+            return Err(parse_err(
+                journal,
+                format!("journals changes under {}, not {}: restore it first", j.root.display(), root.display()),
+            ))
+        }
+        Some(j) => j,
+        None => Journal { root: root.to_path_buf(), entries: Vec::new() },
+    };
+    let mut current = Vec::new();
+    for (name, value) in changes {
+        check_value(name, *value)?;
+        current.push(read_knob(root, name)?.ok_or_else(|| absent(root, name))?);
+    }
+    for c in &current {
+        if !j.entries.iter().any(|e| e.name == c.name) {
+            j.entries.push(c.clone());
+        }
+    }
+    j.save(journal)?;
+    for ((_, value), c) in changes.iter().zip(&current) {
+        write_file(&root.join(&c.path), &format!("{value}\n"))?;
+    }
+    Ok(current)
+}
+
+/// Write back every original value of `journal`, then remove it; returns the restored values.
+/// With no journal file there is nothing to restore (an empty list). If a write fails the journal
+/// stays, so the restore can be retried.
+pub fn restore_knobs(root: &Path, journal: &Path) -> Result<Vec<KnobValue>, LinuxError> {
+    let Some(j) = Journal::load(journal)? else { return Ok(Vec::new()) };
+    if j.root != root {
+        return Err(parse_err(journal, format!("journals changes under {}, not {}", j.root.display(), root.display())));
+    }
+    for e in &j.entries {
+        write_file(&root.join(&e.path), &format!("{}\n", e.value))?;
+    }
+    fs::remove_file(journal)
+        .map_err(|e| LinuxError::Write { path: journal.display().to_string(), message: e.to_string() })?;
+    Ok(j.entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_debugfs_knob_is_under_the_numa_balancing_directory() {
+        for k in KNOBS.iter().filter_map(|k| k.debugfs) {
+            assert!(k.starts_with("sys/kernel/debug/sched/numa_balancing/"), "{k}");
+        }
+        assert!(knob("scan_size").unwrap_err().to_string().contains("scan_size_mb"));
+        assert!(check_value("numa_balancing", 4).is_err());
+        assert!(check_value("numa_balancing", 3).is_ok());
+    }
+}
