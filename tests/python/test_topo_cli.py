@@ -18,7 +18,8 @@ def test_numactl_hardware_layout(cli, golden):
     assert code == 0
     assert "available: 2 nodes (0-1)" in out
     assert "node 0 cpus: 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23" in out
-    assert "node distances:\nnode     0    1 \n   0:   10   21 \n   1:   21   10 \n" in out
+    # numactl.c print_distances(): "node " + "% 3d " per column, "% 3d: " + "% 3d " per row.
+    assert "node distances:\nnode   0   1 \n  0:  10  21 \n  1:  21  10 \n" in out
     golden("topo_e5-2620v4-2s.out", out)
 
 

@@ -8,6 +8,11 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+/// Parsed indexes must be below this, so that a text of a few bytes (`4294967295`, `0-4294967295`)
+/// cannot make a 512 MiB bitmap or a four-billion-step loop: 8 x the largest `NR_CPUS` Linux builds
+/// with (8192, arch/x86/Kconfig `NR_CPUS_RANGE_END`), and far above `MAX_NUMNODES` (at most 1024).
+pub const MAX_INDEX: u32 = 1 << 16;
+
 /// A set of OS indexes, kept sorted and deduplicated.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Bitmap {
@@ -150,6 +155,9 @@ impl Bitmap {
             if z < a {
                 return Err(format!("bad range '{tok}': end is below start"));
             }
+            if z >= MAX_INDEX {
+                return Err(format!("index {z} in '{tok}' is too large (indexes must be below {MAX_INDEX}; Linux has at most 8192 CPUs)"));
+            }
             for i in a..=z {
                 b.set(i);
             }
@@ -178,6 +186,11 @@ impl Bitmap {
         for (k, part) in parts.iter().rev().enumerate() {
             let hex = part.trim().trim_start_matches("0x");
             let v = u32::from_str_radix(hex, 16).map_err(|_| format!("bad hwloc bitmap word '{part}' in '{s}'"))?;
+            if v != 0 && k as u64 * 32 + u64::from(32 - v.leading_zeros()) > u64::from(MAX_INDEX) {
+                return Err(format!(
+                    "hwloc bitmap '{s}' sets a bit at or above {MAX_INDEX} (Linux has at most 8192 CPUs)"
+                ));
+            }
             for bit in 0..32u32 {
                 if v & (1 << bit) != 0 {
                     b.set(k as u32 * 32 + bit);
@@ -247,6 +260,17 @@ mod tests {
         assert_eq!(Bitmap::parse_hwloc(&s).unwrap(), b);
         assert_eq!(Bitmap::new().to_hwloc_string(), "0x0");
         assert_eq!(Bitmap::parse_hwloc("0x0").unwrap(), Bitmap::new());
+    }
+
+    #[test]
+    fn huge_indexes_are_refused_before_allocating() {
+        let e = Bitmap::parse_list("4294967295").unwrap_err();
+        assert!(e.contains("4294967295") && e.contains("65536"), "{e}");
+        assert!(Bitmap::parse_list("0-4294967295").unwrap_err().contains("too large"));
+        assert_eq!(Bitmap::parse_list("65535").unwrap().last(), Some(65535));
+        let mut words = vec!["0x00000001"];
+        words.extend(std::iter::repeat("0x0").take(2048));
+        assert!(Bitmap::parse_hwloc(&words.join(",")).unwrap_err().contains("65536"));
     }
 
     #[test]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from numalab._core import Machine
+from numalab.exceptions import UsageError
 from numalab.machine.presets import list_presets, load_preset, load_spec_file, preset_names
 
 
@@ -25,6 +26,9 @@ def load(spec: str | Path) -> Machine:
         return load_hwloc_xml(Path(s))
     if s.endswith(".toml"):
         return load_spec_file(Path(s))
+    if "/" in s or Path(s).exists():
+        # A path that is neither kind: say so, rather than "unknown preset '/tmp/x'".
+        raise UsageError(f"{s}: a machine file must be a preset-format .toml or an hwloc .xml (lstopo --of xml)")
     return load_preset(s)
 
 

@@ -6,14 +6,16 @@ parses). Sets are plain ``set[int]`` of OS indexes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 #: hwloc's prefix for a bitmap whose bits are set up to infinity (e.g. an unrestricted allowed set).
 INFINITE_PREFIX = "0xf...f"
 
 
-def parse_hwloc(text: str) -> set[int]:
-    """Parse an hwloc bitmap string; ``ValueError`` names the bad word."""
+def parse_hwloc(text: str, limit: int | None = None) -> set[int]:
+    """Parse an hwloc bitmap string; ``ValueError`` names the bad word. With ``limit``, a set bit
+    at or above it is refused before the set is built (see :mod:`numalab.machine.limits`)."""
     s = text.strip()
     if s.startswith(INFINITE_PREFIX):
         raise ValueError(f"'{text}' is an infinite set; numalab needs the actual CPUs or nodes")
@@ -23,14 +25,24 @@ def parse_hwloc(text: str) -> set[int]:
         word = word.strip()
         if not word:
             continue
-        try:
-            value = int(word, 16)
-        except ValueError:
-            raise ValueError(f"bad bitmap word '{word}' in '{text}' (expected hex words like 0x000000ff)") from None
+        if not _HEX_WORD.fullmatch(word):
+            raise ValueError(f"bad bitmap word '{shorten(word)}' in '{shorten(text)}' (expected hex words like 0x000000ff)")
+        value = int(word, 16)
         if value >> 32:
-            raise ValueError(f"bitmap word '{word}' in '{text}' has more than 32 bits")
+            raise ValueError(f"bitmap word '{shorten(word)}' in '{shorten(text)}' has more than 32 bits")
+        if value and limit is not None and k * 32 + value.bit_length() > limit:
+            raise ValueError(f"'{shorten(text)}' sets bit {k * 32 + value.bit_length() - 1}, beyond the limit of {limit}")
         out.update(k * 32 + b for b in range(32) if value >> b & 1)
     return out
+
+
+#: One word as hwloc writes it: ``0x`` and hex digits (its value is checked to fit 32 bits).
+_HEX_WORD = re.compile(r"(0[xX])?[0-9a-fA-F]+")
+
+
+def shorten(text: str, width: int = 60) -> str:
+    """Errors quote the input, but not a megabyte of it."""
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def format_hwloc(indexes: Iterable[int]) -> str:

@@ -27,7 +27,7 @@ LOCAL_LATENCY_NS = Estimate(
     "latency.local_ns",
     90.0,
     "estimate: 90 ns local idle latency (local is about 80-90 ns on current servers, "
-    "design/reference/workloads.md §5.1); remote = local x distance / 10 (design/model.md §2)",
+    "docs/contention.md); remote = local x distance / 10 (docs/machines.md)",
 )
 
 #: Sustainable bandwidth of one node's memory controllers.
@@ -35,7 +35,7 @@ NODE_BANDWIDTH_GBPS = Estimate(
     "bandwidth.node_gbps",
     32.0,
     "estimate: 32 GB/s per node = 2 DDR4-2666 channels x 21.3 GB/s peak x 0.75 sustainable "
-    "(sustained reads reach 70-85% of peak, design/reference/workloads.md §5.1); the source does "
+    "(sustained reads reach 70-85% of peak, docs/contention.md); the source does "
     "not say how many channels are populated: measure with STREAM to replace it",
 )
 
@@ -52,7 +52,7 @@ CORE_MLP = Estimate(
     "core.mlp",
     10.0,
     "estimate: 10 outstanding misses per thread, about the number of L1 fill buffers "
-    "(design/reference/workloads.md §5.4)",
+    "(docs/contention.md)",
 )
 
 #: Base page size when the source does not record it.

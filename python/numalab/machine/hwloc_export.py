@@ -52,14 +52,19 @@ INFO_KEYS = {
 
 def to_hwloc_xml(machine: Machine) -> str:
     """The machine as an hwloc v2 XML document."""
-    m = json.loads(machine.to_json())
+    topology = topology_element(json.loads(machine.to_json()))
+    ET.indent(topology, space="  ")
+    return HEADER + ET.tostring(topology, encoding="unicode") + "\n"
+
+
+def topology_element(m: dict[str, Any]) -> ET.Element:
+    """The ``<topology>`` element of a machine's JSON document (also drawn by ``numalab topo --tree``)."""
     topology = ET.Element("topology", version="2.0")
     writer = _Writer(m)
     writer.machine(topology)
     writer.distances(topology)
     writer.memattrs(topology)
-    ET.indent(topology, space="  ")
-    return HEADER + ET.tostring(topology, encoding="unicode") + "\n"
+    return topology
 
 
 class _Writer:

@@ -16,18 +16,27 @@ not a usable topology raises ``UsageError("file:line: object[type=NUMANode, os_i
 
 from __future__ import annotations
 
+import io
 import json
 import math
-import xml.parsers.expat
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
+from xml.sax import SAXParseException
+from xml.parsers import expat
+from xml.sax.handler import ContentHandler, feature_external_ges
+from xml.sax.xmlreader import Locator
+
+from defusedxml import DefusedXmlException, EntitiesForbidden
+from defusedxml.expatreader import DefusedExpatParser
 
 from numalab._core import Machine, TopologyError
 from numalab.exceptions import UsageError
 from numalab.machine import estimates as est
-from numalab.machine.bitmaps import format_cpulist, parse_hwloc
+from numalab.machine import limits
+from numalab.machine.bitmaps import format_cpulist, parse_hwloc, shorten
 from numalab.machine.hwloc_export import DISTANCES_KIND_LATENCY, MIB, SLIT_NAME, to_hwloc_xml
 
 __all__ = ["load_hwloc_xml", "to_hwloc_xml"]
@@ -40,6 +49,14 @@ CONTAINER_TYPES = {"Machine", "System", "Group", "Die", "MemCache", "Cache"} | {
 #: I/O and annotation subtrees: no CPUs or memory of their own.
 SKIPPED_TYPES = {"Misc", "Bridge", "PCIDev", "OSDev"}
 KNOWN_TYPES = PACKAGE_TYPES | CONTAINER_TYPES | SKIPPED_TYPES | {"NUMANode", "Core", "PU"}
+
+#: hwloc writes its numbers as unsigned decimal; Python's int() would also take "+1", "1_0", "٣".
+_DIGITS = re.compile(r"[0-9]+")
+_DECIMAL = re.compile(r"[0-9]+(\.[0-9]+)?")
+#: (limit, reason) pairs for :meth:`_Importer.int_attr`.
+U64, U64_REASON = 1 << 64, "hwloc stores it in 64 bits"
+CPU_LIMIT = (limits.MAX_CPUS, limits.CPU_REASON)
+NODE_LIMIT = (limits.MAX_NODES, limits.NODE_REASON)
 
 
 def load_hwloc_xml(path: Path) -> Machine:
@@ -63,40 +80,99 @@ class _El:
     attrib: dict[str, str]
     line: int
     children: list[_El] = field(default_factory=list)
+    chunks: list[str] = field(default_factory=list)  # character data, joined once at the end tag
     text: str = ""
 
     def find_all(self, tag: str) -> list[_El]:
         return [c for c in self.children if c.tag == tag]
 
 
-def _parse_xml(path: Path) -> _El:
+class _TreeBuilder(ContentHandler):
+    """SAX events into :class:`_El` trees, each element with its line."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+        self.locator: Locator | None = None
+        self.stack: list[_El] = []
+        self.roots: list[_El] = []
+
+    def line(self) -> int:
+        return self.locator.getLineNumber() if self.locator is not None else 0
+
+    def setDocumentLocator(self, locator: Locator) -> None:
+        self.locator = locator
+
+    def startElement(self, name: str, attrs: Any) -> None:
+        if len(self.stack) >= limits.MAX_XML_DEPTH:
+            raise UsageError(
+                f"{self.path}:{self.line()}: <{name}> is nested {len(self.stack) + 1} elements deep; "
+                f"hwloc topologies are about 15 deep, numalab reads at most {limits.MAX_XML_DEPTH}"
+            )
+        el = _El(name, dict(attrs.items()), self.line())
+        (self.stack[-1].children if self.stack else self.roots).append(el)
+        self.stack.append(el)
+
+    def endElement(self, name: str) -> None:
+        el = self.stack.pop()
+        el.text, el.chunks = "".join(el.chunks), []
+
+    def characters(self, content: str) -> None:
+        # Kept as chunks: appending to one string is quadratic in the number of chunks.
+        if self.stack:
+            self.stack[-1].chunks.append(content)
+
+
+def _read(path: Path) -> bytes:
+    """The file's bytes, at most MAX_XML_BYTES of them (pipes such as ``<(lstopo --of xml)`` too)."""
+    if path.is_dir():
+        raise UsageError(f"{path}: cannot read: Is a directory (expected an hwloc XML file, as lstopo --of xml writes)")
     try:
-        data = path.read_bytes()
+        with path.open("rb") as f:
+            data = f.read(limits.MAX_XML_BYTES + 1)
     except OSError as e:
         raise UsageError(f"{path}: cannot read: {e.strerror}") from None
-    parser = xml.parsers.expat.ParserCreate()
-    stack: list[_El] = []
-    roots: list[_El] = []
+    if len(data) > limits.MAX_XML_BYTES:
+        raise UsageError(
+            f"{path}: larger than the {limits.MAX_XML_BYTES >> 20} MiB numalab reads as hwloc XML "
+            "(lstopo writes a few KiB per core)"
+        )
+    return data
 
-    def start(tag: str, attrib: dict[str, str]) -> None:
-        el = _El(tag, attrib, parser.CurrentLineNumber)
-        (stack[-1].children if stack else roots).append(el)
-        stack.append(el)
 
-    def chars(text: str) -> None:
-        if stack:
-            stack[-1].text += text
+class _HwlocParser(DefusedExpatParser):
+    """defusedxml's reader, told never to open the external DTD subset: lstopo's files name
+    ``hwloc2.dtd``, which expat would otherwise ask for (and defusedxml refuse)."""
 
-    parser.StartElementHandler = start
-    parser.EndElementHandler = lambda tag: stack.pop()
-    parser.CharacterDataHandler = chars
+    def reset(self) -> None:
+        super().reset()
+        self._parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+
+
+def _parse_xml(path: Path) -> _El:
+    """Parse with defusedxml's expat reader: entity declarations and external references are
+    refused (they are how "billion laughs" and external-entity files attack parsers, and hwloc
+    writes neither), the DOCTYPE line lstopo writes is allowed, nothing is fetched."""
+    data = _read(path)
+    builder = _TreeBuilder(path)
+    parser = _HwlocParser()
+    parser.setContentHandler(builder)
+    parser.setFeature(feature_external_ges, False)
     try:
-        parser.Parse(data, True)
-    except xml.parsers.expat.ExpatError as e:
+        parser.parse(io.BytesIO(data))
+    except SAXParseException as e:
         # expat columns count from 0; editors and compilers count from 1.
-        reason = xml.parsers.expat.ErrorString(e.code)
-        raise UsageError(f"{path}:{e.lineno}:{e.offset + 1}: malformed XML: {reason}") from None
-    root = roots[0]
+        raise UsageError(f"{path}:{e.getLineNumber()}:{e.getColumnNumber() + 1}: malformed XML: {e.getMessage()}") from None
+    except EntitiesForbidden as e:
+        raise UsageError(
+            f"{path}:{builder.line()}: <!ENTITY {e.name}> refused: hwloc files declare no entities, and "
+            "entities are how XML bombs (billion laughs) and external-file reads work"
+        ) from None
+    except DefusedXmlException as e:
+        raise UsageError(f"{path}:{builder.line()}: refused: {e} (hwloc files reference no external entities)") from None
+    if not builder.roots:
+        raise UsageError(f"{path}:1: malformed XML: no element found")
+    root = builder.roots[0]
     if root.tag != "topology":
         raise UsageError(
             f"{path}:{root.line}: <{root.tag}> is not an hwloc topology (expected <topology>, as lstopo writes)"
@@ -121,6 +197,7 @@ class _Node:
     memory_bytes: int
     package: int | None
     page_sizes: list[int]
+    el: _El
     owned: set[int] = field(default_factory=set)  # the CPUs Linux would list in its cpulist
 
 
@@ -153,7 +230,7 @@ class _Importer:
     def __init__(self, path: Path, root: _El) -> None:
         self.path, self.root = path, root
         self.nodes: list[_Node] = []
-        self.packages: list[tuple[int, set[int]]] = []
+        self.packages: list[tuple[int, set[int], _El]] = []
         self.cores: list[_Core] = []
         self.pus: dict[int, _El] = {}
         self.gp_to_node: dict[int, int] = {}
@@ -170,24 +247,33 @@ class _Importer:
     def fail(self, el: _El, message: str) -> UsageError:
         return UsageError(f"{self.path}:{el.line}: {_describe(el)}: {message}")
 
-    def int_attr(self, el: _El, name: str, default: int | None = None) -> int:
+    def int_attr(self, el: _El, name: str, default: int | None = None, below: tuple[int, str] = (U64, U64_REASON)) -> int:
+        """A whole number in ASCII digits (hwloc writes unsigned decimal), refused at or above
+        ``below`` = (limit, reason) before anything is sized by it."""
         value = el.attrib.get(name)
         if value is None:
             if default is None:
                 raise self.fail(el, f"missing attribute {name}")
             return default
-        try:
-            return int(value, 10)
-        except ValueError:
-            raise self.fail(el, f"{name}='{value}' is not a whole number") from None
+        return self.whole(el, name, value, below)
+
+    def whole(self, el: _El, name: str, value: str, below: tuple[int, str] = (U64, U64_REASON)) -> int:
+        if not _DIGITS.fullmatch(value):
+            raise self.fail(el, f"{name}='{shorten(value)}' is not a whole number (expected decimal digits, e.g. 0 or 4096)")
+        number = int(value)
+        limit, reason = below
+        if number >= limit:
+            raise self.fail(el, f"{name}={shorten(value)} is too large: {reason}")
+        return number
 
     def bitmap_attr(self, el: _El, name: str) -> set[int]:
         if name not in el.attrib:
             raise self.fail(el, f"missing attribute {name}")
         try:
-            return parse_hwloc(el.attrib[name])
+            return parse_hwloc(el.attrib[name], limits.MAX_CPUS)
         except ValueError as e:
-            raise self.fail(el, f"{name}: {e}") from None
+            reason = f": {limits.CPU_REASON}" if "beyond the limit" in str(e) else ""
+            raise self.fail(el, f"{name}: {e}{reason}") from None
 
     # ---- the object tree
 
@@ -201,14 +287,14 @@ class _Importer:
                 continue
             self.remember_gp(child)
             if t in PACKAGE_TYPES:
-                os_index = self.int_attr(child, "os_index", len(self.packages))
-                self.packages.append((os_index, self.bitmap_attr(child, "cpuset")))
+                os_index = self.int_attr(child, "os_index", len(self.packages), CPU_LIMIT)
+                self.packages.append((os_index, self.bitmap_attr(child, "cpuset"), child))
                 self.walk(child, os_index, core)
             elif t == "NUMANode":
                 self.add_node(child, package)
                 self.walk(child, package, core)  # hwloc 1.x put Packages under NUMANodes
             elif t == "Core":
-                new = _Core(self.int_attr(child, "os_index") if "os_index" in child.attrib else None)
+                new = _Core(self.int_attr(child, "os_index", below=CPU_LIMIT) if "os_index" in child.attrib else None)
                 self.cores.append(new)
                 self.walk(child, package, new)
             elif t == "PU":
@@ -220,25 +306,27 @@ class _Importer:
         """Index objects by gp_index: memattrs name their targets and initiators that way."""
         # hwloc 3.x writes id="objN" where 2.x wrote gp_index="N".
         gp = el.attrib.get("gp_index") or el.attrib.get("id", "").removeprefix("obj")
-        if not gp.isdigit():
+        if not _DIGITS.fullmatch(gp):
             return
         if "cpuset" in el.attrib:
             self.gp_to_cpus[int(gp)] = self.bitmap_attr(el, "cpuset")
         if el.attrib.get("type") == "NUMANode":
-            self.gp_to_node[int(gp)] = self.int_attr(el, "os_index")
+            self.gp_to_node[int(gp)] = self.int_attr(el, "os_index", below=NODE_LIMIT)
 
     def add_node(self, el: _El, package: int | None) -> None:
-        os_index = self.int_attr(el, "os_index")
+        os_index = self.int_attr(el, "os_index", below=NODE_LIMIT)
         if any(n.os_index == os_index for n in self.nodes):
             raise self.fail(el, f"NUMA node {os_index} is listed twice")
         pages = [self.int_attr(p, "size") for p in el.find_all("page_type")]
         memory = self.int_attr(el, "local_memory", 0)
-        self.nodes.append(_Node(os_index, self.bitmap_attr(el, "cpuset"), memory, package, pages))
+        self.nodes.append(_Node(os_index, self.bitmap_attr(el, "cpuset"), memory, package, pages, el))
 
     def add_pu(self, el: _El, core: _Core | None) -> None:
-        os_index = self.int_attr(el, "os_index")
+        os_index = self.int_attr(el, "os_index", below=CPU_LIMIT)
         if os_index in self.pus:
             raise self.fail(el, f"PU {os_index} is listed twice")
+        if "cpuset" in el.attrib and self.bitmap_attr(el, "cpuset") != {os_index}:
+            raise self.fail(el, f"cpuset {shorten(el.attrib['cpuset'])} is not PU {os_index} alone (a PU's cpuset is its own bit)")
         self.pus[os_index] = el
         if core is None:
             self.cores.append(_Core(None, [os_index]))  # no Core object: the PU is its own core
@@ -250,8 +338,12 @@ class _Importer:
     def assign_cpus(self) -> None:
         """Give every CPU to one node, as sysfs does; hwloc gives memory-only nodes their
         parent's cpuset, so CPUs shared by several nodes go to the lowest OS index."""
+        self.check_cpus_have_pus()
         self.nodes.sort(key=lambda n: n.os_index)
-        cpuless = set(self.info_json("numalab.cpuless_nodes", list, []))
+        cpuless_list = self.info_json("numalab.cpuless_nodes", list, [])
+        if not all(type(i) is int for i in cpuless_list):
+            raise self.fail(self.infos["numalab.cpuless_nodes"], "value must be a JSON list of node OS indexes")
+        cpuless = set(cpuless_list)
         taken: set[int] = set()
         for n in self.nodes:
             n.owned = set() if n.os_index in cpuless else n.cpus - taken
@@ -265,11 +357,24 @@ class _Importer:
             if os_index not in taken:
                 raise self.fail(el, f"PU {os_index} is in no NUMANode's cpuset")
 
+    def check_cpus_have_pus(self) -> None:
+        """Every CPU a NUMANode or Package claims must be a PU of the file: a CPU without a PU
+        object has no core, no SMT siblings and no place in the tree, so it cannot be simulated."""
+        holders = [(n.el, n.cpus) for n in self.nodes] + [(el, cpus) for _, cpus, el in self.packages]
+        for el, cpus in holders:
+            missing = cpus - self.pus.keys()
+            if missing:
+                raise self.fail(
+                    el,
+                    f"cpuset {shorten(el.attrib.get('cpuset', ''))} names CPUs {format_cpulist(missing)} that have no PU object "
+                    "(every CPU of a cpuset must be a <object type=\"PU\"> of the file)",
+                )
+
     def package_of(self, n: _Node) -> int:
         if n.package is not None:
             return n.package
         # NUMANode above or beside its Package (hwloc 1.x, or memory attached to a Group).
-        for os_index, cpus in self.packages:
+        for os_index, cpus, _ in self.packages:
             if cpus & n.cpus:
                 return os_index
         return self.packages[0][0] if self.packages else 0
@@ -286,12 +391,7 @@ class _Importer:
         ]
 
     def core_specs(self) -> list[dict[str, Any]]:
-        covered = {pu for c in self.cores for pu in c.pus}
-        cores = [{"cpus": format_cpulist(c.pus), "os_index": c.os_index} for c in self.cores if c.pus]
-        # CPUs in a node's cpuset without a PU object: each its own core, as the spec does.
-        for n in self.nodes:
-            cores += [{"cpus": str(cpu), "os_index": None} for cpu in sorted(n.owned - covered)]
-        return cores
+        return [{"cpus": format_cpulist(c.pus), "os_index": c.os_index} for c in self.cores if c.pus]
 
     # ---- distances
 
@@ -335,7 +435,7 @@ class _Importer:
         return [[round(v * 10 / local) for v in row] for row in matrix]
 
     def read_distances(self, el: _El) -> _Matrix:
-        nb = self.int_attr(el, "nbobjs")
+        nb = self.int_attr(el, "nbobjs", below=NODE_LIMIT)
         kind = self.int_attr(el, "kind", 0)
         lists: dict[str, list[int]] = {"indexes": [], "u64values": []}
         for child in el.children:
@@ -344,8 +444,8 @@ class _Importer:
             if child.tag not in lists:
                 raise self.fail(el, f"unexpected child <{child.tag}> (expected <indexes> and <u64values>)")
             for tok in child.text.split():
-                if not tok.isdigit():
-                    raise self.fail(child, f"bad value '{tok}' (expected whole numbers)")
+                if not _DIGITS.fullmatch(tok):
+                    raise self.fail(child, f"bad value '{shorten(tok)}' (expected whole numbers)")
                 lists[child.tag].append(int(tok))
         if len(lists["indexes"]) != nb:
             raise self.fail(el, f"has {len(lists['indexes'])} indexes for nbobjs={nb}")
@@ -436,9 +536,11 @@ class _Importer:
         if text is None:
             return default
         try:
-            value = json.loads(text)
+            value = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
         except json.JSONDecodeError as e:
             raise self.fail(self.infos[key], f"value is not valid JSON: {e.msg}") from None
+        except ValueError as e:
+            raise self.fail(self.infos[key], f"value holds {e}: numbers must be finite") from None
         if not isinstance(value, kind):
             raise self.fail(self.infos[key], f"value must be a JSON {kind.__name__}")
         return value
@@ -448,9 +550,12 @@ class _Importer:
         if text is None:
             return None
         try:
-            return float(text)
+            value = float(text)
         except ValueError:
-            raise self.fail(self.infos[key], f"value '{text}' is not a number") from None
+            raise self.fail(self.infos[key], f"value '{shorten(text)}' is not a number") from None
+        if not (math.isfinite(value) and value > 0):
+            raise self.fail(self.infos[key], f"value '{shorten(text)}' must be a finite number above 0")
+        return value
 
     def core_params(self) -> dict[str, float]:
         hz = self.info_float("numalab.core_frequency_hz")
@@ -470,8 +575,9 @@ class _Importer:
             float(i.attrib["value"])
             for kind in self.root.find_all("cpukind")
             for i in kind.find_all("info")
-            if i.attrib.get("name") == "FrequencyMaxMHz" and i.attrib.get("value", "").replace(".", "", 1).isdigit()
+            if i.attrib.get("name") == "FrequencyMaxMHz" and _DECIMAL.fullmatch(i.attrib.get("value", ""))
         ]
+        mhz = [v for v in mhz if 0 < v < math.inf]
         if mhz:
             self.notes[est.CORE_FREQUENCY_GHZ.key] = "the highest FrequencyMaxMHz of the file's cpukinds"
             return max(mhz) / 1000
@@ -536,6 +642,18 @@ class _Importer:
             est.record(self.notes, est.NO_LINKS)
             return {}
         return {"links": links, "routes": self.info_json("numalab.routes", list, [])}
+
+
+def _no_constant(name: str) -> float:
+    """json.loads accepts NaN and Infinity, which no measured value can be."""
+    raise ValueError(name)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999 parses to inf
+        raise ValueError(text)
+    return value
 
 
 def _numbers(value: Any, n: int) -> bool:

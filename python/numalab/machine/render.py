@@ -1,20 +1,35 @@
-"""Print a machine the way ``numactl --hardware`` does, then what numactl cannot show:
-memory bandwidth per node, the idle latency matrix, and the interconnect links.
+"""Print a machine three ways: as ``numactl --hardware`` does (byte for byte, so people can diff
+it against a real machine), as ``lstopo-no-graphics`` draws its tree, and as tables of what
+numactl cannot show (memory bandwidth per node, the idle latency matrix, the interconnect links).
 
-The numactl part follows numactl master's ``print_node_cpus``/``print_distances`` byte for byte
-(``node  `` header, ``% 4d `` cells), so people can diff it against a real machine.
+Every function takes the machine as its JSON document (``json.loads(machine.to_json())``). Nodes
+are spelt ``node0`` in table headers, as numastat writes its columns; the numactl block keeps
+numactl's own ``node 0`` spelling.
 """
 
 from __future__ import annotations
 
+import io
+import xml.etree.ElementTree as ET
 from typing import Any
 
-from numalab.machine.bitmaps import format_cpulist, parse_cpulist
+from rich.console import Console
+from rich.table import Table
+
+from numalab.machine.bitmaps import format_cpulist, format_hwloc, parse_cpulist
 
 MIB = 1 << 20
 
 
+# ---------------------------------------------------------------- numactl --hardware
+
+
 def numactl_hardware(m: dict[str, Any], free_bytes: dict[int, int] | None = None) -> str:
+    """``numactl --hardware``: numactl.c ``hardware()`` and ``print_distances()`` (numactl master):
+    ``available: %d nodes (`` + the node list with ranges, then per node ``node %d cpus:`` with
+    `` %d`` per CPU, ``node %d size: %llu MB`` and ``node %d free: %llu MB`` (bytes >> 20), then
+    ``node distances:``, a header ``node `` + ``% 3d `` per node, and rows ``% 3d: `` + ``% 3d ``
+    per distance. C's ``% 3d`` (space flag, width 3) is Python's ``{: 3d}``."""
     nodes = m["nodes"]
     ids = [n["os_index"] for n in nodes]
     lines = [f"available: {len(nodes)} nodes ({format_cpulist(ids)})"]
@@ -26,41 +41,140 @@ def numactl_hardware(m: dict[str, Any], free_bytes: dict[int, int] | None = None
         free = (free_bytes or {}).get(n["os_index"], size)
         lines.append(f"node {n['os_index']} free: {free // MIB} MB")
     lines.append("node distances:")
-    lines.append("node  " + "".join(f"{i:4d} " for i in ids))
+    lines.append("node " + "".join(f"{i: 3d} " for i in ids))
     for i, row in zip(ids, m["distances"]):
-        lines.append(f"{i:4d}: " + "".join(f"{d:4d} " for d in row))
+        lines.append(f"{i: 3d}: " + "".join(f"{d: 3d} " for d in row))
     return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- lstopo-no-graphics
+
+
+def hwloc_size(size: int) -> str:
+    """A memory size as lstopo prints it (hwloc's ``hwloc_memory_size_printf_value``/``_unit``):
+    rounded to the nearest KB below 10 MiB, MB below 10 GiB, GB below 10 TiB, else TB."""
+    for limit, shift, unit in ((10 << 20, 10, "KB"), (10 << 30, 20, "MB"), (10 << 40, 30, "GB")):
+        if size < limit:
+            return f"{((size >> (shift - 1)) + 1) >> 1}{unit}"
+    return f"{((size >> 39) + 1) >> 1}TB"
+
+
+def lstopo_tree(topology: ET.Element) -> str:
+    """The object tree of an hwloc XML ``<topology>`` as ``lstopo-no-graphics`` prints it:
+    ``Machine (64GB total)``, ``Package L#0``, ``NUMANode L#0 (P#0 32GB)``, ``Core L#0``,
+    ``PU L#0 (P#0)``; L# is hwloc's logical index (the object's rank among objects of its type,
+    in tree order, memory children first), P# the OS index; an object whose only child is a
+    normal (non-memory) object shares its line, joined by `` + ``, as lstopo does without -v."""
+    counters: dict[str, int] = {}
+    out: list[str] = []
+
+    def label(el: ET.Element, groups: int) -> str:
+        t = el.attrib["type"]
+        if t == "Machine":
+            total = sum(int(n.attrib.get("local_memory", 0)) for n in el.iter("object") if n.attrib["type"] == "NUMANode")
+            return f"Machine ({hwloc_size(total)} total)"
+        key = f"Group{groups}" if t == "Group" else t  # hwloc names Group levels from the top
+        logical = counters.get(key, 0)
+        counters[key] = logical + 1
+        if t == "NUMANode":
+            memory = int(el.attrib.get("local_memory", 0))
+            return f"NUMANode L#{logical} (P#{el.attrib['os_index']}" + (f" {hwloc_size(memory)})" if memory else ")")
+        if t == "PU":
+            return f"PU L#{logical} (P#{el.attrib['os_index']})"
+        return f"{key} L#{logical}"
+
+    def walk(el: ET.Element, depth: int, prefix: str, groups: int) -> None:
+        text = prefix + label(el, groups)
+        groups += el.attrib["type"] == "Group"
+        children = el.findall("object")
+        memory = [c for c in children if c.attrib["type"] == "NUMANode"]
+        normal = [c for c in children if c.attrib["type"] != "NUMANode"]
+        if len(normal) == 1 and not memory:
+            walk(normal[0], depth, text + " + ", groups)
+            return
+        out.append("  " * depth + text)
+        for child in memory + normal:
+            walk(child, depth + 1, "", groups)
+
+    for root in topology.findall("object"):
+        walk(root, 0, "", 0)
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------- JSON
+
+
+def machine_json(m: dict[str, Any]) -> dict[str, Any]:
+    """The machine document of ``numalab topo --json``: every set in both spellings, each under
+    its own name: ``cpulist``/``nodelist`` the Linux list (``0-7,16-23``, as sysfs's
+    ``nodeN/cpulist``), ``cpuset``/``nodeset`` hwloc's bitmap (``0x00ff00ff``, as lstopo writes).
+    ``Machine.to_json`` holds the lists under ``cpuset``/``nodeset``; this renames them."""
+    out = dict(m)
+    for key in ("nodes", "packages", "cores"):
+        out[key] = [_both_spellings(obj) for obj in m[key]]
+    return out
+
+
+def _both_spellings(obj: dict[str, Any]) -> dict[str, Any]:
+    out = dict(obj)
+    for hwloc_name, list_name in (("cpuset", "cpulist"), ("nodeset", "nodelist")):
+        if hwloc_name in obj:
+            indexes = parse_cpulist(obj[hwloc_name])
+            out[list_name] = format_cpulist(indexes)
+            out[hwloc_name] = format_hwloc(indexes)
+    return out
+
+
+# ---------------------------------------------------------------- numalab's tables
+
+
+def node_name(os_index: int) -> str:
+    """How a node is named in table headers and JSON keys: ``node0``, as numastat does."""
+    return f"node{os_index}"
+
+
+def table_text(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
+    """A borderless table through rich (no colour, no wrapping); the first ``left`` columns are
+    left-aligned labels, the others right-aligned numbers."""
+    table = Table(box=None, show_edge=False, pad_edge=False, header_style=None)
+    for k, h in enumerate(headers):
+        table.add_column(h, justify="left" if k < left else "right", no_wrap=True)
+    for row in rows:
+        table.add_row(*row)
+    buf = io.StringIO()
+    console = Console(file=buf, width=100_000, color_system=None, highlight=False, markup=False, emoji=False)
+    console.print(table)
+    return "\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n"
 
 
 def numalab_extras(m: dict[str, Any]) -> str:
     nodes = m["nodes"]
-    ids = [n["os_index"] for n in nodes]
+    names = [node_name(n["os_index"]) for n in nodes]
     out = ["memory bandwidth (GB/s, sustainable per node):"]
-    out.append("  " + "  ".join(f"node {n['os_index']}: {n['bandwidth_gbps']:.1f}" for n in nodes))
-    out.append("idle latency (ns, rows: CPU node, columns: memory node):")
-    out.append("node  " + "".join(f"{i:7d} " for i in ids))
-    for i, row in zip(ids, m["idle_latency_ns"]):
-        out.append(f"{i:4d}: " + "".join(f"{v:7.1f} " for v in row))
+    out.append(table_text(["", *names], [["bandwidth_gbps", *(f"{n['bandwidth_gbps']:.1f}" for n in nodes)]]))
+    out.append("idle latency (ns; rows: CPU node, columns: memory node):")
+    rows = [[name, *(f"{v:.1f}" for v in row)] for name, row in zip(names, m["idle_latency_ns"])]
+    out.append(table_text(["", *names], rows))
     if m["links"]:
         out.append("links (GB/s per direction):")
-        for k, link in enumerate(m["links"]):
-            a, b = link["nodes"]
-            fwd, back = link["gbps"]
-            out.append(f"  link {k}: node {a} -> node {b} {fwd:.1f}, node {b} -> node {a} {back:.1f}")
+        rows = [
+            [str(k), node_name(a), node_name(b), f"{fwd:.1f}", f"{back:.1f}"]
+            for k, link in enumerate(m["links"])
+            for (a, b), (fwd, back) in [(link["nodes"], link["gbps"])]
+        ]
+        out.append(table_text(["link", "from", "to", "gbps_forward", "gbps_back"], rows, left=3))
         hops = [len(r) for row in m["routes"] for r in row if r]
         if hops:
-            out.append(f"routes: {min(hops)}-{max(hops)} hops between distinct nodes")
+            out.append(f"routes: {min(hops)}-{max(hops)} hops between distinct nodes\n")
     else:
-        out.append("links: none described (remote traffic limited by the remote memory controller only)")
+        out.append("links: none described (remote traffic limited by the remote memory controller only)\n")
     cores = m["cores"]
     if cores:
         c = cores[0]
         out.append(
             f"cores: {len(cores)} cores, {len(m['pus'])} PUs, {len(m['packages'])} packages; "
-            f"{c['frequency_hz'] / 1e9:.2f} GHz, memory-level parallelism {c['mlp']:g}"
+            f"{c['frequency_hz'] / 1e9:.2f} GHz, memory-level parallelism {c['mlp']:g}\n"
         )
     for key, note in m.get("notes", {}).items():
-        out.append(f"note: {key}: {note}")
-    return "\n".join(out) + "\n"
-
-
+        out.append(f"note: {key}: {note}\n")
+    return "".join(line if line.endswith("\n") else line + "\n" for line in out)
