@@ -90,14 +90,26 @@ class _Tables(HTMLParser):
 
 
 def test_t_quantiles_and_intervals():
-    assert t975(1) == 12.706 and t975(30) == 2.042 and abs(t975(10**9) - 1.96) < 1e-6
+    # scipy.stats.t against the printed tables (t_{0.975}: 12.706 for df 1, 2.042 for 30, 1.96 in the limit)
+    assert round(t975(1), 3) == 12.706 and round(t975(30), 3) == 2.042 and abs(t975(10**9) - 1.96) < 1e-3
     assert 2.0 < t975(50) < 2.021
     e = estimate([1.0, 2.0, 3.0])
-    assert e.mean == 2.0 and e.n == 3 and math.isclose(e.half_width, 4.303 * 1.0 / math.sqrt(3))
+    assert e.mean == 2.0 and e.n == 3 and not e.identical and math.isclose(e.half_width, t975(2) / math.sqrt(3))
     assert estimate([5.0]).half_width is None and estimate([]) is None
 
 
+def test_identical_repetitions_are_said_to_be_identical_not_a_zero_interval():
+    from numalab.report.tables import format_estimate
+
+    e = estimate([2.5, 2.5, 2.5])
+    assert e.identical and e.half_width is None and e.n == 3
+    assert format_estimate(e) == "2.50 (all 3 identical)"
+    assert "±" not in format_estimate(e)
+    assert format_estimate(estimate([1.0, 1.5])).startswith("1.25 ± ")
+
+
 def test_html_report_is_self_contained_with_tables_and_heatmaps(stored):
+    (stored / "out").mkdir(exist_ok=True)
     out = write_report(stored / "rep.toml", stored / "out" / "report.html", results=stored / "results")
     html = out.read_text()
     p = _Tables()
@@ -112,7 +124,9 @@ def test_html_report_is_self_contained_with_tables_and_heatmaps(stored):
         assert text in html, text
     # the speedup table: rows = cases, columns = configurations; repeated runs show ± intervals
     assert "dgemv threads=8" in p.cells and "dgemv threads=16" in p.cells
-    assert any(re.fullmatch(r"1\.00 ± 0\.00", c) for c in p.cells)
+    # the baseline's own speedup is 1 for every seed: said to be identical, not a zero-width interval
+    assert any(re.fullmatch(r"1\.00 \(all 3 identical\)", c) for c in p.cells)
+    assert not any(re.search(r"± 0\.00$", c) for c in p.cells)
     assert "report test" in html and "design/reference/studies.md S2" in html
     figures = sorted(f.name for f in (stored / "out" / "report-figures").iterdir())
     assert len([f for f in figures if f.endswith(".png")]) == len([f for f in figures if f.endswith(".svg")]) == 4  # 2 pages + 2 scatter
@@ -120,7 +134,8 @@ def test_html_report_is_self_contained_with_tables_and_heatmaps(stored):
 
 
 def test_markdown_report(stored, cli):
-    code, out, err = cli("report", str(stored / "results"), "-o", str(stored / "md" / "report.md"), "--format", "md")
+    (stored / "md").mkdir(exist_ok=True)
+    code, out, err = cli("report", str(stored / "results"), "-o", str(stored / "md" / "report.md"))  # .md: Markdown
     assert code == 0, err
     md = (stored / "md" / "report.md").read_text()
     assert md.startswith("# rep: report test")
@@ -133,10 +148,14 @@ def test_report_errors(stored, cli, tmp_path):
     assert code == 2 and "expected one of: html, md" in err
     code, _, err = cli("report", str(stored / "results"), "--study", "nope", "-o", str(tmp_path / "x.html"))
     assert code == 2 and "expected one of: rep" in err
+    # the study's own file with a report option edited (nothing re-runs): a bad metric is named
     bad = STUDY.replace('x = "remote_pct"', 'x = "remote_percent"')
-    (tmp_path / "rep.toml").write_text(bad)
-    with pytest.raises(UsageError, match=r"report.scatter\[0\].x: unknown metric 'remote_percent' \(expected one of: .*remote_pct"):
-        write_report(tmp_path / "rep.toml", tmp_path / "x.html", results=stored / "results")
+    (stored / "rep.toml").write_text(bad)
+    try:
+        with pytest.raises(UsageError, match=r"report.scatter\[0\].x: unknown metric 'remote_percent' \(expected one of: .*remote_pct"):
+            write_report(stored / "rep.toml", tmp_path / "x.html", results=stored / "results")
+    finally:
+        (stored / "rep.toml").write_text(STUDY)
 
 
 def test_package_grouping_and_timelines(tmp_path, cli):

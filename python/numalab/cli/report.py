@@ -13,8 +13,8 @@ from numalab.cli.study import RESULTS
 
 def report(
     target: Path = typer.Argument(..., metavar="STUDY_OR_DB", help="A study file (.toml), a results directory or a numalab.db."),
-    output: Path = typer.Option(Path("report.html"), "--output", "-o", help="File to write; figures go to <name>-figures/ beside it."),
-    fmt: str = typer.Option("html", "--format", "-f", help="html (self-contained, opens offline) or md (Markdown)."),
+    output: Path = typer.Option(Path("report.html"), "--output", "-o", help="File to write (its directory must exist); figures go to <name>-figures/ beside it."),
+    fmt: Optional[str] = typer.Option(None, "--format", "-f", help="html (self-contained, opens offline) or md (Markdown); default: md for a .md output, else html."),
     results: Path = RESULTS,
     study: Optional[str] = typer.Option(None, "--study", help="Study to report when the store holds several."),
 ) -> None:

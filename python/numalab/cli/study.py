@@ -25,32 +25,45 @@ def study(
     memory: str = typer.Option("2GB", "--memory", help="Memory per Slurm job for --slurm, e.g. 8GB."),
     walltime: str = typer.Option("01:00:00", "--walltime", help="Walltime per Slurm job for --slurm, HH:MM:SS."),
     dry_run: bool = typer.Option(False, "--dry-run", "-n", help="List the runs (and which are stored already); run nothing."),
+    replace: bool = typer.Option(False, "--replace", help="Make this file the study of its name in the store, when another study file of that name was stored there before."),
 ) -> None:
     """Run every configuration of a study file into the results store.
 
     Runs already stored are skipped, so running the same command again resumes a study that
     stopped (Ctrl-C, a crash, a lost worker). Failed runs are recorded and tried again next time.
+    A study name belongs to one study file per results directory: another file with the same
+    name is refused (rename it, use another --results, or --replace).
     """
     from numalab.results.store import Store
     from numalab.study import executors, expand, load_study
-    from numalab.study.sweep import run_study
+    from numalab.study.sweep import check_size, run_study
 
     if scheduler and slurm:
         raise UsageError("give --scheduler or --slurm, not both")
-    resolved = expand(load_study(file))
+    if scheduler:
+        scheduler = executors.check_scheduler_address(scheduler)
+    if workers is not None and workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {workers}")
+    sf = load_study(file)
+    check_size(sf.study)
+    resolved = expand(sf)
     if dry_run:
         _list(resolved, results)
         return
-    if slurm:
-        opts = executors.SlurmOptions(queue, cores, memory, walltime, workers or 1)
-        factory = lambda: executors.slurm_backend(opts)  # noqa: E731
-    elif scheduler:
-        factory = lambda: executors.DaskBackend(scheduler)  # noqa: E731
-    else:
-        n = executors.local_workers(workers)
-        factory = lambda: executors.LocalBackend(n)  # noqa: E731
     with Store(results) as store:
-        summary = run_study(resolved, store, factory)
+        store.register_study(resolved, replace=replace)
+        todo = len(resolved.runs) - len(store.complete_hashes(r.hash for r in resolved.runs))
+        if slurm:
+            opts = executors.SlurmOptions(queue, cores, memory, walltime, workers or 1)
+            factory = lambda: executors.slurm_backend(opts)  # noqa: E731
+        elif scheduler:
+            factory = lambda: executors.DaskBackend(scheduler)  # noqa: E731
+        else:
+            n, note = executors.local_workers(workers, todo)
+            if note and todo:
+                typer.echo(f"numalab: note: {note}", err=True)
+            factory = lambda: executors.LocalBackend(n)  # noqa: E731
+        summary = run_study(resolved, store, factory, registered=True)
         errors = Counter(r["error"] for r in store.rows(resolved.name) if r["status"] == "failed")
     typer.echo(f"study {resolved.name}: {summary.describe()}; results in {store.path}")
     for error, n in errors.most_common(5):
@@ -70,6 +83,10 @@ def _list(resolved, results: Path) -> None:
     if db_path(results).exists():
         with Store(results, create=False) as store:
             stored = store.complete_hashes(r.hash for r in resolved.runs)
+            other = store.same_study_file(resolved.name, resolved.file.path, resolved.file.text)
+        if other:
+            typer.echo(f"numalab: note: a different study named '{resolved.name}' is stored in {store.path} (from {other}); "
+                       "running this file there needs --replace", err=True)
     for r in resolved.runs:
         mark = "stored" if r.hash in stored else "to run"
         role = " (baseline)" if r.role == "baseline" else ""

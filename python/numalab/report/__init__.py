@@ -1,33 +1,62 @@
 """Reports from the results store: tables, access-map heatmaps and matplotlib figures, written as
 one self-contained HTML file (or Markdown), with the figures also saved as PNG and SVG beside it.
 
-``write_report(target, out, fmt="html", results="results", study=None)``: ``target`` is a study
-file, a results directory or a ``numalab.db``.
+``write_report(target, out, fmt=None, results="results", study=None)``: ``target`` is a study
+file, a results directory or a ``numalab.db``; ``fmt`` defaults to ``md`` for a ``.md`` output
+and ``html`` otherwise. The output's directory must exist; nothing is computed before the output
+path is known to be writable.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from numalab.exceptions import UsageError
 
 FORMATS = ("html", "md")
 
 
-def write_report(target: str | Path, out: str | Path, fmt: str = "html", results: str | Path = "results", study: str | None = None) -> Path:
+def output_format(out: str | Path, fmt: str | None) -> str:
+    if fmt is None:
+        return "md" if Path(out).suffix.lower() in (".md", ".markdown") else "html"
+    if fmt not in FORMATS:
+        raise UsageError(f"--format: '{fmt}' is not accepted (expected one of: {', '.join(FORMATS)})")
+    return fmt
+
+
+def write_report(target: str | Path, out: str | Path, fmt: str | None = None, results: str | Path = "results", study: str | None = None,
+                 progress: Any = None) -> Path:
     from numalab.report import html, markdown
     from numalab.report.build import build
     from numalab.report.data import gather, resolve_target
+    from numalab.report.progress import Steps
+    from numalab.results.frame import writable_file
 
-    if fmt not in FORMATS:
-        raise UsageError(f"--format: '{fmt}' is not accepted (expected one of: {', '.join(FORMATS)})")
+    fmt = output_format(out, fmt)
     out = Path(out)
-    db, name, study_file = resolve_target(target, results, study)
-    content = build(gather(db, name, study_file), out.parent / f"{out.stem}-figures")
-    text = html.render(content) if fmt == "html" else markdown.render(content, out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    writable_file(out, "--output", f"report.{fmt}")
+    figures = out.parent / f"{out.stem}-figures"
+    if figures.exists() and not figures.is_dir():
+        raise UsageError(f"--output {out}: its figures go to {figures}, which is a file (move it away or choose another name)")
+    progress = progress or Steps()
+    try:
+        db, name, study_file = resolve_target(target, results, study)
+        data = gather(db, name, study_file)
+        progress.step("read the store")
+        try:
+            content = build(data, figures, progress)
+        except OSError as e:
+            raise UsageError(f"--output {out}: cannot write the figures in {figures} ({e.strerror or e})") from None
+        text = html.render(content) if fmt == "html" else markdown.render(content, out)
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as e:
+            raise UsageError(f"--output {out}: cannot write ({e.strerror or e})") from None
+        progress.step("wrote the report")
+    finally:
+        progress.stop()
     return out
 
 
-__all__ = ["FORMATS", "write_report"]
+__all__ = ["FORMATS", "output_format", "write_report"]

@@ -33,12 +33,17 @@ class Content:
     failed: list[dict[str, Any]] = field(default_factory=list)
 
 
-def build(data: ReportData, figure_dir: Path) -> Content:
+def build(data: ReportData, figure_dir: Path, progress: Any = None) -> Content:
+    """``progress``: a ``report.progress.Steps`` told of each case, timeline and scatter plot."""
+    from numalab.report.progress import Quiet
+
+    progress = progress or Quiet()
     spec = data.spec
     title = data.options.title or (f"{data.study}: {spec.description}" if spec and spec.description else data.study)
     c = Content(data, title, _planned(data), status_counts(data), speedup_grid(data), speedup_grid(data, "time_s"))
     drawer = figs.Drawer(figure_dir)
     groups = data.options.access_map_groups
+    progress.add(len(data.cases) + len(data.options.scatter))
     for case in data.cases:
         maps = []
         for label in data.labels:
@@ -52,9 +57,11 @@ def build(data: ReportData, figure_dir: Path) -> Content:
         grid = pages_grid(data, case)
         if grid:
             c.pages.append((grid, figs.pages_figure(drawer, data, case)))
-    _timelines(c, data, drawer)
+        progress.step(f"case {case}")
+    _timelines(c, data, drawer, progress)
     for i, s in enumerate(data.options.scatter):
         c.scatters.append((s, figs.scatter_figure(drawer, s, points(data, s, i))))
+        progress.step(f"scatter plot {i + 1}")
     c.failed = failed_runs(data)
     return c
 
@@ -67,7 +74,7 @@ def _planned(data: ReportData) -> int:
     return len(json.loads(info.get("resolved") or "[]"))
 
 
-def _timelines(c: Content, data: ReportData, drawer: figs.Drawer) -> None:
+def _timelines(c: Content, data: ReportData, drawer: figs.Drawer, progress: Any) -> None:
     """Runs with balancing on, or whose timeline carries counters: how pages and counters move."""
     f = data.finished()
     if not len(f):
@@ -78,10 +85,12 @@ def _timelines(c: Content, data: ReportData, drawer: figs.Drawer) -> None:
             doc = data.first_seed(case, label)
             if doc and ((doc.get("placement") or {}).get("balancing", {}).get("enabled") or _balancing_on(f, case, label) or figs.timeline_series(doc)):
                 wanted.append((case, label, doc))
+    progress.add(min(len(wanted), MAX_TIMELINES))
     for case, label, doc in wanted[:MAX_TIMELINES]:
         fig = figs.timeline_figure(drawer, case, label, doc)
         if fig:
             c.timelines.append(fig)
+        progress.step(f"timeline {case} / {label}")
     c.timelines_left_out = max(0, len(wanted) - MAX_TIMELINES)
 
 

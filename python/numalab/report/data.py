@@ -1,5 +1,13 @@
 """What a report is made from, read once from the store: the study's file, its runs as a
-DataFrame, and the result documents of the runs that finished."""
+DataFrame, and the result documents of the runs that finished.
+
+The text a report shows (description, configuration) is always the stored study file that the
+numbers came from; a study file given on the command line contributes only its ``[report]``
+options, and must be that study's file (a different file with the same study name is refused).
+Repetitions are the runs of one configuration (``repeat_group``: the configuration without its
+seed), never the runs that happen to share a label: two configurations with one label become two
+columns, ``label`` and ``label #2``.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +18,7 @@ from typing import Any
 
 from numalab.exceptions import UsageError
 from numalab.results.frame import load
-from numalab.results.store import Store, db_path
+from numalab.results.store import Store, StoreError, db_path
 from numalab.study.model import Report, Study
 
 
@@ -23,9 +31,13 @@ class ReportData:
     source_path: str = ""
     spec: Study | None = None
     docs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    report_options: Report | None = None  # the given study file's [report], else the stored one's
+    notes: list[str] = field(default_factory=list)
 
     @property
     def options(self) -> Report:
+        if self.report_options is not None:
+            return self.report_options
         return self.spec.report if self.spec else Report()
 
     @property
@@ -75,18 +87,52 @@ def gather(db: Path, study: str, study_file: Any = None) -> ReportData:
         info = store.study_source(study)
         if info is None:
             raise UsageError(f"no study '{study}' in {db} (run `numalab study FILE` first; studies: {', '.join(store.studies()) or 'none'})")
+        if study_file is not None:
+            other = store.same_study_file(study, study_file.path, study_file.text)
+            if other:
+                raise UsageError(f"{study_file.path}: the study '{study}' in {db} was run from another file ({other}); report that "
+                                 f"file, or the store itself: numalab report {db} --study {study}")
         frame = load(store, study, documents=True)
-    if study_file is not None:
-        data = ReportData(study, db, frame, study_file.text, str(study_file.path), study_file.study)
+    data = ReportData(study, db, frame, info.get("source") or "", info.get("path") or "")
+    if study_file is not None and study_file.text == data.source:
+        data.spec = study_file.study
     else:
-        data = ReportData(study, db, frame, info.get("source") or "", info.get("path") or "")
         data.spec = _spec(data.source)
+    if study_file is not None:
+        data.report_options = study_file.study.report
+        if study_file.text != data.source:
+            data.notes.append(f"{study_file.path} has changed since its runs were stored: the configuration shown is the stored "
+                              "one that produced these numbers; the report options are the file's (run the study again to update it).")
     if len(frame):
         for h, doc in zip(frame["hash"], frame["result"]):
             if isinstance(doc, str) and doc:
-                data.docs[h] = json.loads(doc)
-        data.frame = frame.drop(columns=["result"])
+                try:
+                    data.docs[h] = json.loads(doc)
+                except ValueError:
+                    raise StoreError(f"{db}: database is corrupt (run {h[:12]}: its result document is not JSON)") from None
+        data.frame = _split_labels(frame.drop(columns=["result"]), data.notes)
     return data
+
+
+def _split_labels(frame: Any, notes: list[str]) -> Any:
+    """One column per configuration: a label that two configurations of a case share (two
+    ``[[runs]]`` with one label) becomes ``label``, ``label #2``, ... so their runs are never
+    averaged as if they were repetitions."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    labels = []
+    for case, label, group in zip(frame["case"], frame["label"], frame["repeat_group"]):
+        seen = groups.setdefault((case, label), [])
+        if group not in seen:
+            seen.append(group)
+        i = seen.index(group)
+        labels.append(label if i == 0 else f"{label} #{i + 1}")
+    shared = sorted({label for (_, label), seen in groups.items() if len(seen) > 1})
+    if shared:
+        notes.append("Different configurations share the label " + ", ".join(f"'{s}'" for s in shared)
+                     + "; each is shown as its own column (label #2, ...), not averaged.")
+        frame = frame.copy()
+        frame["label"] = labels
+    return frame
 
 
 def _spec(source: str) -> Study | None:

@@ -23,7 +23,7 @@ td.up{background:#e3f4e1}td.down{background:#fbe3e1}td.na{color:#999}td.err{text
 .heatmap td.tot,.heatmap tr.conc td{background:#fafafa;font-weight:600}.heatmap th.corner{font-weight:400;font-size:11px;color:#555}
 .lr{margin:.1rem 0 0;font-size:12px;color:#333}.legend span{display:inline-block;padding:.1rem .5rem;font-size:12px}
 figure.plot{margin:1rem 0}figure.plot img{max-width:100%;height:auto;border:1px solid #eee}figcaption{font-size:12px;color:#555}
-details summary{cursor:pointer;color:#2a5db0}
+details summary{cursor:pointer;color:#2a5db0}.note{background:#fff8e1;border-left:3px solid #f0b400;padding:.4rem .6rem}
 """
 
 
@@ -49,6 +49,7 @@ def _header(c: Content) -> str:
     if missing > 0:
         lines.append(f", {missing} not run yet")
     lines.append("</p>")
+    lines.extend(f'<p class="note">{escape(note)}</p>' for note in c.data.notes)
     return "".join(lines)
 
 
@@ -76,7 +77,8 @@ def _speedups(c: Content) -> str:
     base = f"; baseline: {describe_baseline(spec.baseline)}" if spec and spec.baseline else ""
     note = (
         "<p class=\"meta\">speedup = time(baseline) / time(configuration), above 1 is faster"
-        f"{escape(base)}. With repetitions: mean ± half-width of the 95% confidence interval (Student's t over the seeds).</p>"
+        f"{escape(base)}. With repetitions: mean ± half-width of the 95% confidence interval (Student's t over the seeds); "
+        "\"all n identical\" where every repetition gave the same value, so there is no interval.</p>"
     )
     return (
         '<h2 id="speedup">Speedup</h2>' + note + _grid_table(c.speedup, "speedup", colour=True)
@@ -103,7 +105,8 @@ def _estimate_cell(e: Estimate | None, colour: bool, digits: int) -> str:
     cls = ""
     if colour:
         cls = ' class="up"' if e.mean > 1.005 else ' class="down"' if e.mean < 0.995 else ""
-    title = f' title="n={e.n}' + (f", 95% CI [{e.low:.{digits + 2}g}, {e.high:.{digits + 2}g}]" if e.half_width is not None else "") + '"'
+    interval = f", 95% CI [{e.low:.{digits + 2}g}, {e.high:.{digits + 2}g}]" if e.half_width is not None else ""
+    title = f' title="n={e.n}' + (", all identical" if e.identical else interval) + '"'
     return f"<td{cls}{title}>{escape(format_estimate(e, digits))}</td>"
 
 

@@ -1,52 +1,86 @@
 """The report as Markdown (GitHub-flavoured tables) for terminals and papers; figures are linked
-as the PNG files saved beside it."""
+as the PNG files saved beside it.
+
+Every string that comes from the user (study name, description, design, labels, cases, errors,
+figure titles) goes through ``text``: HTML-significant characters become entities (a Markdown
+renderer passes raw HTML through, so ``<script>`` in a label would run), Markdown punctuation is
+backslash-escaped, ``|`` cannot end a table cell and newlines cannot end a line. The study file
+itself is shown in a code fence longer than any run of backticks in it.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+from typing import Any
 
 from numalab.report.build import Content
 from numalab.report.tables import Grid, describe_baseline, format_estimate, oriented
 
+# Punctuation that starts inline markup (emphasis, code, links, strikethrough) or ends a cell;
+# line-start markup (lists, headings) cannot occur: user text never starts a line here.
+_MARKDOWN = re.compile(r"([\\`*_\[\]|~])")
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def text(value: Any) -> str:
+    """``value`` as literal text in a Markdown paragraph, heading or table cell."""
+    s = " ".join(str(value).split())  # newlines (and runs of blanks) would end a cell or a line
+    s = "".join(_ENTITIES.get(ch, ch) for ch in s)
+    return _MARKDOWN.sub(r"\\\1", s)
+
+
+def _fence(body: str, lang: str) -> list[str]:
+    ticks = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", body)), default=0))
+    return [f"{ticks}{lang}", body, ticks]
+
 
 def render(c: Content, out: Path) -> str:
-    lines = [f"# {c.title}", ""]
+    lines = [f"# {text(c.title)}", ""]
     spec = c.data.spec
     missing = c.planned - sum(c.counts.values())
-    meta = f"Study `{c.data.study}`" + (f", follows {spec.design}" if spec and spec.design else "")
-    meta += f"; {c.planned} runs planned: " + (", ".join(f"{n} {k}" for k, n in sorted(c.counts.items())) or "none stored yet")
+    meta = f"Study {text(c.data.study)}" + (f", follows {text(spec.design)}" if spec and spec.design else "")
+    meta += f"; {c.planned} runs planned: " + (", ".join(f"{n} {text(k)}" for k, n in sorted(c.counts.items())) or "none stored yet")
     lines += [meta + (f", {missing} not run yet." if missing > 0 else "."), ""]
+    for note in c.data.notes:
+        lines += [f"> {text(note)}", ""]
     if c.data.source:
-        lines += ["## Configuration", "", "```toml", c.data.source.rstrip(), "```", ""]
-    base = f" Baseline: {describe_baseline(spec.baseline)}." if spec and spec.baseline else ""
-    lines += ["## Speedup", "", f"time(baseline) / time(configuration); mean ± 95% CI half-width (Student's t) with repetitions.{base}", ""]
+        lines += ["## Configuration", ""] + _fence(c.data.source.rstrip(), "toml") + [""]
+    base = f" Baseline: {text(describe_baseline(spec.baseline))}." if spec and spec.baseline else ""
+    lines += ["## Speedup", "", "time(baseline) / time(configuration); mean ± 95% CI half-width (Student's t) with repetitions; "
+              f"\"all n identical\" where every repetition gave the same value (no interval).{base}", ""]
     lines += _grid(c.speedup, 2) + ["", "### Time (s)", ""] + _grid(c.times, 4) + [""]
     if c.maps:
         lines += ["## Access maps", "", "% of all DRAM accesses; rows: CPU node, columns: memory node; last row: memory node totals.", ""]
         for case, maps in c.maps:
-            lines += [f"### {case}", ""]
+            lines += [f"### {text(case)}", ""]
             for label, m in maps:
-                lines += [f"**{label}** (local {m.local_pct:.1f}%, remote {m.remote_pct:.1f}% of accesses by node)", ""]
-                lines.append("| cpu \\ mem | " + " | ".join(m.names) + " | total |")
+                lines += [f"**{text(label)}** (local {m.local_pct:.1f}%, remote {m.remote_pct:.1f}% of accesses by node)", ""]
+                lines.append("| cpu \\\\ mem | " + " | ".join(text(n) for n in m.names) + " | total |")
                 lines.append("|---" * (len(m.names) + 2) + "|")
                 for name, row, total in zip(m.names, m.pct, m.row_totals):
-                    lines.append(f"| {name} | " + " | ".join(f"{v:.1f}" for v in row) + f" | {total:.1f} |")
+                    lines.append(f"| {text(name)} | " + " | ".join(f"{v:.1f}" for v in row) + f" | {total:.1f} |")
                 lines.append("| **total** | " + " | ".join(f"**{v:.1f}**" for v in m.concentration) + " | 100.0 |")
                 lines.append("")
     if c.pages:
         lines += ["## Pages per node", ""]
         for grid, fig in c.pages:
-            lines += [f"**{grid.title}**", ""] + _plain(grid) + [""]
+            lines += [f"**{text(grid.title)}**", ""] + _plain(grid) + [""]
             if fig:
-                lines += [f"![{fig.title}]({_rel(fig.png, out)})", ""]
+                lines += [_image(fig, out), ""]
     if c.timelines:
-        lines += ["## Balancing over time", ""] + [f"![{f.title}]({_rel(f.png, out)})" for f in c.timelines] + [""]
+        lines += ["## Balancing over time", ""] + [_image(f, out) for f in c.timelines] + [""]
+        if c.timelines_left_out:
+            lines += [f"{c.timelines_left_out} more timelines left out (see the PNG/SVG files beside the report).", ""]
     if c.scatters:
-        lines += ["## Scatter plots", ""] + [f"![{f.title}]({_rel(f.png, out)})" for _, f in c.scatters if f] + [""]
+        lines += ["## Scatter plots", ""]
+        for s, f in c.scatters:
+            lines.append(_image(f, out) if f else f"Scatter plot {text(s.title or s.y + ' vs ' + s.x)}: no finished runs with both metrics.")
+        lines.append("")
     if c.failed:
         lines += [f"## Failed runs ({len(c.failed)})", "", "| case | configuration | seed | hash | error |", "|---|---|---|---|---|"]
-        lines += [f"| {f['case']} | {f['label']} | {f['seed']} | {f['hash']} | {str(f['error']).replace('|', '/')} |" for f in c.failed]
+        lines += [f"| {text(f['case'])} | {text(f['label'])} | {f['seed']} | {text(f['hash'])} | {text(f['error'])} |" for f in c.failed]
         lines.append("")
     return "\n".join(lines)
 
@@ -55,15 +89,20 @@ def _grid(g: Grid, digits: int) -> list[str]:
     if not g.rows:
         return ["No finished runs yet."]
     g = oriented(g)
-    out = [f"| {g.corner} | " + " | ".join(g.cols) + " |", "|---" * (len(g.cols) + 1) + "|"]
-    out += [f"| {name} | " + " | ".join(format_estimate(e, digits) for e in row) + " |" for name, row in zip(g.rows, g.cells)]
+    out = [f"| {text(g.corner)} | " + " | ".join(text(c) for c in g.cols) + " |", "|---" * (len(g.cols) + 1) + "|"]
+    out += [f"| {text(name)} | " + " | ".join(format_estimate(e, digits) for e in row) + " |" for name, row in zip(g.rows, g.cells)]
     return out
 
 
 def _plain(g: Grid) -> list[str]:
-    out = [f"| {g.corner} | " + " | ".join(g.cols) + " |", "|---" * (len(g.cols) + 1) + "|"]
-    out += [f"| {name} | " + " | ".join(f"{v:.1f}" for v in row) + " |" for name, row in zip(g.rows, g.cells)]
+    out = [f"| {text(g.corner)} | " + " | ".join(text(c) for c in g.cols) + " |", "|---" * (len(g.cols) + 1) + "|"]
+    out += [f"| {text(name)} | " + " | ".join(f"{v:.1f}" for v in row) + " |" for name, row in zip(g.rows, g.cells)]
     return out
+
+
+def _image(fig: Any, out: Path) -> str:
+    # <...> keeps a path with spaces or parentheses one link destination.
+    return f"![{text(fig.title)}](<{_rel(fig.png, out).replace('>', '%3E').replace('<', '%3C')}>)"
 
 
 def _rel(path: Path, out: Path) -> str:

@@ -1,39 +1,31 @@
-"""Means with 95% confidence intervals from repetitions (Student's t, two-sided).
-
-The t quantiles are tabulated (no SciPy dependency for one number): exact for 1-30 degrees of
-freedom, interpolated linearly in 1/df beyond (error below 0.001).
-"""
+"""Means with 95% confidence intervals from repetitions (Student's t, two-sided, quantile from
+``scipy.stats.t``). Repetitions that all gave the same value have no interval: the estimate says
+they were identical rather than show a zero-width interval as if it measured uncertainty."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable
 
-# t_{0.975, df} for df = 1..30 (any statistics table), then anchors for larger df.
-_T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
-_ANCHORS = [(30, 2.042), (40, 2.021), (60, 2.000), (120, 1.980), (math.inf, 1.960)]
 
-
+@lru_cache(maxsize=256)
 def t975(df: int) -> float:
     """Two-sided 95% quantile of Student's t with ``df`` degrees of freedom."""
     if df < 1:
         raise ValueError("df must be >= 1")
-    if df <= 30:
-        return _T975[df - 1]
-    for (d0, t0), (d1, t1) in zip(_ANCHORS, _ANCHORS[1:]):
-        if df <= d1:
-            w = (1 / d0 - 1 / df) / (1 / d0 - (0 if d1 == math.inf else 1 / d1))
-            return t0 + w * (t1 - t0)
-    return 1.960
+    from scipy.stats import t
+
+    return float(t.ppf(0.975, df))
 
 
 @dataclass(frozen=True)
 class Estimate:
     mean: float
     n: int
-    half_width: float | None  # None with one value: no interval
+    half_width: float | None  # None with one value, or when every value is the same
+    identical: bool = False  # n > 1 values, all equal
 
     @property
     def low(self) -> float | None:
@@ -52,5 +44,7 @@ def estimate(values: Iterable[float]) -> Estimate | None:
     mean = sum(xs) / n
     if n == 1:
         return Estimate(mean, 1, None)
+    if min(xs) == max(xs):
+        return Estimate(xs[0], n, None, identical=True)
     sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
     return Estimate(mean, n, t975(n - 1) * sd / math.sqrt(n))

@@ -49,14 +49,12 @@ def oriented(g: Grid) -> Grid:
 
 def describe_baseline(patch: Any) -> str:
     """``placement default, balancing off, threads=1, init=serial``."""
-    from numalab.study import balancing as bal
-
     parts = []
     for key in ("machine", "workload", "placement", "kernel", "thp"):
         if getattr(patch, key) is not None:
             parts.append(f"{key} {getattr(patch, key)}")
     if patch.balancing is not None:
-        parts.append("balancing " + bal.label(patch.balancing.resolved()))
+        parts.append("balancing " + patch.balancing.label())
     parts += [f"{k}={v}" for k, v in patch.params.items()]
     return ", ".join(parts) or "the run itself"
 
@@ -64,6 +62,8 @@ def describe_baseline(patch: Any) -> str:
 def format_estimate(e: Estimate | None, digits: int = 2) -> str:
     if e is None:
         return "-"
+    if e.identical:
+        return f"{e.mean:.{digits}f} (all {e.n} identical)"
     if e.half_width is None:
         return f"{e.mean:.{digits}f}"
     return f"{e.mean:.{digits}f} ± {e.half_width:.{digits}f}"

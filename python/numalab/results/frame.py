@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from numalab.exceptions import UsageError
-from numalab.results.store import Store
+from numalab.results.store import Store, StoreError
 
 
 def load(path_or_db: str | Path | Store, study: str | None = None, documents: bool = False):  # -> pandas.DataFrame
@@ -24,35 +24,62 @@ def load(path_or_db: str | Path | Store, study: str | None = None, documents: bo
     import pandas as pd
 
     if isinstance(path_or_db, Store):
-        rows = path_or_db.rows(study, documents)
+        rows, where = path_or_db.rows(study, documents), path_or_db.path
     else:
         with Store(path_or_db, create=False) as store:
             if study is not None and study not in store.studies():
                 raise UsageError(f"no study '{study}' in {store.path} (studies: {', '.join(store.studies()) or 'none'})")
-            rows = store.rows(study, documents)
-    return pd.DataFrame([_flatten(r) for r in rows])
+            rows, where = store.rows(study, documents), store.path
+    return pd.DataFrame([_flatten(r, where) for r in rows])
 
 
-def _flatten(row: dict[str, Any]) -> dict[str, Any]:
+def _flatten(row: dict[str, Any], where: Any) -> dict[str, Any]:
     out = dict(row)
-    for k, v in json.loads(row.get("params") or "{}").items():
-        out[f"param_{k}"] = v
-    for k, v in json.loads(row.get("balancing") or "{}").items():
-        out[f"balancing_{k}"] = v
+    try:
+        for k, v in json.loads(row.get("params") or "{}").items():
+            out[f"param_{k}"] = v
+        for k, v in json.loads(row.get("balancing") or "{}").items():
+            out[f"balancing_{k}"] = v
+    except (TypeError, ValueError, AttributeError):
+        raise StoreError(f"{where}: database is corrupt (run {str(row.get('hash'))[:12]}: its parameters are not JSON)") from None
     return out
 
 
 def export(df: Any, csv: str | Path | None = None, parquet: str | Path | None = None) -> list[Path]:
-    """Write ``df`` as CSV and/or Parquet (Parquet needs pyarrow); return the paths written."""
-    written = []
-    if csv:
-        df.to_csv(csv, index=False)
-        written.append(Path(csv))
+    """Write ``df`` as CSV and/or Parquet (Parquet needs pyarrow); return the paths written.
+    Both paths are checked before anything is written."""
     if parquet:
         try:
             import pyarrow  # noqa: F401
         except ImportError:
             raise UsageError("Parquet export needs pyarrow, which is not installed: pip install pyarrow (or export --csv)") from None
-        df.to_parquet(parquet, index=False)
-        written.append(Path(parquet))
+    targets = [(opt, Path(p)) for opt, p in (("--csv", csv), ("--parquet", parquet)) if p]
+    for opt, path in targets:
+        writable_file(path, opt, "runs.csv" if opt == "--csv" else "runs.parquet")
+    written = []
+    for opt, path in targets:
+        try:
+            if opt == "--csv":
+                df.to_csv(path, index=False)
+            else:
+                df.to_parquet(path, index=False)
+        except OSError as e:
+            raise UsageError(f"{opt} {path}: cannot write ({e.strerror or e})") from None
+        written.append(path)
     return written
+
+
+def writable_file(path: Path, option: str, example: str = "runs.csv") -> None:
+    """``path`` can be created or overwritten as a file: its directory exists and is writable,
+    and it is not a directory itself (one clear error instead of an OSError later)."""
+    import os
+
+    parent = path.parent
+    if path.is_dir():
+        raise UsageError(f"{option} {path}: is a directory (give a file name, e.g. {path / example})")
+    if not parent.exists():
+        raise UsageError(f"{option} {path}: directory {parent} does not exist (create it first)")
+    if not parent.is_dir():
+        raise UsageError(f"{option} {path}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UsageError(f"{option} {path}: cannot write there (permission denied)")

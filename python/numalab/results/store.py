@@ -1,5 +1,5 @@
 """The results store: one SQLite file (``numalab.db`` under the results directory), WAL mode,
-written by one process (the study's client) and readable by any number of others meanwhile.
+written by the studies' clients and readable by any number of others meanwhile.
 
 Tables:
 
@@ -7,11 +7,26 @@ Tables:
   status (``ok``, ``out-of-memory``, ``failed``), error, wall seconds, timestamps, the result
   document (JSON text) and the derived metrics as columns (``time_s``, ``local_pct``, ...;
   further metrics and ``vmstat_<counter>`` columns are added as the documents bring them);
-* ``studies``: each study's name, file text and resolved run list;
+  ``repeat_group`` is the hash of the configuration without its seed: runs that share it are
+  repetitions of one configuration (tables average over it, never over labels);
+* ``studies``: each study's name, the study file's absolute path and text, and its resolved run
+  list. A name belongs to one study file: another file with the same name is refused (unless
+  ``replace``), so two studies never share rows and a report never pairs one study's text with
+  another's numbers. Editing the file in place keeps it the same study;
 * ``study_runs``: which runs belong to which study, with the table label, case, role, baseline
   hash and the speedup against that baseline. A configuration shared by two studies runs once.
 
 The view ``results`` joins them: one row per run of a study, everything as columns.
+
+Seeds are the engine's u64; SQLite integers are signed 64-bit, so a seed of 2^63 or more is
+stored as ``seed - 2^64`` (negative) and ``rows()``/``find()`` give it back unsigned.
+
+The file says it is numalab's (``PRAGMA application_id``) and which layout it has
+(``PRAGMA user_version``). A new store is written beside its final name and hard-linked into
+place, so nobody ever sees a half-made one; an older layout is migrated inside one
+``BEGIN IMMEDIATE`` transaction, so two studies starting at once on a new directory do not race.
+Anything else (a foreign or corrupt file, a directory, a read-only file for a writer) is one
+clear error naming the file.
 
 Durability: every finished run is committed on its own (WAL + ``synchronous=NORMAL`` survives a
 killed process), so a sweep killed at any point loses at most the runs still in flight. A run
@@ -21,24 +36,36 @@ runs are tried again by the next sweep.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
+import os
 import re
+import secrets
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, TypeVar
 
-from numalab.exceptions import UsageError
+from numalab.exceptions import NumalabError, UsageError
 from numalab.results.derived import METRIC_COLUMNS
 
 DB_NAME = "numalab.db"
 COMPLETE = ("ok", "out-of-memory")
 STATUSES = ("ok", "out-of-memory", "failed")
+# "NMLB": marks the file as a numalab results store (sqlite.org/fileformat.html, offset 68).
+APPLICATION_ID = 0x4E4D4C42
+# 1: the first layout (no application_id); 2: repeat_group, absolute study paths.
+SCHEMA_VERSION = 2
+SEED_MAX = (1 << 64) - 1
+_TABLES = {"runs", "studies", "study_runs"}
+_DB_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 # Columns added as documents bring new metrics or counters: plain lower-case identifiers only.
 _COLUMN = re.compile(r"^[a-z][a-z0-9_]*$")
 
-_SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS runs (
+_SCHEMA = [
+    f"""CREATE TABLE IF NOT EXISTS runs (
     hash TEXT PRIMARY KEY,
     study TEXT NOT NULL,
     config TEXT NOT NULL,
@@ -48,44 +75,133 @@ CREATE TABLE IF NOT EXISTS runs (
     wall_s REAL,
     finished_at TEXT,
     {", ".join(f"{c} REAL" for c in METRIC_COLUMNS)},
-    result TEXT
-);
-CREATE TABLE IF NOT EXISTS studies (
-    name TEXT PRIMARY KEY,
-    path TEXT, source TEXT, resolved TEXT, updated_at TEXT
-);
-CREATE TABLE IF NOT EXISTS study_runs (
+    result TEXT,
+    repeat_group TEXT
+)""",
+    "CREATE TABLE IF NOT EXISTS studies (name TEXT PRIMARY KEY, path TEXT, source TEXT, resolved TEXT, updated_at TEXT)",
+    """CREATE TABLE IF NOT EXISTS study_runs (
     study TEXT NOT NULL, hash TEXT NOT NULL, position INTEGER,
     label TEXT, "case" TEXT, role TEXT, baseline_hash TEXT, speedup REAL,
     PRIMARY KEY (study, hash)
-);
-CREATE INDEX IF NOT EXISTS study_runs_baseline ON study_runs (study, baseline_hash);
-"""
+)""",
+    "CREATE INDEX IF NOT EXISTS study_runs_baseline ON study_runs (study, baseline_hash)",
+]
+
+
+class StoreError(NumalabError):
+    """The results database cannot be used as it is: corrupt, locked, unreadable (exit code 1)."""
 
 
 def db_path(path: str | Path) -> Path:
-    """A results directory (holding ``numalab.db``) or the database file itself."""
+    """A results directory (holding ``numalab.db``) or the database file itself.
+
+    An existing file is the database; a path that does not exist is a directory unless it ends
+    in ``.db``/``.sqlite``; a directory called ``numalab.db`` is refused (it cannot be one)."""
     p = Path(path)
-    return p / DB_NAME if p.is_dir() or not p.suffix else p
+    if p.is_dir():
+        if p.name == DB_NAME:
+            raise UsageError(f"{p}: is a directory, not a numalab results database (give the directory that holds {DB_NAME})")
+        return p / DB_NAME
+    if p.exists() or p.suffix in _DB_SUFFIXES:
+        return p
+    return p / DB_NAME
+
+
+def repeat_group(config: dict[str, Any]) -> str:
+    """Hash of a configuration without its seed: equal for the repetitions of one configuration."""
+    rest = {k: v for k, v in config.items() if k != "seed"}
+    return hashlib.sha256(json.dumps(rest, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def seed_to_db(seed: int) -> int:
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= SEED_MAX:
+        raise UsageError(f"seed {seed!r} is not accepted (expected an integer from 0 to 2^64-1 = {SEED_MAX}, the engine's u64 seed)")
+    return seed - (1 << 64) if seed > (1 << 63) - 1 else seed
+
+
+def seed_from_db(value: Any) -> Any:
+    return value + (1 << 64) if isinstance(value, int) and value < 0 else value
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _guarded(method: F) -> F:
+    """SQLite errors (corrupt pages found late, a lock held too long) become one clear error."""
+
+    @functools.wraps(method)
+    def wrapper(self: "Store", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as e:
+            raise sqlite_error(self.path, e) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def sqlite_error(path: Path, e: BaseException) -> NumalabError:
+    """An error from SQLite as what it means for the user, naming the file."""
+    msg = str(e)
+    low = msg.lower()
+    if "file is not a database" in low:
+        return UsageError(f"{path}: not a numalab results database, or a corrupt one{_truncation(path)} (sqlite: {msg})")
+    if "malformed" in low or "corrupt" in low:
+        return StoreError(f"{path}: database is corrupt{_truncation(path)} (sqlite: {msg}); restore it from a copy, "
+                          "or move it away and run the study again")
+    if "readonly" in low or "read-only" in low:
+        return UsageError(f"{path}: the results database is read-only (sqlite: {msg}); make it writable or give another --results directory")
+    if "locked" in low or "busy" in low:
+        return StoreError(f"{path}: database is locked by another process (sqlite: {msg}); try again when it is done")
+    if "unable to open" in low:
+        return StoreError(f"{path}: cannot open the database (sqlite: {msg}); check the path and its permissions")
+    return StoreError(f"{path}: results database error (sqlite: {msg})")
+
+
+def _truncation(path: Path) -> str:
+    """', truncated: N bytes of M' when the file is shorter than its header says."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(100)
+        size = path.stat().st_size
+    except OSError:
+        return ""
+    if len(head) < 100 or not head.startswith(_SQLITE_MAGIC):
+        return f", truncated: {size} bytes" if len(head) < 100 and head.startswith(_SQLITE_MAGIC[: len(head)]) and head else ""
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages = int.from_bytes(head[28:32], "big")
+    # The page count is valid only when its version number matches the change counter.
+    if head[92:96] == head[24:28] and pages and size < pages * page:
+        return f", truncated: {size} bytes of {pages * page}"
+    return ""
 
 
 class Store:
-    """The SQLite store. Use as a context manager; one writer at a time."""
+    """The SQLite store. Use as a context manager. ``create=False`` opens it read-only (and
+    refuses a path where there is none); ``create=True`` creates or migrates it for writing."""
 
     def __init__(self, path: str | Path, create: bool = True):
         self.path = db_path(path)
-        if not create and not self.path.exists():
-            raise UsageError(f"{self.path}: no results store here (run `numalab study FILE --results DIR` first)")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # isolation_level=None: transactions are explicit, so each run commits exactly when written.
-        self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        if create:
-            self.db.executescript(_SCHEMA)
-            self._view()
-        self._columns = set(self._run_columns())
+        self.readonly = not create
+        self.db: sqlite3.Connection | None = None
+        if self.path.is_dir():
+            raise UsageError(f"{self.path}: is a directory, not a numalab results database")
+        if not self.path.exists():
+            if not create:
+                raise UsageError(f"{self.path}: no results store here (run `numalab study FILE --results DIR` first)")
+            self._create()
+        else:
+            self._precheck(create)
+        try:
+            self._connect(create)
+            self._check(create)
+            self._columns = set(self._run_columns())
+        except sqlite3.Error as e:
+            self.close()
+            raise sqlite_error(self.path, e) from None
+        except BaseException:
+            self.close()
+            raise
 
     def __enter__(self) -> "Store":
         return self
@@ -94,43 +210,157 @@ class Store:
         self.close()
 
     def close(self) -> None:
-        self.db.close()
+        if self.db is not None:
+            try:
+                self.db.close()
+            except sqlite3.Error:
+                pass
+            self.db = None
+
+    # -- opening ------------------------------------------------------------------------------
+
+    def _precheck(self, create: bool) -> None:
+        """What the file is, from its first bytes, before SQLite sees it."""
+        try:
+            with open(self.path, "rb") as f:
+                head = f.read(len(_SQLITE_MAGIC))
+        except OSError as e:
+            raise UsageError(f"{self.path}: cannot read the results database ({e.strerror})") from None
+        if not head:
+            raise UsageError(f"{self.path}: empty file, not a numalab results database (remove it to start a new store there)")
+        if head != _SQLITE_MAGIC:
+            if self.path.name != DB_NAME and self.path.suffix not in _DB_SUFFIXES:
+                raise UsageError(f"{self.path}: is a file, not a results directory (give the directory that holds {DB_NAME}, or the {DB_NAME} file)")
+            raise UsageError(f"{self.path}: not a numalab results database (not an SQLite file{_truncation(self.path)})")
+        if create and not os.access(self.path, os.W_OK):
+            raise UsageError(f"{self.path}: the results database is read-only, and numalab study records runs in it "
+                             "(make it writable or give another --results directory)")
+
+    def _create(self) -> None:
+        """Write a complete empty store beside its final name, then link it into place: a
+        second process doing the same at once finds the link taken and uses the first one."""
+        parent = self.path.parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UsageError(f"{parent}: cannot create the results directory ({e.strerror or e})") from None
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise UsageError(f"{parent}: cannot write in the results directory (permission denied)")
+        tmp = parent / f".{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        try:
+            con = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                con.execute("PRAGMA journal_mode=WAL")
+                con.execute("BEGIN IMMEDIATE")
+                _create_schema(con)
+                con.execute("COMMIT")
+            finally:
+                con.close()
+            try:
+                os.link(tmp, self.path)
+            except FileExistsError:
+                pass  # another process made it first: use theirs
+            except OSError:
+                # No hard links on this file system: a plain rename, unless one appeared meanwhile.
+                if not self.path.exists():
+                    os.replace(tmp, self.path)
+        except sqlite3.Error as e:
+            raise sqlite_error(tmp, e) from None
+        except OSError as e:
+            raise UsageError(f"{self.path}: cannot create the results database ({e.strerror or e})") from None
+        finally:
+            for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm"), Path(f"{tmp}-journal")):
+                try:
+                    leftover.unlink()
+                except OSError:
+                    pass
+
+    def _connect(self, create: bool) -> None:
+        # isolation_level=None: transactions are explicit, so each run commits exactly when written.
+        if create:
+            self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+        else:
+            # Readers never write: a store on a read-only file or shared directory still reads.
+            self.db = sqlite3.connect(self.path.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None, timeout=30)
+        self.db.row_factory = sqlite3.Row
+        if create:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+
+    def _check(self, create: bool) -> None:
+        """The file is a numalab store of a layout this version knows; writers migrate it."""
+        app, version, tables = self._identity()
+        ours = app == APPLICATION_ID or (app == 0 and _TABLES <= tables)
+        if not ours:
+            if app == 0 and not tables:
+                if not create:
+                    raise UsageError(f"{self.path}: not a numalab results database (an SQLite database with no tables)")
+            else:
+                shown = ", ".join(sorted(tables)[:6]) + (", ..." if len(tables) > 6 else "")
+                what = f"tables: {shown}" if tables else f"application id {app:#x}"
+                raise UsageError(f"{self.path}: not a numalab results database (an SQLite database of another program; {what})")
+        elif not _TABLES <= tables:
+            raise StoreError(f"{self.path}: database is damaged (missing tables: {', '.join(sorted(_TABLES - tables))})")
+        if version > SCHEMA_VERSION:
+            raise UsageError(f"{self.path}: written by a newer numalab (store layout {version}; this version knows up to "
+                             f"{SCHEMA_VERSION}): upgrade numalab to read it")
+        if create and (version < SCHEMA_VERSION or app != APPLICATION_ID):
+            with self._transaction():
+                # Checked again under the write lock: another process may have migrated meanwhile.
+                app, version, _ = self._identity()
+                if version < SCHEMA_VERSION or app != APPLICATION_ID:
+                    _create_schema(self.db, migrate=True)
+
+    def _identity(self) -> tuple[int, int, set[str]]:
+        app = self.db.execute("PRAGMA application_id").fetchone()[0]
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        return app, version, tables
 
     # -- schema -------------------------------------------------------------------------------
 
     def _run_columns(self) -> list[str]:
         return [r["name"] for r in self.db.execute("PRAGMA table_info(runs)")]
 
-    def _view(self) -> None:
-        """The ``results`` view lists every column of ``runs``; rebuilt when columns are added.
-        Its ``study`` is the study the row belongs to (``runs.study`` is the one that ran it)."""
-        cols = ", ".join(f"r.{c}" for c in self._run_columns() if c not in ("hash", "study"))
-        self.db.execute("DROP VIEW IF EXISTS results")
-        self.db.execute(
-            'CREATE VIEW results AS SELECT s.study AS study, s.hash AS hash, s.position, s.label, s."case", s.role, '
-            f"s.baseline_hash, s.speedup, {cols} FROM study_runs s JOIN runs r ON r.hash = s.hash"
-        )
-
     def _ensure_columns(self, names: Iterable[str]) -> None:
+        """Add metric columns the document brings; called inside the write transaction, so a
+        column another process added meanwhile is seen (no ``duplicate column name``)."""
         new = [n for n in names if n not in self._columns and _COLUMN.match(n)]
+        if not new:
+            return
+        self._columns = set(self._run_columns())
+        new = [n for n in new if n not in self._columns]
         for n in new:
             self.db.execute(f"ALTER TABLE runs ADD COLUMN {n} REAL")
         if new:
             self._columns |= set(new)
-            self._view()
+            _create_view(self.db)
 
     # -- writing ------------------------------------------------------------------------------
 
-    def register_study(self, resolved: Any) -> None:
-        """Record a study and its run list; runs dropped from the file leave the study."""
+    @_guarded
+    def register_study(self, resolved: Any, replace: bool = False) -> None:
+        """Record a study and its run list; runs dropped from the file leave the study.
+
+        A study of the same name from another file (another path and other text) is refused
+        unless ``replace``: its runs would otherwise become this study's."""
         sf = resolved.file
+        where = _absolute(sf.path)
         listing = [{"hash": r.hash, "label": r.label, "case": r.case, "role": r.role} for r in resolved.runs]
         with self._transaction():
+            old = self.db.execute("SELECT path, source, updated_at FROM studies WHERE name = ?", (resolved.name,)).fetchone()
+            if old is not None and not replace and self._other_file(old, where, sf.text):
+                n = self.db.execute("SELECT count(*) FROM study_runs WHERE study = ?", (resolved.name,)).fetchone()[0]
+                raise UsageError(
+                    f"{self.path}: a different study named '{resolved.name}' is already stored here (from {old['path']}, "
+                    f"{n} runs, last run {old['updated_at']}); rename this one (name = ... in {sf.path}), give another "
+                    f"--results directory, or pass --replace to make {sf.path} the study '{resolved.name}'"
+                )
             self.db.execute(
                 "INSERT INTO studies (name, path, source, resolved, updated_at) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT(name) DO UPDATE SET path=excluded.path, source=excluded.source, "
                 "resolved=excluded.resolved, updated_at=excluded.updated_at",
-                (resolved.name, str(sf.path), sf.text, json.dumps(listing), _now()),
+                (resolved.name, where, sf.text, json.dumps(listing), _now()),
             )
             self.db.execute("CREATE TEMP TABLE IF NOT EXISTS keep (hash TEXT PRIMARY KEY)")
             self.db.execute("DELETE FROM keep")
@@ -144,15 +374,32 @@ class Store:
             )
             self._update_speedups(resolved.name)
 
+    @staticmethod
+    def _other_file(old: Any, where: str, text: str) -> bool:
+        """Another study file: stored from another absolute path, with other text. An edited file
+        (same path) or a moved, unchanged one is the same study; paths stored relative by older
+        versions cannot be compared and are taken as the same file."""
+        stored = old["path"] or ""
+        return Path(stored).is_absolute() and stored != where and (old["source"] or "") != text
+
+    def same_study_file(self, name: str, path: str | Path, text: str) -> str | None:
+        """None when ``path``/``text`` is the file study ``name`` was stored from (or may be);
+        else the path it was stored from."""
+        info = self.study_source(name)
+        if info is None or not self._other_file(info, _absolute(path), text):
+            return None
+        return info["path"]
+
+    @_guarded
     def complete_hashes(self, hashes: Iterable[str] | None = None) -> set[str]:
         rows = self.db.execute(f"SELECT hash FROM runs WHERE status IN ({_marks(COMPLETE)})", COMPLETE)
         done = {r["hash"] for r in rows}
         return done if hashes is None else done & set(hashes)
 
+    @_guarded
     def write(self, study: str, run: Any, outcome: dict[str, Any]) -> None:
         """Store one finished run (``run``: a ResolvedRun; ``outcome``: worker.run_config's)."""
         cols = outcome.get("columns") or {}
-        self._ensure_columns(cols)
         c = run.config
         row = {
             "hash": run.hash,
@@ -164,16 +411,18 @@ class Store:
             "placement": c["placement"],
             "balancing": json.dumps(c["balancing"], sort_keys=True),
             "kernel": c["kernel"],
-            "seed": c["seed"],
+            "seed": seed_to_db(c["seed"]),
             "status": outcome["status"],
             "error": outcome.get("error"),
             "wall_s": outcome.get("wall_s"),
             "finished_at": _now(),
             "result": outcome.get("result"),
-            **{k: v for k, v in cols.items() if k in self._columns},
+            "repeat_group": repeat_group(c),
         }
-        names = ", ".join(row)
         with self._transaction():
+            self._ensure_columns(cols)
+            row.update({k: v for k, v in cols.items() if k in self._columns and k not in row})
+            names = ", ".join(row)
             # REPLACE: a failed run tried again overwrites its earlier row.
             self.db.execute(f"INSERT OR REPLACE INTO runs ({names}) VALUES ({_marks(row)})", tuple(row.values()))
             self._update_speedups(study, run.hash)
@@ -194,22 +443,27 @@ class Store:
 
     # -- reading ------------------------------------------------------------------------------
 
+    @_guarded
     def studies(self) -> list[str]:
         return [r["name"] for r in self.db.execute("SELECT name FROM studies ORDER BY name")]
 
+    @_guarded
     def study_source(self, name: str) -> dict[str, Any] | None:
         row = self.db.execute("SELECT * FROM studies WHERE name = ?", (name,)).fetchone()
         return dict(row) if row else None
 
+    @_guarded
     def rows(self, study: str | None = None, documents: bool = False) -> list[dict[str, Any]]:
-        """Rows of the ``results`` view (one per run of a study), in study order."""
+        """Rows of the ``results`` view (one per run of a study), in study order; ``seed`` as the
+        u64 the run used and ``repeat_group`` even for stores written before it existed."""
         cols = "*" if documents else ", ".join(c for c in self._view_columns() if c != "result")
         sql = f"SELECT {cols} FROM results" + (" WHERE study = ?" if study else "") + " ORDER BY study, position"
-        return [dict(r) for r in self.db.execute(sql, (study,) if study else ())]
+        return [_decoded(dict(r), self.path) for r in self.db.execute(sql, (study,) if study else ())]
 
     def _view_columns(self) -> list[str]:
         return [f'"{d[0]}"' if d[0] == "case" else d[0] for d in self.db.execute("SELECT * FROM results LIMIT 0").description]
 
+    @_guarded
     def find(self, prefix: str) -> dict[str, Any]:
         """The run whose hash starts with ``prefix`` (at least 4 characters, unambiguous)."""
         if len(prefix) < 4 or not re.fullmatch(r"[0-9a-f]+", prefix):
@@ -219,7 +473,51 @@ class Store:
             raise UsageError(f"no run with hash {prefix}... in {self.path}")
         if len(rows) > 1:
             raise UsageError(f"hash {prefix}... is ambiguous ({', '.join(r['hash'][:12] for r in rows)}, ...); give more digits")
-        return dict(rows[0])
+        return _decoded(dict(rows[0]), self.path)
+
+
+def _decoded(row: dict[str, Any], path: Path) -> dict[str, Any]:
+    if "seed" in row:
+        row["seed"] = seed_from_db(row["seed"])
+    if row.get("repeat_group") is None and "config" in row:
+        try:
+            row["repeat_group"] = repeat_group(json.loads(row["config"]))
+        except (TypeError, ValueError):
+            raise StoreError(f"{path}: database is corrupt (run {str(row.get('hash'))[:12]}: its configuration is not JSON)") from None
+    return row
+
+
+def _create_schema(con: sqlite3.Connection, migrate: bool = False) -> None:
+    """Tables, the view and the file's identity, inside the caller's transaction. ``migrate``:
+    bring an older layout up to date (new columns, ``repeat_group`` filled in)."""
+    for statement in _SCHEMA:
+        con.execute(statement)
+    if migrate:
+        have = {r[1] for r in con.execute("PRAGMA table_info(runs)")}
+        for c in METRIC_COLUMNS:
+            if c not in have:
+                con.execute(f"ALTER TABLE runs ADD COLUMN {c} REAL")
+        if "repeat_group" not in have:
+            con.execute("ALTER TABLE runs ADD COLUMN repeat_group TEXT")
+        for h, config in con.execute("SELECT hash, config FROM runs WHERE repeat_group IS NULL").fetchall():
+            try:
+                con.execute("UPDATE runs SET repeat_group = ? WHERE hash = ?", (repeat_group(json.loads(config)), h))
+            except (TypeError, ValueError):
+                pass  # a damaged configuration: reading that row will say so
+    _create_view(con)
+    con.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def _create_view(con: sqlite3.Connection) -> None:
+    """The ``results`` view lists every column of ``runs``; rebuilt when columns are added.
+    Its ``study`` is the study the row belongs to (``runs.study`` is the one that ran it)."""
+    cols = ", ".join(f"r.{r[1]}" for r in con.execute("PRAGMA table_info(runs)") if r[1] not in ("hash", "study"))
+    con.execute("DROP VIEW IF EXISTS results")
+    con.execute(
+        'CREATE VIEW results AS SELECT s.study AS study, s.hash AS hash, s.position, s.label, s."case", s.role, '
+        f"s.baseline_hash, s.speedup, {cols} FROM study_runs s JOIN runs r ON r.hash = s.hash"
+    )
 
 
 class _Tx:
@@ -232,7 +530,20 @@ class _Tx:
         self.db.execute("BEGIN IMMEDIATE")
 
     def __exit__(self, kind: Any, *exc: Any) -> None:
-        self.db.execute("ROLLBACK" if kind else "COMMIT")
+        if kind is None:
+            self.db.execute("COMMIT")
+        elif self.db.in_transaction:
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # the error being raised says more than a failed rollback
+
+
+def _absolute(path: str | Path) -> str:
+    try:
+        return str(Path(path).resolve())
+    except OSError:
+        return str(Path(path).absolute())
 
 
 def _marks(values: Any) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -151,5 +152,33 @@ def connect_timeout_s() -> float:
         raise UsageError(f"NUMALAB_DASK_CONNECT_TIMEOUT_S: '{raw}' is not a number of seconds") from None
 
 
-def local_workers(requested: Optional[int]) -> int:
-    return requested if requested is not None else (os.cpu_count() or 1)
+def local_workers(requested: Optional[int], todo: Optional[int] = None) -> tuple[int, str | None]:
+    """Worker processes for ``todo`` runs: one per CPU by default, never more than the CPUs
+    (simulations are CPU-bound: more processes only share them) nor than the runs. Returns the
+    number and, when it is less than asked, a note saying why."""
+    if requested is not None and requested < 1:
+        raise UsageError(f"--workers must be >= 1, got {requested}")
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    limits = [cpus] + ([max(1, todo)] if todo is not None else [])
+    n = min([requested or cpus, *limits])
+    if requested is None or n >= requested:
+        return n, None
+    if n == cpus and (todo is None or cpus <= todo):
+        why = f"this machine has {cpus} CPU{'s' if cpus != 1 else ''}"
+    else:
+        why = f"there {'is' if todo == 1 else 'are'} {todo} run{'s' if todo != 1 else ''} to do"
+    return n, f"--workers {requested}: {why}, so {n} worker{'s' if n != 1 else ''} will run"
+
+
+_ADDRESS = re.compile(r"^(?:(tcp|tls|ucx|ws|wss|inproc)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(?::(\d+))?/?$")
+
+
+def check_scheduler_address(address: str) -> str:
+    """A Dask scheduler address (``tcp://HOST:PORT``, ``tls://...``, ``HOST:PORT``), checked
+    before anything is expanded or run."""
+    m = _ADDRESS.match(address.strip())
+    scheme, port = (m.group(1), m.group(3)) if m else (None, None)
+    if m is None or (scheme != "inproc" and port is None) or (port is not None and not 0 < int(port) < 65536):
+        raise UsageError(f"--scheduler '{address}': not a Dask scheduler address (expected tcp://HOST:PORT, "
+                         "e.g. tcp://10.0.0.5:8786, as `dask scheduler` prints it)")
+    return address.strip()

@@ -9,6 +9,10 @@ run that kills every worker it lands on is then recorded as failed).
 Short runs travel in batches: after the first runs return, runs are grouped so that a batch
 takes about ``BATCH_S`` seconds, which keeps the per-submission cost (process hand-off, a Dask
 task) a small share of the total. A killed sweep loses at most the batches in flight.
+
+A study is expanded in full before its first run starts (every value is checked up front), so
+its size is bounded: ``MAX_RUNS``; ``check_size`` counts a study's runs from its axes without
+expanding it and refuses a larger one with the limit and the reason.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from numalab.exceptions import UsageError
 from numalab.results.store import Store
 from numalab.study.expand import ResolvedRun, ResolvedStudy
 from numalab.study.progress import Progress
@@ -30,6 +35,36 @@ RETRIES = 2
 POLL_S = 0.25
 BATCH_S = 0.1
 MAX_BATCH = 32
+# Runs per study. Expansion keeps each resolved run in memory (about 3 KB) and checks it (about
+# 0.2 ms) before anything runs, and the store registers the whole list: 100,000 runs is ~300 MB
+# and ~30 s before the first simulation, days of simulations after it.
+MAX_RUNS = 100_000
+
+
+def planned_runs(study: Any) -> int:
+    """Runs a study asks for (``[[runs]]`` x sweep axes x seeds, before duplicates merge and
+    baselines are added), counted from the model without building any of them."""
+    n = max(1, len(study.runs))
+    sweep = study.sweep
+    for axis in (sweep.machine, sweep.workload, sweep.placement, sweep.balancing, sweep.kernel, sweep.thp):
+        n *= len(axis) if axis else 1
+    for values in sweep.params.values():
+        n *= len(values)
+    seeds = len(set(study.seeds)) if study.seeds is not None else (study.repetitions or 1)
+    return n * seeds
+
+
+def check_size(study: Any, limit: int = MAX_RUNS) -> int:
+    """``planned_runs``, or a UsageError when it is above ``limit``."""
+    n = planned_runs(study)
+    if n > limit:
+        seeds = len(set(study.seeds)) if study.seeds is not None else (study.repetitions or 1)
+        raise UsageError(
+            f"study '{study.name}' asks for {n:,} runs ({n // seeds:,} configurations x {seeds:,} seeds); at most {limit:,} "
+            "are accepted, because every run is expanded, checked and held in memory before the first one starts: "
+            "use fewer seeds or sweep values, or split it into several studies"
+        )
+    return n
 
 
 @dataclass
@@ -57,11 +92,14 @@ class SweepSummary:
         return ", ".join(parts) + f" ({self.elapsed_s:.1f} s)"
 
 
-def run_study(resolved: ResolvedStudy, store: Store, backend_factory: Callable[[], Any], progress: Progress | None = None) -> SweepSummary:
-    """Run what the store does not hold yet; return counts (``interrupted`` after Ctrl-C)."""
+def run_study(resolved: ResolvedStudy, store: Store, backend_factory: Callable[[], Any], progress: Progress | None = None,
+              registered: bool = False) -> SweepSummary:
+    """Run what the store does not hold yet; return counts (``interrupted`` after Ctrl-C).
+    ``registered``: the caller has already called ``store.register_study``."""
     start = time.monotonic()
     progress = progress or Progress()
-    store.register_study(resolved)
+    if not registered:
+        store.register_study(resolved)
     complete = store.complete_hashes(r.hash for r in resolved.runs)
     todo = [r for r in resolved.runs if r.hash not in complete]
     summary = SweepSummary(total=len(resolved.runs), skipped=len(resolved.runs) - len(todo))
