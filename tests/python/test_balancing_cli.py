@@ -7,12 +7,11 @@ import pytest
 
 import numalab
 from numalab.exceptions import UsageError
-from numalab.placement import parse_config
-from numalab.runner import sim as runner
+from numalab.spec import Balancing, RunSpec
 
-SMALL = ("-m", "vm-4", "-w", "stream", "--n", "200000", "--threads", "4")
+SMALL = ("--machine", "vm-4", "--workload", "stream", "--n", "200000", "--threads", "4")
 # Long enough for several scan passes with a 100 ms delay and period.
-PASSES = ("-m", "vm-4", "-w", "stream", "--n", "2000000", "--ntimes", "100", "--threads", "4")
+PASSES = ("--machine", "vm-4", "--workload", "stream", "--n", "2000000", "--ntimes", "100", "--threads", "4")
 FAST = ("--balancing", "on", "--scan-delay-ms", "100", "--scan-period-min-ms", "100")
 
 
@@ -72,9 +71,10 @@ def test_explain_balancing_prints_a_per_pass_table(cli):
     code, out, err = cli("sim", *PASSES, *FAST, "--explain-balancing")
     assert code == 0, err
     lines = out.splitlines()
-    head = lines.index("scan passes (faults and migrations during each pass):")
-    assert lines[head + 1].split() == ["pid", "pass", "t_s", "period_ms", "windows", "marked", "flt_local", "flt_remote", "migrated", "moves"]
-    rows = [line.split() for line in lines[head + 2 :]]
+    head = lines.index("scan passes (faults and migrations during each pass)")
+    assert lines[head + 1].split() == ["pid", "pass", "t_s", "period_ms", "windows", "pages_marked", "faults_local", "faults_remote",
+                                       "pages_migrated", "task_moves"]
+    rows = [line.split() for line in lines[head + 3 :]]
     assert len(rows) >= 3
     assert [int(r[1]) for r in rows] == list(range(1, len(rows) + 1))
     code, out, _ = cli("sim", *PASSES, *FAST, "--explain-balancing", "--json")
@@ -86,8 +86,10 @@ def test_explain_balancing_prints_a_per_pass_table(cli):
     [
         (("--balancing", "maybe"), "--balancing: 'maybe' is not on or off"),
         (("--balancing", "on", "--scan-size-mb", "0"), "--scan-size-mb must be at least 1"),
-        (("--balancing", "on", "--scan-delay-ms", "-5"), "--scan-delay-ms must be a whole number >= 0"),
-        (("--scan-size-mb", "128"), "--scan-size-mb needs --balancing on"),
+        (("--balancing", "on", "--scan-delay-ms", "-5"), "--scan-delay-ms: '-5' is not a duration"),
+        (("--scan-size-mb", "128"), "--scan-size-mb is set but balancing is off"),
+        (("--balancing", "on", "--scan-period-min-ms", "2000", "--scan-period-max-ms", "1000"),
+         "--scan-period-min-ms (2000) is above --scan-period-max-ms (1000)"),
         (("--explain-balancing",), "--explain-balancing needs --balancing on"),
         (("--balancing", "on", "--scan-period-min-ms", "abc"), "--scan-period-min-ms"),
     ],
@@ -103,9 +105,9 @@ def test_compare_with_balancing_configs(cli):
     code, out, err = cli("compare", *SMALL, "--configs", configs)
     assert code == 0, err
     lines = out.splitlines()
-    assert [line.split()[0] for line in lines[1:5]] == configs.split(",")[:2] + ["balancing", "balancing:scan-period-min-ms=100:scan-size-mb=128"]
+    assert [line.split()[0] for line in lines[3:7]] == configs.split(",")[:2] + ["balancing", "balancing:scan-period-min-ms=100:scan-size-mb=128"]
     table = lines.index("automatic NUMA balancing (/proc/vmstat)")
-    rows = [line.split()[0] for line in lines[table + 2 : table + 4]]
+    rows = [line.split()[0] for line in lines[table + 3 : table + 5]]
     assert rows == ["balancing", "balancing:scan-period-min-ms=100:scan-size-mb=128"]
     code, out, _ = cli("compare", *SMALL, "--configs", configs, "--json")
     docs = json.loads(out)
@@ -126,8 +128,9 @@ def test_compare_base_flags_and_per_config_kernel(cli):
     "configs, message",
     [
         ("default,balancing:hot-threshold-ms=500", "memory-tiering"),
-        ("default,scan-size-mb=128", "needs --balancing on"),
-        ("default,balancing:scan-size-mb=lots", "'lots' is not a whole number"),
+        ("default,scan-size-mb=128", "is set but balancing is off"),
+        ("default,balancing:scan-size-mb=lots", "'lots' is not a size"),
+        ("default,balancing:scan-period-min-ms=90000", "--scan-period-min-ms (90000) is above --scan-period-max-ms (60000)"),
         ("default,balancing=sometimes", "is not on or off"),
     ],
 )
@@ -138,10 +141,10 @@ def test_compare_bad_balancing_items(cli, configs, message):
 
 
 def test_settings_items_and_api():
-    _, _, items = parse_config("interleave=all:balancing:scan-delay-ms=500")
-    s = runner.apply_items(runner.Settings(), items, "test")
-    assert s.balancing == runner.Balancing(enabled=True, scan_delay_ms=500)
-    with pytest.raises(UsageError):
-        runner.apply_items(runner.Settings(), {"promote-rate-limit-mbps": "100"}, "test")
+    s = RunSpec("vm-4", "stream").with_config("interleave=all:balancing:scan-delay-ms=500")
+    assert s.balancing == Balancing(enabled=True, knobs=(("scan_delay_ms", 500),))
+    assert s.placement.label() == "interleave=all"
+    with pytest.raises(UsageError, match="promote-rate-limit-mbps"):
+        RunSpec("vm-4", "stream").with_config("promote-rate-limit-mbps=100")
     r = numalab.simulate("vm-4", "stream", "balancing", n=200000, threads=4)
     assert r.doc["placement"]["balancing"]["enabled"] is True

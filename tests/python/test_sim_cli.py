@@ -4,7 +4,7 @@ import json
 
 import numalab
 
-SMALL = ("-m", "vm-4", "-w", "stream", "--n", "200000", "--threads", "4")
+SMALL = ("--machine", "vm-4", "--workload", "stream", "--n", "200000", "--threads", "4")
 
 
 def test_sim_summary_golden(cli, golden):
@@ -36,13 +36,14 @@ def test_different_seed_same_structure(cli):
 
 
 def test_compare_golden(cli, golden):
-    code, out, err = cli("compare", "-m", "e5-2620v4-2s", "-w", "dgemv", "--n", "4000", "--reps", "3", "--threads", "16",
+    code, out, err = cli("compare", "--machine", "e5-2620v4-2s", "--workload", "dgemv", "--n", "4000", "--reps", "3", "--threads", "16",
                          "--configs", "default,interleave=all,init=serial,interleave=0,1:init=serial")
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0].split() == ["config", "time_s", "speedup", "local%", "max_conc%", "status"]
-    assert lines[1].split()[2] == "1.00"
-    assert lines[4].startswith("interleave=0,1:init=serial")
+    assert lines[0].startswith("dgemv (n=4000, reps=3, threads=16) on e5-2620v4-2s")
+    assert lines[1].split() == ["config", "time_s", "speedup", "local_pct", "max_concentration_pct", "status"]
+    assert lines[3].split()[2] == "1.00"
+    assert lines[6].startswith("interleave=0,1:init=serial")
     golden("compare_dgemv.out", out)
 
 
@@ -55,7 +56,7 @@ def test_compare_json_is_a_list_of_documents(cli):
 
 
 def test_bind_to_a_node_too_small_ends_out_of_memory_not_a_crash(cli):
-    code, out, err = cli("sim", "-m", "vm-4", "-w", "stream", "--n", "30000000", "--threads", "4", "--membind", "2")
+    code, out, err = cli("sim", "--machine", "vm-4", "--workload", "stream", "--n", "30000000", "--threads", "4", "--membind", "2")
     assert code == 1
     assert "status: out-of-memory (out of memory on node 2 under bind:2" in out
 
@@ -68,8 +69,8 @@ def bad(cli, *args):
 
 
 def test_bad_input_is_one_line_exit_2(cli):
-    assert "unknown workload 'stram' (did you mean stream" in bad(cli, "sim", "-m", "vm-4", "-w", "stram")
-    assert "does not define class 'D'" in bad(cli, "sim", "-m", "vm-4", "-w", "cg", "--class", "D")
+    assert "unknown workload 'stram' (did you mean stream" in bad(cli, "sim", "--machine", "vm-4", "--workload", "stram")
+    assert "does not define class 'D'" in bad(cli, "sim", "--machine", "vm-4", "--workload", "cg", "--class", "D")
     assert "has no parameter 'bogus'" in bad(cli, "sim", *SMALL, "--bogus", "1")
     assert "node 9" in bad(cli, "sim", *SMALL, "--membind", "9")
     assert "bad token 'x'" in bad(cli, "sim", *SMALL, "--interleave", "0,x")
@@ -86,7 +87,7 @@ def test_python_api_returns_pandas_views():
     r = numalab.simulate("e5-2620v4-2s", "dgemv", "init=serial", threads=16, n=4000, reps=2)
     am = r.access_map(percent=True)
     assert am.shape == (2, 2) and abs(am.values.sum() - 100) < 1e-6
-    assert am["mem node 1"].sum() < 1e-9  # serial init: every page on the master's node
+    assert am["node1"].sum() < 1e-9  # serial init: every page on the master's node
     assert r.pages().sum() == 4000 * 4000 * 8 // 4096
     assert list(r.threads().columns) == ["pid", "cpu", "node", "time_s", "migrations"]
     assert r.numastat().loc["numa_hit"].sum() > 0

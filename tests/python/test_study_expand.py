@@ -107,10 +107,12 @@ def test_different_runs_different_hashes():
     assert len({r.hash for r in runs}) == 6
 
 
-def test_balancing_passes_through_as_config_items():
-    from numalab.study.canonical import engine_config_string
+def test_canonical_configuration_reads_back_into_the_same_run():
+    from numalab.spec import RunSpec
 
     (run,) = _runs('placement = "interleave=all"\nbalancing = { enabled = true, scan_period_min_ms = 100, scan_size_mb = 128 }\n')
-    assert engine_config_string(run.config) == "interleave=all:balancing:scan-period-min-ms=100:scan-size-mb=128"
+    spec = RunSpec.from_canonical(run.config)
+    assert spec.label() == "interleave=all:balancing:scan-period-min-ms=100:scan-size-mb=128"
+    assert spec.canonical() == run.config
     (off,) = _runs("")
-    assert engine_config_string(off.config) == "default"
+    assert RunSpec.from_canonical(off.config).label() == "default"

@@ -132,7 +132,7 @@ def test_unknown_class():
 
 
 def test_unknown_parameter():
-    with pytest.raises(UsageError, match=r"workload cg has no parameter 'nonzeros' \(parameters: .*threads"):
+    with pytest.raises(UsageError, match=r"workload cg has no parameter 'nonzeros' \(expected one of: .*threads"):
         resolve("cg", {"nonzeros": 3})
 
 

@@ -23,3 +23,22 @@ pub fn policy(e: PolicyError) -> PyErr {
 pub fn host(e: LinuxError) -> PyErr {
     HostError::new_err(e.to_string())
 }
+
+/// Run `f` with the GIL released, turning a panic into `SimulationError` (an ordinary Python
+/// exception that pickles, so a study worker can send it back) instead of letting it cross the
+/// boundary as a `PanicException`.
+pub fn guarded<T: Send>(py: pyo3::Python<'_>, what: &str, f: impl FnOnce() -> T + Send) -> pyo3::PyResult<T> {
+    py.detach(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))).map_err(|panic| {
+        let msg = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        SimulationError::new_err(format!("internal error in {what}: {msg}; please report it"))
+    })
+}
+
+/// A value that should always serialise did not.
+pub fn internal(what: &str, e: impl std::fmt::Display) -> PyErr {
+    SimulationError::new_err(format!("internal error: cannot convert the {what}: {e}"))
+}

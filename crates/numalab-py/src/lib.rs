@@ -4,6 +4,7 @@
 mod error;
 mod machine;
 mod sim;
+mod spec;
 
 use pyo3::prelude::*;
 
@@ -22,6 +23,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_host_topology, m)?)?;
     m.add_function(wrap_pyfunction!(sim::simulate, m)?)?;
     m.add_function(wrap_pyfunction!(sim::zonelists, m)?)?;
+    m.add_class::<spec::PyRunSpec>()?;
+    m.add_function(wrap_pyfunction!(spec::balancing_knobs, m)?)?;
+    m.add("SpecError", py.get_type::<spec::SpecError>())?;
     m.add("NumalabError", py.get_type::<error::NumalabError>())?;
     m.add("TopologyError", py.get_type::<error::TopologyError_>())?;
     m.add("PolicyError", py.get_type::<error::PolicyError_>())?;

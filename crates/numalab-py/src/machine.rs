@@ -34,6 +34,23 @@ impl PyMachine {
         self.inner.name.clone()
     }
 
+    /// Node OS indexes in logical order (the rows and columns of every per-node table).
+    #[getter]
+    fn node_os_indexes(&self) -> Vec<u32> {
+        self.inner.nodes.iter().map(|n| n.os_index).collect()
+    }
+
+    #[getter]
+    fn nr_pus(&self) -> usize {
+        self.inner.nr_pus()
+    }
+
+    /// SLIT distances by node logical index.
+    #[getter]
+    fn distances(&self) -> Vec<Vec<u32>> {
+        self.inner.distances.clone()
+    }
+
     /// Parse a numactl node string (`all`, `0-3,5`, `!1`, `+0-1`) against this machine's nodes.
     fn parse_nodes(&self, s: &str) -> PyResult<Vec<u32>> {
         parse_nodestring(s, &self.inner.nodeset())

@@ -173,6 +173,16 @@ pub enum Places {
     Sockets,
 }
 
+impl Places {
+    pub fn name(self) -> &'static str {
+        match self {
+            Places::Threads => "threads",
+            Places::Cores => "cores",
+            Places::Sockets => "sockets",
+        }
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Placement {
@@ -187,7 +197,7 @@ pub struct Placement {
     pub places: Places,
 }
 
-/// Which kernel's rules to follow where they differ (design/reference/linux-numa.md §0).
+/// Which kernel's rules to follow where they differ (docs/allocation.md, docs/balancing.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub enum Kernel {
     #[serde(rename = "3.13")]
@@ -197,7 +207,7 @@ pub enum Kernel {
     K6,
 }
 
-/// Costs charged to the thread that incurs them (design/model.md §4.6). Every field has a
+/// Costs charged to the thread that incurs them (docs/workloads.md). Every field has a
 /// default, so a configuration may override any subset.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -242,7 +252,48 @@ impl Default for Costs {
     }
 }
 
-/// Automatic NUMA balancing (`kernel.numa_balancing` and its scan tunables, linux-numa.md §4.1),
+/// One scanner tunable of automatic NUMA balancing: the kernel's name, default and the values
+/// numalab accepts (docs/balancing.md §1). The kernel stores each as an unsigned int
+/// (`kernel/sched/fair.c`: `sysctl_numa_balancing_scan_*`; debugfs `sched/numa_balancing/*` in 6.x).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Knob {
+    /// The file name under `/sys/kernel/debug/sched/numa_balancing/` (6.x).
+    pub name: &'static str,
+    pub default: u32,
+    pub min: u32,
+    pub max: u32,
+    pub help: &'static str,
+}
+
+/// The scanner tunables, defined once: the CLI options, study keys and the engine's checks all
+/// come from this table. Defaults are the kernel's (`kernel/sched/fair.c`, 3.13 and 6.13 alike).
+pub const BALANCING_KNOBS: [Knob; 4] = [
+    Knob {
+        name: "scan_delay_ms",
+        default: 1000,
+        min: 0,
+        max: u32::MAX,
+        help: "first scan of a new process after this much of its CPU time",
+    },
+    Knob {
+        name: "scan_period_min_ms",
+        default: 1000,
+        min: 0,
+        max: u32::MAX,
+        help: "shortest time between two scans of a process's whole address space",
+    },
+    Knob {
+        name: "scan_period_max_ms",
+        default: 60000,
+        min: 0,
+        max: u32::MAX,
+        help: "longest time between two scans of a process's whole address space",
+    },
+    // task_numa_work returns at once when the scan size is 0 pages: 0 would switch scanning off.
+    Knob { name: "scan_size_mb", default: 256, min: 1, max: u32::MAX, help: "address space marked per scan window" },
+];
+
+/// Automatic NUMA balancing (`kernel.numa_balancing` and its scan tunables, docs/balancing.md §1),
 /// with the kernel's names and defaults. Off by default: the placement studies numalab re-runs
 /// compare numactl policies with balancing disabled unless they say otherwise.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -261,12 +312,13 @@ pub struct Balancing {
 
 impl Default for Balancing {
     fn default() -> Self {
+        let d = |i: usize| BALANCING_KNOBS[i].default;
         Balancing {
             enabled: false,
-            scan_delay_ms: 1000,
-            scan_period_min_ms: 1000,
-            scan_period_max_ms: 60000,
-            scan_size_mb: 256,
+            scan_delay_ms: d(0),
+            scan_period_min_ms: d(1),
+            scan_period_max_ms: d(2),
+            scan_size_mb: d(3),
             migrate_deferred: None,
             explain: false,
         }
@@ -274,13 +326,40 @@ impl Default for Balancing {
 }
 
 impl Balancing {
-    /// What `sysctl` would refuse, and knobs the chosen kernel does not have.
+    fn knob_values(&self) -> [u32; 4] {
+        [self.scan_delay_ms, self.scan_period_min_ms, self.scan_period_max_ms, self.scan_size_mb]
+    }
+
+    /// Every rule on the knobs: ranges, min <= max, knobs the chosen kernel does not have, and
+    /// knobs set while balancing is off (they would silently do nothing).
     pub fn check(&self, kernel: Kernel) -> Result<(), SimError> {
-        if self.migrate_deferred.is_some() && kernel != Kernel::K313 {
-            return Err(SimError::Input("numa_balancing_migrate_deferred exists only in the 3.13 profile".into()));
+        let bad = |m: String| Err(SimError::Input(m));
+        for (k, v) in BALANCING_KNOBS.iter().zip(self.knob_values()) {
+            if v < k.min || v > k.max {
+                let range = if k.max == u32::MAX { format!("at least {}", k.min) } else { format!("{}..{}", k.min, k.max) };
+                return bad(format!("--{} must be {range}, got {v}", k.name.replace('_', "-")));
+            }
         }
-        if self.scan_size_mb == 0 {
-            return Err(SimError::Input("numa_balancing scan_size_mb must be at least 1".into()));
+        if self.scan_period_min_ms > self.scan_period_max_ms {
+            return bad(format!(
+                "--scan-period-min-ms ({}) is above --scan-period-max-ms ({})",
+                self.scan_period_min_ms, self.scan_period_max_ms
+            ));
+        }
+        if self.migrate_deferred.is_some() && kernel != Kernel::K313 {
+            return bad("numa_balancing_migrate_deferred exists only in the 3.13 profile".into());
+        }
+        if !self.enabled {
+            let changed = BALANCING_KNOBS.iter().zip(self.knob_values()).find(|(k, v)| k.default != *v);
+            if let Some((k, _)) = changed {
+                return bad(format!(
+                    "--{} is set but balancing is off (turn it on: --balancing on, or enabled = true in a study)",
+                    k.name.replace('_', "-")
+                ));
+            }
+            if self.explain {
+                return bad("--explain-balancing needs --balancing on".into());
+            }
         }
         Ok(())
     }

@@ -1,6 +1,7 @@
 //! The deterministic numalab engine: no I/O, no clock; a run is a pure function of machine,
 //! workload, placement and configuration (seed included).
 //!
+//! - [`spec`]: a run as the user asks for it, checked once and resolved against the machine;
 //! - [`input`]: the resolved run description (workload, placement, configuration);
 //! - [`alloc`], [`mempolicy`], [`pages`]: page allocation, first touch and memory policies;
 //! - [`pattern`]: access patterns as page-visit streams;
@@ -20,9 +21,11 @@ pub mod pages;
 pub mod pattern;
 pub mod rng;
 pub mod sched;
+pub mod spec;
 
 pub use error::SimError;
 pub use input::{Kernel, Placement, SimConfig, WorkloadSpec};
+pub use spec::{PlacementRequest, PolicyRequest, RunSpec, SpecError};
 pub use output::SimOutput;
 
 use numalab_model::Machine;

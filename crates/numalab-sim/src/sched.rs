@@ -247,7 +247,7 @@ fn build_levels(m: &Machine) -> Vec<Level> {
 }
 
 /// OMP_PLACES: the list of places inside the allowed CPUs, in OS order (logical PU lists).
-fn places(m: &Machine, kind: Places, allowed: &CpuSet) -> Vec<Vec<usize>> {
+pub(crate) fn places(m: &Machine, kind: Places, allowed: &CpuSet) -> Vec<Vec<usize>> {
     let keep = |set: &CpuSet| -> Vec<usize> {
         (0..m.pus.len()).filter(|&i| set.contains(m.pus[i].os_index) && allowed.contains(m.pus[i].os_index)).collect()
     };

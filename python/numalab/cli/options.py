@@ -1,5 +1,6 @@
 """Options shared by the commands that place a workload (``sim``, ``compare``): numactl's
-placement options, engine settings, and free-form workload parameters (``--class C``)."""
+placement options with numactl's letters, engine settings, and free-form workload parameters
+(``--class C``). ``spec()`` turns them into one ``RunSpec``."""
 
 from __future__ import annotations
 
@@ -8,98 +9,106 @@ from typing import Any, Optional
 import typer
 
 from numalab.exceptions import UsageError
-from numalab.placement import PlacementOptions
-from numalab.runner.sim import Balancing, Settings, on_off
+from numalab.spec import Placement, RunSpec
+from numalab.spec.run import places_value, proc_bind_value
+from numalab.spec.balancing import KNOBS, Balancing, on_off
+from numalab.spec.config import parse_weights
 
-# Typer option declarations, reused by every placing command.
-MACHINE = typer.Option(..., "--machine", "-m", help="Machine preset (numalab topo --list), preset .toml or hwloc .xml.")
-WORKLOAD = typer.Option(..., "--workload", "-w", help="Workload name (numalab workloads) or a descriptor .toml file.")
+# numactl's letters (numactl(8)): -i -w -m -p -P -l -N -C; no other option takes them.
+MACHINE = typer.Option(..., "--machine", help="Machine preset (numalab topo --list), preset .toml or hwloc .xml.")
+WORKLOAD = typer.Option(..., "--workload", help="Workload name (numalab workloads) or a descriptor .toml file.")
 INTERLEAVE = typer.Option(None, "--interleave", "-i", help="Interleave memory over NODES (numactl -i).")
-WEIGHTED = typer.Option(None, "--weighted-interleave", help="Weighted interleave over NODES (numactl -w).")
+WEIGHTED = typer.Option(None, "--weighted-interleave", "-w", help="Weighted interleave over NODES (numactl -w).")
 WEIGHTS = typer.Option(None, "--weights", help="Weighted-interleave weights, e.g. 0:5,1:2 (default 1 each).")
-MEMBIND = typer.Option(None, "--membind", help="Allocate only on NODES (numactl -m).")
-PREFERRED = typer.Option(None, "--preferred", help="Prefer NODE, fall back by distance (numactl -p).")
-PREFERRED_MANY = typer.Option(None, "--preferred-many", help="Prefer NODES, fall back elsewhere (numactl -P).")
-LOCALALLOC = typer.Option(False, "--localalloc", help="Always allocate on the local node (numactl -l).")
-CPUNODEBIND = typer.Option(None, "--cpunodebind", help="Run only on the CPUs of NODES (numactl -N).")
-PHYSCPUBIND = typer.Option(None, "--physcpubind", help="Run only on CPUS (numactl -C).")
+MEMBIND = typer.Option(None, "--membind", "-m", help="Allocate only on NODES (numactl -m).")
+PREFERRED = typer.Option(None, "--preferred", "-p", help="Prefer NODE, fall back by distance (numactl -p).")
+PREFERRED_MANY = typer.Option(None, "--preferred-many", "-P", help="Prefer NODES, fall back elsewhere (numactl -P).")
+LOCALALLOC = typer.Option(False, "--localalloc", "-l", help="Always allocate on the local node (numactl -l).")
+CPUNODEBIND = typer.Option(None, "--cpunodebind", "-N", help="Run only on the CPUs of NODES (numactl -N).")
+PHYSCPUBIND = typer.Option(None, "--physcpubind", "-C", help="Run only on CPUS (numactl -C).")
 PROC_BIND = typer.Option("false", "--omp-proc-bind", help="OMP_PROC_BIND: false (unbound, the default), close, spread, primary.")
 PLACES = typer.Option("cores", "--omp-places", help="OMP_PLACES: threads, cores, sockets.")
-SEED = typer.Option(1, "--seed", help="Random seed (same inputs and seed: same output, bit for bit).")
-SAMPLE_RATE = typer.Option(1.0, "--sample-rate", help="Fraction of page visits simulated (0 < r <= 1).")
+SEED = typer.Option("1", "--seed", help="Random seed, 0..2^63-1 (same inputs and seed: same output, bit for bit).")
+SAMPLE_RATE = typer.Option("1", "--sample-rate", help="Fraction of page visits simulated (0 < r <= 1).")
 KERNEL = typer.Option("6.13", "--kernel", help="Kernel rules to follow: 3.13 or 6.13.")
 THP = typer.Option(None, "--thp", help="Transparent huge pages for every region: always or never (default: as the workload says).")
 JSON = typer.Option(False, "--json", help="Print the result document(s) as JSON.")
+VERBOSE = typer.Option(False, "--verbose", "-v", help="Also show the parameters derived from the ones given (class tables, defaults).")
 BALANCING = typer.Option("off", "--balancing", help="Automatic NUMA balancing (kernel.numa_balancing): on or off (default off, as in numactl runs).")
-SCAN_DELAY = typer.Option(None, "--scan-delay-ms", help="numa_balancing_scan_delay_ms: first scan of a process after this long (default 1000).")
-SCAN_MIN = typer.Option(None, "--scan-period-min-ms", help="numa_balancing_scan_period_min_ms (default 1000).")
-SCAN_MAX = typer.Option(None, "--scan-period-max-ms", help="numa_balancing_scan_period_max_ms (default 60000).")
-SCAN_SIZE = typer.Option(None, "--scan-size-mb", help="numa_balancing_scan_size_mb: address space marked per scan (default 256).")
 EXPLAIN = typer.Option(False, "--explain-balancing", help="Print a summary of every NUMA-balancing scan pass.")
 
 
+def _knob_option(name: str) -> Any:
+    k = KNOBS[name]
+    return typer.Option(None, "--" + name.replace("_", "-"), help=f"numa_balancing {name}: {k['help']} (default {k['default']}).")
+
+
+SCAN_DELAY = _knob_option("scan_delay_ms")
+SCAN_MIN = _knob_option("scan_period_min_ms")
+SCAN_MAX = _knob_option("scan_period_max_ms")
+SCAN_SIZE = _knob_option("scan_size_mb")
+
+POLICY_OPTIONS = {
+    "interleave": "interleave",
+    "weighted_interleave": "weighted-interleave",
+    "membind": "bind",
+    "preferred": "preferred",
+    "preferred_many": "preferred-many",
+}
+
+
 def placement(
-    interleave: Optional[str],
-    weighted_interleave: Optional[str],
-    weights: Optional[str],
-    membind: Optional[str],
-    preferred: Optional[str],
-    preferred_many: Optional[str],
-    localalloc: bool,
-    cpunodebind: Optional[str],
-    physcpubind: Optional[str],
-    omp_proc_bind: str,
-    omp_places: str,
-) -> PlacementOptions:
-    return PlacementOptions(
-        interleave=interleave,
-        weighted_interleave=weighted_interleave,
-        membind=membind,
-        preferred=preferred,
-        preferred_many=preferred_many,
-        localalloc=localalloc,
+    interleave: Optional[str] = None,
+    weighted_interleave: Optional[str] = None,
+    weights: Optional[str] = None,
+    membind: Optional[str] = None,
+    preferred: Optional[str] = None,
+    preferred_many: Optional[str] = None,
+    localalloc: bool = False,
+    cpunodebind: Optional[str] = None,
+    physcpubind: Optional[str] = None,
+    omp_proc_bind: str = "false",
+    omp_places: str = "cores",
+) -> Placement:
+    """numactl's options -> Placement, with at most one memory policy."""
+    given = {k: v for k, v in locals().items() if k in POLICY_OPTIONS and v is not None}
+    if localalloc:
+        given["localalloc"] = None
+    if len(given) > 1:
+        names = ", ".join("--" + k.replace("_", "-") for k in given)
+        raise UsageError(f"give at most one memory policy option, got {names}")
+    policy, nodes = next(iter(given.items()), ("default", None))
+    return Placement(
+        policy=POLICY_OPTIONS.get(policy, "local" if policy == "localalloc" else policy),
+        nodes=nodes,
+        weights=parse_weights(weights) if weights else (),
         cpunodebind=cpunodebind,
         physcpubind=physcpubind,
-        omp_proc_bind=omp_proc_bind,
-        omp_places=omp_places,
-        weights=parse_weights(weights),
+        omp_proc_bind=proc_bind_value(omp_proc_bind),
+        omp_places=places_value(omp_places),
     )
 
 
-def parse_weights(text: Optional[str]) -> dict[int, int]:
-    if not text:
-        return {}
-    out = {}
-    for item in text.split(","):
-        node, sep, w = item.partition(":")
-        if not sep or not node.strip().isdigit() or not w.strip().isdigit():
-            raise UsageError(f"--weights: bad item '{item}' (expected NODE:WEIGHT, e.g. 0:5,1:2)")
-        out[int(node)] = int(w)
-    return out
+def balancing(enabled: str, explain: bool, **knobs: Optional[int]) -> Balancing:
+    b = Balancing(enabled=on_off(enabled, "--balancing"), explain=explain)
+    return b.with_knobs(**knobs)
 
 
-def settings(
-    seed: int,
-    sample_rate: float,
+def spec(
+    machine: str,
+    workload: str,
+    extra: list[str],
+    place: Placement,
+    seed: str,
+    sample_rate: str,
     kernel: str,
     thp: Optional[str],
-    balancing: str = "off",
-    scan_delay_ms: Optional[int] = None,
-    scan_period_min_ms: Optional[int] = None,
-    scan_period_max_ms: Optional[int] = None,
-    scan_size_mb: Optional[int] = None,
-    explain: bool = False,
-) -> Settings:
-    if thp not in (None, "always", "never"):
-        raise UsageError(f"--thp: '{thp}' is not one of always, never")
-    knobs = {
-        "scan_delay_ms": scan_delay_ms,
-        "scan_period_min_ms": scan_period_min_ms,
-        "scan_period_max_ms": scan_period_max_ms,
-        "scan_size_mb": scan_size_mb,
-    }
-    bal = Balancing(enabled=on_off(balancing, "--balancing"), explain=explain, **{k: v for k, v in knobs.items() if v is not None})
-    return Settings(seed=seed, sample_rate=sample_rate, kernel=kernel, thp=None if thp is None else thp == "always", balancing=bal)
+    bal: Balancing,
+) -> RunSpec:
+    return RunSpec.create(
+        machine, workload, params=workload_params(extra), placement=place, balancing=bal,
+        kernel=kernel, thp=thp, seed=seed, sample_rate=sample_rate,
+    )
 
 
 def workload_params(extra: list[str]) -> dict[str, Any]:
@@ -116,6 +125,9 @@ def workload_params(extra: list[str]) -> dict[str, Any]:
                 raise UsageError(f"workload parameter --{key} needs a value")
             value = extra[i + 1]
             i += 1
-        out[key.replace("-", "_")] = value
+        name = key.replace("-", "_")
+        if name in out:
+            raise UsageError(f"workload parameter --{key} is given twice")
+        out[name] = value
         i += 1
     return out

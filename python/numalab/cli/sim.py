@@ -6,8 +6,8 @@ from typing import Optional
 
 import typer
 
-from numalab import machine as machines
 from numalab.cli import options as o
+from numalab.cli.progress import working
 from numalab.cli.tables import summary
 from numalab.runner import sim as runner
 
@@ -27,16 +27,17 @@ def sim(
     physcpubind: Optional[str] = o.PHYSCPUBIND,
     omp_proc_bind: str = o.PROC_BIND,
     omp_places: str = o.PLACES,
-    seed: int = o.SEED,
-    sample_rate: float = o.SAMPLE_RATE,
+    seed: str = o.SEED,
+    sample_rate: str = o.SAMPLE_RATE,
     kernel: str = o.KERNEL,
     thp: Optional[str] = o.THP,
     balancing: str = o.BALANCING,
-    scan_delay_ms: Optional[int] = o.SCAN_DELAY,
-    scan_period_min_ms: Optional[int] = o.SCAN_MIN,
-    scan_period_max_ms: Optional[int] = o.SCAN_MAX,
-    scan_size_mb: Optional[int] = o.SCAN_SIZE,
+    scan_delay_ms: Optional[str] = o.SCAN_DELAY,
+    scan_period_min_ms: Optional[str] = o.SCAN_MIN,
+    scan_period_max_ms: Optional[str] = o.SCAN_MAX,
+    scan_size_mb: Optional[str] = o.SCAN_SIZE,
     explain_balancing: bool = o.EXPLAIN,
+    verbose: bool = o.VERBOSE,
     as_json: bool = o.JSON,
 ) -> None:
     """Simulate WORKLOAD on MACHINE under a numactl-style placement.
@@ -44,15 +45,17 @@ def sim(
     Workload parameters follow as --name value (e.g. --class C --threads 64, --n 20000 --init serial);
     `numalab workloads NAME` lists them.
     """
-    m = machines.load(machine)
-    place = o.placement(interleave, weighted_interleave, weights, membind, preferred, preferred_many, localalloc, cpunodebind, physcpubind, omp_proc_bind, omp_places)
-    settings = o.settings(
-        seed, sample_rate, kernel, thp, balancing, scan_delay_ms, scan_period_min_ms, scan_period_max_ms, scan_size_mb, explain_balancing
-    )
-    result = runner.run(m, workload, o.workload_params(ctx.args), place, settings)
+    place = o.placement(interleave, weighted_interleave, weights, membind, preferred, preferred_many, localalloc,
+                        cpunodebind, physcpubind, omp_proc_bind, omp_places)
+    bal = o.balancing(balancing, explain_balancing, scan_delay_ms=scan_delay_ms, scan_period_min_ms=scan_period_min_ms,
+                      scan_period_max_ms=scan_period_max_ms, scan_size_mb=scan_size_mb)
+    spec = o.spec(machine, workload, ctx.args, place, seed, sample_rate, kernel, thp, bal)
+    bound = spec.bind()
+    with working(f"simulating {spec.workload} on {spec.machine}", quiet=as_json):
+        result = runner.run(bound)
     if as_json:
         typer.echo(result.to_json())
     else:
-        typer.echo(summary(result.doc))
+        typer.echo(summary(result.doc, None if verbose else dict(spec.params)))
     if result.status != "ok":
         raise typer.Exit(1)

@@ -1,33 +1,55 @@
-"""Plain-text tables for the terminal: access maps with per-node totals, summaries."""
+"""Text tables for the terminal, drawn with rich: access maps with per-node totals, numastat,
+balancing counters, run summaries. Nodes are written ``node0`` as numastat writes them."""
 
 from __future__ import annotations
 
-from typing import Any
+import io
+from typing import Any, Iterable, Sequence
+
+from rich import box
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from numalab.results.metrics import access_map_percent
 
 MIB = 1 << 20
 
 
-def access_map_lines(doc: dict[str, Any], title: str | None = None) -> list[str]:
+def render(*items: Any, width: int = 240) -> str:
+    """Render rich objects to plain text (no colour, fixed width: same output on any terminal)."""
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, color_system=None, legacy_windows=False, soft_wrap=False)
+    for item in items:
+        console.print(item)
+    return "\n".join(line.rstrip() for line in buf.getvalue().splitlines())
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None, first_left: bool = True) -> Any:
+    """A plain table (a rule under the header, no frame); ``title`` on its own line above it."""
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for i, h in enumerate(headers):
+        t.add_column(h, justify="left" if (i == 0 and first_left) else "right", no_wrap=True)
+    for r in rows:
+        t.add_row(*(str(c) for c in r))
+    return Group(Text(title, no_wrap=True), t) if title else t
+
+
+def access_map_table(doc: dict[str, Any], title: str | None = None) -> Any:
     """The access map in % of all DRAM accesses, rows CPU node, columns memory node, with row
     totals and a last row of per-memory-node totals (the concentration)."""
     am = doc["access_map"]
-    nodes, m = am["nodes"], am["matrix"]
-    total = sum(sum(r) for r in m) or 1
-    w = 6
-    corner = "cpu\\mem"
-    head = f"{corner:>8}" + "".join(f"{'n' + str(n):>{w}}" for n in nodes) + f"{'total':>{w + 1}}"
-    out = [title] if title else []
-    out.append(head)
-    for n, row in zip(nodes, m):
-        cells = "".join(f"{100 * v / total:{w}.1f}" for v in row)
-        out.append(f"{'n' + str(n):>8}{cells}{100 * sum(row) / total:{w + 1}.1f}")
-    cols = [100 * sum(r[j] for r in m) / total for j in range(len(nodes))]
-    out.append(f"{'total':>8}" + "".join(f"{c:{w}.1f}" for c in cols) + f"{100.0 if total else 0:{w + 1}.1f}")
-    return out
+    nodes, pct = am["nodes"], access_map_percent(am["matrix"])
+    rows = [[f"node{n}", *(f"{v:.1f}" for v in row), f"{sum(row):.1f}"] for n, row in zip(nodes, pct)]
+    cols = [sum(r[j] for r in pct) for j in range(len(nodes))]
+    rows.append(["total", *(f"{c:.1f}" for c in cols), f"{sum(cols):.1f}"])
+    return table(["cpu \\ mem", *(f"node{n}" for n in nodes), "total"], rows, title)
 
 
 def describe_placement(p: dict[str, Any]) -> str:
     s = p["policy"] + (f":{p['nodes']}" if p.get("nodes") else "")
+    if p.get("weights"):
+        s += " weights " + ",".join(f"{n}={w}" for n, w in p["weights"].items())
     if p.get("cpubind"):
         s += f", cpus {p['cpubind']}"
     if p.get("omp_proc_bind") and p["omp_proc_bind"] != "false":
@@ -35,12 +57,20 @@ def describe_placement(p: dict[str, Any]) -> str:
     return s
 
 
-def summary(doc: dict[str, Any]) -> str:
+def header(doc: dict[str, Any], given: Iterable[str] | None = None) -> str:
+    """One line: workload with the parameters the user gave (all of them when ``given`` is None),
+    machine, placement, kernel, seed."""
     w = doc["workload"]
-    params = ", ".join(f"{k}={v}" for k, v in w["params"].items())
+    keys = list(w["params"]) if given is None else [k for k in w["params"] if k in set(given)]
+    params = ", ".join(f"{k}={w['params'][k]}" for k in keys)
+    return (f"{w['name']}" + (f" ({params})" if params else "") + f" on {doc['machine']['name']}: "
+            f"{describe_placement(doc['placement'])}; kernel {doc['kernel']}, seed {doc['seed']}")
+
+
+def summary(doc: dict[str, Any], given: Iterable[str] | None = None) -> str:
     met = doc["metrics"]
     lines = [
-        f"{w['name']} ({params}) on {doc['machine']['name']}: {describe_placement(doc['placement'])}; kernel {doc['kernel']}, seed {doc['seed']}",
+        header(doc, given),
         f"status: {doc['status']}" + (f" ({doc['error']})" if doc["error"] else "") + f"    time: {doc['time_s']:.4f} s",
     ]
     if met["local_pct"] is not None:
@@ -50,21 +80,19 @@ def summary(doc: dict[str, Any]) -> str:
         )
     page = doc["pages"]["page_size_bytes"]
     nodes = doc["access_map"]["nodes"]
-    lines.append("memory per node (MiB): " + "  ".join(f"n{n} {p * page / MIB:.0f}" for n, p in zip(nodes, doc["pages"]["per_node"])))
+    lines.append("memory per node (MiB): " + "  ".join(f"node{n} {p * page / MIB:.0f}" for n, p in zip(nodes, doc["pages"]["per_node"])))
     lines.append("")
-    lines += access_map_lines(doc, "access map (% of all DRAM accesses; rows: CPU node, columns: memory node)")
+    lines.append(render(access_map_table(doc, "access map (% of all DRAM accesses; rows: CPU node, columns: memory node)")))
     lines.append("")
-    lines.append("numastat (allocations):")
     keys = ["numa_hit", "numa_miss", "numa_foreign", "interleave_hit", "local_node", "other_node"]
-    lines.append(f"{'':16}" + "".join(f"{n:>16}" for n in doc["numastat"]))
-    for k in keys:
-        lines.append(f"{k:16}" + "".join(f"{v[k]:>16}" for v in doc["numastat"].values()))
+    stat = doc["numastat"]
+    lines.append(render(table(["", *stat], ([k, *(v[k] for v in stat.values())] for k in keys), "numastat (allocations)")))
     if doc["placement"].get("balancing", {}).get("enabled"):
         lines.append("")
-        lines += balancing_lines(doc)
+        lines.append(balancing_text(doc))
     if doc.get("balancing_passes") is not None:
         lines.append("")
-        lines += pass_lines(doc["balancing_passes"])
+        lines.append(pass_text(doc["balancing_passes"]))
     return "\n".join(lines)
 
 
@@ -79,30 +107,27 @@ VMSTAT_KEYS = (
 )
 
 
-def balancing_lines(doc: dict[str, Any]) -> list[str]:
+def pct(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def balancing_text(doc: dict[str, Any]) -> str:
     """Automatic NUMA balancing: its knobs, the vmstat counters and the derived figures."""
     b, met = doc["placement"]["balancing"], doc["metrics"]
-    loc = f"{met['hint_fault_locality_pct']:.1f}%" if met["hint_fault_locality_pct"] is not None else "-"
-    cost = f"{met['balancing_cost_pct']:.2f}%" if met["balancing_cost_pct"] is not None else "-"
-    lines = [
+    head = [
         f"automatic NUMA balancing (kernel {b['kernel']}): scan delay {b['scan_delay_ms']} ms, period "
         f"{b['scan_period_min_ms']}-{b['scan_period_max_ms']} ms, size {b['scan_size_mb']} MB",
-        f"hint-fault locality {loc}; balancing work {cost} of thread time",
-        "vmstat:",
+        f"hint-fault locality {pct(met['hint_fault_locality_pct'])}%; balancing work {pct(met['balancing_cost_pct'], 2)}% of thread time",
     ]
-    lines += [f"  {k:24}{doc['vmstat'][k]:>14}" for k in VMSTAT_KEYS]
-    return lines
+    vm = table(["/proc/vmstat", "count"], ((k, doc["vmstat"][k]) for k in VMSTAT_KEYS))
+    return "\n".join(head) + "\n" + render(vm)
 
 
-def pass_lines(passes: list[dict[str, Any]]) -> list[str]:
+def pass_text(passes: list[dict[str, Any]]) -> str:
     """One row per completed scan pass (``--explain-balancing``)."""
-    head = f"{'pid':>4}{'pass':>6}{'t_s':>9}{'period_ms':>11}{'windows':>9}{'marked':>10}{'flt_local':>11}{'flt_remote':>12}{'migrated':>10}{'moves':>7}"
-    lines = ["scan passes (faults and migrations during each pass):", head]
-    for p in passes:
-        lines.append(
-            f"{p['pid']:>4}{p['pass']:>6}{p['t_s']:>9.3f}{p['period_ms']:>11}{p['windows']:>9}{p['pages_marked']:>10}"
-            f"{p['faults_local']:>11}{p['faults_remote']:>12}{p['pages_migrated']:>10}{p['task_moves']:>7}"
-        )
+    cols = ("pid", "pass", "t_s", "period_ms", "windows", "pages_marked", "faults_local", "faults_remote", "pages_migrated", "task_moves")
+    rows = [[f"{p[c]:.3f}" if c == "t_s" else p[c] for c in cols] for p in passes]
+    text = render(table(cols, rows, "scan passes (faults and migrations during each pass)", first_left=False))
     if not passes:
-        lines.append("  (no pass completed: the run ended before the scanner covered the address space)")
-    return lines
+        text += "\n  (no pass completed: the run ended before the scanner covered the address space)"
+    return text

@@ -1,10 +1,22 @@
-"""Derived metrics, computed once from a result document (design/README.md §3.1,
-design/reference/workloads.md §3): local/remote shares, per-node concentration, speedup,
-slowdown and unfairness."""
+"""Derived metrics, computed once from a result document (docs/architecture.md, "Result"):
+access-map percentages, local/remote shares, per-node concentration, balancing figures, speedup,
+slowdown and unfairness. The CLI, the report and the API all take them from here."""
 
 from __future__ import annotations
 
 from typing import Any
+
+
+def access_map_percent(matrix: list[list[float]]) -> list[list[float]]:
+    """Each cell as % of all DRAM accesses (all zeros when there were none)."""
+    total = sum(sum(r) for r in matrix)
+    return [[100.0 * v / total if total else 0.0 for v in row] for row in matrix]
+
+
+def derived_metrics(doc: dict[str, Any]) -> dict[str, Any]:
+    """Every metric a result document carries in ``metrics``."""
+    am = doc["access_map"]
+    return {**access_metrics(am["matrix"], am["nodes"]), **balancing_metrics(doc)}
 
 
 def access_metrics(matrix: list[list[float]], nodes: list[int]) -> dict[str, Any]:
@@ -25,7 +37,7 @@ def access_metrics(matrix: list[list[float]], nodes: list[int]) -> dict[str, Any
 
 def balancing_metrics(doc: dict[str, Any]) -> dict[str, Any]:
     """Automatic NUMA balancing: ``hint_fault_locality_pct`` = numa_hint_faults_local /
-    numa_hint_faults (the kernel's convergence figure, linux-numa.md §7.1) and
+    numa_hint_faults (the kernel's convergence figure, docs/balancing.md) and
     ``balancing_cost_pct`` = thread time charged to scanning, hinting faults, migrations and
     NUMA task moves over all threads' run time. Both None when balancing is off."""
     if not doc["placement"].get("balancing", {}).get("enabled"):

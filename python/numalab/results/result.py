@@ -33,12 +33,13 @@ class Result:
         """Rows: CPU node, columns: memory node; DRAM transfers (or % of all with ``percent``)."""
         import pandas as pd
 
+        from numalab.results.metrics import access_map_percent
+
         am = self.doc["access_map"]
-        nodes = am["nodes"]
-        df = pd.DataFrame(am["matrix"], index=[f"cpu node {n}" for n in nodes], columns=[f"mem node {n}" for n in nodes])
-        if percent:
-            total = df.values.sum()
-            df = df * (100.0 / total) if total else df * 0.0
+        names = [f"node{n}" for n in am["nodes"]]
+        matrix = access_map_percent(am["matrix"]) if percent else am["matrix"]
+        df = pd.DataFrame(matrix, index=names, columns=names)
+        df.index.name, df.columns.name = "cpu_node", "memory_node"
         return df
 
     def pages(self):  # -> pandas.Series
@@ -55,7 +56,9 @@ class Result:
     def threads(self):  # -> pandas.DataFrame
         import pandas as pd
 
-        return pd.DataFrame(self.doc["threads"]).set_index("tid")
+        df = pd.DataFrame(self.doc["threads"]).set_index("tid")
+        first = [c for c in ("pid", "cpu", "node", "time_s", "migrations") if c in df.columns]
+        return df[first + [c for c in df.columns if c not in first]]
 
     def timeline(self):  # -> pandas.DataFrame
         import pandas as pd

@@ -10,19 +10,21 @@ column: the run's ``label``, else its placement, plus balancing, kernel and THP 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
-from pydantic import ValidationError
-
 from numalab.exceptions import USAGE_ERRORS
-from numalab.placement import parse_config
-from numalab.study import balancing as bal
-from numalab.study.canonical import config_hash, placement_string, to_json
+from numalab.spec import RunSpec
+from numalab.spec.run import load_machine
+from numalab.spec import config as config_language
+from numalab.spec.balancing import label as balancing_label
+from numalab.study.canonical import config_hash, to_json
+from numalab.workload import descriptor
 from numalab.study.errors import located
 from numalab.study.load import StudyFile
-from numalab.study.model import RunPatch, Study
+from numalab.study.model import MAX_RUNS, RunPatch, Study
 
 FIELDS = ("machine", "workload", "placement", "balancing", "kernel", "thp")
 COLUMN_FIELDS = ("placement", "balancing", "kernel", "thp")
@@ -84,11 +86,13 @@ class _Point:
 def expand(sf: StudyFile) -> ResolvedStudy:
     """All runs of a study (deduplicated by hash, in file order), baselines added where missing."""
     s = sf.study
+    _check_size(sf)
     points = _points(sf)
     resolver = _Resolver(sf)
     resolved = [(p, resolver.config(p)) for p in points]
     varying = {f for f in COLUMN_FIELDS if len({to_json({"v": c[f]}) for _, c in resolved}) > 1}
     machines = {c["machine"] for _, c in resolved}
+    _check_labels(sf, [(p, c, _label(p, c, varying), _case(p, c, machines)) for p, c in resolved])
     runs: dict[str, ResolvedRun] = {}
     pending_baselines: list[tuple[_Point, dict[str, Any], str]] = []
     for p, c in resolved:
@@ -106,6 +110,28 @@ def expand(sf: StudyFile) -> ResolvedStudy:
         label = s.baseline.label if s.baseline and s.baseline.label else "baseline"
         runs.setdefault(h, _run(bc, h, label, case, "baseline", h))
     return ResolvedStudy(s.name, sf, list(runs.values()))
+
+
+def _check_size(sf: StudyFile) -> None:
+    """Count the runs before making them: a sweep typed with an extra zero must not exhaust memory."""
+    s = sf.study
+    total = max(1, len(s.runs)) * math.prod(len(values) for _n, _k, values in _axes(s)) * len(s.seed_list())
+    if total > MAX_RUNS:
+        raise located(sf.path, sf.text, "sweep" if _axes(s) else "runs",
+                      f"the study expands to {total:,} runs, more than one study may hold ({MAX_RUNS:,}); split it or sweep fewer values")
+
+
+def _check_labels(sf: StudyFile, named: list[tuple["_Point", dict[str, Any], str, str]]) -> None:
+    """Tables average the runs of one (case, label) cell as repetitions: they must differ only in
+    their seed, or two configurations would be averaged as one."""
+    seen: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+    for p, c, label, case in named:
+        config = {k: v for k, v in c.items() if k != "seed"}
+        where = p.origin.get("label", "runs")
+        first_where, first = seen.setdefault((case, label), (where, config))
+        if first != config:
+            raise located(sf.path, sf.text, where, f"label '{label}' (case '{case}') is already used by {first_where} for another "
+                          "configuration; runs that share a label are averaged as repetitions (give each configuration its own label)")
 
 
 def _run(c: dict[str, Any], h: str, label: str, case: str, role: str, b_hash: str | None) -> ResolvedRun:
@@ -127,6 +153,7 @@ def _points(sf: StudyFile) -> list[_Point]:
                     raise located(sf.path, sf.text, f"{prefix}.{name}", f"is also a sweep axis (sweep.{name}); set it in one place")
             p.apply(patch, prefix)
             p.explicit_label = patch.label
+            p.origin["label"] = f"{prefix}.label"
             if patch.label is None:
                 p.run_fields = {f for f in COLUMN_FIELDS if getattr(patch, f) is not None}
                 p.row_params = set(patch.params)
@@ -182,7 +209,7 @@ def _describe(f: str, value: Any) -> str:
     if f == "placement":
         return value
     if f == "balancing":
-        return "balancing " + bal.label(value)
+        return "balancing " + balancing_label(value)
     if f == "thp":
         return f"thp {'always' if value else 'never' if value is False else 'default'}"
     return f"kernel {value}"
@@ -197,11 +224,11 @@ def _case(p: _Point, c: dict[str, Any], machines: set[str]) -> str:
 
 
 class _Resolver:
-    """Point -> canonical configuration, checking each value once (results are cached)."""
+    """Point -> RunSpec -> canonical configuration. Every value is checked by the same rules as
+    the CLI (``RunSpec``, the engine's ``RunSpec``); errors point at the key that set it."""
 
     def __init__(self, sf: StudyFile):
         self.sf = sf
-        self.checked: set[tuple[str, str]] = set()
 
     def fail(self, p: _Point, key: str, message: str) -> Exception:
         return located(self.sf.path, self.sf.text, p.origin.get(key, key), message)
@@ -212,132 +239,67 @@ class _Resolver:
             if not v[f]:
                 raise located(self.sf.path, self.sf.text, f, f"no {f} given (set {f}, sweep.{f} or runs[i].{f})")
         try:
-            opts, place_params, items = parse_config(v["placement"])
+            spec = RunSpec.create(v["machine"], v["workload"], balancing=v["balancing"], kernel=v["kernel"], thp=v["thp"],
+                                  seed=p.seed, sample_rate=self.sf.study.sample_rate)
+        except USAGE_ERRORS as e:
+            raise self.fail(p, "balancing", str(e)) from None
+        items = self._items(p, v["placement"])
+        try:
+            spec = spec.with_config(v["placement"])
         except USAGE_ERRORS as e:
             raise self.fail(p, "placement", str(e)) from None
-        params = dict(p.params)
-        for k, value in place_params.items():
-            params[k] = value
+        for k in items.params:
             p.origin[f"params.{k}"] = p.origin["placement"]
-        balancing, kernel, thp = v["balancing"].resolved(), v["kernel"], v["thp"]
-        balancing, kernel, thp = self._settings(p, items, balancing, kernel, thp)
-        self._placement(p, v["machine"], v["placement"], opts)
-        return {
-            "machine": v["machine"],
-            "workload": v["workload"],
-            "params": self._params(p, v["workload"], params),
-            "placement": placement_string(opts),
-            "balancing": balancing,
-            "kernel": kernel,
-            "thp": None if thp is None else thp == "always",
-            "sample_rate": self.sf.study.sample_rate,
-            "seed": p.seed,
-        }
+        params = self._params(p, v["workload"], {**p.params, **items.params})
+        spec = spec.updated(params=params)
+        self._check(p, spec)
+        return spec.canonical()
 
-    def _settings(self, p: _Point, items: dict[str, str], balancing: dict[str, Any], kernel: str, thp: str | None):
-        """Settings written inside a placement string (``interleave=all:balancing``)."""
-        knob_items = [f"{k}={v}" for k, v in items.items() if k == "balancing" or k.startswith("scan-")]
-        if knob_items:
-            from numalab.study.balancing import Balancing
-
-            try:
-                balancing = Balancing.model_validate({**balancing, **bal.parse_items(":".join(knob_items))}).resolved()
-            except ValidationError as e:
-                raise self.fail(p, "placement", str(e.errors()[0].get("ctx", {}).get("error", e.errors()[0]["msg"]))) from None
-            except ValueError as e:
-                raise self.fail(p, "placement", str(e)) from None
-        for k, value in items.items():
-            if k == "kernel":
-                kernel = value
-            elif k == "thp":
-                thp = value
-            elif k in ("seed", "sample-rate"):
-                raise self.fail(p, "placement", f"'{k}' cannot be set in a placement (use the study's seeds / sample_rate)")
-            elif k != "balancing" and not k.startswith("scan-"):
-                # Anything else would be dropped from the configuration (and its hash): refuse it.
-                raise self.fail(p, "placement", f"setting '{k}' is not accepted in a study placement (expected: balancing, scan-*, kernel, thp)")
-        from numalab.runner.sim import KERNELS
-
-        if kernel not in KERNELS:
-            raise self.fail(p, "placement", f"kernel '{kernel}' is not accepted (expected one of: {', '.join(KERNELS)})")
-        if thp not in (None, "always", "never"):
-            raise self.fail(p, "placement", f"thp '{thp}' is not accepted (expected one of: always, never)")
-        return balancing, kernel, thp
-
-    def _placement(self, p: _Point, machine: str, text: str, opts: Any) -> None:
-        """The placement's nodes and CPUs exist on the machine (checked once per pair)."""
-        if (machine, text) in self.checked:
-            return
+    def _items(self, p: _Point, text: str) -> Any:
         try:
-            m = _load_machine(machine)
-        except USAGE_ERRORS as e:
-            raise self.fail(p, "machine", str(e)) from None
-        from numalab.placement import resolve
-
-        try:
-            resolve(opts, m)
+            items = config_language.parse(text)
         except USAGE_ERRORS as e:
             raise self.fail(p, "placement", str(e)) from None
-        self.checked.add((machine, text))
+        for k in ("seed", "sample-rate"):
+            if k in items.settings:
+                raise self.fail(p, "placement", f"'{k}' cannot be set in a placement (use the study's seeds / sample_rate)")
+        return items
+
+    def _check(self, p: _Point, spec: RunSpec) -> None:
+        """The engine's rules (nodes and CPUs that exist, knob ranges, bound threads), once per
+        configuration whatever its seed."""
+        try:
+            load_machine(spec.machine)
+        except USAGE_ERRORS as e:
+            raise self.fail(p, "machine", str(e.args[0]) if e.args else str(e)) from None
+        try:
+            _bind(replace(spec, seed=1))
+        except USAGE_ERRORS as e:
+            message = str(e.args[0]) if e.args else str(e)
+            key = ("balancing" if message.startswith(("--scan", "--explain", "numa_balancing")) else
+                   "workload" if message.startswith("workload") else "placement")
+            raise self.fail(p, key, message) from None
 
     def _params(self, p: _Point, workload: str, given: dict[str, Any]) -> dict[str, Any]:
         try:
             desc = _load_workload(workload)
         except USAGE_ERRORS as e:
             raise self.fail(p, "workload", str(e)) from None
-        params = dict(desc.params)
-        for k, value in given.items():
-            if k not in params and p.origin.get(f"params.{k}", "").endswith("placement"):
+        for k in given:
+            if k not in desc.params and p.origin.get(f"params.{k}", "").endswith("placement"):
                 raise self.fail(p, f"params.{k}", f"'{k}' is neither a placement option nor a parameter of workload {desc.name} "
-                                f"(expected a placement such as {', '.join(PLACEMENT_EXAMPLES)}, or one of: {', '.join(sorted(params))})")
-            if k not in params:
-                raise self.fail(p, f"params.{k}", f"workload {desc.name} has no parameter '{k}' (expected one of: {', '.join(sorted(params))})")
-            params[k] = _coerce(value, params[k])
-            if isinstance(params[k], str) and isinstance(desc.params[k], (int, float)) and not isinstance(desc.params[k], bool):
-                raise self.fail(p, f"params.{k}", f"'{value}' is not a number (workload {desc.name}, {k} = {desc.params[k]!r} by default)")
-            allowed = desc.choices.get(k)
-            if allowed is not None and params[k] not in allowed:
-                raise self.fail(p, f"params.{k}", f"{params[k]!r} is not accepted (expected one of: {', '.join(map(str, allowed))})")
+                                f"(expected a placement such as {', '.join(PLACEMENT_EXAMPLES)}, or one of: {', '.join(sorted(desc.params))})")
         try:
-            _check_workload(workload, to_json(params))
-        except USAGE_ERRORS as e:
-            raise self.fail(p, "workload", str(e)) from None
-        return dict(sorted(params.items()))
-
-
-def _coerce(value: Any, default: Any) -> Any:
-    """Parameters from placement strings are text; give them the default's type."""
-    if not isinstance(value, str) or isinstance(default, str):
-        return float(value) if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool) else value
-    if isinstance(default, bool):
-        return value.lower() in ("1", "true", "yes", "on")
-    for kind in (int, float):
-        if isinstance(default, kind):
-            try:
-                return kind(value)
-            except ValueError:
-                return value
-    return value
-
-
-@lru_cache(maxsize=64)
-def _load_machine(name: str) -> Any:
-    from numalab import machine
-
-    return machine.load(name)
+            return descriptor.typed_params(desc, given)
+        except descriptor.ParamError as e:
+            raise self.fail(p, f"params.{e.key}", e.message) from None
 
 
 @lru_cache(maxsize=64)
 def _load_workload(name: str) -> Any:
-    from numalab.workload import descriptor
-
     return descriptor.load(name)[0]
 
 
-@lru_cache(maxsize=1024)
-def _check_workload(name: str, params_json: str) -> None:
-    import json
-
-    from numalab.workload import descriptor
-
-    descriptor.resolve(name, json.loads(params_json))
+@lru_cache(maxsize=4096)
+def _bind(spec: RunSpec) -> None:
+    spec.bind()

@@ -17,11 +17,15 @@ Units: kernel knobs keep the kernel's names and units (``scan_period_min_ms``, `
 
 from __future__ import annotations
 
-from typing import Literal, Optional, Union
+from typing import Annotated, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
 
-from numalab.study.balancing import Balancing
+from numalab.spec.run import MAX_SEED
+from numalab.study.balancing import Balancing, parse_balancing
+
+#: More runs than this in one study is a mistake (a sweep typed with an extra zero), not a study.
+MAX_RUNS = 100_000
 
 Kernel = Literal["3.13", "6.13"]
 Thp = Literal["always", "never"]
@@ -51,7 +55,7 @@ class Sweep(_Strict):
 
     machine: Optional[list[str]] = Field(None, min_length=1)
     workload: Optional[list[str]] = Field(None, min_length=1)
-    params: dict[str, list[Scalar]] = Field(default_factory=dict, description="Workload parameter axes, e.g. n = [10000, 20000].")
+    params: dict[str, Annotated[list[Scalar], Field(min_length=1)]] = Field(default_factory=dict, description="Workload parameter axes, e.g. n = [10000, 20000].")
     placement: Optional[list[str]] = Field(None, min_length=1, description="Config strings.")
     balancing: Optional[list[Balancing]] = Field(None, min_length=1)
     kernel: Optional[list[Kernel]] = Field(None, min_length=1)
@@ -87,12 +91,12 @@ class Study(_Strict):
     workload: Optional[str] = Field(None, description="Workload name (numalab workloads) or a descriptor .toml path.")
     params: dict[str, Scalar] = Field(default_factory=dict, description="Workload parameters shared by every run.")
     placement: str = Field("default", description="Config string as numalab compare takes it.")
-    balancing: Balancing = Balancing()
+    balancing: Balancing = Field(default_factory=lambda: parse_balancing(False))
     kernel: Kernel = "6.13"
     thp: Optional[Thp] = None
     sample_rate: float = Field(1.0, gt=0, le=1, description="Fraction of page visits simulated.")
-    seeds: Optional[list[int]] = Field(None, min_length=1, description="Seeds; each is one repetition (default [1]).")
-    repetitions: Optional[int] = Field(None, ge=1, description="Shorthand for seeds 1..N.")
+    seeds: Optional[list[Annotated[StrictInt, Field(ge=0, le=MAX_SEED)]]] = Field(None, min_length=1, description="Seeds, 0..2^63-1; each is one repetition (default [1]).")
+    repetitions: Optional[StrictInt] = Field(None, ge=1, le=MAX_RUNS, description="Shorthand for seeds 1..N.")
     baseline: Optional[RunPatch] = Field(None, description="Keys that turn a run into its baseline for speedups, e.g. { placement = \"default\", balancing = false }.")
     sweep: Sweep = Field(default_factory=Sweep)
     runs: list[RunPatch] = Field(default_factory=list)
@@ -102,8 +106,6 @@ class Study(_Strict):
     def _seeds(self) -> "Study":
         if self.seeds is not None and self.repetitions is not None:
             raise ValueError("give seeds or repetitions, not both")
-        if self.seeds is not None and any(s < 0 for s in self.seeds):
-            raise ValueError("seeds must be >= 0")
         return self
 
     def seed_list(self) -> list[int]:

@@ -13,44 +13,16 @@ import os
 import signal
 import threading
 import time
-from functools import lru_cache
 from typing import Any
 
-from numalab.exceptions import UsageError
-
-
-@lru_cache(maxsize=16)
-def _machine(name: str) -> Any:
-    from numalab import machine
-
-    return machine.load(name)
-
-
-def settings_for(items: dict[str, str], config: dict[str, Any]) -> Any:
-    """Engine settings from the configuration plus the config items ``parse_config`` returned
-    (``balancing``, ``scan-period-min-ms=100``, ...), applied by the runner exactly as for
-    ``numalab compare``. A simulator without balancing refuses those items with a clear error,
-    which the sweep records as a failed run."""
-    from numalab.runner import sim
-
-    base = sim.Settings(seed=config["seed"], sample_rate=config["sample_rate"], kernel=config["kernel"], thp=config["thp"])
-    apply_items = getattr(sim, "apply_items", None)
-    if apply_items is not None:
-        return apply_items(base, items, f"run {config['placement']}")
-    if items:
-        raise UsageError(f"'{next(iter(items))}' is not available in the simulator yet")
-    return base
 
 
 def simulate(config: dict[str, Any]) -> Any:
-    """One configuration through ``placement.parse_config`` and ``runner.sim.run``."""
-    from numalab.placement import parse_config
+    """One canonical configuration, read back into a RunSpec and run."""
     from numalab.runner import sim
-    from numalab.study.canonical import engine_config_string
+    from numalab.spec import RunSpec
 
-    opts, extra_params, items = parse_config(engine_config_string(config))
-    params = {**config["params"], **extra_params}
-    return sim.run(_machine(config["machine"]), config["workload"], params, opts, settings_for(items, config))
+    return sim.run(RunSpec.from_canonical(config))
 
 
 def run_config(config: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Workload descriptors: what a program does to memory, phase by phase (design/model.md §3).
+"""Workload descriptors: what a program does to memory, phase by phase (docs/workloads.md).
 
 A descriptor is a TOML file (the library is in ``library/``; users pass their own with
 ``--workload path.toml``)::
@@ -50,6 +50,7 @@ and ``wr`` are per line). ``passes`` repeats a sweep. The first *write* to a pag
 from __future__ import annotations
 
 import copy
+import math
 from pathlib import Path
 from typing import Any, Literal, Union
 
@@ -164,54 +165,83 @@ def resolve(name_or_path: str, overrides: dict[str, Any] | None = None) -> dict[
     return R.workload()
 
 
-def _params(desc: WorkloadDesc, overrides: dict[str, Any], path: Path) -> dict[str, Any]:
+class ParamError(UsageError):
+    """A workload parameter is wrong; ``key`` names it (studies point at the key that set it)."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key, self.message = key, message
+
+
+def typed_params(desc: WorkloadDesc, given: dict[str, Any]) -> dict[str, Any]:
+    """Every parameter of ``desc`` (defaults, then ``given``), each of its default's type, with
+    ``[choices]`` and the class table checked. The one place parameter values are judged."""
     env = copy.deepcopy(desc.params)
-    given: dict[str, Any] = {}
-    for k, v in overrides.items():
+    for k, v in given.items():
         if k not in env:
-            raise UsageError(
-                f"workload {desc.name} has no parameter '{k}' (parameters: {', '.join(sorted(env))})"
-            )
-        default = env[k]
-        env[k] = given[k] = _coerce(v, default, k, desc.name)
+            raise ParamError(k, f"workload {desc.name} has no parameter '{k}' (expected one of: {', '.join(sorted(env))})")
+        env[k] = coerce(v, env[k], k, desc.name)
     for k, allowed in desc.choices.items():
         if env.get(k) not in allowed:
-            raise UsageError(
-                f"workload {desc.name}: {k} = {env.get(k)!r} is not allowed (expected one of: {', '.join(map(str, allowed))})"
-            )
+            raise ParamError(k, f"workload {desc.name}: {k} = {env.get(k)!r} is not accepted (expected one of: {', '.join(map(str, allowed))})")
+    if desc.classes and env.get("class") not in desc.classes:
+        raise ParamError("class", f"workload {desc.name} does not define class {env.get('class')!r} (classes: {', '.join(desc.classes)})")
+    return dict(sorted(env.items()))
+
+
+def _params(desc: WorkloadDesc, overrides: dict[str, Any], path: Path) -> dict[str, Any]:
+    env = typed_params(desc, overrides)
+    given = {k: env[k] for k in overrides}
     if desc.classes:
-        cls = env.get("class")
-        if cls not in desc.classes:
-            raise UsageError(
-                f"workload {desc.name} does not define class {cls!r} (classes: {', '.join(desc.classes)})"
-            )
-        for k, v in desc.classes[cls].items():
-            env[k] = v
+        env.update(desc.classes[env["class"]])
         env.update(given)  # a parameter given explicitly wins over the class table
     # checked before the derived names, which may divide by it
-    if not isinstance(env.get("threads"), int) or env["threads"] < 1:
-        raise UsageError(f"workload {desc.name}: threads must be a whole number >= 1, got {env.get('threads')!r}")
+    if isinstance(env.get("threads"), bool) or not isinstance(env.get("threads"), int) or env["threads"] < 1:
+        raise ParamError("threads", f"workload {desc.name}: threads must be a whole number >= 1, got {env.get('threads')!r}")
     for k, e in desc.derived.items():
         env[k] = evaluate(e, env, f"{path}: derived.{k}")
     return env
 
 
-def _coerce(v: Any, default: Any, key: str, name: str) -> Any:
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def coerce(v: Any, default: Any, key: str, name: str) -> Any:
+    """``v`` as the type of ``default``; text from the CLI or a config string is parsed, but a
+    value of another type is refused, never rounded or reinterpreted (``n = true``, ``n = 2000.5``)."""
+    def bad(kind: str) -> ParamError:
+        return ParamError(key, f"workload {name}: {key} must be {kind}, got {v!r} (default {default!r})")
+
     if isinstance(default, bool):
+        if isinstance(v, bool):
+            return v
+        if isinstance(v, str) and v.strip().lower() in _TRUE + _FALSE:
+            return v.strip().lower() in _TRUE
+        raise bad("true or false")
+    if isinstance(default, int):
+        if isinstance(v, bool) or isinstance(v, float):
+            raise bad("a whole number")
         if isinstance(v, str):
-            return v.lower() in ("1", "true", "yes", "on")
-        return bool(v)
-    if isinstance(default, int) and not isinstance(default, bool):
-        try:
-            return int(v)
-        except (TypeError, ValueError):
-            raise UsageError(f"workload {name}: {key} must be a whole number, got {v!r}") from None
+            try:
+                return int(v.strip())
+            except ValueError:
+                raise bad("a whole number") from None
+        if isinstance(v, int):
+            return v
+        raise bad("a whole number")
     if isinstance(default, float):
+        if isinstance(v, bool):
+            raise bad("a number")
         try:
-            return float(v)
+            f = float(v)
         except (TypeError, ValueError):
-            raise UsageError(f"workload {name}: {key} must be a number, got {v!r}") from None
-    return str(v) if not isinstance(v, (int, float)) else v
+            raise bad("a number") from None
+        if not math.isfinite(f):
+            raise bad("a finite number")
+        return f
+    if not isinstance(v, str):
+        raise bad("text")
+    return v
 
 
 class _Resolver:

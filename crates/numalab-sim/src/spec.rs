@@ -1,0 +1,224 @@
+//! A run as the user asks for it, checked once against the machine and turned into the engine's
+//! resolved inputs. Node and CPU lists arrive in numactl's grammar and are parsed here, by the
+//! one parser (`numalab_model::nodestring`); every rule that refuses a run lives here or in the
+//! types it builds (`MemPolicy::check`, `Balancing::check`, `WorkloadSpec::check`), so the CLI, the
+//! study files and the Python API refuse the same inputs with the same words.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use numalab_model::{parse_cpustring, parse_nodestring, CpuSet, Machine, MemPolicy, PolicyFlags, PolicyMode};
+
+use crate::input::{Placement, Places, ProcBind, SimConfig, WorkloadSpec};
+use crate::sched;
+
+/// A memory policy as numactl's options write it: a mode and a node string (`all`, `0-3,5`,
+/// `!1`, `+0-1`), and weighted-interleave weights per node.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyRequest {
+    pub mode: PolicyMode,
+    #[serde(default)]
+    pub nodes: Option<String>,
+    #[serde(default)]
+    pub weights: BTreeMap<u32, u32>,
+}
+
+impl Default for PolicyRequest {
+    fn default() -> Self {
+        PolicyRequest { mode: PolicyMode::Default, nodes: None, weights: BTreeMap::new() }
+    }
+}
+
+/// Which option wrote a mode, for error messages.
+pub fn option_name(mode: PolicyMode) -> &'static str {
+    match mode {
+        PolicyMode::Default => "default",
+        PolicyMode::Local => "--localalloc",
+        PolicyMode::Preferred => "--preferred",
+        PolicyMode::Bind => "--membind",
+        PolicyMode::Interleave => "--interleave",
+        PolicyMode::PreferredMany => "--preferred-many",
+        PolicyMode::WeightedInterleave => "--weighted-interleave",
+    }
+}
+
+impl PolicyRequest {
+    /// The policy `set_mempolicy` would install, or what is wrong with the request.
+    pub fn resolve(&self, m: &Machine) -> Result<MemPolicy, String> {
+        let opt = option_name(self.mode);
+        let nodes = match (&self.nodes, self.mode.needs_nodes() || self.mode == PolicyMode::Preferred) {
+            (Some(s), true) => parse_nodestring(s, &m.nodeset()).map_err(|e| format!("{opt}: {e}"))?,
+            (None, true) => return Err(format!("{opt} needs a node list (e.g. {opt}=0 or {opt}=all)")),
+            (Some(s), false) => return Err(format!("{opt} takes no node list, got '{s}'")),
+            (None, false) => Default::default(),
+        };
+        if self.mode == PolicyMode::Preferred && nodes.weight() != 1 {
+            let given = self.nodes.as_deref().unwrap_or_default();
+            return Err(format!("--preferred takes exactly one node, got '{given}' ({} nodes)", nodes.weight()));
+        }
+        let mut weights = BTreeMap::new();
+        if !self.weights.is_empty() && self.mode != PolicyMode::WeightedInterleave {
+            return Err(format!("weights are given but the policy is {}, not weighted-interleave", self.mode));
+        }
+        for (&node, &w) in &self.weights {
+            if !nodes.contains(node) {
+                return Err(format!("weight given for node {node}, which is not in the weighted-interleave nodes ({nodes})"));
+            }
+            if !(1..=255).contains(&w) {
+                // /sys/kernel/mm/mempolicy/weighted_interleave/nodeN accepts 1..255 (u8, 0 refused).
+                return Err(format!("weight of node {node} must be 1..255, got {w}"));
+            }
+            weights.insert(node, w as u8);
+        }
+        let policy = MemPolicy { mode: self.mode, nodes, flags: PolicyFlags::default(), weights };
+        policy.check().map_err(|e| e.0)?;
+        Ok(policy)
+    }
+}
+
+/// Placement as numactl and OpenMP write it: a memory policy, a CPU binding (`--cpunodebind` or
+/// `--physcpubind`), `OMP_PROC_BIND` and `OMP_PLACES`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlacementRequest {
+    #[serde(default)]
+    pub policy: PolicyRequest,
+    #[serde(default)]
+    pub cpunodebind: Option<String>,
+    #[serde(default)]
+    pub physcpubind: Option<String>,
+    #[serde(default)]
+    pub proc_bind: ProcBind,
+    #[serde(default)]
+    pub places: Places,
+}
+
+impl PlacementRequest {
+    pub fn resolve(&self, m: &Machine) -> Result<Placement, String> {
+        let policy = self.policy.resolve(m)?;
+        let cpus = match (&self.cpunodebind, &self.physcpubind) {
+            (Some(_), Some(_)) => return Err("give --cpunodebind or --physcpubind, not both".into()),
+            (Some(s), None) => {
+                let nodes = parse_nodestring(s, &m.nodeset()).map_err(|e| format!("--cpunodebind: {e}"))?;
+                let cpus = m.cpus_of_nodes(&nodes);
+                if cpus.is_empty() {
+                    return Err(format!("--cpunodebind={s}: node(s) {nodes} have no CPUs"));
+                }
+                Some(cpus)
+            }
+            (None, Some(s)) => Some(parse_cpustring(s, &m.cpuset()).map_err(|e| format!("--physcpubind: {e}"))?),
+            (None, None) => None,
+        };
+        Ok(Placement { policy, cpus, proc_bind: self.proc_bind, places: self.places })
+    }
+}
+
+/// The result document's `placement`: the policy in numactl's words (`all` when every node is
+/// named), the CPU binding as a cpulist, and the OpenMP binding when threads are bound.
+#[derive(Clone, Debug, Serialize)]
+pub struct PlacementDoc {
+    pub policy: &'static str,
+    pub nodes: Option<String>,
+    pub weights: BTreeMap<String, u8>,
+    pub cpubind: Option<String>,
+    pub omp_proc_bind: ProcBind,
+    pub omp_places: Option<Places>,
+}
+
+impl PlacementDoc {
+    pub fn new(p: &Placement, m: &Machine) -> Self {
+        let nodes = &p.policy.nodes;
+        PlacementDoc {
+            policy: p.policy.mode.name(),
+            nodes: if nodes.is_empty() {
+                None
+            } else if *nodes == m.nodeset() {
+                Some("all".into())
+            } else {
+                Some(nodes.to_list_string())
+            },
+            weights: p.policy.weights.iter().map(|(n, w)| (format!("node{n}"), *w)).collect(),
+            cpubind: p.cpus.as_ref().map(CpuSet::to_list_string),
+            omp_proc_bind: p.proc_bind,
+            omp_places: (p.proc_bind != ProcBind::False).then_some(p.places),
+        }
+    }
+}
+
+/// The engine's inputs for one run, every rule checked.
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    pub workload: WorkloadSpec,
+    pub placement: Placement,
+    pub config: SimConfig,
+}
+
+/// Why a run specification was refused: the user's input, said in the user's words.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpecError(pub String);
+
+impl std::fmt::Display for SpecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl RunSpec {
+    /// Check every rule of a run against `m` and resolve node and CPU strings.
+    pub fn new(
+        m: &Machine,
+        mut workload: WorkloadSpec,
+        placement: &PlacementRequest,
+        region_policies: &[Option<PolicyRequest>],
+        config: SimConfig,
+    ) -> Result<RunSpec, SpecError> {
+        let bad = |e: String| SpecError(e);
+        workload.check().map_err(|e| bad(e.to_string()))?;
+        if region_policies.len() != workload.regions.len() {
+            return Err(bad(format!(
+                "{} region policies for {} regions of workload {}",
+                region_policies.len(),
+                workload.regions.len(),
+                workload.name
+            )));
+        }
+        for (r, req) in workload.regions.iter_mut().zip(region_policies) {
+            r.policy = match req {
+                Some(req) => Some(req.resolve(m).map_err(|e| bad(format!("region '{}': policy {e}", r.name)))?),
+                None => None,
+            };
+        }
+        let placement = placement.resolve(m).map_err(bad)?;
+        check_bound_threads(m, &placement, workload.threads)?;
+        if !(config.sample_rate > 0.0 && config.sample_rate <= 1.0) {
+            return Err(bad(format!("--sample-rate must be in (0, 1], got {}", config.sample_rate)));
+        }
+        config.balancing.check(config.kernel).map_err(|e| bad(e.to_string()))?;
+        Ok(RunSpec { workload, placement, config })
+    }
+
+    pub fn placement_doc(&self, m: &Machine) -> PlacementDoc {
+        PlacementDoc::new(&self.placement, m)
+    }
+}
+
+/// With OpenMP binding each thread needs a place of its own (libgomp refuses to start otherwise
+/// only when places run out entirely; numalab refuses earlier so that a bound run means one
+/// thread per place).
+fn check_bound_threads(m: &Machine, p: &Placement, threads: u32) -> Result<(), SpecError> {
+    if p.proc_bind == ProcBind::False {
+        return Ok(());
+    }
+    let allowed = p.cpus.clone().unwrap_or_else(|| m.cpuset());
+    let places = sched::places(m, p.places, &allowed).len();
+    if threads as usize > places {
+        return Err(SpecError(format!(
+            "{threads} threads cannot be bound one per place: OMP_PLACES={} gives {places} places on the allowed CPUs \
+             (use fewer threads, finer places, or --omp-proc-bind=false)",
+            p.places.name()
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,138 @@
+"""The config mini-language: one run's options in one string, items joined by ``:``.
+
+It writes every option of ``numalab sim`` (``numalab compare --configs``, study ``placement``
+keys, ``numalab.simulate(..., "interleave=all")``)::
+
+    default | first-touch          localalloc | local         interleave=NODES
+    membind=NODES                  preferred=NODE            preferred-many=NODES
+    weighted-interleave=NODES      weights=0=5,1=2           cpunodebind=NODES
+    physcpubind=CPUS               omp-proc-bind=spread      omp-places=cores
+    balancing[=on|off]             scan-delay-ms=N           scan-period-min-ms=N
+    scan-period-max-ms=N           scan-size-mb=N            kernel=3.13|6.13
+    thp=always|never               seed=N                    sample-rate=R
+
+Anything else written ``name=value`` is a workload parameter (``init=serial``, ``threads=16``).
+``interleave=all:init=serial`` is one configuration. An option given twice, or two memory
+policies, is an error: the string would not say which one applies.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from numalab.exceptions import UsageError
+from numalab.spec.balancing import KNOBS
+
+#: config item -> numactl policy name (numactl's ``--membind`` is the kernel's ``bind``).
+POLICY_ITEMS = {
+    "interleave": "interleave",
+    "weighted-interleave": "weighted-interleave",
+    "membind": "bind",
+    "preferred": "preferred",
+    "preferred-many": "preferred-many",
+}
+FLAG_POLICIES = {"default": "default", "first-touch": "default", "localalloc": "local", "local": "local"}
+PLACEMENT_ITEMS = ("cpunodebind", "physcpubind", "omp-proc-bind", "omp-places", "weights")
+SETTING_ITEMS = ("balancing", "kernel", "thp", "seed", "sample-rate") + tuple(k.replace("_", "-") for k in KNOBS)
+#: numa_balancing=2 (memory tiering) knobs: named so that they are refused as such, not taken for
+#: workload parameters.
+TIERING_ITEMS = ("hot-threshold-ms", "promote-rate-limit-mbps")
+#: The option names an item may be confused with, for "did you mean".
+KNOWN = tuple(POLICY_ITEMS) + tuple(FLAG_POLICIES) + PLACEMENT_ITEMS + SETTING_ITEMS
+
+
+@dataclass
+class Items:
+    """A parsed config string: each item once, by kind."""
+
+    policy: tuple[str, str | None] | None = None  # (numactl policy name, node string)
+    placement: dict[str, str] = field(default_factory=dict)  # cpunodebind, physcpubind, omp-*, weights
+    settings: dict[str, str] = field(default_factory=dict)  # balancing, scan-*, kernel, thp, seed, sample-rate
+    params: dict[str, str] = field(default_factory=dict)  # workload parameters
+
+
+def split_configs(text: str) -> list[str]:
+    """``--configs`` is comma separated, but node lists hold commas too (``interleave=0,1``):
+    a piece that does not start with an item name is glued to the previous one."""
+    out: list[str] = []
+    for piece in text.split(","):
+        piece = piece.strip()
+        head = piece.split(":")[0].split("=")[0].strip()
+        starts_item = head and not head[0].isdigit() and head[0] not in "!+"
+        if out and not starts_item:
+            out[-1] += "," + piece
+        elif piece:
+            out.append(piece)
+    return out
+
+
+def parse(text: str) -> Items:
+    """Parse one config string; every error names the string and the item."""
+    items = [i.strip() for i in str(text).split(":") if i.strip()]
+    if not items:
+        raise UsageError("empty config (expected e.g. default, interleave=all, membind=0, init=serial)")
+    out = Items()
+    seen: set[str] = set()
+    # weights=0=5,1=2 holds ':'-free text, but the CLI spelling 0:5,1:2 splits into items: rejoin.
+    for item in _rejoin_weights(items):
+        key, eq, value = item.partition("=")
+        key, value = key.strip().lstrip("-").lower(), value.strip()
+        where = f"config '{text}'"
+        if key in seen:
+            raise UsageError(f"{where}: '{key}' is given twice (give each option once)")
+        seen.add(key)
+        if key in FLAG_POLICIES or key in POLICY_ITEMS:
+            if out.policy is not None:
+                raise UsageError(f"{where}: two memory policies ({_policy_item(out.policy)} and {key}); give at most one")
+            if key in FLAG_POLICIES:
+                if eq:
+                    raise UsageError(f"{where}: {key} takes no value")
+                out.policy = (FLAG_POLICIES[key], None)
+            else:
+                if not value:
+                    raise UsageError(f"{where}: {key} needs a node list ({key}=NODES, e.g. {key}=all)")
+                out.policy = (POLICY_ITEMS[key], value)
+        elif key in PLACEMENT_ITEMS or key in SETTING_ITEMS:
+            if not eq and key != "balancing":
+                raise UsageError(f"{where}: {key} needs a value ({key}=...)")
+            (out.placement if key in PLACEMENT_ITEMS else out.settings)[key] = value if eq else "on"
+        elif key in TIERING_ITEMS:
+            raise UsageError(f"{where}: '{key}' is a memory-tiering knob (numa_balancing=2), which the simulator does not model")
+        elif eq and key:
+            close = difflib.get_close_matches(key, KNOWN, n=1, cutoff=0.8)
+            if close:
+                raise UsageError(f"{where}: unknown option '{key}' (did you mean {close[0]}?)")
+            out.params[key.replace("-", "_")] = value
+        else:
+            raise UsageError(f"{where}: unknown item '{item}' (expected a placement such as interleave=all, or name=value)")
+    return out
+
+
+def _rejoin_weights(items: list[str]) -> list[str]:
+    out: list[str] = []
+    for item in items:
+        if out and out[-1].startswith("weights=") and item[:1].isdigit() and "=" not in item:
+            out[-1] += ":" + item
+        else:
+            out.append(item)
+    return out
+
+
+def _policy_item(policy: tuple[str, str | None]) -> str:
+    name, nodes = policy
+    option = {v: k for k, v in POLICY_ITEMS.items()}.get(name, name)
+    return f"{option}={nodes}" if nodes else {"local": "localalloc"}.get(name, name)
+
+
+def parse_weights(text: str) -> tuple[tuple[int, int], ...]:
+    """``0:5,1:2`` or ``0=5,1=2`` -> ((0, 5), (1, 2)); the range (1..255) is the engine's rule."""
+    out: dict[int, int] = {}
+    for piece in str(text).split(","):
+        node, sep, w = piece.replace("=", ":").partition(":")
+        if not sep or not node.strip().isdigit() or not w.strip().isdigit():
+            raise UsageError(f"weights: bad item '{piece}' (expected NODE:WEIGHT, e.g. 0:5,1:2)")
+        if int(node) in out:
+            raise UsageError(f"weights: node {int(node)} is given twice")
+        out[int(node)] = int(w)
+    return tuple(sorted(out.items()))

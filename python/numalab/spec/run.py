@@ -1,0 +1,267 @@
+"""``RunSpec``: one run, as every edge (CLI, study file, Python API) describes it.
+
+A run is a machine, a workload with its parameters, a placement in numactl's words, automatic
+NUMA balancing, the kernel profile, THP, the seed and the sample rate. The edges only *write*
+a RunSpec (from options, a config string or a study point); ``bind()`` resolves the machine and
+the workload descriptor and hands everything to the engine as one typed object
+(``_core.RunSpec``), which checks every rule once. ``canonical()`` is the sorted form a study
+hashes and stores; ``from_canonical()`` reads it back.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Any
+
+from numalab._core import Machine
+from numalab._core import RunSpec as EngineRun
+from numalab.exceptions import UsageError
+from numalab.spec import config as cfg
+from numalab.spec.balancing import Balancing, knob_value, on_off
+
+KERNELS = ("3.13", "6.13")
+PROC_BIND = ("false", "true", "close", "spread", "primary", "master")
+PLACES = ("threads", "cores", "sockets")
+THP = ("always", "never")
+MAX_SEED = 2**63 - 1  # the store keeps seeds as SQLite INTEGER (signed 64-bit)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """numactl's placement options and OpenMP's binding, as the user wrote them."""
+
+    policy: str = "default"  # numactl's names: default, local, bind, preferred, preferred-many, interleave, weighted-interleave
+    nodes: str | None = None  # a numactl node string; parsed against the machine by the engine
+    weights: tuple[tuple[int, int], ...] = ()
+    cpunodebind: str | None = None
+    physcpubind: str | None = None
+    omp_proc_bind: str = "false"
+    omp_places: str = "cores"
+
+    def items(self) -> list[str]:
+        """Config items in a fixed order and numactl's spelling (empty for the default)."""
+        out = []
+        if self.policy != "default":
+            option = {v: k for k, v in cfg.POLICY_ITEMS.items()}.get(self.policy)
+            out.append(f"{option}={self.nodes}" if option else "localalloc")
+        if self.weights:
+            out.append("weights=" + ",".join(f"{n}={w}" for n, w in self.weights))
+        if self.cpunodebind:
+            out.append(f"cpunodebind={self.cpunodebind}")
+        if self.physcpubind:
+            out.append(f"physcpubind={self.physcpubind}")
+        if self.omp_proc_bind != "false":
+            out.append(f"omp-proc-bind={self.omp_proc_bind}")
+            out.append(f"omp-places={self.omp_places}")
+        return out
+
+    def label(self) -> str:
+        return ":".join(self.items()) or "default"
+
+    def engine(self) -> dict[str, Any]:
+        return {
+            "policy": {"mode": self.policy, "nodes": self.nodes, "weights": dict(self.weights)},
+            "cpunodebind": self.cpunodebind,
+            "physcpubind": self.physcpubind,
+            "proc_bind": self.omp_proc_bind,
+            "places": self.omp_places,
+        }
+
+
+def proc_bind_value(value: str) -> str:
+    v = value.strip().lower()
+    if v not in PROC_BIND:
+        raise UsageError(f"--omp-proc-bind: '{value}' is not one of {', '.join(PROC_BIND)}")
+    return {"master": "primary", "true": "spread"}.get(v, v)  # OpenMP 5.1 renamed master to primary
+
+
+def places_value(value: str) -> str:
+    v = value.strip().lower()
+    if v not in PLACES:
+        raise UsageError(f"--omp-places: '{value}' is not one of {', '.join(PLACES)}")
+    return v
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    machine: str
+    workload: str
+    params: tuple[tuple[str, Any], ...] = ()
+    placement: Placement = field(default_factory=Placement)
+    balancing: Balancing = field(default_factory=Balancing)
+    kernel: str = "6.13"
+    thp: bool | None = None  # None: as the workload descriptor says
+    seed: int = 1
+    sample_rate: float = 1.0
+
+    # --- writing one ---------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, machine: str, workload: str, **fields: Any) -> "RunSpec":
+        """A RunSpec from keyword values as the CLI and the API give them, checked for form."""
+        return cls(str(machine), str(workload)).updated(**fields)
+
+    def updated(self, **changes: Any) -> "RunSpec":
+        """Replace fields, checking the form of each value (what the engine cannot check)."""
+        s = self
+        for key, value in changes.items():
+            if key == "params":
+                s = replace(s, params=tuple(sorted({**dict(s.params), **value}.items())))
+            elif key == "placement":
+                s = replace(s, placement=value)
+            elif key == "balancing":
+                s = replace(s, balancing=Balancing.parse(value))
+            elif key == "kernel":
+                if str(value) not in KERNELS:
+                    raise UsageError(f"--kernel: '{value}' is not one of {', '.join(KERNELS)}")
+                s = replace(s, kernel=str(value))
+            elif key == "thp":
+                s = replace(s, thp=_thp(value))
+            elif key == "seed":
+                s = replace(s, seed=_seed(value))
+            elif key == "sample_rate":
+                s = replace(s, sample_rate=_sample_rate(value))
+            else:
+                raise UsageError(f"unknown run setting '{key}'")
+        return s
+
+    def with_config(self, text: str) -> "RunSpec":
+        """Apply a config string (``interleave=all:init=serial:balancing``) on top of this spec."""
+        items = cfg.parse(text)
+        where = f"config '{text}'"
+        p = self.placement
+        if items.policy is not None:
+            p = replace(p, policy=items.policy[0], nodes=items.policy[1])
+        pl = items.placement
+        if "weights" in pl:
+            p = replace(p, weights=cfg.parse_weights(pl["weights"]))
+        if "cpunodebind" in pl or "physcpubind" in pl:
+            p = replace(p, cpunodebind=pl.get("cpunodebind"), physcpubind=pl.get("physcpubind"))
+        if "omp-proc-bind" in pl:
+            p = replace(p, omp_proc_bind=proc_bind_value(pl["omp-proc-bind"]))
+        if "omp-places" in pl:
+            p = replace(p, omp_places=places_value(pl["omp-places"]))
+        s = replace(self, placement=p)
+        st = dict(items.settings)
+        bal = s.balancing
+        if "balancing" in st:
+            bal = replace(bal, enabled=on_off(st.pop("balancing"), f"{where}: balancing"))
+        knobs = {k.replace("-", "_"): st.pop(k) for k in list(st) if k.startswith("scan-")}
+        if knobs:
+            bal = bal.with_knobs(**knobs)
+        s = replace(s, balancing=bal)
+        try:
+            s = s.updated(**{k.replace("-", "_"): v for k, v in st.items()})
+        except UsageError as e:
+            raise UsageError(f"{where}: {e}") from None
+        if items.params:
+            s = s.updated(params=items.params)
+        return s
+
+    # --- the canonical form (studies hash and store it) ------------------------------------------
+
+    def canonical(self) -> dict[str, Any]:
+        return {
+            "machine": self.machine,
+            "workload": self.workload,
+            "params": dict(self.params),
+            "placement": self.placement.label(),
+            "balancing": self.balancing.canonical(),
+            "kernel": self.kernel,
+            "thp": self.thp,
+            "sample_rate": self.sample_rate,
+            "seed": self.seed,
+        }
+
+    @classmethod
+    def from_canonical(cls, c: dict[str, Any]) -> "RunSpec":
+        s = cls(c["machine"], c["workload"]).with_config(c["placement"])
+        return s.updated(params=c["params"], balancing=c["balancing"], kernel=c["kernel"], thp=c["thp"],
+                         seed=c["seed"], sample_rate=c["sample_rate"])
+
+    def label(self) -> str:
+        """The run's options as one config string (placement, then balancing)."""
+        return ":".join(self.placement.items() + self.balancing.items()) or "default"
+
+    # --- handing it to the engine --------------------------------------------------------------
+
+    def bind(self, machine: Machine | None = None) -> "BoundRun":
+        """Resolve machine and workload and let the engine check every rule."""
+        from numalab.workload import descriptor
+
+        m = machine if machine is not None else load_machine(self.machine)
+        w = descriptor.resolve(self.workload, dict(self.params))
+        region_policies = [_region_policy(r) for r in w["regions"]]
+        for r in w["regions"]:
+            r["policy"] = None
+            if self.thp is not None:
+                r["thp"] = self.thp
+        config = {"seed": self.seed, "sample_rate": self.sample_rate, "kernel": self.kernel, "balancing": self.balancing.engine()}
+        return BoundRun(self, m, w, EngineRun(m, w, self.placement.engine(), region_policies, config))
+
+
+def _region_policy(region: dict[str, Any]) -> dict[str, Any] | None:
+    """Per-region policies (``policy = "interleave=all"`` in a descriptor) use the same language,
+    restricted to a memory policy, as ``mbind`` sets one."""
+    text = region.get("policy")
+    if not text:
+        return None
+    items = cfg.parse(text)
+    if items.params or items.placement or items.settings or items.policy is None:
+        raise UsageError(f"region '{region['name']}': policy '{text}' must be a memory policy only (e.g. interleave=all)")
+    mode, nodes = items.policy
+    return {"mode": mode, "nodes": nodes, "weights": {}}
+
+
+@dataclass(frozen=True)
+class BoundRun:
+    """A RunSpec the engine accepted, with the machine and the resolved workload."""
+
+    spec: RunSpec
+    machine: Machine
+    workload: dict[str, Any]
+    engine: EngineRun
+
+
+@lru_cache(maxsize=32)
+def load_machine(name: str) -> Machine:
+    from numalab import machine
+
+    return machine.load(name)
+
+
+def _thp(value: Any) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    v = str(value).strip().lower()
+    if v not in THP + ("on", "off"):
+        raise UsageError(f"--thp: '{value}' is not one of {', '.join(THP)}")
+    return v in ("always", "on")
+
+
+def _seed(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise UsageError(f"--seed: expected a whole number, got {value!r}")
+    try:
+        seed = int(value)
+    except ValueError:
+        raise UsageError(f"--seed: '{value}' is not a whole number") from None
+    if not 0 <= seed <= MAX_SEED:
+        raise UsageError(f"--seed must be 0..{MAX_SEED} (2^63-1), got {seed}")
+    return seed
+
+
+def _sample_rate(value: Any) -> float:
+    """A number; its range (0, 1] is the engine's rule."""
+    try:
+        r = float(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"--sample-rate: '{value}' is not a number") from None
+    if isinstance(value, bool) or not math.isfinite(r):
+        raise UsageError(f"--sample-rate: '{value}' is not a number")
+    return r
+
+
+__all__ = ["RunSpec", "Placement", "BoundRun", "KERNELS", "knob_value"]
