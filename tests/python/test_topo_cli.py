@@ -1,8 +1,15 @@
-"""`numalab topo`: numactl --hardware layout, JSON, presets, hwloc XML, bad input."""
+"""`numalab topo`: numactl --hardware layout (byte for byte), lstopo tree, JSON, presets, hwloc XML, bad input."""
 
 import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
 
 from numalab.machine import load
+from numalab.machine.render import numactl_hardware
 
 
 def test_opteron_json_has_8_nodes_64_pus_and_8x8_distances(cli):
@@ -106,3 +113,144 @@ def test_pu_on_two_nodes_is_an_error(cli, tmp_path):
 def test_debug_shows_the_traceback(cli):
     code, _, err = cli("--debug", "topo", "--machine", "nosuch")
     assert code == 2 and "Traceback" in err
+
+
+# ---------------------------------------------------------------- numactl -H, lstopo, JSON
+
+
+NUMACTL = shutil.which("numactl")
+
+
+def test_hardware_flag_prints_the_numactl_block_alone(cli):
+    code, out, _ = cli("topo", "-m", "vm-4", "-H")
+    assert code == 0
+    assert out.startswith("available: 4 nodes (0-3)\nnode 0 cpus: 0\nnode 0 size: 512 MB\nnode 0 free: 512 MB\n")
+    assert out.endswith("node distances:\nnode   0   1   2   3 \n  0:  10  16  16  22 \n  1:  16  10  22  16 \n"
+                        "  2:  16  22  10  16 \n  3:  22  16  16  10 \n")
+    assert cli("topo", "-m", "vm-4", "--hardware")[1] == out
+
+
+def test_three_digit_distances_widen_as_printf_does():
+    doc = {"nodes": [{"os_index": i, "cpuset": str(i), "local_memory_bytes": 1 << 30} for i in (0, 100)],
+           "distances": [[10, 254], [254, 10]]}
+    assert numactl_hardware(doc).endswith("node distances:\nnode   0  100 \n  0:  10  254 \n 100:  254  10 \n")
+
+
+@pytest.mark.skipif(NUMACTL is None, reason="numactl is not installed")
+def test_host_block_is_numactls_own_output(cli):
+    """The same lines as numactl -H on this machine, but for MemFree, which moves between the two calls."""
+    real = subprocess.run([NUMACTL, "-H"], check=True, capture_output=True, text=True).stdout
+    code, ours, _ = cli("topo", "--host", "-H")
+    assert code == 0
+
+    def steady(text: str) -> list[str]:
+        return [line for line in text.splitlines() if not re.fullmatch(r"node \d+ free: \d+ MB", line)]
+
+    assert steady(ours) == steady(real)
+    assert len(ours.splitlines()) == len(real.splitlines())
+
+
+def test_tree_is_lstopos_layout(cli, golden):
+    code, out, _ = cli("topo", "-m", "e5620-2s", "--tree")
+    assert code == 0
+    assert out.startswith("Machine (12GB total)\n  Package L#0\n    NUMANode L#0 (P#0 6144MB)\n    Core L#0 + PU L#0 (P#0)\n")
+    golden("topo_tree_e5620-2s.out", out)
+
+
+def test_json_names_each_spelling_of_a_set(cli):
+    code, out, _ = cli("topo", "-m", "e5-2620v4-2s", "--json")
+    assert code == 0
+    m = json.loads(out)
+    node = m["nodes"][1]
+    assert node["cpulist"] == "8-15,24-31" and node["cpuset"] == "0xff00ff00"
+    assert m["packages"][0]["nodelist"] == "0" and m["packages"][0]["nodeset"] == "0x00000001"
+    assert m["cores"][0]["cpulist"] == "0,16" and m["cores"][0]["cpuset"] == "0x00010001"
+    everywhere = [o for key in ("nodes", "packages", "cores") for o in m[key]]
+    assert all(re.fullmatch(r"0x[0-9a-f]{8}(,0x[0-9a-f]{8})*", o["cpuset"]) for o in everywhere)
+
+
+def test_extras_name_nodes_as_numastat_does(cli):
+    out = cli("topo", "-m", "e5-2620v4-2s")[1]
+    assert "                node0  node1\nbandwidth_gbps   51.2   51.2\n" in out
+    assert "       node0  node1\nnode0   75.8  133.4\nnode1  133.4   75.8\n" in out
+    assert "0     node0  node1          32.0       32.0\n" in out
+
+
+def test_output_modes_are_exclusive(cli):
+    code, out, err = cli("topo", "-m", "vm-4", "--tree", "--json")
+    assert code == 2 and out == ""
+    assert err == "numalab: give one of --tree, --json: each prints the machine its own way\n"
+
+
+# ---------------------------------------------------------------- files that are not there or not right
+
+
+def _one_line_error(cli, *args: str) -> str:
+    code, out, err = cli(*args)
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert err.startswith("numalab: ") and err.count("\n") == 1, err
+    return err
+
+
+def test_export_into_a_missing_directory(cli, tmp_path):
+    target = tmp_path / "nosuchdir" / "x.xml"
+    err = _one_line_error(cli, "topo", "-m", "vm-4", "--export-xml", str(target))
+    assert err == f"numalab: --export-xml {target}: directory {target.parent} does not exist\n"
+    assert not target.parent.exists()
+
+
+def test_export_onto_a_directory(cli, tmp_path):
+    err = _one_line_error(cli, "topo", "-m", "vm-4", "--export-xml", str(tmp_path))
+    assert err.startswith(f"numalab: --export-xml {tmp_path}: is a directory")
+
+
+def test_export_that_cannot_be_written(cli, tmp_path, monkeypatch):
+    target = tmp_path / "x.xml"
+    original = Path.write_text
+
+    def refuse(self, *args, **kwargs):
+        if self == target:
+            raise PermissionError(13, "Permission denied", str(self))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", refuse)
+    err = _one_line_error(cli, "topo", "-m", "vm-4", "--export-xml", str(target))
+    assert err == f"numalab: --export-xml {target}: cannot write: Permission denied\n"
+
+
+def test_input_that_is_a_directory(cli, tmp_path):
+    err = _one_line_error(cli, "topo", "--input", str(tmp_path))
+    assert err.startswith(f"numalab: {tmp_path}: cannot read: Is a directory")
+
+
+def test_input_that_is_missing(cli, tmp_path):
+    err = _one_line_error(cli, "topo", "--input", str(tmp_path / "no.xml"))
+    assert err == f"numalab: {tmp_path / 'no.xml'}: cannot read: No such file or directory\n"
+
+
+def test_input_that_cannot_be_read(cli, tmp_path, monkeypatch):
+    # As root chmod 000 does not stop a read, so the refusal is simulated at open().
+    target = tmp_path / "locked.xml"
+    target.write_text("<topology/>")
+    original = Path.open
+
+    def refuse(self, *args, **kwargs):
+        if self == target:
+            raise PermissionError(13, "Permission denied", str(self))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", refuse)
+    err = _one_line_error(cli, "topo", "--input", str(target))
+    assert err == f"numalab: {target}: cannot read: Permission denied\n"
+
+
+def test_input_that_is_not_xml(cli, tmp_path):
+    target = tmp_path / "notes.txt"
+    target.write_text("node 0 cpus: 0 1\n")
+    err = _one_line_error(cli, "topo", "--input", str(target))
+    assert err == f"numalab: {target}:1:1: malformed XML: syntax error\n"
+
+
+def test_machine_that_is_a_path_but_not_a_machine_file(cli, tmp_path):
+    err = _one_line_error(cli, "topo", "-m", str(tmp_path))
+    assert err == f"numalab: {tmp_path}: a machine file must be a preset-format .toml or an hwloc .xml (lstopo --of xml)\n"

@@ -24,3 +24,27 @@ MAX_XML_DEPTH = 256
 
 CPU_REASON = f"CPU indexes must be below {MAX_CPUS} (Linux builds with at most 8192 CPUs, NR_CPUS)"
 NODE_REASON = f"NUMA node indexes must be below {MAX_NODES} (Linux builds with at most 1024 nodes, MAX_NUMNODES)"
+
+
+def spec_too_large(spec: dict) -> tuple[str, str] | None:
+    """(key, reason) when a MachineSpec (as parsed from TOML or JSON) would exceed the limits,
+    estimated from its numbers before the model builds anything; None when it fits."""
+    shape = spec.get("topology")
+    if isinstance(shape, dict):
+        counts = {k: shape.get(k, 1) for k in ("packages", "nodes_per_package", "cores_per_node", "threads_per_core")}
+        if all(type(v) is int and v >= 0 for v in counts.values()):
+            nodes = counts["packages"] * counts["nodes_per_package"]
+            cpus = nodes * counts["cores_per_node"] * counts["threads_per_core"]
+            if nodes > MAX_NODES:
+                return "topology", f"{nodes} nodes (packages x nodes_per_package) is too many: {NODE_REASON}"
+            if cpus > MAX_CPUS:
+                return "topology", f"{cpus} CPUs (packages x nodes_per_package x cores_per_node x threads_per_core) is too many: {CPU_REASON}"
+    for k, node in enumerate(spec.get("nodes") or []):
+        os_index = node.get("os_index") if isinstance(node, dict) else None
+        if type(os_index) is int and os_index >= MAX_NODES:
+            return f"nodes[{k}].os_index", f"{os_index} is too large: {NODE_REASON}"
+    for k, core in enumerate(spec.get("cores") or []):
+        os_index = core.get("os_index") if isinstance(core, dict) else None
+        if type(os_index) is int and os_index >= MAX_CPUS:
+            return f"cores[{k}].os_index", f"{os_index} is too large: {CPU_REASON}"
+    return None
