@@ -277,10 +277,11 @@ class Store:
 
     def _connect(self, create: bool) -> None:
         # isolation_level=None: transactions are explicit, so each run commits exactly when written.
-        if create:
+        if create or os.access(self.path, os.W_OK):
+            # A reader too (it never writes): its close then tidies the -wal/-shm files away.
             self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
         else:
-            # Readers never write: a store on a read-only file or shared directory still reads.
+            # A store on a read-only file still reads.
             self.db = sqlite3.connect(self.path.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None, timeout=30)
         self.db.row_factory = sqlite3.Row
         if create:
