@@ -1,0 +1,296 @@
+//! `numalab-agent run`: start the command under the placement, sample it while it runs, write a
+//! summary when it ends, and exit with its status.
+//!
+//! Like numactl, the placement is applied by the process that then execs the command (numactl
+//! applies it to itself and calls execvp); here the agent forks, the child applies it between fork
+//! and exec, and the parent stays to sample. The command is exec'd from argv, never through a
+//! shell.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::AsFd;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::resource::{getrusage, UsageWho};
+use nix::sys::signal::{kill, SigSet, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::unistd::Pid;
+use serde_json::{json, Value};
+
+use crate::cli::RunArgs;
+use crate::placement::{resolve, Host, Placement};
+use crate::sample::{by_node, numastat_json, round6, thread_json, vmstat_json, Sampler, SystemCounters};
+use crate::sys::{apply_before_exec, ChildSetup};
+use crate::Failure;
+
+/// Signals passed on to the command (SIGCHLD is watched, not forwarded).
+const FORWARDED: [Signal; 4] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP, Signal::SIGQUIT];
+
+/// `si_code` of a signal the kernel sent itself: a terminal's ^C or hangup, which already went to
+/// the whole foreground process group, the command included (include/uapi/asm-generic/siginfo.h).
+const SI_KERNEL: i32 = 0x80;
+
+pub fn run(args: RunArgs) -> Result<i32, Failure> {
+    let host = Host::read(&args.root).map_err(|e| Failure::Usage(e.to_string()))?;
+    let placement = resolve(&args.placement, &host).map_err(|e| Failure::Usage(e.0))?;
+    let program = find_command(&args.command[0])?;
+    let mut out = Output::open(args.output.as_deref())?;
+    dry_run(&placement)?;
+
+    let mut watched = SigSet::empty();
+    for s in FORWARDED {
+        watched.add(s);
+    }
+    watched.add(Signal::SIGCHLD);
+    watched.thread_block().map_err(|e| Failure::Runtime(format!("cannot block signals: {e}")))?;
+    let sfd = SignalFd::with_flags(&watched, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)
+        .map_err(|e| Failure::Runtime(format!("cannot create a signalfd: {e}")))?;
+
+    let baseline = SystemCounters::read(&args.root).map_err(|e| Failure::Runtime(e.to_string()))?;
+    let start = Instant::now();
+    let started_unix_s = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+    let mut cmd = Command::new(&program);
+    cmd.arg0(&args.command[0]).args(&args.command[1..]);
+    let setup = ChildSetup {
+        policy: placement.raw_policy(),
+        cpus: placement.cpu_set().map_err(|e| Failure::Usage(e.0))?,
+        unblock: watched,
+    };
+    apply_before_exec(&mut cmd, setup);
+    let mut child = cmd.spawn().map_err(|e| exec_failure(&args.command[0], &e))?;
+    let pid = child.id();
+
+    out.line(&start_record(&args, &placement, pid, started_unix_s, &baseline));
+    let mut sampler = Sampler::new(&args.root, pid, baseline);
+    let interval = Duration::from_millis(args.interval_ms);
+    let mut next = start + interval;
+    let mut forwarded: Vec<&'static str> = Vec::new();
+    let status = loop {
+        if let Some(st) = child.try_wait().map_err(|e| Failure::Runtime(format!("waiting for the command: {e}")))? {
+            break st;
+        }
+        let now = Instant::now();
+        if now >= next {
+            let (record, problems) = sampler.sample(start.elapsed().as_secs_f64());
+            for p in problems {
+                eprintln!("numalab-agent: {p}");
+            }
+            out.line(&record);
+            while next <= Instant::now() {
+                next += interval;
+            }
+            continue;
+        }
+        let wait_ms = (next - now).as_millis().clamp(1, i32::MAX as u128) as i32;
+        let mut fds = [PollFd::new(sfd.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, PollTimeout::try_from(wait_ms).unwrap_or(PollTimeout::MAX)) {
+            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(Failure::Runtime(format!("poll: {e}"))),
+        }
+        while let Ok(Some(info)) = sfd.read_signal() {
+            let Ok(sig) = Signal::try_from(info.ssi_signo as i32) else { continue };
+            if sig == Signal::SIGCHLD || info.ssi_code == SI_KERNEL {
+                continue;
+            }
+            if kill(Pid::from_raw(pid as i32), sig).is_ok() {
+                forwarded.push(sig.as_str());
+            }
+        }
+    };
+    let wall_s = start.elapsed().as_secs_f64();
+    if let Some(p) = sampler.read_final_counters() {
+        eprintln!("numalab-agent: {p}");
+    }
+    let (exit_code, signal) = (status.code(), status.signal());
+    let agent_exit = match (exit_code, signal) {
+        (Some(c), _) => c,
+        (None, Some(s)) => 128 + s,
+        (None, None) => 1,
+    };
+    out.line(&summary_record(&args, pid, wall_s, exit_code, signal, agent_exit, &forwarded, &sampler));
+    // The command's status matters more than the records: a write error is reported, not returned.
+    if let Err(Failure::Runtime(m)) = out.finish() {
+        eprintln!("numalab-agent: {m}");
+    }
+    Ok(agent_exit)
+}
+
+/// Where the records go; a write error is kept and reported once, at the end, so a full disk or a
+/// closed pipe never stops the command.
+struct Output {
+    sink: Box<dyn Write>,
+    path: String,
+    error: Option<io::Error>,
+}
+
+impl Output {
+    fn open(path: Option<&Path>) -> Result<Output, Failure> {
+        Ok(match path {
+            Some(p) => Output {
+                sink: Box::new(
+                    File::create(p).map_err(|e| Failure::Usage(format!("cannot write {}: {e}", p.display())))?,
+                ),
+                path: p.display().to_string(),
+                error: None,
+            },
+            None => Output { sink: Box::new(io::stdout()), path: "standard output".into(), error: None },
+        })
+    }
+
+    fn line(&mut self, v: &Value) {
+        if self.error.is_some() {
+            return;
+        }
+        // One write per record, so lines never interleave with the command's own output.
+        let text = format!("{v}\n");
+        if let Err(e) = self.sink.write_all(text.as_bytes()).and_then(|_| self.sink.flush()) {
+            self.error = Some(e);
+        }
+    }
+
+    fn finish(self) -> Result<(), Failure> {
+        match self.error {
+            Some(e) => Err(Failure::Runtime(format!("cannot write the records to {}: {e}", self.path))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Look the command up as a shell would (`execvp`'s PATH search), for the shell's exit codes:
+/// 127 not found, 126 found but not executable.
+fn find_command(name: &str) -> Result<PathBuf, Failure> {
+    let check = |p: &Path| -> Option<Result<PathBuf, Failure>> {
+        let meta = std::fs::metadata(p).ok()?;
+        if meta.is_dir() {
+            return Some(Err(Failure::Exec(126, format!("{name}: Is a directory"))));
+        }
+        if meta.permissions().mode() & 0o111 == 0 || nix::unistd::access(p, nix::unistd::AccessFlags::X_OK).is_err() {
+            return Some(Err(Failure::Exec(126, format!("{name}: Permission denied"))));
+        }
+        Some(Ok(p.to_path_buf()))
+    };
+    if name.contains('/') {
+        return check(Path::new(name))
+            .unwrap_or_else(|| Err(Failure::Exec(127, format!("{name}: No such file or directory"))));
+    }
+    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
+    let mut denied = None;
+    for dir in path.split(':') {
+        let dir = if dir.is_empty() { "." } else { dir };
+        match check(&Path::new(dir).join(name)) {
+            Some(Ok(p)) => return Ok(p),
+            Some(Err(e)) => {
+                denied.get_or_insert(e);
+            }
+            None => {}
+        }
+    }
+    Err(denied.unwrap_or_else(|| Failure::Exec(127, format!("{name}: command not found"))))
+}
+
+fn exec_failure(name: &str, e: &io::Error) -> Failure {
+    match e.kind() {
+        io::ErrorKind::NotFound => Failure::Exec(127, format!("{name}: command not found")),
+        io::ErrorKind::PermissionDenied => Failure::Exec(126, format!("{name}: Permission denied")),
+        _ if e.raw_os_error() == Some(libc::ENOEXEC) => Failure::Exec(
+            126,
+            format!("{name}: cannot execute: Exec format error (no #! line; the agent runs no shell)"),
+        ),
+        _ => Failure::Exec(126, format!("{name}: cannot execute: {e}")),
+    }
+}
+
+/// Ask the kernel whether it accepts the placement, on a scratch thread (policy and affinity are
+/// per thread), so a refusal is reported clearly instead of as a failed exec.
+fn dry_run(p: &Placement) -> Result<(), Failure> {
+    let setup = ChildSetup {
+        policy: p.raw_policy(),
+        cpus: p.cpu_set().map_err(|e| Failure::Usage(e.0))?,
+        unblock: SigSet::empty(),
+    };
+    let what = p.args.iter().map(|a| a.numactl()).collect::<Vec<_>>().join(" ");
+    let result = std::thread::spawn(move || setup.apply())
+        .join()
+        .map_err(|_| Failure::Runtime("the placement check thread failed".into()))?;
+    result.map_err(|e| Failure::Usage(format!("the kernel refused {what}: {e}")))
+}
+
+fn start_record(args: &RunArgs, p: &Placement, pid: u32, unix_s: f64, base: &SystemCounters) -> Value {
+    let mut flags = Vec::new();
+    if p.static_nodes {
+        flags.push("static");
+    }
+    if p.numa_balancing {
+        flags.push("balancing");
+    }
+    json!({
+        "type": "start",
+        "agent": concat!("numalab-agent ", env!("CARGO_PKG_VERSION")),
+        "time_unix_s": round6(unix_s),
+        "pid": pid,
+        "command": args.command,
+        "placement": {
+            "numactl": p.args.iter().map(|a| a.numactl()).collect::<Vec<_>>(),
+            "policy": p.mode.map(|m| m.name()),
+            "nodes": p.mode.map(|_| p.nodes.to_list_string()),
+            "flags": flags,
+            "numa_maps_policy": p.describe(),
+            "cpus": p.cpus.as_ref().map(|c| c.to_list_string()),
+        },
+        "interval_ms": args.interval_ms,
+        "vmstat": vmstat_json(&base.vmstat),
+        "numastat": numastat_json(&base.numastat),
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn summary_record(
+    args: &RunArgs,
+    pid: u32,
+    wall_s: f64,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    agent_exit: i32,
+    forwarded: &[&str],
+    s: &Sampler,
+) -> Value {
+    let ru = getrusage(UsageWho::RUSAGE_CHILDREN).ok();
+    let tv = |t: nix::sys::time::TimeVal| round6(t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6);
+    let rusage = ru.map(|u| {
+        json!({
+            "user_s": tv(u.user_time()),
+            "system_s": tv(u.system_time()),
+            "maxrss_kib": u.max_rss(),
+            "minflt": u.minor_page_faults(),
+            "majflt": u.major_page_faults(),
+            "nvcsw": u.voluntary_context_switches(),
+            "nivcsw": u.involuntary_context_switches(),
+            "inblock": u.block_reads(),
+            "oublock": u.block_writes(),
+        })
+    });
+    json!({
+        "type": "summary",
+        "pid": pid,
+        "command": args.command,
+        "wall_s": round6(wall_s),
+        "exit_code": exit_code,
+        "signal": signal.and_then(|s| Signal::try_from(s).ok()).map(|s| s.as_str()),
+        "agent_exit_code": agent_exit,
+        "forwarded_signals": forwarded,
+        "rusage": rusage,
+        "vmstat_delta": vmstat_json(&numalab_linux::vmstat::delta(&s.baseline.vmstat, &s.last.vmstat)),
+        "numastat_delta": numastat_json(&s.numastat_delta()),
+        "pages_per_node": by_node(&s.pages_per_node),
+        "bytes_per_node": by_node(&s.bytes_per_node),
+        "pages_t_s": s.last_pages_t_s.map(round6),
+        "threads": s.threads.values().map(thread_json).collect::<Vec<_>>(),
+        "samples": s.samples,
+        "errors": s.errors,
+    })
+}

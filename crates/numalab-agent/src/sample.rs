@@ -1,0 +1,222 @@
+//! Sampling a running process and the system's NUMA counters, and the JSON of each record.
+//!
+//! `/proc/PID/*` always comes from the live `/proc` (the process is real); the system-wide files
+//! (`proc/vmstat`, `sys/devices/system/node/nodeN/numastat`) come from the agent's `--root`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use numalab_linux::numa_maps::{bytes_per_node, pages_per_node};
+use numalab_linux::vmstat::delta;
+use numalab_linux::{
+    read_numa_maps, read_numastat, read_threads_sched, read_vmstat, Counters, LinuxError, NumaMapping, TaskSched,
+};
+use serde_json::{json, Map, Value};
+
+/// System counters at one moment.
+#[derive(Clone, Debug, Default)]
+pub struct SystemCounters {
+    pub vmstat: Counters,
+    pub numastat: BTreeMap<u32, Counters>,
+}
+
+impl SystemCounters {
+    pub fn read(root: &Path) -> Result<SystemCounters, LinuxError> {
+        Ok(SystemCounters { vmstat: read_vmstat(root)?, numastat: read_numastat(root)? })
+    }
+}
+
+/// Node-keyed maps as JSON objects with string keys (`{"0": 12}`).
+pub fn by_node<T: Clone + Into<Value>>(m: &BTreeMap<u32, T>) -> Value {
+    Value::Object(m.iter().map(|(k, v)| (k.to_string(), v.clone().into())).collect::<Map<_, _>>())
+}
+
+fn counters(c: &Counters) -> Value {
+    Value::Object(c.iter().map(|(k, v)| (k.clone(), json!(v))).collect())
+}
+
+pub fn numastat_json(n: &BTreeMap<u32, Counters>) -> Value {
+    Value::Object(n.iter().map(|(k, v)| (k.to_string(), counters(v))).collect())
+}
+
+pub fn vmstat_json(c: &Counters) -> Value {
+    counters(c)
+}
+
+fn mapping_json(m: &NumaMapping) -> Value {
+    let (kind, file) = match &m.kind {
+        numalab_linux::MappingKind::File(p) => ("file", Value::String(p.clone())),
+        k => (k.label(), Value::Null),
+    };
+    json!({
+        "address": format!("{:x}", m.address),
+        "policy": m.policy.text,
+        "kind": kind,
+        "file": file,
+        "huge": m.huge,
+        "kernelpagesize_kb": m.kernelpagesize_kb,
+        "anon": m.anon,
+        "dirty": m.dirty,
+        "pages_per_node": by_node(&m.pages_per_node),
+    })
+}
+
+pub fn thread_json(t: &TaskSched) -> Value {
+    let mut v = json!({
+        "tid": t.tid,
+        "comm": t.comm,
+        "sum_exec_runtime_ns": t.sum_exec_runtime_ns,
+        "nr_migrations": t.nr_migrations,
+        "nr_voluntary_switches": t.nr_voluntary_switches,
+        "nr_involuntary_switches": t.nr_involuntary_switches,
+    });
+    let o = v.as_object_mut().expect("an object");
+    match &t.numa {
+        Some(n) => {
+            o.insert("numa_preferred_nid".into(), json!(n.numa_preferred_nid));
+            o.insert("total_numa_faults".into(), json!(n.total_numa_faults));
+            o.insert("numa_pages_migrated".into(), json!(n.numa_pages_migrated));
+            o.insert("numa_scan_seq".into(), json!(n.numa_scan_seq));
+            o.insert("current_node".into(), json!(n.current_node));
+            o.insert("numa_group_id".into(), json!(n.numa_group_id));
+            o.insert(
+                "faults".into(),
+                n.faults
+                    .iter()
+                    .map(|f| {
+                        json!({"node": f.node, "task_private": f.task_private, "task_shared": f.task_shared,
+                               "group_private": f.group_private, "group_shared": f.group_shared})
+                    })
+                    .collect(),
+            );
+        }
+        None => {
+            o.insert("numa_balancing".into(), json!(false));
+        }
+    }
+    v
+}
+
+/// State carried from sample to sample: the baseline, the last pages seen, every thread seen.
+pub struct Sampler {
+    root: PathBuf,
+    proc_root: PathBuf,
+    pid: u32,
+    pub baseline: SystemCounters,
+    pub last: SystemCounters,
+    pub pages_per_node: BTreeMap<u32, u64>,
+    pub bytes_per_node: BTreeMap<u32, u64>,
+    pub last_pages_t_s: Option<f64>,
+    /// The last statistics of every thread seen, exited ones included.
+    pub threads: BTreeMap<u32, TaskSched>,
+    pub samples: u64,
+    /// Distinct problems met while sampling, in order.
+    pub errors: Vec<String>,
+}
+
+impl Sampler {
+    pub fn new(root: &Path, pid: u32, baseline: SystemCounters) -> Sampler {
+        Sampler {
+            root: root.to_path_buf(),
+            proc_root: PathBuf::from("/"),
+            pid,
+            last: baseline.clone(),
+            baseline,
+            pages_per_node: BTreeMap::new(),
+            bytes_per_node: BTreeMap::new(),
+            last_pages_t_s: None,
+            threads: BTreeMap::new(),
+            samples: 0,
+            errors: Vec::new(),
+        }
+    }
+
+    /// Note a problem once; returns true the first time (the caller prints it then).
+    fn note(&mut self, e: String) -> Option<String> {
+        if self.errors.contains(&e) {
+            None
+        } else {
+            self.errors.push(e.clone());
+            Some(e)
+        }
+    }
+
+    /// Take a sample at `t_s` seconds; returns its record and any new problem to print.
+    pub fn sample(&mut self, t_s: f64) -> (Value, Vec<String>) {
+        self.samples += 1;
+        let mut new_errors = Vec::new();
+        let mut errs = Vec::new();
+        let maps = match read_numa_maps(&self.proc_root, self.pid) {
+            // An exiting process has no mappings left: keep the last pages seen.
+            Ok(m) if m.is_empty() => None,
+            Ok(m) => Some(m),
+            Err(e) => {
+                errs.push(e.to_string());
+                None
+            }
+        };
+        if let Some(m) = &maps {
+            self.pages_per_node = pages_per_node(m);
+            self.bytes_per_node = bytes_per_node(m);
+            self.last_pages_t_s = Some(t_s);
+        }
+        let threads = match read_threads_sched(&self.proc_root, self.pid) {
+            Ok(t) => t,
+            Err(e) => {
+                errs.push(e.to_string());
+                Vec::new()
+            }
+        };
+        for t in &threads {
+            self.threads.insert(t.tid, t.clone());
+        }
+        match SystemCounters::read(&self.root) {
+            Ok(c) => self.last = c,
+            Err(e) => errs.push(e.to_string()),
+        }
+        for e in &errs {
+            if let Some(e) = self.note(e.clone()) {
+                new_errors.push(e);
+            }
+        }
+        let mappings: Vec<Value> =
+            maps.as_deref().unwrap_or(&[]).iter().filter(|m| m.pages() > 0).map(mapping_json).collect();
+        let record = json!({
+            "type": "sample",
+            "t_s": round6(t_s),
+            "pid": self.pid,
+            "pages_per_node": by_node(&self.pages_per_node),
+            "bytes_per_node": by_node(&self.bytes_per_node),
+            "mappings": mappings,
+            "threads": threads.iter().map(thread_json).collect::<Vec<_>>(),
+            "vmstat_delta": vmstat_json(&delta(&self.baseline.vmstat, &self.last.vmstat)),
+            "numastat_delta": numastat_json(&self.numastat_delta()),
+            "errors": errs,
+        });
+        (record, new_errors)
+    }
+
+    /// Re-read the system counters (at exit).
+    pub fn read_final_counters(&mut self) -> Option<String> {
+        match SystemCounters::read(&self.root) {
+            Ok(c) => {
+                self.last = c;
+                None
+            }
+            Err(e) => self.note(e.to_string()),
+        }
+    }
+
+    pub fn numastat_delta(&self) -> BTreeMap<u32, Counters> {
+        self.last
+            .numastat
+            .iter()
+            .map(|(n, c)| (*n, delta(self.baseline.numastat.get(n).unwrap_or(&Counters::new()), c)))
+            .collect()
+    }
+}
+
+/// Seconds rounded to the microsecond, so records do not carry float noise.
+pub fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
