@@ -21,7 +21,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<machine::PyMachine>()?;
     m.add_function(wrap_pyfunction!(read_host_topology, m)?)?;
-    m.add_function(wrap_pyfunction!(sim::simulate, m)?)?;
     m.add_function(wrap_pyfunction!(sim::zonelists, m)?)?;
     m.add_class::<spec::PyRunSpec>()?;
     m.add_function(wrap_pyfunction!(spec::balancing_knobs, m)?)?;

@@ -1,37 +1,10 @@
-//! `numalab._core.simulate`: run the engine on resolved JSON inputs, GIL released.
+//! `numalab._core.zonelists`: the engine's fallback lists, for `numalab topo` and tests.
 
-use numalab_sim::{Kernel, Placement, SimConfig, WorkloadSpec};
+use numalab_sim::Kernel;
 use pyo3::prelude::*;
-use serde::de::DeserializeOwned;
 
 use crate::error;
 use crate::machine::PyMachine;
-
-fn parse<T: DeserializeOwned>(what: &str, json: &str) -> PyResult<T> {
-    let de = &mut serde_json::Deserializer::from_str(json);
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        error::SimulationError::new_err(format!("bad {what} for the engine at {}: {}", e.path(), e.inner()))
-    })
-}
-
-/// Simulate: workload, placement and config are JSON strings; returns the engine's output JSON.
-#[pyfunction]
-pub fn simulate(
-    py: Python<'_>,
-    machine: &PyMachine,
-    workload: &str,
-    placement: &str,
-    config: &str,
-) -> PyResult<String> {
-    let w: WorkloadSpec = parse("workload", workload)?;
-    let p: Placement = parse("placement", placement)?;
-    let c: SimConfig = parse("config", config)?;
-    let m = &machine.inner;
-    let out = py
-        .detach(|| numalab_sim::simulate(m, &w, &p, &c))
-        .map_err(|e| error::SimulationError::new_err(e.to_string()))?;
-    Ok(serde_json::to_string(&out).expect("output serialises"))
-}
 
 /// The kernel's fallback order of every node (OS indexes), as "Fallback order for Node X" logs it.
 #[pyfunction]

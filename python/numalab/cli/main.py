@@ -16,6 +16,16 @@ import typer
 from numalab.cli import compare, report, results, schema, sim, study, topo, workloads
 from numalab.exceptions import USAGE_ERRORS, NumalabError
 
+class _HelpFormatter(click.HelpFormatter):
+    """typer escapes ``[required]``/``[default: ...]`` for rich markup even in plain help; undo it."""
+
+    def write_dl(self, rows, *args, **kwargs):  # type: ignore[override]
+        rows = [(a, b.replace("\\[", "[")) for a, b in rows]
+        super().write_dl(rows, *args, **kwargs)
+
+
+click.Context.formatter_class = _HelpFormatter
+
 app = typer.Typer(
     name="numalab",
     help="Where should the memory and the threads go? Simulate, measure and compare NUMA placement.",

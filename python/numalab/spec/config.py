@@ -112,7 +112,7 @@ def parse(text: str) -> Items:
 def _rejoin_weights(items: list[str]) -> list[str]:
     out: list[str] = []
     for item in items:
-        if out and out[-1].startswith("weights=") and item[:1].isdigit() and "=" not in item:
+        if out and out[-1].startswith("weights=") and "=" not in item and item.lower() not in KNOWN:
             out[-1] += ":" + item
         else:
             out.append(item)

@@ -16,6 +16,9 @@ A descriptor is a TOML file (the library is in ``library/``; users pass their ow
     [choices]                              # optional: allowed values of a parameter
     init = ["serial", "parallel"]
 
+    [minimum]                              # optional: smallest accepted value of a number
+    n = 1
+
     [classes.A]                            # optional: values selected by the `class` parameter
     n = 10000
 
@@ -111,6 +114,7 @@ class WorkloadDesc(_Strict):
     source: str = ""
     params: dict[str, Any] = Field(default_factory=dict)
     choices: dict[str, list[Any]] = Field(default_factory=dict)
+    minimum: dict[str, Union[int, float]] = Field(default_factory=dict)
     classes: dict[str, dict[str, Any]] = Field(default_factory=dict)
     derived: dict[str, str] = Field(default_factory=dict)
     regions: list[RegionDesc]
@@ -184,6 +188,9 @@ def typed_params(desc: WorkloadDesc, given: dict[str, Any]) -> dict[str, Any]:
     for k, allowed in desc.choices.items():
         if env.get(k) not in allowed:
             raise ParamError(k, f"workload {desc.name}: {k} = {env.get(k)!r} is not accepted (expected one of: {', '.join(map(str, allowed))})")
+    for k, low in desc.minimum.items():
+        if k in env and env[k] < low:
+            raise ParamError(k, f"workload {desc.name}: {k} must be at least {low}, got {env[k]!r}")
     if desc.classes and env.get("class") not in desc.classes:
         raise ParamError("class", f"workload {desc.name} does not define class {env.get('class')!r} (classes: {', '.join(desc.classes)})")
     return dict(sorted(env.items()))
