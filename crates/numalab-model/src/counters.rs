@@ -1,5 +1,5 @@
 //! The counter catalogue: every counter numalab reports, with the kernel's name, unit, kind and
-//! meaning, so simulated and measured tables share columns (design/reference/linux-numa.md §7).
+//! meaning, so simulated and measured tables share columns (docs/allocation.md §8, docs/balancing.md §14).
 
 use serde::Serialize;
 

@@ -186,7 +186,7 @@ pub fn curve_factor(curve: &[CurvePoint], rho: f64) -> f64 {
 
 /// Intel MLC `--loaded_latency` on a 2-socket Xeon Silver 4110 (12 x DDR4-2666), normalised to
 /// its idle latency (81.96 ns) and to its highest achieved bandwidth (135.66 GB/s).
-/// Source: community.intel.com, "Intel Memory Latency Checker v3.5 test" (design/reference/workloads.md §5.3).
+/// Source: community.intel.com, "Intel Memory Latency Checker v3.5 test" (docs/contention.md §3).
 pub fn default_loaded_latency() -> Vec<CurvePoint> {
     const IDLE_NS: f64 = 81.96;
     const MAX_GBPS: f64 = 135.66;

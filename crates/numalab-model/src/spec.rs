@@ -3,7 +3,7 @@
 //! threads, numbered the way Linux numbers CPUs) or lists its nodes and cores explicitly
 //! (sysfs and hwloc imports). What it leaves out is derived by documented rules:
 //! - distances: 10 local, 20 remote (the kernel's `REMOTE_DISTANCE` when firmware gives no SLIT);
-//! - idle latency: `local_ns x distance / 10` (design/model.md §2);
+//! - idle latency: `local_ns x distance / 10` (docs/contention.md §2);
 //! - loaded-latency curve: the MLC curve of [`default_loaded_latency`];
 //! - routes: fewest link hops, ties to the lowest node ids (static routing).
 

@@ -1,5 +1,5 @@
 //! The page allocator as the kernel runs it for one zone per node
-//! (design/reference/linux-numa.md §1.2, §2.4, §2.5, §2.7): fallback lists (zonelists) built the
+//! (docs/allocation.md §5-§8): fallback lists (zonelists) built the
 //! kernel's way, watermarks, the allocation walk of each kernel profile, and `numastat`.
 
 use serde::Serialize;

@@ -1,5 +1,4 @@
-//! Closed-loop latency/bandwidth solution for one epoch (design/model.md §4,
-//! design/reference/workloads.md §5.4):
+//! Closed-loop latency/bandwidth solution for one epoch (docs/contention.md §1-§7):
 //! 1. a thread's line rate follows Little's law with its memory-level parallelism:
 //!    `X = share / (compute_per_line + sum_n f_n L_n / mlp)`;
 //! 2. each memory controller's utilisation `rho = lines/s x 64 B / bandwidth` sets its latency
@@ -11,7 +10,7 @@
 use numalab_model::{Hop, Machine};
 
 const LINE: f64 = 64.0;
-/// Bytes a line occupies on a link: 64 B of data plus ~16 B of header/coherence [est, workloads.md §5.4].
+/// Bytes a line occupies on a link: 64 B of data plus ~16 B of header/coherence [est, docs/contention.md §5].
 const LINK_LINE: f64 = 80.0;
 const RHO_CAP: f64 = 0.99;
 /// Throttled threads aim just below saturation, leaving the per-slice hard cap for bursts.

@@ -1,4 +1,4 @@
-//! From the policy in force to an allocation (design/reference/linux-numa.md §3.1-3.4): which node
+//! From the policy in force to an allocation (docs/allocation.md §4): which node
 //! the walk starts at, which nodes it may use, and the interleave index rule
 //! `node = (ilx mod w)`-th set bit, with `ilx = vm_pgoff + offset = address >> page_shift`.
 

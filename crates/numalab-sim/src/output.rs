@@ -1,4 +1,4 @@
-//! What a run reports, with the kernel's counter names (design/README.md §3.1): time, per-thread
+//! What a run reports, with the kernel's counter names (docs/studies.md §4): time, per-thread
 //! placement and times, pages per node, the access map (rows: CPU node, columns: memory node,
 //! in 64-byte DRAM transfers), `numastat` per node, `vmstat`, and a timeline.
 
@@ -43,7 +43,7 @@ pub struct ThreadOut {
     pub sched: Option<ThreadSched>,
 }
 
-/// `/proc/PID/task/TID/sched` NUMA lines (linux-numa.md §7.6); nodes by OS index.
+/// `/proc/PID/task/TID/sched` NUMA lines (docs/balancing.md §14.2); nodes by OS index.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct ThreadSched {
     /// `mm->numa_scan_seq`: completed scan passes of the thread's process.

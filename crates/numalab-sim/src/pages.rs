@@ -3,7 +3,7 @@
 //!
 //! Regions get virtual addresses as `mmap` hands them out: top-down from `MMAP_BASE`, each
 //! aligned to 2 MiB (what kernels since 6.7 do for anonymous mappings of 2 MiB or more), so the
-//! interleave index of a page is its virtual page number (linux-numa.md §3.3).
+//! interleave index of a page is its virtual page number (docs/allocation.md §4.3).
 
 use crate::input::RegionSpec;
 use crate::mempolicy::Resolved;

@@ -1,4 +1,4 @@
-//! Where threads run (design/model.md §7).
+//! Where threads run (docs/scheduler.md).
 //!
 //! - Bound threads (`OMP_PROC_BIND` close/spread/primary over `OMP_PLACES` threads/cores/sockets)
 //!   get a place each, computed as the OpenMP 5 specification says (§2.6.2 "Controlling OpenMP

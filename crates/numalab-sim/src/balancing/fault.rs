@@ -1,4 +1,4 @@
-//! The hinting fault (linux-numa.md §4.6-§4.9): `do_numa_page`, `mpol_misplaced` with the
+//! The hinting fault (docs/balancing.md §6-§9): `do_numa_page`, `mpol_misplaced` with the
 //! two-stage filter (K313 deferral, K6 early-life and group rules), `migrate_misplaced_page`
 //! (K313 rate limit, high-watermark refusal, THP moving whole) and `task_numa_fault`.
 

@@ -1,5 +1,5 @@
 //! Automatic NUMA balancing ("NUMAB") as Linux runs it, for the 3.13 and 6.13 profiles
-//! (design/reference/linux-numa.md §4, §6, §7, §9-§12; design/model.md §6):
+//! (docs/balancing.md):
 //!
 //! - [`scan`]: `task_tick_numa` (runtime-driven trigger), `task_numa_work` (per-mm wall-clock
 //!   gate, window walk over the VMAs in address order, K6 per-VMA filters) and the scan period

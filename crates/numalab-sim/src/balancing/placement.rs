@@ -1,4 +1,4 @@
-//! Statistics and preferred node (linux-numa.md §4.5, §4.10, §4.11): `task_numa_placement`
+//! Statistics and preferred node (docs/balancing.md §5, §10, §11): `task_numa_placement`
 //! once per completed pass, `update_task_scan_period`, numa groups and the fault weights.
 
 use super::{Group, Numab, TopoType, World, MS};

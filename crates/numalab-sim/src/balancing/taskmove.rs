@@ -1,4 +1,4 @@
-//! Moving tasks toward their memory (linux-numa.md §4.12): `numa_migrate_preferred` and
+//! Moving tasks toward their memory (docs/balancing.md §12): `numa_migrate_preferred` and
 //! `task_numa_migrate`, with 3.13's capacity rule and swap acceptance and 6.x's node types,
 //! allowed imbalance, `SMALLIMP` and preferred-node bonuses.
 

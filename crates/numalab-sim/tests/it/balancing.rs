@@ -1,4 +1,4 @@
-//! Automatic NUMA balancing: the checklist of design/reference/linux-numa.md §12 (items 28-63
+//! Automatic NUMA balancing: the testable statements of docs/balancing.md §18 (items 28-63
 //! that the model covers), each test named after its item. Fine-grained rules drive the
 //! mechanism directly through a rig (hinting faults and scans on hand-placed pages); the rest
 //! run whole workloads.
@@ -961,7 +961,7 @@ fn numab_full(r: &Rig, knobs: Balancing, costs: Costs) -> Numab {
 
 // --- Whole runs -----------------------------------------------------------------------------
 
-/// DGEMV (design/reference/studies.md S2): A (n x n doubles) first written by the master,
+/// DGEMV (docs/studies.md §6.2): A (n x n doubles) first written by the master,
 /// then `reps` row-block sweeps by 16 unbound threads.
 fn dgemv(n: u64, reps: u64) -> WorkloadSpec {
     let bytes = 8 * n * n;

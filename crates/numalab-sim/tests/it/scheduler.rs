@@ -1,4 +1,4 @@
-//! Where unbound and bound threads run (design/model.md §7).
+//! Where unbound and bound threads run (docs/scheduler.md).
 
 use numalab_model::PolicyMode;
 use numalab_sim::input::{Pattern, Placement, Places, ProcBind};
