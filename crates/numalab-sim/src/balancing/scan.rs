@@ -1,4 +1,4 @@
-//! When scans run and what one scan marks (linux-numa.md §4.3-§4.5): `task_tick_numa`,
+//! When scans run and what one scan marks (docs/balancing.md §3-§5): `task_tick_numa`,
 //! `task_numa_work` with its window walk, and `task_scan_min/max/start`.
 
 use super::{effective_policy, policy_mof, MmView, Numab, VmaNumab, World, MS, TICK_NS};
