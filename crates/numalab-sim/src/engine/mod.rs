@@ -1,4 +1,4 @@
-//! The run loop (design/model.md §1, §4): time advances in epochs; in each epoch the contention
+//! The run loop (docs/contention.md §1): time advances in epochs; in each epoch the contention
 //! solver turns every thread's recent memory mix into a cost per line for each node, then each
 //! thread works through its page visits on its own clock until the epoch ends, a barrier stops
 //! it, or its program ends. First writes allocate pages under the policy in force.
