@@ -1,5 +1,5 @@
 //! Access patterns: which bytes of a region a thread touches in one phase execution, turned into
-//! a stream of page visits (design/model.md §3). One visit = one thread touching one page (or a
+//! a stream of page visits (docs/workloads.md §2, §3). One visit = one thread touching one page (or a
 //! run of `stride` pages when sampling) and moving `lines` 64-byte lines to or from DRAM.
 
 use crate::input::{AccessSpec, Pattern};
