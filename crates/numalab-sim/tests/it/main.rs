@@ -1,5 +1,5 @@
-//! Integration tests of the engine (one binary): the analytic checks of design/model.md §11 and
-//! the kernel rules of design/reference/linux-numa.md §12 that the engine covers.
+//! Integration tests of the engine (one binary): the checks of docs/allocation.md §10 and docs/contention.md §10 and
+//! the kernel rules of docs/balancing.md §18 that the engine covers.
 
 mod balancing;
 mod common;
