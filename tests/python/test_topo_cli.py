@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from numalab.machine import load
-from numalab.machine.render import numactl_hardware
+from numalab.machine import load, preset_names
+from numalab.machine.hwloc_export import topology_element
+from numalab.machine.render import lstopo_tree, numactl_hardware
 
 
 def test_opteron_json_has_8_nodes_64_pus_and_8x8_distances(cli):
@@ -254,3 +255,29 @@ def test_input_that_is_not_xml(cli, tmp_path):
 def test_machine_that_is_a_path_but_not_a_machine_file(cli, tmp_path):
     err = _one_line_error(cli, "topo", "-m", str(tmp_path))
     assert err == f"numalab: {tmp_path}: a machine file must be a preset-format .toml or an hwloc .xml (lstopo --of xml)\n"
+
+
+LSTOPO = shutil.which("lstopo-no-graphics")
+
+
+@pytest.mark.skipif(LSTOPO is None, reason="hwloc's lstopo-no-graphics is not installed")
+@pytest.mark.parametrize("preset", preset_names())
+def test_tree_is_what_lstopo_draws_from_the_export(cli, tmp_path, preset):
+    xml = tmp_path / f"{preset}.xml"
+    assert cli("topo", "-m", preset, "--export-xml", str(xml))[0] == 0
+    theirs = subprocess.run([LSTOPO, "-i", str(xml)], check=True, capture_output=True, text=True).stdout
+    assert cli("topo", "-m", preset, "--tree")[1] == theirs
+
+
+def test_tree_drops_a_group_that_adds_no_structure_as_hwloc_does(tmp_path):
+    """Two nodes of one core in a package: hwloc removes the per-node Group (it has its Core's
+    cpuset) and hangs the NUMANode under the Core."""
+    spec = tmp_path / "t.toml"
+    spec.write_text(_spec("[[10, 11], [11, 10]]").replace("packages = 2\nnodes_per_package = 1\ncores_per_node = 2",
+                                                           "packages = 1\nnodes_per_package = 2\ncores_per_node = 1"))
+    doc = json.loads(load(str(spec)).to_json())
+    assert lstopo_tree(topology_element(doc)) == (
+        "Machine (2048MB total) + Package L#0\n"
+        "  Core L#0\n    NUMANode L#0 (P#0 1024MB)\n    PU L#0 (P#0)\n"
+        "  Core L#1\n    NUMANode L#1 (P#1 1024MB)\n    PU L#1 (P#1)\n"
+    )

@@ -83,21 +83,26 @@ def lstopo_tree(topology: ET.Element) -> str:
             return f"PU L#{logical} (P#{el.attrib['os_index']})"
         return f"{key} L#{logical}"
 
-    def walk(el: ET.Element, depth: int, prefix: str, groups: int) -> None:
+    def walk(el: ET.Element, depth: int, prefix: str, groups: int, adopted: list[ET.Element]) -> None:
+        children = el.findall("object")
+        memory = adopted + [c for c in children if c.attrib["type"] == "NUMANode"]
+        normal = [c for c in children if c.attrib["type"] != "NUMANode"]
+        if el.attrib["type"] == "Group" and len(normal) == 1:
+            # hwloc drops a Group that adds no structure (its only child has its cpuset: the
+            # KEEP_STRUCTURE filter); the child takes over its memory children.
+            walk(normal[0], depth, prefix, groups, memory)
+            return
         text = prefix + label(el, groups)
         groups += el.attrib["type"] == "Group"
-        children = el.findall("object")
-        memory = [c for c in children if c.attrib["type"] == "NUMANode"]
-        normal = [c for c in children if c.attrib["type"] != "NUMANode"]
         if len(normal) == 1 and not memory:
-            walk(normal[0], depth, text + " + ", groups)
+            walk(normal[0], depth, text + " + ", groups, [])
             return
         out.append("  " * depth + text)
         for child in memory + normal:
-            walk(child, depth + 1, "", groups)
+            walk(child, depth + 1, "", groups, [])
 
     for root in topology.findall("object"):
-        walk(root, 0, "", 0)
+        walk(root, 0, "", 0, [])
     return "\n".join(out) + "\n"
 
 
