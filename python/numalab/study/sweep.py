@@ -60,7 +60,7 @@ def check_size(study: Any, limit: int = MAX_RUNS) -> int:
     if n > limit:
         seeds = len(set(study.seeds)) if study.seeds is not None else (study.repetitions or 1)
         raise UsageError(
-            f"study '{study.name}' asks for {n:,} runs ({n // seeds:,} configurations x {seeds:,} seeds); at most {limit:,} "
+            f"study '{study.name}' asks for {n:,} runs ({n // seeds:,} configurations x {seeds:,} seed{'s' if seeds != 1 else ''}); at most {limit:,} "
             "are accepted, because every run is expanded, checked and held in memory before the first one starts: "
             "use fewer seeds or sweep values, or split it into several studies"
         )
