@@ -76,7 +76,7 @@ def test_the_run_count_is_known_without_expanding():
     # the study file's own limit on repetitions, or the run count's: either says the limit
     ("repetitions = 100000000\n", r"100,000,000 runs.*at most|repetitions: input should be less than or equal to \d+, got 100000000"),
     ("[sweep.params]\nn = [%s]\nreps = [%s]\n" % (", ".join(str(1000 + i) for i in range(1000)), ", ".join(str(1 + i) for i in range(1000))),
-     r"1,000,000 runs \(1,000,000 configurations x 1 seeds\); at most [\d,]+ are accepted, because every run is expanded, checked and held in memory"),
+     r"1,000,000 runs \(1,000,000 configurations x 1 seed\); at most [\d,]+ are accepted, because every run is expanded, checked and held in memory"),
 ])
 def test_a_study_too_large_to_expand_is_refused_at_once(tmp_path, cli, extra, count):
     (tmp_path / "big.toml").write_text(STUDY + extra)
