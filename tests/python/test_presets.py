@@ -1,7 +1,7 @@
 """Machine presets: every file loads, has the documented shape, and carries a source for every number.
 
-The shape facts come from design/reference/studies.md (the study machines) and the brief for the
-two-socket servers and the QEMU guests; the sourcing rule is design/README.md §4 ("every preset number
+The shape facts come from docs/studies.md §6 (the study machines) and the brief for the
+two-socket servers and the QEMU guests; the sourcing rule is docs/machines.md §2 ("every preset number
 carries its source"), checked mechanically by `uncited_number_lines`.
 """
 

@@ -21,7 +21,7 @@ from numalab.report.stats import estimate, t975
 STUDY = """
 name = "rep"
 description = "report test"
-design = "design/reference/studies.md S2 (reduced)"
+design = "S2, docs/studies.md §6.2 (reduced)"
 machine = "e5-2620v4-2s"
 workload = "dgemv"
 params = { n = 3000, reps = 5 }
@@ -127,7 +127,7 @@ def test_html_report_is_self_contained_with_tables_and_heatmaps(stored):
     # the baseline's own speedup is 1 for every seed: said to be identical, not a zero-width interval
     assert any(re.fullmatch(r"1\.00 \(all 3 identical\)", c) for c in p.cells)
     assert not any(re.search(r"± 0\.00$", c) for c in p.cells)
-    assert "report test" in html and "design/reference/studies.md S2" in html
+    assert "report test" in html and "S2, docs/studies.md §6.2" in html
     figures = sorted(f.name for f in (stored / "out" / "report-figures").iterdir())
     assert len([f for f in figures if f.endswith(".png")]) == len([f for f in figures if f.endswith(".svg")]) == 4  # 2 pages + 2 scatter
     assert html.count('src="data:image/svg+xml;base64,') == 4

@@ -99,7 +99,7 @@ def test_study_cli_reports_a_bad_file_as_a_usage_error(cli, tmp_path):
 @pytest.mark.parametrize("name, runs", [("example.toml", 16), ("s1-autonuma-npb.toml", 84), ("s2-dgemv-first-touch.toml", 30)])
 def test_shipped_studies_validate_and_expand(name, runs):
     sf = load_study(STUDIES / name)
-    assert "design/reference/studies.md" in sf.study.design
+    assert "docs/studies.md" in sf.study.design
     resolved = expand(sf)
     assert len(resolved.runs) == runs
     assert len({r.hash for r in resolved.runs}) == runs

@@ -1,4 +1,4 @@
-"""Workload descriptors: the library resolves, NPB footprints match design/reference/workloads.md §2.1,
+"""Workload descriptors: the library resolves, NPB footprints match docs/workloads.md §4.1,
 and bad descriptors or parameters are refused with a clear UsageError."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from numalab.workload.descriptor import library_names, load, resolve
 
 NPB = ["ep", "cg", "mg", "ft", "bt", "sp", "lu", "is"]
 
-# Class C allocated footprint in bytes, workloads.md §2.1 (GB = 1e9 B).
+# Class C allocated footprint in bytes, docs/workloads.md §4.1 (GB = 1e9 B).
 FOOTPRINT_C = {
     "cg": 0.96e9,
     "mg": 3.57e9,

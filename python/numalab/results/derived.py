@@ -1,4 +1,4 @@
-"""Derived metrics of one result document as flat store columns (design/README.md §3.1).
+"""Derived metrics of one result document as flat store columns (docs/studies.md §4).
 
 ``local_pct``/``remote_pct``/``max_concentration_pct`` come from ``metrics.access_metrics``;
 ``dram_bytes`` and ``dram_gbps`` measure memory intensity (the x axis of "intensity vs gain"

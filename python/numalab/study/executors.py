@@ -1,6 +1,6 @@
 """Where runs execute: local worker processes, an existing Dask cluster, or Dask workers that
 dask-jobqueue submits to a Slurm queue. Every backend returns each run's outcome to the one
-client process, which alone writes the store (design/README.md §3.4).
+client process, which alone writes the store (docs/studies.md §3).
 
 A backend submits a batch of configurations (``worker.run_batch``) and returns a future-like
 handle (with ``add_done_callback``, through which the sweep learns of finished batches), says
