@@ -207,33 +207,33 @@ pub enum Kernel {
     K6,
 }
 
-/// Costs charged to the thread that incurs them (docs/workloads.md). Every field has a
+/// Costs charged to the thread that incurs them (docs/workloads.md §5). Every field has a
 /// default, so a configuration may override any subset.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Costs {
-    /// First-touch fault of a 4 KiB page (trap, allocate, zero): 0.5-2 us [est, workloads.md §5.6].
+    /// First-touch fault of a 4 KiB page (trap, allocate, zero): 0.5-2 us [est, docs/workloads.md §5].
     pub fault_4k_ns: f64,
-    /// First-touch fault of a 2 MiB THP (zeroing 2 MiB at 10-20 GB/s): 100-200 us [est, workloads.md §5.6].
+    /// First-touch fault of a 2 MiB THP (zeroing 2 MiB at 10-20 GB/s): 100-200 us [est, docs/workloads.md §5].
     pub fault_2m_ns: f64,
     /// Cache refill after the scheduler moves a thread to another CPU [est: a few hundred KiB of
     /// private cache refilled at ~5-10 GB/s]. Also charged to both tasks of a NUMA-balancing swap.
     pub task_move_ns: f64,
     /// NUMA hinting fault without migration (trap, fault accounting, PTE restore): 1-2 us
-    /// [est, workloads.md §5.6].
+    /// [est, docs/workloads.md §5].
     pub hint_fault_ns: f64,
     /// Fixed part of one migrate-on-fault (LRU isolation, target allocation, unmap/remap), on top
-    /// of the copy: a whole 4 KiB migrate-on-fault is 5-20 us [est, workloads.md §5.6], of which
+    /// of the copy: a whole 4 KiB migrate-on-fault is 5-20 us [est, docs/workloads.md §5], of which
     /// the copy is well under 1 us.
     pub migrate_base_ns: f64,
     /// Single-threaded copy rate of a page migration between two nodes at SLIT distance 20:
     /// 11.0 GB/s for 2 MiB folios (~190 us per THP) [doc: LKML 2026-05 "Accelerate page migration
-    /// with batch copying", 2-socket Zen 3, workloads.md §5.6]. A node pair at distance d copies
+    /// with batch copying", 2-socket Zen 3, docs/workloads.md §5]. A node pair at distance d copies
     /// at `migrate_copy_gbps x 20 / d` [est: copy speed follows the remote latency].
     pub migrate_copy_gbps: f64,
     /// Scanner work per mapping newly marked PROT_NONE (PTE or THP PMD), including its share of
     /// the TLB flush: "task_numa_work over 256 MB can take several ms" = 65,536 PTEs
-    /// [doc: Huang Ying, "autonuma: Support to scan page table asynchronously"; workloads.md §5.6],
+    /// [doc: Huang Ying, "autonuma: Support to scan page table asynchronously"; docs/workloads.md §5],
     /// i.e. ~50 ns per PTE [est].
     pub scan_pte_ns: f64,
 }
