@@ -209,3 +209,22 @@ def test_a_store_of_the_first_layout_is_read_and_migrated(good, tmp_path, capsys
         assert store.db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
         assert store.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert store.db.execute("SELECT count(*) FROM runs WHERE repeat_group IS NULL").fetchone()[0] == 0
+
+
+def test_damaged_text_inside_a_sound_database_is_one_clear_line(good, tmp_path, capsys):
+    """Bytes flipped inside a stored document leave SQLite content; reading it must still say so."""
+    root, first = good
+    shutil.copy(root / "r" / "numalab.db", tmp_path / "numalab.db")
+    con = sqlite3.connect(tmp_path / "numalab.db", isolation_level=None)
+    con.execute("UPDATE runs SET result = '{\"broken', params = '[1'")
+    con.close()
+    r = ["-r", str(tmp_path)]
+    for argv, expected in (
+        (["results", "show", first, *r], "its stored document is not JSON"),
+        (["results", "export", "--csv", str(tmp_path / "x.csv"), *r], "its parameters are not JSON"),
+        (["report", str(tmp_path), "-o", str(tmp_path / "x.html")], "is not JSON"),
+    ):
+        code, _, err = _call(capsys, *argv)
+        lines = err.strip().splitlines()
+        assert code == 1 and len(lines) == 1 and lines[0].startswith(f"numalab: {tmp_path / 'numalab.db'}: database is corrupt"), (argv, err)
+        assert expected in lines[0], (argv, err)

@@ -45,16 +45,20 @@ def show(
 ) -> None:
     """A run's configuration, status and result summary (or its whole document with --json)."""
     from numalab.cli.tables import summary
-    from numalab.results.store import Store
+    from numalab.results.store import Store, StoreError
 
     with Store(results, create=False) as store:
         row = store.find(run_hash)
-    doc = json.loads(row["result"]) if row["result"] else None
+    try:
+        doc = json.loads(row["result"]) if row["result"] else None
+        config = json.loads(row["config"])
+    except ValueError:
+        raise StoreError(f"{store.path}: database is corrupt (run {row['hash'][:12]}: its stored document is not JSON)") from None
     if as_json:
         typer.echo(json.dumps(doc if doc is not None else {"status": row["status"], "error": row["error"]}, indent=2, sort_keys=True))
         return
     typer.echo(f"run {row['hash']} (study {row['study']}): {row['status']}" + (f" - {row['error']}" if row["error"] else ""))
-    typer.echo("configuration: " + json.dumps(json.loads(row["config"]), sort_keys=True))
+    typer.echo("configuration: " + json.dumps(config, sort_keys=True))
     if row["wall_s"] is not None:
         typer.echo(f"wall time: {row['wall_s']:.3f} s, finished {row['finished_at']}")
     if doc is not None:
