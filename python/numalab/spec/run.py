@@ -25,7 +25,7 @@ KERNELS = ("3.13", "6.13")
 PROC_BIND = ("false", "true", "close", "spread", "primary", "master")
 PLACES = ("threads", "cores", "sockets")
 THP = ("always", "never")
-MAX_SEED = 2**63 - 1  # the store keeps seeds as SQLite INTEGER (signed 64-bit)
+MAX_SEED = 2**64 - 1  # the engine's seed is a u64
 
 
 @dataclass(frozen=True)
@@ -249,7 +249,7 @@ def _seed(value: Any) -> int:
     except ValueError:
         raise UsageError(f"--seed: '{value}' is not a whole number") from None
     if not 0 <= seed <= MAX_SEED:
-        raise UsageError(f"--seed must be 0..{MAX_SEED} (2^63-1), got {seed}")
+        raise UsageError(f"--seed must be 0..{MAX_SEED} (2^64-1), got {seed}")
     return seed
 
 

@@ -10,12 +10,11 @@ column: the run's ``label``, else its placement, plus balancing, kernel and THP 
 from __future__ import annotations
 
 import itertools
-import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
-from numalab.exceptions import USAGE_ERRORS
+from numalab.exceptions import USAGE_ERRORS, UsageError
 from numalab.spec import RunSpec
 from numalab.spec.run import load_machine
 from numalab.spec import config as config_language
@@ -24,7 +23,7 @@ from numalab.study.canonical import config_hash, to_json
 from numalab.workload import descriptor
 from numalab.study.errors import located
 from numalab.study.load import StudyFile
-from numalab.study.model import MAX_RUNS, RunPatch, Study
+from numalab.study.model import RunPatch, Study
 
 FIELDS = ("machine", "workload", "placement", "balancing", "kernel", "thp")
 COLUMN_FIELDS = ("placement", "balancing", "kernel", "thp")
@@ -113,12 +112,14 @@ def expand(sf: StudyFile) -> ResolvedStudy:
 
 
 def _check_size(sf: StudyFile) -> None:
-    """Count the runs before making them: a sweep typed with an extra zero must not exhaust memory."""
-    s = sf.study
-    total = max(1, len(s.runs)) * math.prod(len(values) for _n, _k, values in _axes(s)) * len(s.seed_list())
-    if total > MAX_RUNS:
-        raise located(sf.path, sf.text, "sweep" if _axes(s) else "runs",
-                      f"the study expands to {total:,} runs, more than one study may hold ({MAX_RUNS:,}); split it or sweep fewer values")
+    """Count the runs before making them (``sweep.check_size``): a sweep typed with an extra zero
+    must not exhaust memory."""
+    from numalab.study.sweep import check_size  # sweep imports this module
+
+    try:
+        check_size(sf.study)
+    except UsageError as e:
+        raise located(sf.path, sf.text, "sweep" if _axes(sf.study) else "repetitions", str(e)) from None
 
 
 def _check_labels(sf: StudyFile, named: list[tuple["_Point", dict[str, Any], str, str]]) -> None:

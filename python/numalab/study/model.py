@@ -24,9 +24,6 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_
 from numalab.spec.run import MAX_SEED
 from numalab.study.balancing import Balancing, parse_balancing
 
-#: More runs than this in one study is a mistake (a sweep typed with an extra zero), not a study.
-MAX_RUNS = 100_000
-
 Kernel = Literal["3.13", "6.13"]
 Thp = Literal["always", "never"]
 # StrictBool first so that TOML true stays a bool rather than becoming 1.
@@ -95,8 +92,8 @@ class Study(_Strict):
     kernel: Kernel = "6.13"
     thp: Optional[Thp] = None
     sample_rate: float = Field(1.0, gt=0, le=1, description="Fraction of page visits simulated.")
-    seeds: Optional[list[Annotated[StrictInt, Field(ge=0, le=MAX_SEED)]]] = Field(None, min_length=1, description="Seeds, 0..2^63-1; each is one repetition (default [1]).")
-    repetitions: Optional[StrictInt] = Field(None, ge=1, le=MAX_RUNS, description="Shorthand for seeds 1..N.")
+    seeds: Optional[list[Annotated[StrictInt, Field(ge=0, le=MAX_SEED)]]] = Field(None, min_length=1, description="Seeds, 0..2^64-1; each is one repetition (default [1]).")
+    repetitions: Optional[StrictInt] = Field(None, ge=1, description="Shorthand for seeds 1..N.")
     baseline: Optional[RunPatch] = Field(None, description="Keys that turn a run into its baseline for speedups, e.g. { placement = \"default\", balancing = false }.")
     sweep: Sweep = Field(default_factory=Sweep)
     runs: list[RunPatch] = Field(default_factory=list)
