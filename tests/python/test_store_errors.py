@@ -222,7 +222,7 @@ def test_damaged_text_inside_a_sound_database_is_one_clear_line(good, tmp_path, 
     for argv, expected in (
         (["results", "show", first, *r], "its stored document is not JSON"),
         (["results", "export", "--csv", str(tmp_path / "x.csv"), *r], "its parameters are not JSON"),
-        (["report", str(tmp_path), "-o", str(tmp_path / "x.html")], "is not JSON"),
+        (["report", str(tmp_path), "-o", str(tmp_path / "x.html")], "not JSON"),
     ):
         code, _, err = _call(capsys, *argv)
         lines = err.strip().splitlines()
