@@ -8,7 +8,7 @@ NUMALAB := $(VENV)/bin/numalab
 STAMP := $(VENV)/.deps-stamp
 RUST_SRC := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml
 
-.PHONY: help venv build run test test-rust test-python bench lint clean
+.PHONY: help venv build run test test-rust test-python bench lint clean kernels agent
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  make %-12s %s\n", $$1, $$2}'
@@ -26,7 +26,13 @@ $(VENV)/.build-stamp: $(STAMP) $(RUST_SRC)
 		$(VENV)/bin/maturin develop -q --release 2>&1 | sed '/Requirement already satisfied/d'
 	touch $@
 
-build: $(VENV)/.build-stamp ## build the Rust core and install numalab into .venv (editable)
+build: $(VENV)/.build-stamp kernels ## build the Rust core and install numalab into .venv (editable)
+
+kernels: ## build the C/OpenMP kernels (kernels/dgemv, stream, stencil; static if libgomp.a links)
+	$(MAKE) -s -C kernels
+
+agent: ## build the static numalab-agent (target/x86_64-unknown-linux-gnu/release/)
+	RUSTFLAGS='-C target-feature=+crt-static' cargo build --release --quiet -p numalab-agent --target x86_64-unknown-linux-gnu
 
 run: build ## build, then run the example study and write its report (the main job)
 	$(NUMALAB) topo --machine e5-2620v4-2s
@@ -38,7 +44,7 @@ run: build ## build, then run the example study and write its report (the main j
 
 test: test-rust test-python ## run every test (Rust, then Python)
 
-test-rust: ## cargo tests of every crate
+test-rust: kernels ## cargo tests of every crate
 	cargo test --workspace --quiet
 
 test-python: build ## pytest (unit, CLI, integration)
@@ -53,4 +59,5 @@ lint: ## rustfmt and clippy
 
 clean: ## remove build outputs and the venv
 	cargo clean
+	$(MAKE) -s -C kernels clean
 	rm -rf $(VENV) python/numalab/*.so

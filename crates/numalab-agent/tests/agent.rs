@@ -1,0 +1,362 @@
+//! numalab-agent end to end on this host (whatever its nodes; the placement checks use node 0 and
+//! CPU 0, which every Linux machine has), and on captured trees for nodes it lacks.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const AGENT: &str = env!("CARGO_BIN_EXE_numalab-agent");
+
+fn scratch(test: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("numalab-agent-test-{}-{test}", std::process::id()));
+    let _ = fs::remove_dir_all(&d);
+    fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/procfs").join(name)
+}
+
+fn agent(args: &[&str]) -> Output {
+    Command::new(AGENT).args(args).output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Run `cmd` under the agent with `placement`, records to a file; (command's stdout, records).
+fn run_recorded(test: &str, placement: &[&str], cmd: &[&str]) -> (Output, Vec<Value>) {
+    let out = scratch(test).join("records.jsonl");
+    let mut args = vec!["run", "--output", out.to_str().unwrap()];
+    args.extend_from_slice(placement);
+    args.push("--");
+    args.extend_from_slice(cmd);
+    let o = agent(&args);
+    (o, records(&out))
+}
+
+fn records(path: &Path) -> Vec<Value> {
+    fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l}: {e}")))
+        .collect()
+}
+
+fn summary(recs: &[Value]) -> &Value {
+    let s = recs.last().expect("records");
+    assert_eq!(s["type"], "summary", "{s}");
+    s
+}
+
+/// The policies of numa_maps lines (second field up to the first file=/heap/stack/counter).
+fn policies(numa_maps: &str) -> Vec<String> {
+    numa_maps
+        .lines()
+        .map(|l| {
+            let rest = l.split_once(' ').unwrap().1;
+            for spaced in ["prefer (many)", "weighted interleave"] {
+                if let Some(r) = rest.strip_prefix(spaced) {
+                    return format!("{spaced}{}", r.split(' ').next().unwrap());
+                }
+            }
+            rest.split(' ').next().unwrap().to_string()
+        })
+        .collect()
+}
+
+fn numa_maps_under(test: &str, placement: &[&str]) -> Vec<String> {
+    let (o, recs) = run_recorded(test, placement, &["cat", "/proc/self/numa_maps"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(summary(&recs)["exit_code"], 0);
+    let p = policies(&text(&o.stdout));
+    assert!(!p.is_empty());
+    p
+}
+
+mod placement {
+    use super::*;
+
+    #[test]
+    fn membind_binds_every_mapping_to_node_0() {
+        let (o, recs) = run_recorded("membind-status", &["--membind=0"], &["cat", "/proc/self/status"]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let status = text(&o.stdout);
+        assert!(
+            status.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["Mems_allowed_list:", "0"]),
+            "{status}"
+        );
+        assert_eq!(recs[0]["type"], "start");
+        assert_eq!(recs[0]["placement"]["policy"], "bind");
+        assert_eq!(recs[0]["placement"]["numa_maps_policy"], "bind:0");
+        assert!(numa_maps_under("membind-maps", &["--membind=0"]).iter().all(|p| p == "bind:0"));
+    }
+
+    #[test]
+    fn interleave_all_interleaves_over_the_nodes_with_memory() {
+        let p = numa_maps_under("interleave", &["--interleave=all"]);
+        let expect = recs_policy("interleave-start", &["--interleave=all"]);
+        assert!(expect.starts_with("interleave:0"), "{expect}");
+        assert!(p.iter().all(|x| *x == expect), "{p:?}");
+    }
+
+    fn recs_policy(test: &str, placement: &[&str]) -> String {
+        let (_, recs) = run_recorded(test, placement, &["true"]);
+        recs[0]["placement"]["numa_maps_policy"].as_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn each_numactl_mode_reaches_the_kernel() {
+        assert!(numa_maps_under("local", &["-l"]).iter().all(|p| p == "local"));
+        assert!(numa_maps_under("preferred", &["-p", "0"]).iter().all(|p| p == "prefer:0"));
+        assert!(numa_maps_under("static", &["--membind==0"]).iter().all(|p| p == "bind=static:0"));
+        // Newer modes (preferred-many 5.15, weighted interleave 6.9): checked where the kernel has them.
+        for (opt, want) in
+            [("--preferred-many=0", "prefer (many):0"), ("--weighted-interleave=0", "weighted interleave:0")]
+        {
+            let o = agent(&["run", opt, "true"]);
+            if text(&o.stderr).contains("the kernel refused") {
+                continue;
+            }
+            assert!(numa_maps_under(opt, &[opt]).iter().all(|p| p == want), "{opt}");
+        }
+        // The default policy is left alone.
+        assert!(numa_maps_under("default", &[]).iter().all(|p| p == "default"));
+    }
+
+    #[test]
+    fn cpu_binding_sets_the_affinity() {
+        let (o, _) = run_recorded("physcpubind", &["--physcpubind=0"], &["cat", "/proc/self/status"]);
+        let s = text(&o.stdout);
+        assert!(s.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["Cpus_allowed_list:", "0"]), "{s}");
+        let node0 = fs::read_to_string("/sys/devices/system/node/node0/cpulist").unwrap();
+        let (o, recs) = run_recorded("cpunodebind", &["-N", "0"], &["cat", "/proc/self/status"]);
+        let s = text(&o.stdout);
+        let want = node0.trim();
+        assert!(s.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["Cpus_allowed_list:", want]), "{s}");
+        assert_eq!(recs[0]["placement"]["cpus"], want);
+    }
+}
+
+mod exit_codes {
+    use super::*;
+
+    #[test]
+    fn the_command_exit_code_is_passed_through() {
+        let (o, recs) = run_recorded("exit3", &[], &["sh", "-c", "exit 3"]);
+        assert_eq!(o.status.code(), Some(3));
+        let s = summary(&recs);
+        assert_eq!((s["exit_code"].as_i64(), s["agent_exit_code"].as_i64()), (Some(3), Some(3)));
+        assert!(s["signal"].is_null());
+    }
+
+    #[test]
+    fn a_missing_command_is_127_like_a_shell() {
+        let o = agent(&["run", "--", "numalab-no-such-command", "x"]);
+        assert_eq!(o.status.code(), Some(127));
+        assert_eq!(text(&o.stderr), "numalab-agent: numalab-no-such-command: command not found\n");
+        // argv, never a shell string: a command line in one word is a command name.
+        let o = agent(&["run", "--", "echo hi"]);
+        assert_eq!(o.status.code(), Some(127));
+    }
+
+    #[test]
+    fn a_file_that_is_not_executable_is_126() {
+        let f = scratch("noexec").join("script");
+        fs::write(&f, "#!/bin/sh\nexit 0\n").unwrap();
+        let o = agent(&["run", "--", f.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(126), "{}", text(&o.stderr));
+        assert!(text(&o.stderr).contains("Permission denied"));
+    }
+
+    #[test]
+    fn bad_input_is_one_line_and_exit_2() {
+        for (args, want) in [
+            (vec!["run", "--interleaved=0", "true"], "unknown option '--interleaved=0'"),
+            (vec!["run", "--membind=63", "true"], "--membind=63: node 63"),
+            (vec!["run", "-i", "0", "-m", "0", "true"], "conflicting policies"),
+            (vec!["run", "--physcpubind=4095", "true"], "--physcpubind=4095: cpu 4095"),
+            (vec!["frobnicate"], "unknown subcommand"),
+        ] {
+            let o = agent(&args);
+            let err = text(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+            assert!(err.starts_with("numalab-agent: ") && err.contains(want), "{args:?}: {err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+        }
+    }
+
+    #[test]
+    fn nodes_without_memory_or_cpus_are_refused_with_the_reason() {
+        let root = fixture("four-node-tiered");
+        let r = root.to_str().unwrap();
+        let o = agent(&["run", "--root", r, "--membind=3", "true"]);
+        assert_eq!(o.status.code(), Some(2));
+        assert_eq!(text(&o.stderr), "numalab-agent: --membind=3: node 3 has no memory (nodes with memory: 0-2)\n");
+        let o = agent(&["run", "--root", r, "--preferred=5", "true"]);
+        assert!(text(&o.stderr).contains("node 5 in '5' does not exist"), "{}", text(&o.stderr));
+        let o = agent(&["run", "--root", r, "--cpunodebind=2", "true"]);
+        assert!(text(&o.stderr).contains("node 2 has no CPUs"), "{}", text(&o.stderr));
+    }
+}
+
+mod sampling {
+    use super::*;
+
+    #[test]
+    fn samples_carry_pages_threads_and_counters() {
+        let (o, recs) = run_recorded("sampling", &["--interval-ms", "50"], &["sleep", "0.4"]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let start = &recs[0];
+        assert!(start["vmstat"]["numa_hit"].as_u64().unwrap() > 0);
+        assert!(start["numastat"]["0"]["numa_hit"].as_u64().unwrap() > 0);
+        let samples: Vec<&Value> = recs.iter().filter(|r| r["type"] == "sample").collect();
+        assert!(samples.len() >= 3, "{} samples", samples.len());
+        let pid = start["pid"].as_u64().unwrap();
+        for s in &samples {
+            assert_eq!(s["pid"].as_u64(), Some(pid));
+            assert!(s["pages_per_node"]["0"].as_u64().unwrap() > 0, "{s}");
+            assert!(s["mappings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["file"].as_str().is_some_and(|f| f.ends_with("sleep"))));
+            let t = &s["threads"][0];
+            assert_eq!(t["tid"].as_u64(), Some(pid));
+            assert!(t["numa_preferred_nid"].is_i64(), "NUMA block of /proc/PID/task/TID/sched: {t}");
+        }
+        let sum = summary(&recs);
+        assert_eq!(sum["samples"].as_u64().unwrap() as usize, samples.len());
+        assert!(sum["vmstat_delta"]["numa_hit"].as_u64().unwrap() > 0, "sleep allocated pages");
+        assert!(sum["pages_per_node"]["0"].as_u64().unwrap() > 0, "the last pages seen");
+        assert!(sum["rusage"]["maxrss_kib"].as_u64().unwrap() > 0);
+        assert!(sum["wall_s"].as_f64().unwrap() >= 0.4);
+        assert_eq!(sum["threads"][0]["comm"], "sleep");
+    }
+}
+
+mod signals {
+    use super::*;
+
+    /// Start the agent on `sleep 30`, recording to a file; wait for the start record.
+    // The caller waits for the returned child (`wait` below); clippy cannot follow it out of the loop.
+    #[allow(clippy::zombie_processes)]
+    fn start(test: &str) -> (Child, PathBuf, u32) {
+        let out = scratch(test).join("records.jsonl");
+        let mut child = Command::new(AGENT)
+            .args(["run", "--interval-ms", "100", "--output", out.to_str().unwrap(), "--", "sleep", "30"])
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        loop {
+            if let Some(pid) = records(&out).first().and_then(|r| r["pid"].as_u64()) {
+                return (child, out, pid as u32);
+            }
+            if t0.elapsed() > Duration::from_secs(10) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("no start record");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn wait(mut c: Child) -> std::process::ExitStatus {
+        let t0 = Instant::now();
+        loop {
+            if let Some(s) = c.try_wait().unwrap() {
+                return s;
+            }
+            if t0.elapsed() > Duration::from_secs(10) {
+                let _ = c.kill();
+                panic!("the agent did not stop");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn sigterm_to_the_agent_reaches_the_command() {
+        let (child, out, _) = start("sigterm");
+        std::thread::sleep(Duration::from_millis(250));
+        Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+        let st = wait(child);
+        assert_eq!(st.code(), Some(128 + 15));
+        let recs = records(&out);
+        let s = summary(&recs);
+        assert_eq!(s["signal"], "SIGTERM");
+        assert_eq!(s["forwarded_signals"][0], "SIGTERM");
+        assert!(s["exit_code"].is_null());
+    }
+
+    #[test]
+    fn a_killed_command_still_gets_its_summary() {
+        let (child, out, pid) = start("sigkill");
+        std::thread::sleep(Duration::from_millis(350));
+        Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap();
+        let st = wait(child);
+        assert_eq!(st.code(), Some(128 + 9));
+        let recs = records(&out);
+        let s = summary(&recs);
+        assert_eq!((s["signal"].as_str(), s["agent_exit_code"].as_i64()), (Some("SIGKILL"), Some(137)));
+        assert!(s["samples"].as_u64().unwrap() >= 1);
+        assert!(s["pages_per_node"]["0"].as_u64().unwrap() > 0, "pages from the last sample");
+        assert!(s["forwarded_signals"].as_array().unwrap().is_empty());
+    }
+}
+
+mod subcommands {
+    use super::*;
+
+    #[test]
+    fn topo_prints_the_host_as_json() {
+        let o = agent(&["topo"]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(!v["nodes"].as_array().unwrap().is_empty());
+        assert!(v["has_memory"].as_str().unwrap().starts_with('0'));
+    }
+
+    fn copy_tree(from: &Path, to: &Path) {
+        fs::create_dir_all(to).unwrap();
+        for e in fs::read_dir(from).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                copy_tree(&e.path(), &to.join(e.file_name()));
+            } else {
+                fs::copy(e.path(), to.join(e.file_name())).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn knobs_set_and_restore_through_a_journal() {
+        let dir = scratch("knobs");
+        let root = dir.join("root");
+        copy_tree(&fixture("four-node-tiered"), &root);
+        let (r, j) = (root.to_str().unwrap().to_string(), dir.join("journal.json").to_str().unwrap().to_string());
+        let o = agent(&["knobs", "set", "numa_balancing=0", "scan_period_min_ms=200", "--journal", &j, "--root", &r]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["changed"][1]["before"], 1000);
+        assert_eq!(v["changed"][1]["location"], "debugfs");
+        let get: Value = serde_json::from_slice(&agent(&["knobs", "get", "--root", &r]).stdout).unwrap();
+        let nb = get["knobs"].as_array().unwrap().iter().find(|k| k["name"] == "numa_balancing").unwrap();
+        assert_eq!(nb["value"], 0);
+        let o = agent(&["knobs", "restore", "--journal", &j, "--root", &r]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert_eq!(fs::read_to_string(root.join("proc/sys/kernel/numa_balancing")).unwrap(), "2\n");
+        assert_eq!(
+            fs::read_to_string(root.join("sys/kernel/debug/sched/numa_balancing/scan_period_min_ms")).unwrap(),
+            "1000\n"
+        );
+        let o = agent(&["knobs", "set", "scan_size=5", "--journal", &j, "--root", &r]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(text(&o.stderr).contains("unknown NUMA balancing knob"), "{}", text(&o.stderr));
+    }
+}
