@@ -1,8 +1,8 @@
 """Machine presets: every file loads, has the documented shape, and carries a source for every number.
 
-The shape facts come from docs/studies.md §6 (the study machines) and the brief for the
-two-socket servers and the QEMU guests; the sourcing rule is docs/machines.md §2 ("every preset number
-carries its source"), checked mechanically by `uncited_number_lines`.
+The shape facts come from docs/studies.md §6 (the study machines) and, for the two-socket servers
+and the QEMU guests, the sources cited in each preset file; the sourcing rule is docs/machines.md §2
+("every preset number carries its source"), checked mechanically by `uncited_number_lines`.
 """
 
 from __future__ import annotations
