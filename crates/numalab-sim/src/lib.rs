@@ -8,12 +8,14 @@
 //! - [`contention`]: the closed-loop latency/bandwidth solution;
 //! - [`sched`]: thread placement and load balancing;
 //! - [`engine`]: the epoch loop; [`output`]: what a run reports.
+//! - [`footprint`]: the engine's own memory and work for a run, estimated and bounded up front.
 
 pub mod alloc;
 pub mod balancing;
 pub mod contention;
 pub mod engine;
 pub mod error;
+pub mod footprint;
 pub mod input;
 pub mod mempolicy;
 pub mod output;
@@ -25,8 +27,8 @@ pub mod spec;
 
 pub use error::SimError;
 pub use input::{Kernel, Placement, SimConfig, WorkloadSpec};
-pub use spec::{PlacementRequest, PolicyRequest, RunSpec, SpecError};
 pub use output::SimOutput;
+pub use spec::{PlacementRequest, PolicyRequest, RunSpec, SpecError};
 
 use numalab_model::Machine;
 

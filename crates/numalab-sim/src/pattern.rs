@@ -52,15 +52,22 @@ pub fn ranges(a: &AccessSpec, r: &Region, t: u64, nt: u64, chunk_order: &[u64]) 
             if e > s {
                 out.push(planes(s.saturating_sub(a.halo), s));
                 out.push(planes(s, e));
-                out.push(planes(e, (e + a.halo).min(r.planes)));
+                out.push(planes(e, e.saturating_add(a.halo).min(r.planes)));
             }
         }
         Pattern::Transpose => {
+            // A thread past the line count of the largest plane gets nothing of any plane.
+            let max_lines = r.bytes.div_ceil(r.planes).div_ceil(64) + 1;
+            if t >= max_lines {
+                return out;
+            }
             for p in 0..r.planes {
                 let (b0, b1) = planes(p, p + 1);
                 let lines = (b1 - b0).div_ceil(64);
                 let (s, e) = static_share(lines, nt, t);
-                out.push((b0 + s * 64, (b0 + e * 64).min(b1)));
+                if e > s {
+                    out.push((b0 + s * 64, (b0 + e * 64).min(b1)));
+                }
             }
         }
         Pattern::Shared => out.push((0, r.bytes)),
@@ -71,10 +78,8 @@ pub fn ranges(a: &AccessSpec, r: &Region, t: u64, nt: u64, chunk_order: &[u64]) 
         }
         Pattern::Dynamic => {
             let chunk = a.chunk.max(1);
-            for (k, &c) in chunk_order.iter().enumerate() {
-                if k as u64 % nt == t {
-                    out.push(planes(c * chunk, ((c + 1) * chunk).min(r.planes)));
-                }
+            for &c in chunk_order.iter().skip(t as usize).step_by(nt as usize) {
+                out.push(planes(c.saturating_mul(chunk).min(r.planes), (c + 1).saturating_mul(chunk).min(r.planes)));
             }
         }
         Pattern::Gather | Pattern::Scatter => {}
@@ -106,12 +111,15 @@ pub struct Sweep {
 
 impl Sweep {
     pub fn new(a: &AccessSpec, r: &Region, region: u32, t: u64, nt: u64, chunk_order: &[u64], stride: u64) -> Self {
+        // A sample never covers more than the whole region: a stride past it (a sample rate far
+        // below 1 / pages) behaves the same and keeps the page arithmetic inside u64.
+        let stride = stride.clamp(1, r.units() + 1);
         let traffic = (a.rd + a.wr) * a.passes;
         let write = a.wr > 0.0;
         let rd_share = if a.rd + a.wr > 0.0 { a.rd / (a.rd + a.wr) } else { 1.0 };
         if a.pattern.is_random() {
             // One visit carries up to a page's worth (64 lines) of random accesses, `stride` of them per sample.
-            let per_visit = 64 * stride;
+            let per_visit = 64u64.saturating_mul(stride);
             let visits = a.count.div_ceil(per_visit);
             let total = a.count as f64 * traffic;
             return Sweep {

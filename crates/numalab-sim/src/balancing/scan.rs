@@ -314,13 +314,13 @@ impl Numab {
         }
         let windows = nr_windows(&self.knobs, self.mms[self.tasks[tid].proc].rss);
         let base = self.knobs.scan_period_max_ms as u64 / windows;
-        (smin as u64).max(base.max(self.group_scaled(tid, base))) as u32
+        (smin as u64).max(base.max(self.group_scaled(tid, base))).min(u32::MAX as u64) as u32
     }
 
     /// K6 `task_scan_start`: the minimum, scaled up for tasks in groups with shared memory.
     pub(super) fn scan_start(&self, tid: usize) -> u32 {
         let smin = self.scan_min(tid) as u64;
-        smin.max(self.group_scaled(tid, smin)) as u32
+        smin.max(self.group_scaled(tid, smin)).min(u32::MAX as u64) as u32
     }
 
     /// `period x refcount x (shared + 1) / (private + shared + 1)` over the group's memory
@@ -330,7 +330,10 @@ impl Numab {
         let g = &self.groups[g];
         let shared: u64 = g.mem.iter().map(|f| f[0]).sum();
         let private: u64 = g.mem.iter().map(|f| f[1]).sum();
-        period * g.nr_tasks as u64 * (shared + 1) / (private + shared + 1)
+        // In u128: huge knobs times many tasks and faults must not wrap.
+        let scaled =
+            period as u128 * g.nr_tasks as u128 * (shared as u128 + 1) / (private as u128 + shared as u128 + 1);
+        scaled.min(u64::MAX as u128) as u64
     }
 }
 

@@ -3,6 +3,7 @@
 //! thread works through its page visits on its own clock until the epoch ends, a barrier stops
 //! it, or its program ends. First writes allocate pages under the policy in force.
 
+mod check;
 mod phases;
 mod visits;
 
@@ -114,7 +115,12 @@ pub struct Engine<'a> {
     samples: u64,
     /// Automatic NUMA balancing, when enabled.
     numab: Option<Numab>,
+    /// Dynamic schedules' chunk orders by (process, phase execution, chunks), most recent last.
+    chunk_orders: std::cell::RefCell<Vec<ChunkOrder>>,
 }
+
+/// A dynamic schedule's chunk order, by (process, phase execution, chunks).
+type ChunkOrder = ((usize, u64, u64), std::rc::Rc<Vec<u64>>);
 
 /// Per-node buffers the hot loop reuses.
 struct Scratch {
@@ -124,16 +130,12 @@ struct Scratch {
 
 impl<'a> Engine<'a> {
     pub fn new(m: &'a Machine, w: &'a WorkloadSpec, p: &'a Placement, cfg: &'a SimConfig) -> Result<Self, SimError> {
-        w.check()?;
-        if !(cfg.sample_rate > 0.0 && cfg.sample_rate <= 1.0) {
-            return Err(SimError::Input(format!("sample rate must be in (0, 1], got {}", cfg.sample_rate)));
-        }
-        p.policy.check().map_err(|e| SimError::Input(e.0))?;
+        // Before anything is allocated: values in range, and the engine's own memory bounded.
+        check::inputs(m, w, p, cfg)?;
         let nproc = w.processes as usize;
         let nt = w.threads as usize;
         let mut sched = Sched::new(m, p, cfg.kernel, nproc, nt).map_err(SimError::Input)?;
         let n = m.nodes.len();
-        cfg.balancing.check(cfg.kernel)?;
         let mut procs: Vec<Process> = (0..nproc)
             .map(|_| {
                 let pols = w.regions.iter().map(|r| r.policy.as_ref().map(|pol| Resolved::new(pol, m))).collect();
@@ -215,6 +217,7 @@ impl<'a> Engine<'a> {
             samples: 0,
             scratch: Scratch { count: vec![0; m.nodes.len()], cap: vec![0; m.nodes.len()] },
             numab,
+            chunk_orders: Default::default(),
         })
     }
 

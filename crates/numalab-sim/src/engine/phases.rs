@@ -1,6 +1,8 @@
 //! Phases: starting a thread's next phase (its sweeps, compute share and estimated memory
 //! mix), and ending it (barriers, program position).
 
+use std::rc::Rc;
+
 use super::*;
 
 impl Engine<'_> {
@@ -133,18 +135,33 @@ impl Engine<'_> {
             .map(|a| {
                 let r = &regions[a.region];
                 let order = if a.pattern == crate::input::Pattern::Dynamic {
-                    // One shuffled chunk order per phase execution, shared by all its threads
-                    // and accesses (a dynamic loop hands out the same chunk of every array).
-                    let chunks = r.planes.div_ceil(a.chunk.max(1));
-                    let mut order: Vec<u64> = (0..chunks).collect();
-                    Rng::new(self.cfg.seed, (pid as u64) << 48 ^ seq << 8 ^ 0xd1a0).shuffle(&mut order);
-                    order
+                    self.chunk_order(pid, seq, r.planes.div_ceil(a.chunk.max(1)))
                 } else {
-                    Vec::new()
+                    Rc::new(Vec::new())
                 };
                 Sweep::new(a, r, a.region as u32, idx, nt, &order, self.stride)
             })
             .collect()
+    }
+
+    /// One shuffled chunk order per phase execution, shared by all its threads and accesses (a
+    /// dynamic loop hands out the same chunk of every array). Every thread asks for it, so the
+    /// last few are kept: shuffling once per thread would cost chunks x threads.
+    fn chunk_order(&self, pid: usize, seq: u64, chunks: u64) -> Rc<Vec<u64>> {
+        const KEEP: usize = 8;
+        let key = (pid, seq, chunks);
+        let mut cache = self.chunk_orders.borrow_mut();
+        if let Some((_, order)) = cache.iter().find(|(k, _)| *k == key) {
+            return order.clone();
+        }
+        let mut order: Vec<u64> = (0..chunks).collect();
+        Rng::new(self.cfg.seed, (pid as u64) << 48 ^ seq << 8 ^ 0xd1a0).shuffle(&mut order);
+        let order = Rc::new(order);
+        if cache.len() == KEEP {
+            cache.remove(0);
+        }
+        cache.push((key, order.clone()));
+        order
     }
 
     /// Lines each thread moves in one execution of `phase` (computed once per phase).

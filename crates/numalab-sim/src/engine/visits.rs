@@ -271,7 +271,7 @@ impl Engine<'_> {
                     }
                 }
                 None => {
-                    self.oom = Some(oom_message(self.m, policy, &region.name, bp));
+                    self.oom = Some(oom_message(self.m, &self.alloc, policy, region, region.ilx(u), cpu_node));
                     return None;
                 }
             }
@@ -376,9 +376,43 @@ fn charge_copy(
     }
 }
 
-fn oom_message(m: &Machine, p: &Resolved, region: &str, pages: u64) -> String {
-    let nodes: Vec<String> = p.nodes.iter().map(|&n| m.nodes[n].os_index.to_string()).collect();
+/// What a user needs to see why a first write found no memory: the nodes the allocation could
+/// use (in the order it tried them), the policy, the region and the page size it faulted in.
+fn oom_message(m: &Machine, a: &Allocator, p: &Resolved, r: &Region, ilx: u64, cpu_node: usize) -> String {
+    use numalab_model::PolicyMode;
+    let os = |n: usize| m.nodes[n].os_index.to_string();
+    let start = match p.mode {
+        PolicyMode::Preferred => p.nodes[0],
+        PolicyMode::Interleave | PolicyMode::WeightedInterleave => p.interleave_node(ilx),
+        _ => cpu_node,
+    };
+    // Bind may only use its nodes; every other policy falls back along the start node's zonelist.
+    let tried: Vec<usize> =
+        a.zonelists[start].iter().copied().filter(|&n| p.mode != PolicyMode::Bind || p.mask[n]).collect();
+    let nodes: Vec<String> = p.nodes.iter().map(|&n| os(n)).collect();
     let policy =
         if nodes.is_empty() { p.mode.name().to_string() } else { format!("{}:{}", p.mode.name(), nodes.join(",")) };
-    format!("out of memory on node {} under {policy}: region '{region}' needs {} more KiB", nodes.join(","), pages * 4)
+    let mib_of = |bytes: f64| {
+        let v = bytes / (1 << 20) as f64;
+        if v < 10.0 {
+            format!("{v:.1} MiB")
+        } else {
+            format!("{v:.0} MiB")
+        }
+    };
+    let mib = |pages: u64| mib_of(pages as f64 * 4096.0);
+    let page = if r.shift == 21 { "2 MiB" } else { "4 KiB" };
+    let on = match tried.len() {
+        0 => "on no node (the policy's nodes have no memory)".to_string(),
+        1 => format!("on node {}", os(tried[0])),
+        _ => format!("on nodes {}", tried.iter().map(|&n| os(n)).collect::<Vec<_>>().join(",")),
+    };
+    let free: Vec<String> =
+        tried.iter().map(|&n| format!("node {} has {} free of {}", os(n), mib(a.free[n]), mib(a.managed[n]))).collect();
+    let size = mib_of(r.bytes as f64);
+    let mut msg = format!("out of memory {on} under {policy}: region '{}' ({size}, {page} pages)", r.name);
+    if !free.is_empty() {
+        msg += &format!("; {}", free.join(", "));
+    }
+    msg
 }

@@ -3,6 +3,7 @@
 
 mod balancing;
 mod common;
+mod limits;
 mod policies;
 mod scheduler;
 mod timing;

@@ -1,0 +1,193 @@
+//! What a run will cost the engine itself, estimated from its inputs before anything is
+//! allocated: page-table entries, per-thread state, the byte ranges threads sweep, and the page
+//! visits it will simulate. `Engine::new` refuses a run above the limits below with the estimate,
+//! the limit and what to change, instead of exhausting the machine it runs on.
+//!
+//! Data larger than the simulated machine's memory is not refused here when the engine can hold
+//! its page table: that run ends as the simulated kernel would, `status: out-of-memory`.
+
+use numalab_model::Machine;
+
+use crate::error::SimError;
+use crate::input::{Pattern, SimConfig, WorkloadSpec};
+
+/// The engine's own memory a run may use. CI machines have 24 GiB shared by the study workers
+/// running side by side (one run per worker); 4 GiB each leaves room for several of them and for
+/// Python's copy of the results. Every workload of the library at its largest class fits in a
+/// small fraction of it.
+pub const MAX_ENGINE_BYTES: u64 = 4 << 30;
+/// Threads over all processes. Placement and load balancing cost grows with the square of the
+/// thread count (16,384 threads on 16 CPUs take ~45 s of scheduling alone); 65,536 is already
+/// hundreds of threads per CPU on the largest preset.
+pub const MAX_THREADS: u64 = 1 << 16;
+/// Page visits simulated over the run (after sampling). The engine serves some 10^7-10^8 a
+/// second; 10^11 is an hour or more of work, a size nobody means: a smaller size or `--sample-rate` helps.
+pub const MAX_SAMPLES: f64 = 1e11;
+
+/// One page-table entry: the node byte, plus with NUMA balancing `last_cpupid` (4 bytes) and the
+/// PROT_NONE bit.
+const ENTRY_BYTES: f64 = 1.0;
+const ENTRY_BALANCING_BYTES: f64 = 4.0 + 1.0 / 8.0;
+/// Per thread: its state, scheduler and solver entries (fixed part, per node, per CPU it may use).
+const THREAD_BYTES: f64 = 1024.0;
+const THREAD_NODE_BYTES: f64 = 128.0;
+const THREAD_PU_BYTES: f64 = 16.0;
+/// One byte range of a sweep (start, end).
+const RANGE_BYTES: f64 = 16.0;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Estimate {
+    /// Workload data over all processes, and the page-table entries that map it.
+    pub data_bytes: f64,
+    pub entries: f64,
+    pub page_table_bytes: f64,
+    pub thread_bytes: f64,
+    /// Byte ranges of the sweeps all threads hold at once (the largest phase) and dynamic
+    /// schedules' chunk orders.
+    pub sweep_bytes: f64,
+    pub threads: f64,
+    /// Bytes of engine state per page-table entry (more with NUMA balancing).
+    pub entry_bytes: f64,
+    /// Page visits the run will simulate.
+    pub samples: f64,
+}
+
+impl Estimate {
+    pub fn total_bytes(&self) -> f64 {
+        self.page_table_bytes + self.thread_bytes + self.sweep_bytes
+    }
+
+    /// Refuse a run above the limits, saying by how much and what to change.
+    pub fn check(&self, m: &Machine) -> Result<(), SimError> {
+        let bad = |s: String| Err(SimError::Input(s));
+        if self.threads > MAX_THREADS as f64 {
+            return bad(format!(
+                "{} threads in all: numalab simulates at most {MAX_THREADS} (scheduling them costs the square of \
+                 their number); use fewer threads or processes",
+                self.threads
+            ));
+        }
+        if self.total_bytes() > MAX_ENGINE_BYTES as f64 {
+            let why = if self.page_table_bytes >= self.thread_bytes.max(self.sweep_bytes) {
+                let beyond = if self.data_bytes > m.total_memory_bytes() as f64 {
+                    format!(
+                        " (more than the {} of the machine: such a run could only end out of memory)",
+                        human(m.total_memory_bytes() as f64)
+                    )
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{} of page tables for {} of workload data{beyond}; numalab simulates at most {:.0} pages per run; \
+                     use a smaller size or THP (2 MiB pages)",
+                    human(self.page_table_bytes),
+                    human(self.data_bytes),
+                    (MAX_ENGINE_BYTES as f64 / self.entry_bytes).floor(),
+                )
+            } else if self.thread_bytes >= self.sweep_bytes {
+                format!(
+                    "{} of state for {} threads; use fewer threads or processes",
+                    human(self.thread_bytes),
+                    self.threads
+                )
+            } else {
+                format!(
+                    "{} for the byte ranges its threads sweep (transpose planes or dynamic chunks times threads); \
+                     use fewer planes, larger chunks or fewer threads",
+                    human(self.sweep_bytes)
+                )
+            };
+            return bad(format!(
+                "the simulation would need {} of its own memory, more than its limit of {}: {why}",
+                human(self.total_bytes()),
+                human(MAX_ENGINE_BYTES as f64)
+            ));
+        }
+        if self.samples > MAX_SAMPLES {
+            return bad(format!(
+                "the simulation would visit {:.2e} pages, more than its limit of {MAX_SAMPLES:.0e} (an hour or more of work); \
+                 use a smaller size, fewer repetitions or a lower --sample-rate",
+                self.samples
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Bytes in binary units, as `numactl --hardware` and `free -h` print them.
+pub fn human(bytes: f64) -> String {
+    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut v = bytes;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{v:.0} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// Everything in f64: the inputs may be absurd (2^64-byte regions), the estimate must not overflow.
+pub fn estimate(m: &Machine, w: &WorkloadSpec, cfg: &SimConfig) -> Estimate {
+    let procs = w.processes as f64;
+    let nt = w.threads as f64;
+    let stride = (1.0 / cfg.sample_rate).round().max(1.0);
+    let entry = if cfg.balancing.enabled { ENTRY_BYTES + ENTRY_BALANCING_BYTES } else { ENTRY_BYTES };
+    let units: Vec<f64> = w
+        .regions
+        .iter()
+        .map(|r| {
+            let page = if r.thp { (2u64 << 20) as f64 } else { 4096.0 };
+            (r.bytes as f64 / page).ceil()
+        })
+        .collect();
+    let data_bytes = procs * w.regions.iter().map(|r| r.bytes as f64).sum::<f64>();
+    let entries = procs * units.iter().sum::<f64>();
+    let threads = procs * nt;
+    let thread_bytes = threads
+        * (THREAD_BYTES + THREAD_NODE_BYTES * m.nodes.len() as f64 + THREAD_PU_BYTES * m.pus.len() as f64)
+        + procs * nt * w.phases.len() as f64 * 8.0;
+    // Ranges every thread of a process holds for one phase, and its page visits.
+    let phase_cost = |p: usize| -> (f64, f64) {
+        let (mut ranges, mut visits) = (0.0, 0.0);
+        for a in &w.phases[p].accesses {
+            let Some(r) = w.regions.get(a.region) else { continue };
+            let u = units[a.region];
+            let planes = r.planes as f64;
+            let (rg, pages) = match a.pattern {
+                Pattern::Block | Pattern::Private => (nt, u),
+                Pattern::Stencil => (3.0 * nt, u),
+                Pattern::Shared => (nt, u * nt),
+                Pattern::Master => (1.0, u),
+                // One range per plane per thread that gets lines of it.
+                Pattern::Transpose => ((planes * nt).min(planes + (r.bytes as f64 / 64.0).ceil()), u),
+                // The chunk order and one range per chunk.
+                Pattern::Dynamic => (1.5 * (planes / a.chunk.max(1) as f64).ceil(), u),
+                Pattern::Gather | Pattern::Scatter => (0.0, nt * (a.count as f64 / (64.0 * stride)).ceil()),
+            };
+            ranges += rg;
+            visits += if a.pattern.is_random() { pages } else { (pages / stride).ceil().max(rg) };
+        }
+        (ranges, visits)
+    };
+    let costs: Vec<(f64, f64)> = (0..w.phases.len()).map(phase_cost).collect();
+    let sweep_bytes = procs * RANGE_BYTES * costs.iter().map(|c| c.0).fold(0.0, f64::max);
+    let samples = procs
+        * w.program
+            .iter()
+            .map(|s| s.repeat as f64 * s.phases.iter().filter_map(|&p| costs.get(p)).map(|c| c.1).sum::<f64>())
+            .sum::<f64>();
+    Estimate {
+        data_bytes,
+        entries,
+        page_table_bytes: entries * entry,
+        entry_bytes: entry,
+        thread_bytes,
+        sweep_bytes,
+        threads,
+        samples,
+    }
+}

@@ -1,0 +1,257 @@
+//! Inputs at the edges: tiny and huge sample rates, one thread, more threads than pages,
+//! empty phases, absurd sizes. Every one ends in a result or a `SimError::Input`, never a panic.
+
+use numalab_model::PolicyMode;
+use numalab_sim::input::{Pattern, PhaseSpec, RegionSpec, StepSpec, Sync};
+use numalab_sim::{simulate, SimConfig, SimError, WorkloadSpec};
+
+use crate::common::*;
+
+const ALL: [Pattern; 9] = [
+    Pattern::Block,
+    Pattern::Stencil,
+    Pattern::Transpose,
+    Pattern::Shared,
+    Pattern::Master,
+    Pattern::Private,
+    Pattern::Dynamic,
+    Pattern::Gather,
+    Pattern::Scatter,
+];
+
+/// One region of `bytes` in `planes` planes, a first-write phase and a sweep, each with `pat`.
+fn one_region(bytes: u64, planes: u64, thp: bool, threads: u32, pat: Pattern) -> WorkloadSpec {
+    let mut a = access(0, pat, 1.0, 1.0);
+    a.count = 1000;
+    a.chunk = 3;
+    WorkloadSpec {
+        name: "edge".into(),
+        description: String::new(),
+        params: Default::default(),
+        processes: 1,
+        threads,
+        regions: vec![RegionSpec { name: "a".into(), bytes, planes, thp, policy: None, address: None }],
+        phases: vec![
+            PhaseSpec {
+                name: "p".into(),
+                cycles: 1e6,
+                mlp: None,
+                sync: Sync::Barrier,
+                pipeline_steps: 1,
+                accesses: vec![a.clone()],
+            },
+            PhaseSpec {
+                name: "q".into(),
+                cycles: 1e6,
+                mlp: None,
+                sync: Sync::Pipeline,
+                pipeline_steps: 4,
+                accesses: vec![a],
+            },
+        ],
+        program: vec![StepSpec { phases: vec![0, 1], repeat: 2 }],
+    }
+}
+
+fn rate(r: f64) -> SimConfig {
+    SimConfig { sample_rate: r, ..cfg() }
+}
+
+fn input_error(r: Result<numalab_sim::SimOutput, SimError>) -> String {
+    match r {
+        Err(SimError::Input(m)) => m,
+        Ok(out) => panic!("expected an input error, got a run with status {}", out.status),
+    }
+}
+
+#[test]
+fn tiny_sample_rates_run_every_pattern() {
+    let m = machine4();
+    for r in [1e-20, 1e-300, 1e-12, 1e-6, 0.3] {
+        for thp in [false, true] {
+            for pat in ALL {
+                let w = one_region(8 << 20, 1000, thp, 4, pat);
+                let out = simulate(&m, &w, &unpinned(), &rate(r))
+                    .unwrap_or_else(|e| panic!("rate {r} thp {thp} {pat:?}: {e}"));
+                assert_eq!(out.status, "ok", "rate {r} thp {thp} {pat:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn tiny_sample_rates_with_balancing_run() {
+    let m = machine4();
+    for r in [1e-20, 1e-6, 0.01] {
+        for pat in ALL {
+            let w = one_region(64 << 20, 4096, false, 8, pat);
+            let c = SimConfig { sample_rate: r, ..balancing(numalab_sim::Kernel::K6) };
+            let out = simulate(&m, &w, &unpinned(), &c).unwrap_or_else(|e| panic!("rate {r} {pat:?}: {e}"));
+            assert_eq!(out.status, "ok");
+        }
+    }
+}
+
+#[test]
+fn more_threads_than_pages_or_planes_run() {
+    let m = machine4();
+    for (bytes, planes) in [(1, 1), (4096, 1), (4096, 3), (5000, 7), (1 << 20, 1 << 20), (100, 1 << 12)] {
+        for threads in [1, 64, 300] {
+            for pat in ALL {
+                let w = one_region(bytes, planes, false, threads, pat);
+                let out = simulate(&m, &w, &pinned(policy(PolicyMode::Default, &[])), &cfg())
+                    .unwrap_or_else(|e| panic!("{bytes} B {planes} planes {threads} threads {pat:?}: {e}"));
+                assert_eq!(out.status, "ok");
+                assert!(out.time_s.is_finite());
+            }
+        }
+    }
+}
+
+#[test]
+fn empty_phases_and_programs_run() {
+    let m = machine4();
+    let mut w = one_region(1 << 20, 256, false, 4, Pattern::Block);
+    // Zero cycles, no traffic, zero passes, a phase without accesses, zero repeats.
+    w.phases[0].cycles = 0.0;
+    w.phases[1].accesses[0].rd = 0.0;
+    w.phases[1].accesses[0].wr = 0.0;
+    w.phases.push(PhaseSpec {
+        name: "idle".into(),
+        cycles: 0.0,
+        mlp: None,
+        sync: Sync::Barrier,
+        pipeline_steps: 1,
+        accesses: vec![],
+    });
+    w.program = vec![
+        StepSpec { phases: vec![], repeat: 5 },
+        StepSpec { phases: vec![0, 1, 2], repeat: 3 },
+        StepSpec { phases: vec![2], repeat: 0 },
+    ];
+    let out = simulate(&m, &w, &unpinned(), &cfg()).unwrap();
+    assert_eq!(out.status, "ok");
+    w.program.clear();
+    let out = simulate(&m, &w, &unpinned(), &cfg()).unwrap();
+    assert_eq!((out.status.as_str(), out.time_s), ("ok", 0.0));
+    let mut w = one_region(1 << 20, 256, false, 4, Pattern::Block);
+    w.phases[0].accesses[0].passes = 0.0;
+    w.phases[1].pipeline_steps = u64::MAX;
+    assert_eq!(simulate(&m, &w, &unpinned(), &cfg()).unwrap().status, "ok");
+}
+
+#[test]
+fn extreme_halo_and_chunk_run() {
+    let m = machine4();
+    for (halo, chunk) in [(u64::MAX, u64::MAX), (1 << 63, 1 << 63), (0, 0)] {
+        for pat in [Pattern::Stencil, Pattern::Dynamic] {
+            let mut w = one_region(1 << 20, 1 << 20, false, 4, pat);
+            for p in &mut w.phases {
+                p.accesses[0].halo = halo;
+                p.accesses[0].chunk = chunk;
+            }
+            assert_eq!(simulate(&m, &w, &unpinned(), &cfg()).unwrap().status, "ok", "{halo} {chunk} {pat:?}");
+        }
+    }
+}
+
+#[test]
+fn absurd_sizes_are_refused_before_allocating() {
+    let m = machine4();
+    // 800 TB of data: page tables alone would be ~200 GiB.
+    let w = one_region(800_000_000_000_000, 1000, false, 4, Pattern::Block);
+    let e = input_error(simulate(&m, &w, &unpinned(), &cfg()));
+    assert!(e.contains("page tables") && e.contains("THP") && e.contains("limit of 4.0 GiB"), "{e}");
+    assert!(e.contains("out of memory"), "data beyond the machine's memory says so: {e}");
+    let mut w = one_region(1 << 20, 256, false, 100_000_000, Pattern::Block);
+    let e = input_error(simulate(&m, &w, &unpinned(), &cfg()));
+    assert!(e.contains("100000000 threads") && e.contains("65536"), "{e}");
+    w.threads = 4;
+    w.processes = u32::MAX;
+    assert!(input_error(simulate(&m, &w, &unpinned(), &cfg())).contains("threads"));
+    // A region of 2^64 - 1 bytes, and one whose address overflows.
+    let w = one_region(u64::MAX, u64::MAX, true, 4, Pattern::Block);
+    assert!(input_error(simulate(&m, &w, &unpinned(), &cfg())).contains("page tables"));
+    let mut w = one_region(1 << 20, 256, false, 4, Pattern::Block);
+    w.regions[0].address = Some(u64::MAX - 4096);
+    assert!(input_error(simulate(&m, &w, &unpinned(), &cfg())).contains("does not fit"));
+    // Transpose over a million planes by 4096 threads, dynamic with a billion chunks.
+    let w = one_region(64 << 30, 1 << 24, true, 4096, Pattern::Transpose);
+    assert!(input_error(simulate(&m, &w, &unpinned(), &cfg())).contains("byte ranges"));
+    let w = one_region(1 << 30, 1 << 30, false, 4, Pattern::Dynamic);
+    let mut w = w;
+    w.phases.iter_mut().for_each(|p| p.accesses[0].chunk = 1);
+    assert!(input_error(simulate(&m, &w, &unpinned(), &cfg())).contains("byte ranges"));
+    // Random accesses by the trillion, and repetitions by the billion: hours of work.
+    let mut w = one_region(1 << 20, 256, false, 4, Pattern::Gather);
+    w.phases.iter_mut().for_each(|p| p.accesses[0].count = u64::MAX);
+    assert!(input_error(simulate(&m, &w, &unpinned(), &cfg())).contains("visit"));
+    let mut w = one_region(1 << 30, 256, false, 4, Pattern::Block);
+    w.program[0].repeat = 1_000_000_000;
+    assert!(input_error(simulate(&m, &w, &unpinned(), &cfg())).contains("--sample-rate"));
+}
+
+#[test]
+fn values_the_engine_cannot_use_are_input_errors() {
+    let m = machine4();
+    let run = |w: &WorkloadSpec, p: &numalab_sim::Placement, c: &SimConfig| input_error(simulate(&m, w, p, c));
+    let w = one_region(1 << 20, 256, false, 4, Pattern::Block);
+    let mut bad = w.clone();
+    bad.threads = 0;
+    assert!(run(&bad, &unpinned(), &cfg()).contains("at least 1"));
+    let mut bad = w.clone();
+    bad.regions[0].bytes = 0;
+    assert!(run(&bad, &unpinned(), &cfg()).contains("zero size"));
+    for v in [f64::NAN, f64::INFINITY] {
+        let mut bad = w.clone();
+        bad.phases[0].cycles = v;
+        assert!(run(&bad, &unpinned(), &cfg()).contains("not finite"));
+        let mut bad = w.clone();
+        bad.phases[1].accesses[0].rd = v;
+        assert!(run(&bad, &unpinned(), &cfg()).contains("not finite"));
+        let mut bad = w.clone();
+        bad.phases[0].mlp = Some(v);
+        assert!(run(&bad, &unpinned(), &cfg()).contains("mlp"));
+        assert!(run(&w, &unpinned(), &rate(v)).contains("sample rate"));
+        let mut c = cfg();
+        c.costs.fault_4k_ns = v;
+        assert!(run(&w, &unpinned(), &c).contains("costs"));
+    }
+    let mut bad = w.clone();
+    bad.phases[0].mlp = Some(0.0);
+    assert!(run(&bad, &unpinned(), &cfg()).contains("mlp"));
+    assert!(run(&w, &unpinned(), &rate(0.0)).contains("sample rate"));
+    assert!(run(&w, &unpinned(), &rate(-1.0)).contains("sample rate"));
+    // Nodes the machine does not have, in the task policy or a region's.
+    let e = run(&w, &pinned(policy(PolicyMode::Interleave, &[7])), &cfg());
+    assert!(e.contains("node 7") && e.contains("0-3"), "{e}");
+    assert!(run(&w, &pinned(policy(PolicyMode::Preferred, &[9])), &cfg()).contains("node 9"));
+    let mut bad = w.clone();
+    bad.regions[0].policy = Some(policy(PolicyMode::Bind, &[1, 12]));
+    let e = run(&bad, &unpinned(), &cfg());
+    assert!(e.contains("region 'a'") && e.contains("node 12"), "{e}");
+    let mut p = unpinned();
+    p.cpus = Some(numalab_model::CpuSet::from_indexes([5000]));
+    assert!(run(&w, &p, &cfg()).contains("no CPU"));
+}
+
+#[test]
+fn out_of_memory_names_nodes_policy_region_and_page_size() {
+    // 4 nodes of 256 MiB; 512 MiB of data.
+    let m = machine4_with_gib(0.25);
+    let mut w = stream_like(512, 4, Pattern::Block, 1);
+    w.regions[0].thp = true;
+    let out = simulate(&m, &w, &pinned(policy(PolicyMode::Bind, &[2])), &cfg()).unwrap();
+    assert_eq!(out.status, "out-of-memory");
+    let msg = out.error.unwrap();
+    assert!(msg.starts_with("out of memory on node 2 under bind:2: region 'a' (512 MiB, 2 MiB pages)"), "{msg}");
+    assert!(msg.contains("node 2 has") && msg.contains("free of 256 MiB"), "{msg}");
+    // Interleave over two nodes falls back to all four before giving up.
+    let w = stream_like(1200, 4, Pattern::Master, 1);
+    let out = simulate(&m, &w, &pinned(policy(PolicyMode::Interleave, &[0, 1])), &cfg()).unwrap();
+    let msg = out.error.unwrap();
+    assert!(msg.contains("under interleave:0,1: region 'a' (1200 MiB, 4 KiB pages)"), "{msg}");
+    for n in 0..4 {
+        assert!(msg.contains(&format!("node {n} has")), "{msg}");
+    }
+}
