@@ -30,6 +30,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PolicyError", py.get_type::<error::PolicyError_>())?;
     m.add("SimulationError", py.get_type::<error::SimulationError>())?;
     m.add("HostError", py.get_type::<error::HostError>())?;
+    m.add("KERNEL_PROFILES", numalab_sim::Kernel::ALL.map(|(name, _)| name).to_vec())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -207,6 +207,18 @@ pub enum Kernel {
     K6,
 }
 
+impl Kernel {
+    /// Every profile with its name (`--kernel NAME`), in release order.
+    pub const ALL: [(&'static str, Kernel); 2] = [("3.13", Kernel::K313), ("6.13", Kernel::K6)];
+
+    pub fn parse(name: &str) -> Result<Kernel, String> {
+        Kernel::ALL.iter().find(|(n, _)| *n == name).map(|(_, k)| *k).ok_or_else(|| {
+            let names: Vec<&str> = Kernel::ALL.iter().map(|(n, _)| *n).collect();
+            format!("--kernel: '{name}' is not one of {}", names.join(", "))
+        })
+    }
+}
+
 /// Costs charged to the thread that incurs them (docs/workloads.md §5). Every field has a
 /// default, so a configuration may override any subset.
 #[derive(Clone, Debug, Serialize, Deserialize)]

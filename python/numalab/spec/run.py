@@ -15,13 +15,13 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
-from numalab._core import Machine
+from numalab._core import KERNEL_PROFILES, Machine
 from numalab._core import RunSpec as EngineRun
 from numalab.exceptions import UsageError
 from numalab.spec import config as cfg
 from numalab.spec.balancing import Balancing, knob_value, on_off
 
-KERNELS = ("3.13", "6.13")
+KERNELS = tuple(KERNEL_PROFILES)  # the engine's profiles (numalab_sim::Kernel::ALL)
 PROC_BIND = ("false", "true", "close", "spread", "primary", "master")
 PLACES = ("threads", "cores", "sockets")
 THP = ("always", "never")

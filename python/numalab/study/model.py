@@ -21,11 +21,11 @@ from typing import Annotated, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
 
-from numalab.spec.run import MAX_SEED
+from numalab.spec.run import KERNELS, MAX_SEED, THP
 from numalab.study.balancing import Balancing, parse_balancing
 
-Kernel = Literal["3.13", "6.13"]
-Thp = Literal["always", "never"]
+Kernel = Literal[KERNELS]  # type: ignore[valid-type]
+Thp = Literal[THP]  # type: ignore[valid-type]
 # StrictBool first so that TOML true stays a bool rather than becoming 1.
 Scalar = Union[StrictBool, int, float, str]
 
