@@ -69,8 +69,39 @@ def machine_specs(draw) -> dict[str, Any]:
     }
 
 
-@checks(40)
-@given(spec=machine_specs())
+@st.composite
+def explicit_specs(draw) -> dict[str, Any]:
+    """Nodes listed one by one: OS indexes with holes, CPU numbers in any order, nodes without
+    CPUs (CXL-like memory) or without memory, packages holding several nodes."""
+    n = draw(st.integers(1, 4))
+    os_indexes = sorted(draw(st.lists(st.integers(0, 9), min_size=n, max_size=n, unique=True)))
+    cpu_ids = draw(st.permutations(range(16)))
+    counts = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n).filter(any))
+    nodes, cores, next_cpu = [], [], 0
+    packages = draw(st.integers(1, n))
+    for k, (os_index, count) in enumerate(zip(os_indexes, counts)):
+        cpus = sorted(cpu_ids[next_cpu : next_cpu + count])
+        next_cpu += count
+        memory_gib = draw(st.sampled_from([1, 2, 4])) if not cpus else draw(st.sampled_from([0, 1, 8]))
+        nodes.append({"os_index": os_index, "package": min(k, packages - 1), "cpus": ",".join(map(str, cpus)), "memory_bytes": memory_gib << 30})
+        cores += [{"cpus": str(c), "os_index": j} for j, c in enumerate(cpus)]
+    distances = [[10] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(i + 1, n):
+            distances[i][j] = distances[j][i] = draw(st.integers(11, 40))
+    return {
+        "name": "explicit",
+        "nodes": nodes,
+        "cores": cores,
+        "distances": distances,
+        "latency": {"local_ns": draw(st.floats(40, 200, allow_nan=False))},
+        "bandwidth": {"node_gbps": [draw(st.floats(1, 100, allow_nan=False)) if nd["memory_bytes"] else 0.0 for nd in nodes]},
+        "core": {"frequency_ghz": 2.5, "mlp": 10},
+    }
+
+
+@checks(60)
+@given(spec=st.one_of(machine_specs(), explicit_specs()))
 def test_generated_machines_survive_export_and_import(spec: dict[str, Any]) -> None:
     try:
         machine = Machine.from_spec_json(json.dumps(spec))
@@ -82,8 +113,8 @@ def test_generated_machines_survive_export_and_import(spec: dict[str, Any]) -> N
 
 
 @pytest.mark.skipif(LSTOPO is None, reason="hwloc's lstopo-no-graphics is not installed")
-@checks(15)
-@given(spec=machine_specs())
+@checks(40)
+@given(spec=st.one_of(machine_specs(), explicit_specs()))
 def test_the_tree_is_what_lstopo_draws(spec: dict[str, Any]) -> None:
     try:
         machine = Machine.from_spec_json(json.dumps(spec))

@@ -43,6 +43,7 @@ INFO_KEYS = {
     "numalab.bandwidth_gbps": "exact per-node bandwidth, by node OS index order (memattr Bandwidth rounds to MiB/s)",
     "numalab.idle_latency_ns": "exact idle latency matrix (memattr Latency rounds to ns)",
     "numalab.cpuless_nodes": "nodes without CPUs (hwloc gives them their parent's cpuset)",
+    "numalab.node_packages": "[[node, package], ...] for nodes of a package without CPUs (drawn under the Machine)",
     "numalab.loaded_latency": "loaded-latency curve as [[utilisation, factor], ...]",
     "numalab.links": "interconnect links [{nodes, gbps}]",
     "numalab.routes": "every remote route [{from, to, via}]",
@@ -98,8 +99,19 @@ class _Writer:
         root = self.obj(topology, "Machine", 0, self.all_cpus, self.cpus)
         for name, value in self.infos().items():
             ET.SubElement(root, "info", name=name, value=value)
-        for package in self.m["packages"]:
+        # hwloc has no Package without CPUs (it refuses an empty cpuset as out of order): nodes of
+        # such a package hang from the Machine, as hwloc attaches CXL memory expanders.
+        for n in self.machine_nodes():
+            self.numanode(root, n, self.all_cpus)
+        # hwloc requires siblings in cpuset order (else "out-of-order XML topology load").
+        packages = [p for p in self.m["packages"] if parse_cpulist(p["cpuset"])]
+        for package in sorted(packages, key=lambda p: min(parse_cpulist(p["cpuset"]))):
             self.package(root, package)
+
+    def machine_nodes(self) -> list[dict[str, Any]]:
+        """Nodes whose package has no CPUs."""
+        cpuless_packages = {p["os_index"] for p in self.m["packages"] if not parse_cpulist(p["cpuset"])}
+        return [n for n in self.m["nodes"] if n["package"] in cpuless_packages]
 
     def infos(self) -> dict[str, str]:
         m = self.m
@@ -114,6 +126,8 @@ class _Writer:
         cpuless = [n["os_index"] for n in m["nodes"] if not self.cpus[n["os_index"]]]
         if cpuless:
             infos["numalab.cpuless_nodes"] = _json(cpuless)
+        if self.machine_nodes():
+            infos["numalab.node_packages"] = _json([[n["os_index"], n["package"]] for n in self.machine_nodes()])
         infos["numalab.loaded_latency"] = _json([[p["utilisation"], p["factor"]] for p in m["loaded_latency"]])
         infos["numalab.links"] = _json(m["links"])
         infos["numalab.routes"] = _json(self.routes())
@@ -161,7 +175,7 @@ class _Writer:
         for n in nodes:
             if not self.cpus[n["os_index"]]:
                 self.numanode(el, n, cpus)
-        for n in with_cpus:
+        for n in sorted(with_cpus, key=lambda n: min(self.cpus[n["os_index"]])):
             group = self.obj(el, "Group", None, self.cpus[n["os_index"]], [n["os_index"]])
             self.numanode(group, n, self.cpus[n["os_index"]])
             self.cores(group, package["os_index"], n["os_index"])
@@ -175,9 +189,8 @@ class _Writer:
         ET.SubElement(el, "page_type", size=str(page), count=str(n["local_memory_bytes"] // page))
 
     def cores(self, parent: ET.Element, package: int, node: int | None) -> None:
-        for core in self.m["cores"]:
-            if core["package"] != package or (node is not None and core["node"] != node):
-                continue
+        mine = [c for c in self.m["cores"] if c["package"] == package and (node is None or c["node"] == node)]
+        for core in sorted(mine, key=lambda c: min(parse_cpulist(c["cpuset"]))):
             cpus = parse_cpulist(core["cpuset"])
             el = self.obj(parent, "Core", core["os_index"], cpus, [core["node"]])
             for pu in sorted(cpus):

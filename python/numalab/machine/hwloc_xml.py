@@ -371,6 +371,8 @@ class _Importer:
                 )
 
     def package_of(self, n: _Node) -> int:
+        if n.os_index in self.node_packages:
+            return self.node_packages[n.os_index]
         if n.package is not None:
             return n.package
         # NUMANode above or beside its Package (hwloc 1.x, or memory attached to a Group).
@@ -378,6 +380,14 @@ class _Importer:
             if cpus & n.cpus:
                 return os_index
         return self.packages[0][0] if self.packages else 0
+
+    @property
+    def node_packages(self) -> dict[int, int]:
+        """The ``numalab.node_packages`` info: packages of nodes the tree cannot place."""
+        pairs = self.info_json("numalab.node_packages", list, [])
+        if not all(isinstance(p, list) and len(p) == 2 and all(type(i) is int for i in p) for p in pairs):
+            raise self.fail(self.infos["numalab.node_packages"], "value must be a JSON list of [node, package] pairs")
+        return dict(map(tuple, pairs))
 
     def node_specs(self) -> list[dict[str, Any]]:
         return [

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
@@ -59,50 +60,111 @@ def hwloc_size(size: int) -> str:
     return f"{((size >> 39) + 1) >> 1}TB"
 
 
+@dataclass
+class _Obj:
+    """An object of the tree as hwloc keeps it after loading: memory children apart."""
+
+    el: ET.Element
+    memory: list[_Obj] = field(default_factory=list)
+    normal: list[_Obj] = field(default_factory=list)
+
+    @property
+    def type(self) -> str:
+        return self.el.attrib["type"]
+
+
+def _hwloc_tree(el: ET.Element) -> _Obj:
+    """The ``<object>`` tree as hwloc holds it after loading. A level of Groups adds no structure
+    when every Group has a single normal child and the level below holds nothing else (as many
+    objects as there are Groups); hwloc's KEEP_STRUCTURE filter then drops the whole level
+    (topology.c ``hwloc_filter_levels_keep_structure``) and each child takes over its Group's
+    memory children. Otherwise the level is kept whole."""
+    root = _build(el)
+    levels: dict[int, list[_Obj]] = {}
+    _groups_by_level(root, 0, levels)
+    useless: set[int] = set()
+    for groups in levels.values():
+        below = {g.normal[0].type for g in groups if len(g.normal) == 1}
+        if all(len(g.normal) == 1 for g in groups) and len(below) == 1 and _count(root, below.pop()) == len(groups):
+            useless.update(id(g) for g in groups)
+    return _drop(root, useless)
+
+
+def _count(obj: _Obj, type_: str) -> int:
+    return (obj.type == type_) + sum(_count(child, type_) for child in obj.normal)
+
+
+def _build(el: ET.Element) -> _Obj:
+    obj = _Obj(el)
+    for child in el.findall("object"):
+        (obj.memory if child.attrib["type"] == "NUMANode" else obj.normal).append(_build(child))
+    return obj
+
+
+def _groups_by_level(obj: _Obj, groups_above: int, levels: dict[int, list[_Obj]]) -> None:
+    if obj.type == "Group":
+        levels.setdefault(groups_above, []).append(obj)
+        groups_above += 1
+    for child in obj.normal:
+        _groups_by_level(child, groups_above, levels)
+
+
+def _drop(obj: _Obj, useless: set[int]) -> _Obj:
+    obj.normal = [_drop(child, useless) for child in obj.normal]
+    if id(obj) in useless:
+        only = obj.normal[0]
+        only.memory = obj.memory + only.memory
+        return only
+    return obj
+
+
+def _numa_order(obj: _Obj, out: list[_Obj]) -> list[_Obj]:
+    """NUMA nodes in hwloc's logical order (topology.c ``hwloc_list_special_objects``): an
+    object's normal children are walked before its own memory children."""
+    for child in obj.normal:
+        _numa_order(child, out)
+    out.extend(obj.memory)
+    return out
+
+
 def lstopo_tree(topology: ET.Element) -> str:
     """The object tree of an hwloc XML ``<topology>`` as ``lstopo-no-graphics`` prints it:
     ``Machine (64GB total)``, ``Package L#0``, ``NUMANode L#0 (P#0 32GB)``, ``Core L#0``,
-    ``PU L#0 (P#0)``; L# is hwloc's logical index (the object's rank among objects of its type,
-    in tree order, memory children first), P# the OS index; an object whose only child is a
-    normal (non-memory) object shares its line, joined by `` + ``, as lstopo does without -v."""
-    counters: dict[str, int] = {}
+    ``PU L#0 (P#0)``. L# is hwloc's logical index (rank among the objects of its type, left to
+    right; NUMA nodes in hwloc's own order), P# the OS index. Memory children are drawn first; an
+    object whose only child is a normal one shares its line, joined by `` + ``, as lstopo does
+    without -v."""
     out: list[str] = []
+    counters: dict[str, int] = {}
+    numa: dict[int, int] = {}
 
-    def label(el: ET.Element, groups: int) -> str:
-        t = el.attrib["type"]
+    def label(obj: _Obj, groups: int) -> str:
+        t, attrib = obj.type, obj.el.attrib
         if t == "Machine":
-            total = sum(int(n.attrib.get("local_memory", 0)) for n in el.iter("object") if n.attrib["type"] == "NUMANode")
+            total = sum(int(n.attrib.get("local_memory", 0)) for n in obj.el.iter("object") if n.attrib["type"] == "NUMANode")
             return f"Machine ({hwloc_size(total)} total)"
+        if t == "NUMANode":
+            memory = int(attrib.get("local_memory", 0))
+            size = f" {hwloc_size(memory)}" if memory else ""
+            return f"NUMANode L#{numa[id(obj)]} (P#{attrib['os_index']}{size})"
         key = f"Group{groups}" if t == "Group" else t  # hwloc names Group levels from the top
         logical = counters.get(key, 0)
         counters[key] = logical + 1
-        if t == "NUMANode":
-            memory = int(el.attrib.get("local_memory", 0))
-            return f"NUMANode L#{logical} (P#{el.attrib['os_index']}" + (f" {hwloc_size(memory)})" if memory else ")")
-        if t == "PU":
-            return f"PU L#{logical} (P#{el.attrib['os_index']})"
-        return f"{key} L#{logical}"
+        return f"PU L#{logical} (P#{attrib['os_index']})" if t == "PU" else f"{key} L#{logical}"
 
-    def walk(el: ET.Element, depth: int, prefix: str, groups: int, adopted: list[ET.Element]) -> None:
-        children = el.findall("object")
-        memory = adopted + [c for c in children if c.attrib["type"] == "NUMANode"]
-        normal = [c for c in children if c.attrib["type"] != "NUMANode"]
-        if el.attrib["type"] == "Group" and len(normal) == 1:
-            # hwloc drops a Group that adds no structure (its only child has its cpuset: the
-            # KEEP_STRUCTURE filter); the child takes over its memory children.
-            walk(normal[0], depth, prefix, groups, memory)
-            return
-        text = prefix + label(el, groups)
-        groups += el.attrib["type"] == "Group"
-        if len(normal) == 1 and not memory:
-            walk(normal[0], depth, text + " + ", groups, [])
+    def walk(obj: _Obj, depth: int, prefix: str, groups: int) -> None:
+        text = prefix + label(obj, groups)
+        groups += obj.type == "Group"
+        if len(obj.normal) == 1 and not obj.memory:
+            walk(obj.normal[0], depth, text + " + ", groups)
             return
         out.append("  " * depth + text)
-        for child in memory + normal:
-            walk(child, depth + 1, "", groups, [])
+        for child in obj.memory + obj.normal:
+            walk(child, depth + 1, "", groups)
 
-    for root in topology.findall("object"):
-        walk(root, 0, "", 0, [])
+    for root in (_hwloc_tree(el) for el in topology.findall("object")):
+        numa.update((id(node), k) for k, node in enumerate(_numa_order(root, [])))
+        walk(root, 0, "", 0)
     return "\n".join(out) + "\n"
 
 
