@@ -148,3 +148,24 @@ def test_capture_script_copies_what_the_readers_need(tmp_path: Path) -> None:
     captured.pop("description"), original.pop("description")  # they name their roots
     assert captured == original
 
+
+
+def test_a_node_number_beyond_the_limit_is_refused(two_node_copy: Path) -> None:
+    nodes = two_node_copy / "sys/devices/system/node"
+    (nodes / "node1").rename(nodes / "node4294967295")
+    with pytest.raises(HostError, match=r"beyond numalab's limits: nodes\[1\]\.os_index: 4294967295 is too large: NUMA node indexes must be below 4096"):
+        from_host(two_node_copy)
+
+
+def test_an_unreadable_cpufreq_file_is_a_host_error(two_node_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    freq = two_node_copy / "sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"
+    original = Path.read_text
+
+    def refuse(self: Path, *args: object, **kwargs: object) -> str:
+        if self == freq:  # root reads through chmod 000, so the refusal is simulated
+            raise PermissionError(13, "Permission denied", str(self))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", refuse)
+    with pytest.raises(HostError, match=r"cpuinfo_max_freq: cannot read: Permission denied"):
+        from_host(two_node_copy)

@@ -281,3 +281,11 @@ def test_tree_drops_a_group_that_adds_no_structure_as_hwloc_does(tmp_path):
         "  Core L#0\n    NUMANode L#0 (P#0 1024MB)\n    PU L#0 (P#0)\n"
         "  Core L#1\n    NUMANode L#1 (P#1 1024MB)\n    PU L#1 (P#1)\n"
     )
+
+
+def test_input_that_is_a_preset_file_points_to_machine(cli, tmp_path):
+    spec = tmp_path / "t.toml"
+    spec.write_text(_spec("[[10, 21], [21, 10]]"))
+    err = _one_line_error(cli, "topo", "--input", str(spec))
+    assert err == f"numalab: --input {spec}: --input reads hwloc XML; give a preset-format .toml with --machine\n"
+    assert cli("topo", "--machine", str(spec), "-H")[0] == 0

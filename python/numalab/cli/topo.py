@@ -40,6 +40,9 @@ def topo(
     if input is not None:
         from numalab.machine.hwloc_xml import load_hwloc_xml
 
+        if input.suffix == ".toml":
+            raise UsageError(f"--input {input}: --input reads hwloc XML; give a preset-format .toml with --machine")
+
         m = load_hwloc_xml(input)
     else:
         m = machines.load(sources[0])

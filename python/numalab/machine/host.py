@@ -19,6 +19,7 @@ from typing import Any
 from numalab._core import HostError, Machine, TopologyError, read_host_topology
 from numalab.machine import estimates as est
 from numalab.machine.bitmaps import parse_cpulist
+from numalab.machine.limits import spec_too_large
 
 #: Where the kernel's cpufreq driver reports a CPU's highest frequency, in kHz.
 CPUFREQ_MAX = "sys/devices/system/cpu/cpu{cpu}/cpufreq/cpuinfo_max_freq"
@@ -32,6 +33,10 @@ def read_facts(root: Path = Path("/")) -> dict[str, Any]:
 def from_host(root: Path = Path("/")) -> Machine:
     """The machine whose sysfs/procfs tree is under ``root`` (``/`` for this machine), named ``host``."""
     spec = host_spec(read_facts(root), root)
+    too_large = spec_too_large(spec)
+    if too_large is not None:
+        key, reason = too_large
+        raise HostError(f"{root}: the host topology read from sysfs is beyond numalab's limits: {key}: {reason}")
     try:
         return Machine.from_spec_json(json.dumps(spec))
     except TopologyError as e:
@@ -80,7 +85,10 @@ def core_frequency_ghz(root: Path, cpu: int, notes: dict[str, str]) -> float:
     if not path.is_file():
         est.record(notes, est.CORE_FREQUENCY_GHZ)
         return est.CORE_FREQUENCY_GHZ.value
-    text = path.read_text(encoding="ascii", errors="replace").strip()
+    try:
+        text = path.read_text(encoding="ascii", errors="replace").strip()
+    except OSError as e:
+        raise HostError(f"{path}: cannot read: {e.strerror}") from None
     if not text.isdigit() or int(text) == 0:
         raise HostError(f"{path}: bad cpuinfo_max_freq '{text}' (expected a frequency in kHz)")
     khz = int(text)
