@@ -12,6 +12,12 @@ a memattr in the XML wins.
 
 Malformed XML raises ``UsageError("file:line:col: malformed XML: ...")``; a file that is XML but
 not a usable topology raises ``UsageError("file:line: object[type=NUMANode, os_index=3]: ...")``.
+
+Files are untrusted: parsing goes through defusedxml (no entity declarations, so no billion
+laughs; no external entities or DTD fetched), the file size and element depth are bounded, and
+every number is checked against :mod:`numalab.machine.limits` (CPU and node indexes, u64) and for
+being finite before anything is sized by it. Every CPU a NUMANode or Package claims must be a PU
+of the file.
 """
 
 from __future__ import annotations
