@@ -7,7 +7,8 @@ use crate::placement::PlacementArg;
 
 pub const USAGE: &str = "\
 usage: numalab-agent topo [--root DIR]
-       numalab-agent run [placement] [--interval-ms N] [--output FILE] [--root DIR] [--] CMD [ARGS...]
+       numalab-agent run [placement] [--interval-ms N] [--maps-budget-pct P] [--output FILE] [--root DIR]
+                         [--] CMD [ARGS...]
        numalab-agent knobs get [--root DIR]
        numalab-agent knobs set NAME=VALUE... --journal FILE [--root DIR]
        numalab-agent knobs restore --journal FILE [--root DIR]
@@ -17,11 +18,12 @@ placement (numactl's options and node strings: all, 0-3,5, !1, +0-1; =NODES adds
   -p, --preferred=NODE            -P, --preferred-many=NODES
   -l, --localalloc                -N, --cpunodebind=NODES
   -C, --physcpubind=CPUS
-run samples /proc/PID/numa_maps, /proc/PID/task/*/sched, /proc/vmstat and node numastat every
---interval-ms (default 1000) and writes JSON Lines to stdout or --output FILE.
+run samples /proc/PID/task/*/sched, /proc/vmstat and node numastat every --interval-ms (default
+1000) and /proc/PID/numa_maps as often as --maps-budget-pct (default 0.5% of one CPU) allows, and
+writes JSON Lines to stdout or --output FILE.
 --root DIR reads sys/ and proc/ system files under DIR instead of / (for captured trees).";
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Cmd {
     Help,
     Version,
@@ -32,16 +34,18 @@ pub enum Cmd {
     KnobsRestore { root: PathBuf, journal: PathBuf },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RunArgs {
     pub placement: Vec<PlacementArg>,
     pub interval_ms: u64,
+    pub maps_budget_pct: f64,
     pub output: Option<PathBuf>,
     pub root: PathBuf,
     pub command: Vec<String>,
 }
 
 pub const DEFAULT_INTERVAL_MS: u64 = 1000;
+pub const DEFAULT_MAPS_BUDGET_PCT: f64 = 0.5;
 
 /// A usage error: one line, exit code 2.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,7 +58,7 @@ fn err<T>(m: impl Into<String>) -> Res<T> {
 }
 
 /// Options of `run` that take a value: (short, long).
-const VALUED: [(&str, &str); 10] = [
+const VALUED: [(&str, &str); 11] = [
     ("-i", "--interleave"),
     ("-w", "--weighted-interleave"),
     ("-m", "--membind"),
@@ -63,6 +67,7 @@ const VALUED: [(&str, &str); 10] = [
     ("-N", "--cpunodebind"),
     ("-C", "--physcpubind"),
     ("", "--interval-ms"),
+    ("", "--maps-budget-pct"),
     ("", "--output"),
     ("", "--root"),
 ];
@@ -170,6 +175,7 @@ fn parse_run(args: &[String]) -> Res<RunArgs> {
     let mut r = RunArgs {
         placement: Vec::new(),
         interval_ms: DEFAULT_INTERVAL_MS,
+        maps_budget_pct: DEFAULT_MAPS_BUDGET_PCT,
         output: None,
         root: PathBuf::from("/"),
         command: Vec::new(),
@@ -224,6 +230,12 @@ fn parse_run(args: &[String]) -> Res<RunArgs> {
                     _ => {
                         return err(format!("run: --interval-ms must be a whole number of ms in 1..3600000, got '{v}'"))
                     }
+                }
+            }
+            "--maps-budget-pct" => {
+                r.maps_budget_pct = match v.parse::<f64>() {
+                    Ok(p) if p > 0.0 && p <= 100.0 => p,
+                    _ => return err(format!("run: --maps-budget-pct must be a percentage in (0, 100], got '{v}'")),
                 }
             }
             "--output" => r.output = Some(PathBuf::from(v)),

@@ -66,7 +66,7 @@ pub fn run(args: RunArgs) -> Result<i32, Failure> {
     let pid = child.id();
 
     out.line(&start_record(&args, &placement, pid, started_unix_s, &baseline));
-    let mut sampler = Sampler::new(&args.root, pid, baseline);
+    let mut sampler = Sampler::new(&args.root, pid, baseline, args.maps_budget_pct / 100.0);
     let interval = Duration::from_millis(args.interval_ms);
     let mut next = start + interval;
     let mut forwarded: Vec<&'static str> = Vec::new();
@@ -243,6 +243,7 @@ fn start_record(args: &RunArgs, p: &Placement, pid: u32, unix_s: f64, base: &Sys
             "cpus": p.cpus.as_ref().map(|c| c.to_list_string()),
         },
         "interval_ms": args.interval_ms,
+        "maps_budget_pct": args.maps_budget_pct,
         "vmstat": vmstat_json(&base.vmstat),
         "numastat": numastat_json(&base.numastat),
     })
@@ -291,6 +292,8 @@ fn summary_record(
         "pages_t_s": s.last_pages_t_s.map(round6),
         "threads": s.threads.values().map(thread_json).collect::<Vec<_>>(),
         "samples": s.samples,
+        "maps_reads": s.maps_reads,
+        "maps_cost_s": round6(s.maps_cost_s),
         "errors": s.errors,
     })
 }

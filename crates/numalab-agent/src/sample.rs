@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use numalab_linux::numa_maps::{bytes_per_node, pages_per_node};
 use numalab_linux::vmstat::delta;
@@ -110,12 +111,23 @@ pub struct Sampler {
     /// The last statistics of every thread seen, exited ones included.
     pub threads: BTreeMap<u32, TaskSched>,
     pub samples: u64,
+    /// numa_maps reads so far, and their total cost.
+    pub maps_reads: u64,
+    pub maps_cost_s: f64,
+    /// Share of one CPU numa_maps reads may take (0.005 = 0.5%).
+    maps_budget: f64,
+    next_maps_t_s: f64,
     /// Distinct problems met while sampling, in order.
     pub errors: Vec<String>,
 }
 
 impl Sampler {
-    pub fn new(root: &Path, pid: u32, baseline: SystemCounters) -> Sampler {
+    /// `maps_budget`: the share of one CPU that reading numa_maps may take. The kernel walks every
+    /// page table entry of the process for it (`show_numa_map()` -> `gather_pte_stats()`), about
+    /// 40 ms for 3 GB of 4 KiB pages, while the other files cost microseconds: numa_maps is read at
+    /// a sample only when the time since the last read is at least that read's cost over the
+    /// budget, so a large process is mapped less often and a small one at every sample.
+    pub fn new(root: &Path, pid: u32, baseline: SystemCounters, maps_budget: f64) -> Sampler {
         Sampler {
             root: root.to_path_buf(),
             proc_root: PathBuf::from("/"),
@@ -127,6 +139,10 @@ impl Sampler {
             last_pages_t_s: None,
             threads: BTreeMap::new(),
             samples: 0,
+            maps_reads: 0,
+            maps_cost_s: 0.0,
+            maps_budget,
+            next_maps_t_s: 0.0,
             errors: Vec::new(),
         }
     }
@@ -146,14 +162,27 @@ impl Sampler {
         self.samples += 1;
         let mut new_errors = Vec::new();
         let mut errs = Vec::new();
-        let maps = match read_numa_maps(&self.proc_root, self.pid) {
-            // An exiting process has no mappings left: keep the last pages seen.
-            Ok(m) if m.is_empty() => None,
-            Ok(m) => Some(m),
-            Err(e) => {
-                errs.push(e.to_string());
-                None
+        let read_maps = t_s >= self.next_maps_t_s;
+        let mut maps_cost_s = None;
+        let maps = if read_maps {
+            let t0 = Instant::now();
+            let m = read_numa_maps(&self.proc_root, self.pid);
+            let cost = t0.elapsed().as_secs_f64();
+            self.maps_reads += 1;
+            self.maps_cost_s += cost;
+            maps_cost_s = Some(round6(cost));
+            self.next_maps_t_s = t_s + cost / self.maps_budget;
+            match m {
+                // An exiting process has no mappings left: keep the last pages seen.
+                Ok(m) if m.is_empty() => None,
+                Ok(m) => Some(m),
+                Err(e) => {
+                    errs.push(e.to_string());
+                    None
+                }
             }
+        } else {
+            None
         };
         if let Some(m) = &maps {
             self.pages_per_node = pages_per_node(m);
@@ -179,15 +208,17 @@ impl Sampler {
                 new_errors.push(e);
             }
         }
-        let mappings: Vec<Value> =
-            maps.as_deref().unwrap_or(&[]).iter().filter(|m| m.pages() > 0).map(mapping_json).collect();
+        let mappings: Option<Vec<Value>> =
+            maps.as_ref().map(|m| m.iter().filter(|m| m.pages() > 0).map(mapping_json).collect());
         let record = json!({
             "type": "sample",
             "t_s": round6(t_s),
             "pid": self.pid,
             "pages_per_node": by_node(&self.pages_per_node),
             "bytes_per_node": by_node(&self.bytes_per_node),
+            "pages_t_s": self.last_pages_t_s.map(round6),
             "mappings": mappings,
+            "maps_cost_s": maps_cost_s,
             "threads": threads.iter().map(thread_json).collect::<Vec<_>>(),
             "vmstat_delta": vmstat_json(&delta(&self.baseline.vmstat, &self.last.vmstat)),
             "numastat_delta": numastat_json(&self.numastat_delta()),

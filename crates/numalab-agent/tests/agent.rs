@@ -210,7 +210,8 @@ mod sampling {
 
     #[test]
     fn samples_carry_pages_threads_and_counters() {
-        let (o, recs) = run_recorded("sampling", &["--interval-ms", "50"], &["sleep", "0.4"]);
+        let (o, recs) =
+            run_recorded("sampling", &["--interval-ms", "50", "--maps-budget-pct", "100"], &["sleep", "0.4"]);
         assert!(o.status.success(), "{}", text(&o.stderr));
         let start = &recs[0];
         assert!(start["vmstat"]["numa_hit"].as_u64().unwrap() > 0);
@@ -237,6 +238,24 @@ mod sampling {
         assert!(sum["rusage"]["maxrss_kib"].as_u64().unwrap() > 0);
         assert!(sum["wall_s"].as_f64().unwrap() >= 0.4);
         assert_eq!(sum["threads"][0]["comm"], "sleep");
+        assert_eq!(sum["maps_reads"], sum["samples"]);
+    }
+
+    #[test]
+    fn a_small_budget_reads_numa_maps_less_often_and_keeps_the_last_pages() {
+        let (o, recs) =
+            run_recorded("budget", &["--interval-ms", "50", "--maps-budget-pct", "0.0001"], &["sleep", "0.4"]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let samples: Vec<&Value> = recs.iter().filter(|r| r["type"] == "sample").collect();
+        assert!(samples.len() >= 3);
+        assert!(samples[0]["mappings"].is_array(), "the first sample maps the process");
+        for s in &samples[1..] {
+            assert!(s["mappings"].is_null(), "{s}");
+            assert_eq!(s["pages_t_s"], samples[0]["t_s"]);
+            assert!(s["pages_per_node"]["0"].as_u64().unwrap() > 0);
+            assert!(!s["threads"].as_array().unwrap().is_empty(), "threads are sampled every time");
+        }
+        assert_eq!(summary(&recs)["maps_reads"], 1);
     }
 }
 
