@@ -246,3 +246,11 @@ def test_a_preset_file_with_a_huge_cpu_list_is_a_model_error(tmp_path: Path) -> 
         load(str(spec))
     assert "index 4294967295 in '0-4294967295' is too large (indexes must be below 65536" in e.value.args[0]
     assert time.monotonic() - start < 2
+
+
+def test_too_many_elements_are_refused_before_memory_runs_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(limits, "MAX_XML_ELEMENTS", 1000)  # the real limit takes seconds to reach
+    text = "<topology>" + "<x/>" * 1000 + "</topology>"
+    with pytest.raises(UsageError, match=r"topo\.xml:1: more than 1000 elements; an hwloc topology of the largest"):
+        load_hwloc_xml(write(tmp_path, text))
+    assert load_hwloc_xml(write(tmp_path, FIXTURE.read_text(), "2p-2n-l3.xml")) == load_hwloc_xml(FIXTURE)  # ~70 elements

@@ -78,7 +78,7 @@ def load_hwloc_xml(path: Path) -> Machine:
 # ---------------------------------------------------------------- XML with line numbers
 
 
-@dataclass
+@dataclass(slots=True)
 class _El:
     """An XML element and the line it starts on (ElementTree does not keep lines)."""
 
@@ -102,6 +102,7 @@ class _TreeBuilder(ContentHandler):
         self.locator: Locator | None = None
         self.stack: list[_El] = []
         self.roots: list[_El] = []
+        self.count = 0
 
     def line(self) -> int:
         return self.locator.getLineNumber() if self.locator is not None else 0
@@ -114,6 +115,12 @@ class _TreeBuilder(ContentHandler):
             raise UsageError(
                 f"{self.path}:{self.line()}: <{name}> is nested {len(self.stack) + 1} elements deep; "
                 f"hwloc topologies are about 15 deep, numalab reads at most {limits.MAX_XML_DEPTH}"
+            )
+        self.count += 1
+        if self.count > limits.MAX_XML_ELEMENTS:
+            raise UsageError(
+                f"{self.path}:{self.line()}: more than {limits.MAX_XML_ELEMENTS} elements; an hwloc topology of the "
+                "largest Linux machine has about 100,000"
             )
         el = _El(name, dict(attrs.items()), self.line())
         (self.stack[-1].children if self.stack else self.roots).append(el)

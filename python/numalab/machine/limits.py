@@ -18,6 +18,9 @@ MAX_NODES = 1 << 12
 #: Largest hwloc XML file read: lstopo writes a few KiB per core, so a machine of MAX_CPUS PUs
 #: with caches and I/O devices fits many times over.
 MAX_XML_BYTES = 64 << 20
+#: Most elements read from one file: a 8192-CPU machine with caches, infos and I/O devices has
+#: about 100,000; each element read costs a few hundred bytes of memory.
+MAX_XML_ELEMENTS = 1 << 19
 #: Deepest element nesting accepted: hwloc's trees are about 15 levels deep (Machine, Package,
 #: Die, Groups, caches, Core, PU, plus memory and I/O children); deeper means a broken file.
 MAX_XML_DEPTH = 256
