@@ -103,7 +103,7 @@ def test_identical_repetitions_are_said_to_be_identical_not_a_zero_interval():
 
     e = estimate([2.5, 2.5, 2.5])
     assert e.identical and e.half_width is None and e.n == 3
-    assert format_estimate(e) == "2.50 (all 3 identical)"
+    assert format_estimate(e) == "2.50 (3 identical runs)"
     assert "±" not in format_estimate(e)
     assert format_estimate(estimate([1.0, 1.5])).startswith("1.25 ± ")
 
@@ -125,7 +125,7 @@ def test_html_report_is_self_contained_with_tables_and_heatmaps(stored):
     # the speedup table: rows = cases, columns = configurations; repeated runs show ± intervals
     assert "dgemv threads=8" in p.cells and "dgemv threads=16" in p.cells
     # the baseline's own speedup is 1 for every seed: said to be identical, not a zero-width interval
-    assert any(re.fullmatch(r"1\.00 \(all 3 identical\)", c) for c in p.cells)
+    assert any(re.fullmatch(r"1\.00 \(3 identical runs\)", c) for c in p.cells)
     assert not any(re.search(r"± 0\.00$", c) for c in p.cells)
     assert "report test" in html and "S2, docs/studies.md §6.2" in html
     figures = sorted(f.name for f in (stored / "out" / "report-figures").iterdir())

@@ -148,7 +148,9 @@ def test_wrong_and_unwritable_paths(good, tmp_path, capsys):
     root, _ = good
     r = str(root / "r")
     (tmp_path / "file.txt").write_text("x")
+    (tmp_path / "f-figures").write_text("x")
     cases = [
+        (["report", str(root / "st.toml"), "-r", r, "-o", str(tmp_path / "f.html")], f"its figures go to {tmp_path / 'f-figures'}, which is a file"),
         (["report", str(root / "st.toml"), "-r", r, "-o", str(tmp_path)], f"--output {tmp_path}: is a directory"),
         (["report", str(root / "st.toml"), "-r", r, "-o", "/nonexistent/dir/r.html"], "--output /nonexistent/dir/r.html: directory /nonexistent/dir does not exist"),
         (["report", str(root / "st.toml"), "-r", r, "-o", str(tmp_path / "file.txt" / "r.html")], "is not a directory"),

@@ -78,7 +78,7 @@ def _speedups(c: Content) -> str:
     note = (
         "<p class=\"meta\">speedup = time(baseline) / time(configuration), above 1 is faster"
         f"{escape(base)}. With repetitions: mean ± half-width of the 95% confidence interval (Student's t over the seeds); "
-        "\"all n identical\" where every repetition gave the same value, so there is no interval.</p>"
+        "\"n identical runs\" where every repetition gave the same value, so there is no interval.</p>"
     )
     return (
         '<h2 id="speedup">Speedup</h2>' + note + _grid_table(c.speedup, "speedup", colour=True)

@@ -49,7 +49,7 @@ def render(c: Content, out: Path) -> str:
         lines += ["## Configuration", ""] + _fence(c.data.source.rstrip(), "toml") + [""]
     base = f" Baseline: {text(describe_baseline(spec.baseline))}." if spec and spec.baseline else ""
     lines += ["## Speedup", "", "time(baseline) / time(configuration); mean ± 95% CI half-width (Student's t) with repetitions; "
-              f"\"all n identical\" where every repetition gave the same value (no interval).{base}", ""]
+              f"\"n identical runs\" where every repetition gave the same value (no interval).{base}", ""]
     lines += _grid(c.speedup, 2) + ["", "### Time (s)", ""] + _grid(c.times, 4) + [""]
     if c.maps:
         lines += ["## Access maps", "", "% of all DRAM accesses; rows: CPU node, columns: memory node; last row: memory node totals.", ""]

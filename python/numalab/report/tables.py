@@ -63,7 +63,7 @@ def format_estimate(e: Estimate | None, digits: int = 2) -> str:
     if e is None:
         return "-"
     if e.identical:
-        return f"{e.mean:.{digits}f} (all {e.n} identical)"
+        return f"{e.mean:.{digits}f} ({e.n} identical runs)"
     if e.half_width is None:
         return f"{e.mean:.{digits}f}"
     return f"{e.mean:.{digits}f} ± {e.half_width:.{digits}f}"
