@@ -289,3 +289,8 @@ def test_input_that_is_a_preset_file_points_to_machine(cli, tmp_path):
     err = _one_line_error(cli, "topo", "--input", str(spec))
     assert err == f"numalab: --input {spec}: --input reads hwloc XML; give a preset-format .toml with --machine\n"
     assert cli("topo", "--machine", str(spec), "-H")[0] == 0
+
+
+def test_an_empty_machine_name(cli):
+    err = _one_line_error(cli, "topo", "-m", " ")
+    assert err == "numalab: empty machine name: give a preset name (numalab topo --list), host, or a .toml or .xml file\n"

@@ -16,6 +16,8 @@ from numalab.machine.presets import list_presets, load_preset, load_spec_file, p
 def load(spec: str | Path) -> Machine:
     """Load a machine by preset name, ``host``, or a ``.toml`` / ``.xml`` file path."""
     s = str(spec)
+    if not s.strip():
+        raise UsageError("empty machine name: give a preset name (numalab topo --list), host, or a .toml or .xml file")
     if s == "host":
         from numalab.machine.host import from_host
 
