@@ -8,14 +8,12 @@ import sqlite3
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 ROUNDS = 4
 WRITERS = 3
 
 SCRIPT = """
 import sys, time
-from pathlib import Path
 from numalab.results.store import Store
 from numalab.study import expand, parse_study
 
