@@ -7,6 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from numalab.machine import load, preset_names
 from numalab.machine.hwloc_export import topology_element
@@ -294,3 +296,36 @@ def test_input_that_is_a_preset_file_points_to_machine(cli, tmp_path):
 def test_an_empty_machine_name(cli):
     err = _one_line_error(cli, "topo", "-m", " ")
     assert err == "numalab: empty machine name: give a preset name (numalab topo --list), host, or a .toml or .xml file\n"
+
+
+def _numactl_available_list(nodes: set[int]) -> str:
+    """numactl.c hardware(), the loop that prints the node list of its "available:" line."""
+    out, prev, skip, maxnode = "", -1, False, max(nodes)
+    for i in range(maxnode + 1):
+        if i not in nodes:
+            continue
+        if prev == -1:
+            out, prev = out + str(i), i
+            continue
+        if i > prev + 1:
+            if skip:
+                out, skip = out + str(prev), False
+            out, prev = out + f",{i}", i
+            continue
+        if not skip:
+            out, skip = out + "-", True
+        prev = i
+        if i == maxnode and skip:
+            out += str(prev)
+    return out
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(nodes=st.sets(st.integers(0, 40), min_size=1))
+def test_available_line_lists_nodes_as_numactl_does(nodes):
+    doc = {
+        "nodes": [{"os_index": i, "cpuset": "", "local_memory_bytes": 0} for i in sorted(nodes)],
+        "distances": [[10 if a == b else 20 for b in nodes] for a in nodes],
+    }
+    first = numactl_hardware(doc).splitlines()[0]
+    assert first == f"available: {len(nodes)} nodes ({_numactl_available_list(nodes)})"
