@@ -201,8 +201,8 @@ def node_name(os_index: int) -> str:
 
 
 def table_text(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
-    """A borderless table through rich (no colour, no wrapping); the first ``left`` columns are
-    left-aligned labels, the others right-aligned numbers."""
+    """A borderless table through rich (no colour, no wrapping, no trailing blanks); the first
+    ``left`` columns are left-aligned labels, the others right-aligned numbers."""
     table = Table(box=None, show_edge=False, pad_edge=False, header_style=None)
     for k, h in enumerate(headers):
         table.add_column(h, justify="left" if k < left else "right", no_wrap=True)
@@ -211,37 +211,35 @@ def table_text(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
     buf = io.StringIO()
     console = Console(file=buf, width=100_000, color_system=None, highlight=False, markup=False, emoji=False)
     console.print(table)
-    return "\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n"
+    return "\n".join(line.rstrip() for line in buf.getvalue().splitlines())
 
 
 def numalab_extras(m: dict[str, Any]) -> str:
+    """What numactl cannot show: bandwidth per node, idle latencies, links, cores, notes."""
     nodes = m["nodes"]
     names = [node_name(n["os_index"]) for n in nodes]
     out = ["memory bandwidth (GB/s, sustainable per node):"]
     out.append(table_text(["", *names], [["bandwidth_gbps", *(f"{n['bandwidth_gbps']:.1f}" for n in nodes)]]))
     out.append("idle latency (ns; rows: CPU node, columns: memory node):")
-    rows = [[name, *(f"{v:.1f}" for v in row)] for name, row in zip(names, m["idle_latency_ns"])]
-    out.append(table_text(["", *names], rows))
+    out.append(table_text(["", *names], [[name, *(f"{v:.1f}" for v in row)] for name, row in zip(names, m["idle_latency_ns"])]))
     if m["links"]:
+        rows = []
+        for k, link in enumerate(m["links"]):
+            (a, b), (forward, back) = link["nodes"], link["gbps"]
+            rows.append([str(k), node_name(a), node_name(b), f"{forward:.1f}", f"{back:.1f}"])
         out.append("links (GB/s per direction):")
-        rows = [
-            [str(k), node_name(a), node_name(b), f"{fwd:.1f}", f"{back:.1f}"]
-            for k, link in enumerate(m["links"])
-            for (a, b), (fwd, back) in [(link["nodes"], link["gbps"])]
-        ]
         out.append(table_text(["link", "from", "to", "gbps_forward", "gbps_back"], rows, left=3))
         hops = [len(r) for row in m["routes"] for r in row if r]
         if hops:
-            out.append(f"routes: {min(hops)}-{max(hops)} hops between distinct nodes\n")
+            out.append(f"routes: {min(hops)}-{max(hops)} hops between distinct nodes")
     else:
-        out.append("links: none described (remote traffic limited by the remote memory controller only)\n")
+        out.append("links: none described (remote traffic limited by the remote memory controller only)")
     cores = m["cores"]
     if cores:
         c = cores[0]
         out.append(
             f"cores: {len(cores)} cores, {len(m['pus'])} PUs, {len(m['packages'])} packages; "
-            f"{c['frequency_hz'] / 1e9:.2f} GHz, memory-level parallelism {c['mlp']:g}\n"
+            f"{c['frequency_hz'] / 1e9:.2f} GHz, memory-level parallelism {c['mlp']:g}"
         )
-    for key, note in m.get("notes", {}).items():
-        out.append(f"note: {key}: {note}\n")
-    return "".join(line if line.endswith("\n") else line + "\n" for line in out)
+    out += [f"note: {key}: {note}" for key, note in m.get("notes", {}).items()]
+    return "\n".join(out) + "\n"
