@@ -14,6 +14,7 @@ WRITERS = 3
 
 SCRIPT = """
 import sys, time
+from pathlib import Path
 from numalab.results.store import Store
 from numalab.study import expand, parse_study
 
