@@ -13,7 +13,7 @@ import traceback
 import click
 import typer
 
-from numalab.cli import compare, report, results, schema, sim, study, topo, workloads
+from numalab.cli import bench, compare, report, results, run, schema, sim, study, topo, workloads
 from numalab.exceptions import USAGE_ERRORS, NumalabError
 
 class _HelpFormatter(click.HelpFormatter):
@@ -44,6 +44,8 @@ app.command("study")(study.study)
 app.command("schema")(schema.schema)
 app.add_typer(results.app, name="results")
 app.command("report")(report.report)
+app.command("run", context_settings=run.CONTEXT)(run.run)
+app.command("bench", context_settings=bench.CONTEXT)(bench.bench)
 
 _debug = False
 

@@ -64,7 +64,7 @@ def header(doc: dict[str, Any], given: Iterable[str] | None = None) -> str:
     keys = list(w["params"]) if given is None else [k for k in w["params"] if k in set(given)]
     params = ", ".join(f"{k}={w['params'][k]}" for k in keys)
     return (f"{w['name']}" + (f" ({params})" if params else "") + f" on {doc['machine']['name']}: "
-            f"{describe_placement(doc['placement'])}; kernel {doc['kernel']}, seed {doc['seed']}")
+            f"{describe_placement(doc['placement'])}; kernel {doc['kernel']}" + ("" if doc["seed"] is None else f", seed {doc['seed']}"))
 
 
 def summary(doc: dict[str, Any], given: Iterable[str] | None = None) -> str:
@@ -75,14 +75,20 @@ def summary(doc: dict[str, Any], given: Iterable[str] | None = None) -> str:
     ]
     if met["local_pct"] is not None:
         lines.append(
-            f"DRAM accesses: {met['local_pct']:.1f}% local, {met['remote_pct']:.1f}% remote; "
+            f"{'NUMA hinting faults' if (doc.get('access_map') or {}).get('basis') == 'hint_faults' else 'DRAM accesses'}: {met['local_pct']:.1f}% local, {met['remote_pct']:.1f}% remote; "
             f"busiest memory node serves {met['max_concentration_pct']:.1f}%"
         )
     page = doc["pages"]["page_size_bytes"]
-    nodes = doc["access_map"]["nodes"]
+    # A host run has an access map only with NUMA balancing on (results/agent.py); its pages name their nodes.
+    am = doc.get("access_map")
+    nodes = am["nodes"] if am else doc["pages"]["nodes"]
     lines.append("memory per node (MiB): " + "  ".join(f"node{n} {p * page / MIB:.0f}" for n, p in zip(nodes, doc["pages"]["per_node"])))
     lines.append("")
-    lines.append(render(access_map_table(doc, "access map (% of all DRAM accesses; rows: CPU node, columns: memory node)")))
+    if am is None:
+        lines.append("access map: none (on a real host it comes from NUMA hinting faults, which the kernel records only with automatic NUMA balancing on)")
+    else:
+        what = "% of NUMA hinting faults" if am["basis"] == "hint_faults" else "% of all DRAM accesses"
+        lines.append(render(access_map_table(doc, f"access map ({what}; rows: CPU node, columns: memory node)")))
     lines.append("")
     keys = ["numa_hit", "numa_miss", "numa_foreign", "interleave_hit", "local_node", "other_node"]
     stat = doc["numastat"]

@@ -1,0 +1,80 @@
+"""``numalab run [placement options] -- CMD [ARGS...]``: run a real program on this host under a
+numactl placement and report where its memory went (``runner/host.py``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from numalab.cli import options as o
+from numalab.cli.tables import summary
+from numalab.exceptions import UsageError
+from numalab.runner import host
+
+#: Options end at the command's name, as with numactl: ``numalab run -m 0 ls -l`` runs ``ls -l``.
+CONTEXT = {"allow_interspersed_args": False}
+COMMAND = typer.Argument(..., metavar="CMD [ARGS]...", help="The command to run (after --, or after the last option).")
+RECORD = typer.Option(None, "--record", help="Keep the agent's raw records (JSON Lines) in FILE.")
+OUTPUT = typer.Option(None, "--output", "-o", help="Write the result document (JSON) to FILE.")
+INTERVAL = typer.Option(host.DEFAULT_INTERVAL_MS, "--interval-ms", help="Sample the command's pages and threads every N ms.")
+
+
+def run(
+    command: List[str] = COMMAND,
+    interleave: Optional[str] = o.INTERLEAVE,
+    weighted_interleave: Optional[str] = o.WEIGHTED,
+    weights: Optional[str] = o.WEIGHTS,
+    membind: Optional[str] = o.MEMBIND,
+    preferred: Optional[str] = o.PREFERRED,
+    preferred_many: Optional[str] = o.PREFERRED_MANY,
+    localalloc: bool = o.LOCALALLOC,
+    cpunodebind: Optional[str] = o.CPUNODEBIND,
+    physcpubind: Optional[str] = o.PHYSCPUBIND,
+    omp_proc_bind: str = o.PROC_BIND,
+    omp_places: str = o.PLACES,
+    record: Optional[Path] = RECORD,
+    output: Optional[Path] = OUTPUT,
+    interval_ms: int = INTERVAL,
+    as_json: bool = o.JSON,
+) -> None:
+    """Run CMD on this host under a numactl-style placement, through numalab-agent.
+
+    The command's output is its own; the summary `numalab sim` prints follows on stderr (as time
+    and perf stat do): pages per node, numastat and vmstat deltas and, with automatic NUMA
+    balancing on, an access map from the kernel's per-thread NUMA hinting faults. --json prints
+    the result document (source: host) on stdout instead. The exit status is the command's.
+    """
+    place = o.placement(interleave, weighted_interleave, weights, membind, preferred, preferred_many, localalloc,
+                        cpunodebind, physcpubind, omp_proc_bind, omp_places)
+    check_interval(interval_ms)
+    host.check_placement(place)
+    from numalab.results.frame import writable_file
+
+    if record is not None:
+        writable_file(record, "--record", "run.jsonl")
+    if output is not None:
+        writable_file(output, "--output", "run.json")
+    try:
+        result = host.run(list(command), place, record=record, interval_ms=interval_ms)
+    except (host.CommandNotFound, host.AgentFailed) as e:
+        code = e.code
+        if isinstance(e, host.CommandNotFound):
+            typer.echo(f"numalab: {e}", err=True)
+        raise typer.Exit(code) from None
+    text = json.dumps(result.doc, indent=2, sort_keys=True)
+    if output is not None:
+        output.write_text(text + "\n")
+    if as_json:
+        typer.echo(text)
+    else:
+        typer.echo(summary(result.doc), err=True)
+    if result.exit_code:
+        raise typer.Exit(result.exit_code)
+
+
+def check_interval(ms: int) -> None:
+    if not 1 <= ms <= 3_600_000:
+        raise UsageError(f"--interval-ms must be 1..3600000 ms, got {ms}")
