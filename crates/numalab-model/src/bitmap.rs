@@ -269,7 +269,7 @@ mod tests {
         assert!(Bitmap::parse_list("0-4294967295").unwrap_err().contains("too large"));
         assert_eq!(Bitmap::parse_list("65535").unwrap().last(), Some(65535));
         let mut words = vec!["0x00000001"];
-        words.extend(std::iter::repeat("0x0").take(2048));
+        words.extend(std::iter::repeat_n("0x0", 2048));
         assert!(Bitmap::parse_hwloc(&words.join(",")).unwrap_err().contains("65536"));
     }
 
