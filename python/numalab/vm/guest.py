@@ -1,0 +1,106 @@
+"""The guest's side: its ``/init`` (in the cached base image) and the per-run job (a second,
+tiny archive appended to it; the kernel unpacks concatenated cpio archives in order, see
+Documentation/driver-api/early-userspace/buffer-format.rst).
+
+The protocol (read back by ``protocol.py``):
+
+* console (ttyS0, QEMU's stdio): ``<MARK> READY`` once /init has mounted /proc, /sys, /dev and
+  debugfs, before the job's work; the host times boot-to-ready from it. Nothing else there is read.
+* data port (ttyS1, a file on the host; the kernel never prints there): ``<MARK> BEGIN``, then per
+  file ``<MARK> FILE <name> <sha256>``, its base64 lines, ``<MARK> ENDFILE <name>``; ``<MARK> END``.
+  ``<MARK>`` is ``NUMALAB-<random hex>``, new for every run, so no output of the command can
+  forge a frame. The files: ``status`` (the agent's exit code), ``uname``, ``topo.json`` and
+  ``knobs.json`` (``numalab-agent topo`` / ``knobs get``), ``agent.jsonl`` (its records),
+  ``stdout`` and ``stderr`` of the command, ``numactl-H`` and ``knobs.err``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+#: Where things live inside the guest.
+AGENT = "/bin/numalab-agent"
+DATA_PORT = "/dev/ttyS1"
+JOB = "numalab/job"
+
+INIT = """#!/bin/sh
+# numalab guest init (PID 1): mount the kernel's file systems, run the job, power off.
+export PATH=/usr/local/bin:/bin:/sbin:/usr/bin:/usr/sbin HOME=/root TERM=vt100
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /tmp
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+if [ -f /numalab/job ]; then . /numalab/job; else echo "numalab: no job in the initramfs"; fi
+poweroff -f
+"""
+
+# Frame one file onto the data port: name, sha256, base64 body.
+_FRAME = """frame() {
+  echo "$MARK FILE $1 $(sha256sum < "/tmp/out/$1" | cut -d' ' -f1)"
+  base64 "/tmp/out/$1"
+  echo "$MARK ENDFILE $1"
+}
+"""
+
+OUT_FILES = ("status", "uname", "topo.json", "knobs.json", "knobs.err", "numactl-H", "agent.jsonl", "stdout", "stderr")
+
+
+@dataclass(frozen=True)
+class Job:
+    """What one guest boot does."""
+
+    mark: str
+    command: list[str] = field(default_factory=list)  # empty: an interactive shell
+    agent_args: list[str] = field(default_factory=list)  # numactl-style placement for the agent
+    knobs: dict[str, int] = field(default_factory=dict)  # numalab-agent knobs set NAME=VALUE
+    thp: str | None = None  # /sys/kernel/mm/transparent_hugepage/enabled
+    env: dict[str, str] = field(default_factory=dict)
+    interval_ms: int = 100
+    setup: tuple[str, ...] = ()  # shell lines run before the command (e.g. interleave weights)
+
+
+def job_script(job: Job) -> str:
+    q = shlex.quote
+    lines = [f"MARK={q(job.mark)}", 'echo "$MARK READY"']
+    if job.thp:
+        lines.append(f"echo {q(job.thp)} > /sys/kernel/mm/transparent_hugepage/enabled")
+    for k, v in job.env.items():
+        lines.append(f"export {k}={q(v)}")
+    lines += list(job.setup)
+    lines.append("mkdir -p /tmp/out /tmp/work && cd /tmp/work")
+    knobs = " ".join(q(f"{k}={v}") for k, v in sorted(job.knobs.items()))
+    if not job.command:
+        if knobs:
+            lines.append(f"{AGENT} knobs set {knobs} --journal /tmp/knobs.journal >/dev/null")
+        lines += [
+            'echo "numalab vm shell: Linux $(uname -r), $(nproc) CPUs. numactl -H, numastat, /proc/PID/numa_maps,'
+            ' /proc/sys/kernel/numa_balancing are real. exit (or Ctrl-D) powers the guest off."',
+            "numactl -H",
+            "setsid cttyhack sh -l",
+        ]
+        return "\n".join(lines) + "\n"
+    lines.append(_FRAME)
+    lines += [
+        "uname -r > /tmp/out/uname",
+        "numactl -H > /tmp/out/numactl-H 2>&1",
+        ": > /tmp/out/knobs.err",
+    ]
+    if knobs:
+        lines.append(f"{AGENT} knobs set {knobs} --journal /tmp/knobs.journal >/dev/null 2>/tmp/out/knobs.err")
+    agent = [AGENT, "run", f"--interval-ms={job.interval_ms}", "--output=/tmp/out/agent.jsonl", *job.agent_args, "--", *job.command]
+    lines += [
+        f"{AGENT} topo > /tmp/out/topo.json",
+        f"{AGENT} knobs get > /tmp/out/knobs.json",
+        " ".join(q(a) for a in agent) + " </dev/null >/tmp/out/stdout 2>/tmp/out/stderr",
+        "echo $? > /tmp/out/status",
+        "touch /tmp/out/agent.jsonl",
+        f"stty -F {DATA_PORT} raw -echo 2>/dev/null",
+        "{",
+        '  echo "$MARK BEGIN"',
+        *[f"  frame {name}" for name in OUT_FILES],
+        '  echo "$MARK END"',
+        f"}} > {DATA_PORT}",
+    ]
+    return "\n".join(lines) + "\n"

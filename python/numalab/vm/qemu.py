@@ -1,0 +1,168 @@
+"""QEMU's command line for a machine preset, and running it with a time limit.
+
+One guest NUMA node per preset node (``-numa node`` backed by its own ``memory-backend-ram``),
+the preset's SLIT as ``-numa dist`` (QEMU makes the matrix symmetric when only src<dst is given;
+an asymmetric preset gives both directions), vCPUs scaled down to ``cpus_per_node`` per node
+(at least one: a node without a CPU cannot run the command's threads there). No network
+(``-nic none``, ``-nodefaults``), no display, the console on stdio and the data port (ttyS1) on a
+file. The presets ``vm-4.toml`` and ``vm-8.toml`` carry the same options in their header.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+from numalab.exceptions import NumalabError, UsageError
+
+#: Above this the guest would need more host memory than a laptop or CI runner has to spare.
+MAX_GUEST_MIB = 16384
+DEFAULT_NODE_CAP_MIB = 512
+
+
+class GuestTimeout(NumalabError):
+    """The guest did not finish in time; QEMU was killed (exit code 1)."""
+
+
+class QemuFailed(NumalabError):
+    """QEMU exited with an error before the guest finished (exit code 1)."""
+
+
+@dataclass(frozen=True)
+class Topology:
+    name: str
+    cpus_per_node: list[int]
+    memory_mib: list[int]
+    distances: list[list[int]]
+    node_os_indexes: list[int]  # the preset's node numbers; the guest numbers its nodes 0..N-1
+
+    @property
+    def nodes(self) -> int:
+        return len(self.memory_mib)
+
+
+def topology(machine, memory_per_node_mib: int | None = None, cpus_per_node: int = 1) -> Topology:
+    """The guest for ``machine`` (a ``numalab._core.Machine``): its nodes and SLIT, memory per node
+    from ``memory_per_node_mib`` or the preset (capped at 512 MiB), ``cpus_per_node`` vCPUs per
+    node (at most the preset's CPUs on it, at least one)."""
+    spec = json.loads(machine.to_json())
+    nodes = spec["nodes"]
+    if cpus_per_node < 1:
+        raise UsageError(f"--cpus-per-node must be at least 1, got {cpus_per_node}")
+    cpus = [max(1, min(cpus_per_node, _count(n.get("cpuset", "")))) for n in nodes]
+    if memory_per_node_mib is not None:
+        if memory_per_node_mib < 64:
+            raise UsageError(f"--memory-per-node-mib must be at least 64 (the guest kernel needs room), got {memory_per_node_mib}")
+        mem = [memory_per_node_mib] * len(nodes)
+    else:
+        mem = [max(64, min(DEFAULT_NODE_CAP_MIB, int(n["local_memory_bytes"]) >> 20)) for n in nodes]
+    if sum(mem) > MAX_GUEST_MIB:
+        raise UsageError(f"the guest would have {sum(mem)} MiB of memory ({len(mem)} nodes); at most {MAX_GUEST_MIB} (lower --memory-per-node-mib)")
+    return Topology(machine.name, cpus, mem, [list(r) for r in machine.distances], [n["os_index"] for n in nodes])
+
+
+def _count(cpuset: str) -> int:
+    total = 0
+    for part in cpuset.split(","):
+        if part.strip():
+            lo, _, hi = part.partition("-")
+            total += int(hi or lo) - int(lo) + 1
+    return total
+
+
+def numa_args(t: Topology) -> list[str]:
+    args = ["-smp", f"{sum(t.cpus_per_node)}", "-m", f"{sum(t.memory_mib)}M"]
+    first = 0
+    for i, (n, mib) in enumerate(zip(t.cpus_per_node, t.memory_mib)):
+        cpus = f"{first}" if n == 1 else f"{first}-{first + n - 1}"
+        first += n
+        args += ["-object", f"memory-backend-ram,id=m{i},size={mib}M", "-numa", f"node,nodeid={i},cpus={cpus},memdev=m{i}"]
+    d = t.distances
+    for i in range(t.nodes):
+        for j in range(t.nodes):
+            if i != j and (i < j or d[i][j] != d[j][i]):
+                args += ["-numa", f"dist,src={i},dst={j},val={d[i][j]}"]
+    return args
+
+
+def cmdline(balancing: bool, extra: str = "") -> str:
+    base = f"console=ttyS0 quiet panic=-1 numa_balancing={'enable' if balancing else 'disable'}"
+    return f"{base} {extra}".strip()
+
+
+def argv(
+    qemu: str, t: Topology, kernel: str, initrd: Path, append: str, accel: str, data_port: Path | None
+) -> list[str]:
+    """The whole command line; ``data_port`` None means an interactive console (``vm shell``)."""
+    a = [qemu, "-accel", accel, "-machine", "q35", "-cpu", "host" if accel == "kvm" else "max"]
+    a += numa_args(t)
+    a += ["-kernel", kernel, "-initrd", str(initrd), "-append", append]
+    a += ["-nodefaults", "-nic", "none", "-nographic", "-no-reboot"]
+    if data_port is None:
+        a += ["-serial", "mon:stdio"]
+    else:
+        a += ["-monitor", "none", "-serial", "stdio", "-serial", f"file:{data_port}"]
+    return a
+
+
+@dataclass
+class Boot:
+    returncode: int
+    console: str
+    ready_s: float | None  # host seconds from QEMU's start to the guest's READY line
+    wall_s: float
+
+
+def boot(args: list[str], ready_line: str, timeout_s: float) -> Boot:
+    """Run QEMU, read its console, kill it after ``timeout_s`` (GuestTimeout)."""
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    assert proc.stdout is not None
+    tail: deque[str] = deque(maxlen=40)
+    ready: list[float] = []
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            line = raw.decode(errors="replace").rstrip("\r\n")
+            tail.append(line)
+            if not ready and line.rstrip().endswith(ready_line):
+                ready.append(time.monotonic() - start)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        rc = proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        reader.join(2)
+        last = "\n".join(f"  | {ln}" for ln in list(tail)[-10:])
+        where = "before it was ready (boot hung?)" if not ready else f"(ready after {ready[0]:.1f} s; the command hung?)"
+        raise GuestTimeout(f"the guest did not finish within {timeout_s:g} s {where}; QEMU was killed. Last console lines:\n{last}") from None
+    except BaseException:
+        _kill(proc)
+        raise
+    reader.join(5)
+    return Boot(rc, "\n".join(tail), ready[0] if ready else None, time.monotonic() - start)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def interactive(args: list[str]) -> int:
+    """QEMU with the terminal as the guest's console (``vm shell``)."""
+    return subprocess.run(args, check=False).returncode

@@ -1,0 +1,230 @@
+"""One guest boot from start to result: check the inputs, build the initramfs, boot QEMU, read
+the guest's files back and turn the agent's records into a ``numalab.result/1`` document with
+``source: vm`` (through the host converter, ``numalab.results.agent.document``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from numalab.exceptions import NumalabError, UsageError
+from numalab.spec import Placement
+from numalab.spec.balancing import Balancing
+from numalab.vm import guest, initramfs, protocol, qemu
+from numalab.vm import setup as vm_setup
+
+Say = Callable[[str], None]
+ACCELS = ("auto", "tcg", "kvm")
+THP_MODES = ("always", "madvise", "never")
+#: MPOL_WEIGHTED_INTERLEAVE and its sysfs weights arrived in Linux 6.9 (commit fa3bea4e1f82).
+WEIGHTED_INTERLEAVE_SINCE = (6, 9)
+
+
+@dataclass(frozen=True)
+class VmRequest:
+    machine: str
+    command: list[str]
+    placement: Placement = field(default_factory=Placement)
+    balancing: Balancing = field(default_factory=Balancing)
+    memory_per_node_mib: int | None = None
+    cpus_per_node: int = 1
+    thp: str | None = None
+    accel: str = "auto"
+    timeout_s: float = 600.0
+    interval_ms: int = 100
+
+
+@dataclass
+class VmOutput:
+    files: dict[str, bytes]
+    topology: qemu.Topology
+    accel: str
+    ready_s: float | None
+    wall_s: float
+    request: VmRequest
+
+    def text(self, name: str) -> str:
+        return self.files.get(name, b"").decode(errors="replace")
+
+    @property
+    def status(self) -> int:
+        return int(self.text("status").strip() or 1)
+
+    @property
+    def kernel_release(self) -> str:
+        return self.text("uname").strip()
+
+
+def kernel_tuple(release: str) -> tuple[int, int]:
+    m = re.match(r"(\d+)\.(\d+)", release)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def agent_args(p: Placement) -> list[str]:
+    """numactl's options for the agent, from a Placement (``cli/options.placement()``)."""
+    opt = {
+        "bind": "--membind", "interleave": "--interleave", "weighted-interleave": "--weighted-interleave",
+        "preferred": "--preferred", "preferred-many": "--preferred-many",
+    }
+    out = []
+    if p.policy == "local":
+        out.append("--localalloc")
+    elif p.policy != "default":
+        out.append(f"{opt[p.policy]}={p.nodes}")
+    if p.cpunodebind:
+        out.append(f"--cpunodebind={p.cpunodebind}")
+    if p.physcpubind:
+        out.append(f"--physcpubind={p.physcpubind}")
+    return out
+
+
+def omp_env(p: Placement) -> dict[str, str]:
+    if p.omp_proc_bind == "false":
+        return {}
+    return {"OMP_PROC_BIND": p.omp_proc_bind, "OMP_PLACES": p.omp_places}
+
+
+def resolve_accel(accel: str) -> str:
+    if accel not in ACCELS:
+        raise UsageError(f"--accel must be one of {', '.join(ACCELS)}, got '{accel}'")
+    if accel == "auto":
+        return "kvm" if vm_setup.kvm_usable() else "tcg"
+    if accel == "kvm" and not vm_setup.kvm_usable():
+        raise UsageError("--accel kvm: /dev/kvm is absent or not usable here (use --accel tcg)")
+    return accel
+
+
+def _check_placement(machine, p: Placement) -> None:
+    """Node strings checked against the preset before boot (the agent checks CPUs in the guest)."""
+    for what, nodes in (("--" + p.policy, p.nodes), ("--cpunodebind", p.cpunodebind)):
+        if nodes:
+            machine.parse_nodes(nodes.lstrip("=+") if nodes != "all" else nodes)
+
+
+def _weights_script(p: Placement) -> list[str]:
+    return [f"echo {w} > /sys/kernel/mm/mempolicy/weighted_interleave/node{n}" for n, w in p.weights]
+
+
+def boot_job(req: VmRequest, command: list[str] | None, say: Say = lambda s: None, interactive: bool = False):
+    """Everything before QEMU runs: (guest files, topology, accel, QEMU argv builder inputs)."""
+    from numalab.machine import load as load_machine
+
+    if req.thp is not None and req.thp not in THP_MODES:
+        raise UsageError(f"--thp must be one of {', '.join(THP_MODES)}, got '{req.thp}'")
+    if not 1 <= req.interval_ms <= 60000:
+        raise UsageError(f"--interval-ms must be in 1..60000, got {req.interval_ms}")
+    if req.timeout_s <= 0:
+        raise UsageError(f"--timeout must be positive, got {req.timeout_s:g}")
+    machine = load_machine(req.machine)
+    topo = qemu.topology(machine, req.memory_per_node_mib, req.cpus_per_node)
+    _check_placement(machine, req.placement)
+    g = vm_setup.load(say)
+    agent = vm_setup.find_agent()
+    builtins = {Path(a).name for a in initramfs.busybox_applets(g.busybox)} | {"numactl", "numalab-agent"}
+    cmd = initramfs.resolve_command(command, builtins) if command is not None else None
+    if req.placement.policy == "weighted-interleave" and kernel_tuple(g.kernel_version) < WEIGHTED_INTERLEAVE_SINCE:
+        raise UsageError(
+            f"--weighted-interleave needs Linux 6.9 or later (MPOL_WEIGHTED_INTERLEAVE); the guest kernel is {g.kernel_version} "
+            "(pass a newer one with numalab vm setup --kernel PATH)"
+        )
+    accel = resolve_accel(req.accel)
+    say("numalab vm: building the initramfs (reused from the cache when unchanged)")
+    base = initramfs.base_image(g, agent, cmd)
+    knobs = dict(req.balancing.knobs)
+    job = guest.Job(
+        mark="NUMALAB-" + secrets.token_hex(12),
+        command=cmd.argv if cmd is not None else [],
+        agent_args=agent_args(req.placement),
+        knobs=knobs,
+        thp=req.thp,
+        env=omp_env(req.placement),
+        interval_ms=req.interval_ms,
+        setup=tuple(_weights_script(req.placement)),
+    )
+    return g, topo, accel, base, job
+
+
+def _initrd(tmp: Path, base: Path, job: guest.Job) -> Path:
+    """The job archive, then the base image: the kernel unpacks both in turn. The uncompressed
+    archive goes first, as the early-microcode archive does (init/initramfs.c, unpack_to_rootfs()
+    skips the zero padding after it and recognises the gzip magic that follows)."""
+    path = tmp / "initrd.img"
+    with open(path, "wb") as out, open(base, "rb") as src:
+        out.write(initramfs.job_archive(job))
+        shutil.copyfileobj(src, out)
+    return path
+
+
+def run(req: VmRequest, say: Say = lambda s: None) -> VmOutput:
+    g, topo, accel, base, job = boot_job(req, req.command, say)
+    with tempfile.TemporaryDirectory(prefix="numalab-vm-") as tmpdir:
+        tmp = Path(tmpdir)
+        initrd = _initrd(tmp, base, job)
+        data = tmp / "data-port"
+        args = qemu.argv(g.qemu, topo, g.kernel, initrd, qemu.cmdline(req.balancing.enabled), accel, data)
+        say(f"numalab vm: booting {topo.name} ({topo.nodes} nodes, {sum(topo.cpus_per_node)} vCPUs, "
+            f"{sum(topo.memory_mib)} MiB, {accel}) with Linux {g.kernel_version}")
+        b = qemu.boot(args, f"{job.mark} READY", req.timeout_s)
+        text = data.read_text(errors="replace") if data.exists() else ""
+    if b.ready_s is None:
+        last = "\n".join(f"  | {ln}" for ln in b.console.splitlines()[-10:])
+        raise qemu.QemuFailed(f"the guest never became ready (QEMU exit code {b.returncode}); last console lines:\n{last}")
+    try:
+        files = protocol.read_frames(text, job.mark)
+    except protocol.ProtocolError as e:
+        last = "\n".join(f"  | {ln}" for ln in b.console.splitlines()[-10:])
+        raise protocol.ProtocolError(f"{e.args[0]}; last console lines:\n{last}") from None
+    return VmOutput(files, topo, accel, b.ready_s, b.wall_s, req)
+
+
+def shell(req: VmRequest, say: Say = lambda s: None) -> int:
+    """An interactive shell in the guest: QEMU's console on this terminal (Ctrl-A x quits QEMU)."""
+    g, topo, accel, base, job = boot_job(req, None, say)
+    with tempfile.TemporaryDirectory(prefix="numalab-vm-") as tmpdir:
+        initrd = _initrd(Path(tmpdir), base, job)
+        args = qemu.argv(g.qemu, topo, g.kernel, initrd, qemu.cmdline(req.balancing.enabled), accel, None)
+        say(f"numalab vm shell: {topo.name}, {accel}; `exit` powers the guest off, Ctrl-A x quits QEMU")
+        return qemu.interactive(args)
+
+
+class GuestCommandError(NumalabError):
+    """The agent refused the run inside the guest (bad placement for this guest): exit code 2 in spirit."""
+
+
+def document(out: VmOutput) -> dict[str, Any]:
+    """The result document (``source: vm``) of a guest run, via the host converter."""
+    from numalab.results import agent as host
+
+    status = out.status
+    records_text = out.text("agent.jsonl")
+    if not records_text.strip():
+        err = out.text("stderr").strip().splitlines()
+        why = err[-1] if err else f"exit code {status}"
+        raise GuestCommandError(f"the agent in the guest ran nothing: {why}")
+    records = host.parse_records(records_text, "the guest's agent records")
+    topo = json.loads(out.text("topo.json"))
+    knobs = json.loads(out.text("knobs.json")) if out.text("knobs.json").strip() else None
+    p = out.request.placement
+    doc = host.document(records, topo, knobs, out.kernel_release, p.omp_proc_bind, p.omp_places)
+    t = out.topology
+    doc["source"] = "vm"
+    doc["machine"] = dict(doc["machine"], name=t.name, preset_node_os_indexes=t.node_os_indexes)
+    doc["vm"] = {
+        "accel": out.accel,
+        "kernel": out.kernel_release,
+        "memory_mib_per_node": t.memory_mib,
+        "cpus_per_node": t.cpus_per_node,
+        "ready_s": round(out.ready_s, 3) if out.ready_s is not None else None,
+        "wall_s": round(out.wall_s, 3),
+        "thp": out.request.thp,
+        "stdout": out.text("stdout"),
+        "stderr": out.text("stderr"),
+    }
+    return doc

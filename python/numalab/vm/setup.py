@@ -1,0 +1,236 @@
+"""``numalab vm setup``: gather what the guest needs into the cache, saying what it does.
+
+From Debian's packages, by name: QEMU (``qemu-system-x86``, must be installed: it runs on the
+host), a kernel (``linux-image-*-amd64``, fetched with ``apt-get download`` and unpacked with
+``dpkg-deb``, never installed), ``busybox-static`` and ``numactl`` + ``libnuma1`` (taken from the
+host when installed, else downloaded and unpacked the same way). ``--kernel PATH`` uses the
+user's kernel instead. The result is ``guest.json`` in the cache: every file and where it came
+from. Nothing here needs root except installing QEMU, which is only ever suggested.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from numalab.exceptions import NumalabError, UsageError
+from numalab.vm import elf
+from numalab.vm.cache import atomic_write, cache_dir
+
+QEMU = "qemu-system-x86_64"
+INSTALL_QEMU = "apt-get install qemu-system-x86"
+KERNEL_META = "linux-image-amd64"
+MANIFEST = "guest.json"
+REPO = Path(__file__).resolve().parents[3]
+AGENT_BUILT = REPO / "target" / "x86_64-unknown-linux-gnu" / "release" / "numalab-agent"
+
+Say = Callable[[str], None]
+
+
+class SetupError(NumalabError):
+    """Something the guest needs is missing; the message says the command that provides it."""
+
+
+@dataclass(frozen=True)
+class Guest:
+    """The files a guest is built from (all in the cache but QEMU) and the kernel's version."""
+
+    qemu: str
+    kernel: str
+    kernel_version: str
+    kernel_source: str
+    busybox: str
+    numactl: str
+    libnuma: str
+    lib_dir: str  # the cache directory holding libnuma, for ldd
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
+
+
+def find_qemu() -> str:
+    path = os.environ.get("NUMALAB_QEMU") or shutil.which(QEMU)
+    if not path:
+        raise SetupError(f"{QEMU} not found: install it with `{INSTALL_QEMU}` (as root)")
+    return path
+
+
+def kvm_usable() -> bool:
+    """True if /dev/kvm opens and creates a VM (KVM_CREATE_VM), as QEMU's -accel kvm will."""
+    import fcntl
+
+    try:
+        fd = os.open("/dev/kvm", os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        if fcntl.ioctl(fd, 0xAE00) != 12:  # KVM_GET_API_VERSION, linux/kvm.h
+            return False
+        vm = fcntl.ioctl(fd, 0xAE01, 0)  # KVM_CREATE_VM
+        os.close(vm)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def bzimage_version(path: Path) -> str | None:
+    """The version string a bzImage carries (boot protocol: ``kernel_version`` at 0x20E,
+    Documentation/arch/x86/boot.rst), e.g. ``6.1.0-56-amd64``; None if it is not a bzImage."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(0x400)
+            if head[0x202:0x206] != b"HdrS":
+                return None
+            (off,) = struct.unpack_from("<H", head, 0x20E)
+            f.seek(off + 0x200)
+            text = f.read(256).split(b"\0")[0].decode(errors="replace")
+            return text.split()[0] if text else None
+    except (OSError, struct.error):
+        return None
+
+
+def _apt(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    if shutil.which(args[0]) is None:
+        raise SetupError(f"{args[0]} not found: numalab vm setup takes the guest's files from Debian's packages; on another system pass --kernel PATH")
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, check=False)
+
+
+def kernel_package() -> str:
+    """The versioned kernel package Debian's ``linux-image-amd64`` depends on now."""
+    p = _apt(["apt-cache", "depends", KERNEL_META], Path("/"))
+    for line in p.stdout.splitlines():
+        line = line.strip()
+        if line.startswith("Depends:") and "linux-image-" in line:
+            return line.split()[-1]
+    raise SetupError(f"apt-cache knows no {KERNEL_META}: run `apt-get update` (as root), or pass --kernel PATH")
+
+
+def _download(pkg: str, work: Path, say: Say) -> Path:
+    say(f"  apt-get download {pkg}")
+    p = _apt(["apt-get", "download", pkg], work)
+    debs = sorted(work.glob(f"{pkg}_*.deb"))
+    if p.returncode != 0 or not debs:
+        why = (p.stderr.strip().splitlines() or ["no .deb written"])[-1]
+        raise SetupError(f"apt-get download {pkg} failed: {why} (is the network up? `apt-get update` as root may help)")
+    return debs[-1]
+
+
+def _unpack(deb: Path, members: list[str], work: Path, say: Say) -> Path:
+    """Unpack only ``members`` (tar wildcards) of ``deb``: ``dpkg-deb --fsys-tarfile | tar -x``."""
+    out = work / (deb.stem + ".d")
+    out.mkdir()
+    say(f"  dpkg-deb --fsys-tarfile {deb.name} | tar -x {' '.join(members)}")
+    if shutil.which("dpkg-deb") is None:
+        raise SetupError("dpkg-deb not found: the guest's files come from Debian packages (`apt-get install dpkg`)")
+    tar = subprocess.Popen(["tar", "-x", "--wildcards", "-C", str(out), *members], stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    dpkg = subprocess.run(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=tar.stdin, stderr=subprocess.PIPE, check=False)
+    assert tar.stdin is not None
+    tar.stdin.close()
+    tar_err = tar.stderr.read().decode() if tar.stderr else ""
+    if tar.wait() != 0 or dpkg.returncode != 0:
+        raise SetupError(f"cannot unpack {deb.name}: {(dpkg.stderr.decode() + tar_err).strip()}")
+    return out
+
+
+def _copy_into(src: Path, dest: Path) -> str:
+    atomic_write(dest, src.read_bytes(), mode=0o755)
+    return str(dest)
+
+
+def _fetch_kernel(root: Path, work: Path, say: Say) -> tuple[str, str, str]:
+    pkg = kernel_package()
+    version = pkg.removeprefix("linux-image-")
+    dest = root / "kernel" / version / "vmlinuz"
+    if dest.is_file():
+        say(f"kernel:  {dest} (cached, from Debian's {pkg})")
+        return str(dest), version, f"debian:{pkg}"
+    say(f"kernel:  fetching Debian's {pkg} (unpacked, not installed)")
+    unpacked = _unpack(_download(pkg, work, say), ["./boot/vmlinuz-*", "./boot/config-*"], work, say)
+    vmlinuz = next((unpacked / "boot").glob("vmlinuz-*"))
+    for cfg in (unpacked / "boot").glob("config-*"):
+        atomic_write(dest.parent / "config", cfg.read_bytes())
+    say(f"  -> {dest}")
+    return _copy_into(vmlinuz, dest), version, f"debian:{pkg}"
+
+
+def _host_or_package(
+    what: str, host: Path, pkg: str, member: str, dest: Path, work: Path, say: Say, want_static: bool = False
+) -> str:
+    if host.is_file() and (not want_static or elf.inspect(host).interpreter is None):
+        say(f"{what}: {host} (host's {pkg})")
+        return _copy_into(host, dest)
+    say(f"{what}: {host} not on the host; fetching Debian's {pkg}")
+    unpacked = _unpack(_download(pkg, work, say), [member], work, say)
+    found = sorted(p for p in unpacked.rglob("*") if p.is_file())
+    if not found:
+        raise SetupError(f"{pkg} has no {member}")
+    say(f"  -> {dest}")
+    return _copy_into(found[0], dest)
+
+
+def setup(kernel: Path | None = None, say: Say = lambda s: None) -> Guest:
+    """Gather the guest's files into the cache (reusing what is there) and write guest.json."""
+    root = cache_dir()
+    say(f"cache:   {root}")
+    qemu = find_qemu()
+    say(f"qemu:    {qemu}")
+    say("accel:   " + ("kvm (/dev/kvm works)" if kvm_usable() else "tcg (/dev/kvm absent or not usable)"))
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="setup.", dir=root) as tmp:
+        work = Path(tmp)
+        if kernel is not None:
+            kernel = kernel.expanduser().resolve()
+            version = bzimage_version(kernel)
+            if version is None:
+                raise UsageError(f"--kernel {kernel}: not an x86 bzImage kernel (no 'HdrS' boot header)")
+            say(f"kernel:  {kernel} (given, version {version})")
+            kpath, ksource = str(kernel), "given"
+        else:
+            kpath, version, ksource = _fetch_kernel(root, work, say)
+        busybox = _host_or_package(
+            "busybox", Path("/bin/busybox"), "busybox-static", "./bin/busybox", root / "bin" / "busybox", work, say, want_static=True
+        )
+        numactl = _host_or_package(
+            "numactl", Path("/usr/bin/numactl"), "numactl", "./usr/bin/numactl", root / "bin" / "numactl", work, say
+        )
+        libnuma = _host_or_package(
+            "libnuma", Path("/usr/lib/x86_64-linux-gnu/libnuma.so.1"), "libnuma1", "./usr/lib/x86_64-linux-gnu/libnuma.so.1*",
+            root / "lib" / "libnuma.so.1", work, say,
+        )
+    guest = Guest(qemu, kpath, version, ksource, busybox, numactl, libnuma, str(root / "lib"))
+    atomic_write(root / MANIFEST, guest.to_json().encode())
+    say(f"ready:   {root / MANIFEST}")
+    return guest
+
+
+def load(say: Say = lambda s: None) -> Guest:
+    """The guest from the cache's guest.json, running setup first if there is none."""
+    path = cache_dir() / MANIFEST
+    if path.is_file():
+        data = json.loads(path.read_text())
+        try:
+            guest = Guest(**data)
+        except TypeError:
+            guest = None
+        if guest is not None and all(Path(p).is_file() for p in (guest.kernel, guest.busybox, guest.numactl, guest.libnuma)):
+            return guest
+    say("numalab vm: no complete guest in the cache; running `numalab vm setup`")
+    return setup(say=say)
+
+
+def find_agent() -> Path:
+    """The numalab-agent binary for the guest: ``$NUMALAB_AGENT`` or ``make agent``'s output."""
+    env = os.environ.get("NUMALAB_AGENT")
+    path = Path(env) if env else AGENT_BUILT
+    if not path.is_file():
+        raise SetupError(f"numalab-agent not found at {path}: build it with `make agent` (or set NUMALAB_AGENT)")
+    return path
