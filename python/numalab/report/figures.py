@@ -107,7 +107,7 @@ def timeline_figure(drawer: Drawer, case: str, label: str, doc: dict[str, Any]) 
     with matplotlib.rc_context(_STYLE):
         fig = drawer.new(6.4, 3.0)
         axes = fig.subplots(1, 2 if series else 1, squeeze=False)[0]
-        nodes = doc["access_map"]["nodes"]
+        nodes = (doc.get("access_map") or doc["pages"])["nodes"]  # host runs without balancing have no map
         t = [p["t_s"] for p in points]
         for j, n in enumerate(nodes):
             axes[0].plot(t, [p["pages_per_node"][j] for p in points], label=f"n{n}")

@@ -131,7 +131,7 @@ def pages_grid(data: ReportData, case: str) -> Grid | None:
         doc = data.first_seed(case, label)
         if not doc:
             continue
-        nodes = doc["access_map"]["nodes"]
+        nodes = (doc.get("access_map") or doc["pages"])["nodes"]  # host runs without balancing have no map
         cols = cols or [f"n{n}" for n in nodes]
         page = doc["pages"]["page_size_bytes"]
         rows.append(label)
