@@ -24,12 +24,14 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from numalab.exceptions import UsageError
 from numalab.results.store import Store
-from numalab.study.expand import ResolvedRun, ResolvedStudy
 from numalab.study.progress import Progress
+
+if TYPE_CHECKING:  # expand.py imports MAX_RUNS/check_size from here: no import cycle at run time
+    from numalab.study.expand import ResolvedRun, ResolvedStudy
 
 RETRIES = 2
 POLL_S = 0.25
