@@ -14,19 +14,21 @@ pub struct PyMachine {
 impl PyMachine {
     /// Resolve a machine spec (the JSON form of a preset file) into a validated machine.
     #[staticmethod]
-    fn from_spec_json(json: &str) -> PyResult<Self> {
-        let spec = MachineSpec::from_json(json).map_err(error::topology)?;
-        Ok(PyMachine { inner: spec.resolve().map_err(error::topology)? })
+    fn from_spec_json(py: Python<'_>, json: &str) -> PyResult<Self> {
+        let inner = error::guarded(py, "the machine resolver", || MachineSpec::from_json(json)?.resolve())?
+            .map_err(error::topology)?;
+        Ok(PyMachine { inner })
     }
 
     /// Load an explicit machine (what `to_json` writes).
     #[staticmethod]
-    fn from_json(json: &str) -> PyResult<Self> {
-        Ok(PyMachine { inner: Machine::from_json(json).map_err(error::topology)? })
+    fn from_json(py: Python<'_>, json: &str) -> PyResult<Self> {
+        let inner = error::guarded(py, "the machine reader", || Machine::from_json(json))?.map_err(error::topology)?;
+        Ok(PyMachine { inner })
     }
 
-    fn to_json(&self) -> String {
-        self.inner.to_json()
+    fn to_json(&self, py: Python<'_>) -> PyResult<String> {
+        error::guarded(py, "the machine writer", || self.inner.to_json())
     }
 
     #[getter]
@@ -52,15 +54,19 @@ impl PyMachine {
     }
 
     /// Parse a numactl node string (`all`, `0-3,5`, `!1`, `+0-1`) against this machine's nodes.
-    fn parse_nodes(&self, s: &str) -> PyResult<Vec<u32>> {
-        parse_nodestring(s, &self.inner.nodeset())
+    fn parse_nodes(&self, py: Python<'_>, s: &Bound<'_, pyo3::types::PyString>) -> PyResult<Vec<u32>> {
+        // Lossy: text that is not valid UTF-8 (a lone surrogate from a bad argv) is refused by the parser.
+        let s = &*s.to_string_lossy();
+        error::guarded(py, "the node-string parser", || parse_nodestring(s, &self.inner.nodeset()))?
             .map(|b| b.iter().collect())
             .map_err(|e| error::policy(numalab_model::PolicyError(e)))
     }
 
     /// Parse a numactl CPU string against this machine's PUs.
-    fn parse_cpus(&self, s: &str) -> PyResult<Vec<u32>> {
-        parse_cpustring(s, &self.inner.cpuset())
+    fn parse_cpus(&self, py: Python<'_>, s: &Bound<'_, pyo3::types::PyString>) -> PyResult<Vec<u32>> {
+        // Lossy: text that is not valid UTF-8 (a lone surrogate from a bad argv) is refused by the parser.
+        let s = &*s.to_string_lossy();
+        error::guarded(py, "the CPU-string parser", || parse_cpustring(s, &self.inner.cpuset()))?
             .map(|b| b.iter().collect())
             .map_err(|e| error::policy(numalab_model::PolicyError(e)))
     }

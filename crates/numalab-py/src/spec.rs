@@ -38,12 +38,13 @@ fn to_value(obj: &Bound<'_, PyAny>, path: &str) -> PyResult<Value> {
             .ok_or_else(|| SpecError::new_err(format!("{path}: {v} is not a finite number")));
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(Value::String(s.to_str()?.to_owned()));
+        let text = s.to_str().map_err(|_| SpecError::new_err(format!("{path}: {} is not valid text", s.to_string_lossy())))?;
+        return Ok(Value::String(text.to_owned()));
     }
     if let Ok(d) = obj.cast::<PyDict>() {
         let mut map = Map::new();
         for (k, v) in d.iter() {
-            let key = k.str()?.to_str()?.to_owned();
+            let key = k.str()?.to_string_lossy().into_owned();
             let sub = to_value(&v, &format!("{path}.{key}"))?;
             map.insert(key, sub);
         }
