@@ -56,6 +56,10 @@ class AgentFailed(NumalabError):
         self.code = code
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP to numalab (not to the command): stop the run, then end like Ctrl-C."""
+
+
 class CommandNotFound(UsageError):
     """The command is not on PATH (a shell's exit 127) or not executable (126)."""
 
@@ -224,7 +228,9 @@ def _wait(proc: subprocess.Popen) -> tuple[int, bool]:
         while True:
             try:
                 return proc.wait(), interrupted
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as e:
+                if isinstance(e, Terminated):
+                    raise
                 interrupted = True
     except BaseException:
         proc.terminate()
