@@ -110,7 +110,7 @@ def timeline_figure(drawer: Drawer, case: str, label: str, doc: dict[str, Any]) 
         nodes = (doc.get("access_map") or doc["pages"])["nodes"]  # host runs without balancing have no map
         t = [p["t_s"] for p in points]
         for j, n in enumerate(nodes):
-            axes[0].plot(t, [p["pages_per_node"][j] for p in points], label=f"n{n}")
+            axes[0].plot(t, [p["pages_per_node"][j] for p in points], label=f"node{n}")
         axes[0].set_xlabel("time (s)")
         axes[0].set_ylabel("pages")
         axes[0].set_title("pages per node")

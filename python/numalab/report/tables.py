@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from numalab.exceptions import NumalabError
 from numalab.report.data import ReportData
+from numalab.results.metrics import access_map_percent, access_metrics
 from numalab.report.stats import Estimate, estimate
 
 MIB = 1 << 20
@@ -89,16 +91,17 @@ def access_map(doc: dict[str, Any], groups: str = "node") -> AccessMap | None:
     matrix, nodes = am.get("matrix"), am.get("nodes")
     if not matrix or not nodes:
         return None
-    total = sum(sum(r) for r in matrix)
-    if total == 0:
+    met = access_metrics(matrix, nodes)
+    if met["local_pct"] is None:
         return None
-    local = 100.0 * sum(matrix[i][i] for i in range(len(matrix))) / total
-    names, same_group = [f"n{n}" for n in nodes], None
+    names, same_group = [f"node{n}" for n in nodes], None
     if groups == "package":
         matrix, names = _by_package(matrix, nodes, doc["machine"]["name"])
-        same_group = 100.0 * sum(matrix[i][i] for i in range(len(matrix))) / total
-    pct = [[100.0 * v / total for v in row] for row in matrix]
-    return AccessMap(names, pct, [sum(r) for r in pct], [sum(r[j] for r in pct) for j in range(len(names))], local, 100.0 - local, same_group)
+    pct = access_map_percent(matrix)
+    if groups == "package":
+        same_group = sum(pct[i][i] for i in range(len(pct)))
+    return AccessMap(names, pct, [sum(r) for r in pct], [sum(r[j] for r in pct) for j in range(len(names))],
+                     met["local_pct"], met["remote_pct"], same_group)
 
 
 def _by_package(matrix: list[list[float]], nodes: list[int], machine: str) -> tuple[list[list[float]], list[str]]:
@@ -110,7 +113,7 @@ def _by_package(matrix: list[list[float]], nodes: list[int], machine: str) -> tu
     for i, a in enumerate(nodes):
         for j, b in enumerate(nodes):
             out[index[package.get(a, a)]][index[package.get(b, b)]] += matrix[i][j]
-    return out, [f"P{g}" for g in groups]
+    return out, [f"package{g}" for g in groups]
 
 
 @lru_cache(maxsize=16)
@@ -119,7 +122,7 @@ def _packages(machine: str) -> dict[int, int]:
 
     try:
         doc = json.loads(machines.load(machine).to_json())
-    except Exception:  # a machine file gone since the run: fall back to per-node maps
+    except NumalabError:  # a machine file gone since the run: fall back to per-node maps
         return {}
     return {n["os_index"]: n["package"] for n in doc["nodes"]}
 
@@ -132,7 +135,7 @@ def pages_grid(data: ReportData, case: str) -> Grid | None:
         if not doc:
             continue
         nodes = (doc.get("access_map") or doc["pages"])["nodes"]  # host runs without balancing have no map
-        cols = cols or [f"n{n}" for n in nodes]
+        cols = cols or [f"node{n}" for n in nodes]
         page = doc["pages"]["page_size_bytes"]
         rows.append(label)
         cells.append([p * page / MIB for p in doc["pages"]["per_node"]])

@@ -47,6 +47,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, TypeVar
 
+from numalab.spec.run import MAX_SEED
 from numalab.exceptions import NumalabError, UsageError
 from numalab.results.derived import METRIC_COLUMNS
 
@@ -57,7 +58,7 @@ STATUSES = ("ok", "out-of-memory", "failed")
 APPLICATION_ID = 0x4E4D4C42
 # 1: the first layout (no application_id); 2: repeat_group, absolute study paths.
 SCHEMA_VERSION = 2
-SEED_MAX = (1 << 64) - 1
+SEED_MAX = MAX_SEED  # the engine's u64 (spec/run.py)
 _TABLES = {"runs", "studies", "study_runs"}
 _DB_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
