@@ -170,7 +170,7 @@ def test_package_grouping_and_timelines(tmp_path, cli):
     code, _, err = cli("report", str(study), "--results", str(tmp_path / "r"), "-o", str(tmp_path / "pkg.html"))
     assert code == 0, err
     html = (tmp_path / "pkg.html").read_text()
-    assert "package \\ memory" in html and ">P3<" in html and "within a package" in html
+    assert "package \\ memory" in html and ">package3<" in html and "within a package" in html
     if code == 0 and "Failed runs" not in html:
         assert "Balancing over time" in html
 
