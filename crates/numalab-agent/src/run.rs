@@ -10,7 +10,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::AsFd;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 use crate::cli::RunArgs;
 use crate::placement::{resolve, Host, Placement};
 use crate::sample::{by_node, numastat_json, round6, thread_json, vmstat_json, Sampler, SystemCounters};
-use crate::sys::{apply_before_exec, ChildSetup};
+use crate::sys::{apply_before_exec, ChildSetup, Exec};
 use crate::Failure;
 
 /// Signals passed on to the command (SIGCHLD is watched, not forwarded).
@@ -54,14 +54,17 @@ pub fn run(args: RunArgs) -> Result<i32, Failure> {
     let baseline = SystemCounters::read(&args.root).map_err(|e| Failure::Runtime(e.to_string()))?;
     let start = Instant::now();
     let started_unix_s = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+    // std forks and sets the child up; the hook then applies the placement and execs the command
+    // itself (sys::Exec), so std's own exec is never reached.
     let mut cmd = Command::new(&program);
-    cmd.arg0(&args.command[0]).args(&args.command[1..]);
     let setup = ChildSetup {
         policy: placement.raw_policy(),
         cpus: placement.cpu_set().map_err(|e| Failure::Usage(e.0))?,
         unblock: watched,
     };
-    apply_before_exec(&mut cmd, setup);
+    let exec = Exec::new(program.as_os_str(), &args.command)
+        .map_err(|_| Failure::Usage(format!("{}: an argument holds a NUL byte", args.command[0])))?;
+    apply_before_exec(&mut cmd, setup, exec);
     let mut child = cmd.spawn().map_err(|e| exec_failure(&args.command[0], &e))?;
     let pid = child.id();
 

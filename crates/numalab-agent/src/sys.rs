@@ -1,8 +1,11 @@
-//! The two things no safe wrapper offers: the `set_mempolicy(2)` system call and a hook that runs
-//! in the child between fork and exec. Everything else uses `nix`.
+//! What no safe wrapper offers: the `set_mempolicy(2)` system call, a hook that runs in the child
+//! between fork and exec, and a plain `execve(2)`. Everything else uses `nix`.
 #![allow(unsafe_code)]
 
+use std::ffi::{CString, OsStr};
 use std::io;
+use std::os::raw::c_char;
+use std::os::unix::ffi::OsStrExt;
 use std::process::Command;
 
 use nix::sched::{sched_setaffinity, CpuSet};
@@ -63,13 +66,66 @@ impl ChildSetup {
     }
 }
 
-/// Make `cmd` apply `setup` in the child between fork and exec.
-pub fn apply_before_exec(cmd: &mut Command, setup: ChildSetup) {
+/// An `execve(2)` prepared before the fork: path, argv and environment as C strings and the
+/// pointer arrays over them, so the child only makes the system call. Not `execvp`: glibc's
+/// execvp runs a file the kernel cannot execute (ENOEXEC) with /bin/sh, and the agent runs no
+/// shell.
+pub struct Exec {
+    path: CString,
+    _strings: Vec<CString>,
+    argv: Vec<*const c_char>,
+    envp: Vec<*const c_char>,
+}
+
+// SAFETY: the raw pointers point into the heap buffers of the CStrings the same value owns; those
+// buffers never move or change while it lives, so the value can move to and be read from any
+// thread (the pre-exec hook must be Send + Sync).
+unsafe impl Send for Exec {}
+// SAFETY: as above; nothing is ever written through the pointers.
+unsafe impl Sync for Exec {}
+
+impl Exec {
+    /// `path` to run, `args` its argv (argv[0] first); the environment is the agent's.
+    pub fn new(path: &OsStr, args: &[String]) -> io::Result<Exec> {
+        let c = |b: &[u8]| CString::new(b).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte"));
+        let path = c(path.as_bytes())?;
+        let mut strings = Vec::new();
+        for a in args {
+            strings.push(c(a.as_bytes())?);
+        }
+        let nargs = strings.len();
+        for (k, v) in std::env::vars_os() {
+            let mut kv = k.as_bytes().to_vec();
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            strings.push(c(&kv)?);
+        }
+        let ptrs = |s: &[CString]| s.iter().map(|x| x.as_ptr()).chain(std::iter::once(std::ptr::null())).collect();
+        let argv = ptrs(&strings[..nargs]);
+        let envp = ptrs(&strings[nargs..]);
+        Ok(Exec { path, _strings: strings, argv, envp })
+    }
+
+    /// Replace this process with the program; returns only on failure, with its errno.
+    fn exec(&self) -> io::Error {
+        // SAFETY: path, argv and envp are NUL-terminated strings and NULL-terminated arrays owned
+        // by `self`, alive for the call; execve reads them and does not return on success.
+        unsafe { libc::execve(self.path.as_ptr(), self.argv.as_ptr(), self.envp.as_ptr()) };
+        io::Error::last_os_error()
+    }
+}
+
+/// Make `cmd` apply `setup` in the child between fork and exec, then exec with `exec`.
+pub fn apply_before_exec(cmd: &mut Command, setup: ChildSetup, exec: Exec) {
     use std::os::unix::process::CommandExt;
     // SAFETY: the hook runs in the forked child, where only async-signal-safe work is allowed. It
-    // makes three system calls (rt_sigprocmask, set_mempolicy, sched_setaffinity) on data built
-    // before the fork, allocates nothing and takes no lock; errors are plain errno values.
+    // makes four system calls (rt_sigprocmask, set_mempolicy, sched_setaffinity, execve) on data
+    // built before the fork, allocates nothing and takes no lock; errors are plain errno values,
+    // which std passes back to spawn() in the parent.
     unsafe {
-        cmd.pre_exec(move || setup.apply());
+        cmd.pre_exec(move || {
+            setup.apply()?;
+            Err(exec.exec())
+        });
     }
 }

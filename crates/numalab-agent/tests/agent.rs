@@ -172,6 +172,14 @@ mod exit_codes {
         let o = agent(&["run", "--", f.to_str().unwrap()]);
         assert_eq!(o.status.code(), Some(126), "{}", text(&o.stderr));
         assert!(text(&o.stderr).contains("Permission denied"));
+        // Executable but not a program (no #! line): a shell would run it with sh, the agent runs
+        // no shell.
+        let g = scratch("noexec").join("plain");
+        fs::write(&g, "exit 0\n").unwrap();
+        fs::set_permissions(&g, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let o = agent(&["run", "--", g.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(126), "{}", text(&o.stderr));
+        assert!(text(&o.stderr).contains("Exec format error"), "{}", text(&o.stderr));
     }
 
     #[test]
