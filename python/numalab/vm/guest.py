@@ -89,7 +89,8 @@ def job_script(job: Job) -> str:
     ]
     if knobs:
         lines.append(f"{AGENT} knobs set {knobs} --journal /tmp/knobs.journal >/dev/null 2>/tmp/out/knobs.err")
-    agent = [AGENT, "run", f"--interval-ms={job.interval_ms}", "--output=/tmp/out/agent.jsonl", *job.agent_args, "--", *job.command]
+    # numa_maps at every sample: in the guest, seeing every move matters more than the agent's CPU.
+    agent = [AGENT, "run", f"--interval-ms={job.interval_ms}", "--maps-budget-pct=100", "--output=/tmp/out/agent.jsonl", *job.agent_args, "--", *job.command]
     lines += [
         f"{AGENT} topo > /tmp/out/topo.json",
         f"{AGENT} knobs get > /tmp/out/knobs.json",

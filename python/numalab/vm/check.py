@@ -1,0 +1,291 @@
+"""``numalab vm check``: the same workload in the guest (the project's C kernel under the real
+kernel) and in the simulator on the matching preset, side by side.
+
+A case is a workload, its parameters, one config string (``spec/config.py``: the same placement
+and balancing for both sides) and an expectation that must hold on *both* sides. Adding a case
+is adding a row to ``CASES``.
+
+What is compared: the command's anonymous pages per node (the guest's from ``numa_maps``
+mappings that are not file-backed, the simulator's from its page table) at two moments,
+*after first touch* (the first sample in which the process had all its pages; with balancing on
+the guest may already have moved a few by then) and *after the run* (the last sample in which it still had them all, before it frees its arrays), and the
+kernel's counters over the run (numastat summed over nodes, NUMA-balancing vmstat). The guest's
+counters are system-wide (its init and the agent count too; a few pages). Timing is not
+compared: a TCG guest's time is not hardware time and the ``vm-*`` presets' timing numbers are
+placeholders.
+
+Kernel profile: the guest's release picks the simulator's profile (``sim_kernel``). Debian
+bookworm's 6.1 is simulated with the 6.13 profile; where the 6.13 profile follows rules 6.1 does
+not have is listed in ``PROFILE_NOTES`` and printed with the results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+from numalab.exceptions import UsageError
+from numalab.spec import RunSpec
+from numalab.vm import run as vm_run
+
+#: The simulator's profile for a guest kernel: rules the 6.13 profile dates 3.15..4.20 are all in
+#: 6.1, so every kernel from 4.20 on maps to 6.13 and older ones to 3.13.
+PROFILE_NOTES = {
+    (6, 1): [
+        "per-VMA scan filters (6.4+: per-VMA scan delay, PID-activity filter, forced scan; "
+        "kernel/sched/fair.c: vma_is_accessed()) are in the 6.13 profile, not in 6.1: 6.1 scans every VMA each pass",
+        "2 MiB alignment of anonymous mappings of 2 MiB or more (6.7+, mm/mmap.c: __get_unmapped_area()) "
+        "is in the 6.13 profile: interleave indexes (virtual page numbers) may start one page apart",
+        "weighted interleave (6.9+, MPOL_WEIGHTED_INTERLEAVE) does not exist in 6.1",
+    ],
+}
+COUNTERS = (
+    "numa_hit", "numa_miss", "numa_foreign", "interleave_hit", "local_node", "other_node",
+    "numa_pte_updates", "numa_hint_faults", "numa_hint_faults_local", "numa_pages_migrated", "pgmigrate_success",
+)
+NUMASTAT = COUNTERS[:6]
+
+
+def sim_kernel(release: str) -> str:
+    return "6.13" if vm_run.kernel_tuple(release) >= (4, 20) else "3.13"
+
+
+def profile_notes(release: str) -> list[str]:
+    return PROFILE_NOTES.get(vm_run.kernel_tuple(release), [])
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of the comparison: anonymous pages per node and the counters over the run."""
+
+    after_init: list[int]
+    after_run: list[int]
+    counters: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.after_init)
+
+    @property
+    def moved(self) -> int:
+        """Pages that changed node between the two moments (half the L1 distance)."""
+        return sum(abs(a - b) for a, b in zip(self.after_init, self.after_run)) // 2
+
+
+Expect = Callable[[Side], "str | None"]  # None: holds; else why not
+
+
+def on_one_node(min_pct: float = 95.0) -> Expect:
+    def check(s: Side) -> str | None:
+        top = max(s.after_init)
+        pct = 100.0 * top / max(1, s.total)
+        node = s.after_init.index(top)
+        return None if pct >= min_pct else f"busiest node{node} has {pct:.1f}% after first touch, expected >= {min_pct:g}%"
+
+    check.__doc__ = f"after first touch, one node has >= {min_pct:g}% of the pages (the master thread's node)"
+    return check
+
+
+def spread(min_share: float = 0.5) -> Expect:
+    def check(s: Side) -> str | None:
+        fair = s.total / len(s.after_init)
+        low = [i for i, p in enumerate(s.after_init) if p < min_share * fair]
+        return None if not low else f"node(s) {', '.join(f'node{i}' for i in low)} hold less than {min_share:g} x 1/N after first touch"
+
+    check.__doc__ = f"after first touch, every node has at least {min_share:g} x 1/N of the pages"
+    return check
+
+
+def even(within_pages: int = 16) -> Expect:
+    def check(s: Side) -> str | None:
+        fair = s.total / len(s.after_init)
+        worst = max(abs(p - fair) for p in s.after_init)
+        return None if worst <= within_pages else f"a node is {worst:.0f} pages from 1/N ({fair:.0f}), expected <= {within_pages}"
+
+    check.__doc__ = f"after first touch, every node within {within_pages} pages of 1/N"
+    return check
+
+
+def moves(min_pct: float = 10.0) -> Expect:
+    def check(s: Side) -> str | None:
+        pct = 100.0 * s.moved / max(1, s.total)
+        migrated = s.counters.get("numa_pages_migrated", 0)
+        if pct < min_pct:
+            return f"{pct:.1f}% of the pages changed node during the run, expected >= {min_pct:g}%"
+        return None if migrated > 0 else "numa_pages_migrated is 0"
+
+    check.__doc__ = f">= {min_pct:g}% of the pages change node during the run and numa_pages_migrated > 0"
+    return check
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    workload: str
+    params: dict[str, Any]
+    config: str
+    expect: Expect
+    machine: str = "vm-4"
+
+
+#: The cases ``numalab vm check --case NAME`` runs (threads default to the guest's vCPUs).
+#: Balancing: short scanner periods in both, so a run of a few guest seconds sees several passes.
+FAST_SCAN = "scan-delay-ms=50:scan-period-min-ms=50:scan-period-max-ms=200"
+CASES: dict[str, Case] = {
+    c.name: c
+    for c in [
+        Case("serial-init", "dgemv", {"n": 2000, "reps": 2, "init": "serial"}, "default", on_one_node()),
+        Case("parallel-init", "dgemv", {"n": 2000, "reps": 2, "init": "parallel"}, "omp-proc-bind=spread:omp-places=cores", spread()),
+        Case("interleave", "dgemv", {"n": 2000, "reps": 2, "init": "serial"}, "interleave=all", even()),
+        Case("balancing", "dgemv", {"n": 2000, "reps": 40, "init": "serial"}, f"balancing:{FAST_SCAN}", moves()),
+        Case("parallel-init-vm8", "dgemv", {"n": 2000, "reps": 2, "init": "parallel"}, "omp-proc-bind=spread:omp-places=cores",
+             spread(), machine="vm-8"),
+    ]
+}
+
+
+@dataclass
+class Comparison:
+    case: Case
+    sim: Side
+    vm: Side
+    kernel_release: str
+    sim_kernel: str
+    failures: dict[str, str] = field(default_factory=dict)  # side -> why the expectation failed
+    vm_doc: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+# ---- the two sides -------------------------------------------------------------------------
+
+def _complete(series: list[list[int]]) -> tuple[list[int], list[int]]:
+    """The first and the last sample in which the process had (99% of) all the pages it ever had:
+    after first touch, and after the run but before the command frees its arrays and exits."""
+    peak = max((sum(s) for s in series), default=0)
+    full = [s for s in series if sum(s) >= 0.99 * peak] or series[-1:]
+    return full[0], full[-1]
+
+
+def sim_side(spec: RunSpec) -> Side:
+    from numalab.runner import sim
+
+    doc = sim.run(spec).doc
+    series = [list(p["pages_per_node"]) for p in doc["timeline"]] or [doc["pages"]["per_node"]]
+    return Side(*_complete(series), _counters(doc))
+
+
+def anon_pages(sample: dict[str, Any], nodes: list[int]) -> list[int]:
+    """Base pages per node of a sample's mappings that are not file-backed."""
+    out = [0] * len(nodes)
+    index = {n: i for i, n in enumerate(nodes)}
+    for m in sample.get("mappings") or []:
+        if m.get("kind") == "file":
+            continue
+        scale = max(1, int(m.get("kernelpagesize_kb") or 4) // 4)
+        for node, pages in (m.get("pages_per_node") or {}).items():
+            i = index.get(int(node))
+            if i is not None:
+                out[i] += int(pages) * scale
+    return out
+
+
+def vm_side(out: vm_run.VmOutput, doc: dict[str, Any]) -> Side:
+    from numalab.results.agent import parse_records
+
+    nodes = doc["pages"]["nodes"]
+    samples = [r for r in parse_records(out.text("agent.jsonl")) if r["type"] == "sample"]
+    series = [anon_pages(s, nodes) for s in samples if s.get("mappings")]
+    if not series:
+        raise UsageError("the guest's agent took no sample of the command's pages (it ended too soon: raise --reps or --n)")
+    return Side(*_complete(series), _counters(doc))
+
+
+def _counters(doc: dict[str, Any]) -> dict[str, int]:
+    out = {k: sum(int(v.get(k, 0)) for v in doc["numastat"].values()) for k in NUMASTAT}
+    for k in COUNTERS[len(NUMASTAT):]:
+        out[k] = int(doc["vmstat"].get(k, 0))
+    return out
+
+
+def vm_request(case: Case, spec: RunSpec, memory_per_node_mib: int | None, accel: str, timeout_s: float) -> vm_run.VmRequest:
+    params = dict(spec.params)
+    argv = [case.workload] + [f"--{k}={v}" for k, v in sorted(params.items()) if k in ("n", "reps", "threads", "init")]
+    return vm_run.VmRequest(
+        machine=case.machine, command=argv, placement=spec.placement, balancing=spec.balancing,
+        memory_per_node_mib=memory_per_node_mib, thp="never", accel=accel, timeout_s=timeout_s, interval_ms=50,
+    )
+
+
+def compare(
+    case: Case,
+    memory_per_node_mib: int | None = None,
+    accel: str = "tcg",
+    timeout_s: float = 300.0,
+    say: Callable[[str], None] = lambda s: None,
+) -> Comparison:
+    from numalab.machine import load as load_machine
+    from numalab.vm import setup as vm_setup
+
+    cpus = load_machine(case.machine).nr_pus
+    threads = min(cpus, len(load_machine(case.machine).node_os_indexes))
+    params = {"threads": threads, **case.params}
+    release = vm_setup.load(say).kernel_version
+    kernel = sim_kernel(release)
+    spec = RunSpec.create(case.machine, case.workload, params=params, kernel=kernel, thp="never").with_config(case.config)
+    spec.bind()  # a bad case fails here, before the guest boots
+    say(f"vm check {case.name}: simulating {case.workload} on {case.machine} (kernel profile {kernel})")
+    sim = sim_side(spec)
+    out = vm_run.run(vm_request(case, spec, memory_per_node_mib, accel, timeout_s), say)
+    doc = vm_run.document(out)
+    if doc["status"] != "ok":
+        raise vm_run.GuestCommandError(f"vm check {case.name}: the guest's {case.workload} failed ({doc['error']}): {out.text('stderr').strip()[-300:]}")
+    vm = vm_side(out, doc)
+    c = Comparison(case, sim, vm, out.kernel_release, kernel, vm_doc=doc)
+    for name, side in (("sim", sim), ("vm", vm)):
+        why = case.expect(side)
+        if why is not None:
+            c.failures[name] = why
+    return c
+
+
+def adhoc_case(machine: str, workload: str, params: dict[str, Any], config: str) -> Case:
+    """A case from the command line: no expectation, the comparison is printed."""
+    return Case("adhoc", workload, params, config, lambda s: None, machine=machine)
+
+
+# ---- text ----------------------------------------------------------------------------------
+
+def report(c: Comparison) -> str:
+    from numalab.cli.tables import render, table
+
+    n = len(c.sim.after_init)
+    rows = []
+    for i in range(n):
+        rows.append([f"node{i}", c.sim.after_init[i], c.vm.after_init[i], c.vm.after_init[i] - c.sim.after_init[i],
+                     c.sim.after_run[i], c.vm.after_run[i], c.vm.after_run[i] - c.sim.after_run[i]])
+    rows.append(["total", c.sim.total, c.vm.total, c.vm.total - c.sim.total, sum(c.sim.after_run), sum(c.vm.after_run),
+                 sum(c.vm.after_run) - sum(c.sim.after_run)])
+    pages = table(["", "sim init", "vm init", "vm-sim", "sim end", "vm end", "vm-sim"], rows,
+                  "anonymous 4 KiB pages per node after first touch (init) and after the run (end)")
+    counters = table(["counter", "sim", "vm", "vm-sim"],
+                     ([k, c.sim.counters[k], c.vm.counters[k], c.vm.counters[k] - c.sim.counters[k]] for k in COUNTERS),
+                     "counters over the run (numastat summed over nodes; vmstat)")
+    case = c.case
+    params = ", ".join(f"{k}={v}" for k, v in case.params.items())
+    lines = [
+        f"== {case.name}: {case.workload} ({params}) on {case.machine}, config '{case.config}'; "
+        f"guest Linux {c.kernel_release}, simulator profile {c.sim_kernel}",
+        render(pages), render(counters),
+    ]
+    doc = c.case.expect.__doc__
+    if doc:
+        verdict = "  ".join(f"{side}: {'FAIL (' + c.failures[side] + ')' if side in c.failures else 'ok'}" for side in ("sim", "vm"))
+        lines.append(f"expect {doc} -- {verdict}")
+    return "\n".join(lines)
+
+
+def with_machine(case: Case, machine: str | None) -> Case:
+    return case if machine is None else replace(case, machine=machine)
