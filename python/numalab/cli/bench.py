@@ -28,7 +28,7 @@ from numalab.cli import options as o
 from numalab.cli.run import COMMAND, CONTEXT, INTERVAL, check_interval
 from numalab.cli.study import RESULTS
 from numalab.cli.tables import pct, render, table
-from numalab.exceptions import NumalabError, UsageError
+from numalab.exceptions import USAGE_ERRORS, NumalabError, UsageError
 from numalab.results.agent import balancing_mode
 from numalab.runner import host
 from numalab.spec import Placement, RunSpec
@@ -115,7 +115,7 @@ def host_placement(text: str) -> Placement:
     place = RunSpec.create("host", host.CHECK_WORKLOAD).with_config(text).placement
     try:
         host.check_placement(place)
-    except UsageError as e:
+    except USAGE_ERRORS as e:
         raise UsageError(f"{where}: {e.args[0] if e.args else e}") from None
     return place
 
