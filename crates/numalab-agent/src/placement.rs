@@ -289,20 +289,28 @@ impl Placement {
         Ok(Some(set))
     }
 
-    /// How numa_maps will print the policy (`bind:0`, `interleave:0-1`, `default`).
+    /// How numa_maps will print the policy (`mpol_to_str()`, mm/mempolicy.c): `bind:0`,
+    /// `interleave:0-1`, `bind=static|balancing:0-1`, `default`.
     pub fn describe(&self) -> String {
         let Some(mode) = self.mode else { return "default".into() };
-        let name = match mode {
+        let mut text = match mode {
             PolicyMode::Preferred => "prefer",
             PolicyMode::PreferredMany => "prefer (many)",
             PolicyMode::WeightedInterleave => "weighted interleave",
             m => m.name(),
-        };
-        if self.nodes.is_empty() {
-            name.to_string()
-        } else {
-            format!("{name}:{}", self.nodes)
         }
+        .to_string();
+        let flags: Vec<&str> = [(self.static_nodes, "static"), (self.numa_balancing, "balancing")]
+            .into_iter()
+            .filter_map(|(on, f)| on.then_some(f))
+            .collect();
+        if !flags.is_empty() {
+            text = format!("{text}={}", flags.join("|"));
+        }
+        if !self.nodes.is_empty() {
+            text = format!("{text}:{}", self.nodes);
+        }
+        text
     }
 }
 
@@ -338,6 +346,7 @@ mod tests {
         let p = resolve(&[PlacementArg::Membind("+1".into()), PlacementArg::Balancing], &host()).unwrap();
         assert_eq!(p.nodes.to_list_string(), "1");
         assert_eq!(p.raw_policy().unwrap().flags, MPOL_F_NUMA_BALANCING);
+        assert_eq!(p.describe(), "bind=balancing:1");
         let p = resolve(&[PlacementArg::Membind("=0-1".into())], &host()).unwrap();
         assert_eq!(p.raw_policy().unwrap().flags, MPOL_F_STATIC_NODES);
         let p = resolve(&[PlacementArg::LocalAlloc, PlacementArg::CpuNodeBind("1,3".into())], &host()).unwrap();

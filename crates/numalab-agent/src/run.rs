@@ -37,10 +37,10 @@ const SI_KERNEL: i32 = 0x80;
 
 pub fn run(args: RunArgs) -> Result<i32, Failure> {
     let host = Host::read(&args.root).map_err(|e| Failure::Usage(e.to_string()))?;
-    let placement = resolve(&args.placement, &host).map_err(|e| Failure::Usage(e.0))?;
+    let mut placement = resolve(&args.placement, &host).map_err(|e| Failure::Usage(e.0))?;
     let program = find_command(&args.command[0])?;
     let mut out = Output::open(args.output.as_deref())?;
-    dry_run(&placement)?;
+    dry_run(&mut placement)?;
 
     let mut watched = SigSet::empty();
     for s in FORWARDED {
@@ -209,17 +209,26 @@ fn exec_failure(name: &str, e: &io::Error) -> Failure {
 }
 
 /// Ask the kernel whether it accepts the placement, on a scratch thread (policy and affinity are
-/// per thread), so a refusal is reported clearly instead of as a failed exec.
-fn dry_run(p: &Placement) -> Result<(), Failure> {
-    let setup = ChildSetup {
-        policy: p.raw_policy(),
-        cpus: p.cpu_set().map_err(|e| Failure::Usage(e.0))?,
-        unblock: SigSet::empty(),
+/// per thread), so a refusal is reported clearly instead of as a failed exec. A kernel without
+/// MPOL_F_NUMA_BALANCING (before 5.12) gets plain MPOL_BIND, as libnuma's
+/// `numa_set_membind_balancing()` falls back on EINVAL.
+fn dry_run(p: &mut Placement) -> Result<(), Failure> {
+    let attempt = |p: &Placement| -> Result<io::Result<()>, Failure> {
+        let setup = ChildSetup {
+            policy: p.raw_policy(),
+            cpus: p.cpu_set().map_err(|e| Failure::Usage(e.0))?,
+            unblock: SigSet::empty(),
+        };
+        std::thread::spawn(move || setup.apply())
+            .join()
+            .map_err(|_| Failure::Runtime("the placement check thread failed".into()))
     };
+    let mut result = attempt(p)?;
+    if p.numa_balancing && result.as_ref().is_err_and(|e| e.raw_os_error() == Some(libc::EINVAL)) {
+        p.numa_balancing = false;
+        result = attempt(p)?;
+    }
     let what = p.args.iter().map(|a| a.numactl()).collect::<Vec<_>>().join(" ");
-    let result = std::thread::spawn(move || setup.apply())
-        .join()
-        .map_err(|_| Failure::Runtime("the placement check thread failed".into()))?;
     result.map_err(|e| Failure::Usage(format!("the kernel refused {what}: {e}")))
 }
 

@@ -115,6 +115,10 @@ mod placement {
         assert!(numa_maps_under("local", &["-l"]).iter().all(|p| p == "local"));
         assert!(numa_maps_under("preferred", &["-p", "0"]).iter().all(|p| p == "prefer:0"));
         assert!(numa_maps_under("static", &["--membind==0"]).iter().all(|p| p == "bind=static:0"));
+        // --balancing: MPOL_F_NUMA_BALANCING where the kernel has it (5.12+), plain bind before.
+        let want = recs_policy("balancing-start", &["-m", "0", "-b"]);
+        assert!(want == "bind=balancing:0" || want == "bind:0", "{want}");
+        assert!(numa_maps_under("balancing", &["-m", "0", "-b"]).iter().all(|p| *p == want));
         // Newer modes (preferred-many 5.15, weighted interleave 6.9): checked where the kernel has them.
         for (opt, want) in
             [("--preferred-many=0", "prefer (many):0"), ("--weighted-interleave=0", "weighted interleave:0")]
