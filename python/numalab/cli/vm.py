@@ -1,0 +1,219 @@
+"""``numalab vm``: a real Linux kernel with a preset's NUMA topology under QEMU (``numalab.vm``).
+
+    numalab vm setup [--kernel PATH]
+    numalab vm run --machine vm-4 [placement options] [--balancing on] -- CMD [ARGS...]
+    numalab vm shell --machine vm-4
+    numalab vm check [--case NAME ...] | [--machine vm-4 --workload dgemv --n 2000 --init serial ...]
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from numalab.cli import options as o
+from numalab.cli.tables import summary
+from numalab.exceptions import UsageError
+
+app = typer.Typer(
+    help="A real Linux kernel with a NUMA topology under QEMU: setup, run, shell, check.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+VM_MACHINE = typer.Option("vm-4", "--machine", help="Machine preset for the guest's nodes and SLIT (vm-4, vm-8, or any preset).")
+MEMORY = typer.Option(None, "--memory-per-node-mib", help="Guest memory per node in MiB (default: the preset's, at most 512).")
+CPUS = typer.Option(1, "--cpus-per-node", help="vCPUs per node (at most the preset's CPUs on it; at least 1).")
+ACCEL = typer.Option("tcg", "--accel", help="QEMU accelerator: tcg (default, works everywhere), kvm, or auto (kvm if /dev/kvm works).")
+TIMEOUT = typer.Option(600.0, "--timeout", help="Kill the guest after this many seconds.")
+THP = typer.Option(None, "--thp", help="Guest transparent huge pages: always, madvise or never (default: the kernel's).")
+INTERVAL = typer.Option(100, "--interval-ms", help="Sample the command's pages and threads every N ms (guest time).")
+COMMAND = typer.Argument(..., metavar="CMD [ARGS]...", help="The command to run in the guest (after --).")
+
+
+def _say(text: str) -> None:
+    typer.echo(text, err=True)
+
+
+@app.command("setup")
+def setup_cmd(
+    kernel: Optional[Path] = typer.Option(None, "--kernel", help="Use this bzImage kernel instead of Debian's linux-image-*-amd64."),
+) -> None:
+    """Gather the guest's kernel, busybox and numactl into the cache; say what is missing."""
+    from numalab.vm import setup
+
+    setup.setup(kernel, say=typer.echo)
+    try:
+        agent = setup.find_agent()
+        typer.echo(f"agent:   {agent}")
+    except setup.SetupError as e:
+        typer.echo(f"agent:   missing: {e.args[0]}")
+
+
+def _request(machine, command, place, bal, memory, cpus, thp, accel, timeout, interval):
+    from numalab.vm.run import VmRequest
+
+    return VmRequest(machine=machine, command=command, placement=place, balancing=bal, memory_per_node_mib=memory,
+                     cpus_per_node=cpus, thp=thp, accel=accel, timeout_s=timeout, interval_ms=interval)
+
+
+@app.command("run", context_settings={"allow_interspersed_args": False})
+def run_cmd(
+    command: List[str] = COMMAND,
+    machine: str = VM_MACHINE,
+    interleave: Optional[str] = o.INTERLEAVE,
+    weighted_interleave: Optional[str] = o.WEIGHTED,
+    weights: Optional[str] = o.WEIGHTS,
+    membind: Optional[str] = o.MEMBIND,
+    preferred: Optional[str] = o.PREFERRED,
+    preferred_many: Optional[str] = o.PREFERRED_MANY,
+    localalloc: bool = o.LOCALALLOC,
+    cpunodebind: Optional[str] = o.CPUNODEBIND,
+    physcpubind: Optional[str] = o.PHYSCPUBIND,
+    omp_proc_bind: str = o.PROC_BIND,
+    omp_places: str = o.PLACES,
+    balancing: str = o.BALANCING,
+    scan_delay_ms: Optional[str] = o.SCAN_DELAY,
+    scan_period_min_ms: Optional[str] = o.SCAN_MIN,
+    scan_period_max_ms: Optional[str] = o.SCAN_MAX,
+    scan_size_mb: Optional[str] = o.SCAN_SIZE,
+    memory_per_node_mib: Optional[int] = MEMORY,
+    cpus_per_node: int = CPUS,
+    thp: Optional[str] = THP,
+    accel: str = ACCEL,
+    timeout: float = TIMEOUT,
+    interval_ms: int = INTERVAL,
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the result document (JSON) to FILE."),
+    as_json: bool = o.JSON,
+) -> None:
+    """Boot the guest, run CMD under numalab-agent with the placement, print the summary.
+
+    The command's own output is printed first; the summary `numalab run` prints follows on
+    stderr (or --json prints the result document, source: vm). Timing inside a TCG guest is not
+    meaningful; pages per node, numastat and vmstat are the real kernel's. The exit status is
+    the command's.
+    """
+    from numalab.vm import run as vm_run
+
+    place = o.placement(interleave, weighted_interleave, weights, membind, preferred, preferred_many, localalloc,
+                        cpunodebind, physcpubind, omp_proc_bind, omp_places)
+    bal = o.balancing(balancing, False, scan_delay_ms=scan_delay_ms, scan_period_min_ms=scan_period_min_ms,
+                      scan_period_max_ms=scan_period_max_ms, scan_size_mb=scan_size_mb)
+    req = _request(machine, list(command), place, bal, memory_per_node_mib, cpus_per_node, thp, accel, timeout, interval_ms)
+    out = vm_run.run(req, say=_say)
+    if out.status == 2 and not out.text("agent.jsonl").strip():
+        raise UsageError(f"the guest refused the run: {out.text('stderr').strip() or 'numalab-agent exit code 2'}")
+    if out.status in (126, 127) and not out.text("agent.jsonl").strip():
+        typer.echo(f"numalab: in the guest: {out.text('stderr').strip()}", err=True)
+        raise typer.Exit(out.status)
+    doc = vm_run.document(out)
+    text = json.dumps(doc, indent=2, sort_keys=True)
+    if output is not None:
+        output.write_text(text + "\n")
+    if as_json:
+        typer.echo(text)
+    else:
+        typer.echo(out.text("stdout"), nl=False)
+        typer.echo(out.text("stderr"), nl=False, err=True)
+        typer.echo(summary(doc), err=True)
+        typer.echo(f"guest: Linux {doc['vm']['kernel']} ({doc['vm']['accel']}), ready after {doc['vm']['ready_s']} s, "
+                   f"QEMU ran {doc['vm']['wall_s']} s", err=True)
+    code = doc["agent"]["exit_code"]
+    if code:
+        raise typer.Exit(code if isinstance(code, int) else 1)
+
+
+@app.command("shell")
+def shell_cmd(
+    machine: str = VM_MACHINE,
+    balancing: str = o.BALANCING,
+    memory_per_node_mib: Optional[int] = MEMORY,
+    cpus_per_node: int = CPUS,
+    thp: Optional[str] = THP,
+    accel: str = ACCEL,
+) -> None:
+    """An interactive shell in the guest (busybox, numactl, numastat via /sys): `exit` powers it off."""
+    from numalab.vm import run as vm_run
+
+    bal = o.balancing(balancing, False)
+    req = _request(machine, [], o.placement(), bal, memory_per_node_mib, cpus_per_node, thp, accel, 1e9, 100)
+    raise typer.Exit(vm_run.shell(req, say=_say))
+
+
+@app.command("check", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def check_cmd(
+    ctx: typer.Context,
+    case: Optional[List[str]] = typer.Option(None, "--case", help="A named case (repeatable; 'all' for every one); see --list."),
+    list_cases: bool = typer.Option(False, "--list", help="List the named cases and what each expects."),
+    machine: Optional[str] = typer.Option(None, "--machine", help="Machine preset (default vm-4; with --case: overrides the case's)."),
+    workload: Optional[str] = typer.Option(None, "--workload", help="dgemv, stream or stencil: compare this workload (workload parameters follow as --n 2000 ...)."),
+    interleave: Optional[str] = o.INTERLEAVE,
+    membind: Optional[str] = o.MEMBIND,
+    preferred: Optional[str] = o.PREFERRED,
+    preferred_many: Optional[str] = o.PREFERRED_MANY,
+    localalloc: bool = o.LOCALALLOC,
+    cpunodebind: Optional[str] = o.CPUNODEBIND,
+    physcpubind: Optional[str] = o.PHYSCPUBIND,
+    omp_proc_bind: str = o.PROC_BIND,
+    omp_places: str = o.PLACES,
+    balancing: str = o.BALANCING,
+    scan_delay_ms: Optional[str] = o.SCAN_DELAY,
+    scan_period_min_ms: Optional[str] = o.SCAN_MIN,
+    scan_period_max_ms: Optional[str] = o.SCAN_MAX,
+    scan_size_mb: Optional[str] = o.SCAN_SIZE,
+    memory_per_node_mib: Optional[int] = MEMORY,
+    accel: str = ACCEL,
+    timeout: float = typer.Option(300.0, "--timeout", help="Kill each guest after this many seconds."),
+) -> None:
+    """Run a workload in the guest and in the simulator on the same preset; print pages per node
+    after first touch and after the run, the counters side by side, and the differences.
+
+    Named cases (--case) also check an expectation on both sides and exit 1 if one fails.
+    """
+    from numalab.vm import check
+
+    if list_cases:
+        for c in check.CASES.values():
+            typer.echo(f"{c.name:<18} {c.workload} {c.params} on {c.machine}, config '{c.config}': expect {c.expect.__doc__}")
+        return
+    if case and workload:
+        raise UsageError("give --case or --workload, not both")
+    if not case and not workload:
+        raise UsageError("give --case NAME (see --list) or --workload dgemv|stream|stencil")
+    if workload:
+        if workload not in ("dgemv", "stream", "stencil"):
+            raise UsageError(f"--workload must be dgemv, stream or stencil (the project's C kernels), got '{workload}'")
+        place = o.placement(interleave, None, None, membind, preferred, preferred_many, localalloc,
+                            cpunodebind, physcpubind, omp_proc_bind, omp_places)
+        bal = o.balancing(balancing, False, scan_delay_ms=scan_delay_ms, scan_period_min_ms=scan_period_min_ms,
+                          scan_period_max_ms=scan_period_max_ms, scan_size_mb=scan_size_mb)
+        config = ":".join(place.items() + bal.items()) or "default"
+        cases = [check.adhoc_case(machine or "vm-4", workload, o.workload_params(list(ctx.args)), config)]
+    else:
+        if ctx.args:
+            raise UsageError(f"unexpected argument '{ctx.args[0]}' (workload parameters go with --workload)")
+        names = list(check.CASES) if "all" in case else list(case)
+        unknown = [n for n in names if n not in check.CASES]
+        if unknown:
+            raise UsageError(f"unknown case '{unknown[0]}' (known: {', '.join(check.CASES)})")
+        cases = [check.with_machine(check.CASES[n], machine) for n in names]
+    failed = []
+    for c in cases:
+        result = check.compare(c, memory_per_node_mib, accel, timeout, say=_say)
+        typer.echo(check.report(result))
+        notes = check.profile_notes(result.kernel_release)
+        if notes:
+            typer.echo(f"Linux {result.kernel_release} is simulated with the {result.sim_kernel} profile; where they differ:")
+            for n in notes:
+                typer.echo(f"  - {n}")
+        typer.echo("")
+        if not result.ok:
+            failed.append(c.name)
+    if failed:
+        typer.echo(f"numalab: vm check: expectation failed in {', '.join(failed)}", err=True)
+        raise typer.Exit(1)
