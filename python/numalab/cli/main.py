@@ -13,7 +13,7 @@ import traceback
 import click
 import typer
 
-from numalab.cli import bench, compare, report, results, run, schema, sim, study, topo, tune, workloads
+from numalab.cli import bench, compare, report, results, run, schema, sim, study, topo, tune, vm, workloads
 from numalab.exceptions import USAGE_ERRORS, NumalabError
 
 class _HelpFormatter(click.HelpFormatter):
@@ -44,6 +44,7 @@ app.command("study")(study.study)
 app.command("schema")(schema.schema)
 app.add_typer(results.app, name="results")
 app.command("report")(report.report)
+app.add_typer(vm.app, name="vm")
 app.command("run", context_settings=run.CONTEXT)(run.run)
 app.command("bench", context_settings=bench.CONTEXT)(bench.bench)
 app.command("tune", context_settings=tune.CONTEXT)(tune.tune)
