@@ -10,7 +10,8 @@ use std::time::Instant;
 use numalab_linux::numa_maps::{bytes_per_node, pages_per_node};
 use numalab_linux::vmstat::delta;
 use numalab_linux::{
-    read_numa_maps, read_numastat, read_threads_sched, read_vmstat, Counters, LinuxError, NumaMapping, TaskSched,
+    read_numa_maps, read_numastat, read_status, read_threads_sched, read_vmstat, Counters, LinuxError, NumaMapping,
+    TaskSched,
 };
 use serde_json::{json, Map, Value};
 
@@ -189,6 +190,13 @@ impl Sampler {
             self.bytes_per_node = bytes_per_node(m);
             self.last_pages_t_s = Some(t_s);
         }
+        let status = match read_status(&self.proc_root, self.pid) {
+            Ok(st) => Some(st),
+            Err(e) => {
+                errs.push(e.to_string());
+                None
+            }
+        };
         let threads = match read_threads_sched(&self.proc_root, self.pid) {
             Ok(t) => t,
             Err(e) => {
@@ -219,6 +227,8 @@ impl Sampler {
             "pages_t_s": self.last_pages_t_s.map(round6),
             "mappings": mappings,
             "maps_cost_s": maps_cost_s,
+            "cpus_allowed": status.as_ref().map(|st| st.cpus_allowed.to_list_string()),
+            "mems_allowed": status.as_ref().map(|st| st.mems_allowed.to_list_string()),
             "threads": threads.iter().map(thread_json).collect::<Vec<_>>(),
             "vmstat_delta": vmstat_json(&delta(&self.baseline.vmstat, &self.last.vmstat)),
             "numastat_delta": numastat_json(&self.numastat_delta()),

@@ -140,6 +140,8 @@ mod placement {
         assert!(s.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["Cpus_allowed_list:", "0"]), "{s}");
         let node0 = fs::read_to_string("/sys/devices/system/node/node0/cpulist").unwrap();
         let (o, recs) = run_recorded("cpunodebind", &["-N", "0"], &["cat", "/proc/self/status"]);
+        let (_, sampled) = run_recorded("physcpubind-sampled", &["-C", "0", "--interval-ms", "20"], &["sleep", "0.1"]);
+        assert_eq!(sampled[1]["cpus_allowed"], "0", "the sampled process's Cpus_allowed_list");
         let s = text(&o.stdout);
         let want = node0.trim();
         assert!(s.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["Cpus_allowed_list:", want]), "{s}");
@@ -241,6 +243,7 @@ mod sampling {
                 .any(|m| m["file"].as_str().is_some_and(|f| f.ends_with("sleep"))));
             let t = &s["threads"][0];
             assert_eq!(t["tid"].as_u64(), Some(pid));
+            assert!(s["mems_allowed"].as_str().unwrap().starts_with('0'), "{s}");
             assert!(t["numa_preferred_nid"].is_i64(), "NUMA block of /proc/PID/task/TID/sched: {t}");
         }
         let sum = summary(&recs);
