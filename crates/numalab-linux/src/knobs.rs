@@ -3,14 +3,16 @@
 //!
 //! Where each knob lives depends on the kernel:
 //! - `kernel/numa_balancing` (procfs, `/proc/sys/kernel/numa_balancing`) on every kernel since 3.8;
-//!   0 off, 1 normal balancing, 2 memory tiering (6.0+), 3 both.
+//!   0 off, 1 normal balancing; 2 memory tiering and 3 both since 5.18 ("NUMA balancing: optimize
+//!   page placement for memory tiering system", `NUMA_BALANCING_MEMORY_TIERING`).
 //! - The scanner's knobs were sysctls `kernel/numa_balancing_scan_{delay_ms,period_min_ms,
 //!   period_max_ms,size_mb}` until Linux 5.12. Linux 5.13 moved them to debugfs,
 //!   `sched/numa_balancing/{scan_delay_ms,scan_period_min_ms,scan_period_max_ms,scan_size_mb}`
 //!   (commit 8a99b6833c88 "sched: Move SCHED_DEBUG sysctl to debugfs"; `sched_init_debug()` in
 //!   kernel/sched/debug.c creates them).
-//! - Memory tiering (6.0+) added `sched/numa_balancing/hot_threshold_ms` (debugfs) and, in 6.1,
-//!   `kernel/numa_balancing_promote_rate_limit_MBps` (procfs; kernel/sched/fair.c).
+//! - Memory tiering's hot-page selection (6.1) added `sched/numa_balancing/hot_threshold_ms`
+//!   (debugfs) and the sysctl `kernel/numa_balancing_promote_rate_limit_MBps` (procfs,
+//!   `sched_fair_sysctls[]` in kernel/sched/fair.c).
 //!
 //! A knob is looked for at its procfs path first, then at its debugfs path; a kernel has at most
 //! one of them. Debugfs is readable only by root and only where it is mounted
