@@ -25,7 +25,7 @@ from typing import Any, Callable, List, Optional
 import typer
 
 from numalab.cli import options as o
-from numalab.cli.run import COMMAND, CONTEXT, INTERVAL, check_interval
+from numalab.cli.run import COMMAND, CONTEXT, INTERVAL, check_command, check_interval
 from numalab.cli.study import RESULTS
 from numalab.cli.tables import pct, render, table
 from numalab.exceptions import USAGE_ERRORS, NumalabError, UsageError
@@ -77,7 +77,7 @@ def bench(
     plan = [Config(label, host_placement(label), {}) for label in labels]
     check_repeats(repeat, rel_error, max_repeat)
     check_interval(interval_ms)
-    host.check_command(list(command))
+    check_command(list(command))
     host.agent_path()
     enabled = balancing_mode(host.knobs()) != 0
     for c in plan:
@@ -243,9 +243,9 @@ def summarize(plan: list[Config]) -> list[dict[str, Any]]:
     from numalab.report.stats import estimate
 
     out = []
-    base = statistics.fmean(plan[0].times) if plan[0].times else None
-    for c in plan:
-        e = estimate(c.times)
+    estimates = [estimate(c.times) for c in plan]
+    base = estimates[0].mean if estimates[0] else None
+    for c, e in zip(plan, estimates):
         mean = e.mean if e else None
         half = e.half_width if e else None
         out.append({

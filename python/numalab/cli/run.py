@@ -57,13 +57,11 @@ def run(
         writable_file(record, "--record", "run.jsonl")
     if output is not None:
         writable_file(output, "--output", "run.json")
+    check_command(list(command))
     try:
         result = host.run(list(command), place, record=record, interval_ms=interval_ms)
-    except (host.CommandNotFound, host.AgentFailed) as e:
-        code = e.code
-        if isinstance(e, host.CommandNotFound):
-            typer.echo(f"numalab: {e}", err=True)
-        raise typer.Exit(code) from None
+    except host.AgentFailed as e:
+        raise typer.Exit(e.code) from None  # the agent has said why, on stderr
     text = json.dumps(result.doc, indent=2, sort_keys=True)
     if output is not None:
         output.write_text(text + "\n")
@@ -73,6 +71,15 @@ def run(
         typer.echo(summary(result.doc), err=True)
     if result.exit_code:
         raise typer.Exit(result.exit_code)
+
+
+def check_command(argv: list[str]) -> None:
+    """A missing command ends numalab as it ends a shell: the message, exit 127 (126 when not executable)."""
+    try:
+        host.check_command(argv)
+    except host.CommandNotFound as e:
+        typer.echo(f"numalab: {e}", err=True)
+        raise typer.Exit(e.code) from None
 
 
 def check_interval(ms: int) -> None:

@@ -29,7 +29,7 @@ import typer
 
 from numalab.cli import bench as b
 from numalab.cli import options as o
-from numalab.cli.run import CONTEXT, INTERVAL, check_interval
+from numalab.cli.run import CONTEXT, INTERVAL, check_command, check_interval
 from numalab.cli.study import RESULTS
 from numalab.exceptions import USAGE_ERRORS, UsageError
 from numalab.runner import host
@@ -112,7 +112,7 @@ def tune(
     b.check_repeats(repeat, rel_error, max_repeat)
     check_interval(interval_ms)
     host.check_placement(place)
-    host.check_command(list(command))
+    check_command(list(command))
     host.agent_path()
     permitted(root, allow)
     with guarded(root, jpath):

@@ -1,0 +1,102 @@
+"""``numalab bench``: real commands timed under several placements, repetitions in interleaved
+order, statistics, rows in the results store that ``numalab report`` renders."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from numalab.exceptions import NumalabError
+from numalab.results.store import Store
+from numalab.runner import host
+
+
+@pytest.fixture(scope="module", autouse=True)
+def agent_built():
+    try:
+        host.agent_path()
+    except NumalabError as e:
+        pytest.skip(str(e))
+
+
+def test_repeat_3_stores_rows_that_report_renders(cli, tmp_path):
+    res = tmp_path / "res"
+    code, out, err = cli("bench", "--configs", "default,membind=0", "--repeat", "3", "--results", str(res), "--name", "sleepy",
+                         "--", "sleep", "0.01")
+    assert code == 0, err
+    lines = out.splitlines()
+    header = lines[1].split()
+    assert header == ["config", "runs", "mean_s", "median_s", "ci95_s", "rel_error_pct", "speedup"]
+    rows = {line.split()[0]: line.split() for line in lines[3:5]}
+    assert rows["default"][1] == "3" and rows["membind=0"][1] == "3"
+    assert rows["default"][6] == "1.00"
+    assert 0.01 <= float(rows["default"][2]) < 1.0  # sleep 0.01 under the agent
+    # Interleaved order: each round runs every configuration once.
+    order = [line.split("] ")[1].split(":")[0] for line in err.splitlines() if line.startswith("bench: [")]
+    assert order == ["default", "membind=0"] * 3
+    with Store(res, create=False) as store:
+        assert store.studies() == ["sleepy"]
+        stored = store.rows("sleepy")
+    assert len(stored) == 6 and {r["status"] for r in stored} == {"ok"}
+    assert [r["label"] for r in stored] == ["default", "membind=0"] * 3
+    assert {r["placement"] for r in stored} == {"default", "membind=0"}
+    assert len({r["repeat_group"] for r in stored}) == 2  # repetitions of two configurations
+    assert all(r["speedup"] == 1.0 for r in stored if r["label"] == "default")
+    assert all(r["time_s"] > 0 and r["speedup"] > 0 for r in stored)
+    md = tmp_path / "sleepy.md"
+    code, out, err = cli("report", str(res), "--study", "sleepy", "-o", str(md))
+    assert code == 0, err
+    text = md.read_text()
+    assert "# numalab bench: a real command timed on host" in text and "# command: sleep 0.01" in text
+    assert "| sleep 0.01 | 1.00 (3 identical runs) |" in text  # speedup of the baseline against itself
+    assert "membind=0" in text and "Pages per node" in text
+
+
+def test_json_and_the_relative_error_stop(cli, tmp_path):
+    code, out, err = cli("bench", "-c", "default", "--repeat", "2", "--rel-error", "0.0001", "--max-repeat", "3",
+                         "--results", str(tmp_path), "--json", "--", "true")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["rounds"] == 3 and doc["converged"] is False  # wall times of `true` never agree to 0.0001%
+    (c,) = doc["configs"]
+    assert c["label"] == "default" and c["runs"] == 3 and len(c["times_s"]) == 3 and c["speedup"] == 1.0
+    assert c["ci95_low_s"] <= c["mean_s"] <= c["ci95_high_s"]
+    with Store(tmp_path, create=False) as store:
+        assert len(store.rows("bench")) == 3
+
+
+def test_a_failing_command_stops_the_bench_and_is_stored_as_failed(cli, tmp_path):
+    code, out, err = cli("bench", "-c", "default,membind=0", "--repeat", "2", "--results", str(tmp_path), "--", "sh", "-c", "exit 3")
+    assert code == 1
+    assert "numalab: the command failed under 'default' (exit code 3)" in err
+    with Store(tmp_path, create=False) as store:
+        rows = [r for r in store.rows("bench") if r["time_s"] is not None or r["status"] == "failed"]
+    assert [(r["label"], r["status"], r["error"]) for r in rows if r["status"] == "failed"] == [("default", "failed", "exit code 3")]
+
+
+@pytest.mark.parametrize("configs, message", [
+    ("default,seed=3", "config 'seed=3': seed is a simulator setting"),
+    ("kernel=3.13", "kernel is a simulator setting"),
+    ("thp=never", "thp is a simulator setting"),
+    ("sample-rate=0.5", "sample-rate is a simulator setting"),
+    ("balancing", "use `numalab tune`"),
+    ("scan-size-mb=64", "use `numalab tune`"),
+    ("init=serial", "'init=serial' is a workload parameter"),
+    ("membind=7", "config 'membind=7': --membind: node 7 in '7' does not exist"),
+    ("default,default", "--configs names 'default' twice"),
+    ("interleave", "interleave needs a node list"),
+])
+def test_configs_a_real_host_cannot_run_are_refused(cli, tmp_path, configs, message):
+    code, out, err = cli("bench", "-c", configs, "--results", str(tmp_path), "--", "true")
+    assert code == 2 and message in err, err
+    assert not (tmp_path / "numalab.db").exists()  # refused before anything ran
+
+
+def test_missing_command_and_bad_repeats(cli, tmp_path):
+    code, _, err = cli("bench", "-c", "default", "--results", str(tmp_path), "--", "no-such-command-numalab")
+    assert code == 127 and "numalab: no-such-command-numalab: command not found" in err
+    code, _, err = cli("bench", "-c", "default", "--repeat", "0", "--", "true")
+    assert code == 2 and "--repeat must be >= 1" in err
+    code, _, err = cli("bench", "-c", "default", "--repeat", "1", "--rel-error", "5", "--", "true")
+    assert code == 2 and "needs --repeat >= 2" in err
