@@ -145,13 +145,17 @@ def boot(args: list[str], ready_line: str, timeout_s: float) -> Boot:
     except subprocess.TimeoutExpired:
         _kill(proc)
         reader.join(2)
+        proc.stdout.close()
         last = "\n".join(f"  | {ln}" for ln in list(tail)[-10:])
         where = "before it was ready (boot hung?)" if not ready else f"(ready after {ready[0]:.1f} s; the command hung?)"
         raise GuestTimeout(f"the guest did not finish within {timeout_s:g} s {where}; QEMU was killed. Last console lines:\n{last}") from None
     except BaseException:
         _kill(proc)
+        reader.join(2)
+        proc.stdout.close()
         raise
     reader.join(5)
+    proc.stdout.close()
     return Boot(rc, "\n".join(tail), ready[0] if ready else None, time.monotonic() - start)
 
 

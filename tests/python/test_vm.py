@@ -1,0 +1,255 @@
+"""numalab vm without booting: the initramfs format, ELF checks, QEMU's NUMA options, the guest
+protocol, the cache, and the errors given before a guest would boot."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from numalab.exceptions import UsageError
+from numalab.machine import load as load_machine
+from numalab.machine.presets import PRESET_DIR
+from numalab.spec import Placement
+from numalab.vm import cache, check, cpio, elf, guest, initramfs, protocol, qemu
+from numalab.vm import run as vm_run
+from numalab.vm import setup as vm_setup
+
+
+# ---- cpio ---------------------------------------------------------------------------------
+
+@pytest.mark.skipif(shutil.which("cpio") is None, reason="needs GNU cpio to read the archive back")
+def test_cpio_newc_archive_unpacks_with_gnu_cpio(tmp_path):
+    entries = [cpio.directory("bin"), cpio.regular("bin/tool", b"\x7fELF odd length", 0o755),
+               cpio.symlink("bin/sh", "/bin/busybox"), cpio.regular("etc/x", b"")]
+    data = cpio.archive(entries)
+    assert len(data) % 4 == 0 and data.startswith(b"070701")
+    subprocess.run(["cpio", "-idm", "--quiet", "-D", str(tmp_path)], input=data, check=True)
+    assert (tmp_path / "bin/tool").read_bytes() == b"\x7fELF odd length"
+    assert (tmp_path / "bin/tool").stat().st_mode & 0o777 == 0o755
+    assert (tmp_path / "bin/sh").is_symlink() and str((tmp_path / "bin/sh").readlink()) == "/bin/busybox"
+    assert (tmp_path / "etc/x").read_bytes() == b""
+
+
+def test_gzipped_archive_is_deterministic():
+    e = [cpio.regular("a", b"x" * 1000)]
+    assert cpio.gzipped(e) == cpio.gzipped(e)
+    assert initramfs.content_key(e) != initramfs.content_key([cpio.regular("a", b"x" * 999)])
+
+
+def test_job_archive_is_padded_and_holds_the_job():
+    job = guest.Job(mark="NUMALAB-00", command=["/usr/local/bin/dgemv", "--n", "it's"])
+    data = initramfs.job_archive(job)
+    assert len(data) % 512 == 0 and data.startswith(b"070701")
+    assert b"numalab/job\0" in data and b"TRAILER!!!" in data
+
+
+# ---- ELF -----------------------------------------------------------------------------------
+
+def _elf(machine: int = 62, cls: int = 2, etype: int = 2) -> bytes:
+    head = bytearray(64)
+    head[:4] = b"\x7fELF"
+    head[4], head[5] = cls, 1
+    struct.pack_into("<HH", head, 16, etype, machine)
+    struct.pack_into("<Q", head, 32, 64)  # e_phoff
+    struct.pack_into("<HH", head, 54, 56, 0)  # no program headers: static
+    return bytes(head)
+
+
+def test_elf_accepts_a_static_x86_64_executable(tmp_path):
+    p = tmp_path / "ok"
+    p.write_bytes(_elf())
+    assert elf.inspect(p).interpreter is None
+    assert elf.shared_libraries(p) == []
+
+
+@pytest.mark.parametrize(
+    "data, why",
+    [
+        (b"#!/bin/sh\necho hi\n", "not an ELF executable"),
+        (_elf(machine=183), "not x86-64"),
+        (_elf(cls=1), "not a 64-bit"),
+        (_elf(etype=1), "not an executable"),
+        (b"\x7fELF\x02\x01", "truncated"),
+    ],
+)
+def test_elf_refuses_what_the_guest_cannot_run(tmp_path, data, why):
+    p = tmp_path / "bad"
+    p.write_bytes(data)
+    with pytest.raises(UsageError, match=why):
+        elf.inspect(p)
+
+
+def test_dynamic_binary_brings_its_libraries_and_loader():
+    libs = elf.shared_libraries(Path("/bin/ls" if Path("/bin/ls").exists() else shutil.which("ls")))
+    names = {p.name for p in libs}
+    assert "libc.so.6" in names and any(n.startswith("ld-linux") for n in names)
+    assert all(p.is_absolute() and p.exists() for p in libs)
+
+
+def test_command_outside_the_guest_is_refused_before_boot(tmp_path, cli):
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    script.chmod(0o755)
+    code, _, err = cli("vm", "run", "--", str(script))
+    assert code == 2 and "not an ELF executable" in err and "Traceback" not in err
+    code, _, err = cli("vm", "run", "--", "no-such-command-anywhere")
+    assert code == 2 and "not found" in err
+
+
+def test_bare_names_resolve_to_guest_builtins_kernels_or_host_path():
+    c = initramfs.resolve_command(["ls", "-l"], {"ls"})
+    assert c == initramfs.Command(["ls", "-l"], None)
+    if initramfs.project_kernels().get("dgemv"):
+        c = initramfs.resolve_command(["dgemv", "--n", "10"], set())
+        assert c.argv == ["/usr/local/bin/dgemv", "--n", "10"] and c.host_binary.name == "dgemv"
+
+
+# ---- QEMU's command line ---------------------------------------------------------------------
+
+def _preset_qemu_options(name: str) -> list[str]:
+    """The QEMU options a vm preset's header documents (the comment lines after 'qemu-system')."""
+    text = "\n".join(ln for ln in (PRESET_DIR / f"{name}.toml").read_text().splitlines() if ln.startswith("#   "))
+    opts = re.findall(r"-(?:object memory-backend-ram,[^\s\\]+|numa (?:node|dist),[^\s\\]+)", text)
+    return opts
+
+
+@pytest.mark.parametrize("name", ["vm-4", "vm-8"])
+def test_numa_options_are_the_presets_own(name):
+    t = qemu.topology(load_machine(name))
+    args = qemu.numa_args(t)
+    pairs = [f"{a} {b}" for a, b in zip(args[::2], args[1::2]) if a in ("-object", "-numa")]
+    assert sorted(pairs) == sorted(_preset_qemu_options(name))
+    n = t.nodes
+    assert args[:4] == ["-smp", str(n), "-m", f"{n * t.memory_mib[0]}M"]
+
+
+def test_big_presets_are_scaled_down_to_one_cpu_per_node_and_capped_memory():
+    t = qemu.topology(load_machine("opteron6282-4p"))
+    assert t.cpus_per_node == [1] * 8 and t.memory_mib == [512] * 8
+    t = qemu.topology(load_machine("opteron6282-4p"), memory_per_node_mib=128, cpus_per_node=2)
+    assert t.cpus_per_node == [2] * 8 and t.memory_mib == [128] * 8
+    assert "node,nodeid=1,cpus=2-3,memdev=m1" in qemu.numa_args(t)
+    with pytest.raises(UsageError, match="at least 64"):
+        qemu.topology(load_machine("vm-4"), memory_per_node_mib=10)
+
+
+def test_guest_has_no_network_and_the_issue_kernel_cmdline(tmp_path):
+    t = qemu.topology(load_machine("vm-4"))
+    a = qemu.argv("qemu", t, "vmlinuz", tmp_path / "i", qemu.cmdline(True), "tcg", tmp_path / "d")
+    assert a[a.index("-nic") + 1] == "none" and "-nodefaults" in a and "-no-reboot" in a and "-nographic" in a
+    assert a[a.index("-append") + 1] == "console=ttyS0 quiet panic=-1 numa_balancing=enable"
+    assert qemu.cmdline(False).endswith("numa_balancing=disable")
+    assert f"file:{tmp_path / 'd'}" in a
+
+
+def test_a_hung_guest_is_killed_after_the_timeout():
+    with pytest.raises(qemu.GuestTimeout, match=r"within 0.5 s before it was ready.*QEMU was killed"):
+        qemu.boot(["sleep", "30"], "NEVER", 0.5)
+
+
+# ---- the protocol -------------------------------------------------------------------------------
+
+def _frames(mark: str, files: dict[str, bytes], corrupt: str | None = None) -> str:
+    out = ["kernel noise", f"{mark} BEGIN"]
+    for name, data in files.items():
+        digest = hashlib.sha256(data + (b"x" if name == corrupt else b"")).hexdigest()
+        out.append(f"{mark} FILE {name} {digest}")
+        b64 = base64.b64encode(data).decode()
+        out += [b64[i:i + 76] + "\r" for i in range(0, len(b64), 76)]
+        out.append(f"{mark} ENDFILE {name}")
+    out.append(f"{mark} END")
+    return "\n".join(out) + "\n"
+
+
+def test_frames_round_trip_with_crlf_and_binary():
+    files = {"agent.jsonl": b'{"type":"start"}\n' * 50, "stdout": bytes(range(256)), "stderr": b""}
+    assert protocol.read_frames(_frames("NUMALAB-ab", files), "NUMALAB-ab") == files
+
+
+def test_damaged_or_missing_frames_are_errors():
+    files = {"stdout": b"hello"}
+    with pytest.raises(protocol.ProtocolError, match="damaged"):
+        protocol.read_frames(_frames("M", files, corrupt="stdout"), "M")
+    with pytest.raises(protocol.ProtocolError, match="no BEGIN"):
+        protocol.read_frames(_frames("M", files), "OTHER")
+    with pytest.raises(protocol.ProtocolError, match="end early"):
+        protocol.read_frames(_frames("M", files).replace("M END\n", ""), "M")
+
+
+def test_job_script_quotes_the_command_and_sets_the_knobs():
+    job = guest.Job(mark="NUMALAB-1", command=["/bin/x", "a b", "$(reboot)"], agent_args=["--interleave=all"],
+                    knobs={"scan_delay_ms": 50}, thp="never", env={"OMP_PROC_BIND": "spread"})
+    s = guest.job_script(job)
+    assert "'a b' '$(reboot)'" in s and "--interleave=all -- /bin/x" in s
+    assert "knobs set scan_delay_ms=50" in s and "echo never > /sys/kernel/mm/transparent_hugepage/enabled" in s
+    assert "export OMP_PROC_BIND=spread" in s and f"> {guest.DATA_PORT}" in s
+    assert s.index('echo "$MARK READY"') < s.index("numalab-agent run")
+
+
+def test_placement_becomes_numactl_options_for_the_agent():
+    p = Placement(policy="interleave", nodes="0-3", cpunodebind="1")
+    assert vm_run.agent_args(p) == ["--interleave=0-3", "--cpunodebind=1"]
+    assert vm_run.agent_args(Placement(policy="local")) == ["--localalloc"]
+    assert vm_run.omp_env(Placement(omp_proc_bind="spread", omp_places="cores")) == {"OMP_PROC_BIND": "spread", "OMP_PLACES": "cores"}
+
+
+# ---- cache, setup, kernel profile -------------------------------------------------------------------
+
+def test_cache_dir_follows_xdg(monkeypatch, tmp_path):
+    monkeypatch.delenv("NUMALAB_VM_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache.cache_dir() == tmp_path / "numalab" / "vm"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert cache.cache_dir() == Path.home() / ".cache" / "numalab" / "vm"
+
+
+def test_atomic_write_leaves_no_temporary_files(tmp_path):
+    cache.atomic_write(tmp_path / "d" / "f", b"1")
+    cache.atomic_write(tmp_path / "d" / "f", b"22")
+    assert [p.name for p in (tmp_path / "d").iterdir()] == ["f"] and (tmp_path / "d" / "f").read_bytes() == b"22"
+
+
+def test_missing_qemu_names_the_install_command(monkeypatch):
+    monkeypatch.delenv("NUMALAB_QEMU", raising=False)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(vm_setup.SetupError, match=r"`apt-get install qemu-system-x86`"):
+        vm_setup.find_qemu()
+
+
+def test_a_kernel_that_is_not_a_bzimage_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMALAB_VM_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("NUMALAB_QEMU", "/bin/true")
+    k = tmp_path / "vmlinuz"
+    k.write_bytes(b"\0" * 4096)
+    with pytest.raises(UsageError, match="not an x86 bzImage"):
+        vm_setup.setup(kernel=k)
+
+
+def test_guest_kernel_release_picks_the_simulator_profile():
+    assert check.sim_kernel("6.1.0-56-amd64") == "6.13"
+    assert check.sim_kernel("3.13.0-170-generic") == "3.13"
+    assert any("6.4+" in n for n in check.profile_notes("6.1.0-56-amd64"))
+
+
+def test_weighted_interleave_needs_a_newer_guest_kernel():
+    assert vm_run.kernel_tuple("6.1.0-56-amd64") < vm_run.WEIGHTED_INTERLEAVE_SINCE <= vm_run.kernel_tuple("6.9.1")
+
+
+# ---- vm check's expectations can fail ----------------------------------------------------------------
+
+def test_case_expectations_hold_and_fail():
+    one = check.Side([1000, 2, 0, 0], [1000, 2, 0, 0], {"numa_pages_migrated": 0})
+    spread = check.Side([250, 251, 249, 252], [250, 251, 249, 252], {"numa_pages_migrated": 0})
+    moved = check.Side([1000, 0, 0, 0], [250, 250, 250, 250], {"numa_pages_migrated": 750})
+    assert check.on_one_node()(one) is None and check.on_one_node()(spread)
+    assert check.spread()(spread) is None and check.spread()(one)
+    assert check.even()(spread) is None and check.even()(one)
+    assert check.moves()(moved) is None and check.moves()(one)
+    assert moved.moved == 750
