@@ -394,3 +394,98 @@ mod subcommands {
         assert!(text(&o.stderr).contains("unknown NUMA balancing knob"), "{}", text(&o.stderr));
     }
 }
+
+/// The C kernels of `kernels/` (built here with their Makefile), alone and under the agent.
+mod kernels {
+    use super::*;
+
+    /// The kernel binary, built once per test process (tests run in parallel).
+    fn built(name: &str) -> PathBuf {
+        static BUILD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../kernels");
+        let ok =
+            BUILD.get_or_init(|| Command::new("make").args(["-s", "-C"]).arg(&dir).status().is_ok_and(|s| s.success()));
+        assert!(ok, "make -C kernels failed");
+        dir.join(name)
+    }
+
+    fn line(o: &Output) -> Value {
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let out = text(&o.stdout);
+        assert_eq!(out.lines().count(), 1, "exactly one line: {out}");
+        serde_json::from_str(&out).unwrap()
+    }
+
+    #[test]
+    fn each_kernel_prints_one_json_line_with_its_timing() {
+        for (k, n) in [("dgemv", "300"), ("stream", "100000"), ("stencil", "40")] {
+            let o =
+                Command::new(built(k)).args(["--n", n, "--reps", "2", "--threads", "2", "--init", "serial"]).output();
+            let v = line(&o.unwrap());
+            assert_eq!(v["kernel"], k);
+            assert_eq!(v["n"].to_string(), n);
+            assert_eq!(
+                (v["threads"].as_u64(), v["reps"].as_u64(), v["init"].as_str()),
+                (Some(2), Some(2), Some("serial"))
+            );
+            for f in ["init_s", "time_s", "gflops", "gbps"] {
+                assert!(v[f].as_f64().unwrap() >= 0.0, "{k} {f}: {v}");
+            }
+            assert!(v["time_s"].as_f64().unwrap() > 0.0);
+        }
+    }
+
+    #[test]
+    fn the_results_do_not_depend_on_the_init_or_the_threads() {
+        let run = |init: &str, threads: &str| {
+            line(
+                &Command::new(built("dgemv"))
+                    .args(["--n", "200", "--reps", "1", "--threads", threads, "--init", init])
+                    .output()
+                    .unwrap(),
+            )["checksum"]
+                .as_f64()
+                .unwrap()
+        };
+        let a = run("serial", "1");
+        assert_eq!(a, run("parallel", "2"));
+    }
+
+    #[test]
+    fn bad_options_print_the_usage_and_exit_2() {
+        for args in [vec!["--n", "x"], vec!["--init", "sometimes"], vec!["--bogus", "1"], vec!["--reps"], vec!["extra"]]
+        {
+            let o = Command::new(built("stream")).args(&args).output().unwrap();
+            assert_eq!(o.status.code(), Some(2), "{args:?}");
+            assert!(text(&o.stderr).contains("usage: stream"), "{args:?}: {}", text(&o.stderr));
+            assert!(o.stdout.is_empty());
+        }
+    }
+
+    #[test]
+    fn stream_under_the_agent_shows_its_arrays_on_node_0() {
+        let k = built("stream");
+        let (o, recs) = run_recorded(
+            "stream",
+            &["--membind=0", "--interval-ms", "20", "--maps-budget-pct", "100"],
+            &[k.to_str().unwrap(), "--n", "2000000", "--reps", "40", "--threads", "2", "--init", "serial"],
+        );
+        let v = line(&o);
+        assert_eq!(v["kernel"], "stream");
+        let s = summary(&recs);
+        // Three arrays of 2e6 doubles: 11719 pages of 4 KiB, once first-written.
+        let arrays_pages = 3 * 2_000_000 * 8 / 4096;
+        let max_pages = recs
+            .iter()
+            .filter(|r| r["type"] == "sample")
+            .filter_map(|r| r["pages_per_node"]["0"].as_u64())
+            .max()
+            .unwrap_or(0);
+        assert!(max_pages >= arrays_pages, "at most {max_pages} pages seen");
+        assert!(s["vmstat_delta"]["numa_hit"].as_u64().unwrap() >= arrays_pages);
+        assert!(recs
+            .iter()
+            .filter(|r| r["type"] == "sample")
+            .all(|r| r["mappings"].as_array().is_none_or(|m| m.iter().all(|m| m["policy"] == "bind:0"))));
+    }
+}
