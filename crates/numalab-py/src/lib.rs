@@ -12,8 +12,16 @@ use pyo3::prelude::*;
 #[pyfunction]
 fn read_host_topology(py: Python<'_>, root: &str) -> PyResult<String> {
     let root = std::path::PathBuf::from(root);
-    let topo = py.detach(|| numalab_linux::read_topology(&root)).map_err(error::host)?;
+    let topo =
+        error::guarded(py, "the host topology reader", || numalab_linux::read_topology(&root))?.map_err(error::host)?;
     Ok(topo.to_json().to_string())
+}
+
+/// Panic inside the guard, so tests can check that a Rust panic reaches Python as an ordinary
+/// `SimulationError` (and prints nothing).
+#[pyfunction]
+fn _panic_through_guard(py: Python<'_>, message: &str) -> PyResult<()> {
+    error::guarded(py, "the panic check", || panic!("{message}"))
 }
 
 #[pymodule]
@@ -21,13 +29,14 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<machine::PyMachine>()?;
     m.add_function(wrap_pyfunction!(read_host_topology, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_through_guard, m)?)?;
     m.add_function(wrap_pyfunction!(sim::zonelists, m)?)?;
     m.add_class::<spec::PyRunSpec>()?;
     m.add_function(wrap_pyfunction!(spec::balancing_knobs, m)?)?;
     m.add("SpecError", py.get_type::<spec::SpecError>())?;
     m.add("NumalabError", py.get_type::<error::NumalabError>())?;
-    m.add("TopologyError", py.get_type::<error::TopologyError_>())?;
-    m.add("PolicyError", py.get_type::<error::PolicyError_>())?;
+    m.add("TopologyError", py.get_type::<error::TopologyError>())?;
+    m.add("PolicyError", py.get_type::<error::PolicyError>())?;
     m.add("SimulationError", py.get_type::<error::SimulationError>())?;
     m.add("HostError", py.get_type::<error::HostError>())?;
     m.add("KERNEL_PROFILES", numalab_sim::Kernel::ALL.map(|(name, _)| name).to_vec())?;

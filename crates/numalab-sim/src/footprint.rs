@@ -175,11 +175,7 @@ pub fn estimate(m: &Machine, w: &WorkloadSpec, cfg: &SimConfig) -> Estimate {
     };
     let costs: Vec<(f64, f64)> = (0..w.phases.len()).map(phase_cost).collect();
     let sweep_bytes = procs * RANGE_BYTES * costs.iter().map(|c| c.0).fold(0.0, f64::max);
-    let samples = procs
-        * w.program
-            .iter()
-            .map(|s| s.repeat as f64 * s.phases.iter().filter_map(|&p| costs.get(p)).map(|c| c.1).sum::<f64>())
-            .sum::<f64>();
+    let samples = procs * visits_until_full(m, w, &costs);
     Estimate {
         data_bytes,
         entries,
@@ -190,4 +186,38 @@ pub fn estimate(m: &Machine, w: &WorkloadSpec, cfg: &SimConfig) -> Estimate {
         threads,
         samples,
     }
+}
+
+/// Page visits of one process over the program, up to the phase whose first writes fill the
+/// machine's memory: a run that cannot fit ends out of memory there, whatever comes after.
+fn visits_until_full(m: &Machine, w: &WorkloadSpec, costs: &[(f64, f64)]) -> f64 {
+    let memory = m.total_memory_bytes() as f64;
+    let procs = w.processes as f64;
+    let mut written = vec![false; w.regions.len()];
+    let mut placed = 0.0;
+    let mut visits = 0.0;
+    for step in w.program.iter().filter(|s| s.repeat > 0) {
+        let mut first_rep = 0.0;
+        for &p in &step.phases {
+            let Some(&(_, v)) = costs.get(p) else { continue };
+            let phase = &w.phases[p];
+            let mut new = 0.0;
+            for a in phase.accesses.iter().filter(|a| a.wr > 0.0 && a.passes > 0.0) {
+                if let Some(r) = w.regions.get(a.region).filter(|_| !written[a.region]) {
+                    written[a.region] = true;
+                    // Random writes place at most a page per line they write.
+                    let lines = if a.pattern.is_random() { a.count as f64 * w.threads as f64 } else { f64::INFINITY };
+                    new += procs * (r.bytes as f64).min(lines * 4096.0);
+                }
+            }
+            if placed + new > memory {
+                // Out of memory part-way through this phase's first writes.
+                return visits + first_rep + v * ((memory - placed) / new).clamp(0.0, 1.0);
+            }
+            placed += new;
+            first_rep += v;
+        }
+        visits += first_rep * step.repeat as f64;
+    }
+    visits
 }

@@ -9,6 +9,75 @@ use crate::input::RegionSpec;
 use crate::mempolicy::Resolved;
 
 pub const NONE: u8 = u8::MAX;
+/// Entries per page-table chunk (256 MiB of 4 KiB pages): chunks are allocated at the first
+/// write inside them, so a region larger than the machine costs table memory only where pages
+/// were actually placed.
+const CHUNK_SHIFT: u32 = 16;
+const CHUNK: usize = 1 << CHUNK_SHIFT;
+static EMPTY: [u8; CHUNK] = [NONE; CHUNK];
+
+/// The node of every entry of a region (`NONE` before its first write), allocated chunk by chunk.
+pub struct PageTable {
+    len: usize,
+    chunks: Vec<Option<Box<[u8]>>>,
+}
+
+impl PageTable {
+    pub fn new(len: usize) -> Self {
+        PageTable { len, chunks: (0..len.div_ceil(CHUNK)).map(|_| None).collect() }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn get(&self, i: usize) -> Option<&u8> {
+        (i < self.len).then(|| &self[i])
+    }
+
+    /// Entries `first..` up to `max` of them, as far as the chunk holding `first` goes.
+    #[inline]
+    pub fn run(&self, first: usize, max: usize) -> &[u8] {
+        let (c, o) = (first >> CHUNK_SHIFT, first & (CHUNK - 1));
+        let n = max.min(CHUNK - o).min(self.len - first);
+        match &self.chunks[c] {
+            Some(chunk) => &chunk[o..o + n],
+            None => &EMPTY[o..o + n],
+        }
+    }
+
+    /// Bytes of table allocated so far.
+    pub fn allocated_bytes(&self) -> usize {
+        self.chunks.iter().flatten().count() * CHUNK
+    }
+}
+
+impl std::ops::Index<usize> for PageTable {
+    type Output = u8;
+
+    #[inline]
+    fn index(&self, i: usize) -> &u8 {
+        assert!(i < self.len, "page-table entry {i} of {}", self.len);
+        match &self.chunks[i >> CHUNK_SHIFT] {
+            Some(chunk) => &chunk[i & (CHUNK - 1)],
+            None => &NONE,
+        }
+    }
+}
+
+/// Writing an entry allocates its chunk.
+impl std::ops::IndexMut<usize> for PageTable {
+    #[inline]
+    fn index_mut(&mut self, i: usize) -> &mut u8 {
+        assert!(i < self.len, "page-table entry {i} of {}", self.len);
+        let chunk = self.chunks[i >> CHUNK_SHIFT].get_or_insert_with(|| vec![NONE; CHUNK].into_boxed_slice());
+        &mut chunk[i & (CHUNK - 1)]
+    }
+}
 const MMAP_BASE: u64 = 0x7f00_0000_0000;
 const ALIGN: u64 = 2 << 20;
 
@@ -19,7 +88,7 @@ pub struct Region {
     /// log2 of the page size: 12 (4 KiB) or 21 (2 MiB THP).
     pub shift: u32,
     pub vm_start: u64,
-    pub node: Vec<u8>,
+    pub node: PageTable,
     /// The VMA policy (`mbind`), if any.
     pub policy: Option<Resolved>,
     /// NUMA balancing only (empty otherwise): one bit per entry, set while the mapping is
@@ -114,11 +183,31 @@ pub fn layout(specs: &[RegionSpec], policies: Vec<Option<Resolved>>) -> Vec<Regi
                 planes: s.planes,
                 shift,
                 vm_start,
-                node: vec![NONE; units as usize],
+                node: PageTable::new(units as usize),
                 policy,
                 marked: Vec::new(),
                 cpupid: Vec::new(),
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_table_allocates_a_chunk_at_its_first_write_only() {
+        let mut t = PageTable::new(10 * CHUNK + 5);
+        assert_eq!((t[0], t[10 * CHUNK + 4], t.allocated_bytes()), (NONE, NONE, 0), "reads allocate nothing");
+        t[3 * CHUNK + 7] = 2;
+        t[3 * CHUNK + 8] = 1;
+        assert_eq!(t.allocated_bytes(), CHUNK);
+        assert_eq!((t[3 * CHUNK + 7], t[3 * CHUNK + 6]), (2, NONE));
+        // A run stops at its chunk's end; the last chunk is as long as the table.
+        assert_eq!(t.run(3 * CHUNK + 7, 5), &[2, 1, NONE, NONE, NONE]);
+        assert_eq!(t.run(4 * CHUNK - 2, 100).len(), 2);
+        assert_eq!(t.run(10 * CHUNK, 100).len(), 5);
+        assert_eq!(t.get(10 * CHUNK + 5), None);
+    }
 }

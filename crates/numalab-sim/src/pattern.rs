@@ -221,7 +221,7 @@ impl Sweep {
     pub fn extend_run(
         &mut self,
         shift: u32,
-        nodes: &[u8],
+        nodes: &crate::pages::PageTable,
         marked: &[u64],
         cap: &[u32],
         max: u64,
@@ -238,12 +238,18 @@ impl Sweep {
             // The common case (every page, balancing off): a straight scan of the page table.
             let first = (pos >> shift) as usize;
             let avail = (((end - pos) >> shift) as usize).min(max as usize);
-            for &n in &nodes[first..first + avail] {
-                if n == crate::pages::NONE || count[n as usize] >= cap[n as usize] {
-                    break;
+            // The table comes in chunks: scan chunk by chunk until a stop or `avail`.
+            let mut seen = 0;
+            'scan: while seen < avail {
+                let run = nodes.run(first + seen, avail - seen);
+                for &n in run {
+                    if n == crate::pages::NONE || count[n as usize] >= cap[n as usize] {
+                        break 'scan;
+                    }
+                    count[n as usize] += 1;
+                    k += 1;
                 }
-                count[n as usize] += 1;
-                k += 1;
+                seen += run.len();
             }
             pos += k << shift;
         }

@@ -66,7 +66,8 @@ impl Engine<'_> {
     /// Run one thread up to `until`; true if it did anything.
     pub(super) fn run_thread(&mut self, tid: usize, until: f64, cost: &[f64], share: f64) -> bool {
         let mut did = false;
-        while self.threads[tid].state == State::Running && self.threads[tid].clock < until {
+        // An out-of-memory ends the run at once: the thread must not go on through its visits.
+        while self.threads[tid].state == State::Running && self.threads[tid].clock < until && self.oom.is_none() {
             if !self.threads[tid].pipelined && self.fast_visits(tid, until, cost, share) {
                 did = true;
             }

@@ -255,3 +255,23 @@ fn out_of_memory_names_nodes_policy_region_and_page_size() {
         assert!(msg.contains(&format!("node {n} has")), "{msg}");
     }
 }
+
+#[test]
+fn data_far_beyond_the_machine_ends_out_of_memory_at_once() {
+    // 800 GB of data on a machine of 2 GiB: the engine can hold the table (200 M entries), the
+    // simulated kernel cannot hold the data.
+    let m = machine4_with_gib(0.5);
+    let mut w = stream_like(800_000, 4, Pattern::Block, 1000);
+    w.regions[0].planes = 100_000_000_000;
+    let t0 = std::time::Instant::now();
+    let out = simulate(&m, &w, &unpinned(), &cfg()).unwrap();
+    assert_eq!(out.status, "out-of-memory");
+    let msg = out.error.unwrap();
+    assert!(
+        msg.starts_with("out of memory on nodes 3,2,1,0 under default: region 'a' (800000 MiB, 4 KiB pages)"),
+        "{msg}"
+    );
+    // It stops when memory runs out: about the 2 GiB it could place, not the 800 GB it asked for.
+    assert!(out.engine.samples < 1_000_000, "{}", out.engine.samples);
+    assert!(t0.elapsed().as_secs() < 20, "{:?}", t0.elapsed());
+}
