@@ -181,8 +181,15 @@ def guarded(root: Path, jpath: Path) -> Iterator[None]:
 
     old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
     jpath.parent.mkdir(parents=True, exist_ok=True)
+    why = ""
     try:
         yield
+    except KeyboardInterrupt:
+        why = "interrupted: "
+        raise
+    except BaseException:
+        why = "stopped by an error: "
+        raise
     finally:
         # A second signal during the restore must not cut it short.
         for s in old:
@@ -190,7 +197,7 @@ def guarded(root: Path, jpath: Path) -> Iterator[None]:
         try:
             restored = recover(root, jpath, announce=False)
             if restored:
-                _say("restored the NUMA balancing knobs: " + ", ".join(f"{k['name']}={k['value']}" for k in restored))
+                _say(why + "restored the NUMA balancing knobs: " + ", ".join(f"{k['name']}={k['value']}" for k in restored))
         finally:
             for s, h in old.items():
                 signal.signal(s, h)
