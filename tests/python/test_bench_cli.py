@@ -54,9 +54,10 @@ def test_repeat_3_stores_rows_that_report_renders(cli, tmp_path):
 
 
 def test_json_and_the_relative_error_stop(cli, tmp_path):
-    code, out, err = cli("bench", "-c", "default", "--repeat", "2", "--rel-error", "0.0001", "--max-repeat", "3",
+    code, out, err = cli("bench", "-c", "default", "--repeat", "2", "--rel-error", "0.0001", "--max-repeat", "3", "--warmup",
                          "--results", str(tmp_path), "--json", "--", "true")
     assert code == 0, err
+    assert err.splitlines()[0].startswith("bench: warm-up default: ")  # untimed, not stored
     doc = json.loads(out)
     assert doc["rounds"] == 3 and doc["converged"] is False  # wall times of `true` never agree to 0.0001%
     (c,) = doc["configs"]

@@ -191,15 +191,14 @@ def guarded(root: Path, jpath: Path) -> Iterator[None]:
         why = "stopped by an error: "
         raise
     finally:
-        # A second signal during the restore must not cut it short.
-        for s in old:
-            signal.signal(s, signal.SIG_IGN)
+        # A second signal (or Ctrl-C) during the restore must not cut it short.
+        during = {s: signal.signal(s, signal.SIG_IGN) for s in (*old, signal.SIGINT)}
         try:
             restored = recover(root, jpath, announce=False)
             if restored:
                 _say(why + "restored the NUMA balancing knobs: " + ", ".join(f"{k['name']}={k['value']}" for k in restored))
         finally:
-            for s, h in old.items():
+            for s, h in {**during, **old}.items():
                 signal.signal(s, h)
 
 
