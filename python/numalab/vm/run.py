@@ -5,7 +5,6 @@ the guest's files back and turn the agent's records into a ``numalab.result/1`` 
 from __future__ import annotations
 
 import json
-import os
 import re
 import secrets
 import shutil
@@ -36,7 +35,7 @@ class VmRequest:
     memory_per_node_mib: int | None = None
     cpus_per_node: int = 1
     thp: str | None = None
-    accel: str = "auto"
+    accel: str = "tcg"
     timeout_s: float = 600.0
     interval_ms: int = 100
 
@@ -195,7 +194,7 @@ def shell(req: VmRequest, say: Say = lambda s: None) -> int:
 
 
 class GuestCommandError(NumalabError):
-    """The agent refused the run inside the guest (bad placement for this guest): exit code 2 in spirit."""
+    """The command did not run in the guest (the agent refused or could not start it): exit code 1."""
 
 
 def document(out: VmOutput) -> dict[str, Any]:

@@ -1,0 +1,114 @@
+"""numalab vm with a real guest: QEMU boots Debian's kernel with the vm-4 / vm-8 topology.
+
+Each test boots at least one guest (about 5-15 s of TCG each). They are marked ``needs_qemu`` and
+skipped only when ``qemu-system-x86_64`` is absent and cannot be installed (``.ci/run`` installs
+it in CI; as root with apt-get the fixture installs it too). The agent and the C kernels are
+built if missing (``make agent``, ``make kernels``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+
+from numalab.spec import Placement
+from numalab.vm import check, qemu
+from numalab.vm import run as vm_run
+from numalab.vm import setup as vm_setup
+
+pytestmark = pytest.mark.needs_qemu
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES = ["qemu-system-x86", "busybox-static", "numactl", "cpio"]
+
+
+def _install_qemu() -> None:
+    if shutil.which(vm_setup.QEMU) or os.geteuid() != 0 or not shutil.which("apt-get"):
+        return
+    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *PACKAGES],
+                   capture_output=True, check=False, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def guest():
+    _install_qemu()
+    if not shutil.which(vm_setup.QEMU):
+        pytest.skip(f"{vm_setup.QEMU} is absent and could not be installed (`{vm_setup.INSTALL_QEMU}` as root)")
+    if not vm_setup.AGENT_BUILT.is_file() and not os.environ.get("NUMALAB_AGENT"):
+        subprocess.run(["make", "-s", "agent"], cwd=REPO, check=True, timeout=1800)
+    if not (REPO / "kernels" / "dgemv").is_file():
+        subprocess.run(["make", "-s", "kernels"], cwd=REPO, check=True, timeout=600)
+    return vm_setup.setup()
+
+
+@pytest.mark.parametrize("name", list(check.CASES))
+def test_guest_and_simulator_agree(guest, name):
+    c = check.compare(check.CASES[name], timeout_s=300)
+    text = check.report(c)
+    assert c.ok, text
+    assert c.kernel_release == guest.kernel_version
+    # Both sides placed the same pages: the guest's anonymous pages are the arrays plus a few
+    # (stack, libc's heap), so totals agree within 2%.
+    assert abs(c.vm.total - c.sim.total) <= 0.02 * c.sim.total, text
+
+
+def _numa_temp_dirs() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob("numalab-vm-*")}
+
+
+def test_two_runs_at_once_each_get_their_own_placement(guest):
+    """Two guests at once (no shared temporary paths); --membind N puts the pages on node N and
+    the document says where they went, as numalab run does on a host."""
+    before = _numa_temp_dirs()
+    results: dict[int, dict] = {}
+    errors: list[BaseException] = []
+
+    def one(node: int) -> None:
+        try:
+            req = vm_run.VmRequest("vm-4", ["dgemv", "--n=1000", "--reps=2", "--threads=1"],
+                                   placement=Placement(policy="bind", nodes=str(node), cpunodebind=str(3 - node)),
+                                   thp="never", timeout_s=300, interval_ms=50)
+            results[node] = vm_run.document(vm_run.run(req))
+        except BaseException as e:  # reported below, in the test's thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for node, doc in results.items():
+        assert doc["source"] == "vm" and doc["status"] == "ok" and doc["machine"]["name"] == "vm-4"
+        assert doc["placement"]["policy"] == "bind" and doc["placement"]["nodes"] == str(node)
+        pages = doc["pages"]["per_node"]
+        # The whole 8 MB matrix (1953 pages) on node N; other nodes hold only file pages (the
+        # binary's text, in the page cache of the node that unpacked the initramfs).
+        assert pages[node] >= 1953 and sum(pages) - pages[node] < 300, pages
+        assert doc["numastat"][f"node{node}"]["numa_hit"] > 1000
+        assert json.loads(doc["vm"]["stdout"])["kernel"] == "dgemv"
+    assert _numa_temp_dirs() <= before, "temporary files left behind"
+
+
+def test_vm_run_cli_prints_the_summary_and_the_json(guest, cli, tmp_path):
+    out = tmp_path / "r.json"
+    code, stdout, err = cli("vm", "run", "--machine", "vm-8", "--interleave", "all", "--thp", "never", "-o", str(out),
+                            "--", "dgemv", "--n", "800", "--reps", "1", "--threads", "1")
+    assert code == 0, err
+    assert '"kernel":"dgemv"' in stdout
+    assert "memory per node (MiB):" in err and "node7" in err and "guest: Linux" in err
+    doc = json.loads(out.read_text())
+    assert doc["source"] == "vm" and doc["placement"]["policy"] == "interleave" and len(doc["pages"]["per_node"]) == 8
+
+
+def test_a_guest_that_does_not_finish_is_killed(guest):
+    before = _numa_temp_dirs()
+    with pytest.raises(qemu.GuestTimeout, match=r"did not finish within 2 s .*QEMU was killed"):
+        vm_run.run(vm_run.VmRequest("vm-4", ["sleep", "600"], timeout_s=2))
+    assert _numa_temp_dirs() <= before
