@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from numalab.cli.tables import summary
-from numalab.exceptions import USAGE_ERRORS, UsageError
+from numalab.exceptions import USAGE_ERRORS, NumalabError, UsageError
 from numalab.results import agent
 from numalab.results.agent import RecordError
 from numalab.runner import host
@@ -143,3 +143,19 @@ def test_placement_checked_against_the_host_topology(tmp_path):
         host.check_placement(Placement("preferred", "2"), root)
     with pytest.raises(USAGE_ERRORS, match="cpu 16"):
         host.check_placement(Placement(physcpubind="16"), root)
+
+
+def test_agent_is_found_or_the_error_says_how_to_build_it(tmp_path, monkeypatch):
+    monkeypatch.delenv("NUMALAB_AGENT", raising=False)
+    monkeypatch.setattr(host, "REPO", tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    with pytest.raises(NumalabError, match=r"numalab-agent is not built: run `make agent` in .* \(or `cargo build --release -p numalab-agent`\)"):
+        host.agent_path()
+    built = tmp_path / "target" / "release" / "numalab-agent"
+    built.parent.mkdir(parents=True)
+    built.write_text("#!/bin/sh\n")
+    built.chmod(0o755)
+    assert host.agent_path() == built
+    monkeypatch.setenv("NUMALAB_AGENT", str(tmp_path / "nope"))
+    with pytest.raises(UsageError, match="NUMALAB_AGENT=.*nope: not an executable file"):
+        host.agent_path()
