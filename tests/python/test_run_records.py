@@ -68,6 +68,8 @@ def test_document_carries_pages_counters_threads_and_the_timeline():
     assert [t["node"] for t in doc["threads"]] == [0, 1, 2, 3]
     assert doc["threads"][0]["time_s"] == pytest.approx(2.2)
     assert [pt["t_s"] for pt in doc["timeline"]] == [1.0, 2.0]
+    a = doc["agent"]
+    assert (a["samples"], a["maps_reads"], a["cpus_allowed"], a["mems_allowed"], a["rusage"]["user_s"]) == (2, 2, "0-15", "0-3", 9.1)
     assert doc["timeline"][0]["access_map"] == [[v // 2 for v in row] for row in FAULTS]
     assert doc["timeline"][1]["vmstat"]["numa_hint_faults"] == 3000
 
