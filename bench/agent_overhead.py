@@ -6,7 +6,8 @@ drift on a shared machine hits both alike. Prints the median kernel time (the dg
 kernel reports it), the median wall time of the whole process and their ratios (target: under 1%
 slower) and of the best runs, and the agent's own CPU time per run and per sample (its rusage minus
 the command's, as the summary record reports it): what sampling takes away from the program, and
-the figure that stays meaningful when other work shares the machine and the times scatter.
+the figure that stays meaningful when other work shares the machine and the times scatter, also
+as a share of the command's own CPU time.
 
     python3 bench/agent_overhead.py [--rounds N] [--n N] [--reps N] [--interval-ms N]
 
@@ -58,6 +59,7 @@ def main() -> None:
     alone: list[tuple[float, float]] = []
     under: list[tuple[float, float]] = []
     agent_cpu: list[float] = []
+    command_cpu: list[float] = []
     samples: list[int] = []
     with tempfile.TemporaryDirectory() as tmp:
         records = Path(tmp) / "records.jsonl"
@@ -77,6 +79,7 @@ def main() -> None:
                     summary = json.loads(records.read_text().splitlines()[-1])
                     ru = summary["rusage"]
                     agent_cpu.append(cpu - ru["user_s"] - ru["system_s"])
+                    command_cpu.append(ru["user_s"] + ru["system_s"])
                     samples.append(summary["samples"])
             print(f"  round {i + 1}/{a.rounds}: alone {alone[-1][0]:.3f} s, under the agent {under[-1][0]:.3f} s",
                   file=sys.stderr)
@@ -96,6 +99,8 @@ def main() -> None:
           f"ratio {k_min_under / k_min_alone:.4f} ({100 * (k_min_under / k_min_alone - 1):+.2f}%)")
     print(f"  agent CPU: {med(agent_cpu) * 1000:.1f} ms per run (median), {per_sample_ms:.2f} ms per sample, "
           f"{100 * med(agent_cpu) / w_under:.2f}% of one CPU over the run; {med(samples):.0f} samples per run")
+    ratio = sum(agent_cpu) / sum(command_cpu)
+    print(f"  agent CPU / command CPU: {100 * ratio:.2f}% (the overhead that does not depend on what else runs)")
 
 
 if __name__ == "__main__":

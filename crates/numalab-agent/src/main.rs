@@ -108,14 +108,15 @@ fn dispatch(cmd: Cmd) -> Result<i32, Failure> {
     }
 }
 
-/// The topology facts (`numalab_linux::HostTopology::to_json`) plus the node state masks.
+/// The topology facts (`numalab_linux::HostTopology::to_json`) plus the node state masks (null
+/// where a captured tree lacks them).
 fn topo(root: &Path) -> Result<i32, Failure> {
     let t = read_topology(root).map_err(linux)?;
-    let s = read_node_states(root).map_err(linux)?;
+    let s = read_node_states(root).ok();
     let mut v = t.to_json();
-    v["online"] = json!(s.online.to_list_string());
-    v["has_memory"] = json!(s.has_memory.to_list_string());
-    v["has_cpu"] = json!(s.has_cpu.to_list_string());
+    v["online"] = json!(s.as_ref().map(|s| s.online.to_list_string()));
+    v["has_memory"] = json!(s.as_ref().map(|s| s.has_memory.to_list_string()));
+    v["has_cpu"] = json!(s.as_ref().map(|s| s.has_cpu.to_list_string()));
     println!("{v}");
     Ok(0)
 }

@@ -355,6 +355,14 @@ mod subcommands {
         let v: Value = serde_json::from_slice(&o.stdout).unwrap();
         assert!(!v["nodes"].as_array().unwrap().is_empty());
         assert!(v["has_memory"].as_str().unwrap().starts_with('0'));
+        let sysfs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/sysfs/two-node");
+        let o = agent(&["topo", "--root", sysfs.to_str().unwrap()]);
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["nodes"][1]["cpus"], "4-7,12-15");
+        assert!(v["online"].is_null(), "that capture has no node state masks");
+        let o = agent(&["topo", "--root", "/nonexistent"]);
+        assert_eq!(o.status.code(), Some(1));
+        assert!(text(&o.stderr).starts_with("numalab-agent: cannot read /nonexistent/"), "{}", text(&o.stderr));
     }
 
     fn copy_tree(from: &Path, to: &Path) {
