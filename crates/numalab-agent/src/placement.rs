@@ -13,6 +13,9 @@
 //! | `-P/--preferred-many=NODES` | `numa_set_preferred_many` | `setpol(MPOL_PREFERRED_MANY)` | `set_mempolicy(MPOL_PREFERRED_MANY, nodes)` |
 //! | `-l/--localalloc` | `numa_set_localalloc` | `setpol(MPOL_LOCAL, no nodes)` | `set_mempolicy(MPOL_LOCAL, NULL)` |
 //! | `-N/--cpunodebind=NODES` | `numa_run_on_node_mask_all` | union of the nodes' cpulists -> `numa_sched_setaffinity_v2_int(0, cpus)` | `sched_setaffinity(0, cpus)` |
+//!
+//! (`-N` nodes are counted among the online nodes, where numactl counts among `Mems_allowed`: a
+//! node with CPUs and no memory is not in `Mems_allowed`, and numactl could not name it.)
 //! | `-C/--physcpubind=CPUS` | `numa_sched_setaffinity(0, cpus)` | | `sched_setaffinity(0, cpus)` |
 //!
 //! Node strings use numactl's grammar (`numa_parse_nodestring`, libnuma.c), parsed against the
@@ -236,18 +239,16 @@ fn memory_nodes(a: &PlacementArg, text: &str, host: &Host) -> Result<NodeSet, Pl
     }
 }
 
-/// `--cpunodebind`: the union of the nodes' CPUs (`numa_run_on_node_mask_all`).
+/// `--cpunodebind`: the union of the nodes' CPUs, as `numa_run_on_node_mask_all` makes it (a node
+/// without CPUs adds none); an empty union is refused, as sched_setaffinity would (EINVAL). The
+/// nodes are counted among the online ones, so a node with CPUs but no memory can be named.
 fn cpus_of_nodes(text: &str, host: &Host) -> Result<CpuSet, PlacementError> {
     let a = PlacementArg::CpuNodeBind(text.to_string());
-    let nodes = parse_nodestring(text, &host.states.online)
-        .map_err(|e| bad(&a, &format!("{e}; online nodes: {}", host.states.online.to_list_string())))?;
-    let mut cpus = CpuSet::new();
-    for n in nodes.iter() {
-        let c = host.node_cpus.iter().find(|(id, _)| *id == n).map(|(_, c)| c.clone()).unwrap_or_default();
-        if c.is_empty() {
-            return Err(bad(&a, &format!("node {n} has no CPUs (nodes with CPUs: {})", host.states.has_cpu)));
-        }
-        cpus = cpus.union(&c);
+    let nodes = parse_nodestring(text, &host.states.online).map_err(|e| bad(&a, &e))?;
+    let cpus =
+        host.node_cpus.iter().filter(|(n, _)| nodes.contains(*n)).fold(CpuSet::new(), |acc, (_, c)| acc.union(c));
+    if cpus.is_empty() {
+        return Err(bad(&a, &format!("node {nodes} has no CPUs (nodes with CPUs: {})", host.states.has_cpu)));
     }
     Ok(cpus)
 }
@@ -352,6 +353,8 @@ mod tests {
         let p = resolve(&[PlacementArg::LocalAlloc, PlacementArg::CpuNodeBind("1,3".into())], &host()).unwrap();
         assert_eq!(p.raw_policy().unwrap(), RawPolicy { mode: 4, flags: 0, mask: vec![] });
         assert_eq!(p.cpus.unwrap().to_list_string(), "16-31,40-47");
+        let p = resolve(&[PlacementArg::CpuNodeBind("all".into())], &host()).unwrap();
+        assert_eq!(p.cpus.unwrap().to_list_string(), "0-47", "the CPU-less node 2 adds nothing");
         let p = resolve(&[PlacementArg::PreferredMany("0,2".into())], &host()).unwrap();
         assert_eq!(p.describe(), "prefer (many):0,2");
     }
