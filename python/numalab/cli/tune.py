@@ -69,6 +69,7 @@ def tune(
     restore: bool = typer.Option(False, "--restore", help="Only restore knobs left changed by a tune that was killed, then exit."),
     interleave: Optional[str] = o.INTERLEAVE,
     weighted_interleave: Optional[str] = o.WEIGHTED,
+    weights: Optional[str] = o.WEIGHTS,
     membind: Optional[str] = o.MEMBIND,
     preferred: Optional[str] = o.PREFERRED,
     preferred_many: Optional[str] = o.PREFERRED_MANY,
@@ -106,7 +107,7 @@ def tune(
         return
     if not command:
         raise UsageError("no command given (usage: numalab tune [options] -- CMD [ARGS...])")
-    place = o.placement(interleave, weighted_interleave, None, membind, preferred, preferred_many, localalloc,
+    place = o.placement(interleave, weighted_interleave, weights, membind, preferred, preferred_many, localalloc,
                         cpunodebind, physcpubind, omp_proc_bind, omp_places)
     points = [(text, grid_point(text)) for text in (b.split(grid) if grid else S1_GRID)]
     b.check_repeats(repeat, rel_error, max_repeat)
