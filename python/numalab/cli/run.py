@@ -69,6 +69,9 @@ def run(
         typer.echo(text)
     else:
         typer.echo(summary(result.doc), err=True)
+    if result.doc["pages"]["t_s"] is None:
+        typer.echo(f"numalab: note: the command ended before numalab-agent read its pages (every {interval_ms} ms), so pages "
+                   "per node are not known; a smaller --interval-ms samples sooner", err=True)
     if result.exit_code:
         raise typer.Exit(result.exit_code)
 
