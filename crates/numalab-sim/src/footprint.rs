@@ -17,9 +17,9 @@ use crate::input::{Pattern, SimConfig, WorkloadSpec};
 /// small fraction of it.
 pub const MAX_ENGINE_BYTES: u64 = 4 << 30;
 /// Threads over all processes. Placement and load balancing cost grows with the square of the
-/// thread count (16,384 threads on 16 CPUs take ~45 s of scheduling alone); 65,536 is already
-/// hundreds of threads per CPU on the largest preset.
-pub const MAX_THREADS: u64 = 1 << 16;
+/// thread count: CG class S takes 2 s with 1,024 threads and 12 s with 4,096 on the 384-CPU
+/// epyc9654-2s-nps1 preset, so 16,384 is minutes of scheduling alone (and 43 threads per CPU).
+pub const MAX_THREADS: u64 = 1 << 14;
 /// Page visits simulated over the run (after sampling). The engine serves some 10^7-10^8 a
 /// second; 10^11 is an hour or more of work, a size nobody means: a smaller size or `--sample-rate` helps.
 pub const MAX_SAMPLES: f64 = 1e11;

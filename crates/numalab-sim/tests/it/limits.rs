@@ -165,7 +165,7 @@ fn absurd_sizes_are_refused_before_allocating() {
     assert!(e.contains("out of memory"), "data beyond the machine's memory says so: {e}");
     let mut w = one_region(1 << 20, 256, false, 100_000_000, Pattern::Block);
     let e = input_error(simulate(&m, &w, &unpinned(), &cfg()));
-    assert!(e.contains("100000000 threads") && e.contains("65536"), "{e}");
+    assert!(e.contains("100000000 threads") && e.contains("16384"), "{e}");
     w.threads = 4;
     w.processes = u32::MAX;
     assert!(input_error(simulate(&m, &w, &unpinned(), &cfg())).contains("threads"));
@@ -274,4 +274,84 @@ fn data_far_beyond_the_machine_ends_out_of_memory_at_once() {
     // It stops when memory runs out: about the 2 GiB it could place, not the 800 GB it asked for.
     assert!(out.engine.samples < 1_000_000, "{}", out.engine.samples);
     assert!(t0.elapsed().as_secs() < 20, "{:?}", t0.elapsed());
+}
+
+#[test]
+fn thread_limit_is_exact() {
+    use numalab_sim::footprint::{estimate, MAX_THREADS};
+    let m = machine4();
+    let mut w = one_region(1 << 20, 256, false, MAX_THREADS as u32, Pattern::Block);
+    assert!(estimate(&m, &w, &cfg()).check(&m).is_ok());
+    w.threads = MAX_THREADS as u32 / 4;
+    w.processes = 4;
+    assert!(estimate(&m, &w, &cfg()).check(&m).is_ok());
+    w.processes = 5;
+    let e = estimate(&m, &w, &cfg()).check(&m).unwrap_err();
+    assert!(e.to_string().contains("20480 threads in all"), "{e}");
+}
+
+#[test]
+fn every_policy_kernel_and_balancing_setting_survives_edge_shapes() {
+    use numalab_sim::Kernel;
+    // 64 MiB per node: the larger shapes fill nodes and fall back or run out of memory.
+    let m = machine4_with_gib(1.0 / 16.0);
+    let mut weighted = policy(PolicyMode::WeightedInterleave, &[0, 1, 3]);
+    weighted.weights.insert(1, 5);
+    let policies = [
+        policy(PolicyMode::Default, &[]),
+        policy(PolicyMode::Local, &[]),
+        policy(PolicyMode::Bind, &[1]),
+        policy(PolicyMode::Bind, &[0, 3]),
+        policy(PolicyMode::Preferred, &[2]),
+        policy(PolicyMode::PreferredMany, &[1, 2]),
+        policy(PolicyMode::Interleave, &[0, 1, 2, 3]),
+        weighted,
+    ];
+    for pol in policies {
+        for kernel in [Kernel::K313, Kernel::K6] {
+            for bal in [false, true] {
+                for (mib, threads, procs) in [(1, 1, 1), (3, 40, 1), (100, 5, 3)] {
+                    for pat in [Pattern::Block, Pattern::Dynamic, Pattern::Scatter, Pattern::Master, Pattern::Stencil] {
+                        let mut w = one_region(mib << 20, 1000, procs == 3, threads, pat);
+                        w.processes = procs;
+                        let mut c = SimConfig { kernel, ..cfg() };
+                        if bal {
+                            c = balancing(kernel);
+                            c.balancing.scan_delay_ms = 0;
+                            c.balancing.scan_period_min_ms = 0;
+                        }
+                        let p = numalab_sim::Placement { policy: pol.clone(), ..unpinned() };
+                        let out = simulate(&m, &w, &p, &c).unwrap_or_else(|e| {
+                            panic!("{pol:?} {kernel:?} {bal} {mib} MiB {threads}x{procs} {pat:?}: {e}")
+                        });
+                        assert!(out.status == "ok" || out.status == "out-of-memory", "{}", out.status);
+                        assert!(out.time_s.is_finite() && out.time_s >= 0.0);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn odd_addresses_and_unsynchronised_phases_run() {
+    let m = machine4();
+    let mut w = one_region(4 << 20, 1000, false, 6, Pattern::Block);
+    let mut b = w.regions[0].clone();
+    b.name = "b".into();
+    b.thp = true;
+    w.regions.push(b);
+    let mut second = w.phases[0].clone();
+    second.sync = Sync::None;
+    second.accesses[0].region = 1;
+    w.phases.push(second);
+    w.program.push(StepSpec { phases: vec![2, 0], repeat: 3 });
+    for (a, b) in [(Some(1), Some(1)), (Some(0), Some(4096)), (Some(1 << 56), None), (None, Some(12345))] {
+        w.regions[0].address = a;
+        w.regions[1].address = b;
+        for c in [cfg(), balancing(numalab_sim::Kernel::K6), balancing(numalab_sim::Kernel::K313)] {
+            let out = simulate(&m, &w, &unpinned(), &c).unwrap_or_else(|e| panic!("{a:?} {b:?}: {e}"));
+            assert_eq!(out.status, "ok");
+        }
+    }
 }
