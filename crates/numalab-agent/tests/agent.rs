@@ -284,6 +284,8 @@ mod signals {
         let out = scratch(test).join("records.jsonl");
         let mut child = Command::new(AGENT)
             .args(["run", "--interval-ms", "100", "--output", out.to_str().unwrap(), "--", "sleep", "30"])
+            // A SIGQUIT may dump core: into the scratch directory, not the source tree.
+            .current_dir(out.parent().unwrap())
             .stdin(Stdio::null())
             .spawn()
             .unwrap();
@@ -316,17 +318,19 @@ mod signals {
     }
 
     #[test]
-    fn sigterm_to_the_agent_reaches_the_command() {
-        let (child, out, _) = start("sigterm");
-        std::thread::sleep(Duration::from_millis(250));
-        Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
-        let st = wait(child);
-        assert_eq!(st.code(), Some(128 + 15));
-        let recs = records(&out);
-        let s = summary(&recs);
-        assert_eq!(s["signal"], "SIGTERM");
-        assert_eq!(s["forwarded_signals"][0], "SIGTERM");
-        assert!(s["exit_code"].is_null());
+    fn signals_to_the_agent_reach_the_command() {
+        for (name, number) in [("TERM", 15), ("INT", 2), ("HUP", 1), ("QUIT", 3)] {
+            let (child, out, _) = start(&format!("sig{name}"));
+            std::thread::sleep(Duration::from_millis(150));
+            Command::new("kill").args([format!("-{name}"), child.id().to_string()]).status().unwrap();
+            let st = wait(child);
+            assert_eq!(st.code(), Some(128 + number), "SIG{name}");
+            let recs = records(&out);
+            let s = summary(&recs);
+            assert_eq!(s["signal"], format!("SIG{name}"));
+            assert_eq!(s["forwarded_signals"][0], format!("SIG{name}"));
+            assert!(s["exit_code"].is_null());
+        }
     }
 
     #[test]
