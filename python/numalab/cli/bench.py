@@ -187,11 +187,8 @@ def measure(plan: list[Config], command: list[str], *, name: str, results: Path,
             for i, c in enumerate(plan):
                 result = one(c, f"{kind}: [{r + 1}/{rounds}] {c.label}")
                 doc = result.doc
-                cols = columns(doc)
-                if (doc.get("access_map") or {}).get("basis") != "model":
-                    cols.update(dram_bytes=None, dram_gbps=None)  # the map counts hinting faults, not DRAM transfers
                 outcome = {"status": doc["status"], "error": doc["error"], "wall_s": doc["time_s"],
-                           "result": json.dumps(doc, sort_keys=True, separators=(",", ":")), "columns": cols}
+                           "result": json.dumps(doc, sort_keys=True, separators=(",", ":")), "columns": columns(doc)}
                 store.write(name, runs[(i, r)], outcome)
                 _stop_if_bad(result, c, store, name)
                 c.times.append(doc["time_s"])

@@ -75,6 +75,8 @@ def run(argv: list[str] | None = None) -> None:
         if isinstance(rc, int) and rc != 0:
             sys.exit(rc)
     except click.exceptions.Exit as e:
+        if e.exit_code == 130:  # typer turns Ctrl-C into a silent Exit(130)
+            _fail("interrupted", 130)
         sys.exit(e.exit_code)
     except click.exceptions.Abort:
         _fail("interrupted", 130)

@@ -24,7 +24,9 @@ def columns(doc: dict[str, Any]) -> dict[str, Any]:
     matrix = am.get("matrix") or []
     met = doc.get("metrics") or access_metrics(matrix, am.get("nodes") or list(range(len(matrix))))
     time_s = doc.get("time_s")
-    dram = sum(sum(r) for r in matrix) * _UNIT_BYTES.get(am.get("unit", ""), 1) if matrix else None
+    # Only a modelled map counts DRAM transfers; a host map counts hinting faults.
+    unit = _UNIT_BYTES.get(am.get("unit", "")) if am.get("basis", "model") == "model" else None
+    dram = sum(sum(r) for r in matrix) * unit if matrix and unit else None
     out: dict[str, Any] = {
         "time_s": time_s,
         "local_pct": met.get("local_pct"),
