@@ -12,7 +12,7 @@ import sys
 import pytest
 
 import numalab._core as core
-from numalab.exceptions import HostError, NumalabError, PolicyError, SimulationError, TopologyError, UsageError
+from numalab.exceptions import HostError, NumalabError, PolicyError, SimulationError, SpecError, TopologyError, UsageError
 
 #: Address space of the CLI process for the absurd-size cases (3 GiB, as `ulimit -v 3145728`).
 ULIMIT_KIB = 3 * 1024 * 1024
@@ -43,7 +43,7 @@ def test_a_rust_panic_is_a_plain_simulation_error_that_pickles(capfd):
     assert type(again) is SimulationError and str(again) == msg
 
 
-@pytest.mark.parametrize("exc", [NumalabError, TopologyError, PolicyError, SimulationError, HostError, UsageError])
+@pytest.mark.parametrize("exc", [NumalabError, TopologyError, PolicyError, SimulationError, SpecError, HostError, UsageError])
 def test_every_exception_type_pickles(exc):
     e = pickle.loads(pickle.dumps(exc("what went wrong")))
     assert type(e) is exc and e.args == ("what went wrong",)
