@@ -248,7 +248,7 @@ def test_case_expectations_hold_and_fail():
     one = check.Side([1000, 2, 0, 0], [1000, 2, 0, 0], {"numa_pages_migrated": 0})
     spread = check.Side([250, 251, 249, 252], [250, 251, 249, 252], {"numa_pages_migrated": 0})
     moved = check.Side([1000, 0, 0, 0], [250, 250, 250, 250], {"numa_pages_migrated": 750})
-    assert check.on_one_node()(one) is None and check.on_one_node()(spread)
+    assert check.on_one_node(0)(one) is None and check.on_one_node(0)(spread) and check.on_one_node(1)(one)
     assert check.spread()(spread) is None and check.spread()(one)
     assert check.even()(spread) is None and check.even()(one)
     assert check.moves()(moved) is None and check.moves()(one)

@@ -75,14 +75,12 @@ class Side:
 Expect = Callable[[Side], "str | None"]  # None: holds; else why not
 
 
-def on_one_node(min_pct: float = 95.0) -> Expect:
+def on_one_node(node: int, min_pct: float = 95.0) -> Expect:
     def check(s: Side) -> str | None:
-        top = max(s.after_init)
-        pct = 100.0 * top / max(1, s.total)
-        node = s.after_init.index(top)
-        return None if pct >= min_pct else f"busiest node{node} has {pct:.1f}% after first touch, expected >= {min_pct:g}%"
+        pct = 100.0 * s.after_init[node] / max(1, s.total)
+        return None if pct >= min_pct else f"node{node} has {pct:.1f}% after first touch, expected >= {min_pct:g}%"
 
-    check.__doc__ = f"after first touch, one node has >= {min_pct:g}% of the pages (the master thread's node)"
+    check.__doc__ = f"after first touch, node{node} (the master thread's) has >= {min_pct:g}% of the pages"
     return check
 
 
@@ -129,17 +127,21 @@ class Case:
 
 
 #: The cases ``numalab vm check --case NAME`` runs (threads default to the guest's vCPUs).
-#: Balancing: short scanner periods in both, so a run of a few guest seconds sees several passes.
+#: Threads are bound (OMP_PROC_BIND=spread, one per core: thread i on node i) so both sides put
+#: them in the same places: an unbound master thread may be moved by the guest's load balancer in
+#: the middle of a serial first touch (seen: 80% of A on one node, 20% on another), which the
+#: simulator's scheduler does not do at that moment. Balancing: short scanner periods in both, so
+#: a run of a few guest seconds sees several passes.
+BOUND = "omp-proc-bind=spread:omp-places=cores"
 FAST_SCAN = "scan-delay-ms=50:scan-period-min-ms=50:scan-period-max-ms=200"
 CASES: dict[str, Case] = {
     c.name: c
     for c in [
-        Case("serial-init", "dgemv", {"n": 2000, "reps": 2, "init": "serial"}, "default", on_one_node()),
-        Case("parallel-init", "dgemv", {"n": 2000, "reps": 2, "init": "parallel"}, "omp-proc-bind=spread:omp-places=cores", spread()),
-        Case("interleave", "dgemv", {"n": 2000, "reps": 2, "init": "serial"}, "interleave=all", even()),
-        Case("balancing", "dgemv", {"n": 2000, "reps": 40, "init": "serial"}, f"balancing:{FAST_SCAN}", moves()),
-        Case("parallel-init-vm8", "dgemv", {"n": 2000, "reps": 2, "init": "parallel"}, "omp-proc-bind=spread:omp-places=cores",
-             spread(), machine="vm-8"),
+        Case("serial-init", "dgemv", {"n": 2000, "reps": 2, "init": "serial"}, BOUND, on_one_node(0)),
+        Case("parallel-init", "dgemv", {"n": 2000, "reps": 2, "init": "parallel"}, BOUND, spread()),
+        Case("interleave", "dgemv", {"n": 2000, "reps": 2, "init": "serial"}, f"interleave=all:{BOUND}", even()),
+        Case("balancing", "dgemv", {"n": 2000, "reps": 40, "init": "serial"}, f"{BOUND}:balancing:{FAST_SCAN}", moves()),
+        Case("parallel-init-vm8", "dgemv", {"n": 2000, "reps": 2, "init": "parallel"}, BOUND, spread(), machine="vm-8"),
     ]
 }
 

@@ -75,7 +75,7 @@ def job_script(job: Job) -> str:
         if knobs:
             lines.append(f"{AGENT} knobs set {knobs} --journal /tmp/knobs.journal >/dev/null")
         lines += [
-            'echo "numalab vm shell: Linux $(uname -r), $(nproc) CPUs. numactl -H, numastat, /proc/PID/numa_maps,'
+            'echo "numalab vm shell: Linux $(uname -r), $(nproc) CPUs. numactl, /sys/devices/system/node/node*/numastat, /proc/PID/numa_maps,'
             ' /proc/sys/kernel/numa_balancing are real. exit (or Ctrl-D) powers the guest off."',
             "numactl -H",
             "setsid cttyhack sh -l",
