@@ -8,12 +8,22 @@ use numalab_model::{Machine, MemPolicy};
 use crate::error::SimError;
 use crate::footprint;
 use crate::input::{Placement, SimConfig, WorkloadSpec};
+use crate::pages::NONE;
 
 /// Highest virtual address a region may reach (x86-64 with 5-level paging: 57 bits).
 const VA_END: u64 = 1 << 57;
 
 pub(super) fn inputs(m: &Machine, w: &WorkloadSpec, p: &Placement, cfg: &SimConfig) -> Result<(), SimError> {
     let bad = |s: String| Err(SimError::Input(s));
+    // A page-table entry is one byte and `NONE` takes the last value.
+    if m.nodes.len() >= NONE as usize {
+        return bad(format!(
+            "machine {} has {} NUMA nodes; numalab simulates at most {}",
+            m.name,
+            m.nodes.len(),
+            NONE - 1
+        ));
+    }
     w.check()?;
     if !(cfg.sample_rate > 0.0 && cfg.sample_rate <= 1.0) {
         return bad(format!("sample rate must be in (0, 1], got {}", cfg.sample_rate));

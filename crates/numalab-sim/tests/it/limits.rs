@@ -355,3 +355,15 @@ fn odd_addresses_and_unsynchronised_phases_run() {
         }
     }
 }
+
+#[test]
+fn a_machine_with_more_nodes_than_a_page_entry_holds_is_refused() {
+    let spec = r#"{"name": "wide", "description": "300 single-core nodes",
+        "topology": {"packages": 300, "nodes_per_package": 1, "cores_per_node": 1},
+        "memory": {"node_gib": 1}, "latency": {"local_ns": 100}, "bandwidth": {"node_gbps": 10},
+        "core": {"frequency_ghz": 2.0, "mlp": 10}}"#;
+    let m = numalab_model::MachineSpec::from_json(spec).unwrap().resolve().unwrap();
+    let w = one_region(1 << 20, 256, false, 4, Pattern::Block);
+    let e = input_error(simulate(&m, &w, &unpinned(), &cfg()));
+    assert!(e.contains("300 NUMA nodes") && e.contains("at most 254"), "{e}");
+}
