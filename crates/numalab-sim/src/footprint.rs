@@ -34,6 +34,8 @@ const THREAD_NODE_BYTES: f64 = 128.0;
 const THREAD_PU_BYTES: f64 = 16.0;
 /// One byte range of a sweep (start, end).
 const RANGE_BYTES: f64 = 16.0;
+/// One timeline point: its per-node pages and node-by-node access map, vmstat and headers.
+const POINT_BYTES: f64 = 512.0;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Estimate {
@@ -45,6 +47,8 @@ pub struct Estimate {
     /// Byte ranges of the sweeps all threads hold at once (the largest phase) and dynamic
     /// schedules' chunk orders.
     pub sweep_bytes: f64,
+    /// The timeline kept for the result (at most `timeline_points` + 1 points).
+    pub timeline_bytes: f64,
     pub threads: f64,
     /// Bytes of engine state per page-table entry (more with NUMA balancing).
     pub entry_bytes: f64,
@@ -54,7 +58,7 @@ pub struct Estimate {
 
 impl Estimate {
     pub fn total_bytes(&self) -> f64 {
-        self.page_table_bytes + self.thread_bytes + self.sweep_bytes
+        self.page_table_bytes + self.thread_bytes + self.sweep_bytes + self.timeline_bytes
     }
 
     /// Refuse a run above the limits, saying by how much and what to change.
@@ -84,6 +88,8 @@ impl Estimate {
                     human(self.data_bytes),
                     (MAX_ENGINE_BYTES as f64 / self.entry_bytes).floor(),
                 )
+            } else if self.timeline_bytes >= self.thread_bytes.max(self.sweep_bytes) {
+                format!("{} for the timeline; ask for fewer timeline points", human(self.timeline_bytes))
             } else if self.thread_bytes >= self.sweep_bytes {
                 format!(
                     "{} of state for {} threads; use fewer threads or processes",
@@ -176,6 +182,8 @@ pub fn estimate(m: &Machine, w: &WorkloadSpec, cfg: &SimConfig) -> Estimate {
     let costs: Vec<(f64, f64)> = (0..w.phases.len()).map(phase_cost).collect();
     let sweep_bytes = procs * RANGE_BYTES * costs.iter().map(|c| c.0).fold(0.0, f64::max);
     let samples = procs * visits_until_full(m, w, &costs);
+    let n = m.nodes.len() as f64;
+    let timeline_bytes = (cfg.timeline_points as f64 + 1.0) * (POINT_BYTES + 8.0 * n * (n + 1.0));
     Estimate {
         data_bytes,
         entries,
@@ -183,6 +191,7 @@ pub fn estimate(m: &Machine, w: &WorkloadSpec, cfg: &SimConfig) -> Estimate {
         entry_bytes: entry,
         thread_bytes,
         sweep_bytes,
+        timeline_bytes,
         threads,
         samples,
     }

@@ -367,3 +367,14 @@ fn a_machine_with_more_nodes_than_a_page_entry_holds_is_refused() {
     let e = input_error(simulate(&m, &w, &unpinned(), &cfg()));
     assert!(e.contains("300 NUMA nodes") && e.contains("at most 254"), "{e}");
 }
+
+#[test]
+fn a_timeline_too_long_to_keep_is_refused() {
+    let m = machine4();
+    let w = one_region(1 << 20, 256, false, 4, Pattern::Block);
+    let c = SimConfig { timeline_points: usize::MAX, ..cfg() };
+    let e = input_error(simulate(&m, &w, &unpinned(), &c));
+    assert!(e.contains("for the timeline"), "{e}");
+    let c = SimConfig { timeline_points: 0, ..cfg() };
+    assert_eq!(simulate(&m, &w, &unpinned(), &c).unwrap().status, "ok");
+}
