@@ -253,3 +253,28 @@ def test_case_expectations_hold_and_fail():
     assert check.even()(spread) is None and check.even()(one)
     assert check.moves()(moved) is None and check.moves()(one)
     assert moved.moved == 750
+
+
+def _fake_bzimage(path: Path, version: str) -> Path:
+    data = bytearray(0x400)
+    data[0x202:0x206] = b"HdrS"
+    struct.pack_into("<H", data, 0x20E, 0x100)  # kernel_version string at 0x200 + 0x100
+    data[0x300:0x300 + len(version) + 1] = version.encode() + b"\0"
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_setup_says_what_is_missing_and_how_to_install_it(tmp_path, monkeypatch, cli):
+    monkeypatch.setenv("NUMALAB_VM_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("NUMALAB_QEMU", raising=False)
+    which = shutil.which
+    monkeypatch.setattr(vm_setup.shutil, "which", lambda name: None if name == vm_setup.QEMU else which(name))
+    monkeypatch.setattr(vm_setup, "_host_or_package", lambda what, *a, **k: f"/host/{what}")
+    code, out, err = cli("vm", "setup", "--kernel", str(tmp_path / "absent"))
+    assert code == 2 and "--kernel" in err and "no such file" in err
+    kernel = _fake_bzimage(tmp_path / "bzImage", "6.1.0-test")
+    code, out, err = cli("vm", "setup", "--kernel", str(kernel))
+    assert "qemu:    missing" in out and "kernel:  " in out and "version 6.1.0-test" in out
+    assert code == 1 and "`apt-get install qemu-system-x86`" in err
+    assert not (tmp_path / "cache" / vm_setup.MANIFEST).exists()
+    assert vm_setup.bzimage_version(kernel) == "6.1.0-test"

@@ -181,9 +181,16 @@ def setup(kernel: Path | None = None, say: Say = lambda s: None) -> Guest:
     """Gather the guest's files into the cache (reusing what is there) and write guest.json."""
     root = cache_dir()
     say(f"cache:   {root}")
-    qemu = find_qemu()
-    say(f"qemu:    {qemu}")
-    say("accel:   " + ("kvm (/dev/kvm works)" if kvm_usable() else "tcg (/dev/kvm absent or not usable)"))
+    try:
+        qemu = find_qemu()
+        say(f"qemu:    {qemu}")
+    except SetupError as e:
+        # Say so, gather the rest anyway, and fail at the end with the command that installs it.
+        qemu, missing = "", e.args[0]
+        say(f"qemu:    missing: {missing}")
+    say("accel:   tcg (the default); " + ("/dev/kvm opens, --accel kvm may work" if kvm_usable() else "/dev/kvm absent or not usable"))
+    if kernel is not None and not kernel.expanduser().is_file():
+        raise UsageError(f"--kernel {kernel}: no such file")
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="setup.", dir=root) as tmp:
         work = Path(tmp)
@@ -206,6 +213,8 @@ def setup(kernel: Path | None = None, say: Say = lambda s: None) -> Guest:
             "libnuma", Path("/usr/lib/x86_64-linux-gnu/libnuma.so.1"), "libnuma1", "./usr/lib/x86_64-linux-gnu/libnuma.so.1*",
             root / "lib" / "libnuma.so.1", work, say,
         )
+    if not qemu:
+        raise SetupError(f"the guest's files are in {root}, but {missing}")
     guest = Guest(qemu, kpath, version, ksource, busybox, numactl, libnuma, str(root / "lib"))
     atomic_write(root / MANIFEST, guest.to_json().encode())
     say(f"ready:   {root / MANIFEST}")
