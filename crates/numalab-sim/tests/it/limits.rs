@@ -378,3 +378,19 @@ fn a_timeline_too_long_to_keep_is_refused() {
     let c = SimConfig { timeline_points: 0, ..cfg() };
     assert_eq!(simulate(&m, &w, &unpinned(), &c).unwrap().status, "ok");
 }
+
+#[test]
+fn more_threads_than_pages_with_balancing_run() {
+    let m = machine4();
+    for kernel in [numalab_sim::Kernel::K313, numalab_sim::Kernel::K6] {
+        for pat in ALL {
+            for thp in [false, true] {
+                let w = one_region(3 * 4096, 2, thp, 64, pat);
+                let mut c = balancing(kernel);
+                c.balancing.scan_delay_ms = 0;
+                let out = simulate(&m, &w, &unpinned(), &c).unwrap_or_else(|e| panic!("{kernel:?} {pat:?}: {e}"));
+                assert_eq!(out.status, "ok");
+            }
+        }
+    }
+}
