@@ -56,6 +56,7 @@ def main() -> None:
         subprocess.run(["make", "-s", "-C", str(ROOT), "kernels", "agent"], check=True)
     kernel = [str(DGEMV), "--n", str(a.n), "--reps", str(a.reps), "--threads", "2", "--init", "parallel"]
 
+    alone_cpu: list[float] = []
     alone: list[tuple[float, float]] = []
     under: list[tuple[float, float]] = []
     agent_cpu: list[float] = []
@@ -71,8 +72,9 @@ def main() -> None:
             order = ["alone", "agent"] if i % 2 == 0 else ["agent", "alone"]
             for which in order:
                 if which == "alone":
-                    k, wall, _ = run(kernel)
+                    k, wall, cpu = run(kernel)
                     alone.append((k["time_s"], wall))
+                    alone_cpu.append(cpu)
                 else:
                     k, wall, cpu = run(agent + ["--"] + kernel)
                     under.append((k["time_s"], wall))
@@ -99,6 +101,8 @@ def main() -> None:
           f"ratio {k_min_under / k_min_alone:.4f} ({100 * (k_min_under / k_min_alone - 1):+.2f}%)")
     print(f"  agent CPU: {med(agent_cpu) * 1000:.1f} ms per run (median), {per_sample_ms:.2f} ms per sample, "
           f"{100 * med(agent_cpu) / w_under:.2f}% of one CPU over the run; {med(samples):.0f} samples per run")
+    print(f"  command CPU (median): alone {med(alone_cpu):.3f} s, under the agent {med(command_cpu):.3f} s, "
+          f"ratio {med(command_cpu) / med(alone_cpu):.4f}")
     ratio = sum(agent_cpu) / sum(command_cpu)
     print(f"  agent CPU / command CPU: {100 * ratio:.2f}% (the overhead that does not depend on what else runs)")
 
