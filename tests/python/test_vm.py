@@ -4,6 +4,7 @@ protocol, the cache, and the errors given before a guest would boot."""
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import re
 import shutil
@@ -161,7 +162,7 @@ def _frames(mark: str, files: dict[str, bytes], corrupt: str | None = None) -> s
     for name, data in files.items():
         digest = hashlib.sha256(data + (b"x" if name == corrupt else b"")).hexdigest()
         out.append(f"{mark} FILE {name} {digest}")
-        b64 = base64.b64encode(data).decode()
+        b64 = base64.b64encode(gzip.compress(data)).decode()
         out += [b64[i:i + 76] + "\r" for i in range(0, len(b64), 76)]
         out.append(f"{mark} ENDFILE {name}")
     out.append(f"{mark} END")
@@ -177,6 +178,8 @@ def test_damaged_or_missing_frames_are_errors():
     files = {"stdout": b"hello"}
     with pytest.raises(protocol.ProtocolError, match="damaged"):
         protocol.read_frames(_frames("M", files, corrupt="stdout"), "M")
+    with pytest.raises(protocol.ProtocolError, match="not base64 of a gzip stream"):
+        protocol.read_frames(_frames("M", files).replace("M ENDFILE", "AAAA\nM ENDFILE"), "M")
     with pytest.raises(protocol.ProtocolError, match="no BEGIN"):
         protocol.read_frames(_frames("M", files), "OTHER")
     with pytest.raises(protocol.ProtocolError, match="end early"):

@@ -7,7 +7,7 @@ The protocol (read back by ``protocol.py``):
 * console (ttyS0, QEMU's stdio): ``<MARK> READY`` once /init has mounted /proc, /sys, /dev and
   debugfs, before the job's work; the host times boot-to-ready from it. Nothing else there is read.
 * data port (ttyS1, a file on the host; the kernel never prints there): ``<MARK> BEGIN``, then per
-  file ``<MARK> FILE <name> <sha256>``, its base64 lines, ``<MARK> ENDFILE <name>``; ``<MARK> END``.
+  file ``<MARK> FILE <name> <sha256>``, the base64 lines of its gzip stream, ``<MARK> ENDFILE <name>``; ``<MARK> END``.
   ``<MARK>`` is ``NUMALAB-<random hex>``, new for every run, so no output of the command can
   forge a frame. The files: ``status`` (the agent's exit code), ``uname``, ``topo.json`` and
   ``knobs.json`` (``numalab-agent topo`` / ``knobs get``), ``agent.jsonl`` (its records),
@@ -36,10 +36,11 @@ if [ -f /numalab/job ]; then . /numalab/job; else echo "numalab: no job in the i
 poweroff -f
 """
 
-# Frame one file onto the data port: name, sha256, base64 body.
+# Frame one file onto the data port: name, sha256 of the file, its gzip stream in base64 (the
+# agent's JSON shrinks about tenfold, and every byte through the emulated UART costs time).
 _FRAME = """frame() {
   echo "$MARK FILE $1 $(sha256sum < "/tmp/out/$1" | cut -d' ' -f1)"
-  base64 "/tmp/out/$1"
+  gzip -c "/tmp/out/$1" | base64
   echo "$MARK ENDFILE $1"
 }
 """

@@ -1,11 +1,13 @@
 """The host's side of the guest protocol (``guest.py`` describes it): find the frames on the data
-port, check each file's sha256, decode it."""
+port, decode each file (base64 of a gzip stream) and check its sha256."""
 
 from __future__ import annotations
 
 import base64
 import binascii
+import gzip
 import hashlib
+import zlib
 
 from numalab.exceptions import NumalabError
 
@@ -38,9 +40,9 @@ def read_frames(text: str, mark: str) -> dict[str, bytes]:
             raise ProtocolError(f"unexpected line on the data port: {ln[:80]!r}")
         if ln == f"{mark} ENDFILE {name}":
             try:
-                data = base64.b64decode("".join(body), validate=True)
-            except binascii.Error:
-                raise ProtocolError(f"the guest's file {name} is not valid base64") from None
+                data = gzip.decompress(base64.b64decode("".join(body), validate=True))
+            except (binascii.Error, OSError, EOFError, zlib.error):
+                raise ProtocolError(f"the guest's file {name} arrived damaged (not base64 of a gzip stream)") from None
             if hashlib.sha256(data).hexdigest() != digest:
                 raise ProtocolError(f"the guest's file {name} arrived damaged (sha256 differs)")
             files[name] = data
