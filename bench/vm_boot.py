@@ -13,6 +13,7 @@ under 10 s to ready, under 30 s for the whole run. The first round may build the
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import time
@@ -39,8 +40,6 @@ def main() -> None:
         out = vm_run.run(req)
         doc = vm_run.document(out)
         t = time.monotonic() - t0
-        import json
-
         k = json.loads(doc["vm"]["stdout"])
         ready.append(out.ready_s or float("nan"))
         qemu_s.append(out.wall_s)

@@ -281,3 +281,14 @@ def test_setup_says_what_is_missing_and_how_to_install_it(tmp_path, monkeypatch,
     assert code == 1 and "`apt-get install qemu-system-x86`" in err
     assert not (tmp_path / "cache" / vm_setup.MANIFEST).exists()
     assert vm_setup.bzimage_version(kernel) == "6.1.0-test"
+
+
+def test_cache_keeps_the_most_recently_used_images(tmp_path):
+    import os
+
+    for i in range(5):
+        p = tmp_path / f"{i}.cpio.gz"
+        p.write_bytes(b"x")
+        os.utime(p, (1000 + i, 1000 + i))
+    initramfs.prune(tmp_path, keep=2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["3.cpio.gz", "4.cpio.gz"]

@@ -172,13 +172,32 @@ def content_key(entries: list[cpio.Entry]) -> str:
     return h.hexdigest()
 
 
-def base_image(g: Guest, agent: Path, command: Command | None) -> Path:
-    """The cached gzipped base image for these inputs, built if absent."""
+def base_image(g: Guest, agent: Path, command: Command | None) -> bytes:
+    """The gzipped base image for these inputs: from the cache, or built and cached."""
     entries = base_entries(g, agent, command)
     path = cache_dir() / "initramfs" / f"{content_key(entries)}.cpio.gz"
-    if not path.is_file():
-        atomic_write(path, cpio.gzipped(entries))
-    return path
+    try:
+        data = path.read_bytes()
+        os.utime(path)  # most recently used: kept by prune()
+        return data
+    except FileNotFoundError:
+        pass  # not built yet, or pruned by another run a moment ago
+    data = cpio.gzipped(entries)
+    atomic_write(path, data)
+    prune(path.parent, keep=KEEP_IMAGES)
+    return data
+
+
+#: Base images kept in the cache (one per command binary and agent build; a few MB each).
+KEEP_IMAGES = 16
+
+
+def prune(directory: Path, keep: int) -> None:
+    """Remove all but the ``keep`` most recently used images (a run holds its image in memory
+    once read, so removing one another run uses is safe)."""
+    images = sorted(directory.glob("*.cpio.gz"), key=lambda p: p.stat().st_mtime if p.exists() else 0, reverse=True)
+    for old in images[keep:]:
+        old.unlink(missing_ok=True)
 
 
 def job_archive(job: guest.Job) -> bytes:

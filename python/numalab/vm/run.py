@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import secrets
-import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,14 +149,14 @@ def boot_job(req: VmRequest, command: list[str] | None, say: Say = lambda s: Non
     return g, topo, accel, base, job
 
 
-def _initrd(tmp: Path, base: Path, job: guest.Job) -> Path:
+def _initrd(tmp: Path, base: bytes, job: guest.Job) -> Path:
     """The job archive, then the base image: the kernel unpacks both in turn. The uncompressed
     archive goes first, as the early-microcode archive does (init/initramfs.c, unpack_to_rootfs()
     skips the zero padding after it and recognises the gzip magic that follows)."""
     path = tmp / "initrd.img"
-    with open(path, "wb") as out, open(base, "rb") as src:
+    with open(path, "wb") as out:
         out.write(initramfs.job_archive(job))
-        shutil.copyfileobj(src, out)
+        out.write(base)
     return path
 
 
