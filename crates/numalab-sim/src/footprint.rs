@@ -170,11 +170,12 @@ pub fn estimate(m: &Machine, w: &WorkloadSpec, cfg: &SimConfig) -> Estimate {
                 Pattern::Master => (1.0, u),
                 // One range per plane per thread that gets lines of it.
                 Pattern::Transpose => ((planes * nt).min(planes + (r.bytes as f64 / 64.0).ceil()), u),
-                // The chunk order and one range per chunk.
-                Pattern::Dynamic => (1.5 * (planes / a.chunk.max(1) as f64).ceil(), u),
+                Pattern::Dynamic => ((planes / a.chunk.max(1) as f64).ceil(), u),
                 Pattern::Gather | Pattern::Scatter => (0.0, nt * (a.count as f64 / (64.0 * stride)).ceil()),
             };
-            ranges += rg;
+            // A dynamic schedule has one range per chunk, and the engine keeps up to 8 chunk
+            // orders of 8 bytes per chunk (half a range each).
+            ranges += if a.pattern == Pattern::Dynamic { 5.0 * rg } else { rg };
             visits += if a.pattern.is_random() { pages } else { (pages / stride).ceil().max(rg) };
         }
         (ranges, visits)
