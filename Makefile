@@ -26,13 +26,13 @@ $(VENV)/.build-stamp: $(STAMP) $(RUST_SRC)
 		$(VENV)/bin/maturin develop -q --release 2>&1 | sed '/Requirement already satisfied/d'
 	touch $@
 
-build: $(VENV)/.build-stamp kernels ## build the Rust core and install numalab into .venv (editable)
+build: $(VENV)/.build-stamp kernels agent ## build the Rust core, the agent and the kernels; install numalab into .venv (editable)
 
 kernels: ## build the C/OpenMP kernels (kernels/dgemv, stream, stencil; static if libgomp.a links)
 	$(MAKE) -s -C kernels
 
 agent: ## build the static numalab-agent (target/x86_64-unknown-linux-gnu/release/)
-	RUSTFLAGS='-C target-feature=+crt-static' cargo build --release --quiet -p numalab-agent --target x86_64-unknown-linux-gnu
+	RUSTFLAGS='-C target-feature=+crt-static -C strip=debuginfo' cargo build --release --quiet -p numalab-agent --target x86_64-unknown-linux-gnu
 
 run: build ## build, then run the example study and write its report (the main job)
 	$(NUMALAB) topo --machine e5-2620v4-2s
