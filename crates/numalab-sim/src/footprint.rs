@@ -4,7 +4,8 @@
 //! the limit and what to change, instead of exhausting the machine it runs on.
 //!
 //! Data larger than the simulated machine's memory is not refused here when the engine can hold
-//! its page table: that run ends as the simulated kernel would, `status: out-of-memory`.
+//! its page table: that run ends as the simulated kernel would, `status: out-of-memory`, and the
+//! table's chunks are allocated only where pages were placed (`pages::PageTable`).
 
 use numalab_model::Machine;
 
@@ -72,36 +73,41 @@ impl Estimate {
             ));
         }
         if self.total_bytes() > MAX_ENGINE_BYTES as f64 {
-            let why = if self.page_table_bytes >= self.thread_bytes.max(self.sweep_bytes) {
-                let beyond = if self.data_bytes > m.total_memory_bytes() as f64 {
+            // Name the largest part, with what shrinks it.
+            let largest = [self.page_table_bytes, self.thread_bytes, self.sweep_bytes, self.timeline_bytes]
+                .into_iter()
+                .enumerate()
+                .fold((0, f64::MIN), |best, (i, v)| if v > best.1 { (i, v) } else { best })
+                .0;
+            let why = match largest {
+                0 => {
+                    let beyond = if self.data_bytes > m.total_memory_bytes() as f64 {
+                        format!(
+                            " (more than the {} of the machine: such a run could only end out of memory)",
+                            human(m.total_memory_bytes() as f64)
+                        )
+                    } else {
+                        String::new()
+                    };
                     format!(
-                        " (more than the {} of the machine: such a run could only end out of memory)",
-                        human(m.total_memory_bytes() as f64)
+                        "{} of page tables for {} of workload data{beyond}; numalab simulates at most {:.0} pages \
+                         per run; use a smaller size or THP (2 MiB pages)",
+                        human(self.page_table_bytes),
+                        human(self.data_bytes),
+                        (MAX_ENGINE_BYTES as f64 / self.entry_bytes).floor(),
                     )
-                } else {
-                    String::new()
-                };
-                format!(
-                    "{} of page tables for {} of workload data{beyond}; numalab simulates at most {:.0} pages per run; \
-                     use a smaller size or THP (2 MiB pages)",
-                    human(self.page_table_bytes),
-                    human(self.data_bytes),
-                    (MAX_ENGINE_BYTES as f64 / self.entry_bytes).floor(),
-                )
-            } else if self.timeline_bytes >= self.thread_bytes.max(self.sweep_bytes) {
-                format!("{} for the timeline; ask for fewer timeline points", human(self.timeline_bytes))
-            } else if self.thread_bytes >= self.sweep_bytes {
-                format!(
+                }
+                1 => format!(
                     "{} of state for {} threads; use fewer threads or processes",
                     human(self.thread_bytes),
                     self.threads
-                )
-            } else {
-                format!(
+                ),
+                2 => format!(
                     "{} for the byte ranges its threads sweep (transpose planes or dynamic chunks times threads); \
                      use fewer planes, larger chunks or fewer threads",
                     human(self.sweep_bytes)
-                )
+                ),
+                _ => format!("{} for the timeline; ask for fewer timeline points", human(self.timeline_bytes)),
             };
             return bad(format!(
                 "the simulation would need {} of its own memory, more than its limit of {}: {why}",
