@@ -292,3 +292,19 @@ def test_cache_keeps_the_most_recently_used_images(tmp_path):
         os.utime(p, (1000 + i, 1000 + i))
     initramfs.prune(tmp_path, keep=2)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["3.cpio.gz", "4.cpio.gz"]
+
+
+def test_the_guest_runs_the_kernel_with_the_simulators_resolved_parameters():
+    assert check.kernel_argv("dgemv", {"init": "serial", "n": 2000, "reps": 100, "threads": 4}) == [
+        "dgemv", "--init=serial", "--n=2000", "--reps=100", "--threads=4"]
+    assert check.kernel_argv("stream", {"n": 1000, "ntimes": 10, "threads": 2}) == [
+        "stream", "--init=parallel", "--n=1000", "--reps=10", "--threads=2"]
+
+
+def test_vm_check_refuses_what_it_cannot_compare(cli):
+    code, _, err = cli("vm", "check", "--workload", "cg")
+    assert code == 2 and "dgemv or stream" in err
+    code, _, err = cli("vm", "check", "--case", "nope")
+    assert code == 2 and "unknown case 'nope'" in err
+    code, _, err = cli("vm", "check")
+    assert code == 2 and "--case NAME" in err

@@ -151,7 +151,7 @@ def check_cmd(
     case: Optional[List[str]] = typer.Option(None, "--case", help="A named case (repeatable; 'all' for every one); see --list."),
     list_cases: bool = typer.Option(False, "--list", help="List the named cases and what each expects."),
     machine: Optional[str] = typer.Option(None, "--machine", help="Machine preset (default vm-4; with --case: overrides the case's)."),
-    workload: Optional[str] = typer.Option(None, "--workload", help="dgemv, stream or stencil: compare this workload (workload parameters follow as --n 2000 ...)."),
+    workload: Optional[str] = typer.Option(None, "--workload", help="dgemv or stream: compare this workload (its parameters follow as --n 2000 --init serial ...)."),
     interleave: Optional[str] = o.INTERLEAVE,
     membind: Optional[str] = o.MEMBIND,
     preferred: Optional[str] = o.PREFERRED,
@@ -184,10 +184,10 @@ def check_cmd(
     if case and workload:
         raise UsageError("give --case or --workload, not both")
     if not case and not workload:
-        raise UsageError("give --case NAME (see --list) or --workload dgemv|stream|stencil")
+        raise UsageError("give --case NAME (see --list) or --workload dgemv|stream")
     if workload:
-        if workload not in ("dgemv", "stream", "stencil"):
-            raise UsageError(f"--workload must be dgemv, stream or stencil (the project's C kernels), got '{workload}'")
+        if workload not in ("dgemv", "stream"):
+            raise UsageError(f"--workload must be dgemv or stream (a C kernel in kernels/ with a simulator descriptor), got '{workload}'")
         place = o.placement(interleave, None, None, membind, preferred, preferred_many, localalloc,
                             cpunodebind, physcpubind, omp_proc_bind, omp_places)
         bal = o.balancing(balancing, False, scan_delay_ms=scan_delay_ms, scan_period_min_ms=scan_period_min_ms,

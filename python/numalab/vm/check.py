@@ -212,9 +212,26 @@ def _counters(doc: dict[str, Any]) -> dict[str, int]:
     return out
 
 
-def vm_request(case: Case, spec: RunSpec, memory_per_node_mib: int | None, accel: str, timeout_s: float) -> vm_run.VmRequest:
-    params = dict(spec.params)
-    argv = [case.workload] + [f"--{k}={v}" for k, v in sorted(params.items()) if k in ("n", "reps", "threads", "init")]
+#: The project's C kernels (kernels/) with a simulator descriptor of the same name, and how a
+#: descriptor parameter becomes the kernel's option (STREAM's ntimes is the kernel's --reps; its
+#: descriptor first-touches in parallel, as stream.c does, so the kernel gets --init=parallel).
+KERNEL_OPTIONS = {
+    "dgemv": ({"n": "n", "reps": "reps", "threads": "threads", "init": "init"}, {}),
+    "stream": ({"n": "n", "ntimes": "reps", "threads": "threads"}, {"init": "parallel"}),
+}
+
+
+def kernel_argv(workload: str, resolved: dict[str, Any]) -> list[str]:
+    """The C kernel's command line for the simulator's resolved parameters (all of them, defaults
+    included, so both sides run the same size)."""
+    names, fixed = KERNEL_OPTIONS[workload]
+    opts = {names[k]: v for k, v in resolved.items() if k in names} | fixed
+    return [workload] + [f"--{k}={v}" for k, v in sorted(opts.items())]
+
+
+def vm_request(case: Case, resolved: dict[str, Any], spec: RunSpec, memory_per_node_mib: int | None, accel: str,
+               timeout_s: float) -> vm_run.VmRequest:
+    argv = kernel_argv(case.workload, resolved)
     return vm_run.VmRequest(
         machine=case.machine, command=argv, placement=spec.placement, balancing=spec.balancing,
         memory_per_node_mib=memory_per_node_mib, thp="never", accel=accel, timeout_s=timeout_s, interval_ms=50,
@@ -231,16 +248,18 @@ def compare(
     from numalab.machine import load as load_machine
     from numalab.vm import setup as vm_setup
 
-    cpus = load_machine(case.machine).nr_pus
-    threads = min(cpus, len(load_machine(case.machine).node_os_indexes))
-    params = {"threads": threads, **case.params}
+    if case.workload not in KERNEL_OPTIONS:
+        raise UsageError(f"vm check runs {' or '.join(KERNEL_OPTIONS)} (a C kernel with a simulator descriptor), not '{case.workload}'")
+    machine = load_machine(case.machine)
+    # One thread per guest vCPU (one per node), unless the case says otherwise.
+    params = {"threads": len(machine.node_os_indexes), **case.params}
     release = vm_setup.load(say).kernel_version
     kernel = sim_kernel(release)
     spec = RunSpec.create(case.machine, case.workload, params=params, kernel=kernel, thp="never").with_config(case.config)
-    spec.bind()  # a bad case fails here, before the guest boots
+    bound = spec.bind()  # a bad case fails here, before the guest boots
     say(f"vm check {case.name}: simulating {case.workload} on {case.machine} (kernel profile {kernel})")
     sim = sim_side(spec)
-    out = vm_run.run(vm_request(case, spec, memory_per_node_mib, accel, timeout_s), say)
+    out = vm_run.run(vm_request(case, dict(bound.workload["params"]), spec, memory_per_node_mib, accel, timeout_s), say)
     doc = vm_run.document(out)
     if doc["status"] != "ok":
         raise vm_run.GuestCommandError(f"vm check {case.name}: the guest's {case.workload} failed ({doc['error']}): {out.text('stderr').strip()[-300:]}")
