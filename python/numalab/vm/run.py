@@ -100,18 +100,20 @@ def resolve_accel(accel: str) -> str:
 
 
 def _check_placement(machine, p: Placement) -> None:
-    """Node strings checked against the preset before boot (the agent checks CPUs in the guest)."""
-    for what, nodes in (("--" + p.policy, p.nodes), ("--cpunodebind", p.cpunodebind)):
+    """Node strings checked against the preset before boot (the agent checks CPUs in the guest).
+    A leading ``=`` (numactl's static nodes) is the agent's to read."""
+    for nodes in (p.nodes, p.cpunodebind):
         if nodes:
-            machine.parse_nodes(nodes.lstrip("=+") if nodes != "all" else nodes)
+            machine.parse_nodes(nodes.removeprefix("="))
 
 
 def _weights_script(p: Placement) -> list[str]:
     return [f"echo {w} > /sys/kernel/mm/mempolicy/weighted_interleave/node{n}" for n, w in p.weights]
 
 
-def boot_job(req: VmRequest, command: list[str] | None, say: Say = lambda s: None, interactive: bool = False):
-    """Everything before QEMU runs: (guest files, topology, accel, QEMU argv builder inputs)."""
+def boot_job(req: VmRequest, command: list[str] | None, say: Say = lambda s: None):
+    """Everything before QEMU runs, every input checked: (guest files, topology, accelerator,
+    base image, job). ``command`` None: an interactive shell."""
     from numalab.machine import load as load_machine
 
     if req.thp is not None and req.thp not in THP_MODES:
