@@ -99,12 +99,16 @@ def test_two_runs_at_once_each_get_their_own_placement(guest):
 def test_vm_run_cli_prints_the_summary_and_the_json(guest, cli, tmp_path):
     out = tmp_path / "r.json"
     code, stdout, err = cli("vm", "run", "--machine", "vm-8", "--interleave", "all", "--thp", "never", "-o", str(out),
+                            "--balancing", "on", "--scan-delay-ms", "77",
                             "--", "dgemv", "--n", "800", "--reps", "1", "--threads", "1")
     assert code == 0, err
     assert '"kernel":"dgemv"' in stdout
     assert "memory per node (MiB):" in err and "node7" in err and "guest: Linux" in err
     doc = json.loads(out.read_text())
     assert doc["source"] == "vm" and doc["placement"]["policy"] == "interleave" and len(doc["pages"]["per_node"]) == 8
+    # the kernel's own knobs, read back in the guest after the agent set them
+    b = doc["placement"]["balancing"]
+    assert b["numa_balancing"] == 1 and b["scan_delay_ms"] == 77 and b["scan_period_min_ms"] == 1000
 
 
 def test_a_guest_that_does_not_finish_is_killed(guest):
