@@ -226,3 +226,25 @@ def test_balancing_parse_accepts_every_spelling_and_only_them():
 def test_placement_items_round_trip():
     p = Placement(policy="bind", nodes="0-1", cpunodebind="0", omp_proc_bind="close", omp_places="threads")
     assert RunSpec("vm-4", "stream").with_config(p.label()).placement == p
+
+
+def test_every_error_a_worker_can_raise_pickles():
+    """A study worker sends its exception back to the client: every numalab error must survive pickling."""
+    import pickle
+
+    from numalab.exceptions import NumalabError, PolicyError, SimulationError, SpecError, TopologyError
+    from numalab.runner.host import AgentFailed, CommandNotFound
+    from numalab.workload.descriptor import ParamError
+
+    for e in (ParamError("n", "n must be a whole number"), AgentFailed("agent failed", 1), CommandNotFound("x: not found", 127),
+              SpecError("bad"), SimulationError("bad"), PolicyError("bad"), TopologyError("bad"), NumalabError("bad")):
+        back = pickle.loads(pickle.dumps(e))
+        assert type(back) is type(e) and str(back) == str(e) and getattr(back, "code", None) == getattr(e, "code", None)
+        assert getattr(back, "key", None) == getattr(e, "key", None)
+
+
+def test_absurd_sizes_are_refused_before_the_run_as_bad_input(cli):
+    code, _, err = cli("sim", "--machine", "e5-2620v4-2s", "--workload", "dgemv", "--n", "10000000", "--reps", "1")
+    assert code == 2 and "would need" in err and "limit" in err, err
+    code, _, err = cli("sim", "--machine", "e5-2620v4-2s", "--workload", "dgemv", "--threads", "100000000")
+    assert code == 2 and err.startswith("numalab: ") and err.count("\n") == 1, err

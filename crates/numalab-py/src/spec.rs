@@ -38,7 +38,8 @@ fn to_value(obj: &Bound<'_, PyAny>, path: &str) -> PyResult<Value> {
             .ok_or_else(|| SpecError::new_err(format!("{path}: {v} is not a finite number")));
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        let text = s.to_str().map_err(|_| SpecError::new_err(format!("{path}: {} is not valid text", s.to_string_lossy())))?;
+        let text =
+            s.to_str().map_err(|_| SpecError::new_err(format!("{path}: {} is not valid text", s.to_string_lossy())))?;
         return Ok(Value::String(text.to_owned()));
     }
     if let Ok(d) = obj.cast::<PyDict>() {
@@ -63,7 +64,8 @@ fn to_value(obj: &Bound<'_, PyAny>, path: &str) -> PyResult<Value> {
 /// Python object -> typed engine input, with the key path of the first bad value.
 fn typed<T: DeserializeOwned>(what: &str, obj: &Bound<'_, PyAny>) -> PyResult<T> {
     let value = to_value(obj, what)?;
-    serde_path_to_error::deserialize(value).map_err(|e| SpecError::new_err(format!("{what}.{}: {}", e.path(), e.inner())))
+    serde_path_to_error::deserialize(value)
+        .map_err(|e| SpecError::new_err(format!("{what}.{}: {}", e.path(), e.inner())))
 }
 
 /// A JSON value tree as Python objects (the engine's output document).
@@ -117,7 +119,8 @@ impl PyRunSpec {
         let p: numalab_sim::PlacementRequest = typed("placement", placement)?;
         let r: Vec<Option<numalab_sim::PolicyRequest>> = typed("region_policies", region_policies)?;
         let c: numalab_sim::SimConfig = typed("config", config)?;
-        let inner = numalab_sim::RunSpec::new(&machine.get().inner, w, &p, &r, c).map_err(|e| SpecError::new_err(e.0))?;
+        let inner =
+            numalab_sim::RunSpec::new(&machine.get().inner, w, &p, &r, c).map_err(|e| SpecError::new_err(e.0))?;
         Ok(PyRunSpec { machine: machine.unbind(), inner })
     }
 

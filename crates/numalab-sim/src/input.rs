@@ -348,7 +348,8 @@ impl Balancing {
         let bad = |m: String| Err(SimError::Input(m));
         for (k, v) in BALANCING_KNOBS.iter().zip(self.knob_values()) {
             if v < k.min || v > k.max {
-                let range = if k.max == u32::MAX { format!("at least {}", k.min) } else { format!("{}..{}", k.min, k.max) };
+                let range =
+                    if k.max == u32::MAX { format!("at least {}", k.min) } else { format!("{}..{}", k.min, k.max) };
                 return bad(format!("--{} must be {range}, got {v}", k.name.replace('_', "-")));
             }
         }

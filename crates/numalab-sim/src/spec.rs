@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use numalab_model::{parse_cpustring, parse_nodestring, CpuSet, Machine, MemPolicy, PolicyFlags, PolicyMode};
 
+use crate::engine::check;
 use crate::input::{Placement, Places, ProcBind, SimConfig, WorkloadSpec};
 use crate::sched;
 
@@ -64,7 +65,9 @@ impl PolicyRequest {
         }
         for (&node, &w) in &self.weights {
             if !nodes.contains(node) {
-                return Err(format!("weight given for node {node}, which is not in the weighted-interleave nodes ({nodes})"));
+                return Err(format!(
+                    "weight given for node {node}, which is not in the weighted-interleave nodes ({nodes})"
+                ));
             }
             if !(1..=255).contains(&w) {
                 // /sys/kernel/mm/mempolicy/weighted_interleave/nodeN accepts 1..255 (u8, 0 refused).
@@ -175,7 +178,6 @@ impl RunSpec {
         config: SimConfig,
     ) -> Result<RunSpec, SpecError> {
         let bad = |e: String| SpecError(e);
-        workload.check().map_err(|e| bad(e.to_string()))?;
         if region_policies.len() != workload.regions.len() {
             return Err(bad(format!(
                 "{} region policies for {} regions of workload {}",
@@ -192,10 +194,9 @@ impl RunSpec {
         }
         let placement = placement.resolve(m).map_err(bad)?;
         check_bound_threads(m, &placement, workload.threads)?;
-        if !(config.sample_rate > 0.0 && config.sample_rate <= 1.0) {
-            return Err(bad(format!("--sample-rate must be in (0, 1], got {}", config.sample_rate)));
-        }
-        config.balancing.check(config.kernel).map_err(|e| bad(e.to_string()))?;
+        // Everything else the engine relies on (sample rate, knobs, finite numbers, footprint):
+        // the same function `Engine::new` runs, so a refused run is refused before it starts.
+        check::inputs(m, &workload, &placement, &config).map_err(|e| bad(e.to_string()))?;
         Ok(RunSpec { workload, placement, config })
     }
 

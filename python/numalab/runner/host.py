@@ -55,6 +55,9 @@ class AgentFailed(NumalabError):
         super().__init__(message)
         self.code = code
 
+    def __reduce__(self):  # keep ``code`` when a worker process sends it back
+        return type(self), (self.args[0], self.code)
+
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM or SIGHUP to numalab (not to the command): stop the run, then end like Ctrl-C."""
@@ -66,6 +69,9 @@ class CommandNotFound(UsageError):
     def __init__(self, message: str, code: int):
         super().__init__(message)
         self.code = code
+
+    def __reduce__(self):  # keep ``code`` when a worker process sends it back
+        return type(self), (self.args[0], self.code)
 
 
 def agent_path() -> Path:

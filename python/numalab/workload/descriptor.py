@@ -176,6 +176,9 @@ class ParamError(UsageError):
         super().__init__(message)
         self.key, self.message = key, message
 
+    def __reduce__(self):  # keep ``key`` when a worker process sends it back
+        return type(self), (self.key, self.message)
+
 
 def typed_params(desc: WorkloadDesc, given: dict[str, Any]) -> dict[str, Any]:
     """Every parameter of ``desc`` (defaults, then ``given``), each of its default's type, with

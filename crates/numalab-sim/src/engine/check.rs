@@ -13,7 +13,7 @@ use crate::pages::NONE;
 /// Highest virtual address a region may reach (x86-64 with 5-level paging: 57 bits).
 const VA_END: u64 = 1 << 57;
 
-pub(super) fn inputs(m: &Machine, w: &WorkloadSpec, p: &Placement, cfg: &SimConfig) -> Result<(), SimError> {
+pub(crate) fn inputs(m: &Machine, w: &WorkloadSpec, p: &Placement, cfg: &SimConfig) -> Result<(), SimError> {
     let bad = |s: String| Err(SimError::Input(s));
     // A page-table entry is one byte and `NONE` takes the last value.
     if m.nodes.len() >= NONE as usize {
@@ -26,7 +26,7 @@ pub(super) fn inputs(m: &Machine, w: &WorkloadSpec, p: &Placement, cfg: &SimConf
     }
     w.check()?;
     if !(cfg.sample_rate > 0.0 && cfg.sample_rate <= 1.0) {
-        return bad(format!("sample rate must be in (0, 1], got {}", cfg.sample_rate));
+        return bad(format!("--sample-rate must be in (0, 1], got {}", cfg.sample_rate));
     }
     policy(m, &p.policy, None)?;
     for r in &w.regions {

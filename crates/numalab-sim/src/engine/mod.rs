@@ -3,7 +3,7 @@
 //! thread works through its page visits on its own clock until the epoch ends, a barrier stops
 //! it, or its program ends. First writes allocate pages under the policy in force.
 
-mod check;
+pub(crate) mod check;
 mod phases;
 mod visits;
 
