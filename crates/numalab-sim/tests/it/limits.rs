@@ -212,7 +212,7 @@ fn values_the_engine_cannot_use_are_input_errors() {
         let mut bad = w.clone();
         bad.phases[0].mlp = Some(v);
         assert!(run(&bad, &unpinned(), &cfg()).contains("mlp"));
-        assert!(run(&w, &unpinned(), &rate(v)).contains("sample rate"));
+        assert!(run(&w, &unpinned(), &rate(v)).contains("--sample-rate"));
         let mut c = cfg();
         c.costs.fault_4k_ns = v;
         assert!(run(&w, &unpinned(), &c).contains("costs"));
@@ -220,8 +220,8 @@ fn values_the_engine_cannot_use_are_input_errors() {
     let mut bad = w.clone();
     bad.phases[0].mlp = Some(0.0);
     assert!(run(&bad, &unpinned(), &cfg()).contains("mlp"));
-    assert!(run(&w, &unpinned(), &rate(0.0)).contains("sample rate"));
-    assert!(run(&w, &unpinned(), &rate(-1.0)).contains("sample rate"));
+    assert!(run(&w, &unpinned(), &rate(0.0)).contains("--sample-rate"));
+    assert!(run(&w, &unpinned(), &rate(-1.0)).contains("--sample-rate"));
     // Nodes the machine does not have, in the task policy or a region's.
     let e = run(&w, &pinned(policy(PolicyMode::Interleave, &[7])), &cfg());
     assert!(e.contains("node 7") && e.contains("0-3"), "{e}");
