@@ -308,3 +308,27 @@ def test_vm_check_refuses_what_it_cannot_compare(cli):
     assert code == 2 and "unknown case 'nope'" in err
     code, _, err = cli("vm", "check")
     assert code == 2 and "--case NAME" in err
+
+
+def _elf_with_note(name: bytes, ntype: int) -> bytes:
+    """A minimal x86-64 ELF with one PT_NOTE segment holding one note."""
+    desc = b"\0" * 4
+    note = struct.pack("<III", len(name) + 1, len(desc), ntype) + name + b"\0" * (4 - len(name) % 4) + desc
+    head = bytearray(_elf())
+    struct.pack_into("<HH", head, 54, 56, 1)
+    ph = struct.pack("<IIQQQQQQ", elf.PT_NOTE, 4, 64 + 56, 0, 0, len(note), len(note), 4)
+    return bytes(head) + ph + note
+
+
+def test_a_bzimage_with_a_pvh_kernel_inside_gives_the_uncompressed_kernel(tmp_path):
+    import lzma
+
+    pvh = _elf_with_note(b"Xen", elf.XEN_ELFNOTE_PHYS32_ENTRY)
+    assert elf.has_pvh_entry(pvh) and not elf.has_pvh_entry(_elf_with_note(b"Xen", 5))
+    assert not elf.has_pvh_entry(_elf_with_note(b"GNU", elf.XEN_ELFNOTE_PHYS32_ENTRY))
+    for payload, expect in ((pvh, pvh), (_elf_with_note(b"Xen", 5), None)):
+        bz = tmp_path / "bzImage"
+        bz.write_bytes(b"\0" * 0x4000 + lzma.compress(payload, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC32) + b"\0" * 64)
+        assert vm_setup.extract_vmlinux(bz) == expect
+    g = vm_setup.Guest("q", str(bz), "6.1", "given", "b", "n", "l", "d", vmlinux=str(tmp_path / "absent"))
+    assert g.boot_kernel == str(bz)

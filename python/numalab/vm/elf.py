@@ -20,7 +20,9 @@ from numalab.exceptions import UsageError
 
 EM_X86_64 = 62
 ET_EXEC, ET_DYN = 2, 3
-PT_INTERP = 3
+PT_INTERP, PT_NOTE = 3, 4
+#: include/xen/interface/elfnote.h: the 32-bit entry point a PVH boot jumps to.
+XEN_ELFNOTE_PHYS32_ENTRY = 18
 
 
 @dataclass(frozen=True)
@@ -90,3 +92,27 @@ def shared_libraries(path: Path) -> list[Path]:
     if interp not in libs:
         libs.append(interp)
     return libs
+
+
+def has_pvh_entry(data: bytes) -> bool:
+    """True if ``data`` is an x86-64 ELF kernel (vmlinux) with a Xen ``PHYS32_ENTRY`` note, which
+    QEMU's ``-kernel`` boots directly (PVH), skipping the firmware and the bzImage decompressor."""
+    try:
+        if data[:4] != b"\x7fELF" or data[4] != 2 or struct.unpack_from("<H", data, 18)[0] != EM_X86_64:
+            return False
+        (phoff,) = struct.unpack_from("<Q", data, 32)
+        phentsize, phnum = struct.unpack_from("<HH", data, 54)
+        for i in range(phnum):
+            p_type, _f, off, _va, _pa, size = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
+            if p_type != PT_NOTE:
+                continue
+            pos, end = off, off + size
+            while pos + 12 <= end:
+                namesz, descsz, ntype = struct.unpack_from("<III", data, pos)
+                name = data[pos + 12 : pos + 12 + namesz].rstrip(b"\0")
+                if name == b"Xen" and ntype == XEN_ELFNOTE_PHYS32_ENTRY:
+                    return True
+                pos += 12 + (namesz + 3) // 4 * 4 + (descsz + 3) // 4 * 4
+    except (struct.error, IndexError):
+        return False
+    return False

@@ -9,7 +9,8 @@ The protocol (read back by ``protocol.py``):
 * data port (ttyS1, a file on the host; the kernel never prints there): ``<MARK> BEGIN``, then per
   file ``<MARK> FILE <name> <sha256>``, the base64 lines of its gzip stream, ``<MARK> ENDFILE <name>``; ``<MARK> END``.
   ``<MARK>`` is ``NUMALAB-<random hex>``, new for every run, so no output of the command can
-  forge a frame. The files: ``status`` (the agent's exit code), ``uname``, ``topo.json`` and
+  forge a frame. The files: ``status`` (the agent's exit code), ``uname``, ``uptime`` (the
+  guest's uptime at READY), ``topo.json`` and
   ``knobs.json`` (``numalab-agent topo`` / ``knobs get``), ``agent.jsonl`` (its records),
   ``stdout`` and ``stderr`` of the command, ``numactl-H`` and ``knobs.err``.
 """
@@ -45,7 +46,7 @@ _FRAME = """frame() {
 }
 """
 
-OUT_FILES = ("status", "uname", "topo.json", "knobs.json", "knobs.err", "numactl-H", "agent.jsonl", "stdout", "stderr")
+OUT_FILES = ("status", "uname", "uptime", "topo.json", "knobs.json", "knobs.err", "numactl-H", "agent.jsonl", "stdout", "stderr")
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,8 @@ class Job:
 
 def job_script(job: Job) -> str:
     q = shlex.quote
-    lines = [f"MARK={q(job.mark)}", 'echo "$MARK READY"']
+    # The guest's uptime at READY: how much of the boot-to-ready time the kernel itself took.
+    lines = [f"MARK={q(job.mark)}", "mkdir -p /tmp/out", "cut -d' ' -f1 /proc/uptime > /tmp/out/uptime", 'echo "$MARK READY"']
     if job.thp:
         lines.append(f"echo {q(job.thp)} > /sys/kernel/mm/transparent_hugepage/enabled")
     for k, v in job.env.items():

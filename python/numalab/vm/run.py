@@ -168,7 +168,7 @@ def run(req: VmRequest, say: Say = lambda s: None) -> VmOutput:
         tmp = Path(tmpdir)
         initrd = _initrd(tmp, base, job)
         data = tmp / "data-port"
-        args = qemu.argv(g.qemu, topo, g.kernel, initrd, qemu.cmdline(req.balancing.enabled), accel, data)
+        args = qemu.argv(g.qemu, topo, g.boot_kernel, initrd, qemu.cmdline(req.balancing.enabled), accel, data)
         say(f"numalab vm: booting {topo.name} ({topo.nodes} nodes, {sum(topo.cpus_per_node)} vCPUs, "
             f"{sum(topo.memory_mib)} MiB, {accel}) with Linux {g.kernel_version}")
         b = qemu.boot(args, f"{job.mark} READY", req.timeout_s)
@@ -189,7 +189,7 @@ def shell(req: VmRequest, say: Say = lambda s: None) -> int:
     g, topo, accel, base, job = boot_job(req, None, say)
     with tempfile.TemporaryDirectory(prefix="numalab-vm-") as tmpdir:
         initrd = _initrd(Path(tmpdir), base, job)
-        args = qemu.argv(g.qemu, topo, g.kernel, initrd, qemu.cmdline(req.balancing.enabled), accel, None)
+        args = qemu.argv(g.qemu, topo, g.boot_kernel, initrd, qemu.cmdline(req.balancing.enabled), accel, None)
         say(f"numalab vm shell: {topo.name}, {accel}; `exit` powers the guest off, Ctrl-A x quits QEMU")
         return qemu.interactive(args)
 
@@ -222,6 +222,7 @@ def document(out: VmOutput) -> dict[str, Any]:
         "memory_mib_per_node": t.memory_mib,
         "cpus_per_node": t.cpus_per_node,
         "ready_s": round(out.ready_s, 3) if out.ready_s is not None else None,
+        "guest_uptime_at_ready_s": float(out.text("uptime").strip()) if out.text("uptime").strip() else None,
         "wall_s": round(out.wall_s, 3),
         "thp": out.request.thp,
         "stdout": out.text("stdout"),
