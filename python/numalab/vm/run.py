@@ -181,6 +181,9 @@ def run(req: VmRequest, say: Say = lambda s: None) -> VmOutput:
     except protocol.ProtocolError as e:
         last = "\n".join(f"  | {ln}" for ln in b.console.splitlines()[-10:])
         raise protocol.ProtocolError(f"{e.args[0]}; last console lines:\n{last}") from None
+    knobs_err = files.get("knobs.err", b"").decode(errors="replace").strip()
+    if knobs_err:
+        raise GuestCommandError(f"the guest kernel refused the balancing knobs: {knobs_err}")
     return VmOutput(files, topo, accel, b.ready_s, b.wall_s, req)
 
 
