@@ -125,3 +125,32 @@ def test_a_guest_that_does_not_finish_is_killed(guest):
     with pytest.raises(qemu.GuestTimeout, match=r"did not finish within 2 s .*QEMU was killed"):
         vm_run.run(vm_run.VmRequest("vm-4", ["sleep", "600"], timeout_s=2))
     assert _numa_temp_dirs() <= before
+
+
+def test_vm_shell_is_a_shell_in_the_guest(guest):
+    """`numalab vm shell`: the guest's console on stdio; `exit` powers the guest off."""
+    import sys
+
+    numalab = [sys.executable, "-c", "from numalab.cli.main import run; run()"]
+    p = subprocess.Popen([*numalab, "vm", "shell", "--machine", "vm-4"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    seen = b""
+    watchdog = threading.Timer(180, p.kill)  # a guest that hangs fails the test, not the suite
+    watchdog.start()
+    try:
+        assert p.stdout is not None and p.stdin is not None
+        while b"built-in shell" not in seen:  # busybox's banner: the shell reads its console now
+            chunk = p.stdout.read1(4096)
+            assert chunk, seen.decode(errors="replace")[-2000:]
+            seen += chunk
+        p.stdin.write(b"cat /sys/devices/system/node/online /proc/sys/kernel/numa_balancing\nexit\n")
+        p.stdin.flush()
+        rest, _ = p.communicate(timeout=120)
+    finally:
+        watchdog.cancel()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    text = (seen + rest).decode(errors="replace")
+    assert p.returncode == 0, text[-2000:]
+    assert "available: 4 nodes (0-3)" in text and "\n0-3" in text.replace("\r", "")
