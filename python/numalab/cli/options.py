@@ -4,7 +4,9 @@ placement options with numactl's letters, engine settings, and free-form workloa
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import functools
+import inspect
+from typing import Any, Callable, Optional
 
 import typer
 
@@ -55,6 +57,38 @@ POLICY_OPTIONS = {
     "preferred": "preferred",
     "preferred_many": "preferred-many",
 }
+
+
+#: The placement parameters every placing command takes, declared once (``with_placement``).
+PLACEMENT_PARAMS: dict[str, tuple[Any, Any]] = {
+    "interleave": (Optional[str], INTERLEAVE),
+    "weighted_interleave": (Optional[str], WEIGHTED),
+    "weights": (Optional[str], WEIGHTS),
+    "membind": (Optional[str], MEMBIND),
+    "preferred": (Optional[str], PREFERRED),
+    "preferred_many": (Optional[str], PREFERRED_MANY),
+    "localalloc": (bool, LOCALALLOC),
+    "cpunodebind": (Optional[str], CPUNODEBIND),
+    "physcpubind": (Optional[str], PHYSCPUBIND),
+    "omp_proc_bind": (str, PROC_BIND),
+    "omp_places": (str, PLACES),
+}
+
+
+def with_placement(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a command numactl's placement options: typer sees the options of ``PLACEMENT_PARAMS``
+    after the command's own; the command receives them as one ``placement: Placement``."""
+    sig = inspect.signature(command)
+    own = [p for p in sig.parameters.values() if p.name != "placement"]
+    added = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=opt, annotation=ann) for n, (ann, opt) in PLACEMENT_PARAMS.items()]
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        kwargs["placement"] = placement(**{n: kwargs.pop(n) for n in PLACEMENT_PARAMS})
+        return command(*args, **kwargs)
+
+    wrapper.__signature__ = sig.replace(parameters=own + added)  # type: ignore[attr-defined]
+    return wrapper
 
 
 def placement(

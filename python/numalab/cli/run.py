@@ -22,19 +22,10 @@ OUTPUT = typer.Option(None, "--output", "-o", help="Write the result document (J
 INTERVAL = typer.Option(host.DEFAULT_INTERVAL_MS, "--interval-ms", help="Sample the command's pages and threads every N ms.")
 
 
+@o.with_placement
 def run(
+    placement: o.Placement,
     command: List[str] = COMMAND,
-    interleave: Optional[str] = o.INTERLEAVE,
-    weighted_interleave: Optional[str] = o.WEIGHTED,
-    weights: Optional[str] = o.WEIGHTS,
-    membind: Optional[str] = o.MEMBIND,
-    preferred: Optional[str] = o.PREFERRED,
-    preferred_many: Optional[str] = o.PREFERRED_MANY,
-    localalloc: bool = o.LOCALALLOC,
-    cpunodebind: Optional[str] = o.CPUNODEBIND,
-    physcpubind: Optional[str] = o.PHYSCPUBIND,
-    omp_proc_bind: str = o.PROC_BIND,
-    omp_places: str = o.PLACES,
     record: Optional[Path] = RECORD,
     output: Optional[Path] = OUTPUT,
     interval_ms: int = INTERVAL,
@@ -47,8 +38,7 @@ def run(
     balancing on, an access map from the kernel's per-thread NUMA hinting faults. --json prints
     the result document (source: host) on stdout instead. The exit status is the command's.
     """
-    place = o.placement(interleave, weighted_interleave, weights, membind, preferred, preferred_many, localalloc,
-                        cpunodebind, physcpubind, omp_proc_bind, omp_places)
+    place = placement
     check_interval(interval_ms)
     host.check_placement(place)
     from numalab.results.frame import writable_file

@@ -12,21 +12,12 @@ from numalab.cli.tables import summary
 from numalab.runner import sim as runner
 
 
+@o.with_placement
 def sim(
     ctx: typer.Context,
+    placement: o.Placement,
     machine: str = o.MACHINE,
     workload: str = o.WORKLOAD,
-    interleave: Optional[str] = o.INTERLEAVE,
-    weighted_interleave: Optional[str] = o.WEIGHTED,
-    weights: Optional[str] = o.WEIGHTS,
-    membind: Optional[str] = o.MEMBIND,
-    preferred: Optional[str] = o.PREFERRED,
-    preferred_many: Optional[str] = o.PREFERRED_MANY,
-    localalloc: bool = o.LOCALALLOC,
-    cpunodebind: Optional[str] = o.CPUNODEBIND,
-    physcpubind: Optional[str] = o.PHYSCPUBIND,
-    omp_proc_bind: str = o.PROC_BIND,
-    omp_places: str = o.PLACES,
     seed: str = o.SEED,
     sample_rate: str = o.SAMPLE_RATE,
     kernel: str = o.KERNEL,
@@ -45,11 +36,9 @@ def sim(
     Workload parameters follow as --name value (e.g. --class C --threads 64, --n 20000 --init serial);
     `numalab workloads NAME` lists them.
     """
-    place = o.placement(interleave, weighted_interleave, weights, membind, preferred, preferred_many, localalloc,
-                        cpunodebind, physcpubind, omp_proc_bind, omp_places)
     bal = o.balancing(balancing, explain_balancing, scan_delay_ms=scan_delay_ms, scan_period_min_ms=scan_period_min_ms,
                       scan_period_max_ms=scan_period_max_ms, scan_size_mb=scan_size_mb)
-    spec = o.spec(machine, workload, ctx.args, place, seed, sample_rate, kernel, thp, bal)
+    spec = o.spec(machine, workload, ctx.args, placement, seed, sample_rate, kernel, thp, bal)
     bound = spec.bind()
     with working(f"simulating {spec.workload} on {spec.machine}", quiet=as_json):
         result = runner.run(bound)

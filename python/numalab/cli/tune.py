@@ -62,22 +62,13 @@ MOUNTED_SUFFIX = ".debugfs-mounted"
 NUMA_BALANCING_ON = 1
 
 
+@o.with_placement
 def tune(
+    placement: o.Placement,
     command: Optional[List[str]] = typer.Argument(None, metavar="CMD [ARGS]...", help="The command to run at each grid point."),
     grid: Optional[str] = typer.Option(None, "--grid", help="Grid points as balancing config strings, comma separated, e.g. balancing=off,balancing:scan-period-min-ms=100:scan-period-max-ms=500 (default: study S1's 11 points)."),
     allow: bool = typer.Option(False, "--allow-system-changes", help="Let tune write the system-wide NUMA balancing knobs (they are restored at the end)."),
     restore: bool = typer.Option(False, "--restore", help="Only restore knobs left changed by a tune that was killed, then exit."),
-    interleave: Optional[str] = o.INTERLEAVE,
-    weighted_interleave: Optional[str] = o.WEIGHTED,
-    weights: Optional[str] = o.WEIGHTS,
-    membind: Optional[str] = o.MEMBIND,
-    preferred: Optional[str] = o.PREFERRED,
-    preferred_many: Optional[str] = o.PREFERRED_MANY,
-    localalloc: bool = o.LOCALALLOC,
-    cpunodebind: Optional[str] = o.CPUNODEBIND,
-    physcpubind: Optional[str] = o.PHYSCPUBIND,
-    omp_proc_bind: str = o.PROC_BIND,
-    omp_places: str = o.PLACES,
     repeat: int = typer.Option(1, "--repeat", help="Runs per grid point (the minimum, with --rel-error)."),
     warmup: bool = typer.Option(False, "--warmup", help="Run each grid point once, untimed, first."),
     rel_error: Optional[float] = typer.Option(None, "--rel-error", help="Add rounds until each 95% interval is within X% of its mean."),
@@ -107,8 +98,7 @@ def tune(
         return
     if not command:
         raise UsageError("no command given (usage: numalab tune [options] -- CMD [ARGS...])")
-    place = o.placement(interleave, weighted_interleave, weights, membind, preferred, preferred_many, localalloc,
-                        cpunodebind, physcpubind, omp_proc_bind, omp_places)
+    place = placement
     points = [(text, grid_point(text)) for text in (b.split(grid) if grid else S1_GRID)]
     b.check_repeats(repeat, rel_error, max_repeat)
     check_interval(interval_ms)
