@@ -63,20 +63,24 @@ def vm_side_peak(out: vm_run.VmOutput, doc: dict) -> list[int]:
     return check.vm_side(out, doc).after_init
 
 
-def _numa_temp_dirs() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob("numalab-vm-*")}
+@pytest.fixture
+def private_tmp(tmp_path, monkeypatch):
+    """A temporary directory of this test's own, so other runs on the machine do not count."""
+    d = tmp_path / "tmp"
+    d.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(d))
+    return d
 
 
-def test_two_runs_at_once_each_get_their_own_placement(guest):
+def test_two_runs_at_once_each_get_their_own_placement(guest, private_tmp):
     """Two guests at once (no shared temporary paths); --membind N puts the pages on node N and
     the document says where they went, as numalab run does on a host."""
-    before = _numa_temp_dirs()
     results: dict[int, dict] = {}
     errors: list[BaseException] = []
 
     def one(node: int) -> None:
         try:
-            req = vm_run.VmRequest("vm-4", ["dgemv", "--n=1000", "--reps=2", "--threads=1"],
+            req = vm_run.VmRequest("vm-4", ["dgemv", "--n=1000", "--reps=30", "--threads=1"],
                                    placement=Placement(policy="bind", nodes=str(node), cpunodebind=str(3 - node)),
                                    thp="never", timeout_s=300, interval_ms=20)
             out = vm_run.run(req)
@@ -102,7 +106,7 @@ def test_two_runs_at_once_each_get_their_own_placement(guest):
         peak = doc["peak"]
         assert peak[node] >= 1953 and sum(peak) - peak[node] < 50, peak
         assert json.loads(doc["vm"]["stdout"])["kernel"] == "dgemv"
-    assert _numa_temp_dirs() <= before, "temporary files left behind"
+    assert list(private_tmp.iterdir()) == [], "temporary files left behind"
 
 
 def test_vm_run_cli_prints_the_summary_and_the_json(guest, cli, tmp_path):
@@ -120,11 +124,10 @@ def test_vm_run_cli_prints_the_summary_and_the_json(guest, cli, tmp_path):
     assert b["numa_balancing"] == 1 and b["scan_delay_ms"] == 77 and b["scan_period_min_ms"] == 1000
 
 
-def test_a_guest_that_does_not_finish_is_killed(guest):
-    before = _numa_temp_dirs()
+def test_a_guest_that_does_not_finish_is_killed(guest, private_tmp):
     with pytest.raises(qemu.GuestTimeout, match=r"did not finish within 2 s .*QEMU was killed"):
         vm_run.run(vm_run.VmRequest("vm-4", ["sleep", "600"], timeout_s=2))
-    assert _numa_temp_dirs() <= before
+    assert list(private_tmp.iterdir()) == [], "temporary files left behind"
 
 
 def test_vm_shell_is_a_shell_in_the_guest(guest):

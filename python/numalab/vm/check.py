@@ -137,11 +137,11 @@ FAST_SCAN = "scan-delay-ms=50:scan-period-min-ms=50:scan-period-max-ms=200"
 CASES: dict[str, Case] = {
     c.name: c
     for c in [
-        Case("serial-init", "dgemv", {"n": 2000, "reps": 2, "init": "serial"}, BOUND, on_one_node(0)),
-        Case("parallel-init", "dgemv", {"n": 2000, "reps": 2, "init": "parallel"}, BOUND, spread()),
-        Case("interleave", "dgemv", {"n": 2000, "reps": 2, "init": "serial"}, f"interleave=all:{BOUND}", even()),
+        Case("serial-init", "dgemv", {"n": 2000, "reps": 5, "init": "serial"}, BOUND, on_one_node(0)),
+        Case("parallel-init", "dgemv", {"n": 2000, "reps": 5, "init": "parallel"}, BOUND, spread()),
+        Case("interleave", "dgemv", {"n": 2000, "reps": 5, "init": "serial"}, f"interleave=all:{BOUND}", even()),
         Case("balancing", "dgemv", {"n": 2000, "reps": 40, "init": "serial"}, f"{BOUND}:balancing:{FAST_SCAN}", moves()),
-        Case("parallel-init-vm8", "dgemv", {"n": 2000, "reps": 2, "init": "parallel"}, BOUND, spread(), machine="vm-8"),
+        Case("parallel-init-vm8", "dgemv", {"n": 2000, "reps": 5, "init": "parallel"}, BOUND, spread(), machine="vm-8"),
     ]
 }
 
