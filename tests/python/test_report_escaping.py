@@ -4,7 +4,6 @@ Markdown report (checked by rendering it with markdown-it, as GitHub would) and 
 
 from __future__ import annotations
 
-from concurrent.futures import Future
 from html.parser import HTMLParser
 
 import pytest
@@ -13,6 +12,8 @@ from numalab.report import write_report
 from numalab.results.store import Store
 from numalab.study import expand, parse_study, worker
 from numalab.study.sweep import run_study
+
+from inline_backend import InlineBackend
 
 SCRIPT = "<script>alert(1)</script>"
 STUDY = f'''
@@ -41,22 +42,6 @@ y = "speedup"
 ERROR = f"{SCRIPT} | boom\nline two"
 
 
-class _Inline:
-    slots = 1
-
-    def submit(self, configs):
-        f: Future = Future()
-        f.set_result([worker.run_config(c) for c in configs])
-        return f
-
-    def outcomes(self, handle, n):
-        return handle.result()
-
-    def refresh(self) -> None:
-        pass
-
-    def close(self, cancel, pending=()) -> None:
-        pass
 
 
 class _Doc(HTMLParser):
@@ -110,7 +95,7 @@ def stored(tmp_path_factory):
     worker.simulate = failing
     try:
         with Store(root / "r") as store:
-            s = run_study(expand(parse_study(STUDY, str(root / "esc.toml"))), store, _Inline)
+            s = run_study(expand(parse_study(STUDY, str(root / "esc.toml"))), store, InlineBackend)
     finally:
         worker.simulate = real
     assert (s.ok, s.failed) == (2, 1)

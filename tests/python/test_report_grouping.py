@@ -5,14 +5,15 @@ its own seeds only."""
 from __future__ import annotations
 
 import dataclasses
-from concurrent.futures import Future
 
 from numalab.report.data import gather
 from numalab.report.tables import speedup_grid
 from numalab.results import load
 from numalab.results.store import Store
-from numalab.study import expand, parse_study, worker
+from numalab.study import expand, parse_study
 from numalab.study.sweep import run_study
+
+from inline_backend import InlineBackend
 
 STUDY = """
 name = "g"
@@ -25,22 +26,6 @@ placement = ["default", "interleave=all"]
 """
 
 
-class _Inline:
-    slots = 1
-
-    def submit(self, configs):
-        f: Future = Future()
-        f.set_result([worker.run_config(c) for c in configs])
-        return f
-
-    def outcomes(self, handle, n):
-        return handle.result()
-
-    def refresh(self) -> None:
-        pass
-
-    def close(self, cancel, pending=()) -> None:
-        pass
 
 
 def test_two_configurations_with_one_label_are_never_averaged_together(tmp_path):
@@ -49,7 +34,7 @@ def test_two_configurations_with_one_label_are_never_averaged_together(tmp_path)
     # study files written before still hold such runs).
     resolved = dataclasses.replace(resolved, runs=[dataclasses.replace(r, label="same") for r in resolved.runs])
     with Store(tmp_path) as store:
-        assert run_study(resolved, store, _Inline).ok == 4
+        assert run_study(resolved, store, InlineBackend).ok == 4
     df = load(tmp_path)
     assert df["repeat_group"].nunique() == 2 and set(df["label"]) == {"same"}
     by_placement = df.groupby("placement")["time_s"].mean().to_dict()
@@ -65,7 +50,7 @@ def test_two_configurations_with_one_label_are_never_averaged_together(tmp_path)
 def test_repeat_group_is_the_configuration_without_its_seed(tmp_path):
     resolved = expand(parse_study(STUDY))
     with Store(tmp_path) as store:
-        run_study(resolved, store, _Inline)
+        run_study(resolved, store, InlineBackend)
         rows = store.rows("g")
     groups = {}
     for r in rows:

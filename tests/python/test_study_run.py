@@ -10,7 +10,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,8 @@ import pytest
 from numalab.results.store import Store
 from numalab.study import expand, load_study, parse_study, worker
 from numalab.study.sweep import run_study
+
+from inline_backend import InlineBackend
 
 # 16 runs of about 0.1-0.2 s each: long enough to be killed in the middle.
 SLOW = """
@@ -134,24 +135,6 @@ def test_ctrl_c_stops_cleanly_keeping_finished_runs(tmp_path):
     _resume_and_check(study, results, before)
 
 
-class _Inline:
-    """A backend that runs each configuration at once in this process (monkeypatchable)."""
-
-    slots = 1
-
-    def submit(self, configs):
-        f: Future = Future()
-        f.set_result([worker.run_config(c) for c in configs])
-        return f
-
-    def outcomes(self, handle, n):
-        return handle.result()
-
-    def refresh(self) -> None:
-        pass
-
-    def close(self, cancel, pending=()) -> None:
-        pass
 
 
 def test_failed_runs_are_recorded_and_tried_again(tmp_path, monkeypatch):
@@ -166,13 +149,13 @@ def test_failed_runs_are_recorded_and_tried_again(tmp_path, monkeypatch):
 
     monkeypatch.setattr(worker, "simulate", flaky)
     with Store(tmp_path) as store:
-        s = run_study(resolved, store, _Inline)
+        s = run_study(resolved, store, InlineBackend)
         assert (s.ok, s.failed) == (2, 1)
         rows = {r["placement"]: r for r in store.rows("f")}
         assert rows["interleave=all"]["status"] == "failed" and rows["interleave=all"]["error"] == "RuntimeError: boom"
         assert rows["membind=1"]["status"] == "ok" and rows["membind=1"]["speedup"] is not None
         monkeypatch.setattr(worker, "simulate", real)
-        s = run_study(resolved, store, _Inline)
+        s = run_study(resolved, store, InlineBackend)
         assert (s.skipped, s.ok, s.failed) == (2, 1, 0)
         assert {r["status"] for r in store.rows("f")} == {"ok"}
         assert store.db.execute("SELECT count(*) FROM runs").fetchone()[0] == 3
@@ -182,11 +165,11 @@ def test_out_of_memory_is_an_outcome_not_a_failure(tmp_path):
     resolved = expand(parse_study('name = "oom"\nmachine = "vm-4"\nworkload = "dgemv"\nparams = { n = 20000, reps = 1, threads = 4 }\n'
                                   '[sweep]\nplacement = ["membind=0", "interleave=all"]\n'))
     with Store(tmp_path) as store:
-        s = run_study(resolved, store, _Inline)
+        s = run_study(resolved, store, InlineBackend)
         assert s.out_of_memory == 2
         row = store.rows("oom")[0]
         assert row["status"] == "out-of-memory" and "out of memory" in row["error"]
-        assert run_study(resolved, store, _Inline).skipped == 2
+        assert run_study(resolved, store, InlineBackend).skipped == 2
 
 
 def test_balancing_runs_are_passed_through_and_recorded(tmp_path):
@@ -195,7 +178,7 @@ def test_balancing_runs_are_passed_through_and_recorded(tmp_path):
     resolved = expand(parse_study('name = "b"\nmachine = "e5-2620v4-2s"\nworkload = "dgemv"\nparams = { n = 2000, reps = 2 }\n'
                                   '[sweep]\nbalancing = [false, "on:scan-period-min-ms=100:scan-size-mb=128"]\n'))
     with Store(tmp_path) as store:
-        run_study(resolved, store, _Inline)
+        run_study(resolved, store, InlineBackend)
         rows = {r["balancing"]: r for r in store.rows("b")}
     assert rows['{"enabled": false}']["status"] == "ok"
     on = rows['{"enabled": true, "scan_period_min_ms": 100, "scan_size_mb": 128}']
