@@ -1,6 +1,9 @@
 //! Closed-loop latency/bandwidth solution for one epoch (docs/contention.md §1-§7):
-//! 1. a thread's line rate follows Little's law with its memory-level parallelism:
-//!    `X = share / (compute_per_line + sum_n f_n L_n / mlp)`;
+//! 1. a thread keeps at most `mlp` misses in flight (its core's line fill buffers, shared by
+//!    the SMT threads running on the core, or fewer if the phase's own dependences say so), so
+//!    by Little's law its memory time per line is `M = sum_n f_n L_n / mlp`; compute overlaps
+//!    memory: a line costs `max(kappa, M) + min(kappa, M) / mlp` (additive for a dependent
+//!    chain, `mlp = 1`; the larger of the two for many independent misses);
 //! 2. each memory controller's utilisation `rho = lines/s x 64 B / bandwidth` sets its latency
 //!    through the machine's loaded-latency curve; each link direction is an M/D/1 queue with
 //!    service time `(64 + 16) B / link bandwidth` on every hop of the route;
@@ -20,6 +23,8 @@ const THROTTLE_TARGET: f64 = 0.97;
 #[derive(Clone, Debug)]
 pub struct Demand {
     pub cpu_node: usize,
+    /// Misses the thread keeps in flight (>= 1): its share of its core's fill buffers, or the
+    /// phase's own limit if lower.
     pub mlp: f64,
     /// Compute seconds per line moved.
     pub compute_per_line: f64,
@@ -42,8 +47,18 @@ pub struct Solver {
     pub rho_link: Vec<[f64; 2]>,
 }
 
-/// The solution: per thread, wall seconds per line to each node spent on memory (the compute
-/// part, `compute_per_line / cpu_share`, belongs to the phase the thread is in when it runs).
+/// Seconds per line of a thread with compute `kappa` and memory time `mem` (Little's law:
+/// `sum_n f_n L_n / mlp`) per line, when `mlp` misses overlap each other and the compute
+/// (docs/contention.md §4): `max + min / mlp`. With one miss in flight nothing overlaps (the
+/// sum); with many, the longer of the two hides the other.
+#[inline]
+pub fn line_time(kappa: f64, mem: f64, mlp: f64) -> f64 {
+    kappa.max(mem) + kappa.min(mem) / mlp
+}
+
+/// The solution: per thread, wall seconds per line to each node spent on memory beyond the
+/// compute (the compute part, `compute_per_line / cpu_share`, belongs to the phase the thread
+/// is in when it runs); what overlaps with compute is not in it.
 pub struct Solution {
     pub cost_per_line: Vec<Vec<f64>>,
     pub latency_ns: Vec<Vec<f64>>,
@@ -85,7 +100,7 @@ impl Solver {
             .zip(throttle)
             .map(|(t, s)| {
                 let mem: f64 = (0..self.n).map(|k| (t.rd[k] + t.wr[k]) * lat[t.cpu_node][k]).sum::<f64>() / t.mlp;
-                let per_line = t.compute_per_line + mem;
+                let per_line = line_time(t.compute_per_line, mem, t.mlp);
                 if per_line > 0.0 {
                     s * t.cpu_share / per_line
                 } else {
@@ -156,7 +171,7 @@ impl Solver {
 
     pub fn solve(&mut self, d: &[Demand]) -> Solution {
         let ones = vec![1.0; d.len()];
-        for _ in 0..30 {
+        for _ in 0..8 {
             let lat = self.latencies();
             let x = self.rates(d, &lat, &ones);
             let (ctrl, link) = self.utilisation(d, &x);
@@ -186,7 +201,8 @@ impl Solver {
             let path = self.path_worst(&ctrl, &link);
             let mut any = false;
             for (i, t) in d.iter().enumerate() {
-                let mut worst: f64 = 1.0;
+                // Highest utilisation on the thread's paths; 0 for a thread that moves nothing.
+                let mut worst: f64 = 0.0;
                 let row = t.cpu_node * self.n;
                 for k in 0..self.n {
                     if t.rd[k] + t.wr[k] != 0.0 {
@@ -208,9 +224,13 @@ impl Solver {
             .map(|(t, &s)| {
                 let c = t.cpu_node;
                 let mem: f64 = (0..self.n).map(|k| (t.rd[k] + t.wr[k]) * lat[c][k]).sum::<f64>() / t.mlp;
+                let per_line = line_time(t.compute_per_line, mem, t.mlp);
+                // The memory time not hidden by compute, spread over nodes in proportion to
+                // their latency, so the mix's average is `per_line - compute`.
+                let scale = if mem > 0.0 { (per_line - t.compute_per_line) / mem } else { 1.0 };
                 // Extra queueing per line that makes the throttled rate come out (0 if unthrottled).
-                let extra = (t.compute_per_line + mem) * (1.0 / s - 1.0);
-                (0..self.n).map(|k| (lat[c][k] / t.mlp + extra) / t.cpu_share).collect()
+                let extra = per_line * (1.0 / s - 1.0);
+                (0..self.n).map(|k| (lat[c][k] / t.mlp * scale + extra) / t.cpu_share).collect()
             })
             .collect();
         Solution { cost_per_line, latency_ns: lat.iter().map(|r| r.iter().map(|v| v * 1e9).collect()).collect() }

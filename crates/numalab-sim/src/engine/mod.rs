@@ -343,6 +343,13 @@ impl<'a> Engine<'a> {
                 nr[self.sched.cpu[tid]] += 1;
             }
         }
+        // PUs of each core with a running thread: SMT siblings share the core's fill buffers.
+        let mut busy_pus = vec![0u32; self.m.cores.len()];
+        for (pu, _) in nr.iter().enumerate().filter(|(_, &k)| k > 0) {
+            if let Some(u) = self.m.pus.get(pu) {
+                busy_pus[u.core as usize] += 1;
+            }
+        }
         let demands: Vec<Demand> = self
             .threads
             .iter()
@@ -369,7 +376,7 @@ impl<'a> Engine<'a> {
                 let (rd, wr) = if t.state == State::Running { (rd, wr) } else { (vec![0.0; n], vec![0.0; n]) };
                 Demand {
                     cpu_node: node,
-                    mlp: self.mlp(t),
+                    mlp: self.mlp(t, self.m.pus.get(cpu).map_or(1, |u| busy_pus[u.core as usize])),
                     compute_per_line: t.compute_per_line_s,
                     cpu_share: 1.0 / nr[cpu].max(1) as f64,
                     rd,
@@ -381,10 +388,12 @@ impl<'a> Engine<'a> {
         (self.solver.solve(&demands).cost_per_line, shares)
     }
 
-    fn mlp(&self, t: &Thread) -> f64 {
+    /// Misses a thread keeps in flight: its share of the core's fill buffers (`sharers` SMT
+    /// threads run on the core), or fewer if its phase says so (docs/contention.md §4).
+    fn mlp(&self, t: &Thread, sharers: u32) -> f64 {
         let phase = self.current_phase(t);
-        let core_mlp = self.m.cores.first().map_or(10.0, |c| c.mlp);
-        phase.and_then(|p| self.w.phases[p].mlp).unwrap_or(core_mlp).max(1.0)
+        let core_mlp = self.m.cores.first().map_or(10.0, |c| c.mlp) / sharers.max(1) as f64;
+        phase.and_then(|p| self.w.phases[p].mlp).map_or(core_mlp, |m| m.min(core_mlp)).max(1.0)
     }
 
     fn current_phase(&self, t: &Thread) -> Option<usize> {

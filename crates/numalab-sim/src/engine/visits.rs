@@ -136,7 +136,12 @@ impl Engine<'_> {
         let t = &mut threads[tid];
         let regions = &procs[t.pid].regions;
         let kappa = t.compute_per_line_s / share;
-        let cheapest = cost.iter().copied().fold(f64::INFINITY, f64::min) + kappa;
+        // The cheapest node the thread went to last epoch (or expects to): runs are sized by it,
+        // and a node it does not use may be far cheaper than the ones it does.
+        let used = |n: usize| t.prev_rd[n] + t.prev_wr[n] + t.est_rd[n] + t.est_wr[n] > 0.0;
+        let cheapest = cost.iter().enumerate().filter(|&(n, _)| used(n)).map(|(_, &c)| c).fold(f64::INFINITY, f64::min);
+        let cheapest =
+            if cheapest.is_finite() { cheapest } else { cost.iter().copied().fold(f64::INFINITY, f64::min) } + kappa;
         let mut served = false;
 
         while t.clock < until && t.pending.is_none() {

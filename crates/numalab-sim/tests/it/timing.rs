@@ -59,3 +59,85 @@ fn no_controller_delivers_more_than_its_bandwidth() {
         }
     }
 }
+
+/// A machine whose controllers are far from loaded by a few threads (1 TB/s per node), so a
+/// thread sees the idle latency: 100 ns local, 10 fill buffers per core, 2 PUs per core.
+fn idle_machine(mlp: f64) -> numalab_model::Machine {
+    let spec = format!(
+        r#"{{"name": "idle2", "description": "uncontended test machine",
+        "topology": {{"packages": 2, "nodes_per_package": 1, "cores_per_node": 4, "threads_per_core": 2, "cpu_numbering": "smt-last"}},
+        "memory": {{"node_gib": 2}},
+        "latency": {{"local_ns": 100}},
+        "bandwidth": {{"node_gbps": 1000}},
+        "links": [{{"nodes": [0,1], "gbps": 1000}}],
+        "core": {{"frequency_ghz": 2.0, "mlp": {mlp}}}}}"#
+    );
+    numalab_model::MachineSpec::from_json(&spec).unwrap().resolve().unwrap()
+}
+
+/// `threads` threads, one array of `mib` MiB each thread's block first written in `init`, then
+/// `reps` read sweeps with `cycles_per_line` compute cycles per 64-byte line.
+fn read_sweeps(mib: u64, threads: u32, reps: u64, cycles_per_line: f64) -> numalab_sim::WorkloadSpec {
+    let mut w = stream_like(mib, threads, Pattern::Block, reps);
+    w.phases[0].cycles = 0.0;
+    w.phases[1].cycles = cycles_per_line * (mib << 20) as f64 / 64.0;
+    w
+}
+
+/// Seconds one sweep of the read phase takes: (time with 3 sweeps - time with 1) / 2, so the
+/// first-touch phase and its faults cancel.
+fn sweep_s(m: &numalab_model::Machine, mib: u64, threads: u32, cpus: &str, cycles_per_line: f64) -> f64 {
+    let mut p = pinned(policy(PolicyMode::Default, &[]));
+    p.cpus = Some(numalab_model::CpuSet::parse_list(cpus).unwrap());
+    p.proc_bind = numalab_sim::input::ProcBind::Close;
+    let t = |reps| simulate(m, &read_sweeps(mib, threads, reps, cycles_per_line), &p, &cfg()).unwrap().time_s;
+    (t(3) - t(1)) / 2.0
+}
+
+#[test]
+fn one_thread_on_an_idle_machine_sees_the_idle_latency_per_line_at_its_mlp() {
+    // 64 MiB = 1,048,576 lines at 100 ns / 10 misses in flight = 10 ns each: 10.486 ms. No
+    // throttling may apply to a path at well under 1 % of its bandwidth.
+    let m = idle_machine(10.0);
+    let s = sweep_s(&m, 64, 1, "0", 0.0);
+    let want = 1_048_576.0 * 100e-9 / 10.0;
+    assert!((s / want - 1.0).abs() < 1e-3, "one sweep took {s} s, Little's law gives {want} s");
+}
+
+#[test]
+fn compute_and_memory_overlap_up_to_the_concurrency_limit() {
+    // kappa = 20 cycles at 2 GHz = 10 ns per line and 10 ns of memory time per line: overlapped,
+    // a line costs max + min / mlp = 11 ns, not the 20 ns of adding them.
+    let m = idle_machine(10.0);
+    let s = sweep_s(&m, 64, 1, "0", 20.0);
+    let want = 1_048_576.0 * 11e-9;
+    assert!((s / want - 1.0).abs() < 1e-3, "one sweep took {s} s, overlap gives {want} s");
+    // One miss in flight (a dependent chain): nothing overlaps, 100 + 10 ns per line.
+    let m1 = idle_machine(1.0);
+    let s1 = sweep_s(&m1, 16, 1, "0", 20.0);
+    let want1 = 262_144.0 * 110e-9;
+    assert!((s1 / want1 - 1.0).abs() < 1e-3, "mlp 1: {s1} s, additive gives {want1} s");
+}
+
+#[test]
+fn smt_siblings_share_their_cores_fill_buffers() {
+    // Two threads on two cores (PUs 0, 1) vs on the two PUs of one core (0 and its sibling 8):
+    // the siblings get 5 fill buffers each, so a sweep takes twice as long.
+    let m = idle_machine(10.0);
+    let apart = sweep_s(&m, 64, 2, "0-1", 0.0);
+    let siblings = sweep_s(&m, 64, 2, "0,8", 0.0);
+    assert!((siblings / apart - 2.0).abs() < 0.05, "siblings {siblings} s, separate cores {apart} s");
+}
+
+#[test]
+fn one_thread_is_concurrency_bound_and_a_full_node_is_bandwidth_bound() {
+    // machine4: 10 GB/s per node, 100 ns, 10 fill buffers: one thread can pull at most
+    // 10 x 64 B / 100 ns = 6.4 GB/s (less once the curve raises its latency); four threads on
+    // the node ask for 25.6 GB/s and get the controller's 10 GB/s.
+    let m = machine4();
+    let bytes = (256u64 << 20) as f64;
+    let one = bytes / sweep_s(&m, 256, 1, "0", 0.0) / 1e9;
+    let four = bytes / sweep_s(&m, 256, 4, "0-3", 0.0) / 1e9;
+    assert!(one < 6.4 && one > 4.0, "one thread: {one} GB/s");
+    assert!(four > 9.0 && four <= 10.0 * 1.02, "four threads: {four} GB/s");
+}
