@@ -55,7 +55,7 @@ from __future__ import annotations
 import copy
 import math
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
