@@ -44,7 +44,14 @@ def guest():
         subprocess.run(["make", "-s", "agent"], cwd=REPO, check=True, timeout=1800)
     if not (REPO / "kernels" / "dgemv").is_file():
         subprocess.run(["make", "-s", "kernels"], cwd=REPO, check=True, timeout=600)
-    return vm_setup.setup()
+    try:
+        return vm_setup.setup()
+    except vm_setup.SetupError:
+        if os.geteuid() != 0 or not shutil.which("apt-get"):
+            raise
+        # apt's package lists may be empty on a fresh machine: fetch them once and retry.
+        subprocess.run(["apt-get", "update", "-qq"], capture_output=True, check=False, timeout=900)
+        return vm_setup.setup()
 
 
 @pytest.mark.parametrize("name", list(check.CASES))
