@@ -31,6 +31,7 @@ PACKAGES = ["qemu-system-x86", "busybox-static", "numactl", "cpio"]
 def _install_qemu() -> None:
     if shutil.which(vm_setup.QEMU) or os.geteuid() != 0 or not shutil.which("apt-get"):
         return
+    subprocess.run(["apt-get", "update", "-qq"], capture_output=True, check=False, timeout=900)
     subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *PACKAGES],
                    capture_output=True, check=False, timeout=900)
 
