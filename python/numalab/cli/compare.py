@@ -22,8 +22,10 @@ from numalab.runner import sim as runner
 from numalab.spec.config import split_configs
 
 
+@o.with_balancing
 def compare(
     ctx: typer.Context,
+    balancing: o.Balancing,
     machine: str = o.MACHINE,
     workload: str = o.WORKLOAD,
     configs: str = typer.Option(..., "--configs", "-c", help="Comma-separated configs, e.g. default,interleave=all,membind=0,init=serial."),
@@ -31,11 +33,6 @@ def compare(
     sample_rate: str = o.SAMPLE_RATE,
     kernel: str = o.KERNEL,
     thp: Optional[str] = o.THP,
-    balancing: str = o.BALANCING,
-    scan_delay_ms: Optional[str] = o.SCAN_DELAY,
-    scan_period_min_ms: Optional[str] = o.SCAN_MIN,
-    scan_period_max_ms: Optional[str] = o.SCAN_MAX,
-    scan_size_mb: Optional[str] = o.SCAN_SIZE,
     jobs: int = typer.Option(0, "--jobs", "-j", help="Simulations at once (default: one per CPU)."),
     verbose: bool = o.VERBOSE,
     as_json: bool = o.JSON,
@@ -51,9 +48,7 @@ def compare(
     """
     if jobs < 0:
         raise UsageError(f"--jobs must be >= 0, got {jobs}")
-    bal = o.balancing(balancing, False, scan_delay_ms=scan_delay_ms, scan_period_min_ms=scan_period_min_ms,
-                      scan_period_max_ms=scan_period_max_ms, scan_size_mb=scan_size_mb)
-    base = o.spec(machine, workload, ctx.args, o.placement(), seed, sample_rate, kernel, thp, bal)
+    base = o.spec(machine, workload, ctx.args, o.placement(), seed, sample_rate, kernel, thp, balancing)
     labels = split_configs(configs)
     if not labels:
         raise UsageError("--configs is empty")

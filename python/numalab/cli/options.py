@@ -44,12 +44,6 @@ def _knob_option(name: str) -> Any:
     k = KNOBS[name]
     return typer.Option(None, "--" + name.replace("_", "-"), help=f"numa_balancing {name}: {k['help']} (default {k['default']}).")
 
-
-SCAN_DELAY = _knob_option("scan_delay_ms")
-SCAN_MIN = _knob_option("scan_period_min_ms")
-SCAN_MAX = _knob_option("scan_period_max_ms")
-SCAN_SIZE = _knob_option("scan_size_mb")
-
 POLICY_OPTIONS = {
     "interleave": "interleave",
     "weighted_interleave": "weighted-interleave",
@@ -75,20 +69,24 @@ PLACEMENT_PARAMS: dict[str, tuple[Any, Any]] = {
 }
 
 
-def with_placement(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Give a command numactl's placement options: typer sees the options of ``PLACEMENT_PARAMS``
-    after the command's own; the command receives them as one ``placement: Placement``."""
-    sig = inspect.signature(command)
-    own = [p for p in sig.parameters.values() if p.name != "placement"]
-    added = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=opt, annotation=ann) for n, (ann, opt) in PLACEMENT_PARAMS.items()]
+def _inject(params: dict[str, tuple[Any, Any]], name: str, build: Callable[..., Any]) -> Callable[..., Any]:
+    """A decorator giving a command the options ``params`` (after its own); the command receives
+    ``build(**their values)`` as its parameter ``name``."""
 
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        kwargs["placement"] = placement(**{n: kwargs.pop(n) for n in PLACEMENT_PARAMS})
-        return command(*args, **kwargs)
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        sig = inspect.signature(command)
+        own = [p for p in sig.parameters.values() if p.name != name]
+        added = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=opt, annotation=ann) for n, (ann, opt) in params.items()]
 
-    wrapper.__signature__ = sig.replace(parameters=own + added)  # type: ignore[attr-defined]
-    return wrapper
+        @functools.wraps(command)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            kwargs[name] = build(**{n: kwargs.pop(n) for n in params})
+            return command(*args, **kwargs)
+
+        wrapper.__signature__ = sig.replace(parameters=own + added)  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
 
 
 def placement(
@@ -123,9 +121,20 @@ def placement(
     )
 
 
-def balancing(enabled: str, explain: bool, **knobs: Optional[int]) -> Balancing:
+def balancing(enabled: str = "off", explain: bool = False, **knobs: Optional[str]) -> Balancing:
     b = Balancing(enabled=on_off(enabled, "--balancing"), explain=explain)
     return b.with_knobs(**knobs)
+
+
+BALANCING_PARAMS: dict[str, tuple[Any, Any]] = {
+    "enabled": (str, BALANCING),
+    **{k: (Optional[str], _knob_option(k)) for k in KNOBS},
+}
+
+#: ``@with_placement``: the command takes numactl's options and receives ``placement: Placement``.
+with_placement = _inject(PLACEMENT_PARAMS, "placement", placement)
+#: ``@with_balancing``: ``--balancing`` and the scanner knobs, received as ``balancing: Balancing``.
+with_balancing = _inject(BALANCING_PARAMS, "balancing", balancing)
 
 
 def spec(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 import typer
@@ -13,20 +14,17 @@ from numalab.runner import sim as runner
 
 
 @o.with_placement
+@o.with_balancing
 def sim(
     ctx: typer.Context,
     placement: o.Placement,
+    balancing: o.Balancing,
     machine: str = o.MACHINE,
     workload: str = o.WORKLOAD,
     seed: str = o.SEED,
     sample_rate: str = o.SAMPLE_RATE,
     kernel: str = o.KERNEL,
     thp: Optional[str] = o.THP,
-    balancing: str = o.BALANCING,
-    scan_delay_ms: Optional[str] = o.SCAN_DELAY,
-    scan_period_min_ms: Optional[str] = o.SCAN_MIN,
-    scan_period_max_ms: Optional[str] = o.SCAN_MAX,
-    scan_size_mb: Optional[str] = o.SCAN_SIZE,
     explain_balancing: bool = o.EXPLAIN,
     verbose: bool = o.VERBOSE,
     as_json: bool = o.JSON,
@@ -36,8 +34,7 @@ def sim(
     Workload parameters follow as --name value (e.g. --class C --threads 64, --n 20000 --init serial);
     `numalab workloads NAME` lists them.
     """
-    bal = o.balancing(balancing, explain_balancing, scan_delay_ms=scan_delay_ms, scan_period_min_ms=scan_period_min_ms,
-                      scan_period_max_ms=scan_period_max_ms, scan_size_mb=scan_size_mb)
+    bal = replace(balancing, explain=explain_balancing)
     spec = o.spec(machine, workload, ctx.args, placement, seed, sample_rate, kernel, thp, bal)
     bound = spec.bind()
     with working(f"simulating {spec.workload} on {spec.machine}", quiet=as_json):

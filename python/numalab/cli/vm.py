@@ -63,25 +63,13 @@ def _request(machine, command, place, bal, memory, cpus, thp, accel, timeout, in
 
 
 @app.command("run", context_settings={"allow_interspersed_args": False})
+@o.with_placement
+@o.with_balancing
 def run_cmd(
+    placement: o.Placement,
+    balancing: o.Balancing,
     command: List[str] = COMMAND,
     machine: str = VM_MACHINE,
-    interleave: Optional[str] = o.INTERLEAVE,
-    weighted_interleave: Optional[str] = o.WEIGHTED,
-    weights: Optional[str] = o.WEIGHTS,
-    membind: Optional[str] = o.MEMBIND,
-    preferred: Optional[str] = o.PREFERRED,
-    preferred_many: Optional[str] = o.PREFERRED_MANY,
-    localalloc: bool = o.LOCALALLOC,
-    cpunodebind: Optional[str] = o.CPUNODEBIND,
-    physcpubind: Optional[str] = o.PHYSCPUBIND,
-    omp_proc_bind: str = o.PROC_BIND,
-    omp_places: str = o.PLACES,
-    balancing: str = o.BALANCING,
-    scan_delay_ms: Optional[str] = o.SCAN_DELAY,
-    scan_period_min_ms: Optional[str] = o.SCAN_MIN,
-    scan_period_max_ms: Optional[str] = o.SCAN_MAX,
-    scan_size_mb: Optional[str] = o.SCAN_SIZE,
     memory_per_node_mib: Optional[int] = MEMORY,
     cpus_per_node: int = CPUS,
     thp: Optional[str] = THP,
@@ -100,11 +88,7 @@ def run_cmd(
     """
     from numalab.vm import run as vm_run
 
-    place = o.placement(interleave, weighted_interleave, weights, membind, preferred, preferred_many, localalloc,
-                        cpunodebind, physcpubind, omp_proc_bind, omp_places)
-    bal = o.balancing(balancing, False, scan_delay_ms=scan_delay_ms, scan_period_min_ms=scan_period_min_ms,
-                      scan_period_max_ms=scan_period_max_ms, scan_size_mb=scan_size_mb)
-    req = _request(machine, list(command), place, bal, memory_per_node_mib, cpus_per_node, thp, accel, timeout, interval_ms)
+    req = _request(machine, list(command), placement, balancing, memory_per_node_mib, cpus_per_node, thp, accel, timeout, interval_ms)
     out = vm_run.run(req, say=_say)
     if out.status == 2 and not out.text("agent.jsonl").strip():
         raise UsageError(f"the guest refused the run: {out.text('stderr').strip() or 'numalab-agent exit code 2'}")
@@ -129,9 +113,10 @@ def run_cmd(
 
 
 @app.command("shell")
+@o.with_balancing
 def shell_cmd(
+    balancing: o.Balancing,
     machine: str = VM_MACHINE,
-    balancing: str = o.BALANCING,
     memory_per_node_mib: Optional[int] = MEMORY,
     cpus_per_node: int = CPUS,
     thp: Optional[str] = THP,
@@ -140,32 +125,21 @@ def shell_cmd(
     """An interactive shell in the guest (busybox, numactl, numastat via /sys): `exit` powers it off."""
     from numalab.vm import run as vm_run
 
-    bal = o.balancing(balancing, False)
-    req = _request(machine, [], o.placement(), bal, memory_per_node_mib, cpus_per_node, thp, accel, 1e9, 100)
+    req = _request(machine, [], o.placement(), balancing, memory_per_node_mib, cpus_per_node, thp, accel, 1e9, 100)
     raise typer.Exit(vm_run.shell(req, say=_say))
 
 
 @app.command("check", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@o.with_placement
+@o.with_balancing
 def check_cmd(
     ctx: typer.Context,
+    placement: o.Placement,
+    balancing: o.Balancing,
     case: Optional[List[str]] = typer.Option(None, "--case", help="A named case (repeatable; 'all' for every one); see --list."),
     list_cases: bool = typer.Option(False, "--list", help="List the named cases and what each expects."),
     machine: Optional[str] = typer.Option(None, "--machine", help="Machine preset (default vm-4; with --case: overrides the case's)."),
     workload: Optional[str] = typer.Option(None, "--workload", help="dgemv or stream: compare this workload (its parameters follow as --n 2000 --init serial ...)."),
-    interleave: Optional[str] = o.INTERLEAVE,
-    membind: Optional[str] = o.MEMBIND,
-    preferred: Optional[str] = o.PREFERRED,
-    preferred_many: Optional[str] = o.PREFERRED_MANY,
-    localalloc: bool = o.LOCALALLOC,
-    cpunodebind: Optional[str] = o.CPUNODEBIND,
-    physcpubind: Optional[str] = o.PHYSCPUBIND,
-    omp_proc_bind: str = o.PROC_BIND,
-    omp_places: str = o.PLACES,
-    balancing: str = o.BALANCING,
-    scan_delay_ms: Optional[str] = o.SCAN_DELAY,
-    scan_period_min_ms: Optional[str] = o.SCAN_MIN,
-    scan_period_max_ms: Optional[str] = o.SCAN_MAX,
-    scan_size_mb: Optional[str] = o.SCAN_SIZE,
     memory_per_node_mib: Optional[int] = MEMORY,
     accel: str = ACCEL,
     timeout: float = typer.Option(300.0, "--timeout", help="Kill each guest after this many seconds."),
@@ -188,11 +162,7 @@ def check_cmd(
     if workload:
         if workload not in ("dgemv", "stream"):
             raise UsageError(f"--workload must be dgemv or stream (a C kernel in kernels/ with a simulator descriptor), got '{workload}'")
-        place = o.placement(interleave, None, None, membind, preferred, preferred_many, localalloc,
-                            cpunodebind, physcpubind, omp_proc_bind, omp_places)
-        bal = o.balancing(balancing, False, scan_delay_ms=scan_delay_ms, scan_period_min_ms=scan_period_min_ms,
-                          scan_period_max_ms=scan_period_max_ms, scan_size_mb=scan_size_mb)
-        config = ":".join(place.items() + bal.items()) or "default"
+        config = ":".join(placement.items() + balancing.items()) or "default"
         cases = [check.adhoc_case(machine or "vm-4", workload, o.workload_params(list(ctx.args)), config)]
     else:
         if ctx.args:
