@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from numalab.runner import host
 from numalab.exceptions import UsageError
 from numalab.machine import load as load_machine
 from numalab.machine.presets import PRESET_DIR
@@ -200,7 +201,7 @@ def test_placement_becomes_numactl_options_for_the_agent():
     p = Placement(policy="interleave", nodes="0-3", cpunodebind="1")
     assert vm_run.agent_args(p) == ["--interleave=0-3", "--cpunodebind=1"]
     assert vm_run.agent_args(Placement(policy="local")) == ["--localalloc"]
-    assert vm_run.omp_env(Placement(omp_proc_bind="spread", omp_places="cores")) == {"OMP_PROC_BIND": "spread", "OMP_PLACES": "cores"}
+    assert host.omp_env(Placement(omp_proc_bind="spread", omp_places="cores")) == {"OMP_PROC_BIND": "spread", "OMP_PLACES": "cores"}
 
 
 # ---- cache, setup, kernel profile -------------------------------------------------------------------

@@ -8,11 +8,12 @@ import json
 import re
 import secrets
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
 from numalab.exceptions import NumalabError, UsageError
+from numalab.runner import host
 from numalab.spec import Placement
 from numalab.spec.balancing import Balancing
 from numalab.vm import guest, initramfs, protocol, qemu
@@ -66,27 +67,9 @@ def kernel_tuple(release: str) -> tuple[int, int]:
 
 
 def agent_args(p: Placement) -> list[str]:
-    """numactl's options for the agent, from a Placement (``cli/options.placement()``)."""
-    opt = {
-        "bind": "--membind", "interleave": "--interleave", "weighted-interleave": "--weighted-interleave",
-        "preferred": "--preferred", "preferred-many": "--preferred-many",
-    }
-    out = []
-    if p.policy == "local":
-        out.append("--localalloc")
-    elif p.policy != "default":
-        out.append(f"{opt[p.policy]}={p.nodes}")
-    if p.cpunodebind:
-        out.append(f"--cpunodebind={p.cpunodebind}")
-    if p.physcpubind:
-        out.append(f"--physcpubind={p.physcpubind}")
-    return out
-
-
-def omp_env(p: Placement) -> dict[str, str]:
-    if p.omp_proc_bind == "false":
-        return {}
-    return {"OMP_PROC_BIND": p.omp_proc_bind, "OMP_PLACES": p.omp_places}
+    """The host's translation, with the weights left out: in the guest they are set through its
+    own sysfs before the command (``_weights_script``), which changes nothing on the host."""
+    return host.agent_args(replace(p, weights=()))
 
 
 def resolve_accel(accel: str) -> str:
@@ -144,7 +127,7 @@ def boot_job(req: VmRequest, command: list[str] | None, say: Say = lambda s: Non
         agent_args=agent_args(req.placement),
         knobs=knobs,
         thp=req.thp,
-        env=omp_env(req.placement),
+        env=host.omp_env(req.placement),
         interval_ms=req.interval_ms,
         setup=tuple(_weights_script(req.placement)),
     )
