@@ -17,7 +17,7 @@ mod validate;
 
 pub use bitmap::{Bitmap, CpuSet, NodeSet};
 pub use error::{PolicyError, TopologyError};
-pub use machine::{Core, CurvePoint, Hop, Link, Machine, NumaNode, Package, Pu};
+pub use machine::{Cache, Core, CurvePoint, Hop, Link, Machine, NumaNode, Package, Pu};
 pub use nodestring::{parse_cpustring, parse_nodestring};
 pub use policy::{MemPolicy, PolicyFlags, PolicyMode};
 pub use spec::MachineSpec;

@@ -76,6 +76,17 @@ pub struct Hop {
     pub dir: u8,
 }
 
+/// One cache instance (hwloc's L2Cache, L3Cache, ...): its level, capacity and the PUs that
+/// share it (sysfs `cpu*/cache/index*/shared_cpu_list`). The simulator derives DRAM traffic
+/// from the capacity each thread gets of its caches (docs/contention.md §4.1).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cache {
+    pub level: u8,
+    pub size_bytes: u64,
+    pub cpuset: CpuSet,
+}
+
 /// A point of the loaded-latency curve: latency = idle latency x `factor` at controller
 /// utilisation `utilisation` (0..1), interpolated linearly between points.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -103,6 +114,9 @@ pub struct Machine {
     pub links: Vec<Link>,
     /// `routes[from][to]`: the links remote traffic crosses (empty for local).
     pub routes: Vec<Vec<Vec<Hop>>>,
+    /// Data and unified caches from level 2 up, one entry per instance; empty if unknown.
+    #[serde(default)]
+    pub caches: Vec<Cache>,
     /// Where values came from when they are not in the source (field -> reason), e.g. estimates.
     #[serde(default)]
     pub notes: BTreeMap<String, String>,

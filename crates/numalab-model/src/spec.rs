@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use crate::bitmap::{CpuSet, NodeSet};
 use crate::error::TopologyError;
-use crate::machine::{default_loaded_latency, Core, CurvePoint, Hop, Link, Machine, NumaNode, Package, Pu};
+use crate::machine::{default_loaded_latency, Cache, Core, CurvePoint, Hop, Link, Machine, NumaNode, Package, Pu};
 
 const GIB: f64 = (1u64 << 30) as f64;
 
@@ -129,6 +129,22 @@ pub struct CoreParams {
     pub mlp: f64,
 }
 
+/// A cache level: `size_kib` per instance, one instance per `per` (`core`, `node`, `package`;
+/// with `cores = k`, per group of k consecutive cores of a node, e.g. a Zen CCX or a Bulldozer
+/// module), or one instance of the listed `cpus` (what the importers write).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheSpec {
+    pub level: u8,
+    pub size_kib: f64,
+    #[serde(default)]
+    pub per: Option<String>,
+    #[serde(default)]
+    pub cores: Option<u32>,
+    #[serde(default)]
+    pub cpus: Option<String>,
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MachineSpec {
@@ -150,6 +166,8 @@ pub struct MachineSpec {
     #[serde(default)]
     pub routes: Vec<RouteSpec>,
     pub core: CoreParams,
+    #[serde(default)]
+    pub caches: Vec<CacheSpec>,
     #[serde(default)]
     pub notes: BTreeMap<String, String>,
 }
@@ -222,8 +240,10 @@ impl MachineSpec {
             loaded_latency,
             links,
             routes: Vec::new(),
+            caches: Vec::new(),
             notes: self.notes.clone(),
         };
+        m.caches = self.caches(&m)?;
         if self.latency.local_ns.is_nan() || self.latency.local_ns <= 0.0 {
             return Err(TopologyError::field(
                 "latency.local_ns",
@@ -327,6 +347,48 @@ impl MachineSpec {
             });
         }
         Ok((cores, pus))
+    }
+
+    /// Cache instances: one per core, node or package of the level's `per`, or the listed `cpus`.
+    fn caches(&self, m: &Machine) -> Result<Vec<Cache>, TopologyError> {
+        let mut out = Vec::new();
+        for (i, c) in self.caches.iter().enumerate() {
+            let path = |k: &str| format!("caches[{i}].{k}");
+            if !(c.size_kib.is_finite() && c.size_kib > 0.0) {
+                return Err(TopologyError::field(path("size_kib"), format!("must be > 0, got {}", c.size_kib)));
+            }
+            let size_bytes = (c.size_kib * 1024.0).round() as u64;
+            let sets: Vec<CpuSet> = match (&c.per, &c.cpus) {
+                (Some(per), None) => match per.as_str() {
+                    "core" if c.cores.is_some_and(|k| k > 1) => {
+                        let k = c.cores.unwrap_or(1) as usize;
+                        let mut groups: Vec<CpuSet> = Vec::new();
+                        for node in &m.nodes {
+                            let of_node: Vec<&Core> = m.cores.iter().filter(|x| x.node == node.os_index).collect();
+                            for g in of_node.chunks(k) {
+                                groups.push(g.iter().fold(CpuSet::new(), |acc, x| acc.union(&x.cpuset)));
+                            }
+                        }
+                        groups
+                    }
+                    "core" => m.cores.iter().map(|x| x.cpuset.clone()).collect(),
+                    "node" => m.nodes.iter().map(|x| x.cpuset.clone()).filter(|s| s.first().is_some()).collect(),
+                    "package" => m.packages.iter().map(|x| x.cpuset.clone()).collect(),
+                    other => {
+                        return Err(TopologyError::field(
+                            path("per"),
+                            format!("'{other}' is not one of core, node, package"),
+                        ))
+                    }
+                },
+                (None, Some(cpus)) => {
+                    vec![CpuSet::parse_list(cpus).map_err(|e| TopologyError::field(path("cpus"), e))?]
+                }
+                _ => return Err(TopologyError::field(format!("caches[{i}]"), "give exactly one of per or cpus")),
+            };
+            out.extend(sets.into_iter().map(|cpuset| Cache { level: c.level, size_bytes, cpuset }));
+        }
+        Ok(out)
     }
 
     fn links(&self) -> Result<Vec<Link>, TopologyError> {
@@ -507,4 +569,48 @@ fn shortest_route(m: &Machine, a: usize, b: usize) -> Option<Vec<Hop>> {
     }
     hops.reverse();
     Some(hops)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(caches: &str) -> Result<Machine, TopologyError> {
+        let json = format!(
+            r#"{{"name": "c", "topology": {{"packages": 2, "nodes_per_package": 2, "cores_per_node": 4, "threads_per_core": 2, "cpu_numbering": "smt-last"}},
+            "memory": {{"node_gib": 1}}, "latency": {{"local_ns": 100}}, "bandwidth": {{"node_gbps": 10}},
+            "core": {{"frequency_ghz": 2, "mlp": 10}}, "caches": {caches}}}"#
+        );
+        MachineSpec::from_json(&json)?.resolve()
+    }
+
+    #[test]
+    fn cache_instances_follow_per_and_cores() {
+        let m = spec(
+            r#"[{"level": 2, "size_kib": 256, "per": "core"}, {"level": 3, "size_kib": 8192, "per": "core", "cores": 2},
+               {"level": 4, "size_kib": 65536, "per": "package"}]"#,
+        )
+        .unwrap();
+        let count = |l: u8| m.caches.iter().filter(|c| c.level == l).count();
+        assert_eq!((count(2), count(3), count(4)), (16, 8, 2));
+        // An L2 holds a core's two PUs (smt-last: PU k and k + 16); an L3 two cores of one node.
+        assert_eq!(m.caches[0].cpuset.to_list_string(), "0,16");
+        let l3 = m.caches.iter().find(|c| c.level == 3).unwrap();
+        assert_eq!(l3.cpuset.to_list_string(), "0-1,16-17");
+        assert_eq!(l3.size_bytes, 8 << 20);
+    }
+
+    #[test]
+    fn bad_caches_are_refused_by_key() {
+        let e = spec(r#"[{"level": 3, "size_kib": 8192, "per": "socket"}]"#).unwrap_err().to_string();
+        assert!(e.contains("caches[0].per") && e.contains("core, node, package"), "{e}");
+        let e = spec(r#"[{"level": 3, "size_kib": 8192, "cpus": "0-99"}]"#).unwrap_err().to_string();
+        assert!(e.contains("caches[0].cpuset"), "{e}");
+        let e = spec(r#"[{"level": 3, "size_kib": 8192, "per": "node"}, {"level": 3, "size_kib": 1, "cpus": "0"}]"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cpuset: overlaps another L3 instance"), "{e}");
+        let e = spec(r#"[{"level": 3, "size_kib": 0, "per": "node"}]"#).unwrap_err().to_string();
+        assert!(e.contains("caches[0].size_kib"), "{e}");
+    }
 }

@@ -32,7 +32,31 @@ impl Machine {
         check_matrix("idle_latency_ns", &self.idle_latency_ns, n)?;
         self.check_curve()?;
         self.check_links()?;
-        self.check_routes(n)
+        self.check_routes(n)?;
+        self.check_caches()
+    }
+
+    /// Levels 2..4, a size, PUs that exist; instances of one level never overlap.
+    fn check_caches(&self) -> R {
+        let all = self.cpuset();
+        for (i, c) in self.caches.iter().enumerate() {
+            let p = format!("caches[{i}]");
+            if !(2..=4).contains(&c.level) {
+                return err(format!("{p}.level"), format!("{} is not a cache level 2, 3 or 4", c.level));
+            }
+            if c.size_bytes == 0 {
+                return err(format!("{p}.size_bytes"), "a cache needs a size");
+            }
+            if c.cpuset.first().is_none() || !c.cpuset.is_subset(&all) {
+                return err(format!("{p}.cpuset"), format!("PUs {} are not all PUs of the machine", c.cpuset.to_list_string()));
+            }
+            for d in &self.caches[..i] {
+                if d.level == c.level && !d.cpuset.intersection(&c.cpuset).is_empty() {
+                    return err(format!("{p}.cpuset"), format!("overlaps another L{} instance", c.level));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn check_nodes(&self) -> R {
