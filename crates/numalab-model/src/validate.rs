@@ -48,7 +48,10 @@ impl Machine {
                 return err(format!("{p}.size_bytes"), "a cache needs a size");
             }
             if c.cpuset.first().is_none() || !c.cpuset.is_subset(&all) {
-                return err(format!("{p}.cpuset"), format!("PUs {} are not all PUs of the machine", c.cpuset.to_list_string()));
+                return err(
+                    format!("{p}.cpuset"),
+                    format!("PUs {} are not all PUs of the machine", c.cpuset.to_list_string()),
+                );
             }
             for d in &self.caches[..i] {
                 if d.level == c.level && !d.cpuset.intersection(&c.cpuset).is_empty() {
