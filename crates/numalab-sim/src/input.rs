@@ -397,6 +397,12 @@ pub struct SimConfig {
     /// Keep at most this many timeline points (the interval doubles when exceeded).
     #[serde(default = "timeline_points")]
     pub timeline_points: usize,
+    /// Seeded background activity: timer ticks, kernel threads, daemons (docs/scheduler.md §6).
+    #[serde(default)]
+    pub noise: bool,
+    /// Keep the scheduler's decisions for `--explain-sched` (docs/scheduler.md §7).
+    #[serde(default)]
+    pub explain_sched: bool,
 }
 
 fn timeline_points() -> usize {
@@ -412,6 +418,8 @@ impl Default for SimConfig {
             costs: Costs::default(),
             balancing: Balancing::default(),
             timeline_points: 100,
+            noise: false,
+            explain_sched: false,
         }
     }
 }

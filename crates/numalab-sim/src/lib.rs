@@ -18,6 +18,7 @@ pub mod error;
 pub mod footprint;
 pub mod input;
 pub mod mempolicy;
+pub mod openmp;
 pub mod output;
 pub mod pages;
 pub mod pattern;

@@ -38,6 +38,13 @@ pub struct ThreadOut {
     pub node: u32,
     pub time_s: f64,
     pub migrations: u64,
+    /// The node it was created on, and the share of its run spent on other nodes
+    /// (docs/scheduler.md §7).
+    pub first_node: u32,
+    pub away_from_first_node_pct: f64,
+    /// Its CPU over time: (seconds, CPU OS index, node OS index) at creation and at every move
+    /// by the load balancer (docs/scheduler.md §7).
+    pub cpu_history: Vec<(f64, u32, u32)>,
     /// The NUMA lines of `/proc/PID/task/TID/sched` at the end of the run (balancing on only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sched: Option<ThreadSched>,
@@ -67,6 +74,20 @@ pub struct NodeFaults {
     pub task_shared: u64,
     pub group_private: u64,
     pub group_shared: u64,
+}
+
+/// One scheduler decision (`--explain-sched`): CPUs and nodes by OS index, thread ids from 1.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SchedEventOut {
+    pub t_s: f64,
+    pub tid: u32,
+    pub from_cpu: Option<u32>,
+    pub to_cpu: u32,
+    pub from_node: Option<u32>,
+    pub to_node: u32,
+    pub path: String,
+    pub level: String,
+    pub why: String,
 }
 
 /// One completed scan pass over a process's address space (`--explain-balancing`).
@@ -141,6 +162,9 @@ pub struct SimOutput {
     /// Per completed scan pass, when `balancing.explain` is set.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub balancing_passes: Vec<PassOut>,
+    /// Scheduler decisions for `--explain-sched` (docs/scheduler.md §7), empty unless asked.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sched_events: Vec<SchedEventOut>,
     /// Time charged to balancing work (balancing on only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub balancing_cost: Option<BalancingCost>,
@@ -238,7 +262,18 @@ impl Recorder {
             .enumerate()
             .map(|(tid, (pid, cpu, node, time_s, migrations))| {
                 procs[pid].time_s = procs[pid].time_s.max(time_s);
-                ThreadOut { tid: tid as u32 + 1, pid: pid as u32 + 1, cpu, node, time_s, migrations, sched: None }
+                ThreadOut {
+                    tid: tid as u32 + 1,
+                    pid: pid as u32 + 1,
+                    cpu,
+                    node,
+                    time_s,
+                    migrations,
+                    first_node: node,
+                    away_from_first_node_pct: 0.0,
+                    cpu_history: Vec::new(),
+                    sched: None,
+                }
             })
             .collect();
         let time_s = procs.iter().map(|p| p.time_s).fold(0.0, f64::max);
@@ -255,6 +290,7 @@ impl Recorder {
             numastat,
             vmstat: Vmstat::default(),
             balancing_passes: Vec::new(),
+            sched_events: Vec::new(),
             balancing_cost: None,
             timeline: self.timeline,
             engine: EngineInfo { sample_rate, sample_stride: stride, bandwidth_waits, epochs, samples },

@@ -135,6 +135,7 @@ impl<'a> Engine<'a> {
         let nproc = w.processes as usize;
         let nt = w.threads as usize;
         let mut sched = Sched::new(m, p, cfg.kernel, nproc, nt).map_err(SimError::Input)?;
+        sched.set_options(cfg.noise.then_some(cfg.seed), cfg.explain_sched);
         let n = m.nodes.len();
         let mut procs: Vec<Process> = (0..nproc)
             .map(|_| {
@@ -148,13 +149,17 @@ impl<'a> Engine<'a> {
             })
             .collect();
         let mut threads = Vec::with_capacity(nproc * nt);
+        // The primary thread creates the workers one by one (docs/scheduler.md §5).
+        // No parallel region, no team: a program with nothing to run starts nobody.
+        let runs = w.program.iter().any(|s| s.repeat > 0 && !s.phases.is_empty());
+        let start = if runs { crate::openmp::start_times(nt) } else { vec![0.0; nt] };
         for pid in 0..nproc {
-            for idx in 0..nt {
+            for (idx, &clock) in start.iter().enumerate() {
                 let tid = threads.len() as u64;
                 threads.push(Thread {
                     pid,
                     idx,
-                    clock: 0.0,
+                    clock,
                     state: State::Running,
                     seq: 0,
                     step: 0,
@@ -185,7 +190,7 @@ impl<'a> Engine<'a> {
         let mut live = vec![false; threads.len()];
         for tid in 0..threads.len() {
             let parent = if threads[tid].idx == 0 { None } else { Some(tid - threads[tid].idx) };
-            sched.place_new(tid, parent, &live);
+            sched.place_new_at(start[threads[tid].idx], tid, parent, &live);
             live[tid] = true;
         }
         let stride = (1.0 / cfg.sample_rate).round().max(1.0) as u64;
@@ -227,7 +232,9 @@ impl<'a> Engine<'a> {
         }
         let mut dt = DT_MIN_S;
         while self.oom.is_none() && self.threads.iter().any(|t| t.state != State::Done) {
-            let (costs, shares) = self.solve();
+            let live: Vec<bool> = self.threads.iter().map(|t| t.state != State::Done).collect();
+            let background = self.sched.background(self.now, self.now + dt, &live);
+            let (costs, shares) = self.solve(&background);
             for t in &mut self.threads {
                 t.epoch_seq = t.seq;
             }
@@ -292,6 +299,7 @@ impl<'a> Engine<'a> {
                 (t.pid, self.sched.pu_os[cpu], self.m.nodes[self.sched.pu_node[cpu]].os_index, t.finish_s, t.migrations)
             })
             .collect();
+        let sched_out = self.sched_outputs();
         let mut numab = self.numab.take();
         let sched_lines: Vec<_> = numab
             .as_ref()
@@ -308,6 +316,7 @@ impl<'a> Engine<'a> {
             self.cfg.sample_rate,
             [self.budget_waits, self.epochs, self.samples],
         );
+        sched_out.apply(&mut out);
         if let Some(nb) = numab.as_mut() {
             out.vmstat = nb.vmstat.clone();
             out.balancing_passes = nb.take_passes();
@@ -335,7 +344,8 @@ impl<'a> Engine<'a> {
     }
 
     /// Cost per line for every running thread from its last epoch's memory mix.
-    fn solve(&mut self) -> (Vec<Vec<f64>>, Vec<f64>) {
+    /// `background`: the share of each CPU taken by background work this epoch.
+    fn solve(&mut self, background: &[f64]) -> (Vec<Vec<f64>>, Vec<f64>) {
         let n = self.m.nodes.len();
         let mut nr = vec![0usize; self.sched.cpu.len().max(self.m.pus.len())];
         for (tid, t) in self.threads.iter().enumerate() {
@@ -378,7 +388,7 @@ impl<'a> Engine<'a> {
                     cpu_node: node,
                     mlp: self.mlp(t, self.m.pus.get(cpu).map_or(1, |u| busy_pus[u.core as usize])),
                     compute_per_line: t.compute_per_line_s,
-                    cpu_share: 1.0 / nr[cpu].max(1) as f64,
+                    cpu_share: (1.0 - background[cpu]) / nr[cpu].max(1) as f64,
                     rd,
                     wr,
                 }
@@ -413,6 +423,59 @@ impl<'a> Engine<'a> {
             let from: Vec<(usize, usize)> = moved.iter().map(|&t| (t, before[t])).collect();
             nb.after_balance(&from, &self.sched);
         }
+    }
+}
+
+impl Engine<'_> {
+    /// Per thread: first node, time away from it, CPU history; the decisions if asked.
+    fn sched_outputs(&self) -> SchedOutputs {
+        let s = &self.sched;
+        let node_os = |cpu: usize| self.m.nodes[s.pu_node[cpu]].os_index;
+        let threads = (0..self.threads.len())
+            .map(|tid| {
+                let hist = &s.history[tid];
+                let first = hist.first().map(|&(_, c)| node_os(c));
+                let run = self.threads[tid].finish_s;
+                let away = if run > 0.0 { (100.0 * s.away_s[tid] / run).min(100.0) } else { 0.0 };
+                (first, away, hist.iter().map(|&(ts, c)| (ts, s.pu_os[c], node_os(c))).collect())
+            })
+            .collect();
+        let events = s
+            .log
+            .iter()
+            .map(|e| crate::output::SchedEventOut {
+                t_s: e.t_s,
+                tid: e.tid as u32 + 1,
+                from_cpu: e.from.map(|c| s.pu_os[c]),
+                to_cpu: s.pu_os[e.to],
+                from_node: e.from.map(node_os),
+                to_node: node_os(e.to),
+                path: e.path.to_string(),
+                level: e.level.clone(),
+                why: e.why.clone(),
+            })
+            .collect();
+        SchedOutputs { threads, events }
+    }
+}
+
+type ThreadSchedOut = (Option<u32>, f64, Vec<(f64, u32, u32)>);
+
+/// What the scheduler adds to the output (docs/scheduler.md §7).
+struct SchedOutputs {
+    /// Per thread: first node, percent of time away from it, (seconds, CPU, node) history.
+    threads: Vec<ThreadSchedOut>,
+    events: Vec<crate::output::SchedEventOut>,
+}
+
+impl SchedOutputs {
+    fn apply(self, out: &mut SimOutput) {
+        for (t, (first, away, hist)) in out.threads.iter_mut().zip(self.threads) {
+            t.first_node = first.unwrap_or(t.node);
+            t.away_from_first_node_pct = away;
+            t.cpu_history = hist;
+        }
+        out.sched_events = self.events;
     }
 }
 

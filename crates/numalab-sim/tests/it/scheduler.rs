@@ -1,7 +1,9 @@
-//! Where unbound and bound threads run (docs/scheduler.md).
+//! Where unbound and bound threads run (docs/scheduler.md): the CFS paths one by one on small
+//! hand-worked cases, then whole runs.
 
-use numalab_model::PolicyMode;
+use numalab_model::{Machine, MachineSpec, PolicyMode};
 use numalab_sim::input::{Pattern, Placement, Places, ProcBind};
+use numalab_sim::sched::Sched;
 use numalab_sim::{simulate, Kernel, SimConfig};
 
 use crate::common::*;
@@ -15,18 +17,124 @@ fn unbound() -> Placement {
     }
 }
 
+/// 2 nodes x 4 cores, one PU per core, distance 21 (one LLC per node).
+fn two_nodes() -> Machine {
+    let spec = r#"{"name": "2n", "description": "two nodes of four cores",
+        "topology": {"packages": 2, "nodes_per_package": 1, "cores_per_node": 4},
+        "memory": {"node_gib": 1},
+        "distances": [[10,21],[21,10]],
+        "latency": {"local_ns": 100},
+        "bandwidth": {"node_gbps": 10},
+        "links": [{"nodes": [0,1], "gbps": 6}],
+        "core": {"frequency_ghz": 2.0, "mlp": 10}}"#;
+    MachineSpec::from_json(spec).unwrap().resolve().unwrap()
+}
+
+/// Create `n` threads of one process in order (exec, then forks from thread 0).
+fn create(m: &Machine, kernel: Kernel, n: usize) -> Sched {
+    let mut s = Sched::new(m, &unbound(), kernel, 1, n).unwrap();
+    s.set_options(None, true);
+    let mut live = vec![false; n];
+    for t in 0..n {
+        s.place_new(t, (t > 0).then_some(0), &live);
+        live[t] = true;
+    }
+    s
+}
+
+fn nodes(s: &Sched) -> Vec<usize> {
+    s.cpu.iter().map(|&c| s.pu_node[c]).collect()
+}
+
 #[test]
-fn k313_threads_start_on_the_parents_node_then_the_balancer_spreads_them_one_per_cpu() {
+fn numa_levels_within_reclaim_distance_balance_fork_in_both_kernels() {
+    for kernel in [Kernel::K313, Kernel::K6] {
+        let s = Sched::new(&machine4(), &unbound(), kernel, 1, 1).unwrap();
+        let d = s.domains();
+        let names: Vec<&str> = d.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["MC", "NUMA16", "NUMA22"]);
+        assert!(d.iter().all(|d| d.balance_fork_exec && d.wake_affine), "{kernel:?}: 16 and 22 <= RECLAIM_DISTANCE 30");
+    }
+}
+
+#[test]
+fn k313_fork_leaves_for_an_idle_remote_node_at_once() {
+    // v3.13 find_idlest_group(): the parent's node holds one task (1/4 per CPU), the remote
+    // node none: 100 x 0.25 < 112 x 0 is false, so the idlest (remote) group wins. The exec
+    // already left CPU 0, where the launching shell runs, the same way.
+    let s = create(&two_nodes(), Kernel::K313, 4);
+    assert_eq!(nodes(&s), vec![1, 0, 1, 0]);
+    assert!(s.log.iter().all(|e| e.from.is_none()));
+    assert_eq!(s.log[1].path, "fork");
+    assert!(s.log[1].why.contains("NUMA21: idlest group"), "{}", s.log[1].why);
+}
+
+#[test]
+fn k6_fork_stays_on_the_parents_node_within_the_numa_imbalance_allowance() {
+    // v6.13: imb_numa_nr = 2 LLCs in the NUMA21 span. Worker 1: 1 running + 1 <= 2 and an
+    // idle-CPU difference of 1 <= 2: stays (next idle core). Worker 2: 2 + 1 > 2 and node 1 has
+    // more idle CPUs: it goes there. Worker 3: node 1 has spare and node 0 as many idle CPUs
+    // after... (2 idle vs 3): node 1 again.
+    let s = create(&two_nodes(), Kernel::K6, 4);
+    assert_eq!(s.cpu[0], 0, "exec stays: its own CPU counts as idle");
+    assert_eq!(nodes(&s), vec![0, 0, 1, 1]);
+    assert!(s.log[1].why.contains("NUMA imbalance allowance"), "{}", s.log[1].why);
+    assert_ne!(s.cpu[0], s.cpu[1], "the worker takes the idle core, not its parent's");
+}
+
+/// Two threads stacked on CPU 0 of the two-node machine, the rest idle.
+fn stacked(kernel: Kernel) -> Sched {
+    let mut s = Sched::new(&two_nodes(), &unbound(), kernel, 1, 2).unwrap();
+    s.set_options(None, true);
+    s.cpu = vec![0, 0];
+    s
+}
+
+#[test]
+fn a_cache_hot_task_is_not_pulled_and_a_cold_one_is() {
+    // 6.13: two tasks share CPU 0 in turns of 3 ms. At 6.2 ms thread 1 stopped 0.2 ms ago
+    // (< sched_migration_cost 0.5 ms: cache hot) and thread 0 runs: nothing can move.
+    let mut s = stacked(Kernel::K6);
+    assert!(s.balance(6.2e-3, &[true, true]).is_empty());
+    // At 4.2 ms thread 1 runs and thread 0 stopped 1.2 ms ago: an idle CPU of node 0 pulls it.
+    let mut s = stacked(Kernel::K6);
+    assert_eq!(s.balance(4.2e-3, &[true, true]), vec![0]);
+    assert_eq!(s.pu_node[s.cpu[0]], 0, "pulled inside the node (MC level first)");
+    let e = s.log.last().unwrap();
+    assert_eq!((e.path, e.level.as_str()), ("idle-balance", "MC"));
+}
+
+#[test]
+fn balancing_waits_for_its_interval_instead_of_spreading_at_once() {
+    // The idle CPUs' first balance is due one jiffy (4 ms at HZ=250) after the domains are
+    // built: nothing moves at the end of a 20 us epoch.
+    let mut s = stacked(Kernel::K6);
+    assert!(s.balance(20e-6, &[true, true]).is_empty());
+    assert!(s.balance(1e-3, &[true, true]).is_empty());
+}
+
+#[test]
+fn k313_forks_spread_over_the_nodes_and_the_balancer_fixes_the_last_one() {
+    // v3.13 spreads forks over every NUMA level (all within RECLAIM_DISTANCE); its 112.5 %
+    // margin keeps the last worker beside its parent when the groups are nearly even, and an
+    // idle CPU pulls it later.
     let m = machine4();
     let w = stream_like(64, 16, Pattern::Block, 20);
-    let out = simulate(&m, &w, &unbound(), &SimConfig { kernel: Kernel::K313, ..cfg() }).unwrap();
+    let c = SimConfig { kernel: Kernel::K313, explain_sched: true, ..cfg() };
+    let out = simulate(&m, &w, &unbound(), &c).unwrap();
     let mut cpus: Vec<u32> = out.threads.iter().map(|t| t.cpu).collect();
     cpus.sort();
     cpus.dedup();
     assert_eq!(cpus.len(), 16, "one thread per CPU at the end");
-    assert!(out.threads.iter().map(|t| t.migrations).sum::<u64>() >= 12, "12 threads had to leave node 0");
-    // The parallel first touch ran while the threads were still on node 0.
-    assert!(out.pages_per_node[0] > out.pages_per_node[1], "{:?}", out.pages_per_node);
+    assert_eq!(out.threads.iter().map(|t| t.migrations).sum::<u64>(), 1);
+    let moved = out.sched_events.iter().find(|e| e.from_cpu.is_some()).unwrap();
+    assert_eq!(
+        moved.from_cpu,
+        Some(13),
+        "from the CPU the exec chose, shared by the primary thread and the last worker"
+    );
+    assert!(moved.t_s >= 4e-3, "not before the first balancing interval: {}", moved.t_s);
+    assert!(out.threads.iter().filter(|t| t.tid != moved.tid).all(|t| t.cpu_history.len() == 1));
 }
 
 #[test]
@@ -39,6 +147,52 @@ fn k6_fork_balancing_spreads_threads_over_nodes_from_the_start() {
         assert_eq!(out.threads.iter().filter(|t| t.node == n).count(), 4);
     }
     assert!(local_share(&out.access_map) > 0.99);
+    assert!(out.threads.iter().all(|t| t.away_from_first_node_pct == 0.0 && t.cpu_history.len() == 1));
+}
+
+#[test]
+fn oversubscribed_threads_are_pulled_by_idle_cpus_over_time() {
+    // 8 threads on 8 CPUs restricted to... 8 threads bound by cpuset to node 0's 4 CPUs, then
+    // freed? Instead: 24 threads on 16 CPUs keep the balancer busy; it moves threads, records
+    // why, and every move is between allowed CPUs.
+    let m = machine4();
+    let w = stream_like(64, 24, Pattern::Block, 20);
+    let c = SimConfig { explain_sched: true, ..cfg() };
+    let out = simulate(&m, &w, &unbound(), &c).unwrap();
+    let moves: Vec<_> = out.sched_events.iter().filter(|e| e.from_cpu.is_some()).collect();
+    assert_eq!(moves.len() as u64, out.threads.iter().map(|t| t.migrations).sum::<u64>());
+    assert!(out.sched_events.iter().filter(|e| e.from_cpu.is_none()).count() == 24);
+    assert!(moves.iter().all(|e| e.t_s > 0.0 && !e.why.is_empty()));
+}
+
+fn noisy(seed: u64) -> SimConfig {
+    SimConfig { seed, noise: true, ..cfg() }
+}
+
+#[test]
+fn noise_is_deterministic_per_seed_and_differs_between_seeds() {
+    let m = machine4();
+    let w = stream_like(64, 16, Pattern::Block, 10);
+    let a = simulate(&m, &w, &unbound(), &noisy(3)).unwrap();
+    let b = simulate(&m, &w, &unbound(), &noisy(3)).unwrap();
+    assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
+    let times: Vec<f64> = (1..=4).map(|s| simulate(&m, &w, &unbound(), &noisy(s)).unwrap().time_s).collect();
+    let mut distinct = times.clone();
+    distinct.sort_by(f64::total_cmp);
+    distinct.dedup();
+    assert!(distinct.len() >= 3, "{times:?}");
+    let quiet = simulate(&m, &w, &unbound(), &cfg()).unwrap().time_s;
+    assert!(times.iter().all(|&t| t > quiet), "background work only slows: {times:?} vs {quiet}");
+}
+
+#[test]
+fn noise_off_reproduces_the_noise_free_run_whatever_the_seed() {
+    let m = machine4();
+    let w = stream_like(64, 16, Pattern::Block, 10);
+    let a = simulate(&m, &w, &unbound(), &SimConfig { seed: 1, ..cfg() }).unwrap();
+    let b = simulate(&m, &w, &unbound(), &SimConfig { seed: 99, ..cfg() }).unwrap();
+    assert_eq!(a.time_s, b.time_s);
+    assert_eq!(a.pages_per_node, b.pages_per_node);
 }
 
 #[test]

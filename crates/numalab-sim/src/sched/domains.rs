@@ -1,0 +1,189 @@
+//! Scheduling domains above the core, with each kernel version's parameters and flags.
+//!
+//! Levels: `MC` (the node's PUs, one last-level cache per node; groups: cores), then one `NUMA`
+//! level per distinct remote SLIT distance (span: the PUs of nodes within that distance; groups:
+//! the spans of the level below), as `sched_init_numa()` builds them (v3.13
+//! `kernel/sched/core.c`, v6.13 `kernel/sched/topology.c`). No SMT level: an idle core is
+//! preferred inside `Sched::idlest`, where the SMT level's groups would lead.
+
+use numalab_model::Machine;
+
+use crate::input::Kernel;
+
+/// `RECLAIM_DISTANCE` (`include/linux/topology.h`: 30 since v3.0, and 6.13's default
+/// `node_reclaim_distance`).
+pub const RECLAIM_DISTANCE: u32 = 30;
+
+#[derive(Clone, Debug)]
+pub struct Domain {
+    pub name: String,
+    /// For each PU (logical), the PUs of its domain at this level.
+    pub span_of: Vec<Vec<usize>>,
+    /// For each PU, the groups of its domain: the child domains' spans covering the span, its
+    /// own first (`build_overlap_sched_groups()` for NUMA levels: groups may overlap).
+    pub groups_of: Vec<Vec<Vec<usize>>>,
+    pub numa: bool,
+    /// `SD_BALANCE_FORK | SD_BALANCE_EXEC` (always together here).
+    pub balance_fork_exec: bool,
+    pub wake_affine: bool,
+    /// `sd->min_interval` / `max_interval` in ms: the span weight and twice it unless fixed.
+    min_interval_ms: Option<f64>,
+    max_interval_ms: Option<f64>,
+    /// `sd->balance_interval` at build time (None: the span weight).
+    init_interval_ms: Option<f64>,
+    pub busy_factor: f64,
+    pub imbalance_pct: f64,
+    pub cache_nice_tries: u32,
+    /// 6.x `sd->imb_numa_nr` (0 where unused).
+    pub imb_numa_nr: usize,
+}
+
+impl Domain {
+    pub fn weight(&self, cpu: usize) -> usize {
+        self.span_of[cpu].len()
+    }
+    pub fn min_interval_ms(&self, cpu: usize) -> f64 {
+        self.min_interval_ms.unwrap_or(self.weight(cpu) as f64)
+    }
+    pub fn max_interval_ms(&self, cpu: usize) -> f64 {
+        self.max_interval_ms.unwrap_or(2.0 * self.weight(cpu) as f64)
+    }
+    pub fn init_interval_ms(&self, cpu: usize) -> f64 {
+        self.init_interval_ms.unwrap_or(self.weight(cpu) as f64)
+    }
+}
+
+pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
+    let pu_node: Vec<usize> = m.pus.iter().map(|u| m.node_logical(u.node).unwrap_or(0)).collect();
+    let n_pus = m.pus.len();
+    let mut out = Vec::new();
+    let span_of: Vec<Vec<usize>> =
+        (0..n_pus).map(|c| (0..n_pus).filter(|&q| pu_node[q] == pu_node[c]).collect()).collect();
+    let core_of: Vec<usize> = m.pus.iter().map(|u| u.core as usize).collect();
+    let core_span: Vec<Vec<usize>> =
+        (0..n_pus).map(|c| (0..n_pus).filter(|&q| core_of[q] == core_of[c]).collect()).collect();
+    let group_of = groups(&span_of, &core_span);
+    let mc = match kernel {
+        // v3.13 include/linux/topology.h SD_MC_INIT: min 1, max 4, busy_factor 64,
+        // imbalance_pct 125, cache_nice_tries 1, balance_interval 1; FORK|EXEC|WAKE_AFFINE|NEWIDLE.
+        Kernel::K313 => Domain {
+            name: "MC".into(),
+            span_of: span_of.clone(),
+            groups_of: group_of.clone(),
+            numa: false,
+            balance_fork_exec: true,
+            wake_affine: true,
+            min_interval_ms: Some(1.0),
+            max_interval_ms: Some(4.0),
+            init_interval_ms: Some(1.0),
+            busy_factor: 64.0,
+            imbalance_pct: 125.0,
+            cache_nice_tries: 1,
+            imb_numa_nr: 0,
+        },
+        // v6.13 kernel/sched/topology.c sd_init(): min_interval = sd_weight, max = 2*sd_weight,
+        // busy_factor 16, imbalance_pct 117, balance_interval 1; SD_SHARE_LLC: cache_nice_tries 1.
+        Kernel::K6 => Domain {
+            name: "MC".into(),
+            span_of: span_of.clone(),
+            groups_of: group_of.clone(),
+            numa: false,
+            balance_fork_exec: true,
+            wake_affine: true,
+            min_interval_ms: None,
+            max_interval_ms: None,
+            init_interval_ms: Some(1.0),
+            busy_factor: 16.0,
+            imbalance_pct: 117.0,
+            cache_nice_tries: 1,
+            imb_numa_nr: 0,
+        },
+    };
+    out.push(mc);
+    let mut tiers: Vec<u32> = m.distances.iter().flatten().copied().filter(|&d| d > 10).collect();
+    tiers.sort();
+    tiers.dedup();
+    let mut child_span: Vec<Vec<usize>> = span_of.clone();
+    let llc_weight = span_of.iter().map(|s| s.len()).max().unwrap_or(1);
+    for (k, d) in tiers.iter().copied().enumerate() {
+        let span_of: Vec<Vec<usize>> =
+            (0..n_pus).map(|c| (0..n_pus).filter(|&q| m.distances[pu_node[c]][pu_node[q]] <= d).collect()).collect();
+        // Both versions: NUMA levels within RECLAIM_DISTANCE balance fork, exec and affine
+        // wake-ups. v3.13 kernel/sched/core.c sd_numa_init() ORs in sd_local_flags(level)
+        // ("if (sched_domains_numa_distance[level] > RECLAIM_DISTANCE) return 0; return
+        // SD_BALANCE_EXEC | SD_BALANCE_FORK | SD_WAKE_AFFINE;"); v6.13 sd_init() clears the three
+        // flags above node_reclaim_distance.
+        let near = d <= RECLAIM_DISTANCE;
+        let weight = span_of.iter().map(|s| s.len()).max().unwrap_or(1);
+        let dom = match kernel {
+            // v3.13 sd_numa_init(): min sd_weight, max 2*sd_weight, busy_factor 32,
+            // imbalance_pct 125, cache_nice_tries 2, balance_interval sd_weight.
+            Kernel::K313 => Domain {
+                name: format!("NUMA{d}"),
+                span_of: span_of.clone(),
+                groups_of: groups(&span_of, &child_span),
+                numa: true,
+                balance_fork_exec: near,
+                wake_affine: near,
+                min_interval_ms: None,
+                max_interval_ms: None,
+                init_interval_ms: None,
+                busy_factor: 32.0,
+                imbalance_pct: 125.0,
+                cache_nice_tries: 2,
+                imb_numa_nr: 0,
+            },
+            // v6.13 sd_init(): SD_NUMA: cache_nice_tries 2; imb_numa_nr from
+            // build_sched_domains(): above the LLC, nr_llcs = span/llc span, imb = nr_llcs (or
+            // span >> 3 with one LLC), at least 1; higher NUMA levels scale it by
+            // max(1, span / span of the first NUMA level's parent).
+            Kernel::K6 => {
+                let imb = if k == 0 {
+                    let nr_llcs = weight / llc_weight.max(1);
+                    (if nr_llcs == 1 { weight >> 3 } else { nr_llcs }).max(1)
+                } else {
+                    let first = out[1].imb_numa_nr;
+                    // imb_span: the second NUMA level's span (this one's, when it is that level).
+                    let imb_span =
+                        out.get(2).map_or(weight, |d: &Domain| d.span_of.iter().map(Vec::len).max().unwrap_or(1));
+                    first * (weight / imb_span.max(1)).max(1)
+                };
+                Domain {
+                    name: format!("NUMA{d}"),
+                    span_of: span_of.clone(),
+                    groups_of: groups(&span_of, &child_span),
+                    numa: true,
+                    balance_fork_exec: near,
+                    wake_affine: near,
+                    min_interval_ms: None,
+                    max_interval_ms: None,
+                    init_interval_ms: Some(1.0),
+                    busy_factor: 16.0,
+                    imbalance_pct: 117.0,
+                    cache_nice_tries: 2,
+                    imb_numa_nr: imb,
+                }
+            }
+        };
+        out.push(dom);
+        // Groups one level up are this level's spans.
+        child_span = span_of;
+    }
+    out
+}
+
+/// Each CPU's groups: its own child span first, then the child span of every CPU of its span
+/// not yet covered, in CPU order.
+fn groups(span_of: &[Vec<usize>], child_span: &[Vec<usize>]) -> Vec<Vec<Vec<usize>>> {
+    (0..span_of.len())
+        .map(|c| {
+            let mut out = vec![child_span[c].clone()];
+            for &q in &span_of[c] {
+                if !out.iter().any(|g| g.contains(&q)) {
+                    out.push(child_span[q].iter().copied().filter(|x| span_of[c].contains(x)).collect());
+                }
+            }
+            out
+        })
+        .collect()
+}

@@ -1,0 +1,283 @@
+//! Where threads run (docs/scheduler.md).
+//!
+//! - Bound threads (`OMP_PROC_BIND` close/spread/primary over `OMP_PLACES` threads/cores/sockets)
+//!   get a place each, computed as the OpenMP 5 specification says (§2.6.2 "Controlling OpenMP
+//!   thread affinity").
+//! - Unbound threads are placed by CFS's paths, per kernel profile (v3.13 / v6.13):
+//!   `domains.rs` builds the scheduling domains with each version's parameters and flags,
+//!   `fork.rs` places a new task (`select_task_rq_fair` with `SD_BALANCE_FORK/EXEC`:
+//!   `find_idlest_group` / `find_idlest_cpu`), `balance.rs` runs the periodic, idle and
+//!   newly-idle load balancer (`rebalance_domains` / `load_balance`) with its real intervals,
+//!   `imbalance_pct`, the cache-hot test and active balancing, and `noise.rs` the seeded
+//!   background activity (timer ticks, kernel threads, daemons).
+
+mod balance;
+mod domains;
+mod fork;
+mod noise;
+
+use numalab_model::{CpuSet, Machine};
+
+use crate::input::{Kernel, Placement, Places, ProcBind};
+
+pub use domains::Domain;
+pub use noise::Noise;
+
+/// `CONFIG_HZ`: the kernel's default (`kernel/Kconfig.hz`: `default HZ_250`); balancing
+/// intervals are whole jiffies (`msecs_to_jiffies` in `get_sd_balance_interval`).
+pub const HZ: f64 = 250.0;
+/// `sysctl_sched_migration_cost` = 500000 ns (`kernel/sched/fair.c`, both versions): a task
+/// that ran less than this long ago is cache hot (`task_hot`).
+pub const MIGRATION_COST_S: f64 = 0.5e-3;
+
+/// Most decisions kept for `--explain-sched` (the count of all is kept).
+const LOG_MAX: usize = 20_000;
+
+/// One scheduling decision: which path placed or moved a thread, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SchedEvent {
+    pub t_s: f64,
+    pub tid: usize,
+    /// Logical PUs; `from` is None for a placement at creation.
+    pub from: Option<usize>,
+    pub to: usize,
+    /// `exec`, `fork`, `idle-balance`, `busy-balance`, `newidle-balance`, `active-balance`.
+    pub path: &'static str,
+    /// The scheduling domain level (`MC`, `NUMA<distance>`), empty when none decided.
+    pub level: String,
+    pub why: String,
+}
+
+/// Per CPU and domain level: `sd->balance_interval`, `sd->last_balance`, `sd->nr_balance_failed`.
+#[derive(Clone, Debug)]
+struct DomState {
+    balance_interval_ms: f64,
+    last_balance_s: f64,
+    nr_balance_failed: u32,
+}
+
+pub struct Sched {
+    kernel: Kernel,
+    pub pu_node: Vec<usize>,
+    pu_core: Vec<usize>,
+    /// OS index of each PU (logical).
+    pub pu_os: Vec<u32>,
+    /// Logical PUs each thread may run on.
+    pub allowed: Vec<Vec<usize>>,
+    pub cpu: Vec<usize>,
+    pub bound: Vec<bool>,
+    /// Scheduling domains, lowest first.
+    domains: Vec<Domain>,
+    /// `state[level][cpu]`.
+    state: Vec<Vec<DomState>>,
+    noise: Option<Noise>,
+    explain: bool,
+    pub log: Vec<SchedEvent>,
+    pub log_total: u64,
+    /// CPUs that had runnable work at the previous balancing point (for newly-idle balancing).
+    was_busy: Vec<bool>,
+    /// Per thread: node at creation, seconds run away from it, and the last accounting time.
+    first_node: Vec<usize>,
+    pub away_s: Vec<f64>,
+    accounted_s: f64,
+    /// Per thread: (time, logical PU) at creation and after every move by this scheduler.
+    pub history: Vec<Vec<(f64, usize)>>,
+}
+
+impl Sched {
+    /// Threads are numbered process by process; `threads` per process, `processes` of them.
+    pub fn new(m: &Machine, p: &Placement, kernel: Kernel, processes: usize, threads: usize) -> Result<Self, String> {
+        let pu_node: Vec<usize> = m.pus.iter().map(|u| m.node_logical(u.node).unwrap_or(0)).collect();
+        let pu_core: Vec<usize> = m.pus.iter().map(|u| u.core as usize).collect();
+        let pu_os: Vec<u32> = m.pus.iter().map(|u| u.os_index).collect();
+        let all = m.cpuset();
+        let cpus = p.cpus.clone().unwrap_or(all);
+        let allowed_pus: Vec<usize> = (0..m.pus.len()).filter(|&i| cpus.contains(pu_os[i])).collect();
+        if allowed_pus.is_empty() {
+            return Err("the placement allows no CPU of this machine".into());
+        }
+        let nthreads = processes * threads;
+        let domains = domains::build(m, kernel);
+        let state = domains
+            .iter()
+            .map(|d| {
+                (0..m.pus.len())
+                    .map(|c| DomState {
+                        balance_interval_ms: d.init_interval_ms(c),
+                        last_balance_s: 0.0,
+                        nr_balance_failed: 0,
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut s = Sched {
+            kernel,
+            pu_node,
+            pu_core,
+            pu_os,
+            allowed: vec![allowed_pus.clone(); nthreads],
+            cpu: vec![0; nthreads],
+            bound: vec![false; nthreads],
+            domains,
+            state,
+            noise: None,
+            explain: false,
+            log: Vec::new(),
+            log_total: 0,
+            was_busy: vec![false; m.pus.len()],
+            first_node: vec![0; nthreads],
+            away_s: vec![0.0; nthreads],
+            accounted_s: 0.0,
+            history: vec![Vec::new(); nthreads],
+        };
+        if p.proc_bind != ProcBind::False {
+            let places = places(m, p.places, &cpus);
+            if places.is_empty() {
+                return Err("OMP_PLACES gives no place inside the allowed CPUs".into());
+            }
+            for proc in 0..processes {
+                for (i, place) in assign_places(p.proc_bind, places.len(), threads).into_iter().enumerate() {
+                    let tid = proc * threads + i;
+                    s.allowed[tid] = places[place].clone();
+                    s.bound[tid] = true;
+                }
+            }
+        }
+        Ok(s)
+    }
+
+    /// Background activity seeded by `seed` (None: an idealized, quiet machine), and whether to
+    /// keep the decisions for `--explain-sched`.
+    pub fn set_options(&mut self, noise_seed: Option<u64>, explain: bool) {
+        self.noise = noise_seed.map(|seed| Noise::new(seed, self.pu_node.clone()));
+        self.explain = explain;
+    }
+
+    /// The scheduling domains (lowest first), for explanations and tests.
+    pub fn domains(&self) -> &[Domain] {
+        &self.domains
+    }
+
+    /// Runnable tasks per CPU: live threads plus background work active at `now_s`.
+    fn nr_running(&self, live: &[bool], now_s: f64) -> Vec<usize> {
+        let mut n = vec![0; self.pu_node.len()];
+        for (t, &cpu) in self.cpu.iter().enumerate() {
+            if live[t] {
+                n[cpu] += 1;
+            }
+        }
+        if let Some(noise) = &self.noise {
+            for (c, v) in n.iter_mut().enumerate() {
+                *v += usize::from(noise.active_at(c, now_s));
+            }
+        }
+        n
+    }
+
+    /// The least loaded of `cands` (ties: an idle core first, then the lowest PU).
+    fn idlest(&self, cands: &[usize], load: &[usize]) -> usize {
+        let core_busy =
+            |c: usize| (0..load.len()).filter(|&q| self.pu_core[q] == self.pu_core[c]).map(|q| load[q]).sum::<usize>();
+        *cands.iter().min_by_key(|&&c| (load[c], core_busy(c), c)).expect("non-empty candidate list")
+    }
+
+    fn record(&mut self, ev: SchedEvent) {
+        self.log_total += 1;
+        if self.explain && self.log.len() < LOG_MAX {
+            self.log.push(ev);
+        }
+    }
+
+    /// Move thread `tid` to `to` (by the load balancer).
+    fn migrate(&mut self, now_s: f64, tid: usize, to: usize, path: &'static str, level: usize, why: String) {
+        let from = self.cpu[tid];
+        self.cpu[tid] = to;
+        self.history[tid].push((now_s, to));
+        let level = self.domains[level].name.clone();
+        self.record(SchedEvent { t_s: now_s, tid, from: Some(from), to, path, level, why });
+    }
+
+    /// Charge the time since the last call to each live thread's node (time away from the
+    /// node it started on).
+    fn account(&mut self, now_s: f64, live: &[bool]) {
+        let dt = now_s - self.accounted_s;
+        if dt > 0.0 {
+            for (t, away) in self.away_s.iter_mut().enumerate() {
+                if live[t] && self.pu_node[self.cpu[t]] != self.first_node[t] {
+                    *away += dt;
+                }
+            }
+        }
+        self.accounted_s = now_s;
+    }
+
+    /// Fraction of `[a, b)` each CPU spends on background work (0 without noise).
+    pub fn background(&mut self, a: f64, b: f64, live: &[bool]) -> Vec<f64> {
+        let n = self.pu_node.len();
+        if self.noise.is_none() {
+            return vec![0.0; n];
+        }
+        let load = self.nr_running(live, a);
+        self.noise.as_mut().map(|nz| nz.busy_fraction(a, b, &load)).unwrap_or_else(|| vec![0.0; n])
+    }
+}
+
+/// OMP_PLACES: the list of places inside the allowed CPUs, in OS order (logical PU lists).
+pub(crate) fn places(m: &Machine, kind: Places, allowed: &CpuSet) -> Vec<Vec<usize>> {
+    let keep = |set: &CpuSet| -> Vec<usize> {
+        (0..m.pus.len()).filter(|&i| set.contains(m.pus[i].os_index) && allowed.contains(m.pus[i].os_index)).collect()
+    };
+    let mut out: Vec<Vec<usize>> = match kind {
+        Places::Threads => {
+            m.pus.iter().filter(|u| allowed.contains(u.os_index)).map(|u| vec![u.logical_index as usize]).collect()
+        }
+        Places::Cores => m.cores.iter().map(|c| keep(&c.cpuset)).collect(),
+        Places::Sockets => m.packages.iter().map(|p| keep(&p.cpuset)).collect(),
+    };
+    out.retain(|p| !p.is_empty());
+    out.sort_by_key(|p| m.pus[p[0]].os_index);
+    out
+}
+
+/// Which place each of `t` threads gets under a binding policy over `p` places.
+pub fn assign_places(bind: ProcBind, p: usize, t: usize) -> Vec<usize> {
+    let close = || -> Vec<usize> {
+        if t <= p {
+            (0..t).collect()
+        } else {
+            // T > P: P subsets of consecutive threads, the first T mod P one larger.
+            let (q, r) = (t / p, t % p);
+            (0..p).flat_map(|i| std::iter::repeat_n(i, q + usize::from(i < r))).collect()
+        }
+    };
+    match bind {
+        ProcBind::False | ProcBind::Close => close(),
+        ProcBind::Primary => vec![0; t],
+        ProcBind::Spread if t <= p => {
+            // P places in T subpartitions of consecutive places; thread i takes the first of the i-th.
+            let (q, r) = (p / t, p % t);
+            let mut start = 0;
+            (0..t)
+                .map(|i| {
+                    let s = start;
+                    start += q + usize::from(i < r);
+                    s
+                })
+                .collect()
+        }
+        ProcBind::Spread => close(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openmp_place_assignment() {
+        assert_eq!(assign_places(ProcBind::Close, 8, 4), vec![0, 1, 2, 3]);
+        assert_eq!(assign_places(ProcBind::Spread, 8, 4), vec![0, 2, 4, 6]);
+        assert_eq!(assign_places(ProcBind::Close, 2, 5), vec![0, 0, 0, 1, 1]);
+        assert_eq!(assign_places(ProcBind::Primary, 4, 3), vec![0, 0, 0]);
+    }
+}
