@@ -310,3 +310,23 @@ def _first_difference(a: dict[str, Any], b: dict[str, Any]) -> str:
         if a[key] != b.get(key):
             return f"{key}: {str(a[key])[:300]} != {str(b.get(key))[:300]}"
     return "no difference"
+
+
+def test_lstopo_cache_objects_become_the_machines_caches() -> None:
+    # 2p-2n-l3.xml: per package an 11 MiB L3 over 4 PUs and a 1 MiB L2 per core (2 PUs); L1 skipped.
+    m = json.loads(load_hwloc_xml(LSTOPO_XML).to_json())
+    l3 = [(c["size_bytes"], c["cpuset"]) for c in m["caches"] if c["level"] == 3]
+    l2 = [c["cpuset"] for c in m["caches"] if c["level"] == 2]
+    assert l3 == [(11534336, "0-1,4-5"), (11534336, "2-3,6-7")]
+    assert sorted(l2) == ["0,4", "1,5", "2,6", "3,7"]
+
+
+def test_preset_caches_survive_export_and_import(tmp_path: Path) -> None:
+    from numalab.machine import load
+
+    m = load("epyc9654-2s-nps4")
+    path = tmp_path / "epyc.xml"
+    path.write_text(to_hwloc_xml(m))
+    back = json.loads(load_hwloc_xml(path).to_json())
+    assert back["caches"] == json.loads(m.to_json())["caches"]
+    assert len([c for c in back["caches"] if c["level"] == 3]) == 24  # one L3 per 8-core CCX

@@ -44,6 +44,25 @@ pub struct AccessSpec {
     pub count: u64,
     #[serde(default = "one_f64")]
     pub passes: f64,
+    /// Traffic when the access's re-use hits in cache, and its re-use window (docs/contention.md
+    /// §4.1); `None`: `rd`/`wr` are the traffic whatever the caches.
+    #[serde(default)]
+    pub cached: Option<Cached>,
+}
+
+/// The cached side of an access (`crate::cache`): DRAM bytes per byte swept when the re-use
+/// hits, and the bytes touched between two uses of a line, per thread or (`shared`) by all the
+/// process's threads under one last-level cache.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cached {
+    #[serde(default)]
+    pub rd: f64,
+    #[serde(default)]
+    pub wr: f64,
+    pub window_bytes: f64,
+    #[serde(default)]
+    pub shared: bool,
 }
 
 fn one_u64() -> u64 {
@@ -136,6 +155,11 @@ impl WorkloadSpec {
                 }
                 if a.rd < 0.0 || a.wr < 0.0 || a.passes < 0.0 {
                     return bad(format!("phase '{}': rd, wr and passes must be >= 0", p.name));
+                }
+                if let Some(c) = &a.cached {
+                    if !(c.rd >= 0.0 && c.wr >= 0.0 && c.window_bytes >= 0.0 && c.window_bytes.is_finite()) {
+                        return bad(format!("phase '{}': cached rd, wr and window_bytes must be >= 0", p.name));
+                    }
                 }
             }
             if p.cycles < 0.0 || p.pipeline_steps == 0 {

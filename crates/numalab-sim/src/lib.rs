@@ -12,6 +12,7 @@
 
 pub mod alloc;
 pub mod balancing;
+pub mod cache;
 pub mod contention;
 pub mod engine;
 pub mod error;

@@ -47,6 +47,7 @@ INFO_KEYS = {
     "numalab.loaded_latency": "loaded-latency curve as [[utilisation, factor], ...]",
     "numalab.links": "interconnect links [{nodes, gbps}]",
     "numalab.routes": "every remote route [{from, to, via}]",
+    "numalab.caches": "cache instances [{level, size_kib, cpus}] (docs/contention.md §4.1)",
     "numalab.notes": "where values came from {field: reason}",
 }
 
@@ -131,6 +132,10 @@ class _Writer:
         infos["numalab.loaded_latency"] = _json([[p["utilisation"], p["factor"]] for p in m["loaded_latency"]])
         infos["numalab.links"] = _json(m["links"])
         infos["numalab.routes"] = _json(self.routes())
+        if m.get("caches"):
+            infos["numalab.caches"] = _json(
+                [{"level": c["level"], "size_kib": c["size_bytes"] / 1024, "cpus": c["cpuset"]} for c in m["caches"]]
+            )
         infos["numalab.notes"] = _json(m["notes"])
         return infos
 

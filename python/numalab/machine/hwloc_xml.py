@@ -648,6 +648,7 @@ class _Importer:
         }
         spec["latency"].update(self.loaded_curve())
         spec.update(self.interconnect())
+        spec["caches"] = self.caches()
         spec["notes"] = {**self.info_json("numalab.notes", dict, {}), **self.notes}
         return spec
 
@@ -658,6 +659,22 @@ class _Importer:
         if curve is None or curve == _default_curve():
             return {}
         return {"loaded_curve": curve}
+
+    def caches(self) -> list[dict[str, Any]]:
+        """numalab's exact cache list if the file has it, else its L2/L3/L4 cache objects (``cache_size``
+        bytes, the PUs of their ``cpuset``); instruction caches are skipped."""
+        exact = self.info_json("numalab.caches", list, None)
+        if exact is not None:
+            return exact
+        out = []
+        for el in _descendants(self.machine, "object"):
+            level = {"L2Cache": 2, "L3Cache": 3, "L4Cache": 4}.get(el.attrib.get("type", ""))
+            if level is None or el.attrib.get("cache_type") == "2" or "cpuset" not in el.attrib:
+                continue
+            size, cpus = self.int_attr(el, "cache_size", 0), self.bitmap_attr(el, "cpuset")
+            if size > 0 and cpus:
+                out.append({"level": level, "size_kib": size / 1024, "cpus": format_cpulist(cpus)})
+        return out
 
     def interconnect(self) -> dict[str, Any]:
         links = self.info_json("numalab.links", list, None)

@@ -48,6 +48,13 @@ share of every plane), ``shared`` (every thread sweeps the whole region), ``mast
 sweeps it all), ``private`` (= block), ``dynamic`` (chunks of ``chunk`` planes shuffled each time
 and dealt round-robin), ``gather``/``scatter`` (``count`` random 64-byte lines per thread; ``rd``
 and ``wr`` are per line). ``passes`` repeats a sweep. The first *write* to a page places it.
+
+Caches: ``rd``/``wr`` are the traffic when the access's re-use misses; an optional
+``cached = { rd = 1.0, wr = 0.0, window = "2 * 8 * n * n", shared = false }`` gives the traffic
+when it hits and the re-use window (bytes the thread touches between two uses of a line; with
+``shared``, all the process's threads under one last-level cache together). The engine takes the
+share that misses from the capacity each thread gets of its caches on the machine it runs on
+(docs/contention.md §4.1), so the machine, thread count and class change the traffic.
 """
 
 from __future__ import annotations
@@ -73,6 +80,15 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class CachedDesc(_Strict):
+    """DRAM traffic when the access's re-use hits in cache, and its re-use window (docs/contention.md §4.1)."""
+
+    rd: Expr = 0.0
+    wr: Expr = 0.0
+    window: Expr
+    shared: Expr = False
+
+
 class AccessDesc(_Strict):
     region: str
     pattern: str
@@ -82,6 +98,7 @@ class AccessDesc(_Strict):
     chunk: Expr = 1
     count: Expr = 0
     passes: Expr = 1
+    cached: CachedDesc | None = None
 
 
 class PhaseDesc(_Strict):
@@ -360,6 +377,12 @@ class _Resolver:
                     "chunk": int(self.num(a.chunk, f"{akey}.chunk", 1)),
                     "count": count,
                     "passes": float(self.num(a.passes, f"{akey}.passes", 0)),
+                    "cached": None if a.cached is None else {
+                        "rd": float(self.num(a.cached.rd, f"{akey}.cached.rd", 0)),
+                        "wr": float(self.num(a.cached.wr, f"{akey}.cached.wr", 0)),
+                        "window_bytes": float(self.num(a.cached.window, f"{akey}.cached.window", 0)),
+                        "shared": bool(self.ev(a.cached.shared, f"{akey}.cached.shared")),
+                    },
                 }
             )
         mlp = None if p.mlp is None else float(self.num(p.mlp, f"{key}.mlp", 1))

@@ -93,6 +93,8 @@ pub struct Engine<'a> {
     cfg: &'a SimConfig,
     alloc: Allocator,
     solver: Solver,
+    /// Cache instances per PU (docs/contention.md §4.1).
+    caches: crate::cache::CacheMap,
     sched: Sched,
     procs: Vec<Process>,
     threads: Vec<Thread>,
@@ -206,6 +208,7 @@ impl<'a> Engine<'a> {
             cfg,
             alloc: Allocator::new(m, cfg.kernel),
             solver: Solver::new(m),
+            caches: crate::cache::CacheMap::new(m),
             sched,
             procs,
             threads,

@@ -130,9 +130,18 @@ impl Engine<'_> {
         let spec = &self.w.phases[phase];
         let nt = self.w.threads as u64;
         let regions = &self.procs[pid].regions;
+        let capacity = self.cache_capacity(pid * nt as usize + idx as usize);
         spec.accesses
             .iter()
             .map(|a| {
+                // The traffic this thread's share of its caches leaves (docs/contention.md §4.1).
+                let eff;
+                let a = if a.cached.is_some() {
+                    eff = crate::cache::effective(a, capacity);
+                    &eff
+                } else {
+                    a
+                };
                 let r = &regions[a.region];
                 let order = if a.pattern == crate::input::Pattern::Dynamic {
                     self.chunk_order(pid, seq, r.planes.div_ceil(a.chunk.max(1)))
@@ -142,6 +151,14 @@ impl Engine<'_> {
                 Sweep::new(a, r, a.region as u32, idx, nt, &order, self.stride)
             })
             .collect()
+    }
+
+    /// Cache capacity (per-thread window, shared window) of thread `tid` where it runs now,
+    /// shared with the run's threads that have not finished.
+    fn cache_capacity(&self, tid: usize) -> (f64, f64) {
+        let pus = self.threads.iter().enumerate().map(|(i, t)| (t.state != State::Done).then(|| self.sched.cpu[i]));
+        let sharers = self.caches.sharers(pus);
+        self.caches.capacity(self.sched.cpu[tid], &sharers)
     }
 
     /// One shuffled chunk order per phase execution, shared by all its threads and accesses (a

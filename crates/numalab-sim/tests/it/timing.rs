@@ -141,3 +141,70 @@ fn one_thread_is_concurrency_bound_and_a_full_node_is_bandwidth_bound() {
     assert!(one < 6.4 && one > 4.0, "one thread: {one} GB/s");
     assert!(four > 9.0 && four <= 10.0 * 1.02, "four threads: {four} GB/s");
 }
+
+/// `idle_machine` with one last-level cache of `llc_kib` per node.
+fn cached_machine(llc_kib: u64) -> numalab_model::Machine {
+    let spec = format!(
+        r#"{{"name": "llc2", "description": "test machine with caches",
+        "topology": {{"packages": 2, "nodes_per_package": 1, "cores_per_node": 4, "threads_per_core": 2, "cpu_numbering": "smt-last"}},
+        "memory": {{"node_gib": 2}}, "latency": {{"local_ns": 100}}, "bandwidth": {{"node_gbps": 1000}},
+        "links": [{{"nodes": [0,1], "gbps": 1000}}], "core": {{"frequency_ghz": 2.0, "mlp": 10}},
+        "caches": [{{"level": 3, "size_kib": {llc_kib}, "per": "node"}}]}}"#
+    );
+    numalab_model::MachineSpec::from_json(&spec).unwrap().resolve().unwrap()
+}
+
+/// DRAM lines one sweep phase moves: `rd` per byte if its re-use misses, `hit_rd` if it hits,
+/// re-use window `window` bytes per thread (`None`: a pure stream, no cached side).
+fn sweep_lines(
+    m: &numalab_model::Machine,
+    mib: u64,
+    threads: u32,
+    cpus: &str,
+    rd: f64,
+    hit: Option<(f64, f64)>,
+) -> f64 {
+    let mut p = pinned(policy(PolicyMode::Default, &[]));
+    p.cpus = Some(numalab_model::CpuSet::parse_list(cpus).unwrap());
+    p.proc_bind = numalab_sim::input::ProcBind::Close;
+    let lines = |reps| {
+        let mut w = read_sweeps(mib, threads, reps, 0.0);
+        w.phases[1].accesses[0].rd = rd;
+        w.phases[1].accesses[0].cached = hit.map(|(hit_rd, window)| numalab_sim::input::Cached {
+            rd: hit_rd,
+            wr: 0.0,
+            window_bytes: window,
+            shared: false,
+        });
+        let out = simulate(m, &w, &p, &cfg()).unwrap();
+        out.access_map.iter().flatten().sum::<u64>() as f64
+    };
+    (lines(3) - lines(1)) / 2.0
+}
+
+#[test]
+fn a_working_set_that_fits_the_llc_moves_nothing_and_a_larger_one_streams() {
+    // A loop re-reading its 4 MiB block: in an 8 MiB LLC it stays cached; in a 1 MiB one 3/4 of
+    // it misses every pass; 65,536 lines per pass if nothing is cached.
+    let reuse = Some((0.0, 4.0 * 1048576.0));
+    assert_eq!(sweep_lines(&cached_machine(8192), 4, 1, "0", 1.0, reuse), 0.0);
+    let small = sweep_lines(&cached_machine(1024), 4, 1, "0", 1.0, reuse);
+    assert!((small / 65536.0 - 0.75).abs() < 0.01, "{small} lines");
+    // The same 4 MiB per thread for 4 threads on one 8 MiB LLC: 2 MiB each, half of it misses.
+    let four = sweep_lines(&cached_machine(8192), 16, 4, "0-3", 1.0, reuse);
+    assert!((four / (4.0 * 65536.0) - 0.5).abs() < 0.01, "{four} lines");
+}
+
+#[test]
+fn halving_the_llc_raises_traffic_for_a_reuse_heavy_stream_not_for_a_pure_stream() {
+    // A stencil-like access: 3 reads per byte if its 6 MiB window misses, 1 if it fits.
+    let heavy = Some((1.0, 6.0 * 1048576.0));
+    let (big, half) = (cached_machine(8192), cached_machine(4096));
+    let (h8, h4) = (sweep_lines(&big, 16, 1, "0", 3.0, heavy), sweep_lines(&half, 16, 1, "0", 3.0, heavy));
+    assert!((h8 / 262144.0 - 1.0).abs() < 0.01, "{h8}");
+    // 1 + 2 x (1 - 4/6) reads per byte.
+    assert!((h4 / 262144.0 - 5.0 / 3.0).abs() < 0.01, "{h4}");
+    let (s8, s4) = (sweep_lines(&big, 16, 1, "0", 1.0, None), sweep_lines(&half, 16, 1, "0", 1.0, None));
+    assert_eq!(s8, s4);
+    assert!((s8 / 262144.0 - 1.0).abs() < 0.01, "{s8}");
+}
