@@ -130,7 +130,11 @@ impl Engine<'_> {
         let spec = &self.w.phases[phase];
         let nt = self.w.threads as u64;
         let regions = &self.procs[pid].regions;
-        let capacity = self.cache_capacity(pid * nt as usize + idx as usize);
+        let capacity = if spec.accesses.iter().any(|a| a.cached.is_some()) {
+            self.cache_capacity(pid * nt as usize + idx as usize)
+        } else {
+            (0.0, 0.0)
+        };
         spec.accesses
             .iter()
             .map(|a| {
