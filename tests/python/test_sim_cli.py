@@ -89,5 +89,7 @@ def test_python_api_returns_pandas_views():
     assert am.shape == (2, 2) and abs(am.values.sum() - 100) < 1e-6
     assert am["node1"].sum() < 1e-9  # serial init: every page on the master's node
     assert r.pages().sum() == 4000 * 4000 * 8 // 4096
-    assert list(r.threads().columns) == ["pid", "cpu", "node", "time_s", "migrations"]
+    cols = list(r.threads().columns)
+    assert cols[:5] == ["pid", "cpu", "node", "time_s", "migrations"]
+    assert sorted(cols[5:]) == ["away_from_first_node_pct", "first_node"]
     assert r.numastat().loc["numa_hit"].sum() > 0

@@ -33,11 +33,13 @@ PLACES = typer.Option("cores", "--omp-places", help="OMP_PLACES: threads, cores,
 SEED = typer.Option("1", "--seed", help="Random seed, 0..2^63-1 (same inputs and seed: same output, bit for bit).")
 SAMPLE_RATE = typer.Option("1", "--sample-rate", help="Fraction of page visits simulated (0 < r <= 1).")
 KERNEL = typer.Option("6.13", "--kernel", help="Kernel rules to follow: 3.13 or 6.13.")
-THP = typer.Option(None, "--thp", help="Transparent huge pages for every region: always or never (default: as the workload says).")
+THP = typer.Option(None, "--thp", help="Transparent huge pages: always, madvise (only regions the program marks MADV_HUGEPAGE) or never (default: what the --kernel profile's distributions shipped: always for 3.13, madvise for 6.13).")
 JSON = typer.Option(False, "--json", help="Print the result document(s) as JSON.")
 VERBOSE = typer.Option(False, "--verbose", "-v", help="Also show the parameters derived from the ones given (class tables, defaults).")
 BALANCING = typer.Option("off", "--balancing", help="Automatic NUMA balancing (kernel.numa_balancing): on or off (default off, as in numactl runs).")
 EXPLAIN = typer.Option(False, "--explain-balancing", help="Print a summary of every NUMA-balancing scan pass.")
+EXPLAIN_SCHED = typer.Option(False, "--explain-sched", help="Print the scheduler's decisions: which path placed or moved each thread, and why.")
+NOISE = typer.Option("on", "--noise", help="Background activity (timer ticks, kernel threads, daemons), seeded: on (default) or off (an idealized, quiet machine).")
 
 
 def _knob_option(name: str) -> Any:

@@ -26,6 +26,8 @@ def sim(
     kernel: str = o.KERNEL,
     thp: Optional[str] = o.THP,
     explain_balancing: bool = o.EXPLAIN,
+    explain_sched: bool = o.EXPLAIN_SCHED,
+    noise: str = o.NOISE,
     verbose: bool = o.VERBOSE,
     as_json: bool = o.JSON,
 ) -> None:
@@ -36,6 +38,7 @@ def sim(
     """
     bal = replace(balancing, explain=explain_balancing)
     spec = o.spec(machine, workload, ctx.args, placement, seed, sample_rate, kernel, thp, bal)
+    spec = spec.updated(noise=noise, explain_sched=explain_sched)
     bound = spec.bind()
     with working(f"simulating {spec.workload} on {spec.machine}", quiet=as_json):
         result = runner.run(bound)

@@ -99,6 +99,9 @@ def summary(doc: dict[str, Any], given: Iterable[str] | None = None) -> str:
     if doc.get("balancing_passes") is not None:
         lines.append("")
         lines.append(pass_text(doc["balancing_passes"]))
+    if doc.get("sched_events") is not None:
+        lines.append("")
+        lines.append(sched_text(doc))
     return "\n".join(lines)
 
 
@@ -127,6 +130,21 @@ def balancing_text(doc: dict[str, Any]) -> str:
     ]
     vm = table(["/proc/vmstat", "count"], ((k, doc["vmstat"][k]) for k in VMSTAT_KEYS))
     return "\n".join(head) + "\n" + render(vm)
+
+
+def sched_text(doc: dict[str, Any]) -> str:
+    """The scheduler's decisions (``--explain-sched``), then per thread its migrations and time
+    away from its first node (docs/scheduler.md §7)."""
+    cols = ("t_ms", "tid", "path", "level", "from", "to", "why")
+
+    def cpu(c: int | None, n: int | None) -> str:
+        return "-" if c is None else f"cpu{c} (node{n})"
+
+    rows = [[f"{e['t_s'] * 1e3:.3f}", e["tid"], e["path"], e["level"] or "-", cpu(e["from_cpu"], e["from_node"]),
+             cpu(e["to_cpu"], e["to_node"]), e["why"]] for e in doc["sched_events"]]
+    text = render(table(cols, rows, "scheduler decisions (placement at creation, then every move)"))
+    per = [[t["tid"], t["first_node"], t["node"], t["migrations"], f"{t['away_from_first_node_pct']:.1f}"] for t in doc["threads"]]
+    return text + "\n" + render(table(("tid", "first_node", "node", "nr_migrations", "away_pct"), per, "threads", first_left=False))
 
 
 def pass_text(passes: list[dict[str, Any]]) -> str:

@@ -56,7 +56,8 @@ class Result:
     def threads(self):  # -> pandas.DataFrame
         import pandas as pd
 
-        df = pd.DataFrame(self.doc["threads"]).set_index("tid")
+        # cpu_history (a list per thread) stays in the document (docs/scheduler.md §7).
+        df = pd.DataFrame([{k: v for k, v in t.items() if k != "cpu_history"} for t in self.doc["threads"]]).set_index("tid")
         first = [c for c in ("pid", "cpu", "node", "time_s", "migrations") if c in df.columns]
         return df[first + [c for c in df.columns if c not in first]]
 

@@ -52,5 +52,7 @@ def document(bound: BoundRun, out: dict[str, Any]) -> dict[str, Any]:
         doc["balancing_cost"] = out["balancing_cost"]
     if s.balancing.explain:
         doc["balancing_passes"] = out.get("balancing_passes", [])
+    if s.explain_sched:
+        doc["sched_events"] = out.get("sched_events", [])
     doc["metrics"] = derived_metrics(doc)
     return doc

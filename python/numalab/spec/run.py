@@ -24,7 +24,13 @@ from numalab.spec.balancing import Balancing, knob_value, on_off
 KERNELS = tuple(KERNEL_PROFILES)  # the engine's profiles (numalab_sim::Kernel::ALL)
 PROC_BIND = ("false", "true", "close", "spread", "primary", "master")
 PLACES = ("threads", "cores", "sockets")
-THP = ("always", "never")
+THP = ("always", "madvise", "never")
+# /sys/kernel/mm/transparent_hugepage/enabled as each profile's distribution kernels shipped it
+# (docs/allocation.md §3.4): 3.13 = Ubuntu 14.04 and RHEL 7 (CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS);
+# 6.13 = Ubuntu since 18.04 (CONFIG_TRANSPARENT_HUGEPAGE_MADVISE, Launchpad bug 1703742).
+THP_DEFAULT = {"3.13": "always", "6.13": "madvise"}
+#: The smallest extent a 2 MiB THP fault can fill (HPAGE_PMD_SIZE on x86-64).
+THP_BYTES = 2 << 20
 MAX_SEED = 2**64 - 1  # the engine's seed is a u64
 
 
@@ -92,9 +98,14 @@ class RunSpec:
     placement: Placement = field(default_factory=Placement)
     balancing: Balancing = field(default_factory=Balancing)
     kernel: str = "6.13"
-    thp: bool | None = None  # None: as the workload descriptor says
+    thp: str | None = None  # always | madvise | never; None: the kernel profile's (THP_DEFAULT)
     seed: int = 1
     sample_rate: float = 1.0
+    # Seeded background activity (docs/scheduler.md §6): on by default, as on a real machine;
+    # off gives the idealized, quiet machine (same time whatever the seed).
+    noise: bool = True
+    # Keep the scheduler's decisions for --explain-sched (output only, not part of the run).
+    explain_sched: bool = field(default=False, compare=False)
 
     # --- writing one ---------------------------------------------------------------------------
 
@@ -123,6 +134,10 @@ class RunSpec:
                 s = replace(s, seed=_seed(value))
             elif key == "sample_rate":
                 s = replace(s, sample_rate=_sample_rate(value))
+            elif key == "noise":
+                s = replace(s, noise=on_off(value, "--noise"))
+            elif key == "explain_sched":
+                s = replace(s, explain_sched=bool(value))
             else:
                 raise UsageError(f"unknown run setting '{key}'")
         return s
@@ -173,13 +188,16 @@ class RunSpec:
             "thp": self.thp,
             "sample_rate": self.sample_rate,
             "seed": self.seed,
+            "noise": self.noise,
         }
 
     @classmethod
     def from_canonical(cls, c: dict[str, Any]) -> "RunSpec":
         s = cls(c["machine"], c["workload"]).with_config(c["placement"])
         return s.updated(params=c["params"], balancing=c["balancing"], kernel=c["kernel"], thp=c["thp"],
-                         seed=c["seed"], sample_rate=c["sample_rate"])
+                         seed=c["seed"], sample_rate=c["sample_rate"],
+                         # stored before background activity existed: a quiet machine
+                         noise=c.get("noise", False))
 
     def label(self) -> str:
         """The run's options as one config string (placement, then balancing)."""
@@ -196,9 +214,9 @@ class RunSpec:
         region_policies = [_region_policy(r) for r in w["regions"]]
         for r in w["regions"]:
             r["policy"] = None
-            if self.thp is not None:
-                r["thp"] = self.thp
-        config = {"seed": self.seed, "sample_rate": self.sample_rate, "kernel": self.kernel, "balancing": self.balancing.engine()}
+            r["thp"] = thp_pages(self.thp or THP_DEFAULT.get(self.kernel, "madvise"), r)
+        config = {"seed": self.seed, "sample_rate": self.sample_rate, "kernel": self.kernel, "balancing": self.balancing.engine(),
+                  "noise": self.noise, "explain_sched": self.explain_sched}
         return BoundRun(self, m, w, EngineRun(m, w, self.placement.engine(), region_policies, config))
 
 
@@ -232,13 +250,28 @@ def load_machine(name: str) -> Machine:
     return machine.load(name)
 
 
-def _thp(value: Any) -> bool | None:
-    if value is None or isinstance(value, bool):
-        return value
+def _thp(value: Any) -> str | None:
+    """always, madvise or never (true/on and false/off, as stored before madvise existed, are
+    always and never)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "always" if value else "never"
     v = str(value).strip().lower()
-    if v not in THP + ("on", "off"):
+    v = {"on": "always", "true": "always", "off": "never", "false": "never"}.get(v, v)
+    if v not in THP:
         raise UsageError(f"--thp: '{value}' is not one of {', '.join(THP)}")
-    return v in ("always", "on")
+    return v
+
+
+def thp_pages(mode: str, region: dict[str, Any]) -> bool:
+    """Whether a region's first touches fault 2 MiB pages (mm/huge_memory.c:
+    hugepage_vma_check): under ``always`` every anonymous region that can hold a whole 2 MiB
+    extent, under ``madvise`` only those the program marks MADV_HUGEPAGE (the descriptor's
+    ``thp``), under ``never`` none."""
+    if mode == "always":
+        return region["bytes"] >= THP_BYTES
+    return mode == "madvise" and bool(region["thp"])
 
 
 def _seed(value: Any) -> int:

@@ -391,7 +391,11 @@ impl<'a> Engine<'a> {
                     cpu_node: node,
                     mlp: self.mlp(t, self.m.pus.get(cpu).map_or(1, |u| busy_pus[u.core as usize])),
                     compute_per_line: t.compute_per_line_s,
-                    cpu_share: (1.0 - background[cpu]) / nr[cpu].max(1) as f64,
+                    // While background work is runnable it shares the CPU fairly with the threads.
+                    cpu_share: {
+                        let n = nr[cpu].max(1) as f64;
+                        (1.0 - background[cpu]) / n + background[cpu] / (n + 1.0)
+                    },
                     rd,
                     wr,
                 }

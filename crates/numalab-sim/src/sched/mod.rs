@@ -30,6 +30,8 @@ pub const HZ: f64 = 250.0;
 /// that ran less than this long ago is cache hot (`task_hot`).
 pub const MIGRATION_COST_S: f64 = 0.5e-3;
 
+/// Most CPU changes kept per thread in its history (the migration count goes on).
+const HISTORY_MAX: usize = 1_000;
 /// Most decisions kept for `--explain-sched` (the count of all is kept).
 const LOG_MAX: usize = 20_000;
 
@@ -192,7 +194,9 @@ impl Sched {
     fn migrate(&mut self, now_s: f64, tid: usize, to: usize, path: &'static str, level: usize, why: String) {
         let from = self.cpu[tid];
         self.cpu[tid] = to;
-        self.history[tid].push((now_s, to));
+        if self.history[tid].len() < HISTORY_MAX {
+            self.history[tid].push((now_s, to));
+        }
         let level = self.domains[level].name.clone();
         self.record(SchedEvent { t_s: now_s, tid, from: Some(from), to, path, level, why });
     }

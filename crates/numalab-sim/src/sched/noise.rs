@@ -11,8 +11,8 @@
 //!   CPU, moved to an idle CPU of the same node (LLC) when there is one, as
 //!   `select_idle_sibling()` does on wake-up.
 //!
-//! Background work is runnable on its CPU while it runs: the balancer sees it, and it takes its
-//! share of the CPU from the threads there.
+//! Background work is runnable on its CPU while it runs: the balancer sees it, and the threads
+//! there share the CPU fairly with it (each of `n` threads gets `1/(n+1)` meanwhile).
 
 use crate::rng::Rng;
 
