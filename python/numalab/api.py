@@ -17,7 +17,7 @@ def simulate(
     seed: int = 1,
     sample_rate: float = 1.0,
     kernel: str = "6.13",
-    thp: bool | None = None,
+    thp: str | bool | None = None,
     **params: Any,
 ) -> Result:
     """Simulate ``workload`` on ``machine`` under ``placement``.

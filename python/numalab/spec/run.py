@@ -26,7 +26,7 @@ PROC_BIND = ("false", "true", "close", "spread", "primary", "master")
 PLACES = ("threads", "cores", "sockets")
 THP = ("always", "madvise", "never")
 # /sys/kernel/mm/transparent_hugepage/enabled as each profile's distribution kernels shipped it
-# (docs/allocation.md §3.4): 3.13 = Ubuntu 14.04 and RHEL 7 (CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS);
+# (docs/allocation.md §3.2): 3.13 = Ubuntu 14.04 and RHEL 7 (CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS);
 # 6.13 = Ubuntu since 18.04 (CONFIG_TRANSPARENT_HUGEPAGE_MADVISE, Launchpad bug 1703742).
 THP_DEFAULT = {"3.13": "always", "6.13": "madvise"}
 #: The smallest extent a 2 MiB THP fault can fill (HPAGE_PMD_SIZE on x86-64).

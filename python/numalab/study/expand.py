@@ -212,7 +212,7 @@ def _describe(f: str, value: Any) -> str:
     if f == "balancing":
         return "balancing " + balancing_label(value)
     if f == "thp":
-        return f"thp {'always' if value else 'never' if value is False else 'default'}"
+        return f"thp {value or 'default'}"
     return f"kernel {value}"
 
 

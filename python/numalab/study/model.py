@@ -44,7 +44,7 @@ class RunPatch(_Strict):
     placement: Optional[str] = Field(None, description="Config string as numalab compare takes it: default, interleave=all, membind=0:cpunodebind=0, init=serial.")
     balancing: Optional[Balancing] = None
     kernel: Optional[Kernel] = Field(None, description="Kernel rules the simulator follows.")
-    thp: Optional[Thp] = Field(None, description="Transparent huge pages for every region (default: as the workload says).")
+    thp: Optional[Thp] = Field(None, description="Transparent huge pages: always, madvise or never (default: the kernel profile's).")
 
 
 class Sweep(_Strict):

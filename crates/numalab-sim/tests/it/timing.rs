@@ -208,3 +208,22 @@ fn halving_the_llc_raises_traffic_for_a_reuse_heavy_stream_not_for_a_pure_stream
     assert_eq!(s8, s4);
     assert!((s8 / 262144.0 - 1.0).abs() < 0.01, "{s8}");
 }
+
+#[test]
+fn a_thp_fault_places_the_whole_2_mib_page_on_the_faulting_threads_node() {
+    // Four threads, one per node, first-touch their static blocks of a THP region. With 2 MiB
+    // blocks each node gets its thread's page; with 1.5 MiB blocks every 2 MiB page still lands
+    // whole on one node (512 base pages), on the node of whichever thread wrote it first.
+    let m = machine4();
+    let p = pinned(policy(PolicyMode::Default, &[]));
+    let run = |mib: u64| {
+        let mut w = stream_like(mib, 4, Pattern::Block, 1);
+        w.regions[0].thp = true;
+        simulate(&m, &w, &p, &cfg()).unwrap().pages_per_node
+    };
+    assert_eq!(run(8), vec![512, 512, 512, 512]);
+    let pages = run(6);
+    assert_eq!(pages.iter().sum::<u64>(), 3 * 512);
+    assert!(pages.iter().all(|&n| n % 512 == 0), "{pages:?}");
+    assert_eq!(pages[0], 512, "thread 0 writes the first page first: {pages:?}");
+}
