@@ -157,8 +157,8 @@ impl WorkloadSpec {
                     return bad(format!("phase '{}': rd, wr and passes must be >= 0", p.name));
                 }
                 if let Some(c) = &a.cached {
-                    if !(c.rd >= 0.0 && c.wr >= 0.0 && c.window_bytes >= 0.0 && c.window_bytes.is_finite()) {
-                        return bad(format!("phase '{}': cached rd, wr and window_bytes must be >= 0", p.name));
+                    if ![c.rd, c.wr, c.window_bytes].iter().all(|v| v.is_finite() && *v >= 0.0) {
+                        return bad(format!("phase '{}': cached rd, wr and window_bytes must be finite and >= 0", p.name));
                     }
                 }
             }
