@@ -58,3 +58,19 @@ def test_threads_report_their_first_node_and_time_away(cli, kernel):
     for t in d["threads"]:
         assert t["first_node"] == t["cpu_history"][0][2]
         assert 0.0 <= t["away_from_first_node_pct"] <= 100.0
+
+
+def test_omp_wait_policy_is_a_run_setting():
+    s = RunSpec.create("vm-4", "stream")
+    assert s.omp_wait_policy == "default" and s.canonical()["omp_wait_policy"] == "default"
+    p = s.with_config("omp-wait-policy=passive")
+    assert p.omp_wait_policy == "passive" and RunSpec.from_canonical(p.canonical()) == p
+
+
+def test_bad_wait_policy_is_a_usage_error(cli):
+    code, _, err = cli("sim", *SMALL, "--omp-wait-policy", "lazy")
+    assert code == 2 and "--omp-wait-policy: 'lazy' is not one of default, active, passive" in err
+
+
+def test_passive_waiting_changes_the_time(cli):
+    assert doc(cli, "--omp-wait-policy", "passive", "--noise", "off")["time_s"] != doc(cli, "--omp-wait-policy", "active", "--noise", "off")["time_s"]

@@ -158,7 +158,10 @@ impl WorkloadSpec {
                 }
                 if let Some(c) = &a.cached {
                     if ![c.rd, c.wr, c.window_bytes].iter().all(|v| v.is_finite() && *v >= 0.0) {
-                        return bad(format!("phase '{}': cached rd, wr and window_bytes must be finite and >= 0", p.name));
+                        return bad(format!(
+                            "phase '{}': cached rd, wr and window_bytes must be finite and >= 0",
+                            p.name
+                        ));
                     }
                 }
             }
@@ -427,6 +430,20 @@ pub struct SimConfig {
     /// Keep the scheduler's decisions for `--explain-sched` (docs/scheduler.md §7).
     #[serde(default)]
     pub explain_sched: bool,
+    /// libgomp's `OMP_WAIT_POLICY` (docs/scheduler.md §5).
+    #[serde(default)]
+    pub omp_wait_policy: WaitPolicy,
+}
+
+/// `OMP_WAIT_POLICY` as libgomp reads it (`libgomp/env.c: parse_wait_policy`): unset, `active`,
+/// `passive`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum WaitPolicy {
+    #[default]
+    Unset,
+    Active,
+    Passive,
 }
 
 fn timeline_points() -> usize {
@@ -444,6 +461,7 @@ impl Default for SimConfig {
             timeline_points: 100,
             noise: false,
             explain_sched: false,
+            omp_wait_policy: WaitPolicy::Unset,
         }
     }
 }

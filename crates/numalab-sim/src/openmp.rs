@@ -4,6 +4,11 @@
 //! one by one (`libgomp/team.c: gomp_team_start()`, a `pthread_create()` per worker: stack
 //! mapping, `clone()`, and the new thread's first run), so worker `i` starts `i` creations
 //! after the region opens and the primary thread itself goes on after the last.
+//!
+//! Threads that arrive at a barrier spin, then sleep in the kernel, and are woken by the last
+//! to arrive (`spin_s`; the wake-up placement is `sched/wake.rs`).
+
+use crate::input::WaitPolicy;
 
 /// Cost of creating one worker thread, paid by the primary thread [est.: `pthread_create()`
 /// with an 8 MiB stack mapping and `clone()` measure 10-30 us on current Linux; 20 us taken].
@@ -15,9 +20,42 @@ pub fn start_times(threads: usize) -> Vec<f64> {
     (0..threads).map(|i| if i == 0 { last } else { i as f64 * THREAD_CREATE_S }).collect()
 }
 
+/// How long a thread waiting at a barrier spins before it sleeps on a futex
+/// (`libgomp/config/linux/wait.h: do_spin()` counts down `gomp_spin_count_var`, or
+/// `gomp_throttled_spin_count_var` when libgomp runs more threads than CPUs), from
+/// `libgomp/env.c: initialize_env()` without `GOMP_SPINCOUNT`: unset 300,000 spins (throttled
+/// 100), `active` 30,000,000,000 (throttled 1,000), `passive` 0; at libgomp's own "rough
+/// estimation of 100000 spins per msec", so the default spins about 3 ms.
+pub fn spin_s(policy: WaitPolicy, threads: usize, cpus: usize) -> f64 {
+    let throttled = threads > cpus;
+    let spins = match (policy, throttled) {
+        (WaitPolicy::Unset, false) => 300_000.0,
+        (WaitPolicy::Unset, true) => 100.0,
+        (WaitPolicy::Active, false) => 30e9,
+        (WaitPolicy::Active, true) => 1_000.0,
+        (WaitPolicy::Passive, _) => 0.0,
+    };
+    spins / SPINS_PER_S
+}
+
+/// libgomp's estimate (`env.c`): 100,000 spins per millisecond.
+pub const SPINS_PER_S: f64 = 1e8;
+
+/// From the futex wake to the woken thread running again [est.: futex wake-up and context
+/// switch, a few microseconds].
+pub const WAKE_LATENCY_S: f64 = 5e-6;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn default_spin_is_about_3_ms_and_oversubscription_throttles_it() {
+        assert!((spin_s(WaitPolicy::Unset, 4, 8) - 3e-3).abs() < 1e-12);
+        assert!((spin_s(WaitPolicy::Unset, 16, 8) - 1e-6).abs() < 1e-12);
+        assert_eq!(spin_s(WaitPolicy::Passive, 4, 8), 0.0);
+        assert!(spin_s(WaitPolicy::Active, 4, 8) > 100.0);
+    }
 
     #[test]
     fn the_primary_thread_starts_after_creating_every_worker() {

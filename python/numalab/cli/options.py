@@ -39,6 +39,7 @@ VERBOSE = typer.Option(False, "--verbose", "-v", help="Also show the parameters 
 BALANCING = typer.Option("off", "--balancing", help="Automatic NUMA balancing (kernel.numa_balancing): on or off (default off, as in numactl runs).")
 EXPLAIN = typer.Option(False, "--explain-balancing", help="Print a summary of every NUMA-balancing scan pass.")
 EXPLAIN_SCHED = typer.Option(False, "--explain-sched", help="Print the scheduler's decisions: which path placed or moved each thread, and why.")
+WAIT_POLICY = typer.Option("default", "--omp-wait-policy", help="OMP_WAIT_POLICY: default (unset: spin about 3 ms, then sleep), active (spin), passive (sleep at once).")
 NOISE = typer.Option("on", "--noise", help="Background activity (timer ticks, kernel threads, daemons), seeded: on (default) or off (an idealized, quiet machine).")
 
 

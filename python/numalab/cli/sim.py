@@ -28,6 +28,7 @@ def sim(
     explain_balancing: bool = o.EXPLAIN,
     explain_sched: bool = o.EXPLAIN_SCHED,
     noise: str = o.NOISE,
+    omp_wait_policy: str = o.WAIT_POLICY,
     verbose: bool = o.VERBOSE,
     as_json: bool = o.JSON,
 ) -> None:
@@ -38,7 +39,7 @@ def sim(
     """
     bal = replace(balancing, explain=explain_balancing)
     spec = o.spec(machine, workload, ctx.args, placement, seed, sample_rate, kernel, thp, bal)
-    spec = spec.updated(noise=noise, explain_sched=explain_sched)
+    spec = spec.updated(noise=noise, explain_sched=explain_sched, omp_wait_policy=omp_wait_policy)
     bound = spec.bind()
     with working(f"simulating {spec.workload} on {spec.machine}", quiet=as_json):
         result = runner.run(bound)

@@ -90,6 +90,10 @@ def places_value(value: str) -> str:
     return v
 
 
+#: OMP_WAIT_POLICY values (libgomp env.c: parse_wait_policy); "default" = the variable unset.
+WAIT_POLICIES = ("default", "active", "passive")
+
+
 @dataclass(frozen=True)
 class RunSpec:
     machine: str
@@ -104,6 +108,8 @@ class RunSpec:
     # Seeded background activity (docs/scheduler.md §6): on by default, as on a real machine;
     # off gives the idealized, quiet machine (same time whatever the seed).
     noise: bool = True
+    # OMP_WAIT_POLICY (docs/scheduler.md §5): default (unset: spin ~3 ms, then sleep), active, passive.
+    omp_wait_policy: str = "default"
     # Keep the scheduler's decisions for --explain-sched (output only, not part of the run).
     explain_sched: bool = field(default=False, compare=False)
 
@@ -136,6 +142,11 @@ class RunSpec:
                 s = replace(s, sample_rate=_sample_rate(value))
             elif key == "noise":
                 s = replace(s, noise=on_off(value, "--noise"))
+            elif key == "omp_wait_policy":
+                v = str(value).strip().lower()
+                if v not in WAIT_POLICIES:
+                    raise UsageError(f"--omp-wait-policy: '{value}' is not one of {', '.join(WAIT_POLICIES)}")
+                s = replace(s, omp_wait_policy=v)
             elif key == "explain_sched":
                 s = replace(s, explain_sched=bool(value))
             else:
@@ -189,6 +200,7 @@ class RunSpec:
             "sample_rate": self.sample_rate,
             "seed": self.seed,
             "noise": self.noise,
+            "omp_wait_policy": self.omp_wait_policy,
         }
 
     @classmethod
@@ -197,7 +209,7 @@ class RunSpec:
         return s.updated(params=c["params"], balancing=c["balancing"], kernel=c["kernel"], thp=c["thp"],
                          seed=c["seed"], sample_rate=c["sample_rate"],
                          # stored before background activity existed: a quiet machine
-                         noise=c.get("noise", False))
+                         noise=c.get("noise", False), omp_wait_policy=c.get("omp_wait_policy", "default"))
 
     def label(self) -> str:
         """The run's options as one config string (placement, then balancing)."""
@@ -216,7 +228,8 @@ class RunSpec:
             r["policy"] = None
             r["thp"] = thp_pages(self.thp or THP_DEFAULT.get(self.kernel, "madvise"), r)
         config = {"seed": self.seed, "sample_rate": self.sample_rate, "kernel": self.kernel, "balancing": self.balancing.engine(),
-                  "noise": self.noise, "explain_sched": self.explain_sched}
+                  "noise": self.noise, "explain_sched": self.explain_sched,
+                  "omp_wait_policy": "unset" if self.omp_wait_policy == "default" else self.omp_wait_policy}
         return BoundRun(self, m, w, EngineRun(m, w, self.placement.engine(), region_policies, config))
 
 

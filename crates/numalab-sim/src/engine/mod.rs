@@ -418,7 +418,10 @@ impl<'a> Engine<'a> {
     }
 
     fn rebalance(&mut self) {
-        let live: Vec<bool> = self.threads.iter().map(|t| t.state != State::Done).collect();
+        // Runnable: running, or spinning at a barrier; a thread asleep on its futex is not.
+        let spin = crate::openmp::spin_s(self.cfg.omp_wait_policy, self.threads.len(), self.sched.available_cpus);
+        let live: Vec<bool> =
+            self.threads.iter().map(|t| t.state == State::Running || self.spinning(t, self.now, spin)).collect();
         let before = self.numab.is_some().then(|| self.sched.cpu.clone());
         let moved = self.sched.balance(self.now, &live);
         for &tid in &moved {

@@ -21,17 +21,40 @@ impl Engine<'_> {
         if self.procs[pid].arrived < self.w.threads as u64 {
             return;
         }
-        // Last to arrive: release everyone at the latest arrival time.
+        // Last to arrive: release everyone at the latest arrival time. Threads that waited
+        // longer than libgomp's spin slept on a futex: the last one wakes them, one by one, and
+        // the wake-up path places them (docs/scheduler.md §5).
         self.procs[pid].arrived = 0;
         let members: Vec<usize> = (0..self.threads.len()).filter(|&i| self.threads[i].pid == pid).collect();
         let release = members.iter().map(|&i| self.threads[i].clock).fold(0.0, f64::max);
         self.woke = true;
+        let spin = crate::openmp::spin_s(self.cfg.omp_wait_policy, self.threads.len(), self.sched.available_cpus);
+        let mut runnable: Vec<bool> =
+            self.threads.iter().map(|t| t.state == State::Running || self.spinning(t, release, spin)).collect();
+        let waker = self.sched.cpu[tid];
         for i in members {
+            let asleep = release - self.threads[i].clock > spin;
             self.threads[i].clock = release;
+            if asleep {
+                let prev = self.sched.cpu[i];
+                runnable[i] = true;
+                let cpu = self.sched.wake(release, i, waker, &runnable);
+                let t = &mut self.threads[i];
+                t.clock += crate::openmp::WAKE_LATENCY_S;
+                if cpu != prev {
+                    t.migrations += 1;
+                    t.clock += self.cfg.costs.task_move_ns * 1e-9;
+                }
+            }
             self.threads[i].state = State::Running;
             self.advance(i);
             self.start_next_phase(i);
         }
+    }
+
+    /// A thread waiting at a barrier at `now` that is still in libgomp's spin phase.
+    pub(super) fn spinning(&self, t: &Thread, now: f64, spin: f64) -> bool {
+        matches!(t.state, State::Waiting(_)) && now - t.clock <= spin
     }
 
     /// Move a thread's program position past the phase it finished.

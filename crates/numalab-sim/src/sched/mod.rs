@@ -15,6 +15,7 @@ mod balance;
 mod domains;
 mod fork;
 mod noise;
+mod wake;
 
 use numalab_model::{CpuSet, Machine};
 
@@ -43,7 +44,8 @@ pub struct SchedEvent {
     /// Logical PUs; `from` is None for a placement at creation.
     pub from: Option<usize>,
     pub to: usize,
-    /// `exec`, `fork`, `idle-balance`, `busy-balance`, `newidle-balance`, `active-balance`.
+    /// `exec`, `fork`, `bind`, `wake`, `idle-balance`, `busy-balance`, `newidle-balance`,
+    /// `active-balance`.
     pub path: &'static str,
     /// The scheduling domain level (`MC`, `NUMA<distance>`), empty when none decided.
     pub level: String,
@@ -68,6 +70,8 @@ pub struct Sched {
     pub allowed: Vec<Vec<usize>>,
     pub cpu: Vec<usize>,
     pub bound: Vec<bool>,
+    /// CPUs the threads may use (libgomp's available CPUs: its affinity mask).
+    pub available_cpus: usize,
     /// Scheduling domains, lowest first.
     domains: Vec<Domain>,
     /// `state[level][cpu]`.
@@ -120,6 +124,7 @@ impl Sched {
             allowed: vec![allowed_pus.clone(); nthreads],
             cpu: vec![0; nthreads],
             bound: vec![false; nthreads],
+            available_cpus: allowed_pus.len(),
             domains,
             state,
             noise: None,

@@ -105,6 +105,44 @@ fn a_cache_hot_task_is_not_pulled_and_a_cold_one_is() {
 }
 
 #[test]
+fn a_woken_thread_whose_cpu_was_taken_goes_to_an_idle_sibling_in_its_llc() {
+    // Thread 1 slept on CPU 1; thread 2 now runs there, thread 0 (the waker) on CPU 0. Both
+    // kernels: wake_affine keeps prev (the waker's CPU is busy: (1 + 1) x 100 is not below
+    // 1 x 108.5 or 112.5), and select_idle_sibling finds CPU 2 idle in node 0's LLC.
+    for kernel in [Kernel::K313, Kernel::K6] {
+        let mut s = Sched::new(&two_nodes(), &unbound(), kernel, 1, 3).unwrap();
+        s.set_options(None, true);
+        s.cpu = vec![0, 1, 1];
+        assert_eq!(s.wake(1e-3, 1, 0, &[true, false, true]), 2, "{kernel:?}");
+        let e = s.log.last().unwrap();
+        assert_eq!((e.path, e.from, e.to), ("wake", Some(1), 2));
+        // Its CPU still free: it stays, and a stay is not logged.
+        s.cpu = vec![0, 1, 3];
+        assert_eq!(s.wake(2e-3, 1, 0, &[true, false, true]), 1);
+        assert_eq!(s.log.len(), 1);
+    }
+}
+
+#[test]
+fn waiting_threads_sleep_after_libgomps_spin_and_wake_ups_place_them() {
+    use numalab_sim::input::WaitPolicy;
+    let m = machine4();
+    let run = |threads, omp_wait_policy| {
+        let w = stream_like(64, threads, Pattern::Block, 10);
+        let c = SimConfig { omp_wait_policy, explain_sched: true, ..cfg() };
+        simulate(&m, &w, &unbound(), &c).unwrap()
+    };
+    let wakes = |out: &numalab_sim::SimOutput| out.sched_events.iter().filter(|e| e.path == "wake").count();
+    // 24 threads on 16 CPUs: libgomp throttles the spin, so threads sleep, leave CPUs idle, and
+    // some are woken onto another CPU.
+    assert!(wakes(&run(24, WaitPolicy::Passive)) > 0);
+    // One thread per CPU with OMP_WAIT_POLICY=active: 30e9 spins, nobody ever sleeps.
+    let active = run(16, WaitPolicy::Active);
+    assert_eq!(wakes(&active), 0);
+    assert_ne!(run(16, WaitPolicy::Passive).time_s, active.time_s, "passive pays the futex wake-ups");
+}
+
+#[test]
 fn balancing_waits_for_its_interval_instead_of_spreading_at_once() {
     // The idle CPUs' first balance is due one jiffy (4 ms at HZ=250) after the domains are
     // built: nothing moves at the end of a 20 us epoch.
