@@ -192,7 +192,9 @@ impl<'a> Engine<'a> {
         let mut live = vec![false; threads.len()];
         for tid in 0..threads.len() {
             let parent = if threads[tid].idx == 0 { None } else { Some(tid - threads[tid].idx) };
-            sched.place_new_at(start[threads[tid].idx], tid, parent, &live);
+            // The exec happens at 0; worker i is cloned at its creation time.
+            let at = if parent.is_none() { 0.0 } else { start[threads[tid].idx] };
+            sched.place_new_at(at, tid, parent, &live);
             live[tid] = true;
         }
         let stride = (1.0 / cfg.sample_rate).round().max(1.0) as u64;
