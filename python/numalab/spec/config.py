@@ -9,7 +9,7 @@ keys, ``numalab.simulate(..., "interleave=all")``)::
     physcpubind=CPUS               omp-proc-bind=spread      omp-places=cores
     balancing[=on|off]             scan-delay-ms=N           scan-period-min-ms=N
     scan-period-max-ms=N           scan-size-mb=N            kernel=3.13|6.13
-    thp=always|never               seed=N                    sample-rate=R
+    thp=always|madvise|never       seed=N                    sample-rate=R
 
 Anything else written ``name=value`` is a workload parameter (``init=serial``, ``threads=16``).
 ``interleave=all:init=serial`` is one configuration. An option given twice, or two memory
