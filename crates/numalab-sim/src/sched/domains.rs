@@ -82,7 +82,8 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
             imb_numa_nr: 0,
         },
         // v6.13 kernel/sched/topology.c sd_init(): min_interval = sd_weight, max = 2*sd_weight,
-        // busy_factor 16, imbalance_pct 117, balance_interval 1; SD_SHARE_LLC: cache_nice_tries 1.
+        // busy_factor 16, imbalance_pct 117, balance_interval = sd_weight; SD_SHARE_LLC:
+        // imbalance_pct 117, cache_nice_tries 1.
         Kernel::K6 => Domain {
             name: "MC".into(),
             span_of: span_of.clone(),
@@ -92,7 +93,7 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
             wake_affine: true,
             min_interval_ms: None,
             max_interval_ms: None,
-            init_interval_ms: Some(1.0),
+            init_interval_ms: None,
             busy_factor: 16.0,
             imbalance_pct: 117.0,
             cache_nice_tries: 1,
@@ -157,7 +158,7 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
                     wake_affine: near,
                     min_interval_ms: None,
                     max_interval_ms: None,
-                    init_interval_ms: Some(1.0),
+                    init_interval_ms: None,
                     busy_factor: 16.0,
                     imbalance_pct: 117.0,
                     cache_nice_tries: 2,

@@ -144,8 +144,8 @@ fn waiting_threads_sleep_after_libgomps_spin_and_wake_ups_place_them() {
 
 #[test]
 fn balancing_waits_for_its_interval_instead_of_spreading_at_once() {
-    // The idle CPUs' first balance is due one jiffy (4 ms at HZ=250) after the domains are
-    // built: nothing moves at the end of a 20 us epoch.
+    // v6.13: the idle CPUs' first balance of the MC level is due balance_interval = span weight
+    // = 4 ms (one jiffy at HZ=250) after the domains are built: nothing moves before.
     let mut s = stacked(Kernel::K6);
     assert!(s.balance(20e-6, &[true, true]).is_empty());
     assert!(s.balance(1e-3, &[true, true]).is_empty());
