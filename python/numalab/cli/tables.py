@@ -135,14 +135,15 @@ def balancing_text(doc: dict[str, Any]) -> str:
 def sched_text(doc: dict[str, Any]) -> str:
     """The scheduler's decisions (``--explain-sched``), then per thread its migrations and time
     away from its first node (docs/scheduler.md §7)."""
-    cols = ("t_ms", "tid", "path", "level", "from", "to", "why")
-
     def cpu(c: int | None, n: int | None) -> str:
         return "-" if c is None else f"cpu{c} (node{n})"
 
-    rows = [[f"{e['t_s'] * 1e3:.3f}", e["tid"], e["path"], e["level"] or "-", cpu(e["from_cpu"], e["from_node"]),
-             cpu(e["to_cpu"], e["to_node"]), e["why"]] for e in doc["sched_events"]]
-    text = render(table(cols, rows, "scheduler decisions (placement at creation, then every move)"))
+    # One line per decision: the reason is long and must not squeeze a table's columns.
+    lines = ["scheduler decisions (placement at creation, then every move)",
+             f"{'t_ms':>10}  {'tid':>4}  {'path':<16} {'level':<8} {'from':<14}    {'to':<14} why"]
+    lines += [f"{e['t_s'] * 1e3:>10.3f}  {e['tid']:>4}  {e['path']:<16} {e['level'] or '-':<8} "
+              f"{cpu(e['from_cpu'], e['from_node']):<14} -> {cpu(e['to_cpu'], e['to_node']):<14} {e['why']}" for e in doc["sched_events"]]
+    text = "\n".join(lines)
     per = [[t["tid"], t["first_node"], t["node"], t["migrations"], f"{t['away_from_first_node_pct']:.1f}"] for t in doc["threads"]]
     return text + "\n" + render(table(("tid", "first_node", "node", "nr_migrations", "away_pct"), per, "threads", first_left=False))
 
