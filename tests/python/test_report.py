@@ -105,6 +105,7 @@ def test_identical_repetitions_are_said_to_be_identical_not_a_zero_interval():
     assert format_estimate(e) == "2.50 (3 identical runs)"
     assert "±" not in format_estimate(e)
     assert format_estimate(estimate([1.0, 1.5])).startswith("1.25 ± ")
+    assert format_estimate(estimate([1.0, 1.0001, 1.0002])) == "1.00010 ± 0.00025"  # a real spread never reads as ± 0.00
 
 
 def test_html_report_is_self_contained_with_tables_and_heatmaps(stored):

@@ -4,6 +4,7 @@ confidence intervals, access maps with their totals, pages per node, runs that f
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -68,6 +69,10 @@ def format_estimate(e: Estimate | None, digits: int = 2) -> str:
         return f"{e.mean:.{digits}f} ({e.n} identical runs)"
     if e.half_width is None:
         return f"{e.mean:.{digits}f}"
+    # An interval narrower than the last digit shown gets the digits that show it (two
+    # significant), so a small but real spread never reads as "± 0.00".
+    if 0 < e.half_width < 10 ** -digits:
+        digits = min(9, 1 - math.floor(math.log10(e.half_width)))
     return f"{e.mean:.{digits}f} ± {e.half_width:.{digits}f}"
 
 
