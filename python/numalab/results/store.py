@@ -99,11 +99,10 @@ def db_path(path: str | Path) -> Path:
     An existing file is the database; a path that does not exist is a directory unless it ends
     in ``.db``/``.sqlite``; a directory called ``numalab.db`` is refused (it cannot be one)."""
     p = Path(path)
-    if p.is_dir():
-        if p.name == DB_NAME:
-            raise UsageError(f"{p}: is a directory, not a numalab results database (give the directory that holds {DB_NAME})")
-        return p / DB_NAME
-    if p.exists() or p.suffix in _DB_SUFFIXES:
+    if p.is_dir() and p.name == DB_NAME:
+        raise UsageError(f"{p}: is a directory, not a numalab results database (give the directory that holds {DB_NAME})")
+    # is_file, not exists: another process may create the directory between two checks.
+    if p.is_file() or (p.suffix in _DB_SUFFIXES and not p.is_dir()):
         return p
     return p / DB_NAME
 
