@@ -12,7 +12,7 @@
 //! (`newidle_balance()`, `SD_BALANCE_NEWIDLE`, set on every level in both versions).
 
 use super::fork::adjust_numa_imbalance;
-use super::{Sched, HZ, MIGRATION_COST_S};
+use super::{GroupLoad, Sched, HZ, MIGRATION_COST_S};
 use crate::input::Kernel;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -22,27 +22,17 @@ enum Idle {
     Newly,
 }
 
+/// A group of a domain: its index (0 = the local group) and its load.
 #[derive(Clone, Copy, Debug)]
 struct Group {
     id: usize,
-    nr: usize,
-    weight: usize,
-    idle: usize,
+    load: GroupLoad,
 }
 
-impl Group {
-    fn avg(&self) -> f64 {
-        self.nr as f64 / self.weight as f64
-    }
-    /// 6.x `group_classify()`: 0 has spare, 1 fully busy, 2 overloaded.
-    fn kind(&self) -> u8 {
-        if self.nr < self.weight || self.idle > 0 {
-            0
-        } else if self.nr == self.weight {
-            1
-        } else {
-            2
-        }
+impl std::ops::Deref for Group {
+    type Target = GroupLoad;
+    fn deref(&self) -> &GroupLoad {
+        &self.load
     }
 }
 
@@ -166,12 +156,7 @@ impl Sched {
             .iter()
             .enumerate()
             .map(|(id, cpus)| {
-                let g = Group {
-                    id,
-                    nr: cpus.iter().map(|&c| nr[c]).sum(),
-                    weight: cpus.len(),
-                    idle: cpus.iter().filter(|&&c| nr[c] == 0).count(),
-                };
+                let g = Group { id, load: GroupLoad::of(cpus, nr) };
                 (g, cpus.clone())
             })
             .collect();

@@ -5,33 +5,8 @@
 //! level) or names a group, whose `find_idlest_cpu()` becomes the CPU to look from, and the walk
 //! goes on below that domain's weight.
 
-use super::{Sched, SchedEvent};
+use super::{GroupLoad, Sched, SchedEvent};
 use crate::input::Kernel;
-
-/// A group's statistics as `find_idlest_group()` sees them (tasks counted as runnable).
-#[derive(Clone, Copy, Debug)]
-struct Stats {
-    nr: usize,
-    weight: usize,
-    idle: usize,
-}
-
-impl Stats {
-    fn avg(&self) -> f64 {
-        self.nr as f64 / self.weight as f64
-    }
-    /// 6.x `group_classify()` without utilisation: spare (an idle CPU or fewer tasks than
-    /// CPUs), fully busy, overloaded (more tasks than CPUs).
-    fn kind(&self) -> u8 {
-        if self.nr < self.weight || self.idle > 0 {
-            0
-        } else if self.nr == self.weight {
-            1
-        } else {
-            2
-        }
-    }
-}
 
 impl Sched {
     /// Place thread `tid` when it is created; `parent` is the creating thread (None for a
@@ -117,15 +92,11 @@ impl Sched {
     /// stays).
     fn find_idlest_group(&self, l: usize, cpu: usize, allowed: &[usize], load: &[usize]) -> Result<Vec<usize>, String> {
         let d = &self.domains[l];
-        let stats = |cpus: &Vec<usize>| Stats {
-            nr: cpus.iter().map(|&c| load[c]).sum(),
-            weight: cpus.len(),
-            idle: cpus.iter().filter(|&&c| load[c] == 0).count(),
-        };
+        let stats = |cpus: &Vec<usize>| GroupLoad::of(cpus, load);
         let groups = &d.groups_of[cpu];
         let local_cpus = &groups[0];
         let local = stats(local_cpus);
-        let mut idlest: Option<(Stats, Vec<usize>)> = None;
+        let mut idlest: Option<(GroupLoad, Vec<usize>)> = None;
         for g in &groups[1..] {
             let st = stats(g);
             let cpus = g.clone();

@@ -21,6 +21,42 @@ use numalab_model::{CpuSet, Machine};
 
 use crate::input::{Kernel, Placement, Places, ProcBind};
 
+/// A scheduling group's load as fork placement and load balancing see it (`struct sg_lb_stats`,
+/// `kernel/sched/fair.c`): runnable tasks, CPUs, idle CPUs.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct GroupLoad {
+    pub nr: usize,
+    pub weight: usize,
+    pub idle: usize,
+}
+
+impl GroupLoad {
+    /// The load of `cpus` given the runnable tasks per CPU.
+    pub(super) fn of(cpus: &[usize], nr: &[usize]) -> Self {
+        GroupLoad {
+            nr: cpus.iter().map(|&c| nr[c]).sum(),
+            weight: cpus.len(),
+            idle: cpus.iter().filter(|&&c| nr[c] == 0).count(),
+        }
+    }
+
+    pub(super) fn avg(&self) -> f64 {
+        self.nr as f64 / self.weight as f64
+    }
+
+    /// 6.x `group_classify()` without utilisation: 0 has spare (an idle CPU or fewer tasks than
+    /// CPUs), 1 fully busy, 2 overloaded (more tasks than CPUs).
+    pub(super) fn kind(&self) -> u8 {
+        if self.nr < self.weight || self.idle > 0 {
+            0
+        } else if self.nr == self.weight {
+            1
+        } else {
+            2
+        }
+    }
+}
+
 pub use domains::Domain;
 pub use noise::Noise;
 
