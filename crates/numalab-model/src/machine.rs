@@ -34,6 +34,10 @@ pub struct NumaNode {
     pub local_memory_bytes: u64,
     /// Sustainable (STREAM-like) bandwidth of the node's memory controllers.
     pub bandwidth_gbps: f64,
+    /// hwloc's NUMANode `subtype` ("DRAM" when absent; "HBM", "NVM", "SPM", "CXL-DRAM" as hwloc writes
+    /// them): what kind of memory the node holds, from which its memory tier is derived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subtype: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -211,6 +211,7 @@ impl MachineSpec {
                 cpuset: row.cpus.clone(),
                 local_memory_bytes: memory,
                 bandwidth_gbps: bandwidth,
+                subtype: None,
             });
         }
         let packages = packages_of(&nodes);
