@@ -48,7 +48,8 @@ def load_spec_file(path: Path) -> Machine:
         key, reason = too_large
         raise UsageError(f"{where(path, text, key)}: {key}: {reason}")
     try:
-        return Machine.from_spec_json(json.dumps(data))
+        # [estimates] (ranges for `numalab sensitivity`, study/uncertainty.py) is not part of the machine
+        return Machine.from_spec_json(json.dumps({k: v for k, v in data.items() if k != "estimates"}))
     except TopologyError as e:
         key = e.args[1] if len(e.args) > 1 else ""
         raise TopologyError(f"{where(path, text, key)}: {e.args[0]}", key) from None

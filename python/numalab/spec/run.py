@@ -217,12 +217,15 @@ class RunSpec:
 
     # --- handing it to the engine --------------------------------------------------------------
 
-    def bind(self, machine: Machine | None = None) -> "BoundRun":
-        """Resolve machine and workload and let the engine check every rule."""
+    def bind(self, machine: Machine | None = None, adjust_workload: Any = None) -> "BoundRun":
+        """Resolve machine and workload and let the engine check every rule. ``adjust_workload``
+        may change the resolved workload first (``numalab sensitivity`` varies its estimates)."""
         from numalab.workload import descriptor
 
         m = machine if machine is not None else load_machine(self.machine)
         w = descriptor.resolve(self.workload, dict(self.params))
+        if adjust_workload is not None:
+            adjust_workload(w)
         region_policies = [_region_policy(r) for r in w["regions"]]
         for r in w["regions"]:
             r["policy"] = None

@@ -137,6 +137,8 @@ class WorkloadDesc(_Strict):
     regions: list[RegionDesc]
     phases: list[PhaseDesc]
     program: list[StepDesc]
+    # Ranges of estimated numbers, read by `numalab sensitivity` (python/numalab/study/uncertainty.py).
+    estimates: dict[str, Any] = Field(default_factory=dict)
 
 
 def library_names() -> list[str]:
