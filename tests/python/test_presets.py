@@ -110,6 +110,8 @@ def uncited_number_lines(source: str) -> list[tuple[int, str]]:
         value = value.strip()
         if value.startswith('"'):  # a string: digits in text are not numbers
             continue
+        if value.startswith("{") and re.search(r'\bsource\s*=\s*"[^"]', value):  # an [estimates] range citing its source
+            continue
         opens = value.count("[") - value.count("]")
         if opens > 0:
             depth = opens

@@ -108,14 +108,6 @@ def _get(data: Any, path: list[str | int]) -> Any:
     return data
 
 
-def _numeric_root(path: list[str | int]) -> int:
-    """Index in ``path`` of the numeric array the trailing indexes address (len(path) if none)."""
-    i = len(path)
-    while i > 0 and isinstance(path[i - 1], int):
-        i -= 1
-    return i
-
-
 def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -152,25 +144,33 @@ def machine_parameters(owner: str, data: dict[str, Any], where: str) -> list[Par
 
 def set_machine_value(data: dict[str, Any], p: Parameter, value: float) -> None:
     """Set ``p`` to ``value`` in a machine spec (in place): a factor on the curve's rise, or the
-    number itself (and every equal cell of its numeric array)."""
+    number itself together with every number equal to it at the same place in the other
+    elements of the first array the path enters (all cells of a latency matrix at that
+    distance, every link of that bandwidth)."""
     if p.path == CURVE:
         lat = data["latency"]
         lat["loaded_curve"] = [[u, 1.0 + (f - 1.0) * value] for u, f in lat["loaded_curve"]]
         return
     path = _path(p.path, p.path)
-    root = _numeric_root(path)
-    if root == len(path):
-        parent = _get(data, path[:-1])
-        parent[path[-1]] = value
-        return
-    array = _get(data, path[:root])
     old = _get(data, path)
+    first = next((i for i, seg in enumerate(path) if isinstance(seg, int)), None)
+    if first is None:
+        _get(data, path[:-1])[path[-1]] = value
+        return
 
-    def replace(a: list[Any]) -> list[Any]:
-        return [replace(x) if isinstance(x, list) else (value if _number(x) and x == old else x) for x in a]
+    def walk(node: Any, rest: list[str | int]) -> Any:
+        if not rest:
+            return value if _number(node) and node == old else node
+        seg = rest[0]
+        if isinstance(seg, int):  # any element, not only the one the path names
+            return [walk(x, rest[1:]) for x in node] if isinstance(node, list) else node
+        if isinstance(node, dict) and seg in node:
+            node = dict(node)
+            node[seg] = walk(node[seg], rest[1:])
+        return node
 
-    parent = _get(data, path[: root - 1]) if root > 1 else data
-    parent[path[root - 1]] = replace(array)
+    parent = _get(data, path[: first - 1])
+    parent[path[first - 1]] = walk(parent[path[first - 1]], path[first:])
 
 
 @lru_cache(maxsize=64)

@@ -1,0 +1,119 @@
+"""``numalab sensitivity``: does a comparison's conclusion survive the uncertainty of the
+estimated numbers it rests on? (docs/studies.md §8)"""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+
+from numalab.cli import options as o
+from numalab.cli.progress import steps
+from numalab.cli.tables import render, table
+from numalab.exceptions import UsageError
+from numalab.spec.config import split_configs
+from numalab.study import sensitivity as sens
+
+
+@o.with_balancing
+def sensitivity(
+    ctx: typer.Context,
+    balancing: o.Balancing,
+    machine: str = o.MACHINE,
+    workload: str = o.WORKLOAD,
+    configs: Optional[str] = typer.Option(None, "--configs", "-c", help="Comma-separated configs as numalab compare takes them; each is compared with the first."),
+    param: Optional[list[str]] = typer.Option(None, "--param", help="Vary only this estimate (id machine:path or workload:path, or the path alone); repeatable. Default: every estimate of the machine and the workload."),
+    corners: bool = typer.Option(True, "--corners/--no-corners", help="Also run with every estimate at its low end, and at its high end, together."),
+    list_only: bool = typer.Option(False, "--list", help="List the estimated numbers and their ranges; run nothing."),
+    seed: str = o.SEED,
+    sample_rate: str = o.SAMPLE_RATE,
+    kernel: str = o.KERNEL,
+    thp: Optional[str] = o.THP,
+    as_json: bool = o.JSON,
+) -> None:
+    """Vary every estimated number of MACHINE and WORKLOAD within its stated range and say, for
+    each config against the first, whether the winner and the speedup change.
+
+    The estimates and their ranges are the [estimates] tables of the preset and the workload
+    descriptor (numalab sensitivity --list shows them). Each is set to its low and its high end,
+    one at a time, then all low and all high together (--no-corners skips those); every run
+    keeps the same seed. Workload parameters shared by all configs follow as --name value.
+    """
+    base = o.spec(machine, workload, ctx.args, o.placement(), seed, sample_rate, kernel, thp, balancing)
+    if list_only:
+        params = sens.parameters([base], param)
+        _list(params, as_json)
+        return
+    labels = split_configs(configs or "")
+    if len(labels) < 2:
+        raise UsageError("--configs needs at least two configs (the first is the baseline the others are compared with)")
+    if len(set(labels)) < len(labels):
+        dup = next(lbl for lbl in labels if labels.count(lbl) > 1)
+        raise UsageError(f"--configs names '{dup}' twice")
+    specs = [base.with_config(label) for label in labels]
+    for s in specs:
+        s.bind()  # every config checked by the engine before anything runs
+    case = _case(workload, ctx.args)
+    comparisons = [sens.Comparison(case, label, labels[0], specs[0], s) for label, s in zip(labels[1:], specs[1:])]
+    params = sens.parameters(specs, param)
+    if not params:
+        raise UsageError(f"no estimated numbers to vary: neither {machine} nor {workload} has an [estimates] table")
+    sens.check(comparisons, params)
+    todo = sens.plan(comparisons, sens.variants(params, corners))
+    with steps("sensitivity runs", len(todo), quiet=as_json) as advance:
+        result = sens.analyse(comparisons, params, corners, advance)
+    if as_json:
+        typer.echo(json.dumps(dict(result.to_json(), machine=machine, workload=workload), indent=2, sort_keys=True))
+        return
+    typer.echo(render(outcome_table(result)))
+    typer.echo("\n" + render(_param_table(result)))
+    flips = [o for o in result.outcomes if o.flips]
+    if flips:
+        typer.echo(f"\n{len(flips)} of {len(result.outcomes)} conclusions flip within the stated ranges: "
+                   "the estimates cannot decide them.")
+    else:
+        typer.echo(f"\nno conclusion flips within the stated ranges ({len(result.variants) - 1} variants).")
+
+
+def _case(workload: str, extra: list[str]) -> str:
+    params = o.workload_params(extra)
+    return " ".join([workload] + [f"{k}={v}" for k, v in params.items()])
+
+
+def outcome_table(result: sens.Sensitivity):
+    rows = []
+    for o in result.outcomes:
+        lo_hi = o.range
+        rows.append([
+            f"{o.comparison.label} vs {o.comparison.baseline_label}",
+            "-" if o.nominal is None else f"{o.nominal:.3f}",
+            o.winner(),
+            "-" if lo_hi is None else f"{lo_hi[0]:.3f} - {lo_hi[1]:.3f}",
+            ("FLIPS: " + ", ".join(o.flips)) if o.flips else "holds",
+        ])
+    return table(["comparison", "speedup", "winner", "speedup range", "conclusion"], rows,
+                 f"{result.outcomes[0].comparison.case}: speedup = time(baseline) / time(config) under each estimate's range")
+
+
+def _param_table(result: sens.Sensitivity):
+    """Per estimate: how far each comparison's speedup moves at its low and high end."""
+    rows = []
+    for p in result.parameters:
+        moves = []
+        for o in result.outcomes:
+            lo, hi = o.speedups.get(f"{p.id}=low"), o.speedups.get(f"{p.id}=high")
+            moves.append("-" if lo is None or hi is None else f"{lo:.3f} / {hi:.3f}")
+        nominal = "1 (factor)" if p.factor else f"{p.value:g}"
+        rows.append([p.id, nominal, f"{p.low:g} - {p.high:g}", *moves])
+    heads = [f"{o.comparison.label} (low / high)" for o in result.outcomes]
+    return table(["estimate", "as written", "range", *heads], rows, "speedup at each end of each estimate's range")
+
+
+def _list(params: list[sens.Parameter], as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps([{"id": p.id, "value": p.value, "low": p.low, "high": p.high, "factor": p.factor, "source": p.source}
+                               for p in params], indent=2))
+        return
+    rows = [[p.id, "1 (factor)" if p.factor else f"{p.value:g}", f"{p.low:g} - {p.high:g}", p.source] for p in params]
+    typer.echo(render(table(["estimate", "as written", "range", "source"], rows, "estimated numbers")))
