@@ -48,6 +48,8 @@ app.add_typer(vm.app, name="vm")
 app.command("run", context_settings=run.CONTEXT)(run.run)
 app.command("bench", context_settings=bench.CONTEXT)(bench.bench)
 app.command("tune", context_settings=tune.CONTEXT)(tune.tune)
+from numalab.cli import lb  # noqa: E402
+app.command("lb", context_settings=lb.CONTEXT)(lb.lb)
 from numalab.cli import sensitivity  # noqa: E402
 app.command("sensitivity", context_settings=_PASS_THROUGH)(sensitivity.sensitivity)
 

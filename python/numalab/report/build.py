@@ -30,6 +30,7 @@ class Content:
     timelines: list[figs.Figure] = field(default_factory=list)
     timelines_left_out: int = 0
     scatters: list[tuple[Any, figs.Figure | None]] = field(default_factory=list)
+    taskgraph: list[figs.Figure] = field(default_factory=list)  # task-graph studies (numalab.tasks.figures)
     failed: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -62,6 +63,9 @@ def build(data: ReportData, figure_dir: Path, progress: Any = None) -> Content:
     for i, s in enumerate(data.options.scatter):
         c.scatters.append((s, figs.scatter_figure(drawer, s, points(data, s, i))))
         progress.step(f"scatter plot {i + 1}")
+    from numalab.tasks.figures import taskgraph_figures
+
+    c.taskgraph = taskgraph_figures(drawer, data)
     c.failed = failed_runs(data)
     return c
 

@@ -28,7 +28,7 @@ details summary{cursor:pointer;color:#2a5db0}.note{background:#fff8e1;border-lef
 
 
 def render(c: Content) -> str:
-    parts = [_header(c), _configuration(c), _speedups(c), _maps(c), _pages(c), _timelines(c), _scatters(c), _failed(c)]
+    parts = [_header(c), _configuration(c), _speedups(c), _maps(c), _pages(c), _timelines(c), _taskgraph(c), _scatters(c), _failed(c)]
     body = "\n".join(p for p in parts if p)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -147,6 +147,12 @@ def _timelines(c: Content) -> str:
     if c.timelines_left_out:
         out.append(f"<p class=\"meta\">{c.timelines_left_out} more timelines left out (see the PNG/SVG files beside the report).</p>")
     return "".join(out)
+
+
+def _taskgraph(c: Content) -> str:
+    if not c.taskgraph:
+        return ""
+    return '<h2 id="taskgraph">Task graphs</h2>' + "".join(_figure(f) for f in c.taskgraph)
 
 
 def _scatters(c: Content) -> str:

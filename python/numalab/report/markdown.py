@@ -73,6 +73,8 @@ def render(c: Content, out: Path) -> str:
         lines += ["## Balancing over time", ""] + [_image(f, out) for f in c.timelines] + [""]
         if c.timelines_left_out:
             lines += [f"{c.timelines_left_out} more timelines left out (see the PNG/SVG files beside the report).", ""]
+    if c.taskgraph:
+        lines += ["## Task graphs", ""] + [_image(f, out) for f in c.taskgraph] + [""]
     if c.scatters:
         lines += ["## Scatter plots", ""]
         for s, f in c.scatters:

@@ -137,7 +137,7 @@ def pages_grid(data: ReportData, case: str) -> Grid | None:
     rows, cells, cols = [], [], None
     for label in data.labels:
         doc = data.first_seed(case, label)
-        if not doc:
+        if not doc or not (doc.get("access_map") or doc.get("pages")):  # task-graph runs have neither
             continue
         nodes = (doc.get("access_map") or doc["pages"])["nodes"]  # host runs without balancing have no map
         cols = cols or [f"node{n}" for n in nodes]

@@ -85,6 +85,10 @@ class _Point:
 def expand(sf: StudyFile) -> ResolvedStudy:
     """All runs of a study (deduplicated by hash, in file order), baselines added where missing."""
     s = sf.study
+    if s.kind == "taskgraph":
+        from numalab.tasks.study import expand as expand_taskgraph
+
+        return expand_taskgraph(sf)
     _check_size(sf)
     points = _points(sf)
     resolver = _Resolver(sf)

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_
 
 from numalab.spec.run import KERNELS, MAX_SEED, THP
 from numalab.study.balancing import Balancing, parse_balancing
+from numalab.tasks.study_model import Experiment
 
 Kernel = Literal[KERNELS]  # type: ignore[valid-type]
 Thp = Literal[THP]  # type: ignore[valid-type]
@@ -82,6 +83,7 @@ class Study(_Strict):
     """A study file: what to run, and what to compare it against."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="Study name; the store groups runs by it.")
+    kind: Literal["placement", "taskgraph"] = Field("placement", description="placement: workloads under memory policies (the keys below); taskgraph: task graphs under load balancers, in [[experiments]] (docs/taskgraph.md).")
     description: str = ""
     design: str = Field("", description="The published design this study follows (design only, never its results).")
     machine: Optional[str] = Field(None, description="Machine preset name, or a preset .toml / hwloc .xml path.")
@@ -99,10 +101,14 @@ class Study(_Strict):
     runs: list[RunPatch] = Field(default_factory=list)
     report: Report = Field(default_factory=Report)
 
+    experiments: list[Experiment] = Field(default_factory=list, description="Task-graph experiments (kind = \"taskgraph\" only).")
+
     @model_validator(mode="after")
     def _seeds(self) -> "Study":
         if self.seeds is not None and self.repetitions is not None:
             raise ValueError("give seeds or repetitions, not both")
+        if (self.kind == "taskgraph") != bool(self.experiments):
+            raise ValueError("[[experiments]] belong to task-graph studies: give both kind = \"taskgraph\" and [[experiments]], or neither")
         return self
 
     def seed_list(self) -> list[int]:

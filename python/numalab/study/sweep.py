@@ -46,6 +46,10 @@ MAX_RUNS = 100_000
 def planned_runs(study: Any) -> int:
     """Runs a study asks for (``[[runs]]`` x sweep axes x seeds, before duplicates merge and
     baselines are added), counted from the model without building any of them."""
+    if getattr(study, "kind", "placement") == "taskgraph":
+        from numalab.tasks.study import planned_runs as taskgraph_runs
+
+        return taskgraph_runs(study)
     n = max(1, len(study.runs))
     sweep = study.sweep
     for axis in (sweep.machine, sweep.workload, sweep.placement, sweep.balancing, sweep.kernel, sweep.thp):

@@ -18,7 +18,12 @@ from typing import Any
 
 
 def simulate(config: dict[str, Any]) -> Any:
-    """One canonical configuration, read back into a RunSpec and run."""
+    """One canonical configuration, read back into a RunSpec and run (a task-graph one by
+    numalab.tasks)."""
+    if config.get("kind") == "taskgraph":
+        from numalab.tasks.study import run_config as run_taskgraph
+
+        return run_taskgraph(config)
     from numalab.runner import sim
     from numalab.spec import RunSpec
 

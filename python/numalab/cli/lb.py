@@ -1,0 +1,140 @@
+"""``numalab lb``: a task graph on a machine under several load balancers, side by side
+(docs/taskgraph.md)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Optional
+
+import typer
+
+from numalab.cli import options as o
+from numalab.cli.progress import steps
+from numalab.cli.tables import render, table
+from numalab.exceptions import UsageError
+
+CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True}
+MIB = 1 << 20
+
+
+def lb(
+    ctx: typer.Context,
+    graph: str = typer.Option("lb_test", "--graph", "-g", help="lb_test, kneighbor, jacobi2d, or a graph file: an edge list (.csv/.txt: a,b[,msgs,bytes] per line) or a Charm++ LB dump."),
+    machine: str = o.MACHINE,
+    balancers: str = typer.Option("none,greedy,refine,metis,scotch,treematch,numalab", "--balancers", "-b", help="Comma-separated balancers, each name[:key=value...]: none, greedy, greedy-refine, refine, metis, scotch, treematch, numalab, random."),
+    iterations: str = typer.Option("50", "--iterations", help="Bulk-synchronous iterations to simulate."),
+    lb_period: str = typer.Option("10", "--lb-period", help="Balance every this many iterations (0: never)."),
+    comm_layer: str = typer.Option("shm", "--comm-layer", help="shm (shared-memory pointer passing) or net (network datagrams, per-message overhead)."),
+    pes: Optional[str] = typer.Option(None, "--pes", help="PEs, one per core from core 0 (default: every core of the machine)."),
+    seed: str = typer.Option("1", "--seed", help="Seed of the graph generator and the randomised balancers."),
+    results: Optional[Path] = typer.Option(None, "--results", "-r", help="Also store every run in this results directory (numalab report reads it)."),
+    name: Optional[str] = typer.Option(None, "--name", help="Study name of the stored runs (default lb-GRAPH-MACHINE)."),
+    as_json: bool = o.JSON,
+) -> None:
+    """Simulate a task graph on MACHINE under several load balancers and compare them.
+
+    Graph parameters follow as --name value: lb_test --n-objects 200 --min-us 50000 --max-us 200000;
+    kneighbor --n-objects 200 --k 3 --msg-bytes 8192; jacobi2d --nx 1000 --ny 1000 --block 100.
+    """
+    from numalab.spec.run import load_machine
+    from numalab.tasks import balancers as lbs
+    from numalab.tasks.graphs import build, graph_spec
+    from numalab.tasks.run import Settings, check_pes, simulate
+
+    specs = lbs.parse_list(balancers)
+    gspec = graph_spec(graph, o.workload_params(ctx.args))
+    settings = Settings.create(iterations, lb_period, comm_layer, pes, seed)
+    if name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise UsageError(f"--name: '{name}' is not a study name (letters, digits, '.', '_', '-')")
+    m = load_machine(machine)
+    check_pes(m, settings)
+    for b in specs:
+        lbs.check_available(b)
+    g = build(gspec, settings.seed)
+    docs = []
+    with steps(f"simulating {len(specs)} balancers", len(specs), quiet=as_json) as advance:
+        for b in specs:
+            docs.append(simulate(m, gspec, b, settings, graph=g))
+            advance()
+    if results is not None:
+        where = store(results, name, machine, gspec, settings, specs, docs)
+        if not as_json:
+            typer.echo(f"stored {len(docs)} runs in {where}", err=True)
+    if as_json:
+        typer.echo(json.dumps({"machine": m.name, "graph": docs[0]["graph"], "settings": docs[0]["settings"], "runs": docs},
+                              indent=2, sort_keys=True))
+        return
+    typer.echo(header(docs[0]))
+    typer.echo(render(summary_table(docs)))
+    typer.echo("")
+    typer.echo(render(comm_table(docs)))
+
+
+def header(doc: dict[str, Any]) -> str:
+    g, s = doc["graph"], doc["settings"]
+    params = " ".join(f"{k}={v}" for k, v in g["params"].items())
+    period = f"balancing every {s['lb_period']}" if s["lb_period"] else "no balancing"
+    return (f"{g['name']}{' ' + params if params else ''}: {g['n_objects']} objects, {g['n_edges']} edges on {doc['machine']}, "
+            f"{doc['n_pes']} PEs, {s['iterations']} iterations, {period}, comm layer {s['comm_layer']}, seed {s['seed']}")
+
+
+def _baseline(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    return next((d for d in docs if d["balancer"]["name"] == "none"), docs[0])
+
+
+def summary_table(docs: list[dict[str, Any]]) -> Any:
+    base = _baseline(docs)["metrics"]["iteration_time_ns"]
+    rows = []
+    for d in docs:
+        m = d["metrics"]
+        it = m["iteration_time_ns"]
+        rows.append([d["balancer"]["label"], f"{it / 1e6:.3f}", f"{base / it:.2f}" if it > 0 else "-", f"{m['efficiency']:.3f}",
+                     m["lb_calls"], f"{m['migrations_per_call']:.1f}", f"{m['migrated_pct_per_call']:.1f}",
+                     f"{m['migrated_bytes_per_call'] / MIB:.3f}", f"{m['migration_time_ns'] / 1e6:.3f}", f"{m['balancer_wall_s'] * 1e3:.2f}"])
+    speedup = f"speedup_vs_{_baseline(docs)['balancer']['label']}"
+    return table(["balancer", "iteration_ms", speedup, "efficiency", "lb_calls", "migrations/call", "migrated_%/call", "migrated_mib/call",
+                  "migration_ms", "balancing_ms"], rows,
+                 "iteration time (mean), efficiency (average / maximum PE load); per balancing call: objects migrated, % of objects, MiB")
+
+
+def comm_table(docs: list[dict[str, Any]]) -> Any:
+    rows = []
+    for d in docs:
+        b, n = d["comm_bytes"], d["comm_msgs"]
+        total = sum(b.values())
+        rows.append([d["balancer"]["label"], *(f"{b[k] / MIB:.2f}" for k in ("same_pe", "same_node", "remote")),
+                     f"{100 * b['remote'] / total:.1f}" if total else "-", *(f"{n[k]:.0f}" for k in ("same_pe", "same_node", "remote"))])
+    return table(["balancer", "same_pe_mib", "same_node_mib", "remote_mib", "remote_%", "same_pe_msgs", "same_node_msgs", "remote_msgs"], rows,
+                 "communication by distance class (the whole run)")
+
+
+def store(results: Path, name: Optional[str], machine: str, gspec: Any, settings: Any, specs: list[Any], docs: list[dict[str, Any]]) -> Path:
+    """Store the runs as one study (its rows: this command's balancers; baseline: none, if run)."""
+    from numalab.results.derived import columns
+    from numalab.results.store import Store
+    from numalab.study.canonical import config_hash, to_json
+    from numalab.study.expand import ResolvedRun
+
+    study = name or re.sub(r"[^A-Za-z0-9._-]+", "-", f"lb-{Path(gspec.name).stem}-{Path(machine).stem}").strip("-")
+    params = {**gspec.as_dict(), "iterations": settings.iterations, "lb_period": settings.lb_period, "comm_layer": settings.comm_layer,
+              "pes": settings.pes}
+    case = f"{gspec.describe()} on {machine}, {settings.comm_layer}" + (f", {settings.pes} PEs" if settings.pes else "")
+    configs = [{"kind": "taskgraph", "experiment": "lb", "machine": machine, "workload": gspec.name, "params": params,
+                "balancer": b.label(), "placement": None, "balancing": {}, "kernel": None, "seed": settings.seed} for b in specs]
+    hashes = [config_hash(c) for c in configs]
+    base = next((h for h, b in zip(hashes, specs) if b.name == "none"), hashes[0])
+    runs = [ResolvedRun(h, c, to_json(c), b.label(), case, "run", base) for h, c, b in zip(hashes, configs, specs)]
+    source = (f"# numalab lb --graph {gspec.name} --machine {machine} --balancers {','.join(b.label() for b in specs)} "
+              f"--iterations {settings.iterations} --lb-period {settings.lb_period} --comm-layer {settings.comm_layer}"
+              + (f" --pes {settings.pes}" if settings.pes else "") + f" --seed {settings.seed}\n")
+    resolved = SimpleNamespace(name=study, file=SimpleNamespace(path=f"/numalab-lb/{study}", text=source), runs=runs)
+    with Store(results) as st:
+        st.register_study(resolved)
+        for run, doc in zip(runs, docs):
+            outcome = {"status": "ok", "error": None, "wall_s": doc.get("wall_s"),
+                       "result": json.dumps(doc, sort_keys=True, separators=(",", ":")), "columns": columns(doc)}
+            st.write(study, run, outcome)
+        return st.path

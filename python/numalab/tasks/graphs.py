@@ -1,0 +1,139 @@
+"""Task graphs by name or file: the generators of Charm++'s benchmarks (``lb_test``,
+``kneighbor``, ``jacobi2d``), built by the Rust core, and user graphs read from a file.
+
+A graph is described by its name and its parameters (``GraphSpec``); ``build()`` makes the
+``_core.TaskGraph``. Parameter names, defaults and minimums are declared once here
+(``GENERATORS``), so the CLI, study files and the docs agree; the defaults follow study S3's
+settings (docs/taskgraph.md §2): lb_test and kNeighbor with 200 objects, jacobi2D with 100.
+
+Files: ``.csv``/``.txt``/``.edges``/``.el`` are edge lists, ``.dump``/``.lbdump``/``.ldb`` are
+Charm++ load-balancing dumps; any other name is sniffed from its first non-comment line (an LB
+dump starts with a number alone on the line). The core names the file, line and reason of any
+malformed line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from numalab.exceptions import UsageError
+
+#: name -> parameter -> (type, default, minimum). ``seed`` is every run's own, not a parameter.
+GENERATORS: dict[str, dict[str, tuple[type, Any, float]]] = {
+    # tests/charm++/load_balancing/lb_test: RandGraph topology, work = min + (max - min) * U^4.
+    "lb_test": {"n_objects": (int, 200, 1), "min_us": (float, 50_000.0, 0), "max_us": (float, 200_000.0, 0)},
+    # examples/charm++/load_balancing/kNeighbor: ring, k neighbours each side, load ~ N^2.
+    "kneighbor": {"n_objects": (int, 200, 1), "k": (int, 3, 1), "msg_bytes": (int, 8192, 0)},
+    # examples/charm++/jacobi2d-2d-decomposition: (nx / block) x (ny / block) chares.
+    "jacobi2d": {"nx": (int, 1000, 1), "ny": (int, 1000, 1), "block": (int, 100, 1)},
+}
+EDGE_LIST_SUFFIXES = (".csv", ".txt", ".edges", ".el", ".tsv")
+LB_DUMP_SUFFIXES = (".dump", ".lbdump", ".ldb")
+
+
+@dataclass(frozen=True)
+class GraphSpec:
+    """A graph generator and its typed parameters, or a file (``params`` empty)."""
+
+    name: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def is_file(self) -> bool:
+        return self.name not in GENERATORS
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    def describe(self) -> str:
+        return self.name + "".join(f" {k}={v}" for k, v in self.params)
+
+
+def names() -> list[str]:
+    return list(GENERATORS)
+
+
+def graph_spec(name: str, given: dict[str, Any] | None = None) -> GraphSpec:
+    """Check a graph name (or file) and its parameters; typed values with defaults filled in."""
+    given = dict(given or {})
+    if not name or not str(name).strip():
+        raise UsageError(f"--graph: empty (expected one of {', '.join(GENERATORS)}, or a graph file)")
+    name = str(name)
+    if name not in GENERATORS:
+        path = Path(name)
+        if not path.is_file():
+            what = "no such file" if ("/" in name or "." in name) else "unknown graph"
+            raise UsageError(f"--graph: '{name}': {what} (expected one of {', '.join(GENERATORS)}, or a graph file: "
+                             f"edge list {', '.join(EDGE_LIST_SUFFIXES)} or Charm++ LB dump)")
+        if given:
+            raise UsageError(f"--graph {name}: a graph file takes no parameters (got {', '.join(sorted(given))})")
+        return GraphSpec(name)
+    table = GENERATORS[name]
+    unknown = sorted(set(given) - set(table))
+    if unknown:
+        raise UsageError(f"graph {name}: unknown parameter {', '.join(unknown)} (accepted: {', '.join(table)})")
+    out = []
+    for key, (kind, default, minimum) in table.items():
+        value = coerce(f"graph {name}: {key}", given.get(key, default), kind, minimum)
+        out.append((key, value))
+    return GraphSpec(name, tuple(out))
+
+
+def coerce(what: str, value: Any, kind: type, minimum: float | None = None) -> Any:
+    """``value`` (a string from the command line, or a TOML number) as ``kind``, >= ``minimum``."""
+    if isinstance(value, bool):
+        raise UsageError(f"{what}: expected a number, got {value!r}")
+    try:
+        if kind is int:
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError
+            v: Any = int(str(value).replace("_", "")) if isinstance(value, str) else int(value)
+        else:
+            v = float(value)
+            if v != v or v in (float("inf"), float("-inf")):
+                raise ValueError
+    except (TypeError, ValueError):
+        noun = "an integer" if kind is int else "a number"
+        raise UsageError(f"{what}: expected {noun}, got '{value}'") from None
+    if minimum is not None and v < minimum:
+        raise UsageError(f"{what}: must be >= {minimum:g}, got {v}")
+    return v
+
+
+def file_kind(path: Path) -> str:
+    """``edge-list`` or ``lb-dump``, by suffix, else by the first line that is not a comment."""
+    suffix = path.suffix.lower()
+    if suffix in EDGE_LIST_SUFFIXES:
+        return "edge-list"
+    if suffix in LB_DUMP_SUFFIXES:
+        return "lb-dump"
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                s = line.strip()
+                if s and not s.startswith("#"):
+                    # An LB dump opens with its object count alone; an edge list has 2+ fields.
+                    return "lb-dump" if len(s.replace(",", " ").split()) == 1 else "edge-list"
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read the graph file ({e.strerror or e})") from None
+    return "edge-list"
+
+
+def build(spec: GraphSpec, seed: int) -> Any:
+    """The ``_core.TaskGraph`` of ``spec`` (generators draw from ``seed``)."""
+    from numalab import _core
+
+    p = spec.as_dict()
+    if spec.is_file:
+        path = Path(spec.name)
+        if file_kind(path) == "lb-dump":
+            return _core.TaskGraph.from_lb_dump(str(path))
+        return _core.TaskGraph.from_edge_list(str(path))
+    if spec.name == "lb_test":
+        n = p.pop("n_objects")
+        return _core.TaskGraph.lb_test(n, seed, **p)
+    if spec.name == "kneighbor":
+        return _core.TaskGraph.kneighbor(p.pop("n_objects"), p.pop("k"), p.pop("msg_bytes"), seed, **p)
+    return _core.TaskGraph.jacobi2d(p.pop("nx"), p.pop("ny"), p.pop("block"), seed, **p)
