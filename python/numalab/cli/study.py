@@ -71,6 +71,10 @@ def study(
     if summary.interrupted:
         typer.echo(f"interrupted: the {summary.done} finished runs are kept; run the same command to resume", err=True)
         raise typer.Exit(130)
+    if resolved.study.sensitivity and not summary.failed:
+        from numalab.study.sensitivity import run_for_study
+
+        typer.echo(run_for_study(resolved, results))
     typer.echo(f"report: numalab report {file} --results {results} -o {results / (resolved.name + '.html')}")
     if summary.failed:
         raise typer.Exit(1)

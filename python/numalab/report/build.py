@@ -32,6 +32,7 @@ class Content:
     scatters: list[tuple[Any, figs.Figure | None]] = field(default_factory=list)
     taskgraph: list[figs.Figure] = field(default_factory=list)  # task-graph studies (numalab.tasks.figures)
     failed: list[dict[str, Any]] = field(default_factory=list)
+    sensitivity: Any = None  # report.sensitivity.View when the study ran its sensitivity
 
 
 def build(data: ReportData, figure_dir: Path, progress: Any = None) -> Content:
@@ -67,6 +68,9 @@ def build(data: ReportData, figure_dir: Path, progress: Any = None) -> Content:
 
     c.taskgraph = taskgraph_figures(drawer, data)
     c.failed = failed_runs(data)
+    from numalab.report.sensitivity import load as load_sensitivity
+
+    c.sensitivity = load_sensitivity(data.db, data.study)
     return c
 
 

@@ -10,6 +10,7 @@ from numalab import __version__
 from numalab.report.build import Content
 from numalab.report.heatmap import heatmap_table, legend
 from numalab.report.stats import Estimate
+from numalab.report.sensitivity import MARK
 from numalab.report.tables import Grid, describe_baseline, format_estimate, oriented
 
 CSS = """
@@ -80,34 +81,48 @@ def _speedups(c: Content) -> str:
         f"{escape(base)}. With repetitions: mean ± half-width of the 95% confidence interval (Student's t over the seeds); "
         "\"n identical runs\" where every repetition gave the same value, so there is no interval.</p>"
     )
+    from numalab.report import sensitivity as sens
+
+    marks = c.sensitivity.flipped if c.sensitivity else set()
+    flips = f'<p class="meta">{escape(sens.MARK_NOTE)}</p>' if marks else ""
     return (
-        '<h2 id="speedup">Speedup</h2>' + note + _grid_table(c.speedup, "speedup", colour=True)
+        '<h2 id="speedup">Speedup</h2>' + note + _grid_table(c.speedup, "speedup", colour=True, marks=marks) + flips
         + '<h3>Time (s)</h3>' + _grid_table(c.times, "time_s", digits=4)
+        + (sens.html_section(c.sensitivity) if c.sensitivity else "")
     )
 
 
-def _grid_table(g: Grid, cls: str, colour: bool = False, digits: int = 2) -> str:
+def _grid_table(g: Grid, cls: str, colour: bool = False, digits: int = 2, marks: set[tuple[str, str]] | None = None) -> str:
+    """``marks``: (case, label) cells whose conclusion flips within the estimates' ranges."""
     if not g.rows:
         return "<p>No finished runs yet.</p>"
     g = oriented(g)
     head = "".join(f'<th scope="col">{escape(col)}</th>' for col in g.cols)
     body = []
     for name, row in zip(g.rows, g.cells):
-        cells = "".join(_estimate_cell(e, colour, digits) for e in row)
+        cells = "".join(_estimate_cell(e, colour, digits, _marked(g, name, col, marks)) for e, col in zip(row, g.cols))
         body.append(f'<tr><th scope="row">{escape(name)}</th>{cells}</tr>')
     return (f'<div class="scroll"><table class="{cls}"><thead><tr><th>{escape(g.corner)}</th>{head}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table></div>')
 
 
-def _estimate_cell(e: Estimate | None, colour: bool, digits: int) -> str:
+def _marked(g: Grid, row: str, col: str, marks: set[tuple[str, str]] | None) -> bool:
+    """Whether the cell (row, col) of a possibly transposed grid is a marked (case, label)."""
+    if not marks:
+        return False
+    return ((col, row) if g.corner == "configuration" else (row, col)) in marks
+
+
+def _estimate_cell(e: Estimate | None, colour: bool, digits: int, flips: bool = False) -> str:
     if e is None:
         return '<td class="na">-</td>'
     cls = ""
     if colour:
         cls = ' class="up"' if e.mean > 1.005 else ' class="down"' if e.mean < 0.995 else ""
     interval = f", 95% CI [{e.low:.{digits + 2}g}, {e.high:.{digits + 2}g}]" if e.half_width is not None else ""
-    title = f' title="n={e.n}' + (", all identical" if e.identical else interval) + '"'
-    return f"<td{cls}{title}>{escape(format_estimate(e, digits))}</td>"
+    flip = ", flips within the estimates' ranges" if flips else ""
+    title = f' title="n={e.n}' + (", all identical" if e.identical else interval) + flip + '"'
+    return f"<td{cls}{title}>{escape(format_estimate(e, digits))}{' ' + MARK if flips else ''}</td>"
 
 
 def _maps(c: Content) -> str:

@@ -50,7 +50,13 @@ def render(c: Content, out: Path) -> str:
     base = f" Baseline: {text(describe_baseline(spec.baseline))}." if spec and spec.baseline else ""
     lines += ["## Speedup", "", "time(baseline) / time(configuration); mean ± 95% CI half-width (Student's t) with repetitions; "
               f"\"n identical runs\" where every repetition gave the same value (no interval).{base}", ""]
-    lines += _grid(c.speedup, 2) + ["", "### Time (s)", ""] + _grid(c.times, 4) + [""]
+    from numalab.report import sensitivity as sens
+
+    marks = c.sensitivity.flipped if c.sensitivity else set()
+    lines += _grid(c.speedup, 2, marks) + (["", sens.MARK_NOTE] if marks else [])
+    lines += ["", "### Time (s)", ""] + _grid(c.times, 4) + [""]
+    if c.sensitivity:
+        lines += sens.md_section(c.sensitivity, text)
     if c.maps:
         lines += ["## Access maps", "", "% of all DRAM accesses; rows: CPU node, columns: memory node; last row: memory node totals.", ""]
         for case, maps in c.maps:
@@ -87,12 +93,20 @@ def render(c: Content, out: Path) -> str:
     return "\n".join(lines)
 
 
-def _grid(g: Grid, digits: int) -> list[str]:
+def _grid(g: Grid, digits: int, marks: set[tuple[str, str]] | None = None) -> list[str]:
+    """``marks``: (case, label) cells whose conclusion flips within the estimates' ranges."""
+    from numalab.report.sensitivity import MARK
+
     if not g.rows:
         return ["No finished runs yet."]
     g = oriented(g)
+
+    def cell(e: Any, name: str, col: str) -> str:
+        key = (col, name) if g.corner == "configuration" else (name, col)
+        return format_estimate(e, digits) + (f" {MARK}" if marks and key in marks else "")
+
     out = [f"| {text(g.corner)} | " + " | ".join(text(c) for c in g.cols) + " |", "|---" * (len(g.cols) + 1) + "|"]
-    out += [f"| {text(name)} | " + " | ".join(format_estimate(e, digits) for e in row) + " |" for name, row in zip(g.rows, g.cells)]
+    out += [f"| {text(name)} | " + " | ".join(cell(e, name, col) for e, col in zip(row, g.cols)) + " |" for name, row in zip(g.rows, g.cells)]
     return out
 
 

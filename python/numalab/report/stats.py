@@ -44,7 +44,9 @@ def estimate(values: Iterable[float]) -> Estimate | None:
     mean = sum(xs) / n
     if n == 1:
         return Estimate(mean, 1, None)
-    if min(xs) == max(xs):
-        return Estimate(xs[0], n, None, identical=True)
+    # Equal up to floating-point rounding (a speedup computed from identical times in another
+    # order) is identical too: an interval of 1e-16 would only show the arithmetic's noise.
+    if max(xs) - min(xs) <= 1e-12 * max(abs(mean), 1e-300):
+        return Estimate(mean, n, None, identical=True)
     sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
     return Estimate(mean, n, t975(n - 1) * sd / math.sqrt(n))

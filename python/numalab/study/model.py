@@ -100,6 +100,7 @@ class Study(_Strict):
     sweep: Sweep = Field(default_factory=Sweep)
     runs: list[RunPatch] = Field(default_factory=list)
     report: Report = Field(default_factory=Report)
+    sensitivity: bool = Field(False, description="After the sweep, vary every estimated machine and workload number within its stated range ([estimates], numalab sensitivity) for each run against its baseline (first seed); the report marks conclusions that flip.")
 
     experiments: list[Experiment] = Field(default_factory=list, description="Task-graph experiments (kind = \"taskgraph\" only).")
 
