@@ -1,4 +1,4 @@
-/* Shared option parsing, timing and output of the numalab kernels (dgemv, stream, stencil).
+/* Shared option parsing, timing and output of the numalab kernels (dgemv, stream, stencil, barrier).
  *
  * Every kernel takes the same options and prints exactly one JSON line on stdout:
  *   --n N               problem size (each kernel says what N counts)

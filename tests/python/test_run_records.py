@@ -161,3 +161,27 @@ def test_agent_is_found_or_the_error_says_how_to_build_it(tmp_path, monkeypatch)
     monkeypatch.setenv("NUMALAB_AGENT", str(tmp_path / "nope"))
     with pytest.raises(UsageError, match="NUMALAB_AGENT=.*nope: not an executable file"):
         host.agent_path()
+
+
+def test_threads_get_their_cpu_and_node_history_from_the_sampled_processor():
+    """``processor`` (stat field 39) at each sample gives the per-thread fields a simulated document
+    has: cpu, node, first_node, away_from_first_node_pct, cpu_history; nr_migrations is the
+    kernel's (docs/scheduler.md §7)."""
+    recs = agent.read_records(RUN / "run.jsonl")
+    topo = json.loads((RUN / "topo.json").read_text())
+    cpus = {1.0: {4100: 0, 4101: 4, 4102: 8, 4103: 12}, 2.0: {4100: 1, 4101: 8, 4102: 8, 4103: 12}}
+    for r in recs:
+        for t in r.get("threads") or []:
+            t["processor"] = cpus[r["t_s"]][t["tid"]] if r["type"] == "sample" else cpus[2.0][t["tid"]]
+    doc = agent.document(recs, topo, None, "6.8.0")
+    node_of = agent.cpu_nodes(topo)
+    by_tid = {t["tid"]: t for t in doc["threads"]}
+    moved = by_tid[4101]
+    assert moved["cpu"] == 8 and moved["node"] == node_of[8] != node_of[4]
+    assert moved["first_node"] == node_of[4] and moved["away_from_first_node_pct"] == 50.0
+    assert moved["cpu_history"] == [[1.0, 4, node_of[4]], [2.0, 8, node_of[8]]]
+    # a change of CPU on the same node is history, not time away
+    assert node_of[0] == node_of[1]
+    assert by_tid[4100]["away_from_first_node_pct"] == 0.0 and len(by_tid[4100]["cpu_history"]) == 2
+    assert by_tid[4103]["cpu_history"] == [[1.0, 12, node_of[12]]]
+    assert all("nr_migrations" in t and "migrations" not in t for t in doc["threads"])

@@ -304,7 +304,7 @@ def test_the_guest_runs_the_kernel_with_the_simulators_resolved_parameters():
 
 def test_vm_check_refuses_what_it_cannot_compare(cli):
     code, _, err = cli("vm", "check", "--workload", "cg")
-    assert code == 2 and "dgemv or stream" in err
+    assert code == 2 and "--workload must be dgemv, stream, barrier" in err
     code, _, err = cli("vm", "check", "--case", "nope")
     assert code == 2 and "unknown case 'nope'" in err
     code, _, err = cli("vm", "check")

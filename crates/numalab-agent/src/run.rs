@@ -302,7 +302,7 @@ fn summary_record(
         "pages_per_node": by_node(&s.pages_per_node),
         "bytes_per_node": by_node(&s.bytes_per_node),
         "pages_t_s": s.last_pages_t_s.map(round6),
-        "threads": s.threads.values().map(thread_json).collect::<Vec<_>>(),
+        "threads": s.threads.values().map(|t| thread_json(t, s.processors.get(&t.tid).copied())).collect::<Vec<_>>(),
         "samples": s.samples,
         "maps_reads": s.maps_reads,
         "maps_cost_s": round6(s.maps_cost_s),

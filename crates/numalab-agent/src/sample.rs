@@ -63,10 +63,31 @@ fn mapping_json(m: &NumaMapping) -> Value {
     })
 }
 
-pub fn thread_json(t: &TaskSched) -> Value {
+/// Field 39 of `/proc/PID/task/TID/stat`, `processor`: the CPU the thread last ran on
+/// (`fs/proc/array.c: do_task_stat()` prints `task_cpu(task)` there). The fields are counted
+/// after the last `)`, since `comm` (field 2) may itself hold spaces and parentheses.
+pub fn parse_stat_processor(text: &str) -> Option<u32> {
+    let rest = &text[text.rfind(')')? + 1..];
+    // `rest` starts at field 3 (state): field 39 is the 37th word.
+    rest.split_ascii_whitespace().nth(39 - 3)?.parse().ok()
+}
+
+/// The CPU each thread last ran on, by tid (threads that exit between the two reads are left out).
+fn read_processors(proc_root: &Path, pid: u32, tids: impl Iterator<Item = u32>) -> BTreeMap<u32, u32> {
+    tids.filter_map(|tid| {
+        let text = std::fs::read_to_string(proc_root.join(format!("proc/{pid}/task/{tid}/stat"))).ok()?;
+        Some((tid, parse_stat_processor(&text)?))
+    })
+    .collect()
+}
+
+/// A thread's record: its `sched` statistics and `processor`, the CPU of `stat` field 39
+/// (null when it could not be read).
+pub fn thread_json(t: &TaskSched, processor: Option<u32>) -> Value {
     let mut v = json!({
         "tid": t.tid,
         "comm": t.comm,
+        "processor": processor,
         "sum_exec_runtime_ns": t.sum_exec_runtime_ns,
         "nr_migrations": t.nr_migrations,
         "nr_voluntary_switches": t.nr_voluntary_switches,
@@ -109,8 +130,9 @@ pub struct Sampler {
     pub pages_per_node: BTreeMap<u32, u64>,
     pub bytes_per_node: BTreeMap<u32, u64>,
     pub last_pages_t_s: Option<f64>,
-    /// The last statistics of every thread seen, exited ones included.
+    /// The last statistics of every thread seen, exited ones included, and the CPU each last ran on.
     pub threads: BTreeMap<u32, TaskSched>,
+    pub processors: BTreeMap<u32, u32>,
     pub samples: u64,
     /// numa_maps reads so far, and their total cost.
     pub maps_reads: u64,
@@ -139,6 +161,7 @@ impl Sampler {
             bytes_per_node: BTreeMap::new(),
             last_pages_t_s: None,
             threads: BTreeMap::new(),
+            processors: BTreeMap::new(),
             samples: 0,
             maps_reads: 0,
             maps_cost_s: 0.0,
@@ -204,9 +227,11 @@ impl Sampler {
                 Vec::new()
             }
         };
+        let processors = read_processors(&self.proc_root, self.pid, threads.iter().map(|t| t.tid));
         for t in &threads {
             self.threads.insert(t.tid, t.clone());
         }
+        self.processors.extend(processors.iter().map(|(k, v)| (*k, *v)));
         match SystemCounters::read(&self.root) {
             Ok(c) => self.last = c,
             Err(e) => errs.push(e.to_string()),
@@ -229,7 +254,7 @@ impl Sampler {
             "maps_cost_s": maps_cost_s,
             "cpus_allowed": status.as_ref().map(|st| st.cpus_allowed.to_list_string()),
             "mems_allowed": status.as_ref().map(|st| st.mems_allowed.to_list_string()),
-            "threads": threads.iter().map(thread_json).collect::<Vec<_>>(),
+            "threads": threads.iter().map(|t| thread_json(t, processors.get(&t.tid).copied())).collect::<Vec<_>>(),
             "vmstat_delta": vmstat_json(&delta(&self.baseline.vmstat, &self.last.vmstat)),
             "numastat_delta": numastat_json(&self.numastat_delta()),
             "errors": errs,
@@ -254,6 +279,22 @@ impl Sampler {
             .iter()
             .map(|(n, c)| (*n, delta(self.baseline.numastat.get(n).unwrap_or(&Counters::new()), c)))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_stat_processor;
+
+    #[test]
+    fn processor_is_field_39_counted_after_the_command_name() {
+        // A line of `taskset -c 1 cat /proc/self/stat`, then the same with a command name holding ") (".
+        let tail = "R 12795 12795 4514 0 -1 4194304 98 0 0 0 0 0 0 0 20 0 1 0 996637 3133440 391 18446744073709551615 \
+                    94035459485696 94035459505577 140728518643984 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 94035459521584 \
+                    94035459523200 94035819925504 140728518646274 140728518646294 140728518646294 140728518647787 0";
+        assert_eq!(parse_stat_processor(&format!("4242 (cat) {tail}")), Some(1));
+        assert_eq!(parse_stat_processor(&format!("4242 (a) (b c) {tail}")), Some(1));
+        assert_eq!(parse_stat_processor("4242 (cat) R 1"), None);
     }
 }
 

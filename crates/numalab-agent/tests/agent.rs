@@ -142,6 +142,9 @@ mod placement {
         let (o, recs) = run_recorded("cpunodebind", &["-N", "0"], &["cat", "/proc/self/status"]);
         let (_, sampled) = run_recorded("physcpubind-sampled", &["-C", "0", "--interval-ms", "20"], &["sleep", "0.1"]);
         assert_eq!(sampled[1]["cpus_allowed"], "0", "the sampled process's Cpus_allowed_list");
+        // `processor` (stat field 39): the CPU the thread last ran on, inside its affinity.
+        assert_eq!(sampled[1]["threads"][0]["processor"], 0, "{}", sampled[1]);
+        assert_eq!(summary(&sampled)["threads"][0]["processor"], 0);
         let s = text(&o.stdout);
         let want = node0.trim();
         assert!(s.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["Cpus_allowed_list:", want]), "{s}");

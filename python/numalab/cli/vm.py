@@ -55,11 +55,12 @@ def setup_cmd(
         typer.echo(f"agent:   missing: {e.args[0]}")
 
 
-def _request(machine, command, place, bal, memory, cpus, thp, accel, timeout, interval):
+def _request(machine, command, place, bal, memory, cpus, thp, accel, timeout, interval, wait_policy="default"):
     from numalab.vm.run import VmRequest
 
     return VmRequest(machine=machine, command=command, placement=place, balancing=bal, memory_per_node_mib=memory,
-                     cpus_per_node=cpus, thp=thp, accel=accel, timeout_s=timeout, interval_ms=interval)
+                     cpus_per_node=cpus, thp=thp, accel=accel, timeout_s=timeout, interval_ms=interval,
+                     omp_wait_policy=wait_policy)
 
 
 @app.command("run", context_settings={"allow_interspersed_args": False})
@@ -76,6 +77,7 @@ def run_cmd(
     accel: str = ACCEL,
     timeout: float = TIMEOUT,
     interval_ms: int = INTERVAL,
+    omp_wait_policy: str = o.WAIT_POLICY,
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the result document (JSON) to FILE."),
     as_json: bool = o.JSON,
 ) -> None:
@@ -88,7 +90,8 @@ def run_cmd(
     """
     from numalab.vm import run as vm_run
 
-    req = _request(machine, list(command), placement, balancing, memory_per_node_mib, cpus_per_node, thp, accel, timeout, interval_ms)
+    req = _request(machine, list(command), placement, balancing, memory_per_node_mib, cpus_per_node, thp, accel, timeout, interval_ms,
+                   omp_wait_policy)
     out = vm_run.run(req, say=_say)
     if out.status == 2 and not out.text("agent.jsonl").strip():
         raise UsageError(f"the guest refused the run: {out.text('stderr').strip() or 'numalab-agent exit code 2'}")
@@ -139,7 +142,7 @@ def check_cmd(
     case: Optional[List[str]] = typer.Option(None, "--case", help="A named case (repeatable; 'all' for every one); see --list."),
     list_cases: bool = typer.Option(False, "--list", help="List the named cases and what each expects."),
     machine: Optional[str] = typer.Option(None, "--machine", help="Machine preset (default vm-4; with --case: overrides the case's)."),
-    workload: Optional[str] = typer.Option(None, "--workload", help="dgemv or stream: compare this workload (its parameters follow as --n 2000 --init serial ...)."),
+    workload: Optional[str] = typer.Option(None, "--workload", help="dgemv, stream or barrier: compare this workload (its parameters follow as --n 2000 --init serial ...)."),
     memory_per_node_mib: Optional[int] = MEMORY,
     accel: str = ACCEL,
     timeout: float = typer.Option(300.0, "--timeout", help="Kill each guest after this many seconds."),
@@ -158,10 +161,10 @@ def check_cmd(
     if case and workload:
         raise UsageError("give --case or --workload, not both")
     if not case and not workload:
-        raise UsageError("give --case NAME (see --list) or --workload dgemv|stream")
+        raise UsageError("give --case NAME (see --list) or --workload dgemv|stream|barrier")
     if workload:
-        if workload not in ("dgemv", "stream"):
-            raise UsageError(f"--workload must be dgemv or stream (a C kernel in kernels/ with a simulator descriptor), got '{workload}'")
+        if workload not in check.KERNEL_OPTIONS:
+            raise UsageError(f"--workload must be {', '.join(check.KERNEL_OPTIONS)} (a C kernel in kernels/ with a simulator descriptor), got '{workload}'")
         config = ":".join(placement.items() + balancing.items()) or "default"
         cases = [check.adhoc_case(machine or "vm-4", workload, o.workload_params(list(ctx.args)), config)]
     else:
@@ -173,8 +176,10 @@ def check_cmd(
             raise UsageError(f"unknown case '{unknown[0]}' (known: {', '.join(check.CASES)})")
         cases = [check.with_machine(check.CASES[n], machine) for n in names]
     failed = []
+    results = []
     for c in cases:
         result = check.compare(c, memory_per_node_mib, accel, timeout, say=_say)
+        results.append(result)
         typer.echo(check.report(result))
         notes = check.profile_notes(result.kernel_release)
         if notes:
@@ -184,6 +189,11 @@ def check_cmd(
         typer.echo("")
         if not result.ok:
             failed.append(c.name)
+    if any(r.case.sched for r in results):
+        typer.echo(check.sched_table(results))
+    for name, why in check.orderings(results).items():
+        typer.echo(f"{name}: {why}")
+        failed.append(name)
     if failed:
         typer.echo(f"numalab: vm check: expectation failed in {', '.join(failed)}", err=True)
         raise typer.Exit(1)

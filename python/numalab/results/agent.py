@@ -124,7 +124,7 @@ def document(
         "time_s": summary["wall_s"],
         "processes": [{"pid": summary.get("pid"), "name": Path(argv[0]).name if argv else "", "time_s": summary["wall_s"],
                        "alone_time_s": None, "exit_code": exit_code, "signal": signal}],
-        "threads": [_thread(t, summary.get("pid")) for t in summary.get("threads") or []],
+        "threads": _threads(summary, samples, topo),
         "pages": {
             "nodes": nodes,
             "page_size_bytes": page,
@@ -221,20 +221,52 @@ def _placement(start: dict[str, Any], on: bool, mode: int, knobs: dict[str, Any]
     }
 
 
-def _thread(t: dict[str, Any], pid: Any) -> dict[str, Any]:
+#: At most this many ``cpu_history`` entries per thread, as in a simulated document.
+CPU_HISTORY_MAX = 1000
+
+
+def cpu_nodes(topo: dict[str, Any]) -> dict[int, int]:
+    """CPU OS index -> its node, from ``numalab-agent topo``."""
+    return {c: n["os_index"] for n in topo["nodes"] for c in parse_cpulist(n["cpus"])}
+
+
+def _threads(summary: dict[str, Any], samples: list[dict[str, Any]], topo: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per thread, what a simulated document has (docs/scheduler.md §7), from the samples: the CPU of
+    ``/proc/PID/task/TID/stat`` (field 39, ``processor``) at each sample gives ``cpu_history``
+    (first sample, then every sample at which it changed), ``first_node`` (the node at the thread's
+    first sample) and ``away_from_first_node_pct`` (share of its samples on another node: sampled
+    every ``--interval-ms``, so moves shorter than that can be missed); ``nr_migrations`` is the
+    kernel's count from ``/proc/PID/task/TID/sched`` (every change of CPU, node or not)."""
+    node_of = cpu_nodes(topo)
+    seen: dict[int, list[tuple[float, int]]] = {}
+    for s in samples:
+        for t in s.get("threads") or []:
+            if t.get("processor") is not None:
+                seen.setdefault(t["tid"], []).append((s["t_s"], int(t["processor"])))
+    return [_thread(t, summary.get("pid"), seen.get(t["tid"], []), node_of) for t in summary.get("threads") or []]
+
+
+def _thread(t: dict[str, Any], pid: Any, cpus: list[tuple[float, int]], node_of: dict[int, int]) -> dict[str, Any]:
     sched_keys = ("current_node", "faults", "numa_group_id", "numa_pages_migrated", "numa_preferred_nid",
                   "numa_scan_seq", "total_numa_faults")
-    out = {
+    cpu = t.get("processor")
+    out: dict[str, Any] = {
         "tid": t["tid"],
         "pid": pid,
         "comm": t.get("comm"),
-        "cpu": None,
-        "node": t.get("current_node"),
+        "cpu": cpu,
+        "node": node_of.get(cpu, t.get("current_node")) if cpu is not None else t.get("current_node"),
         "time_s": (t.get("sum_exec_runtime_ns") or 0) / 1e9,
-        "migrations": t.get("nr_migrations"),
+        "nr_migrations": t.get("nr_migrations"),
         "voluntary_switches": t.get("nr_voluntary_switches"),
         "involuntary_switches": t.get("nr_involuntary_switches"),
     }
+    if cpus:
+        nodes = [node_of.get(c, -1) for _, c in cpus]
+        history = [[round(ts, 6), c, n] for (ts, c), n, prev in zip(cpus, nodes, [None, *cpus]) if prev is None or prev[1] != c]
+        out["first_node"] = nodes[0]
+        out["away_from_first_node_pct"] = round(100.0 * sum(n != nodes[0] for n in nodes) / len(nodes), 3)
+        out["cpu_history"] = history[:CPU_HISTORY_MAX]
     sched = {k: t[k] for k in sched_keys if k in t}
     if sched:
         out["sched"] = sched

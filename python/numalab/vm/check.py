@@ -55,12 +55,48 @@ def profile_notes(release: str) -> list[str]:
 
 
 @dataclass(frozen=True)
+class Threads:
+    """Where the command's threads ran (docs/scheduler.md §7): per thread ``nr_migrations`` (the
+    kernel's count of CPU changes), ``first_node`` and ``away_from_first_node_pct``, over a run of
+    ``time_s`` seconds (guest seconds under TCG, simulated seconds in the simulator)."""
+
+    nr_migrations: list[int]
+    away_pct: list[float]
+    time_s: float
+
+    @property
+    def migrations_per_thread_s(self) -> float:
+        """Thread migrations per thread per second of the run."""
+        n = max(1, len(self.nr_migrations))
+        return sum(self.nr_migrations) / n / self.time_s if self.time_s > 0 else 0.0
+
+    @property
+    def changed_node(self) -> int:
+        """Threads seen on another node than their first."""
+        return sum(a > 0 for a in self.away_pct)
+
+    @property
+    def mean_away_pct(self) -> float:
+        return sum(self.away_pct) / len(self.away_pct) if self.away_pct else 0.0
+
+
+def threads_of(doc: dict[str, Any]) -> Threads:
+    """The thread figures of a result document, simulated or measured (results/agent.py fills the
+    same fields for a guest from ``/proc/PID/task/*/stat`` and ``sched``)."""
+    ts = doc.get("threads") or []
+    return Threads([int(t.get("nr_migrations") or 0) for t in ts],
+                   [float(t.get("away_from_first_node_pct") or 0.0) for t in ts], float(doc.get("time_s") or 0.0))
+
+
+@dataclass(frozen=True)
 class Side:
-    """One side of the comparison: anonymous pages per node and the counters over the run."""
+    """One side of the comparison: anonymous pages per node and the counters over the run, and
+    where the threads ran."""
 
     after_init: list[int]
     after_run: list[int]
     counters: dict[str, int]
+    threads: Threads = field(default_factory=lambda: Threads([], [], 0.0))
 
     @property
     def total(self) -> int:
@@ -116,6 +152,38 @@ def moves(min_pct: float = 10.0) -> Expect:
     return check
 
 
+def stay(max_migrations: int = 2) -> Expect:
+    def check(s: Side) -> str | None:
+        t = s.threads
+        if not t.nr_migrations:
+            return "no thread was seen"
+        if t.changed_node:
+            return f"{t.changed_node} thread(s) changed node"
+        worst = max(t.nr_migrations)
+        return None if worst <= max_migrations else f"a thread has nr_migrations {worst}, expected <= {max_migrations}"
+
+    check.__doc__ = f"no thread leaves its first node and each has nr_migrations <= {max_migrations}"
+    return check
+
+
+def move(min_share: float = 0.5) -> Expect:
+    def check(s: Side) -> str | None:
+        t = s.threads
+        n = len(t.nr_migrations)
+        return None if n and t.changed_node >= min_share * n else f"{t.changed_node} of {n} threads changed node, expected >= {min_share:g} of them"
+
+    check.__doc__ = f"at least {min_share:g} of the threads run on another node than their first at some point"
+    return check
+
+
+def all_of(*checks: Expect) -> Expect:
+    def check(s: Side) -> str | None:
+        return next((why for c in checks if (why := c(s)) is not None), None)
+
+    check.__doc__ = "; ".join(c.__doc__ or "" for c in checks)
+    return check
+
+
 @dataclass(frozen=True)
 class Case:
     name: str
@@ -124,6 +192,14 @@ class Case:
     config: str
     expect: Expect
     machine: str = "vm-4"
+    #: The case run with the same threads bound: this one must move its threads more (thread
+    #: migrations per thread per second), on each side (``orderings``).
+    more_than: str | None = None
+
+    @property
+    def sched(self) -> bool:
+        """A scheduler case: its thread figures are printed."""
+        return self.workload == "barrier"
 
 
 #: The cases ``numalab vm check --case NAME`` runs (threads default to the guest's vCPUs).
@@ -134,6 +210,28 @@ class Case:
 #: a run of a few guest seconds sees several passes.
 BOUND = "omp-proc-bind=spread:omp-places=cores"
 FAST_SCAN = "scan-delay-ms=50:scan-period-min-ms=50:scan-period-max-ms=200"
+
+
+def sched_cases(machine: str, cpus: int, reps: int, oversubscribed: bool) -> list[Case]:
+    """The scheduler cases on a guest of ``cpus`` vCPUs (one per node): kernels/barrier.c, one
+    thread per vCPU, first bound (the reference), then unbound as Linux runs OpenMP by default,
+    unbound with OMP_WAIT_POLICY=passive (threads sleep at every barrier: the wake-up path and
+    idle balancing run ~reps times), and unbound with twice as many threads as vCPUs. Under TCG
+    only orderings and presence or absence of cross-node movement are robust (docs/scheduler.md §10)."""
+    suffix = "" if machine == "vm-4" else f"-{machine.removeprefix('vm-')}"
+    p = {"n": 1048576, "reps": reps, "init": "parallel"}
+    bound = f"sched-bound{suffix}"
+    out = [
+        Case(bound, "barrier", p, BOUND, all_of(spread(), stay()), machine=machine),
+        Case(f"sched-unbound{suffix}", "barrier", p, "default", spread(), machine=machine),
+        Case(f"sched-passive{suffix}", "barrier", p, "omp-wait-policy=passive", move(), machine=machine, more_than=bound),
+    ]
+    if oversubscribed:
+        out.append(Case(f"sched-oversubscribed{suffix}", "barrier", {**p, "threads": 2 * cpus}, "default", move(),
+                        machine=machine, more_than=bound))
+    return out
+
+
 CASES: dict[str, Case] = {
     c.name: c
     for c in [
@@ -142,6 +240,8 @@ CASES: dict[str, Case] = {
         Case("interleave", "dgemv", {"n": 2000, "reps": 5, "init": "serial"}, f"interleave=all:{BOUND}", even()),
         Case("balancing", "dgemv", {"n": 2000, "reps": 40, "init": "serial"}, f"{BOUND}:balancing:{FAST_SCAN}", moves()),
         Case("parallel-init-vm8", "dgemv", {"n": 2000, "reps": 5, "init": "parallel"}, BOUND, spread(), machine="vm-8"),
+        *sched_cases("vm-4", 4, 1000, oversubscribed=True),
+        *sched_cases("vm-8", 8, 500, oversubscribed=False),
     ]
 }
 
@@ -176,7 +276,7 @@ def sim_side(spec: RunSpec) -> Side:
 
     doc = sim.run(spec).doc
     series = [list(p["pages_per_node"]) for p in doc["timeline"]] or [doc["pages"]["per_node"]]
-    return Side(*_complete(series), _counters(doc))
+    return Side(*_complete(series), _counters(doc), threads_of(doc))
 
 
 def anon_pages(sample: dict[str, Any], nodes: list[int]) -> list[int]:
@@ -202,7 +302,7 @@ def vm_side(out: vm_run.VmOutput, doc: dict[str, Any]) -> Side:
     series = [anon_pages(s, nodes) for s in samples if s.get("mappings")]
     if not series:
         raise UsageError("the guest's agent took no sample of the command's pages (it ended too soon: raise --reps or --n)")
-    return Side(*_complete(series), _counters(doc))
+    return Side(*_complete(series), _counters(doc), threads_of(doc))
 
 
 def _counters(doc: dict[str, Any]) -> dict[str, int]:
@@ -218,6 +318,7 @@ def _counters(doc: dict[str, Any]) -> dict[str, int]:
 KERNEL_OPTIONS = {
     "dgemv": ({"n": "n", "reps": "reps", "threads": "threads", "init": "init"}, {}),
     "stream": ({"n": "n", "ntimes": "reps", "threads": "threads"}, {"init": "parallel"}),
+    "barrier": ({"n": "n", "reps": "reps", "threads": "threads", "init": "init"}, {}),
 }
 
 
@@ -235,6 +336,7 @@ def vm_request(case: Case, resolved: dict[str, Any], spec: RunSpec, memory_per_n
     return vm_run.VmRequest(
         machine=case.machine, command=argv, placement=spec.placement, balancing=spec.balancing,
         memory_per_node_mib=memory_per_node_mib, thp="never", accel=accel, timeout_s=timeout_s, interval_ms=50,
+        omp_wait_policy=spec.omp_wait_policy,
     )
 
 
@@ -272,6 +374,23 @@ def compare(
     return c
 
 
+def orderings(results: list[Comparison]) -> dict[str, str]:
+    """Cases run together with their ``more_than`` case: case name -> why the ordering failed on a
+    side (its threads must migrate more per thread per second than the bound run's, on both sides)."""
+    by_name = {c.case.name: c for c in results}
+    out = {}
+    for c in results:
+        ref = by_name.get(c.case.more_than or "")
+        if ref is None:
+            continue
+        bad = [f"{side}: {getattr(c, side).threads.migrations_per_thread_s:.3g} <= {getattr(ref, side).threads.migrations_per_thread_s:.3g}"
+               for side in ("sim", "vm")
+               if getattr(c, side).threads.migrations_per_thread_s <= getattr(ref, side).threads.migrations_per_thread_s]
+        if bad:
+            out[c.case.name] = f"thread migrations per thread per second not above {ref.case.name}'s ({'; '.join(bad)})"
+    return out
+
+
 def adhoc_case(machine: str, workload: str, params: dict[str, Any], config: str) -> Case:
     """A case from the command line: no expectation, the comparison is printed."""
     return Case("adhoc", workload, params, config, lambda s: None, machine=machine)
@@ -301,11 +420,40 @@ def report(c: Comparison) -> str:
         f"guest Linux {c.kernel_release}, simulator profile {c.sim_kernel}",
         render(pages), render(counters),
     ]
+    if case.sched:
+        lines.append(render(table(["", "threads", "nr_migrations", "per thread per s", "changed node", "away % (mean)",
+                                   "away % (max)", "run s"], [_thread_row(side, getattr(c, side).threads) for side in ("sim", "vm")],
+                                  "threads: migrations (the kernel's nr_migrations), threads seen on another node than their "
+                                  "first, share of time away from the first node (guest: of its samples)")))
     doc = c.case.expect.__doc__
     if doc:
         verdict = "  ".join(f"{side}: {'FAIL (' + c.failures[side] + ')' if side in c.failures else 'ok'}" for side in ("sim", "vm"))
         lines.append(f"expect {doc} -- {verdict}")
     return "\n".join(lines)
+
+
+def _thread_row(side: str, t: Threads) -> list[Any]:
+    return [side, len(t.nr_migrations), sum(t.nr_migrations), f"{t.migrations_per_thread_s:.3g}", t.changed_node,
+            f"{t.mean_away_pct:.1f}", f"{max(t.away_pct, default=0.0):.1f}", f"{t.time_s:.3g}"]
+
+
+def sched_table(results: list[Comparison]) -> str:
+    """The scheduler cases side by side, simulator and guest, one row per case and side (the table
+    of README.md and docs/scheduler.md §10)."""
+    from numalab.cli.tables import render, table
+
+    rows = []
+    for c in results:
+        if not c.case.sched:
+            continue
+        for side in ("sim", "vm"):
+            s = getattr(c, side)
+            t = s.threads
+            rows.append([c.case.machine, c.case.name, side, len(t.nr_migrations), f"{t.migrations_per_thread_s:.3g}",
+                         f"{t.changed_node}/{len(t.nr_migrations)}", f"{t.mean_away_pct:.1f}",
+                         " ".join(str(p) for p in s.after_init)])
+    return render(table(["machine", "case", "side", "threads", "migrations/thread/s", "changed node", "away % (mean)",
+                         "pages per node after init"], rows, "scheduler cases: simulator (sim) and guest kernel (vm)"))
 
 
 def with_machine(case: Case, machine: str | None) -> Case:

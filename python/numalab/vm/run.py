@@ -22,6 +22,7 @@ from numalab.vm import setup as vm_setup
 Say = Callable[[str], None]
 ACCELS = ("auto", "tcg", "kvm")
 THP_MODES = ("always", "madvise", "never")
+WAIT_POLICIES = ("default", "active", "passive")
 #: MPOL_WEIGHTED_INTERLEAVE and its sysfs weights arrived in Linux 6.9 (commit fa3bea4e1f82).
 WEIGHTED_INTERLEAVE_SINCE = (6, 9)
 
@@ -38,6 +39,8 @@ class VmRequest:
     accel: str = "tcg"
     timeout_s: float = 600.0
     interval_ms: int = 100
+    #: OMP_WAIT_POLICY for the command (``default``: left unset, libgomp's own default).
+    omp_wait_policy: str = "default"
 
 
 @dataclass
@@ -90,6 +93,17 @@ def _check_placement(machine, p: Placement) -> None:
             machine.parse_nodes(nodes.removeprefix("="))
 
 
+def omp_env(req: VmRequest) -> dict[str, str]:
+    """The command's OpenMP environment: the binding (as on a host) and OMP_WAIT_POLICY when one
+    is asked for (libgomp reads it in ``env.c: initialize_env()``; docs/scheduler.md §5)."""
+    if req.omp_wait_policy not in WAIT_POLICIES:
+        raise UsageError(f"--omp-wait-policy: '{req.omp_wait_policy}' is not one of {', '.join(WAIT_POLICIES)}")
+    env = host.omp_env(req.placement)
+    if req.omp_wait_policy != "default":
+        env["OMP_WAIT_POLICY"] = req.omp_wait_policy.upper()
+    return env
+
+
 def _weights_script(p: Placement) -> list[str]:
     return [f"echo {w} > /sys/kernel/mm/mempolicy/weighted_interleave/node{n}" for n, w in p.weights]
 
@@ -127,7 +141,7 @@ def boot_job(req: VmRequest, command: list[str] | None, say: Say = lambda s: Non
         agent_args=agent_args(req.placement),
         knobs=knobs,
         thp=req.thp,
-        env=host.omp_env(req.placement),
+        env=omp_env(req),
         interval_ms=req.interval_ms,
         setup=tuple(_weights_script(req.placement)),
     )
