@@ -90,6 +90,6 @@ def test_python_api_returns_pandas_views():
     assert am["node1"].sum() < 1e-9  # serial init: every page on the master's node
     assert r.pages().sum() == 4000 * 4000 * 8 // 4096
     cols = list(r.threads().columns)
-    assert cols[:5] == ["pid", "cpu", "node", "time_s", "migrations"]
+    assert cols[:5] == ["pid", "cpu", "node", "time_s", "nr_migrations"]
     assert sorted(cols[5:]) == ["away_from_first_node_pct", "first_node"]
     assert r.numastat().loc["numa_hit"].sum() > 0

@@ -20,6 +20,19 @@ pub struct Vmstat {
     pub numa_pages_migrated: u64,
     pub pgmigrate_success: u64,
     pub pgmigrate_fail: u64,
+    /// Memory tiering (docs/tiering.md §7), reported only when they moved.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pgpromote_success: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pgpromote_candidate: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pgdemote_kswapd: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pgdemote_direct: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -37,7 +50,9 @@ pub struct ThreadOut {
     pub cpu: u32,
     pub node: u32,
     pub time_s: f64,
-    pub migrations: u64,
+    /// The kernel's `nr_migrations` (`/proc/PID/task/TID/sched`): changes of CPU by the load
+    /// balancer, the wake-up path and NUMA balancing (docs/scheduler.md §7).
+    pub nr_migrations: u64,
     /// The node it was created on, and the share of its run spent on other nodes
     /// (docs/scheduler.md §7).
     pub first_node: u32,
@@ -170,6 +185,10 @@ pub struct SimOutput {
     pub balancing_cost: Option<BalancingCost>,
     pub timeline: Vec<TimelinePoint>,
     pub engine: EngineInfo,
+    /// Memory tier of each node, 0 = fastest (`None`: no memory), when the machine has more
+    /// than one tier (docs/tiering.md §2).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub memory_tiers: Vec<Option<u32>>,
 }
 
 /// Accumulates the access map and the timeline while the engine runs.
@@ -260,7 +279,7 @@ impl Recorder {
         let threads: Vec<ThreadOut> = threads
             .into_iter()
             .enumerate()
-            .map(|(tid, (pid, cpu, node, time_s, migrations))| {
+            .map(|(tid, (pid, cpu, node, time_s, nr_migrations))| {
                 procs[pid].time_s = procs[pid].time_s.max(time_s);
                 ThreadOut {
                     tid: tid as u32 + 1,
@@ -268,7 +287,7 @@ impl Recorder {
                     cpu,
                     node,
                     time_s,
-                    migrations,
+                    nr_migrations,
                     first_node: node,
                     away_from_first_node_pct: 0.0,
                     cpu_history: Vec::new(),
@@ -294,6 +313,7 @@ impl Recorder {
             balancing_cost: None,
             timeline: self.timeline,
             engine: EngineInfo { sample_rate, sample_stride: stride, bandwidth_waits, epochs, samples },
+            memory_tiers: Vec::new(),
         }
     }
 }

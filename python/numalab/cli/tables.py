@@ -144,7 +144,7 @@ def sched_text(doc: dict[str, Any]) -> str:
     lines += [f"{e['t_s'] * 1e3:>10.3f}  {e['tid']:>4}  {e['path']:<16} {e['level'] or '-':<8} "
               f"{cpu(e['from_cpu'], e['from_node']):<14} -> {cpu(e['to_cpu'], e['to_node']):<14} {e['why']}" for e in doc["sched_events"]]
     text = "\n".join(lines)
-    per = [[t["tid"], t["first_node"], t["node"], t["migrations"], f"{t['away_from_first_node_pct']:.1f}"] for t in doc["threads"]]
+    per = [[t["tid"], t["first_node"], t["node"], t["nr_migrations"], f"{t['away_from_first_node_pct']:.1f}"] for t in doc["threads"]]
     return text + "\n" + render(table(("tid", "first_node", "node", "nr_migrations", "away_pct"), per, "threads", first_left=False))
 
 

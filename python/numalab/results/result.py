@@ -58,7 +58,7 @@ class Result:
 
         # cpu_history (a list per thread) stays in the document (docs/scheduler.md §7).
         df = pd.DataFrame([{k: v for k, v in t.items() if k != "cpu_history"} for t in self.doc["threads"]]).set_index("tid")
-        first = [c for c in ("pid", "cpu", "node", "time_s", "migrations") if c in df.columns]
+        first = [c for c in ("pid", "cpu", "node", "time_s", "nr_migrations") if c in df.columns]
         return df[first + [c for c in df.columns if c not in first]]
 
     def timeline(self):  # -> pandas.DataFrame

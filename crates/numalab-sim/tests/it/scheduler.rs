@@ -164,7 +164,7 @@ fn k313_forks_spread_over_the_nodes_and_the_balancer_fixes_the_last_one() {
     cpus.sort();
     cpus.dedup();
     assert_eq!(cpus.len(), 16, "one thread per CPU at the end");
-    assert_eq!(out.threads.iter().map(|t| t.migrations).sum::<u64>(), 1);
+    assert_eq!(out.threads.iter().map(|t| t.nr_migrations).sum::<u64>(), 1);
     let moved = out.sched_events.iter().find(|e| e.from_cpu.is_some()).unwrap();
     assert_eq!(
         moved.from_cpu,
@@ -180,7 +180,7 @@ fn k6_fork_balancing_spreads_threads_over_nodes_from_the_start() {
     let m = machine4();
     let w = stream_like(64, 16, Pattern::Block, 2);
     let out = simulate(&m, &w, &unbound(), &SimConfig { kernel: Kernel::K6, ..cfg() }).unwrap();
-    assert_eq!(out.threads.iter().map(|t| t.migrations).sum::<u64>(), 0);
+    assert_eq!(out.threads.iter().map(|t| t.nr_migrations).sum::<u64>(), 0);
     for n in 0..4u32 {
         assert_eq!(out.threads.iter().filter(|t| t.node == n).count(), 4);
     }
@@ -197,7 +197,7 @@ fn every_move_is_explained_and_counted() {
     let c = SimConfig { explain_sched: true, ..cfg() };
     let out = simulate(&m, &w, &unbound(), &c).unwrap();
     let moves: Vec<_> = out.sched_events.iter().filter(|e| e.from_cpu.is_some()).collect();
-    assert_eq!(moves.len() as u64, out.threads.iter().map(|t| t.migrations).sum::<u64>());
+    assert_eq!(moves.len() as u64, out.threads.iter().map(|t| t.nr_migrations).sum::<u64>());
     assert!(out.sched_events.iter().filter(|e| e.from_cpu.is_none()).count() == 24);
     assert!(moves.iter().all(|e| e.t_s > 0.0 && !e.why.is_empty()));
 }
