@@ -15,7 +15,7 @@ from numalab.machine.render import lstopo_tree, machine_json, numactl_hardware, 
 
 
 def topo(
-    machine: Optional[str] = typer.Option(None, "--machine", "-m", help="Preset name (see --list) or a preset .toml file."),
+    machine: Optional[str] = typer.Option(None, "--machine", "-m", help="Preset name (see --list), a preset .toml or hwloc .xml file, or 'synthetic:pack:2 numa:2 core:8 pu:2' (hwloc's synthetic grammar)."),
     host: bool = typer.Option(False, "--host", help="This machine, read from sysfs."),
     input: Optional[Path] = typer.Option(None, "--input", "-i", help="An hwloc XML file (lstopo --of xml)."),
     hardware: bool = typer.Option(False, "--hardware", "-H", help="Only the numactl --hardware block, as numactl -H prints it."),
@@ -23,6 +23,7 @@ def topo(
     as_json: bool = typer.Option(False, "--json", help="Print the machine as JSON."),
     list_: bool = typer.Option(False, "--list", help="List the presets with a one-line description."),
     export_xml: Optional[Path] = typer.Option(None, "--export-xml", help="Write the machine as hwloc XML to this file."),
+    memory_per_node_mib: Optional[int] = typer.Option(None, "--memory-per-node-mib", min=1, help="Memory of each node an hwloc XML file or synthetic description gives no size (default: 4 GiB per core, an estimate, with a warning)."),
 ) -> None:
     """Show a NUMA machine: numactl --hardware layout, then bandwidth, idle latency and links."""
     if list_:
@@ -43,9 +44,9 @@ def topo(
         if input.suffix == ".toml":
             raise UsageError(f"--input {input}: --input reads hwloc XML; give a preset-format .toml with --machine")
 
-        m = load_hwloc_xml(input)
+        m = load_hwloc_xml(input, memory_per_node_mib)
     else:
-        m = machines.load(sources[0])
+        m = machines.load(machines.with_memory_per_node(str(sources[0]), memory_per_node_mib))
     if export_xml is not None:
         _export(m, export_xml)
         return

@@ -55,6 +55,15 @@ CORE_MLP = Estimate(
     "(docs/contention.md)",
 )
 
+#: Memory of a node whose size the source does not give (hwloc files made from CPUID dumps,
+#: synthetic descriptions without ``memory=``), per core of the node.
+MEMORY_PER_CORE_GIB = Estimate(
+    "memory.node_gib",
+    4.0,
+    "estimate: 4 GiB per core of the node (at least 4 GiB), a common server sizing of 4-8 GB per core; "
+    "the source gives no memory size: set it with --memory-per-node-mib",
+)
+
 #: Base page size when the source does not record it.
 PAGE_SIZE_BYTES = Estimate(
     "page_size_bytes",

@@ -21,7 +21,7 @@ from typing import Any
 
 from numalab._core import Machine
 from numalab.exceptions import UsageError
-from numalab.machine.bitmaps import format_hwloc, parse_cpulist
+from numalab.machine.bitmaps import format_cpulist, format_hwloc, parse_cpulist
 
 MIB = 1 << 20
 #: hwloc_distances_kind_e: FROM_OS | VALUE_LATENCY, as the Linux backend marks the SLIT.
@@ -39,6 +39,7 @@ INFO_KEYS = {
     "numalab.description": "description (string)",
     "numalab.page_size_bytes": "base page size",
     "numalab.core_frequency_hz": "frequency of every core",
+    "numalab.core_frequencies_hz": "[[cpulist, hz], ...] when cores differ in frequency (hybrid CPUs; also written as cpukinds)",
     "numalab.core_mlp": "memory-level parallelism of every core",
     "numalab.bandwidth_gbps": "exact per-node bandwidth, by node OS index order (memattr Bandwidth rounds to MiB/s)",
     "numalab.idle_latency_ns": "exact idle latency matrix (memattr Latency rounds to ns)",
@@ -66,6 +67,7 @@ def topology_element(m: dict[str, Any]) -> ET.Element:
     writer.machine(topology)
     writer.distances(topology)
     writer.memattrs(topology)
+    writer.cpukinds(topology)
     return topology
 
 
@@ -140,16 +142,36 @@ class _Writer:
         return infos
 
     def core_infos(self) -> dict[str, str]:
-        params = {(c["frequency_hz"], c["mlp"]) for c in self.m["cores"]}
-        if len(params) > 1:
+        mlps = {c["mlp"] for c in self.m["cores"]}
+        if len(mlps) > 1:
             raise UsageError(
-                f"cannot export machine '{self.m['name']}' as hwloc XML: its cores differ in frequency_hz or mlp "
+                f"cannot export machine '{self.m['name']}' as hwloc XML: its cores differ in mlp "
                 "(numalab machine files give one value for all cores)"
             )
-        if not params:
+        if not mlps:
             return {}
-        frequency_hz, mlp = params.pop()
-        return {"numalab.core_frequency_hz": repr(frequency_hz), "numalab.core_mlp": repr(mlp)}
+        kinds = self.frequency_kinds()
+        infos = {"numalab.core_frequency_hz": repr(max(kinds)), "numalab.core_mlp": repr(mlps.pop())}
+        if len(kinds) > 1:
+            infos["numalab.core_frequencies_hz"] = _json([[format_cpulist(cpus), hz] for hz, cpus in sorted(kinds.items())])
+        return infos
+
+    def frequency_kinds(self) -> dict[float, set[int]]:
+        """The PUs of each core frequency (one entry unless the CPU is hybrid)."""
+        kinds: dict[float, set[int]] = {}
+        for c in self.m["cores"]:
+            kinds.setdefault(c["frequency_hz"], set()).update(parse_cpulist(c["cpuset"]))
+        return kinds
+
+    def cpukinds(self, topology: ET.Element) -> None:
+        """Hybrid CPUs: one hwloc ``<cpukind>`` per frequency, least performant first (hwloc's
+        efficiency order), with ``FrequencyMaxMHz`` as hwloc's Linux backend reports it."""
+        kinds = self.frequency_kinds()
+        if len(kinds) < 2:
+            return
+        for rank, (hz, cpus) in enumerate(sorted(kinds.items())):
+            kind = ET.SubElement(topology, "cpukind", cpuset=format_hwloc(cpus), forced_efficiency=str(rank))
+            ET.SubElement(kind, "info", name="FrequencyMaxMHz", value=str(round(hz / 1e6)))
 
     def routes(self) -> list[dict[str, Any]]:
         """Every remote route as the nodes it passes through (the spec's ``routes`` form)."""
@@ -189,7 +211,8 @@ class _Writer:
         # hwloc gives a memory object its parent's cpuset (its locality), CPU-less nodes included.
         os_index, page = n["os_index"], self.m["page_size_bytes"]
         cpus, memory = self.cpus[os_index] or parent_cpus, str(n["local_memory_bytes"])
-        el = self.obj(parent, "NUMANode", os_index, cpus, [os_index], local_memory=memory)
+        extra = {"subtype": n["subtype"]} if n.get("subtype") else {}
+        el = self.obj(parent, "NUMANode", os_index, cpus, [os_index], **extra, local_memory=memory)
         self.node_gp[os_index] = int(el.attrib["gp_index"])
         ET.SubElement(el, "page_type", size=str(page), count=str(n["local_memory_bytes"] // page))
 

@@ -26,6 +26,7 @@ import io
 import json
 import math
 import re
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -42,10 +43,10 @@ from numalab._core import Machine, TopologyError
 from numalab.exceptions import UsageError
 from numalab.machine import estimates as est
 from numalab.machine import limits
-from numalab.machine.bitmaps import format_cpulist, parse_hwloc, shorten
+from numalab.machine.bitmaps import format_cpulist, parse_cpulist, parse_hwloc, shorten
 from numalab.machine.hwloc_export import DISTANCES_KIND_LATENCY, MIB, SLIT_NAME, to_hwloc_xml
 
-__all__ = ["load_hwloc_xml", "to_hwloc_xml"]
+__all__ = ["load_hwloc_xml", "load_tree", "to_hwloc_xml"]
 
 PACKAGE_TYPES = {"Package", "Socket"}  # Socket: hwloc 1.x
 #: Objects that only group others: walked through, their own attributes unused.
@@ -63,16 +64,47 @@ _DECIMAL = re.compile(r"[0-9]+(\.[0-9]+)?")
 U64, U64_REASON = 1 << 64, "hwloc stores it in 64 bits"
 CPU_LIMIT = (limits.MAX_CPUS, limits.CPU_REASON)
 NODE_LIMIT = (limits.MAX_NODES, limits.NODE_REASON)
+#: Package and core numbers are names, not bit positions (ia64's physical_package_id reaches 65536).
+GIB = 1 << 30
+U32_LIMIT = (1 << 32, "package and core numbers are 32-bit")
+#: Frequency of a less performant cpukind without FrequencyMaxMHz, relative to the most
+#: performant kind (docs/machines.md §5.6).
+HYBRID_SLOW_FACTOR = 0.75
+#: How notes say a number came from the file's memory attributes.
+FIRMWARE = (
+    "measured by the firmware: hwloc's Linux backend fills these memory attributes from the ACPI HMAT "
+    "(/sys/devices/system/node/nodeN/access0/initiators); "
+)
+#: hwloc's NUMANode subtype when the attribute is absent.
+DRAM = "DRAM"
 
 
-def load_hwloc_xml(path: Path) -> Machine:
-    """The machine an hwloc XML file describes (v2; v1 object layouts are accepted too)."""
-    spec = _Importer(path, _parse_xml(path)).spec()
+def load_hwloc_xml(path: Path, memory_per_node_mib: int | None = None) -> Machine:
+    """The machine an hwloc XML file describes (v1, v2 and v3 files, as hwloc 1.x to 3.x write them).
+
+    ``memory_per_node_mib`` is the memory of each node whose size the file does not give (topologies
+    made from CPUID dumps have none); without it such nodes get :data:`estimates.MEMORY_PER_CORE_GIB`
+    and one warning line goes to stderr."""
+    return load_tree(path, _parse_xml(path), memory_per_node_mib)
+
+
+def load_tree(path: Path, root: _El, memory_per_node_mib: int | None = None, memory_unknown_is_missing: bool = False) -> Machine:
+    """The machine of an already parsed ``<topology>`` tree (an XML file's, or one built from a
+    synthetic description, :mod:`numalab.machine.synthetic`); ``path`` names it in messages.
+    With ``memory_unknown_is_missing``, a node without ``local_memory`` is one of unknown size even
+    when other nodes have sizes (synthetic descriptions), not a memoryless node."""
+    importer = _Importer(path, root, memory_per_node_mib)
+    importer.memory_unknown_is_missing = memory_unknown_is_missing
+    spec = importer.spec()
     try:
-        return Machine.from_spec_json(json.dumps(spec))
+        machine = Machine.from_spec_json(json.dumps(spec))
+        machine = importer.finish(machine)
     except TopologyError as e:
         key = e.args[1] if len(e.args) > 1 else ""
         raise TopologyError(f"{path}: {e.args[0]}", key) from None
+    if importer.warning:
+        print(f"numalab: warning: {importer.warning}", file=sys.stderr)
+    return machine
 
 
 # ---------------------------------------------------------------- XML with line numbers
@@ -207,11 +239,18 @@ def _describe(el: _El) -> str:
 class _Node:
     os_index: int
     cpus: set[int]  # hwloc's cpuset: the node's locality
-    memory_bytes: int
+    memory_bytes: int | None  # None: the file does not say
     package: int | None
     page_sizes: list[int]
     el: _El
     owned: set[int] = field(default_factory=set)  # the CPUs Linux would list in its cpulist
+    subtype: str | None = None  # hwloc's memory subtype (HBM, NVM, SPM, CXL-DRAM); None is DRAM
+    disallowed: bool = False  # outside the root's allowed_nodeset (a cgroup's cpuset.mems)
+    placeholder: bool = False  # not in the file: the node its PUs' nodesets name
+
+    @property
+    def dram(self) -> bool:
+        return self.subtype in (None, DRAM)
 
 
 class _Matrix(NamedTuple):
@@ -237,25 +276,83 @@ class _Core:
     pus: list[int] = field(default_factory=list)
 
 
+@dataclass
+class _Pu:
+    el: _El
+    package: int | None
+    home: set[int]  # nodes of the nearest object (the PU itself first) whose nodeset names any
+    own: set[int]  # the PU's own nodeset, else complete_nodeset (the local node, maybe disallowed)
+
+
 class _Importer:
     """Reads one file's elements into a MachineSpec dict; errors name file, line and element."""
 
-    def __init__(self, path: Path, root: _El) -> None:
+    def __init__(self, path: Path, root: _El, memory_per_node_mib: int | None = None) -> None:
         self.path, self.root = path, root
+        self.memory_per_node_mib = memory_per_node_mib
+        self.memory_unknown_is_missing = False
+        self.latency_attr = "Latency"
+        self.frequencies: dict[int, float] = {}
+        self.warning = ""
         self.nodes: list[_Node] = []
         self.packages: list[tuple[int, set[int], _El]] = []
         self.cores: list[_Core] = []
-        self.pus: dict[int, _El] = {}
+        self.pus: dict[int, _Pu] = {}
         self.gp_to_node: dict[int, int] = {}
         self.gp_to_cpus: dict[int, set[int]] = {}
         self.notes: dict[str, str] = {}
+        self.left_out: set[int] = set()  # PUs outside the allowed or online cpuset
         machines = root.find_all("object")
         if len(machines) != 1:
             raise self.fail(root, f"expected one root object (the Machine), found {len(machines)}")
         self.machine = machines[0]
         self.infos = {i.attrib.get("name", ""): i for i in self.machine.find_all("info")}
+        self.excluded_cpus, self.disallowed_nodes = self.restriction()
         self.remember_gp(self.machine)
-        self.walk(self.machine, None, None)
+        self.walk(self.machine, None, None, self.nodeset_of(self.machine))
+        self.restrict()
+
+    def restriction(self) -> tuple[set[int] | None, set[int] | None]:
+        """The CPUs a process may not run on and the nodes it may not allocate from, as the root
+        object states them: those of its ``complete_cpuset`` outside its ``cpuset`` (online
+        CPUs), ``allowed_cpuset`` (a cgroup's cpuset.cpus) or v1's ``online_cpuset``, and those of
+        its ``complete_nodeset`` outside ``allowed_nodeset`` (cpuset.mems). Objects the root's
+        sets do not mention at all (hand-edited files) are kept. None where nothing is excluded."""
+        attrs = self.machine.attrib
+
+        def bitmap(name: str, limit: int) -> set[int] | None:
+            text = attrs.get(name)
+            if text is None or text.startswith("0xf...f"):
+                return None
+            try:
+                return parse_hwloc(text, limit)
+            except ValueError as e:
+                raise self.fail(self.machine, f"{name}: {e}") from None
+
+        complete = bitmap("complete_cpuset", limits.MAX_CPUS) or bitmap("cpuset", limits.MAX_CPUS) or set()
+        excluded: set[int] = set()
+        for name in ("cpuset", "allowed_cpuset", "online_cpuset"):
+            usable = bitmap(name, limits.MAX_CPUS)
+            if usable is not None:
+                excluded |= complete - usable
+        all_nodes = bitmap("complete_nodeset", limits.MAX_NODES) or bitmap("nodeset", limits.MAX_NODES) or set()
+        allowed = bitmap("allowed_nodeset", limits.MAX_NODES)
+        not_allowed = all_nodes - allowed if allowed is not None else set()
+        return excluded or None, not_allowed or None
+
+    def nodeset_of(self, el: _El) -> set[int]:
+        """An object's ``nodeset``, else its ``complete_nodeset`` (v1 and v2 write both; a
+        disallowed node shows only in the complete one); empty when it has neither."""
+        for name in ("nodeset", "complete_nodeset"):
+            text = el.attrib.get(name, "")
+            if text and not text.startswith("0xf...f"):
+                try:
+                    found = parse_hwloc(text, limits.MAX_NODES)
+                except ValueError as e:
+                    raise self.fail(el, f"{name}: {e}") from None
+                if found:
+                    return found
+        return set()
 
     def fail(self, el: _El, message: str) -> UsageError:
         return UsageError(f"{self.path}:{el.line}: {_describe(el)}: {message}")
@@ -290,7 +387,7 @@ class _Importer:
 
     # ---- the object tree
 
-    def walk(self, el: _El, package: int | None, core: _Core | None) -> None:
+    def walk(self, el: _El, package: int | None, core: _Core | None, home: set[int]) -> None:
         for child in el.find_all("object"):
             t = child.attrib.get("type", "")
             if t not in KNOWN_TYPES:
@@ -299,21 +396,22 @@ class _Importer:
             if t in SKIPPED_TYPES:
                 continue
             self.remember_gp(child)
+            near = self.nodeset_of(child) or home
             if t in PACKAGE_TYPES:
-                os_index = self.int_attr(child, "os_index", len(self.packages), CPU_LIMIT)
+                os_index = self.int_attr(child, "os_index", len(self.packages), U32_LIMIT)
                 self.packages.append((os_index, self.bitmap_attr(child, "cpuset"), child))
-                self.walk(child, os_index, core)
+                self.walk(child, os_index, core, near)
             elif t == "NUMANode":
                 self.add_node(child, package)
-                self.walk(child, package, core)  # hwloc 1.x put Packages under NUMANodes
+                self.walk(child, package, core, near)  # hwloc 1.x put Packages under NUMANodes
             elif t == "Core":
-                new = _Core(self.int_attr(child, "os_index", below=CPU_LIMIT) if "os_index" in child.attrib else None)
+                new = _Core(self.int_attr(child, "os_index", below=U32_LIMIT) if "os_index" in child.attrib else None)
                 self.cores.append(new)
-                self.walk(child, package, new)
+                self.walk(child, package, new, near)
             elif t == "PU":
-                self.add_pu(child, core)
+                self.add_pu(child, package, core, near)
             else:
-                self.walk(child, package, core)
+                self.walk(child, package, core, near)
 
     def remember_gp(self, el: _El) -> None:
         """Index objects by gp_index: memattrs name their targets and initiators that way."""
@@ -331,16 +429,25 @@ class _Importer:
         if any(n.os_index == os_index for n in self.nodes):
             raise self.fail(el, f"NUMA node {os_index} is listed twice")
         pages = [self.int_attr(p, "size") for p in el.find_all("page_type")]
-        memory = self.int_attr(el, "local_memory", 0)
-        self.nodes.append(_Node(os_index, self.bitmap_attr(el, "cpuset"), memory, package, pages, el))
+        # hwloc writes local_memory only when it knows a size (not from CPUID dumps, synthetic
+        # descriptions without memory=, or PS3-like firmware); 0 is treated the same.
+        memory = self.int_attr(el, "local_memory", 0) or None
+        subtype = el.attrib.get("subtype") or None
+        cpus = self.bitmap_attr(el, "cpuset") if "cpuset" in el.attrib else set()
+        node = _Node(os_index, cpus, memory, package, pages, el, subtype=subtype)
+        node.disallowed = self.disallowed_nodes is not None and os_index in self.disallowed_nodes
+        self.nodes.append(node)
 
-    def add_pu(self, el: _El, core: _Core | None) -> None:
+    def add_pu(self, el: _El, package: int | None, core: _Core | None, home: set[int]) -> None:
         os_index = self.int_attr(el, "os_index", below=CPU_LIMIT)
-        if os_index in self.pus:
+        if os_index in self.pus or os_index in self.left_out:
             raise self.fail(el, f"PU {os_index} is listed twice")
         if "cpuset" in el.attrib and self.bitmap_attr(el, "cpuset") != {os_index}:
             raise self.fail(el, f"cpuset {shorten(el.attrib['cpuset'])} is not PU {os_index} alone (a PU's cpuset is its own bit)")
-        self.pus[os_index] = el
+        if self.excluded_cpus is not None and os_index in self.excluded_cpus:
+            self.left_out.add(os_index)  # offline, or outside the cgroup's cpuset.cpus
+            return
+        self.pus[os_index] = _Pu(el, package, home, self.nodeset_of(el))
         if core is None:
             self.cores.append(_Core(None, [os_index]))  # no Core object: the PU is its own core
         else:
@@ -348,9 +455,41 @@ class _Importer:
 
     # ---- nodes and cores
 
+    def restrict(self) -> None:
+        """The machine as a process inside the file's cgroup sees it: PUs outside the allowed or
+        online cpuset were left out by :meth:`add_pu`; cores keep their other PUs, and every
+        cpuset shrinks to the PUs kept. Disallowed nodes are dealt with in :meth:`drop_disallowed`."""
+        for c in self.cores:
+            c.pus = [pu for pu in c.pus if pu in self.pus]
+        attrs = self.machine.attrib
+        complete = self.bitmap_attr(self.machine, "complete_cpuset") if "complete_cpuset" in attrs else set()
+        absent = complete - self.pus.keys() - self.left_out
+        if "online_cpuset" in attrs:  # v1 says which CPUs are offline
+            offline = complete - self.bitmap_attr(self.machine, "online_cpuset")
+            disallowed, unknown = (self.left_out | absent) - offline, set()
+        else:
+            offline, disallowed, unknown = set(), self.left_out, absent
+        if offline:
+            self.notes["cpus.offline"] = f"CPUs {format_cpulist(offline)} are offline (v1 online_cpuset): left out, as Linux's online mask"
+        if disallowed:
+            self.notes["cpus.disallowed"] = (
+                f"CPUs {format_cpulist(disallowed)} are outside the file's allowed_cpuset (a cgroup's cpuset.cpus): "
+                "left out, as a process inside that cgroup sees the machine"
+            )
+        if unknown:
+            self.notes["cpus.absent"] = (
+                f"CPUs {format_cpulist(unknown)} are in the file's complete_cpuset only: offline, or outside the "
+                "cgroup lstopo ran in (the file does not say which); left out"
+            )
+
     def assign_cpus(self) -> None:
-        """Give every CPU to one node, as sysfs does; hwloc gives memory-only nodes their
-        parent's cpuset, so CPUs shared by several nodes go to the lowest OS index."""
+        """Give every CPU to one node, as sysfs does. hwloc gives memory-side nodes (HBM, NVM,
+        CXL) their parent's cpuset, so CPUs shared by several nodes go to the DRAM node, then the
+        lowest OS index. A PU in no node's cpuset goes to the node its own nodeset names (a node
+        the file leaves out as disallowed, added with no memory: Linux still lists the CPU on it,
+        and its allocations fall back to the nearest allowed node), else to the nodes of its
+        nearest ancestor with a nodeset, else to the first node (Linux gives CPUs of an offline
+        or unknown node to an online one)."""
         self.check_cpus_have_pus()
         self.nodes.sort(key=lambda n: n.os_index)
         cpuless_list = self.info_json("numalab.cpuless_nodes", list, [])
@@ -358,24 +497,79 @@ class _Importer:
             raise self.fail(self.infos["numalab.cpuless_nodes"], "value must be a JSON list of node OS indexes")
         cpuless = set(cpuless_list)
         taken: set[int] = set()
-        for n in self.nodes:
+        for n in sorted(self.nodes, key=lambda n: (not n.dram, n.os_index)):
+            n.cpus &= self.pus.keys()
             n.owned = set() if n.os_index in cpuless else n.cpus - taken
             if n.cpus and n.owned != n.cpus and n.os_index not in cpuless:
                 self.notes[f"nodes.{n.os_index}.cpus"] = (
-                    f"node {n.os_index} shares CPUs with a lower node in the hwloc file; "
-                    "they are listed on the lower node only, as Linux does"
+                    f"node {n.os_index} shares CPUs with {'a DRAM' if not n.dram else 'a lower'} node in the hwloc file; "
+                    f"they are listed on that node only, as Linux does"
                 )
             taken |= n.owned
-        for os_index, el in self.pus.items():
-            if os_index not in taken:
-                raise self.fail(el, f"PU {os_index} is in no NUMANode's cpuset")
+        self.place_orphans(taken)
+        self.drop_disallowed()
+
+    def place_orphans(self, taken: set[int]) -> None:
+        """PUs that no node's cpuset holds (see :meth:`assign_cpus`)."""
+        present = {n.os_index: n for n in self.nodes}
+        moved: dict[int, list[int]] = {}
+        for os_index, pu in sorted(self.pus.items()):
+            if os_index in taken:
+                continue
+            known = {k for k in pu.own if k in present and not present[k].placeholder}
+            if known:
+                raise self.fail(pu.el, f"PU {os_index} is in no NUMANode's cpuset (its nodeset names node {format_cpulist(known)})")
+            if pu.own:
+                target = min(pu.own)
+                if target not in present:
+                    present[target] = _Node(target, set(), 0, pu.package, [], self.machine, placeholder=True, disallowed=True)
+                    self.nodes.append(present[target])
+            else:
+                near = [k for k in sorted(pu.home) if k in present and not present[k].placeholder]
+                target = near[0] if near else min(k for k in present if not present[k].placeholder)
+                moved.setdefault(target, []).append(os_index)
+            present[target].owned.add(os_index)
+            present[target].cpus.add(os_index)
+        self.nodes.sort(key=lambda n: n.os_index)
+        for node, cpus in moved.items():
+            self.notes[f"nodes.{node}.cpus"] = (
+                f"CPUs {format_cpulist(cpus)} have no local NUMA node in the file (offline or unknown node): "
+                f"put on node {node}, the nearest one the tree gives"
+            )
+
+    def drop_disallowed(self) -> None:
+        """Nodes outside the allowed nodeset: kept with no memory when they hold allowed CPUs
+        (a process there allocates on the nearest allowed node, as Linux's zonelists filtered by
+        cpuset.mems do), else left out."""
+        dropped = [n.os_index for n in self.nodes if n.disallowed and not n.owned]
+        kept = [n for n in self.nodes if n.disallowed and n.owned]
+        for n in kept:
+            n.memory_bytes = 0
+        self.nodes = [n for n in self.nodes if not (n.disallowed and not n.owned)]
+        if dropped:
+            self.notes["disallowed.nodes"] = (
+                f"nodes {format_cpulist(dropped)} are outside the file's allowed_nodeset (a cgroup's cpuset.mems) "
+                "and hold no allowed CPU: left out"
+            )
+        if kept:
+            nodes = format_cpulist([n.os_index for n in kept])
+            self.notes["disallowed.memory"] = (
+                f"nodes {nodes} are outside the allowed nodeset (a cgroup's cpuset.mems): shown with their "
+                "CPUs and no memory, so their CPUs allocate on the nearest allowed node, as Linux does"
+            )
+        if not any(n.memory_bytes != 0 for n in self.nodes):
+            raise UsageError(
+                f"{self.path}:{self.machine.line}: no allowed NUMA node: the allowed_nodeset "
+                f"{shorten(self.machine.attrib.get('allowed_nodeset', ''))} names no node of the file"
+            )
 
     def check_cpus_have_pus(self) -> None:
         """Every CPU a NUMANode or Package claims must be a PU of the file: a CPU without a PU
-        object has no core, no SMT siblings and no place in the tree, so it cannot be simulated."""
+        object has no core, no SMT siblings and no place in the tree, so it cannot be simulated.
+        CPUs the process may not use (offline, disallowed) need no PU."""
         holders = [(n.el, n.cpus) for n in self.nodes] + [(el, cpus) for _, cpus, el in self.packages]
         for el, cpus in holders:
-            missing = cpus - self.pus.keys()
+            missing = cpus - self.pus.keys() - self.left_out - (self.excluded_cpus or set())
             if missing:
                 raise self.fail(
                     el,
@@ -401,6 +595,40 @@ class _Importer:
         if not all(isinstance(p, list) and len(p) == 2 and all(type(i) is int for i in p) for p in pairs):
             raise self.fail(self.infos["numalab.node_packages"], "value must be a JSON list of [node, package] pairs")
         return dict(map(tuple, pairs))
+
+    def fill_memory(self) -> None:
+        """Sizes of nodes the file gives none: ``--memory-per-node-mib``; else, when other nodes
+        have sizes, none (a memoryless node, as Linux reports one: MemTotal 0); else (no size at
+        all, as in topologies made from CPUID dumps) the estimate, with a warning."""
+        missing = [n for n in self.nodes if n.memory_bytes is None]
+        if not missing:
+            return
+        which = format_cpulist([n.os_index for n in missing])
+        if self.memory_per_node_mib is not None:
+            for n in missing:
+                n.memory_bytes = self.memory_per_node_mib << 20
+            self.notes[est.MEMORY_PER_CORE_GIB.key] = (
+                f"nodes {which}: no memory size in the file: {self.memory_per_node_mib} MiB each (--memory-per-node-mib)"
+            )
+            return
+        if any(n.memory_bytes for n in self.nodes) and not self.memory_unknown_is_missing:
+            for n in missing:
+                n.memory_bytes = 0
+            self.notes["nodes.memoryless"] = (
+                f"nodes {which} have no local_memory in the file while other nodes do: memoryless nodes, "
+                "as Linux reports them (their CPUs allocate on the nearest node with memory)"
+            )
+            return
+        per_core = est.MEMORY_PER_CORE_GIB.value
+        for n in missing:
+            cores = sum(1 for c in self.cores if c.pus and c.pus[0] in n.owned)
+            n.memory_bytes = round(max(1, cores) * per_core * GIB)
+        total = sum(n.memory_bytes or 0 for n in missing) / GIB
+        self.notes[est.MEMORY_PER_CORE_GIB.key] = f"nodes {which}: " + est.MEMORY_PER_CORE_GIB.note
+        self.warning = (
+            f"{self.path}: no memory size for nodes {which} in the file: assumed {per_core:g} GiB per core "
+            f"({total:g} GiB in all, an estimate); give --memory-per-node-mib to set it"
+        )
 
     def node_specs(self) -> list[dict[str, Any]]:
         return [
@@ -502,19 +730,28 @@ class _Importer:
         return None
 
     def bandwidths(self) -> list[float]:
-        """Per-node GB/s: the local initiator's Bandwidth, else the best one, else the estimate."""
-        values = self.memattr("Bandwidth")
+        """Per-node GB/s: the local initiator's Bandwidth, else the best one, else (HMAT gives
+        read and write figures separately on some machines) ReadBandwidth, else the estimate."""
         measured: dict[int, int] = {}
-        for n in self.nodes:
-            mine = [(v.initiator == n.cpus, v.value) for v in values if v.target == n.os_index]
-            if mine:
-                measured[n.os_index] = max(mine)[1]
+        source: dict[int, str] = {}
+        for name in ("Bandwidth", "ReadBandwidth"):
+            values = self.memattr(name)
+            for n in self.nodes:
+                mine = [(v.initiator == n.cpus, v.value) for v in values if v.target == n.os_index and v.value > 0]
+                if mine and n.os_index not in measured:
+                    measured[n.os_index] = max(mine)[1]
+                    source[n.os_index] = name
         exact = self.info_json("numalab.bandwidth_gbps", list, None)
         if _numbers(exact, len(self.nodes)):
             rounded = {n.os_index: round(exact[k] * 1e9 / MIB) for k, n in enumerate(self.nodes)}
             if all(rounded[os_index] == value for os_index, value in measured.items()):
                 return exact
         guessed = [n.os_index for n in self.nodes if n.os_index not in measured]
+        if measured:
+            by_attr = {a: [k for k, v in source.items() if v == a] for a in sorted(set(source.values()))}
+            self.notes["bandwidth.firmware"] = FIRMWARE + "; ".join(
+                f"nodes {format_cpulist(nodes)}: {a} memattr, MiB/s" for a, nodes in by_attr.items()
+            )
         if guessed:
             prefix = "" if not measured else f"nodes {format_cpulist(guessed)} (no Bandwidth memattr): "
             self.notes[est.NODE_BANDWIDTH_GBPS.key] = prefix + est.NODE_BANDWIDTH_GBPS.note
@@ -522,31 +759,51 @@ class _Importer:
         return [measured[n.os_index] * MIB / 1e9 if n.os_index in measured else guess for n in self.nodes]
 
     def latency(self, distances: list[list[int]]) -> dict[str, Any]:
-        """The spec's ``latency`` table: a full Latency memattr matrix, else local latency + SLIT."""
+        """The spec's ``latency`` table: a full Latency memattr matrix; else the entries the file
+        gives (rows of CPU-less nodes never have an initiator) over local x distance / 10 for the
+        rest; else local latency + SLIT."""
         found = self.latency_entries()
         n = len(self.nodes)
         exact = self.info_json("numalab.idle_latency_ns", list, None)
         square = isinstance(exact, list) and len(exact) == n and all(_numbers(row, n) for row in exact)
         if square and all(round(exact[i][j]) == v for (i, j), v in found.items()):
             return _latency_table(exact, distances)
+        if found:
+            self.notes["latency.firmware"] = FIRMWARE + (
+                f"{self.latency_attr} memattr (ns) for {len(found)} of the {n * n} CPU node x memory node pairs"
+            )
         if len(found) == n * n:
             return _latency_table([[float(found[i, j]) for j in range(n)] for i in range(n)], distances)
         local = [v for (i, j), v in found.items() if i == j]
         if local:
-            self.notes["latency.local_ns"] = "the smallest local Latency memattr of the file; remote = local x distance / 10"
-            return {"local_ns": float(min(local))}
+            base = float(min(local))
+            self.notes["latency.local_ns"] = (
+                "the smallest local latency memattr of the file; pairs the file does not give: local x distance / 10"
+            )
+            matrix = [[float(found.get((i, j), base * distances[i][j] / 10)) for j in range(n)] for i in range(n)]
+            return _latency_table(matrix, distances)
+        if found:  # only remote pairs (a CPU-less node's latency from its neighbours)
+            est.record(self.notes, est.LOCAL_LATENCY_NS)
+            base = est.LOCAL_LATENCY_NS.value
+            matrix = [[float(found.get((i, j), base * distances[i][j] / 10)) for j in range(n)] for i in range(n)]
+            return _latency_table(matrix, distances)
         est.record(self.notes, est.LOCAL_LATENCY_NS)
         return {"local_ns": est.LOCAL_LATENCY_NS.value}
 
     def latency_entries(self) -> dict[tuple[int, int], int]:
-        """(initiator node, target node) logical indexes -> Latency ns, for initiators that are one node's CPUs."""
+        """(initiator node, target node) logical indexes -> Latency (else ReadLatency) ns, for
+        initiators that are one node's CPUs."""
         logical = {n.os_index: k for k, n in enumerate(self.nodes)}
-        found: dict[tuple[int, int], int] = {}
-        for v in self.memattr("Latency"):
-            owners = [k for k, n in enumerate(self.nodes) if v.initiator and v.initiator <= n.owned]
-            if len(owners) == 1:
-                found[owners[0], logical[v.target]] = v.value
-        return found
+        for name in ("Latency", "ReadLatency"):
+            found: dict[tuple[int, int], int] = {}
+            for v in self.memattr(name):
+                owners = [k for k, n in enumerate(self.nodes) if v.initiator and v.initiator <= n.owned]
+                if len(owners) == 1 and v.target in logical and v.value > 0:
+                    found[owners[0], logical[v.target]] = v.value
+            if found:
+                self.latency_attr = name
+                return found
+        return {}
 
     # ---- numalab infos and core parameters
 
@@ -607,6 +864,53 @@ class _Importer:
         est.record(self.notes, est.CORE_FREQUENCY_GHZ)
         return est.CORE_FREQUENCY_GHZ.value
 
+    def core_frequencies(self) -> dict[int, float]:
+        """Per-core frequency (Hz, keyed by the core's first PU) on hybrid CPUs: numalab's exact
+        ``numalab.core_frequencies_hz`` info, else one value per hwloc cpukind: its
+        FrequencyMaxMHz, else (x86 CPUID gives only the CoreType) the most performant kind's
+        frequency x :data:`HYBRID_SLOW_FACTOR` for the others. Empty when all cores are alike."""
+        exact = self.info_json("numalab.core_frequencies_hz", list, None)
+        if exact is not None:
+            out: dict[int, float] = {}
+            for entry in exact:
+                if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str) and _numbers(entry[1:], 1)):
+                    raise self.fail(self.infos["numalab.core_frequencies_hz"], "value must be a JSON list of [cpulist, hz] pairs")
+                for cpu in parse_cpulist(entry[0]):
+                    out[cpu] = float(entry[1])
+            return out
+        kinds = []
+        for order, kind in enumerate(self.root.find_all("cpukind")):
+            cpus = self.bitmap_attr(kind, "cpuset") & self.pus.keys()
+            rank = int(kind.attrib["forced_efficiency"]) if _DIGITS.fullmatch(kind.attrib.get("forced_efficiency", "")) else order
+            mhz = [float(i.attrib["value"]) for i in kind.find_all("info")
+                   if i.attrib.get("name") == "FrequencyMaxMHz" and _DECIMAL.fullmatch(i.attrib.get("value", ""))]
+            mhz = [v for v in mhz if 0 < v < math.inf]
+            if cpus:
+                kinds.append((rank, cpus, mhz[0] * 1e6 if mhz else None, kind.find_all("info")))
+        if len(kinds) < 2:
+            return {}
+        top_rank = max(k[0] for k in kinds)
+        known = [hz for _, _, hz, _ in kinds if hz is not None]
+        reference = max(known) if known else self.core_params()["frequency_ghz"] * 1e9
+        out = {}
+        described = []
+        for rank, cpus, hz, infos in sorted(kinds, key=lambda k: k[0]):
+            core_type = next((i.attrib.get("value", "") for i in infos if i.attrib.get("name") == "CoreType"), "")
+            if hz is None:
+                hz = reference if rank == top_rank else reference * HYBRID_SLOW_FACTOR
+                how = "the most performant kind" if rank == top_rank else f"x {HYBRID_SLOW_FACTOR} (estimate)"
+            else:
+                how = "FrequencyMaxMHz"
+            described.append(f"CPUs {format_cpulist(cpus)}{f' ({core_type})' if core_type else ''}: {hz / 1e9:g} GHz, {how}")
+            for cpu in cpus:
+                out[cpu] = hz
+        self.notes[est.CORE_FREQUENCY_GHZ.key] = (
+            "hybrid CPU, one frequency per hwloc cpukind (efficiency rank order): " + "; ".join(described)
+            + f". A less performant kind without a frequency runs at {HYBRID_SLOW_FACTOR} x the fastest "
+            "(estimate: E-core 3.9 GHz / P-core 5.2 GHz max turbo of the Core i9-12900K, Intel ARK)"
+        )
+        return out
+
     def page_size(self) -> int:
         exact = self.info("numalab.page_size_bytes")
         if exact is not None:
@@ -634,6 +938,7 @@ class _Importer:
                 "(lstopo writes one even for a machine without NUMA)"
             )
         self.assign_cpus()
+        self.fill_memory()
         distances = self.distances()
         spec: dict[str, Any] = {
             "name": self.info("numalab.name") or self.path.stem,
@@ -646,11 +951,29 @@ class _Importer:
             "bandwidth": {"node_gbps": self.bandwidths()},
             "core": self.core_params(),
         }
+        self.frequencies = self.core_frequencies()
         spec["latency"].update(self.loaded_curve())
         spec.update(self.interconnect())
         spec["caches"] = self.caches()
         spec["notes"] = {**self.info_json("numalab.notes", dict, {}), **self.notes}
         return spec
+
+    def finish(self, machine: Machine) -> Machine:
+        """What the MachineSpec cannot say, set on the resolved machine: each node's memory
+        subtype and, on hybrid CPUs, each core's frequency from its cpukind."""
+        subtypes = {n.os_index: n.subtype for n in self.nodes if n.subtype is not None}
+        frequencies = self.frequencies
+        if not subtypes and not frequencies:
+            return machine
+        doc = json.loads(machine.to_json())
+        for n in doc["nodes"]:
+            if n["os_index"] in subtypes:
+                n["subtype"] = subtypes[n["os_index"]]
+        for c in doc["cores"]:
+            first = min(parse_cpulist(c["cpuset"]))
+            if first in frequencies:
+                c["frequency_hz"] = frequencies[first]
+        return Machine.from_json(json.dumps(doc))
 
     def loaded_curve(self) -> dict[str, Any]:
         curve = self.info_json("numalab.loaded_latency", list, None)
@@ -671,7 +994,7 @@ class _Importer:
             level = {"L2Cache": 2, "L3Cache": 3, "L4Cache": 4}.get(el.attrib.get("type", ""))
             if level is None or el.attrib.get("cache_type") == "2" or "cpuset" not in el.attrib:
                 continue
-            size, cpus = self.int_attr(el, "cache_size", 0), self.bitmap_attr(el, "cpuset")
+            size, cpus = self.int_attr(el, "cache_size", 0), self.bitmap_attr(el, "cpuset") & self.pus.keys()
             if size > 0 and cpus:
                 out.append({"level": level, "size_kib": size / 1024, "cpus": format_cpulist(cpus)})
         return out
