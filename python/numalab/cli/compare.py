@@ -23,6 +23,7 @@ from numalab.spec.config import split_configs
 
 
 @o.with_balancing
+@o.with_machine_memory
 def compare(
     ctx: typer.Context,
     balancing: o.Balancing,

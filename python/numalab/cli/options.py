@@ -17,7 +17,7 @@ from numalab.spec.balancing import KNOBS, Balancing, on_off
 from numalab.spec.config import parse_weights
 
 # numactl's letters (numactl(8)): -i -w -m -p -P -l -N -C; no other option takes them.
-MACHINE = typer.Option(..., "--machine", help="Machine preset (numalab topo --list), preset .toml or hwloc .xml.")
+MACHINE = typer.Option(..., "--machine", help="Machine preset (numalab topo --list), preset .toml, hwloc .xml, or an hwloc synthetic description 'synthetic:pack:2 numa:2 core:8 pu:2'.")
 WORKLOAD = typer.Option(..., "--workload", help="Workload name (numalab workloads) or a descriptor .toml file.")
 INTERLEAVE = typer.Option(None, "--interleave", "-i", help="Interleave memory over NODES (numactl -i).")
 WEIGHTED = typer.Option(None, "--weighted-interleave", "-w", help="Weighted interleave over NODES (numactl -w).")
@@ -133,6 +133,26 @@ BALANCING_PARAMS: dict[str, tuple[Any, Any]] = {
     "enabled": (str, BALANCING),
     **{k: (Optional[str], _knob_option(k)) for k in KNOBS},
 }
+
+MEMORY_PER_NODE = typer.Option(None, "--memory-per-node-mib", min=1, help="Memory of each node the machine's source gives no size (hwloc XML from CPUID dumps, synthetic descriptions); default: an estimate of 4 GiB per core, with a warning.")
+
+
+def with_machine_memory(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``@with_machine_memory``: the command takes ``--memory-per-node-mib`` and receives it folded
+    into its ``machine`` argument (``file.xml?memory-per-node-mib=N``, numalab.machine.load)."""
+    from numalab.machine import with_memory_per_node
+
+    sig = inspect.signature(command)
+    added = inspect.Parameter("memory_per_node_mib", inspect.Parameter.KEYWORD_ONLY, default=MEMORY_PER_NODE, annotation=Optional[int])
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        kwargs["machine"] = with_memory_per_node(kwargs["machine"], kwargs.pop("memory_per_node_mib"))
+        return command(*args, **kwargs)
+
+    wrapper.__signature__ = sig.replace(parameters=[*sig.parameters.values(), added])  # type: ignore[attr-defined]
+    return wrapper
+
 
 #: ``@with_placement``: the command takes numactl's options and receives ``placement: Placement``.
 with_placement = _inject(PLACEMENT_PARAMS, "placement", placement)

@@ -15,6 +15,7 @@ from numalab.runner import sim as runner
 
 @o.with_placement
 @o.with_balancing
+@o.with_machine_memory
 def sim(
     ctx: typer.Context,
     placement: o.Placement,
