@@ -8,7 +8,7 @@ Scotch refuse a graph whose vertices all weigh 0). They partition into one part 
 object i goes to PE part[i]: part numbers are unrelated to the current mapping, so almost every
 object moves (about n (1 - 1/P)), as in Charm++.
 
-* METIS through ``pymetis`` (PyPI; it bundles METIS 5): ``METIS_PartGraphRecursive``, edge
+* METIS through ``pymetis`` (PyPI, 2025.2 or later; it bundles METIS 5): ``METIS_PartGraphRecursive``, edge
   weight = bytes, ``ufactor`` 100 (MetisLB's ubvec 1.1, 10% imbalance), seeded.
 * Scotch through Debian's ``scotch`` package's ``gpart`` program (installed as ``scotch_gpart``):
   edge weight = ceil(bytes * 1024 / max bytes), at least 1; ``-cb -b0.01`` is ScotchLB's
@@ -69,8 +69,8 @@ def metis_parts(loads: Sequence[float], edges: Sequence[Sequence[Any]], nparts: 
             eweights.append(max(1, int(round(nb[j]))))
         xadj.append(len(adjncy))
     opts = pymetis.Options(ufactor=METIS_UFACTOR, seed=int(seed) % (1 << 31))
-    result = pymetis.part_graph(nparts, xadj=xadj, adjncy=adjncy, vweights=vertex_weights(loads), eweights=eweights or None,
-                                recursive=True, options=opts)
+    graph = pymetis.CSRAdjacency(adj_starts=xadj, adjacent=adjncy)
+    result = pymetis.part_graph(nparts, graph, vweights=vertex_weights(loads), eweights=eweights or None, recursive=True, options=opts)
     return [int(p) for p in result[1]]
 
 

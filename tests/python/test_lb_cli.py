@@ -1,0 +1,186 @@
+"""``numalab lb``, task-graph studies and their report: what a user runs and reads."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from numalab.results.store import Store
+from numalab.spec.run import load_machine
+from numalab.tasks.run import migration_cost
+
+SMALL = ("--graph", "lb_test", "--n-objects", "48", "--iterations", "6", "--lb-period", "3", "--seed", "2")
+
+
+def test_json_output_compares_balancers(cli):
+    code, out, err = cli("lb", "--machine", "numa16", *SMALL, "--balancers", "none,greedy,metis,random:migrate_pct=50", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    runs = {r["balancer"]["label"]: r for r in doc["runs"]}
+    assert list(runs) == ["none", "greedy", "metis", "random:migrate_pct=50"]
+    assert doc["graph"]["n_objects"] == 48 and doc["settings"]["iterations"] == 6
+    for r in runs.values():
+        m = r["metrics"]
+        assert r["n_pes"] == 16 and len(r["iterations"]) == 6
+        assert 0 < m["efficiency"] <= 1
+        assert sorted(r["comm_bytes"]) == ["remote", "same_node", "same_pe"]
+        assert m["iteration_time_ns"] > 0 and r["time_s"] == pytest.approx(m["total_time_ns"] / 1e9)
+    assert runs["none"]["metrics"]["migrations_per_call"] == 0
+    assert runs["none"]["mapping_final"] == runs["none"]["mapping_initial"]
+    # greedy balances the lb_test loads (drawn min + (max - min) U^4): better than none.
+    assert runs["greedy"]["metrics"]["iteration_time_ns"] < runs["none"]["metrics"]["iteration_time_ns"]
+    assert runs["greedy"]["metrics"]["migrations_per_call"] > 0
+    # random moves half the objects at each call
+    for call in runs["random:migrate_pct=50"]["lb_calls"]:
+        assert call["migrations"] == 24 and call["migrated_pct"] == pytest.approx(50)
+
+
+def test_table_output(cli):
+    code, out, err = cli("lb", "--machine", "numa32", *SMALL, "--balancers", "none,greedy", "--pes", "8")
+    assert code == 0, err
+    assert "48 objects" in out and "on numa32, 8 PEs, 6 iterations, balancing every 3, comm layer shm" in out
+    for column in ("iteration_ms", "speedup_vs_none", "efficiency", "migrations/call", "migrated_%/call", "migrated_mib/call",
+                   "balancing_ms", "same_node_mib", "remote_mib"):
+        assert column in out
+    first = out.split("communication by distance class")[0]
+    rows = {line.split()[0]: line.split() for line in first.splitlines() if line.startswith(("none ", "greedy "))}
+    assert rows["none"][2] == "1.00" and float(rows["greedy"][2]) > 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--balancers", "none,foo"), "numalab: unknown balancer 'foo' (expected one of: none, greedy, greedy-refine, refine, treematch, numalab, metis, scotch, random)"),
+    (("--iterations", "x"), "numalab: --iterations: expected an integer, got 'x'"),
+    (("--iterations", "0"), "numalab: --iterations: must be >= 1, got 0"),
+    (("--pes", "17"), "numalab: --pes: 17 PEs on numa16, which has 16 CPUs (expected 1..16)"),
+    (("--comm-layer", "udp"), "numalab: --comm-layer: 'udp' is not one of shm, net"),
+    (("--graph", "ring"), "numalab: --graph: 'ring': unknown graph (expected one of lb_test, kneighbor, jacobi2d, or a graph file"),
+    (("--graph", "lb_test", "--k", "3"), "numalab: graph lb_test: unknown parameter k (accepted: n_objects, min_us, max_us)"),
+])
+def test_usage_errors(cli, args, message):
+    code, out, err = cli("lb", "--machine", "numa16", *args)
+    assert code == 2
+    assert err.startswith(message) and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_malformed_graph_file_names_file_and_line(cli, tmp_path):
+    path = tmp_path / "graph.csv"
+    path.write_text("# a, b, msgs, bytes\n0,1,1,100\n1,two,1,100\n")
+    code, out, err = cli("lb", "--machine", "numa16", "--graph", str(path), "--balancers", "none")
+    assert code == 2
+    assert err.startswith(f"numalab: {path}:3:") and err.count("\n") == 1
+
+
+def test_graph_file_runs(cli, tmp_path):
+    path = tmp_path / "graph.csv"
+    path.write_text("".join(f"{i},{(i + 1) % 12},1,4096\n" for i in range(12)))
+    code, out, err = cli("lb", "--machine", "numa16", "--graph", str(path), "--balancers", "none,metis", "--pes", "4", "--json")
+    assert code == 0, err
+    runs = json.loads(out)["runs"]
+    assert runs[0]["graph"]["n_objects"] == 12 and runs[0]["graph"]["n_edges"] == 12
+
+
+def test_results_are_stored(cli, tmp_path):
+    code, out, err = cli("lb", "--machine", "numa16", *SMALL, "--balancers", "none,greedy", "--results", str(tmp_path))
+    assert code == 0, err
+    with Store(tmp_path, create=False) as store:
+        rows = store.rows("lb-lb_test-numa16")
+    assert [r["label"] for r in rows] == ["none", "greedy"]
+    assert all(r["status"] == "ok" and r["iteration_time_ns"] > 0 for r in rows)
+    assert rows[0]["speedup"] == pytest.approx(1.0)
+    assert rows[1]["speedup"] == pytest.approx(rows[0]["time_s"] / rows[1]["time_s"])
+
+
+def test_migration_cost_grows_with_size_and_distance():
+    m = load_machine("numa32")
+    small, large = migration_cost(m, 20, 1_000), migration_cost(m, 20, 10_000_000)
+    for name in ("same_node", "node1", "node2", "node3"):
+        assert large["metrics"][f"migration_ns_{name}"] > small["metrics"][f"migration_ns_{name}"]
+        assert large["metrics"][f"migration_ns_{name}"] > 0
+    assert large["metrics"]["migration_ns_node1"] > large["metrics"]["migration_ns_same_node"]
+
+
+STUDY = """
+name = "tg"
+kind = "taskgraph"
+seeds = [1, 2]
+
+[[experiments]]
+name = "balancers"
+machine = ["numa16", "numa32"]
+graph = "lb_test"
+params = { n_objects = 40, iterations = 6, lb_period = 3 }
+balancers = ["none", "greedy", "metis"]
+baseline = { balancer = "none" }
+
+[[experiments]]
+name = "comm-layer"
+machine = "numa16"
+graph = "kneighbor"
+params = { n_objects = 32, k = 1, iterations = 3, lb_period = 0 }
+sweep = { pes = [2, 8], comm_layer = ["net", "shm"] }
+column = "comm_layer"
+baseline = { comm_layer = "net" }
+
+[[experiments]]
+name = "migration-size"
+machine = "numa16"
+graph = "migrate"
+sweep = { state_bytes = [100, 100000] }
+column = "state_bytes"
+
+[[experiments]]
+name = "migration-share"
+machine = "numa16"
+graph = "lb_test"
+params = { n_objects = 40, iterations = 2, lb_period = 1 }
+sweep = { migrate_pct = [10, 50] }
+balancers = ["random"]
+column = "migrate_pct"
+"""
+
+
+def test_study_runs_and_reports(cli, tmp_path):
+    study = tmp_path / "tg.toml"
+    study.write_text(STUDY)
+    results = tmp_path / "results"
+    code, out, err = cli("study", str(study), "--results", str(results), "--workers", "1")
+    assert code == 0, err + out
+    # (2 machines x 3 balancers + 2 PE counts x 2 layers + 2 sizes + 2 shares) x 2 seeds
+    assert "28 of 28 runs done: 28 ok, 0 failed" in out
+    with Store(results, create=False) as store:
+        rows = store.rows("tg")
+    assert len(rows) == 28 and all(r["status"] == "ok" for r in rows)
+    cases = {r["case"] for r in rows}
+    assert "balancers: numa32 lb_test" in cases and "comm-layer: numa16 kneighbor pes=8" in cases
+    greedy = [r for r in rows if r["case"] == "balancers: numa16 lb_test" and r["label"] == "greedy"]
+    assert all(r["speedup"] and r["speedup"] > 1 for r in greedy)
+    shm = [r for r in rows if r["label"] == "comm_layer=shm"]
+    assert all(r["speedup"] is not None for r in shm)
+    report = tmp_path / "tg.md"
+    code, out, err = cli("report", str(study), "--results", str(results), "-o", str(report))
+    assert code == 0, err
+    text = report.read_text()
+    assert "## Task graphs" in text
+    figures = sorted(p.name for p in (tmp_path / "tg-figures").glob("*.png"))
+    assert any("iteration-time-per-balancer" in f for f in figures)
+    assert any("migrations-per-balancing-call" in f for f in figures)
+    assert any("against-pes" in f for f in figures)
+    assert any("against-object-size" in f for f in figures)
+    assert any("share-of" in f for f in figures)
+
+
+@pytest.mark.parametrize("patch, message", [
+    (('balancers = ["none", "greedy", "metis"]', 'balancers = ["none", "greedy", "metiss"]'), ":11: experiments[0].balancers[2]: unknown balancer 'metiss'"),
+    (("n_objects = 40, iterations = 6", "n_objects = 40, iterations = 0"), ":10: experiments[0].params.iterations: --iterations: must be >= 1"),
+    (("pes = [2, 8]", "pes = [2, 80]"), ":19: experiments[1].sweep.pes[1]: --pes: 80 PEs on numa16"),
+    (('column = "comm_layer"', 'column = "layer"'), ":20: experiments[1].column: 'layer' is neither balancer nor a sweep key"),
+    (('kind = "taskgraph"\n', ""), "[[experiments]] belong to task-graph studies"),
+])
+def test_study_errors_point_at_the_key(cli, tmp_path, patch, message):
+    study = tmp_path / "tg.toml"
+    assert patch[0] in STUDY
+    study.write_text(STUDY.replace(patch[0], patch[1]))
+    code, out, err = cli("study", str(study), "--results", str(tmp_path / "r"), "--dry-run")
+    assert code == 2
+    assert message in err and err.startswith(f"numalab: {study}")
