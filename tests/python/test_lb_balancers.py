@@ -58,9 +58,9 @@ def test_scotch_graph_format():
     # version, 3 vertices / 4 arcs, base 0 with vertex and edge weights; self-messages dropped,
     # both directions of 0-1 merged (200 bytes = the maximum -> 1024).
     assert lines[:3] == ["0", "3\t4", "0\t011"]
-    assert lines[3] == "256\t1\t1024 1"
-    assert lines[4] == "128\t2\t1024 0 256 2"
-    assert lines[5] == "1\t1\t256 1"
+    assert lines[3] == "256 1 1024 1"
+    assert lines[4] == "128 2 1024 0 256 2"
+    assert lines[5] == "1 1 256 1"
     assert partition.read_scotch_map("3\n0 1\n2 0\n1 1\n", 3) == [1, 1, 0]
 
 
