@@ -31,14 +31,13 @@ impl Engine<'_> {
         let spin = crate::openmp::spin_s(self.cfg.omp_wait_policy, self.threads.len(), self.sched.available_cpus);
         let mut runnable: Vec<bool> =
             self.threads.iter().map(|t| t.state == State::Running || self.spinning(t, release, spin)).collect();
-        let waker = self.sched.cpu[tid];
         for i in members {
             let asleep = release - self.threads[i].clock > spin;
             self.threads[i].clock = release;
             if asleep {
                 let prev = self.sched.cpu[i];
                 runnable[i] = true;
-                let cpu = self.sched.wake(release, i, waker, &runnable);
+                let cpu = self.sched.wake(release, i, tid, &runnable);
                 let t = &mut self.threads[i];
                 t.clock += crate::openmp::WAKE_LATENCY_S;
                 if cpu != prev {

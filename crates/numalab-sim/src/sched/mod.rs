@@ -124,6 +124,8 @@ pub struct Sched {
     accounted_s: f64,
     /// Per thread: (time, logical PU) at creation and after every move by this scheduler.
     pub history: Vec<Vec<(f64, usize)>>,
+    /// Per thread: the wake-up heuristic's counters (`wake.rs`, `record_wakee()`).
+    wakee: Vec<wake::Wakee>,
 }
 
 impl Sched {
@@ -172,6 +174,7 @@ impl Sched {
             away_s: vec![0.0; nthreads],
             accounted_s: 0.0,
             history: vec![Vec::new(); nthreads],
+            wakee: vec![wake::Wakee::default(); nthreads],
         };
         if p.proc_bind != ProcBind::False {
             let places = places(m, p.places, &cpus);

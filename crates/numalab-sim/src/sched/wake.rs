@@ -1,15 +1,83 @@
-//! Wake-up placement (`kernel/sched/fair.c: select_task_rq_fair()` with `SD_WAKE_AFFINE`, v3.13
-//! and v6.13): a thread woken by another on CPU `waker` after sleeping on `prev`. If a domain
-//! with `SD_WAKE_AFFINE` spans both, `wake_affine()` picks the target between them; then
-//! `select_idle_sibling()` looks for an idle CPU in the target's LLC (the node here).
+//! Wake-up placement (`kernel/sched/fair.c: select_task_rq_fair()`, v3.13 and v6.13): a thread
+//! woken by thread `waker` (running on the waker's CPU) after sleeping on `prev`.
+//!
+//! - `record_wakee()` counts the waker's `wakee_flips` (a different wakee than the last one: one
+//!   flip), decayed every second (v3.13: reset to 0; v6.13: halved).
+//! - `wake_wide()` (v3.12+, commit 62470419e993; v4.3+ symmetric form, 63b0e9edceec) detects a
+//!   1:N waker such as a barrier's last thread: with it, the waker's CPU is not considered.
+//! - The *lowest* domain of the waker's CPU with `SD_WAKE_AFFINE` spanning `prev` (the kernel's
+//!   `for_each_domain()` walks up and stops at the first) gives `wake_affine()` its
+//!   `imbalance_pct`: v6.13 `wake_affine_idle()` then `wake_affine_weight()`, v3.13 `wake_affine()`
+//!   (which itself returns 0 when `wake_wide()`).
+//! - `select_idle_sibling()` then looks for an idle CPU around the target in its LLC (the node).
 
 use super::{Sched, SchedEvent};
 use crate::input::Kernel;
 
+/// `record_wakee()`'s decay period: `HZ` jiffies, one second.
+const WAKEE_FLIP_DECAY_S: f64 = 1.0;
+
+/// Per thread, `task_struct`'s `wakee_flips`, `last_wakee` and `wakee_flip_decay_ts`.
+#[derive(Clone, Debug, Default)]
+pub struct Wakee {
+    flips: u64,
+    last: Option<usize>,
+    decay_s: f64,
+}
+
 impl Sched {
-    /// Place thread `tid`, woken at `now_s` by a thread on `waker`; `runnable` says which threads
+    /// `record_wakee(p)` with `current` = `waker` (v3.13 `task_waking_fair()`, v6.13
+    /// `select_task_rq_fair()`; both before the CPU is chosen).
+    fn record_wakee(&mut self, now_s: f64, waker: usize, wakee: usize) {
+        let kernel = self.kernel;
+        let w = &mut self.wakee[waker];
+        if now_s > w.decay_s + WAKEE_FLIP_DECAY_S {
+            w.flips = match kernel {
+                Kernel::K313 => 0,
+                Kernel::K6 => w.flips >> 1,
+            };
+            w.decay_s = now_s;
+        }
+        if w.last != Some(wakee) {
+            w.last = Some(wakee);
+            w.flips += 1;
+        }
+    }
+
+    /// `wake_wide(p)`: `factor` is `sd_llc_size` of the waker's CPU (the PUs of its node here).
+    fn wake_wide(&self, waker: usize, wakee: usize) -> bool {
+        let factor = {
+            let node = self.pu_node[self.cpu[waker]];
+            self.pu_node.iter().filter(|&&n| n == node).count() as u64
+        };
+        let (current, p) = (self.wakee[waker].flips, self.wakee[wakee].flips);
+        match self.kernel {
+            // v3.13: "if (p->wakee_flips > factor) if (current->wakee_flips > factor *
+            // p->wakee_flips) return 1;"
+            Kernel::K313 => p > factor && current > factor * p,
+            // v6.13: master/slave = the larger/smaller of the two; "if (slave < factor ||
+            // master < slave * factor) return 0;"
+            Kernel::K6 => {
+                let (master, slave) = (current.max(p), current.min(p));
+                !(slave < factor || master < slave * factor)
+            }
+        }
+    }
+
+    /// The first of `cands` (in the kernel's scan order) whose whole core is idle, else the first.
+    fn first_idle_core(&self, cands: &[usize], nr: &[usize]) -> usize {
+        let core_idle =
+            |c: usize| (0..nr.len()).filter(|&q| self.pu_core[q] == self.pu_core[c]).all(|q| nr[q] == 0);
+        cands.iter().copied().find(|&c| core_idle(c)).unwrap_or(cands[0])
+    }
+
+    /// Place thread `tid`, woken at `now_s` by thread `waker`; `runnable` says which threads
     /// are runnable now. Returns the chosen CPU (the thread is placed there).
     pub fn wake(&mut self, now_s: f64, tid: usize, waker: usize, runnable: &[bool]) -> usize {
+        self.record_wakee(now_s, waker, tid);
+        let wide = self.wake_wide(waker, tid);
+        let waker_tid = waker;
+        let waker = self.cpu[waker_tid];
         let prev = self.cpu[tid];
         // The woken task itself is not yet on any runqueue.
         let mut nr = self.nr_running(runnable, now_s);
@@ -18,17 +86,28 @@ impl Sched {
         }
         let idle = |c: usize| nr[c] == 0;
         let allowed = &self.allowed[tid];
-        // The highest SD_WAKE_AFFINE domain of the waker that spans prev.
+        // v6.13: want_affine = !wake_wide(p) && the waker's CPU is allowed; v3.13 asks only the
+        // latter here and wake_wide() inside wake_affine().
+        let want_affine = allowed.contains(&waker) && (self.kernel == Kernel::K313 || !wide);
+        // for_each_domain(cpu, tmp): the lowest SD_WAKE_AFFINE domain spanning prev.
         let affine = (0..self.domains.len())
-            .rev()
-            .find(|&l| self.domains[l].wake_affine && self.domains[l].span_of[waker].contains(&prev));
+            .find(|&l| self.domains[l].wake_affine && self.domains[l].span_of[waker].contains(&prev))
+            .filter(|_| want_affine);
         let mut why = Vec::new();
+        if wide {
+            why.push(format!(
+                "wake_wide (waker thread {} wakee_flips {}, woken {})",
+                waker_tid + 1,
+                self.wakee[waker_tid].flips,
+                self.wakee[tid].flips
+            ));
+        }
         let mut target = prev;
-        if let Some(l) = affine.filter(|_| waker != prev && allowed.contains(&waker)) {
+        if let Some(l) = affine.filter(|_| waker != prev) {
             let d = &self.domains[l];
             let share_cache = self.pu_node[waker] == self.pu_node[prev];
             // v6.13 wake_affine_idle(): an idle waker sharing the cache keeps prev if idle;
-            // an idle prev wins; else wake_affine_weight(). v3.13 wake_affine(): load only.
+            // an idle prev wins; else wake_affine_weight().
             let by_idle = match self.kernel {
                 Kernel::K6 if idle(waker) && share_cache => Some(if idle(prev) { prev } else { waker }),
                 Kernel::K6 if idle(prev) => Some(prev),
@@ -36,11 +115,14 @@ impl Sched {
             };
             target = by_idle.unwrap_or_else(|| {
                 // this_eff_load = (waker load + the task) x 100; prev_eff_load = prev load x
-                // (100 + (imbalance_pct - 100) / 2) (WA_BIAS); v3.13 takes the waker when <=.
+                // (100 + (imbalance_pct - 100) / 2) (WA_BIAS); v6.13 wake_affine_weight() takes
+                // the waker when <; v3.13 wake_affine(): "balanced" when <=, and always when the
+                // waker's CPU has no load ("if (this_load > 0) ... else balanced = true"), unless
+                // wake_wide().
                 let this = (nr[waker] + 1) as f64 * 100.0;
                 let prev_eff = nr[prev] as f64 * (100.0 + (d.imbalance_pct - 100.0) / 2.0);
                 let pick = match self.kernel {
-                    Kernel::K313 => this <= prev_eff,
+                    Kernel::K313 => !wide && (nr[waker] == 0 || this <= prev_eff),
                     Kernel::K6 => this < prev_eff,
                 };
                 if pick {
@@ -57,23 +139,24 @@ impl Sched {
                 self.pu_os[waker]
             ));
         }
-        // select_idle_sibling(): the target if idle; v6.13 also prev if it shares the cache and
-        // is idle; else the first idle CPU of the target's LLC (an idle core first), else target.
+        // select_idle_sibling() (both versions): the target if idle; prev if it shares the
+        // cache and is idle; else the first idle CPU of the target's LLC after the target
+        // (v3.13: the LLC domain's groups from the target's; v6.13 select_idle_cpu():
+        // for_each_cpu_wrap from target + 1), an idle core first; else the target.
         let cpu = if idle(target) {
             target
-        } else if self.kernel == Kernel::K6
-            && prev != target
-            && self.pu_node[prev] == self.pu_node[target]
-            && idle(prev)
-        {
+        } else if prev != target && self.pu_node[prev] == self.pu_node[target] && idle(prev) {
             prev
         } else {
-            let llc: Vec<usize> =
-                allowed.iter().copied().filter(|&c| self.pu_node[c] == self.pu_node[target] && idle(c)).collect();
+            let n = self.pu_node.len();
+            let llc: Vec<usize> = (1..n)
+                .map(|k| (target + k) % n)
+                .filter(|&c| allowed.contains(&c) && self.pu_node[c] == self.pu_node[target] && idle(c))
+                .collect();
             if llc.is_empty() {
                 target
             } else {
-                self.idlest(&llc, &nr)
+                self.first_idle_core(&llc, &nr)
             }
         };
         let cpu = if allowed.contains(&cpu) { cpu } else { prev };
@@ -87,8 +170,6 @@ impl Sched {
             if self.history[tid].len() < super::HISTORY_MAX {
                 self.history[tid].push((now_s, cpu));
             }
-        }
-        if cpu != prev {
             // Only wake-ups that move a thread are decisions worth explaining.
             let level = affine.map(|l| self.domains[l].name.clone()).unwrap_or_default();
             self.record(SchedEvent {

@@ -124,6 +124,35 @@ fn a_woken_thread_whose_cpu_was_taken_goes_to_an_idle_sibling_in_its_llc() {
 }
 
 #[test]
+fn wake_affine_pulls_a_wakee_to_the_wakers_node_unless_the_waker_wakes_many() {
+    // Thread 0 (the waker) runs on CPU 0; thread 1 slept on CPU 5, where threads 2 and 3 now
+    // queue. wake_affine: (1 + 1) x 100 below 2 x 108.5 (6.13) or at most 2 x 112.5 (3.13): the
+    // waker's CPU, then select_idle_sibling() finds CPU 1 idle in node 0.
+    for kernel in [Kernel::K313, Kernel::K6] {
+        let place = |s: &mut Sched| s.cpu = vec![0, 5, 5, 5, 2, 3, 6, 7];
+        let runnable = [true, false, true, true, false, false, false, false];
+        let mut s = Sched::new(&two_nodes(), &unbound(), kernel, 1, 8).unwrap();
+        s.set_options(None, true);
+        place(&mut s);
+        assert_eq!(s.wake(1e-3, 1, 0, &runnable), 1, "{kernel:?}");
+        // wake_wide(): thread 1 woke 5 different threads in turn (wakee_flips 5 > sd_llc_size 4),
+        // thread 0 25 (> 4 x 5), as a barrier's last thread does: the waker's CPU is left out,
+        // and the wakee goes to an idle CPU beside its previous one (CPU 6, node 1).
+        let mut s = Sched::new(&two_nodes(), &unbound(), kernel, 1, 8).unwrap();
+        s.set_options(None, true);
+        for (waker, n) in [(1, 5), (0, 24)] {
+            for k in 0..n {
+                place(&mut s);
+                s.wake(1e-3, 4 + k % 4, waker, &[true; 8]);
+            }
+        }
+        place(&mut s);
+        assert_eq!(s.wake(1e-3, 1, 0, &runnable), 6, "{kernel:?}");
+        assert!(s.log.last().unwrap().why.starts_with("wake_wide"), "{}", s.log.last().unwrap().why);
+    }
+}
+
+#[test]
 fn waiting_threads_sleep_after_libgomps_spin_and_wake_ups_place_them() {
     use numalab_sim::input::WaitPolicy;
     let m = machine4();
