@@ -56,7 +56,7 @@ def machines(tmp_path):
 
 def _run(cli, machine, *extra):
     code, out, err = cli("sensitivity", "--machine", machine, "--workload", "dgemv", "--configs", f"{REMOTE},{LOCAL}",
-                         "--json", *extra, *WORKLOAD)
+                         "--param", "latency.matrix_ns[0][1]", "--json", *extra, *WORKLOAD)
     assert code == 0, err
     return json.loads(out)
 
@@ -118,9 +118,19 @@ def test_bad_input_is_one_line_exit_2(cli, args, message):
     assert "Traceback" not in err
 
 
-def test_no_estimates_at_all_is_a_usage_error(cli, tmp_path):
+def test_unknown_param_lists_the_estimates_of_these_runs(cli):
     code, _, err = cli("sensitivity", "--machine", "vm-4", "--workload", "dgemv", "--param", "x", "--configs", "default,interleave=all", "--n", "500")
-    assert code == 2 and err.startswith("numalab: --param: 'x' is not an estimated number of these runs (known: dgemv:phases.*.cycles)")
+    assert code == 2 and err == "numalab: --param: 'x' is not an estimated number of these runs (known: dgemv:phases.*.cycles)\n"
+
+
+def test_nothing_estimated_is_a_usage_error(cli, tmp_path):
+    from numalab.workload.descriptor import LIBRARY
+
+    text = (LIBRARY / "dgemv.toml").read_text()
+    mine = tmp_path / "mine.toml"
+    mine.write_text(text[: text.index("[estimates]")])
+    code, _, err = cli("sensitivity", "--machine", "vm-4", "--workload", str(mine), "--configs", "default,interleave=all", "--n", "500")
+    assert code == 2 and err == f"numalab: no estimated numbers to vary: neither vm-4 nor {mine} has an [estimates] table\n"
 
 
 # ---------------------------------------------------------------- the analysis, without the engine
@@ -214,3 +224,13 @@ def test_report_without_sensitivity_marks_nothing(cli, machines, tmp_path):
     assert cli("report", str(study), "--results", str(results), "-o", str(md))[0] == 0
     text = md.read_text()
     assert "†" not in text and "## Sensitivity" not in text
+
+
+def test_runs_equal_up_to_rounding_are_identical_not_an_interval():
+    from numalab.report.stats import estimate
+    from numalab.report.tables import format_estimate
+
+    e = estimate([2.83, 2.83 * (1 + 1e-15), 2.83])
+    assert e.identical and e.half_width is None
+    assert format_estimate(e) == "2.83 (3 identical runs)"
+    assert not estimate([2.83, 2.84]).identical
