@@ -17,9 +17,10 @@ RING = 64
 
 
 def ring_file(tmp_path):
-    """A ring of equal objects, each sending 1000 bytes to the next (edge list: a,b,msgs,bytes)."""
+    """A ring of equal objects (1 ms each), each sending 1000 bytes to the next."""
     path = tmp_path / "ring.csv"
-    path.write_text("".join(f"{i},{(i + 1) % RING},1,1000\n" for i in range(RING)))
+    objects = "".join(f"obj, {i}, 1000000, 1024\n" for i in range(RING))
+    path.write_text(objects + "".join(f"edge, {i}, {(i + 1) % RING}, 1, 1000\n" for i in range(RING)))
     return path
 
 
@@ -88,6 +89,9 @@ def test_bad_balancers(text, message):
 def test_balancer_lists():
     specs = lb.parse_list("none, greedy-refine:tolerance=1.05,random:migrate_pct=10")
     assert [s.label() for s in specs] == ["none", "greedy-refine:tolerance=1.05", "random:migrate_pct=10"]
-    assert lb.resolve(specs[1], 1) == ("greedy-refine", {"tolerance": 1.05})
+    assert lb.resolve(specs[1], 1) == ("greedy-refine", {"greedy_refine_tolerance": 1.05})
+    assert lb.resolve(lb.parse("numalab:locality=off:gain_margin=2"), 1) == ("numalab", {"numalab_locality": False, "numalab_gain_margin": 2.0})
+    with pytest.raises(UsageError, match=r"balancer refine: unknown parameter tolerance \(accepted: overload\)"):
+        lb.parse("refine:tolerance=1.1")
     with pytest.raises(UsageError, match="names 'greedy' twice"):
         lb.parse_list("greedy,greedy")

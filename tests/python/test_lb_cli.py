@@ -55,7 +55,7 @@ def test_table_output(cli):
     (("--pes", "17"), "numalab: --pes: 17 PEs on numa16, which has 16 CPUs (expected 1..16)"),
     (("--comm-layer", "udp"), "numalab: --comm-layer: 'udp' is not one of shm, net"),
     (("--graph", "ring"), "numalab: --graph: 'ring': unknown graph (expected one of lb_test, kneighbor, jacobi2d, or a graph file"),
-    (("--graph", "lb_test", "--k", "3"), "numalab: graph lb_test: unknown parameter k (accepted: n_objects, min_us, max_us)"),
+    (("--graph", "lb_test", "--k", "3"), "numalab: graph lb_test: unknown parameter k (accepted: n_objects, min_us, max_us, topology, ratio, msg_bytes, state_bytes)"),
 ])
 def test_usage_errors(cli, args, message):
     code, out, err = cli("lb", "--machine", "numa16", *args)
@@ -65,7 +65,7 @@ def test_usage_errors(cli, args, message):
 
 def test_malformed_graph_file_names_file_and_line(cli, tmp_path):
     path = tmp_path / "graph.csv"
-    path.write_text("# a, b, msgs, bytes\n0,1,1,100\n1,two,1,100\n")
+    path.write_text("# kind, fields\nobj, 0, 1000, 64\nedge, 0, two, 1, 100\nobj, 1, 1000, 64\n")
     code, out, err = cli("lb", "--machine", "numa16", "--graph", str(path), "--balancers", "none")
     assert code == 2
     assert err.startswith(f"numalab: {path}:3:") and err.count("\n") == 1
@@ -73,7 +73,7 @@ def test_malformed_graph_file_names_file_and_line(cli, tmp_path):
 
 def test_graph_file_runs(cli, tmp_path):
     path = tmp_path / "graph.csv"
-    path.write_text("".join(f"{i},{(i + 1) % 12},1,4096\n" for i in range(12)))
+    path.write_text("".join(f"obj, {i}, {1000 * (i + 1)}, 512\nedge, {i}, {(i + 1) % 12}, 1, 4096\n" for i in range(12)))
     code, out, err = cli("lb", "--machine", "numa16", "--graph", str(path), "--balancers", "none,metis", "--pes", "4", "--json")
     assert code == 0, err
     runs = json.loads(out)["runs"]

@@ -3,7 +3,7 @@
 ``random``). docs/taskgraph.md §3 describes each one's algorithm, complexity and parameters.
 
 A balancer is written ``name`` or ``name:key=value:key=value`` (``random:migrate_pct=25``,
-``greedy-refine:tolerance=1.05``); the core checks the keys of its own balancers.
+``greedy-refine:tolerance=1.05``, ``numalab:gain_margin=2``).
 """
 
 from __future__ import annotations
@@ -17,8 +17,15 @@ from numalab.tasks import partition
 from numalab.tasks.graphs import coerce
 
 NATIVE = ("none", "greedy", "greedy-refine", "refine", "treematch", "numalab")
+#: Parameters of the core's balancers (crates/numalab-tasks/src/balance/): name -> {parameter:
+#: (type, default, minimum)}; the core receives them as ``<name>_<parameter>``.
+NATIVE_PARAMS: dict[str, dict[str, tuple[type, Any, float | None]]] = {
+    "greedy-refine": {"tolerance": (float, 1.0, 1.0)},
+    "refine": {"overload": (float, 1.05, 1.0)},
+    "numalab": {"tolerance": (float, 1.02, 1.0), "gain_margin": (float, 1.0, 0.0), "locality": (bool, True, None)},
+}
 #: Python balancers: name -> {parameter: (type, default, minimum)}.
-PYTHON: dict[str, dict[str, tuple[type, Any, float]]] = {
+PYTHON: dict[str, dict[str, tuple[type, Any, float | None]]] = {
     "metis": {},
     "scotch": {},
     "random": {"migrate_pct": (float, 100.0, 0.0)},
@@ -33,7 +40,13 @@ class BalancerSpec:
     params: tuple[tuple[str, Any], ...] = ()
 
     def label(self) -> str:
-        return self.name + "".join(f":{k}={v:g}" if isinstance(v, float) else f":{k}={v}" for k, v in self.params)
+        return self.name + "".join(f":{k}={_text(v)}" for k, v in self.params)
+
+
+def _text(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return f"{v:g}" if isinstance(v, float) else str(v)
 
 
 def parse(text: str) -> BalancerSpec:
@@ -54,31 +67,30 @@ def parse(text: str) -> BalancerSpec:
 
 
 def spec(name: str, params: dict[str, Any] | None = None) -> BalancerSpec:
+    """A balancer with its parameters checked and typed; only those given are kept (the label
+    names them, the defaults are the balancer's)."""
     params = dict(params or {})
     if name not in NAMES:
         raise UsageError(f"unknown balancer '{name}' (expected one of: {', '.join(NAMES)})")
-    if name in PYTHON:
-        table = PYTHON[name]
-        unknown = sorted(set(params) - set(table))
-        if unknown:
-            accepted = ", ".join(table) or "none"
-            raise UsageError(f"balancer {name}: unknown parameter {', '.join(unknown)} (accepted: {accepted})")
-        typed = {k: coerce(f"balancer {name}: {k}", params.get(k, d), t, m) for k, (t, d, m) in table.items()}
-        if name == "random" and typed["migrate_pct"] > 100:
-            raise UsageError(f"balancer random: migrate_pct must be <= 100, got {typed['migrate_pct']:g}")
-        return BalancerSpec(name, tuple(typed.items()))
-    # The core's balancers check their own keys; numbers stay numbers.
-    return BalancerSpec(name, tuple((k, _number(v)) for k, v in sorted(params.items())))
+    table = PYTHON.get(name, NATIVE_PARAMS.get(name, {}))
+    unknown = sorted(set(params) - set(table))
+    if unknown:
+        raise UsageError(f"balancer {name}: unknown parameter {', '.join(unknown)} (accepted: {', '.join(table) or 'none'})")
+    typed = {k: _typed(name, k, params[k], *table[k]) for k in table if k in params}
+    if name == "random" and typed.get("migrate_pct", 0) > 100:
+        raise UsageError(f"balancer random: migrate_pct must be <= 100, got {typed['migrate_pct']:g}")
+    return BalancerSpec(name, tuple(typed.items()))
 
 
-def _number(value: Any) -> Any:
-    if isinstance(value, str):
-        for kind in (int, float):
-            try:
-                return kind(value)
-            except ValueError:
-                pass
-    return value
+def _typed(name: str, key: str, value: Any, kind: type, _default: Any, minimum: float | None) -> Any:
+    if kind is bool:
+        v = str(value).strip().lower()
+        if v in ("true", "1", "on", "yes"):
+            return True
+        if v in ("false", "0", "off", "no"):
+            return False
+        raise UsageError(f"balancer {name}: {key}: expected true or false, got '{value}'")
+    return coerce(f"balancer {name}: {key}", value, kind, minimum)
 
 
 def parse_list(text: str) -> list[BalancerSpec]:
@@ -101,14 +113,15 @@ def check_available(b: BalancerSpec) -> None:
 def resolve(b: BalancerSpec, seed: int) -> tuple[Any, dict[str, Any] | None]:
     """What ``taskgraph_simulate`` takes: (a name or a callable, the core balancer's params)."""
     if b.name not in PYTHON:
-        return b.name, dict(b.params) or None
+        prefix = b.name.replace("-", "_")
+        return b.name, {f"{prefix}_{k}": v for k, v in b.params} or None
     p = dict(b.params)
     if b.name == "metis":
         return _partitioner(partition.metis_parts, seed), None
     if b.name == "scotch":
         check_available(b)
         return _partitioner(partition.scotch_parts, seed), None
-    return _random_balancer(p["migrate_pct"], seed), None
+    return _random_balancer(p.get("migrate_pct", PYTHON["random"]["migrate_pct"][1]), seed), None
 
 
 def _partitioner(parts: Callable[..., list[int]], seed: int) -> Callable[[dict[str, Any]], list[int]]:

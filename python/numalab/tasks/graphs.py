@@ -6,9 +6,10 @@ A graph is described by its name and its parameters (``GraphSpec``); ``build()``
 (``GENERATORS``), so the CLI, study files and the docs agree; the defaults follow study S3's
 settings (docs/taskgraph.md §2): lb_test and kNeighbor with 200 objects, jacobi2D with 100.
 
-Files: ``.csv``/``.txt``/``.edges``/``.el`` are edge lists, ``.dump``/``.lbdump``/``.ldb`` are
-Charm++ load-balancing dumps; any other name is sniffed from its first non-comment line (an LB
-dump starts with a number alone on the line). The core names the file, line and reason of any
+Files (formats in docs/taskgraph.md §4): ``.csv``/``.txt``/``.edges``/``.el``/``.tsv`` are
+numalab edge lists (``obj, id, load_ns, state_bytes`` and ``edge, a, b, msgs, bytes`` records),
+``.dump``/``.lbdump``/``.ldb`` the text form of a Charm++ LB dump; any other name is sniffed from
+its first record (``lbdump ...`` opens a dump). The core names the file, line and reason of any
 malformed line.
 """
 
@@ -20,15 +21,21 @@ from typing import Any
 
 from numalab.exceptions import UsageError
 
-#: name -> parameter -> (type, default, minimum). ``seed`` is every run's own, not a parameter.
-GENERATORS: dict[str, dict[str, tuple[type, Any, float]]] = {
-    # tests/charm++/load_balancing/lb_test: RandGraph topology, work = min + (max - min) * U^4.
-    "lb_test": {"n_objects": (int, 200, 1), "min_us": (float, 50_000.0, 0), "max_us": (float, 200_000.0, 0)},
+#: name -> parameter -> (type, default, minimum). A default of None leaves the parameter to the
+#: core's generator (crates/numalab-tasks/src/gen.rs), which documents it; ``seed`` is each run's.
+GENERATORS: dict[str, dict[str, tuple[type, Any, float | None]]] = {
+    # tests/charm++/load_balancing/lb_test: loads min + (max - min) U^4, RandGraph topology.
+    "lb_test": {"n_objects": (int, 200, 2), "min_us": (float, None, 0), "max_us": (float, None, 0), "topology": (str, None, None),
+                "ratio": (float, None, 0), "msg_bytes": (int, None, 0), "state_bytes": (int, None, 0)},
     # examples/charm++/load_balancing/kNeighbor: ring, k neighbours each side, load ~ N^2.
-    "kneighbor": {"n_objects": (int, 200, 1), "k": (int, 3, 1), "msg_bytes": (int, 8192, 0)},
+    "kneighbor": {"n_objects": (int, 200, 1), "k": (int, 3, 1), "msg_bytes": (int, 8192, 0), "calc_per_step": (int, None, 1),
+                  "ns_per_op": (float, None, 0), "base_ns": (float, None, 0), "state_bytes": (int, None, 0)},
     # examples/charm++/jacobi2d-2d-decomposition: (nx / block) x (ny / block) chares.
-    "jacobi2d": {"nx": (int, 1000, 1), "ny": (int, 1000, 1), "block": (int, 100, 1)},
+    "jacobi2d": {"nx": (int, 1000, 1), "ny": (int, 1000, 1), "block": (int, 100, 1), "ns_per_point": (float, None, 0),
+                 "jitter": (float, None, 0)},
 }
+#: What each generator takes as positional arguments (the rest go as keyword parameters).
+POSITIONAL = {"lb_test": ("n_objects",), "kneighbor": ("n_objects", "k", "msg_bytes"), "jacobi2d": ("nx", "ny", "block")}
 EDGE_LIST_SUFFIXES = (".csv", ".txt", ".edges", ".el", ".tsv")
 LB_DUMP_SUFFIXES = (".dump", ".lbdump", ".ldb")
 
@@ -76,13 +83,15 @@ def graph_spec(name: str, given: dict[str, Any] | None = None) -> GraphSpec:
         raise UsageError(f"graph {name}: unknown parameter {', '.join(unknown)} (accepted: {', '.join(table)})")
     out = []
     for key, (kind, default, minimum) in table.items():
-        value = coerce(f"graph {name}: {key}", given.get(key, default), kind, minimum)
-        out.append((key, value))
+        if key in given or default is not None:
+            out.append((key, coerce(f"graph {name}: {key}", given.get(key, default), kind, minimum)))
     return GraphSpec(name, tuple(out))
 
 
 def coerce(what: str, value: Any, kind: type, minimum: float | None = None) -> Any:
     """``value`` (a string from the command line, or a TOML number) as ``kind``, >= ``minimum``."""
+    if kind is str:
+        return str(value)
     if isinstance(value, bool):
         raise UsageError(f"{what}: expected a number, got {value!r}")
     try:
@@ -103,7 +112,8 @@ def coerce(what: str, value: Any, kind: type, minimum: float | None = None) -> A
 
 
 def file_kind(path: Path) -> str:
-    """``edge-list`` or ``lb-dump``, by suffix, else by the first line that is not a comment."""
+    """``edge-list`` or ``lb-dump``, by suffix, else by the first record (an LB dump opens with
+    ``lbdump <version> <n_pes>``)."""
     suffix = path.suffix.lower()
     if suffix in EDGE_LIST_SUFFIXES:
         return "edge-list"
@@ -112,10 +122,9 @@ def file_kind(path: Path) -> str:
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
-                s = line.strip()
-                if s and not s.startswith("#"):
-                    # An LB dump opens with its object count alone; an edge list has 2+ fields.
-                    return "lb-dump" if len(s.replace(",", " ").split()) == 1 else "edge-list"
+                s = line.split("#")[0].replace(",", " ").split()
+                if s:
+                    return "lb-dump" if s[0] == "lbdump" else "edge-list"
     except OSError as e:
         raise UsageError(f"{path}: cannot read the graph file ({e.strerror or e})") from None
     return "edge-list"
@@ -131,9 +140,6 @@ def build(spec: GraphSpec, seed: int) -> Any:
         if file_kind(path) == "lb-dump":
             return _core.TaskGraph.from_lb_dump(str(path))
         return _core.TaskGraph.from_edge_list(str(path))
-    if spec.name == "lb_test":
-        n = p.pop("n_objects")
-        return _core.TaskGraph.lb_test(n, seed, **p)
-    if spec.name == "kneighbor":
-        return _core.TaskGraph.kneighbor(p.pop("n_objects"), p.pop("k"), p.pop("msg_bytes"), seed, **p)
-    return _core.TaskGraph.jacobi2d(p.pop("nx"), p.pop("ny"), p.pop("block"), seed, **p)
+    args = [p.pop(k) for k in POSITIONAL[spec.name]]
+    make = {"lb_test": _core.TaskGraph.lb_test, "kneighbor": _core.TaskGraph.kneighbor, "jacobi2d": _core.TaskGraph.jacobi2d}[spec.name]
+    return make(*args, seed, **p)

@@ -141,7 +141,7 @@ def _probe_layout(machine: Any, pes: int | None) -> tuple[list[int], list[list[f
         seen.update(state)
         return list(state["mapping"])
 
-    g = _core.TaskGraph.lb_test(1, 0)
+    g = _core.TaskGraph.lb_test(2, 0)
     _core.taskgraph_simulate(g, machine, probe, iterations=2, lb_period=1, pes=pes)
     return [int(n) for n in seen["pe_nodes"]], [list(map(float, r)) for r in seen["distances"]]
 
