@@ -68,7 +68,7 @@ def sensitivity(
         return
     typer.echo(render(outcome_table(result)))
     typer.echo("\n" + render(_param_table(result)))
-    flips = [o for o in result.outcomes if o.flips]
+    flips = [out for out in result.outcomes if out.flips]
     if flips:
         typer.echo(f"\n{len(flips)} of {len(result.outcomes)} conclusions flip within the stated ranges: "
                    "the estimates cannot decide them.")
@@ -83,14 +83,14 @@ def _case(workload: str, extra: list[str]) -> str:
 
 def outcome_table(result: sens.Sensitivity):
     rows = []
-    for o in result.outcomes:
-        lo_hi = o.range
+    for out in result.outcomes:
+        lo_hi = out.range
         rows.append([
-            f"{o.comparison.label} vs {o.comparison.baseline_label}",
-            "-" if o.nominal is None else f"{o.nominal:.3f}",
-            o.winner(),
+            f"{out.comparison.label} vs {out.comparison.baseline_label}",
+            "-" if out.nominal is None else f"{out.nominal:.3f}",
+            out.winner(),
             "-" if lo_hi is None else f"{lo_hi[0]:.3f} - {lo_hi[1]:.3f}",
-            ("FLIPS: " + ", ".join(o.flips)) if o.flips else "holds",
+            ("FLIPS: " + ", ".join(out.flips)) if out.flips else "holds",
         ])
     return table(["comparison", "speedup", "winner", "speedup range", "conclusion"], rows,
                  f"{result.outcomes[0].comparison.case}: speedup = time(baseline) / time(config) under each estimate's range")
@@ -101,12 +101,12 @@ def _param_table(result: sens.Sensitivity):
     rows = []
     for p in result.parameters:
         moves = []
-        for o in result.outcomes:
-            lo, hi = o.speedups.get(f"{p.id}=low"), o.speedups.get(f"{p.id}=high")
+        for out in result.outcomes:
+            lo, hi = out.speedups.get(f"{p.id}=low"), out.speedups.get(f"{p.id}=high")
             moves.append("-" if lo is None or hi is None else f"{lo:.3f} / {hi:.3f}")
         nominal = "1 (factor)" if p.factor else f"{p.value:g}"
         rows.append([p.id, nominal, f"{p.low:g} - {p.high:g}", *moves])
-    heads = [f"{o.comparison.label} (low / high)" for o in result.outcomes]
+    heads = [f"{out.comparison.label} (low / high)" for out in result.outcomes]
     return table(["estimate", "as written", "range", *heads], rows, "speedup at each end of each estimate's range")
 
 
