@@ -39,6 +39,11 @@ pub struct AccessSpec {
     pub halo: u64,
     #[serde(default = "one_u64")]
     pub chunk: u64,
+    /// Static splits (`block`, `private`, `stencil`): units per plane the schedule divides, as an
+    /// OpenMP `collapse(2)` over (plane, row) splits `planes x rows` iterations; 1 = whole planes
+    /// (docs/workloads.md §2).
+    #[serde(default = "one_u64")]
+    pub rows: u64,
     /// Random patterns: 64-byte lines per thread per phase execution.
     #[serde(default)]
     pub count: u64,

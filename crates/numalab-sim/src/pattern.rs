@@ -37,22 +37,32 @@ fn plane_start(r: &Region, p: u64) -> u64 {
     ((p as u128 * r.bytes as u128) / r.planes as u128) as u64
 }
 
+/// Byte offset where unit `u` of `n` equal units of a region starts.
+fn unit_start(r: &Region, u: u64, n: u64) -> u64 {
+    ((u as u128 * r.bytes as u128) / n.max(1) as u128) as u64
+}
+
 /// The byte ranges thread `t` of `nt` sweeps, in order. `chunk_order` is the shuffled chunk
 /// order of a dynamic schedule (shared by all threads of a process for one execution).
 pub fn ranges(a: &AccessSpec, r: &Region, t: u64, nt: u64, chunk_order: &[u64]) -> Vec<(u64, u64)> {
     let planes = |p0: u64, p1: u64| (plane_start(r, p0), plane_start(r, p1));
+    // A static split divides `planes x rows` units (a collapse(2) over plane and row).
+    let per_plane = a.rows.max(1);
+    let n_rows = r.planes.saturating_mul(per_plane);
+    let rows = |u0: u64, u1: u64| (unit_start(r, u0, n_rows), unit_start(r, u1, n_rows));
     let mut out = Vec::new();
     match a.pattern {
         Pattern::Block | Pattern::Private => {
-            let (s, e) = static_share(r.planes, nt, t);
-            out.push(planes(s, e));
+            let (s, e) = static_share(n_rows, nt, t);
+            out.push(rows(s, e));
         }
         Pattern::Stencil => {
-            let (s, e) = static_share(r.planes, nt, t);
+            let (s, e) = static_share(n_rows, nt, t);
+            let halo = a.halo.saturating_mul(per_plane);
             if e > s {
-                out.push(planes(s.saturating_sub(a.halo), s));
-                out.push(planes(s, e));
-                out.push(planes(e, e.saturating_add(a.halo).min(r.planes)));
+                out.push(rows(s.saturating_sub(halo), s));
+                out.push(rows(s, e));
+                out.push(rows(e, e.saturating_add(halo).min(n_rows)));
             }
         }
         Pattern::Transpose => {
@@ -346,5 +356,34 @@ mod tests {
         assert_eq!(shares, vec![(0, 3), (3, 6), (6, 8), (8, 10)]);
         // More threads than iterations: the last threads get nothing.
         assert_eq!(static_share(2, 4, 3), (2, 2));
+    }
+
+    #[test]
+    fn a_collapsed_static_split_divides_planes_times_rows() {
+        use crate::input::RegionSpec;
+        // 10 planes of 1000 bytes over 4 threads: whole planes give 3, 3, 2, 2 planes; with
+        // 10 rows per plane (collapse(2)) every thread gets 25 rows = 2.5 planes.
+        let spec = RegionSpec { name: "u".into(), bytes: 10_000, planes: 10, thp: false, policy: None, address: None };
+        let r = crate::pages::layout(&[spec], vec![None]).pop().unwrap();
+        let mut a = AccessSpec {
+            region: 0,
+            pattern: Pattern::Block,
+            rd: 1.0,
+            wr: 0.0,
+            halo: 1,
+            chunk: 1,
+            rows: 1,
+            count: 0,
+            passes: 1.0,
+            cached: None,
+        };
+        let whole: Vec<_> = (0..4).map(|t| ranges(&a, &r, t, 4, &[])).collect();
+        assert_eq!(whole, vec![vec![(0, 3000)], vec![(3000, 6000)], vec![(6000, 8000)], vec![(8000, 10_000)]]);
+        a.rows = 10;
+        let rows: Vec<_> = (0..4).map(|t| ranges(&a, &r, t, 4, &[])).collect();
+        assert_eq!(rows, vec![vec![(0, 2500)], vec![(2500, 5000)], vec![(5000, 7500)], vec![(7500, 10_000)]]);
+        // A stencil's halo stays a whole plane on each side.
+        a.pattern = Pattern::Stencil;
+        assert_eq!(ranges(&a, &r, 1, 4, &[]), vec![(1500, 2500), (2500, 5000), (5000, 6000)]);
     }
 }

@@ -34,6 +34,7 @@ def compare(
     sample_rate: str = o.SAMPLE_RATE,
     kernel: str = o.KERNEL,
     thp: Optional[str] = o.THP,
+    npb_version: str = o.NPB_VERSION,
     jobs: int = typer.Option(0, "--jobs", "-j", help="Simulations at once (default: one per CPU)."),
     verbose: bool = o.VERBOSE,
     as_json: bool = o.JSON,
@@ -50,6 +51,7 @@ def compare(
     if jobs < 0:
         raise UsageError(f"--jobs must be >= 0, got {jobs}")
     base = o.spec(machine, workload, ctx.args, o.placement(), seed, sample_rate, kernel, thp, balancing)
+    base = base.updated(npb_version=npb_version)
     labels = split_configs(configs)
     if not labels:
         raise UsageError("--configs is empty")

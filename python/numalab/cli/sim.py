@@ -30,6 +30,7 @@ def sim(
     explain_sched: bool = o.EXPLAIN_SCHED,
     noise: str = o.NOISE,
     omp_wait_policy: str = o.WAIT_POLICY,
+    npb_version: str = o.NPB_VERSION,
     verbose: bool = o.VERBOSE,
     as_json: bool = o.JSON,
 ) -> None:
@@ -40,7 +41,7 @@ def sim(
     """
     bal = replace(balancing, explain=explain_balancing)
     spec = o.spec(machine, workload, ctx.args, placement, seed, sample_rate, kernel, thp, bal)
-    spec = spec.updated(noise=noise, explain_sched=explain_sched, omp_wait_policy=omp_wait_policy)
+    spec = spec.updated(noise=noise, explain_sched=explain_sched, omp_wait_policy=omp_wait_policy, npb_version=npb_version)
     bound = spec.bind()
     with working(f"simulating {spec.workload} on {spec.machine}", quiet=as_json):
         result = runner.run(bound)

@@ -34,7 +34,7 @@ POLICY_ITEMS = {
 }
 FLAG_POLICIES = {"default": "default", "first-touch": "default", "localalloc": "local", "local": "local"}
 PLACEMENT_ITEMS = ("cpunodebind", "physcpubind", "omp-proc-bind", "omp-places", "weights")
-SETTING_ITEMS = ("balancing", "kernel", "thp", "seed", "sample-rate", "noise", "omp-wait-policy") + tuple(k.replace("_", "-") for k in KNOBS)
+SETTING_ITEMS = ("balancing", "kernel", "thp", "seed", "sample-rate", "noise", "omp-wait-policy", "npb-version") + tuple(k.replace("_", "-") for k in KNOBS)
 #: numa_balancing=2 (memory tiering) knobs: named so that they are refused as such, not taken for
 #: workload parameters.
 TIERING_ITEMS = ("hot-threshold-ms", "promote-rate-limit-mbps")

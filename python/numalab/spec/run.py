@@ -32,6 +32,9 @@ THP_DEFAULT = {"3.13": "always", "6.13": "madvise"}
 #: The smallest extent a 2 MiB THP fault can fill (HPAGE_PMD_SIZE on x86-64).
 THP_BYTES = 2 << 20
 MAX_SEED = 2**64 - 1  # the engine's seed is a u64
+#: NAS Parallel Benchmarks OpenMP releases the library describes (docs/workloads.md §4.1).
+NPB_VERSIONS = ("3.3.1", "3.4.2")
+NPB_DEFAULT = "3.4.2"
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,8 @@ class RunSpec:
     noise: bool = True
     # OMP_WAIT_POLICY (docs/scheduler.md §5): default (unset: spin ~3 ms, then sleep), active, passive.
     omp_wait_policy: str = "default"
+    # NPB release of the library's NPB descriptors; other workloads have one version and ignore it.
+    npb_version: str = NPB_DEFAULT
     # Keep the scheduler's decisions for --explain-sched (output only, not part of the run).
     explain_sched: bool = field(default=False, compare=False)
 
@@ -147,6 +152,11 @@ class RunSpec:
                 if v not in WAIT_POLICIES:
                     raise UsageError(f"--omp-wait-policy: '{value}' is not one of {', '.join(WAIT_POLICIES)}")
                 s = replace(s, omp_wait_policy=v)
+            elif key == "npb_version":
+                v = str(value).strip()
+                if v not in NPB_VERSIONS:
+                    raise UsageError(f"--npb-version: '{value}' is not one of {', '.join(NPB_VERSIONS)}")
+                s = replace(s, npb_version=v)
             elif key == "explain_sched":
                 s = replace(s, explain_sched=bool(value))
             else:
@@ -201,6 +211,8 @@ class RunSpec:
             "seed": self.seed,
             "noise": self.noise,
             "omp_wait_policy": self.omp_wait_policy,
+            # only when not the default, so configurations stored before versions existed keep their hash
+            **({"npb_version": self.npb_version} if self.npb_version != NPB_DEFAULT else {}),
         }
 
     @classmethod
@@ -209,7 +221,8 @@ class RunSpec:
         return s.updated(params=c["params"], balancing=c["balancing"], kernel=c["kernel"], thp=c["thp"],
                          seed=c["seed"], sample_rate=c["sample_rate"],
                          # stored before background activity existed: a quiet machine
-                         noise=c.get("noise", False), omp_wait_policy=c.get("omp_wait_policy", "default"))
+                         noise=c.get("noise", False), omp_wait_policy=c.get("omp_wait_policy", "default"),
+                         npb_version=c.get("npb_version", NPB_DEFAULT))
 
     def label(self) -> str:
         """The run's options as one config string (placement, then balancing)."""
@@ -223,7 +236,7 @@ class RunSpec:
         from numalab.workload import descriptor
 
         m = machine if machine is not None else load_machine(self.machine)
-        w = descriptor.resolve(self.workload, dict(self.params))
+        w = descriptor.resolve(self.workload, dict(self.params), version=self.npb_version)
         if adjust_workload is not None:
             adjust_workload(w)
         region_policies = [_region_policy(r) for r in w["regions"]]

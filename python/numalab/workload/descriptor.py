@@ -36,10 +36,15 @@ A descriptor is a TOML file (the library is in ``library/``; users pass their ow
     [[phases]]
     name = "mult"
     cycles = "2 * n * n / 4"               # compute cycles of the phase, all threads together
+    instructions = "3 * n * n"             # optional: instructions, all threads together (MAPKI)
     sync = "barrier"                       # barrier | none | pipeline (pipeline_steps = K)
     access = [{ region = "A", pattern = "block", rd = 1.0 }]
 
     program = [{ phases = ["init"] }, { phases = ["mult"], repeat = "reps" }]   # top-level key
+
+    version = "3.4.2"                      # optional: the release of the benchmark the text follows
+    [versions."3.3.1"]                     # another release: its description, source, derived names
+    derived = { kj_rows = "1" }
 
 Access patterns (each thread's share of a region; ``rd``/``wr`` are DRAM bytes read/written per
 region byte swept, write-allocate included by the author): ``block`` (OpenMP static over planes),
@@ -47,7 +52,8 @@ region byte swept, write-allocate included by the author): ``block`` (OpenMP sta
 share of every plane), ``shared`` (every thread sweeps the whole region), ``master`` (thread 0
 sweeps it all), ``private`` (= block), ``dynamic`` (chunks of ``chunk`` planes shuffled each time
 and dealt round-robin), ``gather``/``scatter`` (``count`` random 64-byte lines per thread; ``rd``
-and ``wr`` are per line). ``passes`` repeats a sweep. The first *write* to a page places it.
+and ``wr`` are per line). ``rows`` makes a static split (block, private, stencil) divide
+``planes x rows`` units, as ``collapse(2)`` over (plane, row) does. ``passes`` repeats a sweep. The first *write* to a page places it.
 
 Caches: ``rd``/``wr`` are the traffic when the access's re-use misses; an optional
 ``cached = { rd = 1.0, wr = 0.0, window = "2 * 8 * n * n", shared = false }`` gives the traffic
@@ -96,6 +102,7 @@ class AccessDesc(_Strict):
     wr: Expr = 0.0
     halo: Expr = 1
     chunk: Expr = 1
+    rows: Expr = 1
     count: Expr = 0
     passes: Expr = 1
     cached: CachedDesc | None = None
@@ -104,6 +111,7 @@ class AccessDesc(_Strict):
 class PhaseDesc(_Strict):
     name: str
     cycles: Expr = 0
+    instructions: Expr | None = None
     mlp: Expr | None = None
     sync: Expr = "barrier"
     pipeline_steps: Expr = 1
@@ -125,10 +133,21 @@ class StepDesc(_Strict):
     repeat: Expr = 1
 
 
+class VersionDesc(_Strict):
+    """What another release of the same benchmark changes: its description and source, and the
+    derived names whose value differs (docs/workloads.md §4.1)."""
+
+    description: str | None = None
+    source: str | None = None
+    derived: dict[str, str] = Field(default_factory=dict)
+
+
 class WorkloadDesc(_Strict):
     name: str
     description: str = ""
     source: str = ""
+    version: str | None = None
+    versions: dict[str, VersionDesc] = Field(default_factory=dict)
     params: dict[str, Any] = Field(default_factory=dict)
     choices: dict[str, list[Any]] = Field(default_factory=dict)
     minimum: dict[str, Union[int, float]] = Field(default_factory=dict)
@@ -175,14 +194,39 @@ def load(name_or_path: str) -> tuple[WorkloadDesc, Path, str]:
         raise UsageError(f"{where(path, text, key)}: {key}: {err['msg']}") from None
 
 
+def versions(desc: WorkloadDesc) -> list[str]:
+    """The releases a descriptor describes, its own first (empty: a single, unnamed release)."""
+    return [desc.version, *desc.versions] if desc.version else []
+
+
+def with_version(desc: WorkloadDesc, version: str | None) -> WorkloadDesc:
+    """The descriptor as release ``version`` of its benchmark: the base text with that release's
+    description, source and derived names in place of the base's."""
+    if not desc.version or version is None or version == desc.version:
+        return desc
+    if version not in desc.versions:
+        raise UsageError(f"workload {desc.name}: no version '{version}' (versions: {', '.join(versions(desc))})")
+    v = desc.versions[version]
+    derived = {**desc.derived, **v.derived}  # overridden names keep their place, so later names see them
+    return desc.model_copy(update={
+        "description": v.description if v.description is not None else desc.description,
+        "source": v.source if v.source is not None else desc.source,
+        "derived": derived,
+        "version": version,
+    })
+
+
 def parameters(desc: WorkloadDesc) -> dict[str, Any]:
     """Parameters and their defaults (for --help and for validating overrides)."""
     return dict(desc.params)
 
 
-def resolve(name_or_path: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Resolve a descriptor with parameter overrides into the engine's plain workload JSON."""
+def resolve(name_or_path: str, overrides: dict[str, Any] | None = None, version: str | None = None) -> dict[str, Any]:
+    """Resolve a descriptor with parameter overrides into the engine's plain workload JSON.
+    ``version`` picks a release of a benchmark whose descriptor has several (``version`` and
+    ``[versions.X]``); descriptors of a single release ignore it."""
     desc, path, text = load(name_or_path)
+    desc = with_version(desc, version)
     env = _params(desc, overrides or {}, path)
     R = _Resolver(desc, env, path, text)
     return R.workload()
@@ -312,7 +356,7 @@ class _Resolver:
         copies = int(self.env.get("copies", 1))
         threads = int(self.env["threads"])
         params = {k: v for k, v in sorted(self.env.items()) if isinstance(v, (int, float, str, bool))}
-        return {
+        out = {
             "name": self.desc.name,
             "description": self.desc.description,
             "params": params,
@@ -322,6 +366,12 @@ class _Resolver:
             "phases": phases,
             "program": program,
         }
+        # Instructions per phase execution (MAPKI, results/metrics.py): beside the phases, which
+        # the engine takes exactly as its timing model needs them.
+        out["instructions"] = [p.pop("instructions") for p in phases]
+        if self.desc.version:
+            out["version"] = self.desc.version
+        return out
 
     def region(self, i: int, r: RegionDesc) -> dict[str, Any]:
         key = f"regions[{i}]"
@@ -377,6 +427,7 @@ class _Resolver:
                     "wr": float(self.num(a.wr, f"{akey}.wr", 0)),
                     "halo": int(self.num(a.halo, f"{akey}.halo", 0)),
                     "chunk": int(self.num(a.chunk, f"{akey}.chunk", 1)),
+                    "rows": int(self.num(a.rows, f"{akey}.rows", 1)),
                     "count": count,
                     "passes": float(self.num(a.passes, f"{akey}.passes", 0)),
                     "cached": None if a.cached is None else {
@@ -388,14 +439,29 @@ class _Resolver:
                 }
             )
         mlp = None if p.mlp is None else float(self.num(p.mlp, f"{key}.mlp", 1))
+        instructions = None if p.instructions is None else float(self.num(p.instructions, f"{key}.instructions", 0))
         return {
             "name": p.name,
             "cycles": float(self.num(p.cycles, f"{key}.cycles", 0)),
+            "instructions": instructions,
             "mlp": mlp,
             "sync": sync,
             "pipeline_steps": int(self.num(p.pipeline_steps, f"{key}.pipeline_steps", 1)),
             "accesses": accesses,
         }
+
+
+def total_instructions(w: dict[str, Any]) -> float | None:
+    """Instructions a resolved workload executes, all processes together: each program step's
+    phases times its repeat count. None if a phase it runs has no estimate."""
+    per_phase = w.get("instructions") or [None] * len(w["phases"])
+    total = 0.0
+    for step in w["program"]:
+        for i in step["phases"]:
+            if per_phase[i] is None:
+                return None
+            total += per_phase[i] * step["repeat"]
+    return total * w.get("processes", 1)
 
 
 def _check_overlap(regions: list[dict[str, Any]], R: _Resolver) -> None:

@@ -22,7 +22,7 @@ pub fn machine4_with_gib(gib: f64) -> Machine {
 }
 
 pub fn access(region: usize, pattern: Pattern, rd: f64, wr: f64) -> AccessSpec {
-    AccessSpec { region, pattern, rd, wr, halo: 1, chunk: 1, count: 0, passes: 1.0, cached: None }
+    AccessSpec { region, pattern, rd, wr, halo: 1, chunk: 1, rows: 1, count: 0, passes: 1.0, cached: None }
 }
 
 /// One array of `mib` MiB, an init phase with `init` pattern, then `reps` block sweeps.
