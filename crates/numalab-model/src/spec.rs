@@ -73,6 +73,9 @@ pub struct NodeSpec {
     pub cpus: String,
     pub memory_bytes: Option<u64>,
     pub bandwidth_gbps: Option<f64>,
+    /// hwloc's memory subtype (`HBM`, `NVM`, `CXL-DRAM`; absent = DRAM): docs/tiering.md §2.
+    #[serde(default)]
+    pub subtype: Option<String>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -211,7 +214,7 @@ impl MachineSpec {
                 cpuset: row.cpus.clone(),
                 local_memory_bytes: memory,
                 bandwidth_gbps: bandwidth,
-                subtype: None,
+                subtype: row.subtype.clone(),
             });
         }
         let packages = packages_of(&nodes);
@@ -282,6 +285,7 @@ impl MachineSpec {
                         cpus,
                         memory_bytes: ns.memory_bytes,
                         bandwidth_gbps: ns.bandwidth_gbps,
+                        subtype: ns.subtype.clone(),
                     });
                 }
                 rows.sort_by_key(|r| r.os_index);
@@ -451,6 +455,7 @@ struct NodeRow {
     cpus: CpuSet,
     memory_bytes: Option<u64>,
     bandwidth_gbps: Option<f64>,
+    subtype: Option<String>,
 }
 
 fn shape_layout(s: &ShapeSpec) -> Result<(Vec<NodeRow>, Vec<CpuSet>), TopologyError> {
@@ -487,6 +492,7 @@ fn shape_layout(s: &ShapeSpec) -> Result<(Vec<NodeRow>, Vec<CpuSet>), TopologyEr
             cpus,
             memory_bytes: None,
             bandwidth_gbps: None,
+            subtype: None,
         });
     }
     Ok((rows, cores))

@@ -44,6 +44,9 @@ pub struct Allocator {
     /// Fallback order per node (logical indexes), memoryless nodes excluded.
     pub zonelists: Vec<Vec<usize>>,
     pub numastat: Vec<NumaStat>,
+    /// kswapd woken per node since reclaim last ran (`wakeup_kswapd()` from the slow path,
+    /// docs/tiering.md §4); only reclaim by demotion acts on it.
+    pub wake: Vec<bool>,
 }
 
 const NODES_SHIFT: u64 = 10; // CONFIG_NODES_SHIFT of x86_64 distribution kernels (MAX_NUMNODES = 1024)
@@ -59,6 +62,7 @@ impl Allocator {
             marks,
             zonelists: build_zonelists(m, kernel),
             numastat: vec![NumaStat::default(); m.nodes.len()],
+            wake: vec![false; m.nodes.len()],
         }
     }
 
@@ -80,24 +84,28 @@ impl Allocator {
         // The first allowed node of the walk is the "preferred zone" of zone_statistics.
         let preferred = *list.iter().find(|&&n| allowed(n))?;
         let above = |free: &[u64], n: usize, mark: u64| free[n] >= npages && free[n] - npages >= mark;
-        let chosen = match (self.kernel, walk) {
-            (_, Walk::NoReclaim) => {
-                list.iter().copied().find(|&n| allowed(n) && above(&self.free, n, self.marks[n].low))
-            }
-            (Kernel::K6, Walk::Normal) => list
-                .iter()
-                .copied()
-                .find(|&n| allowed(n) && above(&self.free, n, self.marks[n].low))
-                .or_else(|| list.iter().copied().find(|&n| allowed(n) && above(&self.free, n, self.marks[n].min))),
-            // 3.13's fair-zone fast path uses only the preferred node; the slow path walks all at min.
+        let fast = match (self.kernel, walk) {
+            // 3.13's fair-zone fast path uses only the preferred node.
             (Kernel::K313, Walk::Normal) => {
-                if above(&self.free, preferred, self.marks[preferred].low) {
-                    Some(preferred)
-                } else {
-                    list.iter().copied().find(|&n| allowed(n) && above(&self.free, n, self.marks[n].min))
-                }
+                Some(preferred).filter(|&n| above(&self.free, n, self.marks[n].low))
             }
-        }?;
+            _ => list.iter().copied().find(|&n| allowed(n) && above(&self.free, n, self.marks[n].low)),
+        };
+        let chosen = match fast {
+            Some(n) => n,
+            None => {
+                // The slow path (`__alloc_pages_slowpath()`) first wakes kswapd of every allowed
+                // node of the list (`wake_all_kswapds()`); pass 1 of preferred-many keeps
+                // __GFP_KSWAPD_RECLAIM too. Then, except for that pass, it walks again at min.
+                for &n in list.iter().filter(|&&n| allowed(n)) {
+                    self.wake[n] = true;
+                }
+                if walk == Walk::NoReclaim {
+                    return None;
+                }
+                list.iter().copied().find(|&n| allowed(n) && above(&self.free, n, self.marks[n].min))?
+            }
+        };
         self.free[chosen] -= npages;
         self.account(preferred, chosen, cpu_node, interleave);
         Some(chosen)

@@ -147,7 +147,7 @@ pub fn estimate(m: &Machine, w: &WorkloadSpec, cfg: &SimConfig) -> Estimate {
     let procs = w.processes as f64;
     let nt = w.threads as f64;
     let stride = (1.0 / cfg.sample_rate).round().max(1.0);
-    let entry = if cfg.balancing.enabled { ENTRY_BYTES + ENTRY_BALANCING_BYTES } else { ENTRY_BYTES };
+    let entry = if cfg.balancing.scanning() { ENTRY_BYTES + ENTRY_BALANCING_BYTES } else { ENTRY_BYTES };
     let units: Vec<f64> = w
         .regions
         .iter()

@@ -311,7 +311,7 @@ pub struct Knob {
 
 /// The scanner tunables, defined once: the CLI options, study keys and the engine's checks all
 /// come from this table. Defaults are the kernel's (`kernel/sched/fair.c`, 3.13 and 6.13 alike).
-pub const BALANCING_KNOBS: [Knob; 4] = [
+pub const BALANCING_KNOBS: [Knob; 6] = [
     Knob {
         name: "scan_delay_ms",
         default: 1000,
@@ -335,6 +335,23 @@ pub const BALANCING_KNOBS: [Knob; 4] = [
     },
     // task_numa_work returns at once when the scan size is 0 pages: 0 would switch scanning off.
     Knob { name: "scan_size_mb", default: 256, min: 1, max: u32::MAX, help: "address space marked per scan window" },
+    // Memory tiering (numa_balancing = 2, 5.18+): kernel/sched/fair.c
+    // `sysctl_numa_balancing_hot_threshold` (MSEC_PER_SEC) and
+    // `sysctl_numa_balancing_promote_rate_limit` (65536 MB/s), docs/tiering.md §5.
+    Knob {
+        name: "hot_threshold_ms",
+        default: 1000,
+        min: 0,
+        max: u32::MAX,
+        help: "memory tiering: a slow-tier page faulted within this long after its scan is hot",
+    },
+    Knob {
+        name: "promote_rate_limit_mbps",
+        default: 65536,
+        min: 0,
+        max: u32::MAX,
+        help: "memory tiering: promotion candidates per second into one node, in MB",
+    },
 ];
 
 /// Automatic NUMA balancing (`kernel.numa_balancing` and its scan tunables, docs/balancing.md §1),
@@ -343,11 +360,23 @@ pub const BALANCING_KNOBS: [Knob; 4] = [
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Balancing {
+    /// `NUMA_BALANCING_NORMAL` (bit 0 of `kernel.numa_balancing`).
     pub enabled: bool,
+    /// `NUMA_BALANCING_MEMORY_TIERING` (bit 1, 5.18+): promotion of hot slow-tier pages
+    /// (docs/tiering.md §5). `numa_balancing = 3` sets both bits.
+    pub memory_tiering: bool,
+    /// `/sys/kernel/mm/numa/demotion_enabled` (5.15+): reclaim demotes to the next tier
+    /// (docs/tiering.md §4). Off by default, as the kernel boots.
+    pub demotion_enabled: bool,
+    /// `/sys/kernel/mm/mempolicy/weighted_interleave/auto` (6.16+): default weighted-interleave
+    /// weights from node bandwidth (docs/tiering.md §6); off in the 6.13 profile (no such file).
+    pub weighted_interleave_auto: bool,
     pub scan_delay_ms: u32,
     pub scan_period_min_ms: u32,
     pub scan_period_max_ms: u32,
     pub scan_size_mb: u32,
+    pub hot_threshold_ms: u32,
+    pub promote_rate_limit_mbps: u32,
     /// `kernel.numa_balancing_migrate_deferred`: a 3.13-only sysctl (`None` = its default, 16).
     pub migrate_deferred: Option<u32>,
     /// Record a summary of every completed scan pass (`numalab sim --explain-balancing`).
@@ -359,10 +388,15 @@ impl Default for Balancing {
         let d = |i: usize| BALANCING_KNOBS[i].default;
         Balancing {
             enabled: false,
+            memory_tiering: false,
+            demotion_enabled: false,
+            weighted_interleave_auto: false,
             scan_delay_ms: d(0),
             scan_period_min_ms: d(1),
             scan_period_max_ms: d(2),
             scan_size_mb: d(3),
+            hot_threshold_ms: d(4),
+            promote_rate_limit_mbps: d(5),
             migrate_deferred: None,
             explain: false,
         }
@@ -370,8 +404,25 @@ impl Default for Balancing {
 }
 
 impl Balancing {
-    fn knob_values(&self) -> [u32; 4] {
-        [self.scan_delay_ms, self.scan_period_min_ms, self.scan_period_max_ms, self.scan_size_mb]
+    fn knob_values(&self) -> [u32; 6] {
+        [
+            self.scan_delay_ms,
+            self.scan_period_min_ms,
+            self.scan_period_max_ms,
+            self.scan_size_mb,
+            self.hot_threshold_ms,
+            self.promote_rate_limit_mbps,
+        ]
+    }
+
+    /// The scanner runs for either bit of `kernel.numa_balancing` (`sched_numa_balancing`).
+    pub fn scanning(&self) -> bool {
+        self.enabled || self.memory_tiering
+    }
+
+    /// `kernel.numa_balancing` as the kernel stores it: 0..3.
+    pub fn mode(&self) -> u32 {
+        u32::from(self.enabled) | (u32::from(self.memory_tiering) << 1)
     }
 
     /// Every rule on the knobs: ranges, min <= max, knobs the chosen kernel does not have, and
@@ -394,7 +445,28 @@ impl Balancing {
         if self.migrate_deferred.is_some() && kernel != Kernel::K313 {
             return bad("numa_balancing_migrate_deferred exists only in the 3.13 profile".into());
         }
-        if !self.enabled {
+        if kernel == Kernel::K313 {
+            // demotion_enabled is 5.15, numa_balancing = 2 is 5.18, weighted interleave auto 6.16.
+            let newer = [
+                (self.memory_tiering, "numa_balancing = 2 (memory tiering, 5.18+)"),
+                (self.demotion_enabled, "demotion_enabled (5.15+)"),
+                (self.weighted_interleave_auto, "weighted_interleave auto (6.16+)"),
+            ];
+            if let Some((_, what)) = newer.iter().find(|(on, _)| *on) {
+                return bad(format!("{what} does not exist in the 3.13 profile (use --kernel 6.13)"));
+            }
+        }
+        if !self.memory_tiering {
+            let values = self.knob_values();
+            let tiering = BALANCING_KNOBS[4..].iter().zip(&values[4..]).find(|(k, v)| k.default != **v);
+            if let Some((k, _)) = tiering {
+                return bad(format!(
+                    "--{} is a memory-tiering knob but numa_balancing is not 2 or 3 (--balancing 2)",
+                    k.name.replace('_', "-")
+                ));
+            }
+        }
+        if !self.scanning() {
             let changed = BALANCING_KNOBS.iter().zip(self.knob_values()).find(|(k, v)| k.default != *v);
             if let Some((k, _)) = changed {
                 return bad(format!(

@@ -26,6 +26,7 @@ pub mod pattern;
 pub mod rng;
 pub mod sched;
 pub mod spec;
+pub mod tiering;
 
 pub use error::SimError;
 pub use input::{Kernel, Placement, SimConfig, WorkloadSpec};

@@ -63,7 +63,8 @@ impl Numab {
         region.set_marked(u, false);
         let p_node = region.node[u as usize] as usize;
         let npages = region.base_pages();
-        let last = region.cpupid[u as usize];
+        // numa_migrate_check(): a slow-tier page's field holds an access time in tiering mode.
+        let last = if self.use_access_time(p_node) { CPUPID_UNSET } else { region.cpupid[u as usize] };
         let mut out = FaultOut { time_s: self.costs.hint_fault_ns * 1e-9, copy: None };
         let mut flags = Tnf { local: p_node == c_node, ..Tnf::default() };
         self.vmstat.numa_hint_faults += 1;
@@ -78,7 +79,12 @@ impl Numab {
         }
         let pol = effective_policy(&view.regions[r], view.task_policy);
         let (mode, c_in_mask) = (pol.mode, pol.mask.get(c_node).copied().unwrap_or(false));
-        let target = self.misplaced(tid, mode, c_in_mask, &mut view.regions[r].cpupid[u as usize], p_node, cpu, c_node);
+        let target = if self.use_access_time(p_node) {
+            let field = &mut view.regions[r].cpupid[u as usize];
+            self.promotion_target(w, mode, c_in_mask, field, p_node, c_node, npages, now)
+        } else {
+            self.misplaced(tid, mode, c_in_mask, &mut view.regions[r].cpupid[u as usize], p_node, cpu, c_node)
+        };
         let mut node_after = p_node;
         if let Some(dst) = target {
             if self.migrate(w, view, r, u, p_node, dst, cpu, now) {
@@ -151,6 +157,41 @@ impl Numab {
         (go && p_node != c_node).then_some(c_node)
     }
 
+    /// `mpol_misplaced()` for a slow-tier page in memory-tiering mode: the MORON target is the
+    /// faulting CPU's node, judged by hotness (`should_numa_migrate_memory()`'s tiering branch,
+    /// docs/tiering.md §5) instead of the private/shared rules; no `last_cpupid` exchange.
+    #[allow(clippy::too_many_arguments)]
+    fn promotion_target(
+        &mut self,
+        w: &World,
+        mode: PolicyMode,
+        c_in_mask: bool,
+        field: &mut u32,
+        p_node: usize,
+        c_node: usize,
+        npages: u64,
+        now: u64,
+    ) -> Option<usize> {
+        use crate::tiering::{demote::promo_mark, promote};
+        match mode {
+            PolicyMode::Default if p_node == c_node => return None,
+            PolicyMode::Default => {}
+            PolicyMode::Bind if c_in_mask => {}
+            _ => return None,
+        }
+        // "Cannot migrate to memoryless nodes."
+        if !self.topo.has_memory[c_node] {
+            return None;
+        }
+        let ts = self.tier.as_mut()?;
+        let enough = promote::free_space_enough(w.alloc.free[c_node], promo_mark(w.alloc, c_node), ts.present[c_node]);
+        let verdict = ts.promo[c_node].decide(ts.knobs, field, npages, promote::jiffies_ms(now), enough);
+        if matches!(verdict, promote::Verdict::Hot | promote::Verdict::RateLimited) {
+            self.vmstat.pgpromote_candidate += npages;
+        }
+        (verdict.promote() && p_node != c_node).then_some(c_node)
+    }
+
     /// 3.13's MORON filter: two faults from the same node in a row; shared faults from another
     /// node arm `migrate_deferred`, and a task with deferral left skips non-private migrations.
     fn k313_filter(&mut self, tid: usize, last: u32, c_node: usize) -> bool {
@@ -171,6 +212,14 @@ impl Numab {
     /// `should_numa_migrate_memory` (4.19+ form, §4.7 K6).
     fn should_numa_migrate_memory(&self, tid: usize, last: u32, p_node: usize, c_node: usize) -> bool {
         let t = &self.tasks[tid];
+        // "Cannot migrate to memoryless nodes" (a CPU of a memoryless node faulting).
+        if !self.topo.has_memory[c_node] {
+            return false;
+        }
+        // Without NUMA_BALANCING_MEMORY_TIERING, a slow-tier page never faulted before stays.
+        if !self.knobs.memory_tiering && !self.is_toptier(p_node) && pid_unset(last) {
+            return false;
+        }
         let private = self.match_pid(tid, last);
         if (t.preferred.is_none() || t.scan_seq <= 4) && (pid_unset(last) || private) {
             return true;
@@ -208,7 +257,19 @@ impl Numab {
         }
         // Target nearly full (`migrate_balanced_pgdat`): alloc_on refuses below high + npages.
         if !w.alloc.alloc_on(to, self.topo.pu_node[cpu], npages) {
+            // migrate_misplaced_folio_prepare(): in tiering mode wake the target's kswapd, so
+            // demotion makes room for later promotions.
+            if self.knobs.memory_tiering {
+                w.alloc.wake[to] = true;
+            }
             return false;
+        }
+        if self.knobs.memory_tiering && self.is_toptier(from) != self.is_toptier(to) {
+            // folio_migrate_flags(): the access time does not carry across tiers.
+            view.regions[r].cpupid[u as usize] = CPUPID_UNSET;
+            if self.is_toptier(to) {
+                self.vmstat.pgpromote_success += npages;
+            }
         }
         w.alloc.release(from, npages);
         w.pages_node[from] -= npages;
@@ -247,6 +308,11 @@ impl Numab {
         mut flags: Tnf,
         now: u64,
     ) {
+        // No fault statistics for slow-tier memory in tiering mode, nor for a slow-tier page
+        // faulted for the first time.
+        if !self.is_toptier(mem_node) && (self.knobs.memory_tiering || last == CPUPID_UNSET) {
+            return;
+        }
         let n = self.topo.n;
         let t = &mut self.tasks[tid];
         if t.faults.is_none() {

@@ -41,7 +41,8 @@
 //! - With sampling (`sample_rate < 1`) a sweep sample takes the faults of every page it stands
 //!   for; a random-pattern sample stands for pages it does not touch, so gather/scatter faults
 //!   are under-counted by the sampling factor.
-//! - Memory tiering (`numa_balancing = 2`) is not modelled: machines have no slow tier.
+//! - Memory tiering (`numa_balancing = 2` and 3) follows docs/tiering.md §5: `tier` holds the
+//!   top-tier flags and the per-node promotion state (`crate::tiering::promote`).
 //!
 //! Kernel behaviour kept as the code has it although it may surprise (all [code-read]):
 //! - K6: a hinting fault on a page already on the faulting CPU's node leaves `last_cpupid`
@@ -107,6 +108,7 @@ struct Topo {
     max_dist: u32,
     ttype: TopoType,
     has_cpus: Vec<bool>,
+    has_memory: Vec<bool>,
     node_os: Vec<u32>,
     /// NUMA balancing's `imbalance_pct`: 112 (K313), 108 (K6).
     imbalance_pct: i64,
@@ -132,6 +134,7 @@ impl Topo {
             n,
             ttype: topo_type(&dist, max_dist),
             has_cpus: node_pus.iter().map(|p| !p.is_empty()).collect(),
+            has_memory: m.nodes.iter().map(|x| x.local_memory_bytes > 0).collect(),
             node_os: m.nodes.iter().map(|x| x.os_index).collect(),
             imbalance_pct: if kernel == Kernel::K313 { 112 } else { 108 },
             pu_node,
@@ -284,6 +287,20 @@ pub struct Numab {
     passes: Vec<PassOut>,
     /// Threads moved by NUMA placement since the engine last looked (it charges their move).
     pub moved: Vec<usize>,
+    /// Memory tiers, when the run has tiering (docs/tiering.md §5).
+    tier: Option<TierState>,
+    /// Time of the scan in progress (the access time memory tiering stores in marked pages).
+    scan_now: u64,
+}
+
+/// What NUMA balancing needs of memory tiering.
+struct TierState {
+    toptier: Vec<bool>,
+    /// `NUMA_BALANCING_MEMORY_TIERING` is set.
+    tiering: bool,
+    promo: Vec<crate::tiering::promote::NodePromo>,
+    knobs: crate::tiering::promote::PromoKnobs,
+    present: Vec<u64>,
 }
 
 fn ns(s: f64) -> u64 {
@@ -361,6 +378,8 @@ impl Numab {
             cost: BalancingCost::default(),
             passes: Vec::new(),
             moved: Vec::new(),
+            tier: None,
+            scan_now: 0,
             topo,
         };
         nb.stagger_new_threads();
@@ -385,6 +404,30 @@ impl Numab {
                 self.tasks[tid].node_stamp = smax.min(by_users) + 2 * TICK_NS;
             }
         }
+    }
+
+    /// The machine's memory tiers (docs/tiering.md §2), for memory-tiering mode and the
+    /// `node_is_toptier()` tests of the scanner and the fault path.
+    pub fn set_tiers(&mut self, tiers: &crate::tiering::Tiers, m: &Machine) {
+        use crate::tiering::promote::{NodePromo, PromoKnobs};
+        let k = &self.knobs;
+        self.tier = Some(TierState {
+            toptier: tiers.toptier.clone(),
+            tiering: k.memory_tiering,
+            promo: vec![NodePromo::default(); m.nodes.len()],
+            knobs: PromoKnobs::new(k.hot_threshold_ms, k.promote_rate_limit_mbps, k.scan_period_max_ms),
+            present: m.nodes.iter().map(|x| x.local_memory_bytes / 4096).collect(),
+        });
+    }
+
+    /// Memory-tiering mode and the page's node is not a top tier: its `last_cpupid` holds an
+    /// access time (`folio_use_access_time()`).
+    fn use_access_time(&self, node: usize) -> bool {
+        self.tier.as_ref().is_some_and(|t| t.tiering && !t.toptier[node])
+    }
+
+    fn is_toptier(&self, node: usize) -> bool {
+        self.tier.as_ref().is_none_or(|t| t.toptier[node])
     }
 
     /// A first touch allocated `pages` base pages to process `proc` (its RSS).

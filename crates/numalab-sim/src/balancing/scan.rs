@@ -105,6 +105,7 @@ impl Numab {
         // K6 (4.10+): a single-threaded process's pages already on its CPU's node stay unmarked.
         let single = self.mms[proc].tids.iter().filter(|&&t| self.live[t]).count() == 1;
         let skip_node = (self.kernel == Kernel::K6 && single).then(|| self.topo.pu_node[w.sched.cpu[tid]]);
+        self.scan_now = now;
         match self.walk(tid, now, view, &mut win, skip_node) {
             WalkEnd::Budget(at) | WalkEnd::Forced(at) => self.mms[proc].offset = at,
             WalkEnd::End => self.complete_pass(proc, tid, now),
@@ -242,6 +243,17 @@ impl Numab {
             let node = region.node[u as usize];
             if node == NONE || region.is_marked(u) || skip_node == Some(node as usize) {
                 continue;
+            }
+            if let Some(ts) = self.tier.as_ref() {
+                // change_pte_range(): without NUMA_BALANCING_NORMAL top-tier pages are skipped;
+                // slow-tier pages record the scan time (folio_xchg_access_time()).
+                if !self.knobs.enabled && ts.toptier[node as usize] {
+                    continue;
+                }
+                if ts.tiering && !ts.toptier[node as usize] {
+                    let ms = crate::tiering::promote::jiffies_ms(self.scan_now);
+                    crate::tiering::promote::xchg_access_time(&mut region.cpupid[u as usize], ms);
+                }
             }
             region.set_marked(u, true);
             entries += 1;

@@ -117,6 +117,10 @@ pub struct Engine<'a> {
     samples: u64,
     /// Automatic NUMA balancing, when enabled.
     numab: Option<Numab>,
+    /// Reclaim by demotion and memory tiers (docs/tiering.md), when demotion or tiering is on.
+    tiering: Option<crate::tiering::Demotion>,
+    /// Length of the epoch that just ended (kswapd's time to work).
+    last_dt: f64,
     /// Dynamic schedules' chunk orders by (process, phase execution, chunks), most recent last.
     chunk_orders: std::cell::RefCell<Vec<ChunkOrder>>,
 }
@@ -198,11 +202,30 @@ impl<'a> Engine<'a> {
             live[tid] = true;
         }
         let stride = (1.0 / cfg.sample_rate).round().max(1.0) as u64;
-        let numab = cfg.balancing.enabled.then(|| {
+        if cfg.balancing.weighted_interleave_auto {
+            let table = crate::tiering::weights::default_weights(m, true);
+            for pr in &mut procs {
+                crate::tiering::weights::apply_defaults(&mut pr.task_policy, &p.policy, m, &table);
+                for (r, spec) in pr.regions.iter_mut().zip(&w.regions) {
+                    if let (Some(res), Some(pol)) = (r.policy.as_mut(), spec.policy.as_ref()) {
+                        crate::tiering::weights::apply_defaults(res, pol, m, &table);
+                    }
+                }
+            }
+        }
+        let tiering = crate::tiering::needed(&cfg.balancing).then(|| {
+            let regions: Vec<&[Region]> = procs.iter().map(|p| p.regions.as_slice()).collect();
+            crate::tiering::Demotion::new(m, &cfg.balancing, &cfg.costs, &regions)
+        });
+        let numab = cfg.balancing.scanning().then(|| {
             let threads_of: Vec<Vec<usize>> = (0..nproc).map(|p| (p * nt..(p + 1) * nt).collect()).collect();
             procs.iter_mut().flat_map(|p| p.regions.iter_mut()).for_each(|r| r.enable_balancing());
             let regions: Vec<&[Region]> = procs.iter().map(|p| p.regions.as_slice()).collect();
-            Numab::new(m, cfg.kernel, &cfg.balancing, &cfg.costs, &threads_of, &regions, &sched)
+            let mut nb = Numab::new(m, cfg.kernel, &cfg.balancing, &cfg.costs, &threads_of, &regions, &sched);
+            if let Some(t) = tiering.as_ref() {
+                nb.set_tiers(&t.tiers, m);
+            }
+            nb
         });
         Ok(Engine {
             m,
@@ -227,6 +250,8 @@ impl<'a> Engine<'a> {
             samples: 0,
             scratch: Scratch { count: vec![0; m.nodes.len()], cap: vec![0; m.nodes.len()] },
             numab,
+            tiering,
+            last_dt: 0.0,
             chunk_orders: Default::default(),
         })
     }
@@ -282,7 +307,9 @@ impl<'a> Engine<'a> {
             }
             self.epochs += 1;
             self.now = end;
+            self.last_dt = dt;
             self.numab_epoch_end();
+            self.kswapd();
             self.rec.epoch_end(self.now, &self.pages_node, self.numab.as_ref().map(|nb| &nb.vmstat));
             self.rebalance();
             // Epochs as long as VISITS_PER_EPOCH unsampled visits, whatever the sample rate.
@@ -322,8 +349,17 @@ impl<'a> Engine<'a> {
             [self.budget_waits, self.epochs, self.samples],
         );
         sched_out.apply(&mut out);
+        if let Some(t) = self.tiering.as_ref() {
+            out.vmstat.pgdemote_kswapd = t.pgdemote_kswapd;
+            out.vmstat.pgdemote_direct = t.pgdemote_direct;
+            if t.tiers.nr_tiers > 1 {
+                out.memory_tiers = t.tiers.tier.iter().zip(&t.tiers.has_memory).map(|(&x, &m)| m.then_some(x)).collect();
+            }
+        }
         if let Some(nb) = numab.as_mut() {
+            let demoted = (out.vmstat.pgdemote_kswapd, out.vmstat.pgdemote_direct);
             out.vmstat = nb.vmstat.clone();
+            (out.vmstat.pgdemote_kswapd, out.vmstat.pgdemote_direct) = demoted;
             out.balancing_passes = nb.take_passes();
             out.balancing_cost = Some(nb.cost());
             for (t, s) in out.threads.iter_mut().zip(sched_lines) {
@@ -346,6 +382,19 @@ impl<'a> Engine<'a> {
         for (tid, cost_s) in nb.tick(&mut world, &mut views, self.now, &running) {
             self.threads[tid].clock += cost_s;
         }
+    }
+
+    /// kswapd of the nodes woken during the epoch (docs/tiering.md §4).
+    fn kswapd(&mut self) {
+        let Some(t) = self.tiering.as_mut() else {
+            // Nothing reclaims anonymous memory without demotion: forget the wake-ups.
+            if self.alloc.wake.iter().any(|&x| x) {
+                self.alloc.wake.iter_mut().for_each(|x| *x = false);
+            }
+            return;
+        };
+        let mut space: crate::tiering::demote::Space = self.procs.iter_mut().map(|p| p.regions.as_mut_slice()).collect();
+        t.kswapd(&mut self.alloc, &mut space, &mut self.pages_node, self.last_dt);
     }
 
     /// Cost per line for every running thread from its last epoch's memory mix.

@@ -261,29 +261,54 @@ impl Engine<'_> {
             t.busy_s += c;
             return None;
         }
-        let policy = region.policy.as_ref().unwrap_or(&proc.task_policy);
+        let pid = t.pid;
         let bp = region.base_pages();
         let mut extra = 0.0;
-        for u in v.first..(v.first + v.units).min(region.units()) {
-            if region.node[u as usize] != NONE {
-                continue;
-            }
-            match policy.allocate(&mut self.alloc, region.ilx(u), cpu_node, bp) {
-                Some(node) => {
-                    region.node[u as usize] = node as u8;
-                    self.pages_node[node] += bp;
-                    if let Some(nb) = self.numab.as_mut() {
-                        nb.on_alloc(t.pid, bp);
+        let mut from = v.first;
+        // Direct reclaim (demotion) may free room for an allocation that found none; it needs
+        // every process's pages, so the walk restarts from the entry that failed.
+        loop {
+            let proc = &mut self.procs[pid];
+            let region = &mut proc.regions[v.region as usize];
+            let policy = region.policy.as_ref().unwrap_or(&proc.task_policy);
+            let mut failed = None;
+            for u in from..(v.first + v.units).min(region.units()) {
+                if region.node[u as usize] != NONE {
+                    continue;
+                }
+                match policy.allocate(&mut self.alloc, region.ilx(u), cpu_node, bp) {
+                    Some(node) => {
+                        region.node[u as usize] = node as u8;
+                        self.pages_node[node] += bp;
+                        if let Some(nb) = self.numab.as_mut() {
+                            nb.on_alloc(pid, bp);
+                        }
+                    }
+                    None => {
+                        failed = Some(u);
+                        break;
                     }
                 }
-                None => {
-                    self.oom = Some(oom_message(self.m, &self.alloc, policy, region, region.ilx(u), cpu_node));
-                    return None;
+                extra += if bp > 1 { self.cfg.costs.fault_2m_ns } else { self.cfg.costs.fault_4k_ns } * 1e-9;
+            }
+            let Some(u) = failed else { return Some(extra) };
+            let ilx = region.ilx(u);
+            let policy = policy.clone();
+            if let Some(t) = self.tiering.as_mut() {
+                let mut space: crate::tiering::demote::Space =
+                    self.procs.iter_mut().map(|p| p.regions.as_mut_slice()).collect();
+                let (freed, time_s) =
+                    t.direct_reclaim(&mut self.alloc, &mut space, &mut self.pages_node, &policy, ilx, cpu_node, bp);
+                if freed > 0 {
+                    extra += time_s;
+                    from = u;
+                    continue;
                 }
             }
-            extra += if bp > 1 { self.cfg.costs.fault_2m_ns } else { self.cfg.costs.fault_4k_ns } * 1e-9;
+            let region = &self.procs[pid].regions[v.region as usize];
+            self.oom = Some(oom_message(self.m, &self.alloc, &policy, region, ilx, cpu_node));
+            return None;
         }
-        Some(extra)
     }
 
     /// NUMA hinting faults on the marked pages a visit touches, each handled in the touching

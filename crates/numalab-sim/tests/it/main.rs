@@ -6,4 +6,5 @@ mod common;
 mod limits;
 mod policies;
 mod scheduler;
+mod tiering;
 mod timing;

@@ -1,0 +1,29 @@
+//! Tiered memory (docs/tiering.md): the kernel's memory tiers ([`tiers`]), reclaim-driven
+//! demotion by kswapd and direct reclaim ([`demote`]), NUMA balancing's memory-tiering
+//! promotion state ([`promote`], used by `crate::balancing`), and weighted interleave's default
+//! weights ([`weights`]).
+//!
+//! What the engine cannot represent exactly, and what it does instead:
+//! - The LRU lists: the engine keeps no accessed bits, so reclaim takes a node's pages in the
+//!   order of a clock hand over the address space (regions in address order, pages in order).
+//!   For workloads whose pages are all in use (every numalab phase touches its regions each
+//!   pass), the kernel's inactive-list tail is the oldest allocation, which this matches for
+//!   data first written in address order.
+//! - kswapd runs at epoch ends (at most 5 ms after the wake-up), one thread per node, demoting
+//!   at the copy rate of one thread (`migrate_copy_gbps` scaled by distance); its copies do not
+//!   load the controllers.
+//! - `next_demotion_node()` picks at random among the preferred targets; the engine takes them
+//!   in turn, which gives the same shares deterministically.
+
+pub mod demote;
+pub mod promote;
+pub mod tiers;
+pub mod weights;
+
+pub use demote::Demotion;
+pub use tiers::Tiers;
+
+/// Whether a run needs the tiering machinery at all (keeps runs without it on their old path).
+pub fn needed(b: &crate::input::Balancing) -> bool {
+    b.demotion_enabled || b.memory_tiering
+}
