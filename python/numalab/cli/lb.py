@@ -38,15 +38,18 @@ def lb(
 
     Graph parameters follow as --name value: lb_test --n-objects 200 --min-us 50000 --max-us 200000;
     kneighbor --n-objects 200 --k 3 --msg-bytes 8192; jacobi2d --nx 1000 --ny 1000 --block 100.
+    So do the simulator's: --load-noise 0.05, --shm-msg-ns, --net-dgram-ns, --net-dgram-bytes,
+    --migration-fixed-ns (docs/taskgraph.md lists them).
     """
     from numalab.spec.run import load_machine
     from numalab.tasks import balancers as lbs
     from numalab.tasks.graphs import build, graph_spec
-    from numalab.tasks.run import Settings, check_pes, simulate
+    from numalab.tasks.run import SIM_PARAMS, Settings, check_pes, simulate
 
     specs = lbs.parse_list(balancers)
-    gspec = graph_spec(graph, o.workload_params(ctx.args))
-    settings = Settings.create(iterations, lb_period, comm_layer, pes, seed)
+    extra = o.workload_params(ctx.args)
+    gspec = graph_spec(graph, {k: v for k, v in extra.items() if k not in SIM_PARAMS})
+    settings = Settings.create(iterations, lb_period, comm_layer, pes, seed, {k: v for k, v in extra.items() if k in SIM_PARAMS})
     if name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
         raise UsageError(f"--name: '{name}' is not a study name (letters, digits, '.', '_', '-')")
     m = load_machine(machine)
@@ -77,8 +80,9 @@ def header(doc: dict[str, Any]) -> str:
     g, s = doc["graph"], doc["settings"]
     params = " ".join(f"{k}={v}" for k, v in g["params"].items())
     period = f"balancing every {s['lb_period']}" if s["lb_period"] else "no balancing"
+    sim = "".join(f", {k} {v:g}" for k, v in s["params"].items())
     return (f"{g['name']}{' ' + params if params else ''}: {g['n_objects']} objects, {g['n_edges']} edges on {doc['machine']}, "
-            f"{doc['n_pes']} PEs, {s['iterations']} iterations, {period}, comm layer {s['comm_layer']}, seed {s['seed']}")
+            f"{doc['n_pes']} PEs, {s['iterations']} iterations, {period}, comm layer {s['comm_layer']}, seed {s['seed']}{sim}")
 
 
 def _baseline(docs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -120,7 +124,7 @@ def store(results: Path, name: Optional[str], machine: str, gspec: Any, settings
 
     study = name or re.sub(r"[^A-Za-z0-9._-]+", "-", f"lb-{Path(gspec.name).stem}-{Path(machine).stem}").strip("-")
     params = {**gspec.as_dict(), "iterations": settings.iterations, "lb_period": settings.lb_period, "comm_layer": settings.comm_layer,
-              "pes": settings.pes}
+              "pes": settings.pes, **dict(settings.params)}
     case = f"{gspec.describe()} on {machine}, {settings.comm_layer}" + (f", {settings.pes} PEs" if settings.pes else "")
     configs = [{"kind": "taskgraph", "experiment": "lb", "machine": machine, "workload": gspec.name, "params": params,
                 "balancer": b.label(), "placement": None, "balancing": {}, "kernel": None, "seed": settings.seed} for b in specs]
@@ -129,7 +133,8 @@ def store(results: Path, name: Optional[str], machine: str, gspec: Any, settings
     runs = [ResolvedRun(h, c, to_json(c), b.label(), case, "run", base) for h, c, b in zip(hashes, configs, specs)]
     source = (f"# numalab lb --graph {gspec.name} --machine {machine} --balancers {','.join(b.label() for b in specs)} "
               f"--iterations {settings.iterations} --lb-period {settings.lb_period} --comm-layer {settings.comm_layer}"
-              + (f" --pes {settings.pes}" if settings.pes else "") + f" --seed {settings.seed}\n")
+              + (f" --pes {settings.pes}" if settings.pes else "") + f" --seed {settings.seed}"
+              + "".join(f" --{k.replace('_', '-')} {v:g}" for k, v in settings.params) + "\n")
     resolved = SimpleNamespace(name=study, file=SimpleNamespace(path=f"/numalab-lb/{study}", text=source), runs=runs)
     with Store(results) as st:
         st.register_study(resolved)

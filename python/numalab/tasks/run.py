@@ -24,22 +24,34 @@ CLASSES = ("same_pe", "same_node", "remote")
 DEFAULT_ITERATIONS = 50
 DEFAULT_LB_PERIOD = 10
 MIGRATE = "migrate"  # the migration-cost experiment, in study files where a graph goes
+#: The simulator's own parameters (crates/numalab-tasks/src/platform.rs ``CostParams``,
+#: simulate.rs ``load_noise``): name -> (minimum, maximum or None). Unset ones keep the core's
+#: defaults, which docs/taskgraph.md §1 lists with their sources.
+SIM_PARAMS: dict[str, tuple[float, float | None]] = {
+    "shm_msg_ns": (0.0, None),
+    "net_dgram_ns": (0.0, None),
+    "net_dgram_bytes": (1.0, None),
+    "migration_fixed_ns": (0.0, None),
+    "load_noise": (0.0, 1.0),
+}
 
 
 @dataclass(frozen=True)
 class Settings:
     """How the graph runs: iterations, balancing period (0: never), communication layer, PEs
-    (None: one per core of the machine) and the seed of the graph generator and balancers."""
+    (None: one per core of the machine), the seed of the graph generator, the load noise and the
+    randomised balancers, and the simulator parameters given (``SIM_PARAMS``)."""
 
     iterations: int = DEFAULT_ITERATIONS
     lb_period: int = DEFAULT_LB_PERIOD
     comm_layer: str = "shm"
     pes: int | None = None
     seed: int = 1
+    params: tuple[tuple[str, float], ...] = ()
 
     @staticmethod
     def create(iterations: Any = DEFAULT_ITERATIONS, lb_period: Any = DEFAULT_LB_PERIOD, comm_layer: Any = "shm", pes: Any = None,
-               seed: Any = 1) -> "Settings":
+               seed: Any = 1, params: dict[str, Any] | None = None) -> "Settings":
         it = coerce("--iterations", iterations, int, 1)
         period = coerce("--lb-period", lb_period, int, 0)
         layer = str(comm_layer)
@@ -50,7 +62,20 @@ class Settings:
         s = coerce("--seed", seed, int, 0)
         if s >= 1 << 64:
             raise UsageError(f"--seed: must be < 2^64, got {s}")
-        return Settings(it, period, layer, n_pes, s)
+        return Settings(it, period, layer, n_pes, s, sim_params(params or {}))
+
+
+def sim_params(given: dict[str, Any]) -> tuple[tuple[str, float], ...]:
+    out = []
+    for key in sorted(given):
+        if key not in SIM_PARAMS:
+            raise UsageError(f"unknown simulator parameter {key} (accepted: {', '.join(SIM_PARAMS)})")
+        low, high = SIM_PARAMS[key]
+        v = coerce(f"--{key.replace('_', '-')}", given[key], float, low)
+        if high is not None and v >= high:
+            raise UsageError(f"--{key.replace('_', '-')}: must be < {high:g}, got {v:g}")
+        out.append((key, v))
+    return tuple(out)
 
 
 def check_pes(machine: Any, settings: Settings) -> None:
@@ -64,10 +89,11 @@ def simulate(machine: Any, graph_spec: GraphSpec, balancer: lb.BalancerSpec, set
 
     check_pes(machine, settings)
     g = graph if graph is not None else build(graph_spec, settings.seed)
-    how, params = lb.resolve(balancer, settings.seed)
+    how, lb_params = lb.resolve(balancer, settings.seed)
+    params = {**dict(settings.params), **(lb_params or {})}
     start = time.perf_counter()
     raw = _core.taskgraph_simulate(g, machine, how, iterations=settings.iterations, lb_period=settings.lb_period,
-                                   comm_layer=settings.comm_layer, pes=settings.pes, seed=settings.seed, params=params)
+                                   comm_layer=settings.comm_layer, pes=settings.pes, seed=settings.seed, params=params or None)
     wall = time.perf_counter() - start
     return document(machine, graph_spec, g, balancer, settings, raw, wall)
 
@@ -106,7 +132,7 @@ def document(machine: Any, graph_spec: GraphSpec, g: Any, balancer: lb.BalancerS
         "graph": {"name": graph_spec.name, "params": graph_spec.as_dict(), "n_objects": int(g.n_objects), "n_edges": int(g.n_edges),
                   "total_load_ns": float(sum(g.loads_ns)), "state_bytes": int(sum(g.state_bytes))},
         "balancer": {"name": balancer.name, "params": dict(balancer.params), "label": balancer.label()},
-        "settings": asdict(settings),
+        "settings": {**asdict(settings), "params": dict(settings.params)},
         "n_pes": int(raw["n_pes"]),
         "time_s": float(raw["total_time_ns"]) / 1e9,
         "metrics": metrics,
@@ -161,8 +187,9 @@ def destinations(machine: Any) -> list[tuple[str, int]]:
     return out
 
 
-def migration_cost(machine: Any, objects: int, state_bytes: int) -> dict[str, Any]:
-    """Time to migrate ``objects`` objects of ``state_bytes`` from PE 0 to each destination class."""
+def migration_cost(machine: Any, objects: int, state_bytes: int, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Time to migrate ``objects`` objects of ``state_bytes`` from PE 0 to each destination class
+    (``params``: ``migration_fixed_ns``)."""
     from numalab import _core
 
     objects = coerce("migrate: objects", objects, int, 1)
@@ -171,7 +198,8 @@ def migration_cost(machine: Any, objects: int, state_bytes: int) -> dict[str, An
     times = {}
     dist = {}
     for name, pe in destinations(machine):
-        times[name] = float(_core.taskgraph_migration_time_ns(machine, 0, pe, state_bytes, objects))
+        costs = {k: v for k, v in sim_params(params or {}) if k == "migration_fixed_ns"}
+        times[name] = float(_core.taskgraph_migration_time_ns(machine, 0, pe, state_bytes, objects, params=costs or None))
         dist[name] = distances[pe_nodes[0]][pe_nodes[pe]]
     metrics: dict[str, Any] = {f"migration_ns_{k}": v for k, v in times.items()}
     metrics["migration_ns_max"] = max(times.values(), default=0.0)

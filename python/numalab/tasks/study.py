@@ -23,21 +23,21 @@ from numalab.study.canonical import config_hash, to_json
 from numalab.study.errors import located
 from numalab.tasks import balancers as lb
 from numalab.tasks.graphs import GENERATORS, graph_spec
-from numalab.tasks.run import MIGRATE, Settings, check_pes
+from numalab.tasks.run import MIGRATE, SIM_PARAMS, Settings, check_pes
 
 SETTINGS = ("iterations", "lb_period", "comm_layer", "pes")
 MIGRATE_PARAMS = {"objects": 20, "state_bytes": 1024}
 
 
 def planned_runs(study: Any) -> int:
-    seeds = len(set(study.seeds)) if study.seeds is not None else (study.repetitions or 1)
     n = 0
     for e in study.experiments:
-        k = len(e.balancers) * (len(e.machine) if isinstance(e.machine, list) else 1)
+        seeds = len(set(e.seeds or study.seed_list()))
+        k = seeds * len(e.balancers) * (len(e.machine) if isinstance(e.machine, list) else 1)
         for values in e.sweep.values():
             k *= len(values)
         n += k
-    return n * seeds
+    return n
 
 
 def expand(sf: Any) -> Any:
@@ -52,7 +52,8 @@ def expand(sf: Any) -> Any:
     seen: dict[tuple[str, str], str] = {}
     for i, e in enumerate(s.experiments):
         prefix = f"experiments[{i}]"
-        for config, label, case in _points(sf, prefix, e, s.seed_list()):
+        seeds = list(dict.fromkeys(e.seeds)) if e.seeds is not None else s.seed_list()
+        for config, label, case in _points(sf, prefix, e, seeds):
             h = config_hash(config)
             b_hash = None
             if e.baseline:
@@ -102,11 +103,12 @@ def _config(sf: Any, prefix: str, e: Any, machine: str, m_i: int, values: dict[s
     except USAGE_ERRORS as err:
         raise located(sf.path, sf.text, m_where, str(err.args[0]) if err.args else str(err)) from None
     settings = {k: values[k] for k in SETTINGS if k in values}
+    sim = {k: v for k, v in values.items() if k in SIM_PARAMS}
     if e.graph == MIGRATE:
-        known = set(MIGRATE_PARAMS)
+        known = set(MIGRATE_PARAMS) | {"migration_fixed_ns"}
         graph_params = {k: values.get(k, d) for k, d in MIGRATE_PARAMS.items()}
     else:
-        known = set(GENERATORS.get(e.graph, {})) | set(SETTINGS)
+        known = set(GENERATORS.get(e.graph, {})) | set(SETTINGS) | set(SIM_PARAMS)
         graph_params = {k: v for k, v in values.items() if k in GENERATORS.get(e.graph, {})}
     lb_params = {k: v for k, v in values.items() if k not in known}
     try:
@@ -122,8 +124,9 @@ def _config(sf: Any, prefix: str, e: Any, machine: str, m_i: int, values: dict[s
 
         try:
             typed = {"objects": coerce("objects", graph_params["objects"], int, 1), "state_bytes": coerce("state_bytes", graph_params["state_bytes"], int, 0)}
+            typed.update(dict(Settings.create(params={k: v for k, v in sim.items() if k == "migration_fixed_ns"}).params))
         except UsageError as err:
-            bad = "objects" if "objects" in str(err).split(":")[0] else "state_bytes"
+            bad = next((k for k in ("objects", "state_bytes", "migration_fixed_ns") if k in str(err).split(":")[0].replace("-", "_")), "params")
             raise located(sf.path, sf.text, origin.get(bad, f"{prefix}.params"), str(err)) from None
         return _finish(e, machine, MIGRATE, typed, b, seed)
     try:
@@ -131,12 +134,13 @@ def _config(sf: Any, prefix: str, e: Any, machine: str, m_i: int, values: dict[s
     except UsageError as err:
         raise located(sf.path, sf.text, f"{prefix}.graph", str(err)) from None
     try:
-        st = Settings.create(**settings, seed=seed)
+        st = Settings.create(**settings, seed=seed, params=sim)
         check_pes(m, st)
     except UsageError as err:
-        bad = next((k for k in SETTINGS if k in settings and k.replace("_", "-") in str(err)), None)
+        bad = next((k for k in [*SETTINGS, *SIM_PARAMS] if k in values and k.replace("_", "-") in str(err)), None)
         raise located(sf.path, sf.text, origin.get(bad, f"{prefix}.params") if bad else f"{prefix}.params", str(err)) from None
-    params = {**g.as_dict(), "iterations": st.iterations, "lb_period": st.lb_period, "comm_layer": st.comm_layer, "pes": st.pes}
+    params = {**g.as_dict(), "iterations": st.iterations, "lb_period": st.lb_period, "comm_layer": st.comm_layer, "pes": st.pes,
+              **dict(st.params)}
     return _finish(e, machine, e.graph, params, b, seed)
 
 
@@ -184,7 +188,8 @@ def run_config(config: dict[str, Any]) -> Any:
     machine = load_machine(config["machine"])
     p = dict(config["params"])
     if config["workload"] == MIGRATE:
-        return SimpleNamespace(doc=migration_cost(machine, p["objects"], p["state_bytes"]))
-    settings = Settings.create(**{k: p.pop(k) for k in SETTINGS}, seed=config["seed"])
+        return SimpleNamespace(doc=migration_cost(machine, p.pop("objects"), p.pop("state_bytes"), p))
+    sim = {k: p.pop(k) for k in list(p) if k in SIM_PARAMS}
+    settings = Settings.create(**{k: p.pop(k) for k in SETTINGS}, seed=config["seed"], params=sim)
     g = spec_of(config["workload"], p)
     return SimpleNamespace(doc=simulate(machine, g, lb.parse(config["balancer"]), settings))

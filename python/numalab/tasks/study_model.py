@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 Scalar = Union[StrictBool, int, float, str]
 
@@ -23,4 +23,5 @@ class Experiment(BaseModel):
     sweep: dict[str, Annotated[list[Scalar], Field(min_length=1)]] = Field(default_factory=dict, description="Axes over params keys (and balancer parameters such as migrate_pct), e.g. pes = [2, 4, 8].")
     balancers: Annotated[list[str], Field(min_length=1)] = Field(default_factory=lambda: ["none"], description="Balancers, each name[:key=value...] as numalab lb --balancers takes them.")
     column: str = Field("balancer", description="What the tables' columns are: balancer, or a sweep key (e.g. comm_layer); the other axes make the rows.")
+    seeds: Optional[Annotated[list[Annotated[StrictInt, Field(ge=0, le=(1 << 64) - 1)]], Field(min_length=1)]] = Field(None, description="This experiment's seeds (default: the study's); [1] for a deterministic experiment such as migrate.")
     baseline: Optional[dict[str, Scalar]] = Field(None, description="Keys that turn a run into its baseline for speedups, e.g. { balancer = \"none\" } or { comm_layer = \"net\" }.")
