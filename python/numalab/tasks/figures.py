@@ -76,7 +76,7 @@ def _balancers(drawer: Drawer, name: str, runs: list[tuple[dict[str, Any], dict[
                 ax.bar(xs, [_mean(cell.get((case, label), [])) for case in cases], width, label=label, color=colors(j % 10))
             ax.set_xticks(range(len(cases)), [c.split(": ", 1)[-1] for c in cases], fontsize=8)
             ax.set_ylabel(axis)
-            ax.legend(fontsize=7, ncols=min(4, len(labels)))
+            fig.legend(fontsize=7, loc="outside right upper")
             full = f"{name}: {title}"
             ax.set_title(full)
             figs.append(drawer.save(fig, full))
@@ -108,24 +108,28 @@ def _against_pes(drawer: Drawer, name: str, runs: list[tuple[dict[str, Any], dic
 def _migration_size(drawer: Drawer, name: str, runs: list[tuple[dict[str, Any], dict[str, Any], str, str]]) -> Figure:
     import matplotlib
 
-    lines: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    # machine -> destination -> state bytes -> times (µs)
+    lines: dict[str, dict[str, dict[int, list[float]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     objects = runs[0][1]["metrics"]["objects"]
     for c, d, _, _ in runs:
         for dest in d["destinations"]:
-            lines[f"{c['machine']} to {dest['name']} (distance {dest['distance']:g})"][d["metrics"]["state_bytes"]].append(dest["migration_time_ns"] / 1e3)
+            name_ = f"{dest['name']} (SLIT {dest['distance']:g})"
+            lines[c["machine"]][name_][d["metrics"]["state_bytes"]].append(dest["migration_time_ns"] / 1e3)
     with matplotlib.rc_context(_STYLE):
-        fig = drawer.new(6.4, 4.0)
-        ax = fig.add_subplot()
-        for key, points in lines.items():
-            xs = sorted(x for x in points if x > 0)
-            ax.plot(xs, [_mean(points[x]) for x in xs], marker=".", label=key)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("object state (bytes)")
-        ax.set_ylabel(f"time to migrate {objects} objects (µs)")
-        ax.legend(fontsize=6, ncols=2)
+        fig = drawer.new(6.4, 3.4)
+        axes = fig.subplots(1, len(lines), sharey=True, squeeze=False)[0]
+        for ax, (machine, dests) in zip(axes, lines.items()):
+            for key, points in dests.items():
+                xs = sorted(x for x in points if x > 0)
+                ax.plot(xs, [_mean(points[x]) for x in xs], marker=".", label=key)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("object state (bytes)")
+            ax.set_title(f"{machine}: from PE 0 to", fontsize=8)
+            ax.legend(fontsize=6, loc="upper left")
+        axes[0].set_ylabel(f"time to migrate {objects} objects (µs)")
         title = f"{name}: migration time against object size, per destination"
-        ax.set_title(title)
+        fig.suptitle(title)
         return drawer.save(fig, title)
 
 
