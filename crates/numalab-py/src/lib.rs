@@ -5,6 +5,7 @@ mod error;
 mod machine;
 mod sim;
 mod spec;
+mod tasks;
 
 use pyo3::prelude::*;
 
@@ -33,6 +34,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sim::zonelists, m)?)?;
     m.add_class::<spec::PyRunSpec>()?;
     m.add_function(wrap_pyfunction!(spec::balancing_knobs, m)?)?;
+    tasks::register(m)?;
     m.add("SpecError", py.get_type::<spec::SpecError>())?;
     m.add("NumalabError", py.get_type::<error::NumalabError>())?;
     m.add("TopologyError", py.get_type::<error::TopologyError>())?;

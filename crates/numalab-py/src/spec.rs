@@ -15,7 +15,7 @@ use crate::machine::PyMachine;
 create_exception!(numalab._core, SpecError, NumalabError, "A run specification is wrong (bad input).");
 
 /// A Python value as a JSON value tree (dicts, lists, str, int, float, bool, None).
-fn to_value(obj: &Bound<'_, PyAny>, path: &str) -> PyResult<Value> {
+pub(crate) fn to_value(obj: &Bound<'_, PyAny>, path: &str) -> PyResult<Value> {
     if obj.is_none() {
         return Ok(Value::Null);
     }
@@ -69,7 +69,7 @@ fn typed<T: DeserializeOwned>(what: &str, obj: &Bound<'_, PyAny>) -> PyResult<T>
 }
 
 /// A JSON value tree as Python objects (the engine's output document).
-fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
     Ok(match v {
         Value::Null => py.None().into_bound(py),
         Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),

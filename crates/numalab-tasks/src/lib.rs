@@ -1,0 +1,25 @@
+//! numalab's task-graph mode: over-decomposed runtimes (Charm++ and its kind) on a NUMA machine.
+//!
+//! - [`graph`]: objects (load, state size) and their messages per iteration.
+//! - [`gen`]: lb_test, kNeighbor and jacobi2D built as their Charm++ code builds them.
+//! - [`parse`]: user graphs, numalab's edge list and the text form of Charm++'s LB dump.
+//! - [`platform`]: PEs on cores and nodes; message and migration costs from the machine.
+//! - [`balance`]: none, greedy, greedy-refine, refine, treematch and numalab's NUMA-aware balancer.
+//! - [`simulate`]: bulk-synchronous iterations with balancing every `lb_period` iterations.
+//!
+//! No I/O except reading a graph file; deterministic from the seed.
+
+pub mod balance;
+pub mod error;
+pub mod gen;
+pub mod graph;
+pub mod parse;
+pub mod platform;
+pub mod rng;
+pub mod simulate;
+
+pub use balance::{Balancer, LbInput};
+pub use error::TaskError;
+pub use graph::{Adjacency, Edge, TaskGraph};
+pub use platform::{CommLayer, CostParams, Platform};
+pub use simulate::{simulate, SimOptions, SimResult};

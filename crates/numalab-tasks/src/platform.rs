@@ -1,0 +1,255 @@
+//! The machine as a task runtime sees it: PEs (one per core, pinned, as Charm++ runs them) with
+//! their NUMA node, and what moving bytes between two nodes costs.
+//!
+//! - **NUMA factor** `nf[i][j]`: idle latency from a CPU of node i to memory of node j over the
+//!   local latency (`Machine.idle_latency_ns`), or SLIT/10 when latencies are absent — the factor
+//!   NucoLB weighs messages by (src/ck-ldb/NucoLB.C, Pilla et al., ICPP 2012).
+//! - **Copy rate** `rate[i][j]` (bytes/ns = GB/s): what one core of node i reads from memory of
+//!   node j. By Little's law a core with `mlp` outstanding 64-byte lines sustains `mlp * 64 /
+//!   latency` (docs/contention.md §4), capped by node j's controller bandwidth over the NUMA factor
+//!   and by every link on the route from j to i (`Machine.routes`, `Machine.links`).
+//! - **Communication layers** ([`CommLayer`]): `shm` is Charm++'s SMP/multicore build (a message is
+//!   a pointer into shared memory; the receiver reads the sender's buffer where it was allocated);
+//!   `net` is the UDP build (src/arch/netlrts/machine-dgram.C: one process per PE, every message
+//!   between PEs goes through the kernel as datagrams of at most `Cmi_max_dgram_size` = 9,000
+//!   bytes, the default `setspeed_gigabit`).
+
+use numalab_model::Machine;
+use serde::Serialize;
+
+use crate::error::TaskError;
+use crate::gen::Params;
+
+/// Bytes of one cache line, the unit of a core's outstanding misses.
+const LINE_BYTES: f64 = 64.0;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CommLayer {
+    Shm,
+    Net,
+}
+
+impl CommLayer {
+    pub fn parse(s: &str) -> Result<Self, TaskError> {
+        match s.to_ascii_lowercase().as_str() {
+            "shm" => Ok(CommLayer::Shm),
+            "net" | "udp" => Ok(CommLayer::Net),
+            _ => Err(TaskError::param(format!("comm_layer '{s}' (accepted: shm, net)"))),
+        }
+    }
+}
+
+/// Per-message and per-migration constants (all overridable through `params`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct CostParams {
+    /// Enqueueing or dequeueing one message between PEs of the shared-memory build, per side.
+    /// Estimate: ~1 µs one-way for a small message between cores of a 2011 multicore build.
+    pub shm_msg_ns: f64,
+    /// Sending or receiving one UDP datagram (one `sendto` or `recvfrom` through the loopback path
+    /// plus the net layer's sequencing), per side. Estimate for Linux 2.6-era x86 servers: ~5 µs.
+    pub net_dgram_ns: f64,
+    /// Payload of one datagram: `Cmi_max_dgram_size` (9,000) less the header (src/arch/netlrts/machine-dgram.C).
+    pub net_dgram_bytes: f64,
+    /// Fixed cost of migrating one object: PUP sizing, packing, the migration message, unpacking
+    /// and re-registration with the location manager. Estimate: 20 µs (within 10-50 µs).
+    pub migration_fixed_ns: f64,
+}
+
+impl Default for CostParams {
+    fn default() -> Self {
+        CostParams {
+            shm_msg_ns: 1_000.0,
+            net_dgram_ns: 5_000.0,
+            net_dgram_bytes: 8_960.0,
+            migration_fixed_ns: 20_000.0,
+        }
+    }
+}
+
+impl CostParams {
+    pub fn read(p: &mut Params<'_>) -> Result<Self, TaskError> {
+        let d = CostParams::default();
+        Ok(CostParams {
+            shm_msg_ns: p.f64("shm_msg_ns", d.shm_msg_ns, 0.0)?,
+            net_dgram_ns: p.f64("net_dgram_ns", d.net_dgram_ns, 0.0)?,
+            net_dgram_bytes: p.f64("net_dgram_bytes", d.net_dgram_bytes, 1.0)?,
+            migration_fixed_ns: p.f64("migration_fixed_ns", d.migration_fixed_ns, 0.0)?,
+        })
+    }
+}
+
+/// The PEs and the node-pair costs of one machine.
+#[derive(Clone, Debug)]
+pub struct Platform {
+    /// Node (logical index) of each PE.
+    pub pe_node: Vec<usize>,
+    /// OS index of each PE's first PU (what `numactl --physcpubind` would name).
+    pub pe_cpu: Vec<u32>,
+    pub n_nodes: usize,
+    pub distances: Vec<Vec<u32>>,
+    pub nf: Vec<Vec<f64>>,
+    /// `rate[i][j]`: bytes/ns one core of node i reads from node j's memory.
+    pub rate: Vec<Vec<f64>>,
+    /// Links each directed node pair's traffic crosses, as indexes into `link_gbps` (per direction).
+    pub route_links: Vec<Vec<Vec<usize>>>,
+    /// Bandwidth of each link direction (`2 * link + dir`), bytes/ns.
+    pub link_gbps: Vec<f64>,
+    pub layer: CommLayer,
+    pub costs: CostParams,
+}
+
+impl Platform {
+    /// PEs = the first `pes` cores of the machine (all when `None`), in core logical order: how
+    /// Charm++ with `+setcpuaffinity` pins PE k to the k-th core.
+    pub fn new(m: &Machine, pes: Option<usize>, layer: CommLayer, costs: CostParams) -> Result<Self, TaskError> {
+        let n_cores = m.cores.len();
+        let n_pes = pes.unwrap_or(n_cores);
+        if n_pes == 0 || n_pes > n_cores {
+            return Err(TaskError::param(format!("pes = {n_pes} (accepted: 1 to {n_cores}, the cores of {})", m.name)));
+        }
+        let n_nodes = m.nodes.len();
+        let mut pe_node = Vec::with_capacity(n_pes);
+        let mut pe_cpu = Vec::with_capacity(n_pes);
+        for c in &m.cores[..n_pes] {
+            let node = m.node_logical(c.node).ok_or_else(|| {
+                TaskError::param(format!("core {} names node {}, which the machine lacks", c.os_index, c.node))
+            })?;
+            pe_node.push(node);
+            pe_cpu.push(c.cpuset.iter().next().unwrap_or(c.os_index));
+        }
+        let mlp = |node: usize| {
+            let cs: Vec<f64> = m.cores.iter().filter(|c| m.node_logical(c.node) == Some(node)).map(|c| c.mlp).collect();
+            if cs.is_empty() {
+                m.cores.iter().map(|c| c.mlp).fold(1.0, f64::max)
+            } else {
+                cs.iter().sum::<f64>() / cs.len() as f64
+            }
+        };
+        let lat_ok = m.idle_latency_ns.len() == n_nodes
+            && m.idle_latency_ns.iter().all(|r| r.len() == n_nodes && r.iter().all(|x| x.is_finite() && *x > 0.0));
+        let mut link_gbps = Vec::with_capacity(2 * m.links.len());
+        for l in &m.links {
+            link_gbps.push(l.gbps[0]);
+            link_gbps.push(l.gbps[1]);
+        }
+        let mut nf = vec![vec![1.0; n_nodes]; n_nodes];
+        let mut rate = vec![vec![1.0; n_nodes]; n_nodes];
+        let mut route_links = vec![vec![Vec::new(); n_nodes]; n_nodes];
+        for i in 0..n_nodes {
+            for j in 0..n_nodes {
+                nf[i][j] = if lat_ok {
+                    m.idle_latency_ns[i][j] / m.idle_latency_ns[i][i]
+                } else {
+                    m.distances.get(i).and_then(|r| r.get(j)).map_or(1.0, |d| *d as f64 / 10.0)
+                };
+                // Data read by node i from node j travels j -> i.
+                let links: Vec<usize> = m
+                    .routes
+                    .get(j)
+                    .and_then(|r| r.get(i))
+                    .map(|hops| hops.iter().map(|h| 2 * h.link as usize + h.dir as usize).collect())
+                    .unwrap_or_default();
+                let lat = if lat_ok { m.idle_latency_ns[i][j] } else { 100.0 * nf[i][j] };
+                let mut r = mlp(i) * LINE_BYTES / lat;
+                // The controller's bandwidth is reached with a fixed number of requests in flight;
+                // from farther away each takes nf times longer (Little's law again).
+                if m.nodes[j].bandwidth_gbps > 0.0 {
+                    r = r.min(m.nodes[j].bandwidth_gbps / nf[i][j]);
+                }
+                for &l in &links {
+                    r = r.min(link_gbps[l]);
+                }
+                rate[i][j] = r;
+                route_links[j][i] = links;
+            }
+        }
+        Ok(Platform {
+            pe_node,
+            pe_cpu,
+            n_nodes,
+            distances: m.distances.clone(),
+            nf,
+            rate,
+            route_links,
+            link_gbps,
+            layer,
+            costs,
+        })
+    }
+
+    pub fn n_pes(&self) -> usize {
+        self.pe_node.len()
+    }
+
+    /// Datagrams a message of `bytes` needs in the net layer (at least one per message).
+    fn dgrams(&self, msgs: f64, bytes: f64) -> f64 {
+        if msgs <= 0.0 {
+            return 0.0;
+        }
+        msgs * (bytes / msgs / self.costs.net_dgram_bytes).ceil().max(1.0)
+    }
+
+    /// Cost of `msgs` messages totalling `bytes` from a PE of node `src` on PE `p` to PE `q` of
+    /// node `dst`: `(sender side, receiver side)` in ns, link limits aside. Same PE is free: the
+    /// message goes to the PE's own queue in both layers.
+    pub fn message_ns(&self, p: usize, q: usize, msgs: f64, bytes: f64) -> (f64, f64) {
+        if p == q {
+            return (0.0, 0.0);
+        }
+        let (src, dst) = (self.pe_node[p], self.pe_node[q]);
+        match self.layer {
+            // The receiver reads the sender's buffer where the sender allocated it.
+            CommLayer::Shm => {
+                let c = self.costs.shm_msg_ns * msgs;
+                (c, c * self.nf[dst][src] + bytes / self.rate[dst][src])
+            }
+            // Both ends copy through the kernel; the receiver's copy reads the socket buffer on
+            // the sender's node.
+            CommLayer::Net => {
+                let d = self.dgrams(msgs, bytes) * self.costs.net_dgram_ns;
+                (d + bytes / self.rate[src][src], d * self.nf[dst][src] + bytes / self.rate[dst][src])
+            }
+        }
+    }
+
+    /// [`Platform::message_ns`] between two different PEs of nodes `src` and `dst`, both sides summed.
+    pub fn node_message_ns(&self, src: usize, dst: usize, msgs: f64, bytes: f64) -> f64 {
+        match self.layer {
+            CommLayer::Shm => {
+                let c = self.costs.shm_msg_ns * msgs;
+                c + c * self.nf[dst][src] + bytes / self.rate[dst][src]
+            }
+            CommLayer::Net => {
+                let d = self.dgrams(msgs, bytes) * self.costs.net_dgram_ns;
+                d + bytes / self.rate[src][src] + d * self.nf[dst][src] + bytes / self.rate[dst][src]
+            }
+        }
+    }
+
+    /// Migration of one object of `state` bytes from PE `p` to PE `q`: `(source side,
+    /// destination side)` in ns. The source packs its state (local copy), the destination unpacks
+    /// it reading the source node's memory, so the data lands on the destination node (first
+    /// touch); the fixed overhead is split between the two ends. Zero when `p == q`.
+    pub fn migration_ns(&self, p: usize, q: usize, state: f64) -> (f64, f64) {
+        if p == q {
+            return (0.0, 0.0);
+        }
+        let (src, dst) = (self.pe_node[p], self.pe_node[q]);
+        let half = self.costs.migration_fixed_ns / 2.0;
+        let (send, recv) = match self.layer {
+            CommLayer::Shm => (0.0, 0.0),
+            CommLayer::Net => {
+                let d = self.dgrams(1.0, state) * self.costs.net_dgram_ns;
+                (d, d * self.nf[dst][src])
+            }
+        };
+        (half + send + state / self.rate[src][src], half + recv + state / self.rate[dst][src])
+    }
+
+    /// Total time to migrate one object (both sides, one after the other).
+    pub fn migration_total_ns(&self, p: usize, q: usize, state: f64) -> f64 {
+        let (a, b) = self.migration_ns(p, q, state);
+        a + b
+    }
+}

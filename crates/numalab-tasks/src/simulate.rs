@@ -1,0 +1,367 @@
+//! Bulk-synchronous iterations of a task graph on a machine's PEs, with load balancing every
+//! `lb_period` iterations (the AtSync pattern of lb_test, kNeighbor and jacobi2D).
+//!
+//! One iteration: a PE's time = the loads of its objects + the messaging of their messages
+//! ([`Platform::message_ns`]: the sender pays its side, the receiver its side; same PE is free),
+//! where remote traffic cannot drain faster than the links it crosses allow: a PE receiving
+//! across a link spends at least (all bytes crossing that link direction) / (its bandwidth) on
+//! remote messaging. The iteration's time is the maximum over PEs. Each object's *measured*
+//! load (what the balancer sees, as Charm++ times entry methods) is its compute load plus its own
+//! messaging sides.
+//!
+//! A balancing step after iteration k (k a multiple of `lb_period`, k < iterations) hands the
+//! measured loads to the balancer and migrates what moved: each migration costs its source PE
+//! the packing side and its destination PE the unpacking side ([`Platform::migration_ns`]); PEs
+//! migrate in parallel, so the step takes the busiest PE's total. Objects that may not move stay.
+//!
+//! Determinism: everything but `balancer_wall_s` (the balancer's own wall-clock time) follows
+//! from the inputs and the seed, bit for bit. The seed drives `load_noise` only (a relative,
+//! uniform per-object, per-iteration perturbation of the loads; 0 by default).
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::balance::{Balancer, LbInput};
+use crate::error::TaskError;
+use crate::graph::{Adjacency, TaskGraph};
+use crate::platform::Platform;
+use crate::rng::Rng;
+
+#[derive(Clone, Debug)]
+pub struct SimOptions {
+    pub iterations: usize,
+    /// Iterations between balancing steps (0 = never).
+    pub lb_period: usize,
+    pub seed: u64,
+    /// Relative per-iteration load noise (0 = loads as given).
+    pub load_noise: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct IterationRecord {
+    pub time_ns: f64,
+    pub max_pe_load_ns: f64,
+    pub avg_pe_load_ns: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LbCall {
+    /// Iterations completed before this step.
+    pub iteration: usize,
+    pub migrations: usize,
+    pub migrated_pct: f64,
+    pub migrated_bytes: u64,
+    pub migration_time_ns: f64,
+    pub balancer_wall_s: f64,
+}
+
+/// Messages or bytes per distance class, summed over the run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Classes {
+    pub same_pe: f64,
+    pub same_node: f64,
+    pub remote: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SimResult {
+    pub balancer: String,
+    /// Mean iteration time (iterations only; migrations are in `total_time_ns`).
+    pub iteration_time_ns: f64,
+    /// All iterations plus every balancing step's migration time.
+    pub total_time_ns: f64,
+    pub iterations: Vec<IterationRecord>,
+    /// Average over maximum PE load, mean over the iterations after the first balancing step (all
+    /// iterations when there is none).
+    pub efficiency: f64,
+    pub lb_calls: Vec<LbCall>,
+    pub comm_bytes: Classes,
+    pub comm_msgs: Classes,
+    pub mapping_initial: Vec<u32>,
+    pub mapping_final: Vec<u32>,
+    pub n_pes: usize,
+}
+
+/// Charm++'s default block map of a 1-D chare array (src/ck-core/cklocation.C,
+/// `DefaultArrayMap::procNum`): the first n mod P PEs get one object more than the rest.
+pub fn block_map(n: usize, n_pes: usize) -> Vec<u32> {
+    let floor = n / n_pes;
+    let first = n % n_pes; // PEs holding floor + 1
+    (0..n)
+        .map(
+            |i| {
+                if i < first * (floor + 1) {
+                    i / (floor + 1)
+                } else {
+                    first + (i - first * (floor + 1)) / floor.max(1)
+                }
+            },
+        )
+        .map(|p| p.min(n_pes - 1) as u32)
+        .collect()
+}
+
+/// What one iteration costs under a mapping.
+struct Eval {
+    pe_time: Vec<f64>,
+    obj_measured: Vec<f64>,
+    bytes: [f64; 3],
+    msgs: [f64; 3],
+}
+
+fn evaluate(g: &TaskGraph, loads: &[f64], map: &[u32], plat: &Platform) -> Eval {
+    let np = plat.n_pes();
+    let mut pe_time = vec![0.0; np];
+    let mut remote = vec![0.0; np];
+    let mut obj = loads.to_vec();
+    let mut link_bytes = vec![0.0; plat.link_gbps.len()];
+    let mut uses: Vec<Vec<bool>> = vec![vec![false; plat.link_gbps.len()]; np];
+    let (mut bytes, mut msgs) = ([0.0; 3], [0.0; 3]);
+    for (i, &p) in map.iter().enumerate() {
+        pe_time[p as usize] += loads[i];
+    }
+    for e in &g.edges {
+        let (p, q) = (map[e.a as usize] as usize, map[e.b as usize] as usize);
+        let (m, b) = (e.msgs as f64, e.bytes as f64);
+        let (ni, nj) = (plat.pe_node[p], plat.pe_node[q]);
+        let class = if p == q {
+            0
+        } else if ni == nj {
+            1
+        } else {
+            2
+        };
+        bytes[class] += b;
+        msgs[class] += m;
+        let (s, r) = plat.message_ns(p, q, m, b);
+        pe_time[p] += s;
+        obj[e.a as usize] += s;
+        obj[e.b as usize] += r;
+        if class == 2 {
+            remote[q] += r;
+            for &l in &plat.route_links[ni][nj] {
+                link_bytes[l] += b;
+                uses[q][l] = true;
+            }
+        } else {
+            pe_time[q] += r;
+        }
+    }
+    for q in 0..np {
+        let drain = uses[q]
+            .iter()
+            .enumerate()
+            .filter(|(_, &u)| u)
+            .map(|(l, _)| link_bytes[l] / plat.link_gbps[l])
+            .fold(0.0, f64::max);
+        pe_time[q] += remote[q].max(drain);
+    }
+    Eval { pe_time, obj_measured: obj, bytes, msgs }
+}
+
+/// Run `opts.iterations` iterations of `g` on `plat` balanced by `lb`.
+pub fn simulate(
+    g: &TaskGraph,
+    plat: &Platform,
+    lb: &mut dyn Balancer,
+    opts: &SimOptions,
+) -> Result<SimResult, TaskError> {
+    g.check()?;
+    if opts.iterations == 0 {
+        return Err(TaskError::param("iterations = 0 (accepted: at least 1)"));
+    }
+    if !(0.0..1.0).contains(&opts.load_noise) {
+        return Err(TaskError::param(format!("load_noise = {} (accepted: 0 <= load_noise < 1)", opts.load_noise)));
+    }
+    let n = g.n_objects();
+    let np = plat.n_pes();
+    let initial: Vec<u32> = match &g.initial_pe {
+        Some(v) => v.iter().map(|&p| p % np as u32).collect(),
+        None => block_map(n, np),
+    };
+    let migratable = g.migratable.clone().unwrap_or_else(|| vec![true; n]);
+    let adj = Adjacency::new(n, &g.edges);
+    let mut map = initial.clone();
+    let mut rng = Rng::new(opts.seed, 11);
+    let mut loads = g.loads_ns.clone();
+    let mut cached: Option<Eval> = None;
+    let mut iters = Vec::with_capacity(opts.iterations);
+    let mut calls = Vec::new();
+    let (mut cb, mut cm) = ([0.0; 3], [0.0; 3]);
+    let mut total = 0.0;
+    let mut first_lb: Option<usize> = None;
+    for it in 1..=opts.iterations {
+        if opts.load_noise > 0.0 {
+            for (l, &base) in loads.iter_mut().zip(&g.loads_ns) {
+                *l = base * (1.0 + opts.load_noise * (2.0 * rng.unit() - 1.0));
+            }
+            cached = None;
+        }
+        let ev = match cached.take() {
+            Some(e) => e,
+            None => evaluate(g, &loads, &map, plat),
+        };
+        let max = ev.pe_time.iter().copied().fold(0.0, f64::max);
+        let avg = ev.pe_time.iter().sum::<f64>() / np as f64;
+        iters.push(IterationRecord { time_ns: max, max_pe_load_ns: max, avg_pe_load_ns: avg });
+        total += max;
+        for c in 0..3 {
+            cb[c] += ev.bytes[c];
+            cm[c] += ev.msgs[c];
+        }
+        if opts.lb_period > 0 && it % opts.lb_period == 0 && it < opts.iterations {
+            let input = LbInput {
+                loads_ns: &ev.obj_measured,
+                state_bytes: &g.state_bytes,
+                edges: &g.edges,
+                adj: &adj,
+                mapping: &map,
+                migratable: &migratable,
+                pe_nodes: &plat.pe_node,
+                distances: &plat.distances,
+                n_pes: np,
+                lb_period: opts.lb_period,
+                platform: plat,
+            };
+            let start = Instant::now();
+            let mut new = lb.balance(&input)?;
+            let wall = start.elapsed().as_secs_f64();
+            if new.len() != n {
+                return Err(TaskError::Balancer {
+                    name: lb.name(),
+                    reason: format!("returned {} PEs for {} objects", new.len(), n),
+                });
+            }
+            if let Some((i, &p)) = new.iter().enumerate().find(|(_, &p)| p as usize >= np) {
+                return Err(TaskError::Balancer {
+                    name: lb.name(),
+                    reason: format!("object {i} mapped to PE {p}, outside 0..{np}"),
+                });
+            }
+            for i in 0..n {
+                if !migratable[i] {
+                    new[i] = map[i];
+                }
+            }
+            let mut side = vec![0.0; np];
+            let (mut moved, mut moved_bytes) = (0usize, 0u64);
+            for i in 0..n {
+                let (p, q) = (map[i] as usize, new[i] as usize);
+                if p != q {
+                    let (a, b) = plat.migration_ns(p, q, g.state_bytes[i] as f64);
+                    side[p] += a;
+                    side[q] += b;
+                    moved += 1;
+                    moved_bytes += g.state_bytes[i];
+                }
+            }
+            let mig = side.iter().copied().fold(0.0, f64::max);
+            total += mig;
+            calls.push(LbCall {
+                iteration: it,
+                migrations: moved,
+                migrated_pct: 100.0 * moved as f64 / n as f64,
+                migrated_bytes: moved_bytes,
+                migration_time_ns: mig,
+                balancer_wall_s: wall,
+            });
+            first_lb.get_or_insert(it);
+            if moved > 0 {
+                map = new;
+            } else {
+                cached = Some(ev);
+            }
+        } else {
+            cached = Some(ev);
+        }
+    }
+    let after: Vec<&IterationRecord> = iters.iter().skip(first_lb.unwrap_or(0)).collect();
+    let efficiency = if after.is_empty() {
+        0.0
+    } else {
+        after
+            .iter()
+            .map(|r| if r.max_pe_load_ns > 0.0 { r.avg_pe_load_ns / r.max_pe_load_ns } else { 1.0 })
+            .sum::<f64>()
+            / after.len() as f64
+    };
+    let classes = |a: [f64; 3]| Classes { same_pe: a[0], same_node: a[1], remote: a[2] };
+    Ok(SimResult {
+        balancer: lb.name(),
+        iteration_time_ns: iters.iter().map(|r| r.time_ns).sum::<f64>() / iters.len() as f64,
+        total_time_ns: total,
+        iterations: iters,
+        efficiency,
+        lb_calls: calls,
+        comm_bytes: classes(cb),
+        comm_msgs: classes(cm),
+        mapping_initial: initial,
+        mapping_final: map,
+        n_pes: np,
+    })
+}
+
+/// What one balancing step alone returns (for timing balancers).
+#[derive(Clone, Debug, Serialize)]
+pub struct BalanceOnce {
+    pub mapping: Vec<u32>,
+    pub migrations: usize,
+    pub wall_s: f64,
+}
+
+/// One balancing step from `mapping` (default: the graph's initial PEs or the block map), with
+/// the loads measured under that mapping.
+pub fn balance_once(
+    g: &TaskGraph,
+    plat: &Platform,
+    lb: &mut dyn Balancer,
+    mapping: Option<Vec<u32>>,
+    lb_period: usize,
+) -> Result<BalanceOnce, TaskError> {
+    g.check()?;
+    let n = g.n_objects();
+    let np = plat.n_pes();
+    let map = match mapping {
+        Some(m) => {
+            if m.len() != n || m.iter().any(|&p| p as usize >= np) {
+                return Err(TaskError::param(format!(
+                    "mapping: {} PEs for {n} objects, each in 0..{np} expected",
+                    m.len()
+                )));
+            }
+            m
+        }
+        None => match &g.initial_pe {
+            Some(v) => v.iter().map(|&p| p % np as u32).collect(),
+            None => block_map(n, np),
+        },
+    };
+    let migratable = g.migratable.clone().unwrap_or_else(|| vec![true; n]);
+    let adj = Adjacency::new(n, &g.edges);
+    let ev = evaluate(g, &g.loads_ns, &map, plat);
+    let input = LbInput {
+        loads_ns: &ev.obj_measured,
+        state_bytes: &g.state_bytes,
+        edges: &g.edges,
+        adj: &adj,
+        mapping: &map,
+        migratable: &migratable,
+        pe_nodes: &plat.pe_node,
+        distances: &plat.distances,
+        n_pes: np,
+        lb_period: lb_period.max(1),
+        platform: plat,
+    };
+    let start = Instant::now();
+    let new = lb.balance(&input)?;
+    let wall_s = start.elapsed().as_secs_f64();
+    if new.len() != n || new.iter().any(|&p| p as usize >= np) {
+        return Err(TaskError::Balancer {
+            name: lb.name(),
+            reason: format!("returned an invalid mapping for {n} objects on {np} PEs"),
+        });
+    }
+    let migrations = new.iter().zip(&map).filter(|(a, b)| a != b).count();
+    Ok(BalanceOnce { mapping: new, migrations, wall_s })
+}

@@ -1,0 +1,344 @@
+//! What a user of the task-graph mode relies on: balancers do what their Charm++ originals do,
+//! numalab's balancer moves far less than greedy for (almost) the same makespan, migration cost
+//! follows size and distance, bad files say where they are bad, and runs repeat bit for bit.
+
+use std::path::PathBuf;
+
+use numalab_model::{Machine, MachineSpec};
+use numalab_tasks::balance::{self, Balancer, LbInput};
+use numalab_tasks::gen::{self, Params};
+use numalab_tasks::graph::{Adjacency, Edge, TaskGraph};
+use numalab_tasks::platform::{CommLayer, CostParams, Platform};
+use numalab_tasks::{parse, simulate, SimOptions, TaskError};
+use serde_json::{json, Value};
+
+/// numa16-like: 8 nodes x 2 cores on a 2 x 4 ladder of 4 GB/s links, latency 95 ns local rising
+/// with hops (the shape of the numa16 preset).
+fn ladder16() -> Machine {
+    let lat = [
+        [95.0, 104.5, 104.5, 117.2, 117.2, 129.8, 129.8, 142.5],
+        [104.5, 95.0, 117.2, 104.5, 129.8, 117.2, 142.5, 129.8],
+        [104.5, 117.2, 95.0, 104.5, 104.5, 117.2, 117.2, 129.8],
+        [117.2, 104.5, 104.5, 95.0, 117.2, 104.5, 129.8, 117.2],
+        [117.2, 129.8, 104.5, 117.2, 95.0, 104.5, 104.5, 117.2],
+        [129.8, 117.2, 117.2, 104.5, 104.5, 95.0, 117.2, 104.5],
+        [129.8, 142.5, 117.2, 129.8, 104.5, 117.2, 95.0, 104.5],
+        [142.5, 129.8, 129.8, 117.2, 117.2, 104.5, 104.5, 95.0],
+    ];
+    let links = [[0, 1], [2, 3], [4, 5], [6, 7], [0, 2], [2, 4], [4, 6], [1, 3], [3, 5], [5, 7]];
+    let spec = json!({
+        "name": "ladder16", "description": "test",
+        "topology": {"packages": 8, "nodes_per_package": 1, "cores_per_node": 2},
+        "memory": {"node_gib": 4.0},
+        "latency": {"local_ns": 95.0, "matrix_ns": lat},
+        "bandwidth": {"node_gbps": 1.22},
+        "links": links.iter().map(|l| json!({"nodes": l, "gbps": 4.0})).collect::<Vec<_>>(),
+        "core": {"frequency_ghz": 2.2, "mlp": 8.0}
+    });
+    MachineSpec::from_json(&spec.to_string()).unwrap().resolve().unwrap()
+}
+
+/// numa32-like: 4 fully connected nodes x 8 cores.
+fn quad32() -> Machine {
+    let links: Vec<Value> =
+        [[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]].iter().map(|l| json!({"nodes": l, "gbps": 12.8})).collect();
+    let spec = json!({
+        "name": "quad32", "description": "test",
+        "topology": {"packages": 4, "nodes_per_package": 1, "cores_per_node": 8},
+        "memory": {"node_gib": 16.0},
+        "latency": {"local_ns": 135.0, "matrix_ns": [[135.0,197.0,197.0,197.0],[197.0,135.0,197.0,197.0],[197.0,197.0,135.0,197.0],[197.0,197.0,197.0,135.0]]},
+        "bandwidth": {"node_gbps": 8.885},
+        "links": links,
+        "core": {"frequency_ghz": 2.26, "mlp": 10.0}
+    });
+    MachineSpec::from_json(&spec.to_string()).unwrap().resolve().unwrap()
+}
+
+fn plat(m: &Machine, pes: Option<usize>) -> Platform {
+    Platform::new(m, pes, CommLayer::Shm, CostParams::default()).unwrap()
+}
+
+fn lb(name: &str) -> Box<dyn Balancer + Send> {
+    let v = Value::Null;
+    let mut p = Params::new("test", &v).unwrap();
+    balance::make(name, &mut p).unwrap()
+}
+
+fn run(g: &TaskGraph, p: &Platform, name: &str, iterations: usize, lb_period: usize) -> numalab_tasks::SimResult {
+    let opts = SimOptions { iterations, lb_period, seed: 1, load_noise: 0.0 };
+    simulate(g, p, lb(name).as_mut(), &opts).unwrap()
+}
+
+/// One balancing step on `mapping` with `loads` (no edges unless given).
+fn balance_once(name: &str, p: &Platform, loads: &[f64], edges: &[Edge], mapping: &[u32]) -> Vec<u32> {
+    let n = loads.len();
+    let adj = Adjacency::new(n, edges);
+    let state = vec![100u64; n];
+    let migratable = vec![true; n];
+    let input = LbInput {
+        loads_ns: loads,
+        state_bytes: &state,
+        edges,
+        adj: &adj,
+        mapping,
+        migratable: &migratable,
+        pe_nodes: &p.pe_node,
+        distances: &p.distances,
+        n_pes: p.n_pes(),
+        lb_period: 10,
+        platform: p,
+    };
+    lb(name).balance(&input).unwrap()
+}
+
+#[test]
+fn greedy_balances_independent_equal_tasks_perfectly() {
+    let p = plat(&quad32(), None);
+    // 128 equal objects all on PE 0: greedy spreads them 4 per PE.
+    let loads = vec![1_000_000.0; 128];
+    let to = balance_once("greedy", &p, &loads, &[], &vec![0; 128]);
+    let per_pe = balance::pe_loads(&loads, &to, 32);
+    assert!(per_pe.iter().all(|&l| l == 4_000_000.0), "{per_pe:?}");
+    // And through the simulator: after balancing, efficiency 1.
+    let g = TaskGraph::new("equal", loads.clone(), vec![64; 128], vec![]).unwrap();
+    let mut g0 = g.clone();
+    g0.initial_pe = Some(vec![0; 128]);
+    let r = run(&g0, &p, "greedy", 4, 2);
+    assert_eq!(r.efficiency, 1.0);
+    assert_eq!(r.iterations[3].time_ns, 4_000_000.0);
+    assert!(r.iterations[0].time_ns > r.iterations[3].time_ns * 30.0);
+}
+
+#[test]
+fn refine_moves_only_objects_of_overloaded_pes() {
+    let p = plat(&quad32(), Some(8));
+    // PE 0 and 1 overloaded (3 and 2 x average), the others light or average.
+    let mut loads = Vec::new();
+    let mut mapping = Vec::new();
+    let per_pe = [
+        [10.0; 6].to_vec(),
+        [10.0; 4].to_vec(),
+        vec![10.0],
+        vec![10.0, 10.0],
+        vec![5.0],
+        vec![10.0],
+        vec![],
+        vec![10.0],
+    ];
+    for (pe, objs) in per_pe.iter().enumerate() {
+        for &l in objs {
+            loads.push(l * 1e6);
+            mapping.push(pe as u32);
+        }
+    }
+    let to = balance_once("refine", &p, &loads, &[], &mapping);
+    let avg = loads.iter().sum::<f64>() / 8.0;
+    let before = balance::pe_loads(&loads, &mapping, 8);
+    let after = balance::pe_loads(&loads, &to, 8);
+    let mut moved = 0;
+    for i in 0..loads.len() {
+        if to[i] != mapping[i] {
+            moved += 1;
+            assert!(
+                before[mapping[i] as usize] > 1.05 * avg,
+                "object {i} left PE {} which was not overloaded",
+                mapping[i]
+            );
+        }
+    }
+    assert!(moved > 0);
+    assert!(after.iter().copied().fold(0.0, f64::max) < before.iter().copied().fold(0.0, f64::max));
+}
+
+#[test]
+fn numalab_migrates_far_less_than_greedy_within_5pct_of_its_makespan_on_lb_test() {
+    for (m, n, pes) in [(ladder16(), 200, 16), (quad32(), 400, 32)] {
+        let p = plat(&m, Some(pes));
+        let g = gen::lb_test(n, 7, &Value::Null).unwrap();
+        let greedy = run(&g, &p, "greedy", 20, 10);
+        let numa = run(&g, &p, "numalab", 20, 10);
+        let none = run(&g, &p, "none", 20, 10);
+        let after = |r: &numalab_tasks::SimResult| r.iterations[10..].iter().map(|x| x.time_ns).sum::<f64>() / 10.0;
+        let (tg, tn) = (after(&greedy), after(&numa));
+        assert!(tn <= 1.05 * tg, "{}: numalab {tn} vs greedy {tg}", m.name);
+        assert!(tn < 0.9 * after(&none), "{}: numalab does not balance", m.name);
+        let (mg, mn) = (greedy.lb_calls[0].migrations, numa.lb_calls[0].migrations);
+        assert!(mn * 3 < mg, "{}: numalab moved {mn}, greedy {mg}", m.name);
+        assert!(greedy.lb_calls[0].migration_time_ns > numa.lb_calls[0].migration_time_ns);
+    }
+}
+
+#[test]
+fn numalab_does_not_migrate_when_the_gain_cannot_pay_for_it() {
+    // Two PEs, PE 0 slightly heavier: with tiny loads and big states, no move pays off.
+    let p = plat(&quad32(), Some(16));
+    let loads: Vec<f64> = (0..32).map(|i| if i < 2 { 2_000.0 } else { 1_000.0 }).collect();
+    let g = TaskGraph::new("tiny", loads, vec![64 << 20; 32], vec![]).unwrap();
+    let r = run(&g, &p, "numalab", 4, 2);
+    assert_eq!(r.lb_calls[0].migrations, 0);
+    let greedy = run(&g, &p, "greedy", 4, 2);
+    assert!(greedy.lb_calls[0].migrations > 0);
+}
+
+#[test]
+fn migration_cost_grows_with_state_size_and_distance() {
+    let p = plat(&ladder16(), None);
+    // PE 0 on node 0; PE 1 same node; PE 2 node 1 (1 hop); PE 14 node 7 (4 hops).
+    let cost = |q: usize, bytes: f64| p.migration_total_ns(0, q, bytes);
+    for bytes in [1e3, 1e5, 1e7] {
+        assert!(cost(1, bytes) < cost(2, bytes), "{bytes}");
+        assert!(cost(2, bytes) < cost(14, bytes), "{bytes}");
+    }
+    for q in [1, 2, 14] {
+        assert!(cost(q, 1e3) < cost(q, 1e5) && cost(q, 1e5) < cost(q, 1e7));
+    }
+    assert_eq!(p.migration_total_ns(3, 3, 1e6), 0.0);
+    // Small objects cost about the fixed overhead, big ones their bytes.
+    assert!((cost(2, 100.0) - CostParams::default().migration_fixed_ns).abs() < 1_000.0);
+}
+
+fn write(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("numalab-tasks-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn file_error(r: Result<TaskGraph, TaskError>) -> (PathBuf, usize, String) {
+    match r {
+        Err(TaskError::File { path, line, reason }) => (path, line, reason),
+        other => panic!("expected a file error, got {other:?}"),
+    }
+}
+
+#[test]
+fn malformed_graph_files_name_file_line_and_reason() {
+    let ok = write(
+        "ok.csv",
+        "# a ring of three\nobj,0,1000,64\nobj 1 2000 64\nobj,2,3000\nedge,0,1,1,100\nedge,1,2,1,100\nedge,2,0,1,100\n",
+    );
+    let g = parse::from_edge_list(&ok).unwrap();
+    assert_eq!(g.loads_ns, vec![1000.0, 2000.0, 3000.0]);
+    assert_eq!(g.state_bytes, vec![64, 64, 0]);
+    assert_eq!(g.edges.len(), 3);
+
+    let bad = write("bad.csv", "obj,0,1000,64\nobj,1,abc,64\n");
+    let (path, line, reason) = file_error(parse::from_edge_list(&bad));
+    assert_eq!((path, line), (bad.clone(), 2));
+    assert!(reason.contains("load_ns 'abc'"), "{reason}");
+
+    let bad = write("bad2.csv", "obj,0,1000\nedge,0,5,1,10\n");
+    let (_, line, reason) = file_error(parse::from_edge_list(&bad));
+    assert_eq!(line, 2);
+    assert!(reason.contains("object 5"), "{reason}");
+
+    let bad = write("bad3.csv", "obj,0,1000\nnode,1\n");
+    let (_, line, reason) = file_error(parse::from_edge_list(&bad));
+    assert_eq!(line, 2);
+    assert!(reason.contains("unknown record 'node'"), "{reason}");
+
+    let dump = "lbdump 3 2\nn_migrateobjs 3\nprocs 2\n1.0 0.1 0.0 1.0 1 2 0\n1.0 0.5 0.0 1.0 1 1 1\nobjs 3\n0 10 0.5 1 0 224\n0 11 0.3 1 0 224\n0 12 0.2 0 0 224\nfrom_proc 0 0 1\ncomms 3\n-1 0 10 2 0 11 0 4 4000\n-1 0 11 3 2 0 10 0 12 1 1000\n0 0 0 1 1 1 8\n";
+    let g = parse::from_lb_dump(&write("dump.txt", dump)).unwrap();
+    assert_eq!(g.loads_ns, vec![0.5e9, 0.3e9, 0.2e9]);
+    assert_eq!(g.initial_pe, Some(vec![0, 0, 1]));
+    assert_eq!(g.migratable, Some(vec![true, true, false]));
+    assert_eq!(
+        g.edges,
+        vec![
+            Edge { a: 0, b: 1, msgs: 4, bytes: 4000 },
+            Edge { a: 1, b: 0, msgs: 1, bytes: 1000 },
+            Edge { a: 1, b: 2, msgs: 1, bytes: 1000 },
+        ]
+    );
+    let bad = write("dump-bad.txt", &dump.replace("-1 0 11 3 2 0 10 0 12", "-1 0 11 3 2 0 10 0 99"));
+    let (_, line, reason) = file_error(parse::from_lb_dump(&bad));
+    assert_eq!(line, 13);
+    assert!(reason.contains("receiver (0, 99)"), "{reason}");
+    let bad = write("dump-short.txt", "lbdump 3 2\nn_migrateobjs 3\nprocs 2\n");
+    let (_, line, reason) = file_error(parse::from_lb_dump(&bad));
+    assert_eq!(line, 3);
+    assert!(reason.contains("the file ends"), "{reason}");
+    let missing = std::env::temp_dir().join("numalab-no-such-graph.csv");
+    let (_, line, reason) = file_error(parse::from_edge_list(&missing));
+    assert_eq!(line, 0);
+    assert!(reason.contains("cannot read"), "{reason}");
+}
+
+#[test]
+fn runs_repeat_bit_for_bit_per_seed() {
+    let p = plat(&ladder16(), None);
+    let a = gen::lb_test(200, 3, &Value::Null).unwrap();
+    let b = gen::lb_test(200, 3, &Value::Null).unwrap();
+    let c = gen::lb_test(200, 4, &Value::Null).unwrap();
+    assert_eq!(a, b);
+    assert_ne!(a.loads_ns, c.loads_ns);
+    let opts = SimOptions { iterations: 30, lb_period: 10, seed: 5, load_noise: 0.1 };
+    for name in balance::NAMES {
+        let strip = |r: numalab_tasks::SimResult| {
+            let mut v = serde_json::to_value(r).unwrap();
+            for c in v["lb_calls"].as_array_mut().unwrap() {
+                c.as_object_mut().unwrap().remove("balancer_wall_s");
+            }
+            v.to_string()
+        };
+        let x = strip(simulate(&a, &p, lb(name).as_mut(), &opts).unwrap());
+        let y = strip(simulate(&a, &p, lb(name).as_mut(), &opts).unwrap());
+        assert_eq!(x, y, "{name}");
+    }
+}
+
+#[test]
+fn lb_test_is_built_as_its_code_builds_it() {
+    let g = gen::lb_test(400, 1, &Value::Null).unwrap();
+    // Ring + 1% of n(n-1) random links, plus one self message per element.
+    let links = g.edges.iter().filter(|e| e.a != e.b).count();
+    // Selection sampling stops at 1% of n(n-1); the ring links forced at the end may add a few.
+    let target = (0.01 * 400.0 * 399.0) as usize;
+    assert!((target..target + 16).contains(&links), "{links} links, {target} expected");
+    assert!(g.edges.iter().filter(|e| e.a == e.b).all(|e| e.bytes == 1));
+    assert!(g.loads_ns.iter().all(|&l| (50e6..=200e6).contains(&l)));
+    // Work = min + (max - min) U^4: mean min + (max - min)/5 = 80 ms.
+    let mean = g.total_load_ns() / 400.0;
+    assert!((mean - 80e6).abs() < 8e6, "{mean}");
+    let ring = gen::lb_test(10, 1, &json!({"topology": "ring"})).unwrap();
+    assert_eq!(ring.edges.iter().filter(|e| e.a != e.b).count(), 10);
+    let err = gen::lb_test(10, 1, &json!({"topologie": "ring"})).unwrap_err();
+    assert!(err.to_string().contains("unknown parameter 'topologie'"), "{err}");
+}
+
+#[test]
+fn shared_memory_beats_datagrams_and_messages_are_classified() {
+    let m = quad32();
+    let g = gen::kneighbor(64, 3, 8192, 0, &json!({"base_ns": 1e5, "ns_per_op": 0.0})).unwrap();
+    let shm = Platform::new(&m, None, CommLayer::Shm, CostParams::default()).unwrap();
+    let net = Platform::new(&m, None, CommLayer::Net, CostParams::default()).unwrap();
+    let opts = SimOptions { iterations: 3, lb_period: 0, seed: 0, load_noise: 0.0 };
+    let rs = simulate(&g, &shm, lb("none").as_mut(), &opts).unwrap();
+    let rn = simulate(&g, &net, lb("none").as_mut(), &opts).unwrap();
+    assert!(rs.iteration_time_ns < rn.iteration_time_ns);
+    // Block map: 2 objects per PE, 16 per node; every class appears.
+    assert!(rs.comm_bytes.same_pe > 0.0 && rs.comm_bytes.same_node > 0.0 && rs.comm_bytes.remote > 0.0);
+    let total: f64 = g.edges.iter().map(|e| e.bytes as f64).sum::<f64>() * 3.0;
+    assert_eq!(rs.comm_bytes.same_pe + rs.comm_bytes.same_node + rs.comm_bytes.remote, total);
+}
+
+#[test]
+fn every_balancer_returns_a_valid_mapping_and_treematch_keeps_neighbours_close() {
+    let m = ladder16();
+    let p = plat(&m, None);
+    let g = gen::jacobi2d(512, 512, 64, 0, &json!({"jitter": 0.3})).unwrap();
+    for name in balance::NAMES {
+        let r = run(&g, &p, name, 6, 3);
+        assert_eq!(r.mapping_final.len(), g.n_objects());
+        assert!(r.mapping_final.iter().all(|&q| (q as usize) < 16), "{name}");
+    }
+    let greedy = run(&g, &p, "greedy", 6, 3);
+    let tm = run(&g, &p, "treematch", 6, 3);
+    assert!(
+        tm.comm_bytes.remote < greedy.comm_bytes.remote,
+        "{} vs {}",
+        tm.comm_bytes.remote,
+        greedy.comm_bytes.remote
+    );
+}
