@@ -90,8 +90,8 @@ def _table(labels: list[str], results: list[Result]):
         met = r.metrics
         sp = speedup(base, r.time_s)
         rows.append([label, f"{r.time_s:.4f}", "-" if sp is None else f"{sp:.2f}", pct(met["local_pct"]),
-                     pct(met["max_concentration_pct"]), r.status])
-    return table(["config", "time_s", "speedup", "local_pct", "max_concentration_pct", "status"], rows)
+                     pct(met["max_concentration_pct"]), "-" if met.get("mapki") is None else f"{met['mapki']:.2f}", r.status])
+    return table(["config", "time_s", "speedup", "local_pct", "max_concentration_pct", "mapki", "status"], rows)
 
 
 def _balancing_table(labels: list[str], results: list[Result]):

@@ -78,6 +78,8 @@ def summary(doc: dict[str, Any], given: Iterable[str] | None = None) -> str:
             f"{'NUMA hinting faults' if (doc.get('access_map') or {}).get('basis') == 'hint_faults' else 'DRAM accesses'}: {met['local_pct']:.1f}% local, {met['remote_pct']:.1f}% remote; "
             f"busiest memory node serves {met['max_concentration_pct']:.1f}%"
         )
+    if met.get("mapki") is not None:
+        lines.append(f"memory accesses per kilo-instruction (MAPKI): {met['mapki']:.2f}")
     page = doc["pages"]["page_size_bytes"]
     # A host run has an access map only with NUMA balancing on (results/agent.py); its pages name their nodes.
     am = doc.get("access_map")

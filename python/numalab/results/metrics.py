@@ -16,7 +16,21 @@ def access_map_percent(matrix: list[list[float]]) -> list[list[float]]:
 def derived_metrics(doc: dict[str, Any]) -> dict[str, Any]:
     """Every metric a result document carries in ``metrics``."""
     am = doc["access_map"]
-    return {**access_metrics(am["matrix"], am["nodes"]), **balancing_metrics(doc)}
+    return {**access_metrics(am["matrix"], am["nodes"]), **balancing_metrics(doc), "mapki": mapki(doc)}
+
+
+def mapki(doc: dict[str, Any]) -> float | None:
+    """Memory accesses per kilo-instruction: DRAM line transfers (the access map's total) per
+    1000 instructions the workload executes (its descriptor's per-phase estimates,
+    docs/workloads.md §4.4). The memory-intensity measure of study S1, which reads it from
+    hardware counters (LLC misses per 1000 retired instructions). None without an instruction
+    count (a measured program, a descriptor without estimates) or when no access reached DRAM."""
+    instructions = (doc.get("workload") or {}).get("instructions")
+    am = doc.get("access_map") or {}
+    if not instructions or am.get("unit") != "dram_transfers_64b":
+        return None
+    total = sum(sum(r) for r in am["matrix"])
+    return 1000.0 * total / instructions if total else None
 
 
 def access_metrics(matrix: list[list[float]], nodes: list[int]) -> dict[str, Any]:

@@ -27,7 +27,7 @@ def document(bound: BoundRun, out: dict[str, Any]) -> dict[str, Any]:
         "status": out["status"],
         "error": out["error"],
         "machine": {"name": m.name, "nodes": len(nodes), "cpus": m.nr_pus, "distances": m.distances},
-        "workload": {"name": w["name"], "params": w["params"]},
+        "workload": workload_doc(w),
         "placement": placement,
         "kernel": s.kernel,
         "seed": s.seed,
@@ -48,11 +48,25 @@ def document(bound: BoundRun, out: dict[str, Any]) -> dict[str, Any]:
         "timeline": out["timeline"],
         "engine": dict(out["engine"], numalab_version=__version__),
     }
-    if s.balancing.enabled:
+    if s.balancing.scanning:
         doc["balancing_cost"] = out["balancing_cost"]
+    if out.get("memory_tiers"):
+        doc["memory_tiers"] = out["memory_tiers"]
     if s.balancing.explain:
         doc["balancing_passes"] = out.get("balancing_passes", [])
     if s.explain_sched:
         doc["sched_events"] = out.get("sched_events", [])
     doc["metrics"] = derived_metrics(doc)
     return doc
+
+
+def workload_doc(w: dict[str, Any]) -> dict[str, Any]:
+    """The workload's name and parameters, the release it follows (NPB) and the instructions it
+    executes, all processes together (None when a phase gives no estimate), for MAPKI."""
+    from numalab.workload.descriptor import total_instructions
+
+    out: dict[str, Any] = {"name": w["name"], "params": w["params"]}
+    if w.get("version"):
+        out["version"] = w["version"]
+    out["instructions"] = total_instructions(w)
+    return out
