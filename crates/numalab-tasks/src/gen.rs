@@ -85,6 +85,12 @@ impl<'a> Params<'a> {
     }
 }
 
+/// Largest graph a generator builds (objects), and largest edge count (memory: 24 bytes an edge).
+pub const MAX_OBJECTS: usize = 10_000_000;
+pub const MAX_EDGES: usize = 50_000_000;
+/// lb_test's RandGraph draws for every ordered pair of objects.
+pub const MAX_RANDGRAPH_OBJECTS: usize = 50_000;
+
 /// lb_test's message size (`N_BYTES = 1000` in tests/charm++/load_balancing/lb_test/Topo.h).
 pub const LB_TEST_MSG_BYTES: u64 = 1000;
 /// What lb_test's `Lb_array::pup` packs: six ints and `future_receives[50]` (lb_test.C).
@@ -113,8 +119,21 @@ pub fn lb_test(n: usize, seed: u64, params: &Value) -> Result<TaskGraph, TaskErr
     let msg_bytes = p.u64("msg_bytes", LB_TEST_MSG_BYTES, 0)?;
     let state = p.u64("state_bytes", LB_TEST_STATE_BYTES, 0)?;
     p.finish()?;
-    if n < 2 {
-        return Err(TaskError::param(format!("lb_test: n_objects = {n} (accepted: at least 2)")));
+    if !(2..=MAX_OBJECTS).contains(&n) {
+        return Err(TaskError::param(format!("lb_test: n_objects = {n} (accepted: 2 to {MAX_OBJECTS})")));
+    }
+    // RandGraph draws once per ordered pair (O(n^2), as Topo.C does): 50,000 objects take seconds.
+    if topology == "randgraph" && n > MAX_RANDGRAPH_OBJECTS {
+        return Err(TaskError::param(format!(
+            "lb_test: randgraph with n_objects = {n} (accepted: at most {MAX_RANDGRAPH_OBJECTS}; \
+             topology ring, mesh2d or mesh3d take more)"
+        )));
+    }
+    if topology == "randgraph" && ratio * (n * (n - 1)) as f64 > MAX_EDGES as f64 {
+        return Err(TaskError::param(format!(
+            "lb_test: ratio = {ratio} of {n} x {} links is more than {MAX_EDGES} edges",
+            n - 1
+        )));
     }
     if max_us < min_us {
         return Err(TaskError::param(format!("lb_test: max_us = {max_us} is below min_us = {min_us}")));
@@ -220,9 +239,9 @@ pub fn kneighbor(n: usize, k: usize, msg_bytes: u64, seed: u64, params: &Value) 
     let default_state = 2 * k as u64 * (4 + 8 + msg_bytes) + 5 * 8;
     let state = p.u64("state_bytes", default_state, 0)?;
     p.finish()?;
-    if n < 2 || k == 0 || 2 * k >= n {
+    if n < 2 || k == 0 || 2 * k >= n || n > MAX_OBJECTS || 2 * k * n > MAX_EDGES {
         return Err(TaskError::param(format!(
-            "kneighbor: n_objects = {n}, k = {k} (accepted: k >= 1 and 2k < n_objects)"
+            "kneighbor: n_objects = {n}, k = {k} (accepted: k >= 1, 2k < n_objects <= {MAX_OBJECTS}, 2k x n_objects <= {MAX_EDGES})"
         )));
     }
     let loads_ns = (0..n)
@@ -266,6 +285,11 @@ pub fn jacobi2d(nx: usize, ny: usize, block: usize, seed: u64, params: &Value) -
     }
     let (cx, cy) = (nx / block, ny / block);
     let n = cx * cy;
+    if n > MAX_OBJECTS {
+        return Err(TaskError::param(format!(
+            "jacobi2d: {cx} x {cy} chares (accepted: at most {MAX_OBJECTS}; use a larger block)"
+        )));
+    }
     let mut r = Rng::new(seed, 3);
     let base = (block * block) as f64 * ns_per_point;
     let loads_ns = (0..n).map(|_| base * (1.0 + jitter * (2.0 * r.unit() - 1.0))).collect();

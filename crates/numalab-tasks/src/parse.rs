@@ -90,8 +90,12 @@ pub fn from_edge_list(path: &Path) -> Result<TaskGraph, TaskError> {
                 let id: usize = num(path, ln, "object id", f[1])?;
                 let load = nonneg(path, ln, "load_ns", f[2])?;
                 let state: u64 = if f.len() == 4 { num(path, ln, "state_bytes", f[3])? } else { 0 };
-                if id >= 100_000_000 {
-                    return Err(TaskError::file(path, ln, format!("object id {id} is too large (at most 99,999,999)")));
+                if id >= crate::gen::MAX_OBJECTS {
+                    return Err(TaskError::file(
+                        path,
+                        ln,
+                        format!("object id {id} is too large (at most {})", crate::gen::MAX_OBJECTS - 1),
+                    ));
                 }
                 if objs.len() <= id {
                     objs.resize(id + 1, None);

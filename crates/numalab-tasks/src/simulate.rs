@@ -28,6 +28,9 @@ use crate::graph::{Adjacency, TaskGraph};
 use crate::platform::Platform;
 use crate::rng::Rng;
 
+/// Most iterations a run keeps a record of.
+pub const MAX_ITERATIONS: usize = 1_000_000;
+
 #[derive(Clone, Debug)]
 pub struct SimOptions {
     pub iterations: usize,
@@ -168,8 +171,8 @@ pub fn simulate(
     opts: &SimOptions,
 ) -> Result<SimResult, TaskError> {
     g.check()?;
-    if opts.iterations == 0 {
-        return Err(TaskError::param("iterations = 0 (accepted: at least 1)"));
+    if !(1..=MAX_ITERATIONS).contains(&opts.iterations) {
+        return Err(TaskError::param(format!("iterations = {} (accepted: 1 to {MAX_ITERATIONS})", opts.iterations)));
     }
     if !(0.0..1.0).contains(&opts.load_noise) {
         return Err(TaskError::param(format!("load_noise = {} (accepted: 0 <= load_noise < 1)", opts.load_noise)));

@@ -165,6 +165,8 @@ fn numalab_migrates_far_less_than_greedy_within_5pct_of_its_makespan_on_lb_test(
         let (mg, mn) = (greedy.lb_calls[0].migrations, numa.lb_calls[0].migrations);
         assert!(mn * 3 < mg, "{}: numalab moved {mn}, greedy {mg}", m.name);
         assert!(greedy.lb_calls[0].migration_time_ns > numa.lb_calls[0].migration_time_ns);
+        // It keeps communicating objects where they are: less traffic crosses nodes than greedy's.
+        assert!(numa.comm_bytes.remote < greedy.comm_bytes.remote, "{}", m.name);
     }
 }
 
@@ -341,4 +343,27 @@ fn every_balancer_returns_a_valid_mapping_and_treematch_keeps_neighbours_close()
         tm.comm_bytes.remote,
         greedy.comm_bytes.remote
     );
+}
+
+#[test]
+fn messages_cost_more_with_distance_and_shared_links_slow_remote_traffic() {
+    let p = plat(&ladder16(), None);
+    let total = |q: usize| {
+        let (s, r) = p.message_ns(0, q, 10.0, 1e6);
+        s + r
+    };
+    assert_eq!(total(0), 0.0);
+    assert!(total(1) < total(2) && total(2) < total(14), "{} {} {}", total(1), total(2), total(14));
+    // quad32: 8 PEs of node 0 each send 10 MB to a PE of node 1 over one 12.8 GB/s link; one core
+    // alone reads remotely at ~3.2 GB/s, eight together are held to the link's share.
+    let p = plat(&quad32(), None);
+    let pairs = |k: u32| {
+        let edges = (0..k).map(|i| Edge { a: i, b: i + 8, msgs: 1, bytes: 10_000_000 }).collect();
+        let g = TaskGraph::new("pairs", vec![0.0; 16], vec![0; 16], edges).unwrap();
+        run(&g, &p, "none", 1, 0).iteration_time_ns
+    };
+    let (one, eight) = (pairs(1), pairs(8));
+    assert!(eight > 1.5 * one, "one pair {one} ns, eight pairs {eight} ns");
+    assert!((eight - 8.0 * 10e6 / 12.8).abs() / eight < 0.05, "{eight}");
+    assert!(Platform::new(&quad32(), Some(33), CommLayer::Shm, CostParams::default()).is_err());
 }
