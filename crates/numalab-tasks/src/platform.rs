@@ -47,7 +47,9 @@ pub struct CostParams {
     /// Estimate: ~1 µs one-way for a small message between cores of a 2011 multicore build.
     pub shm_msg_ns: f64,
     /// Sending or receiving one UDP datagram (one `sendto` or `recvfrom` through the loopback path
-    /// plus the net layer's sequencing), per side. Estimate for Linux 2.6-era x86 servers: ~5 µs.
+    /// plus the net layer's sequencing), per side. Estimate for Linux 2.6-era x86 servers: ~5 µs;
+    /// no published figure for the study's machines was found. To calibrate on a host, lmbench's
+    /// `lat_udp localhost` prints one round trip = two messages = four sides: use a quarter of it.
     pub net_dgram_ns: f64,
     /// Payload of one datagram: `Cmi_max_dgram_size` (9,000) less the header (src/arch/netlrts/machine-dgram.C).
     pub net_dgram_bytes: f64,
