@@ -174,25 +174,26 @@ def set_machine_value(data: dict[str, Any], p: Parameter, value: float) -> None:
 
 
 @lru_cache(maxsize=64)
-def _machine_file(machine: str) -> tuple[str, str]:
-    """(JSON of the parsed spec, where it came from) of a preset name or a preset .toml file."""
-    from numalab.machine.presets import PRESET_DIR, load_preset
+def _machine_file(path: str) -> str:
+    """JSON of a parsed preset-format file (parsed once per process)."""
     from numalab.machine.tomlfile import load_toml
 
-    path = Path(machine) if machine.endswith(".toml") else PRESET_DIR / f"{machine}.toml"
-    if not path.is_file():
-        load_preset(machine)  # the one-line "unknown machine preset ... (did you mean ...)" error
-    data, _ = load_toml(path)
-    return json.dumps(data), str(path)
+    data, _ = load_toml(Path(path))
+    return json.dumps(data)
 
 
 def machine_spec(machine: str) -> tuple[dict[str, Any], str] | None:
-    """A copy of the spec data of a preset or preset file; None for machines that have no spec
-    file (``host``, hwloc XML): they state no estimates."""
-    if machine == "host" or machine.endswith(".xml"):
+    """A copy of the spec data of a preset or preset .toml file; None for machines that have no
+    such file (``host``, hwloc XML, synthetic descriptions): they state no estimates."""
+    from numalab.machine.presets import PRESET_DIR
+
+    path = Path(machine) if machine.endswith(".toml") else PRESET_DIR / f"{machine}.toml"
+    if "/" in machine and not machine.endswith(".toml") or not path.is_file():
+        from numalab.spec.run import load_machine
+
+        load_machine(machine)  # an unknown name fails here with the usual one-line error
         return None
-    text, where = _machine_file(machine)
-    return json.loads(text), where
+    return json.loads(_machine_file(str(path))), str(path)
 
 
 def machine_estimates(machine: str) -> list[Parameter]:
