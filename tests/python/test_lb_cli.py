@@ -89,6 +89,9 @@ def test_results_are_stored(cli, tmp_path):
     assert all(r["status"] == "ok" and r["iteration_time_ns"] > 0 for r in rows)
     assert rows[0]["speedup"] == pytest.approx(1.0)
     assert rows[1]["speedup"] == pytest.approx(rows[0]["time_s"] / rows[1]["time_s"])
+    code, out, err = cli("results", "show", rows[1]["hash"][:12], "--results", str(tmp_path))
+    assert code == 0, err
+    assert "balancer" in out and "\ngreedy " in out and "remote_mib" in out
 
 
 def test_migration_cost_grows_with_size_and_distance():
@@ -176,6 +179,7 @@ def test_study_runs_and_reports(cli, tmp_path):
     (("pes = [2, 8]", "pes = [2, 80]"), ":19: experiments[1].sweep.pes[1]: --pes: 80 PEs on numa16"),
     (('column = "comm_layer"', 'column = "layer"'), ":20: experiments[1].column: 'layer' is neither balancer nor a sweep key"),
     (('kind = "taskgraph"\n', ""), "[[experiments]] belong to task-graph studies"),
+    (('seeds = [1, 2]\n', 'seeds = [1, 2]\nworkload = "cg"\n'), "workload belong to placement studies"),
 ])
 def test_study_errors_point_at_the_key(cli, tmp_path, patch, message):
     study = tmp_path / "tg.toml"

@@ -85,6 +85,16 @@ def header(doc: dict[str, Any]) -> str:
             f"{doc['n_pes']} PEs, {s['iterations']} iterations, {period}, comm layer {s['comm_layer']}, seed {s['seed']}{sim}")
 
 
+def document_summary(doc: dict[str, Any]) -> str:
+    """One stored task-graph document as text (``numalab results show``)."""
+    if doc.get("kind") == "migration-cost":
+        p = doc["graph"]["params"]
+        rows = [[d["name"], f"{d['distance']:g}", f"{d['migration_time_ns'] / 1e3:.1f}"] for d in doc["destinations"]]
+        return render(table(["destination", "slit_distance", "migration_us"], rows,
+                            f"migrating {p['objects']} objects of {p['state_bytes']} bytes from PE 0 on {doc['machine']}"))
+    return "\n".join([header(doc), render(summary_table([doc])), "", render(comm_table([doc]))])
+
+
 def _baseline(docs: list[dict[str, Any]]) -> dict[str, Any]:
     return next((d for d in docs if d["balancer"]["name"] == "none"), docs[0])
 

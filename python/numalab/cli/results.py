@@ -62,8 +62,10 @@ def show(
     if row["wall_s"] is not None:
         typer.echo(f"wall time: {row['wall_s']:.3f} s, finished {row['finished_at']}")
     if doc is not None:
+        from numalab.cli.lb import document_summary
+
         typer.echo("")
-        typer.echo(summary(doc))
+        typer.echo(document_summary(doc) if str(doc.get("schema", "")).startswith("numalab.taskgraph/") else summary(doc))
 
 
 @app.command("export")

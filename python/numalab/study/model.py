@@ -112,6 +112,10 @@ class Study(_Strict):
             raise ValueError("give seeds or repetitions, not both")
         if (self.kind == "taskgraph") != bool(self.experiments):
             raise ValueError("[[experiments]] belong to task-graph studies: give both kind = \"taskgraph\" and [[experiments]], or neither")
+        stray = [k for k in ("machine", "workload", "params", "placement", "balancing", "kernel", "thp", "baseline", "sweep", "runs")
+                 if self.kind == "taskgraph" and k in self.model_fields_set]
+        if stray:
+            raise ValueError(f"a task-graph study describes its runs in [[experiments]]; {', '.join(stray)} belong to placement studies")
         return self
 
     def seed_list(self) -> list[int]:
