@@ -367,3 +367,21 @@ fn messages_cost_more_with_distance_and_shared_links_slow_remote_traffic() {
     assert!((eight - 8.0 * 10e6 / 12.8).abs() / eight < 0.05, "{eight}");
     assert!(Platform::new(&quad32(), Some(33), CommLayer::Shm, CostParams::default()).is_err());
 }
+
+#[test]
+fn numalab_balances_10000_objects_on_64_pes_well_under_a_second() {
+    let links: Vec<Value> = (0..7).map(|i| json!({"nodes": [i, i + 1], "gbps": 10.0})).collect();
+    let spec = json!({
+        "name": "line64", "description": "test",
+        "topology": {"packages": 8, "nodes_per_package": 1, "cores_per_node": 8},
+        "memory": {"node_gib": 4.0}, "latency": {"local_ns": 100.0}, "bandwidth": {"node_gbps": 10.0},
+        "links": links, "core": {"frequency_ghz": 2.0, "mlp": 10.0}
+    });
+    let m = MachineSpec::from_json(&spec.to_string()).unwrap().resolve().unwrap();
+    let p = plat(&m, None);
+    let g = gen::lb_test(10_000, 1, &json!({"topology": "mesh2d"})).unwrap();
+    let mut lb = lb("numalab");
+    let r = numalab_tasks::simulate::balance_once(&g, &p, lb.as_mut(), None, 10).unwrap();
+    assert!(r.wall_s < 1.0, "{} s", r.wall_s);
+    assert!(r.migrations > 0 && r.migrations < 2_000, "{}", r.migrations);
+}
