@@ -6,7 +6,7 @@ import json
 import pytest
 
 import numalab
-from numalab.exceptions import UsageError
+from numalab.exceptions import USAGE_ERRORS, UsageError
 from numalab.spec import Balancing, RunSpec
 
 SMALL = ("--machine", "vm-4", "--workload", "stream", "--n", "200000", "--threads", "4")
@@ -144,7 +144,49 @@ def test_settings_items_and_api():
     s = RunSpec("vm-4", "stream").with_config("interleave=all:balancing:scan-delay-ms=500")
     assert s.balancing == Balancing(enabled=True, knobs=(("scan_delay_ms", 500),))
     assert s.placement.label() == "interleave=all"
-    with pytest.raises(UsageError, match="promote-rate-limit-mbps"):
-        RunSpec("vm-4", "stream").with_config("promote-rate-limit-mbps=100")
+    # Memory tiering (numa_balancing = 2, docs/tiering.md §5): its knobs need balancing=2 or 3.
+    t = RunSpec("vm-4", "stream").with_config("balancing=2:promote-rate-limit-mbps=100:demotion-enabled")
+    assert (t.balancing.mode, t.balancing.value("promote_rate_limit_mbps"), t.balancing.demotion) == (2, 100, True)
+    with pytest.raises(USAGE_ERRORS, match="promote-rate-limit-mbps is a memory-tiering knob"):
+        numalab.simulate("vm-4", "stream", "promote-rate-limit-mbps=100", n=200000, threads=4)
     r = numalab.simulate("vm-4", "stream", "balancing", n=200000, threads=4)
     assert r.doc["placement"]["balancing"]["enabled"] is True
+
+
+# ------------------------------------------------ kernel.numa_balancing 0-3 and the tiering switches
+
+
+@pytest.mark.parametrize(
+    "value, mode",
+    [(True, 1), ("on", 1), ("off", 0), ("1", 1), ("2", 2), (2, 2), ("tiering", 2), ("3", 3),
+     ({"numa_balancing": 3}, 3), ({"enabled": True}, 1), ("on:scan-size-mb=128", 1)],
+)
+def test_numa_balancing_accepts_0_to_3_and_the_old_spellings(value, mode):
+    assert Balancing.parse(value).mode == mode
+
+
+def test_tiering_switches_alone_leave_numa_balancing_off_and_round_trip():
+    b = Balancing.parse("demotion-enabled")
+    assert (b.mode, b.demotion) == (0, True)
+    b = Balancing.parse({"numa_balancing": 2, "demotion_enabled": True, "hot_threshold_ms": 500})
+    assert Balancing.parse(b.canonical()) == b
+    assert b.items() == ["balancing=2", "hot-threshold-ms=500", "demotion-enabled"]
+    assert b.label() == "tiering hot 500 ms + demotion"
+
+
+def test_cli_balancing_2_promotes_and_demotes_on_the_cxl_preset(cli):
+    code, out, err = cli("sim", "--machine", "spr8480-2s-cxl", "--workload", "stream", "--n", "7000000000",
+                         "--ntimes", "3", "--threads", "56", "-N", "0", "--thp", "always", "--sample-rate", "0.01",
+                         "--balancing", "2", "--demotion", "on", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["placement"]["balancing"]["numa_balancing"] == 2
+    assert doc["placement"]["balancing"]["demotion_enabled"] is True
+    assert doc["memory_tiers"] == [0, 0, 1, 1]
+    vm = doc["vmstat"]
+    assert vm["pgpromote_success"] > 0 and vm["pgdemote_kswapd"] > 0 and vm["pgpromote_candidate"] >= vm["pgpromote_success"]
+
+
+def test_tiering_needs_the_6_13_profile(cli):
+    code, _, err = cli("sim", *SMALL, "--kernel", "3.13", "--demotion", "on")
+    assert code == 2 and "demotion_enabled (5.15+) does not exist in the 3.13 profile" in err

@@ -37,7 +37,7 @@ THP = typer.Option(None, "--thp", help="Transparent huge pages: always, madvise 
 NPB_VERSION = typer.Option("3.4.2", "--npb-version", help="NAS Parallel Benchmarks release the NPB workloads follow: 3.3.1 or 3.4.2 (docs/workloads.md §4.1).")
 JSON = typer.Option(False, "--json", help="Print the result document(s) as JSON.")
 VERBOSE = typer.Option(False, "--verbose", "-v", help="Also show the parameters derived from the ones given (class tables, defaults).")
-BALANCING = typer.Option("off", "--balancing", help="Automatic NUMA balancing (kernel.numa_balancing): on or off (default off, as in numactl runs).")
+BALANCING = typer.Option("off", "--balancing", help="Automatic NUMA balancing (kernel.numa_balancing): on or off, or 0-3 (2 = memory tiering: promotion of hot slow-tier pages, 3 = both; default off, as in numactl runs).")
 EXPLAIN = typer.Option(False, "--explain-balancing", help="Print a summary of every NUMA-balancing scan pass.")
 EXPLAIN_SCHED = typer.Option(False, "--explain-sched", help="Print the scheduler's decisions: which path placed or moved each thread, and why.")
 WAIT_POLICY = typer.Option("default", "--omp-wait-policy", help="OMP_WAIT_POLICY: default (unset: spin about 3 ms, then sleep), active (spin), passive (sleep at once).")
@@ -125,13 +125,19 @@ def placement(
     )
 
 
-def balancing(enabled: str = "off", explain: bool = False, **knobs: Optional[str]) -> Balancing:
-    b = Balancing(enabled=on_off(enabled, "--balancing"), explain=explain)
+def balancing(enabled: str = "off", explain: bool = False, demotion: str = "off", weighted_interleave_auto: bool = False,
+              **knobs: Optional[str]) -> Balancing:
+    b = Balancing(explain=explain, demotion=on_off(demotion, "--demotion"), wi_auto=weighted_interleave_auto).with_mode(enabled)
     return b.with_knobs(**knobs)
 
 
+DEMOTION = typer.Option("off", "--demotion", help="/sys/kernel/mm/numa/demotion_enabled: reclaim demotes pages of a full fast node to the next memory tier (docs/tiering.md; default off, as Linux boots).")
+WI_AUTO = typer.Option(False, "--weighted-interleave-auto", help="Weighted-interleave default weights from node bandwidth, as Linux 6.16+ sets them (weighted_interleave/auto); --weights still win.")
+
 BALANCING_PARAMS: dict[str, tuple[Any, Any]] = {
     "enabled": (str, BALANCING),
+    "demotion": (str, DEMOTION),
+    "weighted_interleave_auto": (bool, WI_AUTO),
     **{k: (Optional[str], _knob_option(k)) for k in KNOBS},
 }
 

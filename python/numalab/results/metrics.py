@@ -54,7 +54,8 @@ def balancing_metrics(doc: dict[str, Any]) -> dict[str, Any]:
     numa_hint_faults (the kernel's convergence figure, docs/balancing.md) and
     ``balancing_cost_pct`` = thread time charged to scanning, hinting faults, migrations and
     NUMA task moves over all threads' run time. Both None when balancing is off."""
-    if not doc["placement"].get("balancing", {}).get("enabled"):
+    bal = doc["placement"].get("balancing", {})
+    if not (bal.get("enabled") or bal.get("numa_balancing")):  # numa_balancing = 2: the scanner runs too
         return {"hint_fault_locality_pct": None, "balancing_cost_pct": None}
     vm = doc["vmstat"]
     faults = vm["numa_hint_faults"]

@@ -7,8 +7,10 @@ keys, ``numalab.simulate(..., "interleave=all")``)::
     membind=NODES                  preferred=NODE            preferred-many=NODES
     weighted-interleave=NODES      weights=0=5,1=2           cpunodebind=NODES
     physcpubind=CPUS               omp-proc-bind=spread      omp-places=cores
-    balancing[=on|off]             scan-delay-ms=N           scan-period-min-ms=N
+    balancing[=on|off|0-3]         scan-delay-ms=N           scan-period-min-ms=N
     scan-period-max-ms=N           scan-size-mb=N            kernel=3.13|6.13
+    hot-threshold-ms=N             promote-rate-limit-mbps=N demotion-enabled[=on|off]
+    weighted-interleave-auto[=on|off]
     thp=always|madvise|never       seed=N                    sample-rate=R
 
 Anything else written ``name=value`` is a workload parameter (``init=serial``, ``threads=16``).
@@ -22,7 +24,7 @@ import difflib
 from dataclasses import dataclass, field
 
 from numalab.exceptions import UsageError
-from numalab.spec.balancing import KNOBS
+from numalab.spec.balancing import KNOBS, SWITCHES
 
 #: config item -> numactl policy name (numactl's ``--membind`` is the kernel's ``bind``).
 POLICY_ITEMS = {
@@ -34,10 +36,9 @@ POLICY_ITEMS = {
 }
 FLAG_POLICIES = {"default": "default", "first-touch": "default", "localalloc": "local", "local": "local"}
 PLACEMENT_ITEMS = ("cpunodebind", "physcpubind", "omp-proc-bind", "omp-places", "weights")
-SETTING_ITEMS = ("balancing", "kernel", "thp", "seed", "sample-rate", "noise", "omp-wait-policy", "npb-version") + tuple(k.replace("_", "-") for k in KNOBS)
-#: numa_balancing=2 (memory tiering) knobs: named so that they are refused as such, not taken for
-#: workload parameters.
-TIERING_ITEMS = ("hot-threshold-ms", "promote-rate-limit-mbps")
+#: Items that may stand alone (meaning on): balancing and the tiering switches (docs/tiering.md).
+FLAG_SETTINGS = ("balancing",) + tuple(SWITCHES)
+SETTING_ITEMS = ("balancing", "kernel", "thp", "seed", "sample-rate", "noise", "omp-wait-policy", "npb-version") + tuple(SWITCHES) + tuple(k.replace("_", "-") for k in KNOBS)
 #: The option names an item may be confused with, for "did you mean".
 KNOWN = tuple(POLICY_ITEMS) + tuple(FLAG_POLICIES) + PLACEMENT_ITEMS + SETTING_ITEMS
 
@@ -94,11 +95,9 @@ def parse(text: str) -> Items:
                     raise UsageError(f"{where}: {key} needs a node list ({key}=NODES, e.g. {key}=all)")
                 out.policy = (POLICY_ITEMS[key], value)
         elif key in PLACEMENT_ITEMS or key in SETTING_ITEMS:
-            if not eq and key != "balancing":
+            if not eq and key not in FLAG_SETTINGS:
                 raise UsageError(f"{where}: {key} needs a value ({key}=...)")
             (out.placement if key in PLACEMENT_ITEMS else out.settings)[key] = value if eq else "on"
-        elif key in TIERING_ITEMS:
-            raise UsageError(f"{where}: '{key}' is a memory-tiering knob (numa_balancing=2), which the simulator does not model")
         elif eq and key:
             close = difflib.get_close_matches(key, KNOWN, n=1, cutoff=0.8)
             if close:

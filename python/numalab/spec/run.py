@@ -19,7 +19,7 @@ from numalab._core import KERNEL_PROFILES, Machine
 from numalab._core import RunSpec as EngineRun
 from numalab.exceptions import UsageError
 from numalab.spec import config as cfg
-from numalab.spec.balancing import Balancing, knob_value, on_off
+from numalab.spec.balancing import KNOBS, SWITCHES, Balancing, knob_value, on_off
 
 KERNELS = tuple(KERNEL_PROFILES)  # the engine's profiles (numalab_sim::Kernel::ALL)
 PROC_BIND = ("false", "true", "close", "spread", "primary", "master")
@@ -183,8 +183,11 @@ class RunSpec:
         st = dict(items.settings)
         bal = s.balancing
         if "balancing" in st:
-            bal = replace(bal, enabled=on_off(st.pop("balancing"), f"{where}: balancing"))
-        knobs = {k.replace("-", "_"): st.pop(k) for k in list(st) if k.startswith("scan-")}
+            bal = bal.with_mode(st.pop("balancing"), f"{where}: balancing")
+        for item, key in SWITCHES.items():
+            if item in st:
+                bal = replace(bal, **{"demotion" if key == "demotion_enabled" else "wi_auto": on_off(st.pop(item), f"{where}: {item}")})
+        knobs = {k.replace("-", "_"): st.pop(k) for k in list(st) if k.replace("-", "_") in KNOBS}
         if knobs:
             bal = bal.with_knobs(**knobs)
         s = replace(s, balancing=bal)
