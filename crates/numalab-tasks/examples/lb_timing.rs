@@ -19,7 +19,7 @@ fn main() {
         "memory": {"node_gib": 16.0},
         "latency": {"local_ns": 100.0},
         "bandwidth": {"node_gbps": 10.0},
-        "distances": (0..8).map(|i| (0..8).map(|j| if i == j { 10 } else { 10 + 6 * ((i as i32 - j as i32).unsigned_abs() as u32).min(3) }).collect::<Vec<_>>()).collect::<Vec<_>>(),
+        "distances": (0..8i32).map(|i| (0..8i32).map(|j| if i == j { 10 } else { 10 + 6 * (i - j).unsigned_abs().min(3) }).collect::<Vec<_>>()).collect::<Vec<_>>(),
         "core": {"frequency_ghz": 2.0, "mlp": 10.0}
     });
     let m = MachineSpec::from_json(&spec.to_string()).unwrap().resolve().unwrap();
