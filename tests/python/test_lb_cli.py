@@ -188,3 +188,21 @@ def test_study_errors_point_at_the_key(cli, tmp_path, patch, message):
     code, out, err = cli("study", str(study), "--results", str(tmp_path / "r"), "--dry-run")
     assert code == 2
     assert message in err and err.startswith(f"numalab: {study}")
+
+
+def test_greedy_balances_independent_equal_objects(cli, tmp_path):
+    path = tmp_path / "equal.txt"
+    path.write_text("".join(f"obj {i} 1000000 64\n" for i in range(64)))
+    code, out, err = cli("lb", "--machine", "numa16", "--graph", str(path), "--balancers", "none,greedy", "--iterations", "3",
+                         "--lb-period", "1", "--json")
+    assert code == 0, err
+    greedy = json.loads(out)["runs"][1]
+    assert greedy["iterations"][-1]["max_pe_load_ns"] == pytest.approx(greedy["iterations"][-1]["avg_pe_load_ns"])
+
+
+def test_numalab_balancer_migrates_less_than_greedy_for_the_same_time(cli):
+    code, out, err = cli("lb", "--machine", "numa32", "--graph", "lb_test", "--n-objects", "400", "--balancers", "greedy,numalab", "--json")
+    assert code == 0, err
+    greedy, mine = (r["metrics"] for r in json.loads(out)["runs"])
+    assert mine["migrations_per_call"] < greedy["migrations_per_call"] / 4
+    assert mine["iteration_time_ns"] <= 1.05 * greedy["iteration_time_ns"]
