@@ -4,6 +4,7 @@ estimated numbers it rests on? (docs/studies.md §8)"""
 from __future__ import annotations
 
 import json
+import os
 from typing import Optional
 
 import typer
@@ -26,6 +27,7 @@ def sensitivity(
     param: Optional[list[str]] = typer.Option(None, "--param", help="Vary only this estimate (id machine:path or workload:path, or the path alone); repeatable. Default: every estimate of the machine and the workload."),
     corners: bool = typer.Option(True, "--corners/--no-corners", help="Also run with every estimate at its low end, and at its high end, together."),
     list_only: bool = typer.Option(False, "--list", help="List the estimated numbers and their ranges; run nothing."),
+    jobs: int = typer.Option(0, "--jobs", "-j", help="Simulations at once (default: one per CPU)."),
     seed: str = o.SEED,
     sample_rate: str = o.SAMPLE_RATE,
     kernel: str = o.KERNEL,
@@ -40,6 +42,8 @@ def sensitivity(
     one at a time, then all low and all high together (--no-corners skips those); every run
     keeps the same seed. Workload parameters shared by all configs follow as --name value.
     """
+    if jobs < 0:
+        raise UsageError(f"--jobs must be >= 0, got {jobs}")
     base = o.spec(machine, workload, ctx.args, o.placement(), seed, sample_rate, kernel, thp, balancing)
     if list_only:
         params = sens.parameters([base], param)
@@ -62,7 +66,7 @@ def sensitivity(
     sens.check(comparisons, params)
     todo = sens.plan(comparisons, sens.variants(params, corners))
     with steps("sensitivity runs", len(todo), quiet=as_json) as advance:
-        result = sens.analyse(comparisons, params, corners, advance)
+        result = sens.analyse(comparisons, params, corners, advance, jobs=jobs or os.cpu_count() or 1)
     if as_json:
         typer.echo(json.dumps(dict(result.to_json(), machine=machine, workload=workload), indent=2, sort_keys=True))
         return

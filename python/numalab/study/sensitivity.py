@@ -12,6 +12,7 @@ from the number varied alone. A comparison *flips* when some variant makes the o
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -201,14 +202,27 @@ def analyse(
     corners: bool = True,
     advance: Callable[[], None] | None = None,
     runner: Callable[[RunSpec, Variant], float | None] = run_time,
+    jobs: int = 1,
 ) -> Sensitivity:
-    """Simulate every run under every variant and give each comparison's speedups."""
+    """Simulate every run under every variant (``jobs`` at once, as ``numalab compare`` does)
+    and give each comparison's speedups."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
     vs = variants(params, corners)
-    times: dict[tuple[str, str], float | None] = {}
-    for v, s in plan(comparisons, vs):
-        times[(v.name, _key(s))] = runner(s, v)
+    todo = plan(comparisons, vs)
+    lock = threading.Lock()
+
+    def one(item: tuple[Variant, RunSpec]) -> float | None:
+        t = runner(item[1], item[0])
         if advance:
-            advance()
+            with lock:
+                advance()
+        return t
+
+    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(todo)))) as pool:
+        results = list(pool.map(one, todo))
+    times = {(v.name, _key(s)): t for (v, s), t in zip(todo, results)}
     outcomes = []
     for c in comparisons:
         o = Outcome(c)
@@ -262,7 +276,7 @@ def run_for_study(resolved: Any, results: Any) -> str:
     check(comparisons, params)
     vs = variants(params)
     with steps("sensitivity runs", len(plan(comparisons, vs))) as advance:
-        result = analyse(comparisons, params, advance=advance)
+        result = analyse(comparisons, params, advance=advance, jobs=os.cpu_count() or 1)
     doc = dict(result.to_json(), study=resolved.name)
     out.write_text(json.dumps(doc, indent=2, sort_keys=True))
     flips = sum(1 for o in result.outcomes if o.flips)
