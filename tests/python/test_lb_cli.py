@@ -53,7 +53,7 @@ def test_table_output(cli):
     (("--iterations", "x"), "numalab: --iterations: expected an integer, got 'x'"),
     (("--iterations", "0"), "numalab: --iterations: must be >= 1, got 0"),
     (("--pes", "17"), "numalab: --pes: 17 PEs on numa16, which has 16 CPUs (expected 1..16)"),
-    (("--comm-layer", "udp"), "numalab: --comm-layer: 'udp' is not one of shm, net"),
+    (("--comm-layer", "tcp"), "numalab: --comm-layer: 'tcp' is not one of shm, net"),
     (("--graph", "ring"), "numalab: --graph: 'ring': unknown graph (expected one of lb_test, kneighbor, jacobi2d, or a graph file"),
     (("--graph", "lb_test", "--k", "3"), "numalab: graph lb_test: unknown parameter k (accepted: n_objects, min_us, max_us, topology, ratio, msg_bytes, state_bytes)"),
 ])

@@ -27,7 +27,7 @@ def lb(
     balancers: str = typer.Option("none,greedy,refine,metis,scotch,treematch,numalab", "--balancers", "-b", help="Comma-separated balancers, each name[:key=value...]: none, greedy, greedy-refine, refine, metis, scotch, treematch, numalab, random."),
     iterations: str = typer.Option("50", "--iterations", help="Bulk-synchronous iterations to simulate."),
     lb_period: str = typer.Option("10", "--lb-period", help="Balance every this many iterations (0: never)."),
-    comm_layer: str = typer.Option("shm", "--comm-layer", help="shm (shared-memory pointer passing) or net (network datagrams, per-message overhead)."),
+    comm_layer: str = typer.Option("shm", "--comm-layer", help="shm (shared-memory pointer passing) or net (UDP datagrams, per-message overhead; udp is accepted too)."),
     pes: Optional[str] = typer.Option(None, "--pes", help="PEs, one per core from core 0 (default: every core of the machine)."),
     seed: str = typer.Option("1", "--seed", help="Seed of the graph generator and the randomised balancers."),
     results: Optional[Path] = typer.Option(None, "--results", "-r", help="Also store every run in this results directory (numalab report reads it)."),

@@ -55,9 +55,10 @@ class Settings:
         it = coerce("--iterations", iterations, int, 1)
         period = coerce("--lb-period", lb_period, int, 0)
         layer = str(comm_layer)
+        layer = "net" if layer == "udp" else layer  # Charm++'s UDP build is the net layer
         if layer not in COMM_LAYERS:
             raise UsageError(f"--comm-layer: '{layer}' is not one of {', '.join(COMM_LAYERS)} (shm: shared-memory pointer passing, "
-                             "net: network datagrams)")
+                             "net or udp: network datagrams)")
         n_pes = None if pes in (None, "", "all") else coerce("--pes", pes, int, 1)
         s = coerce("--seed", seed, int, 0)
         if s >= 1 << 64:
