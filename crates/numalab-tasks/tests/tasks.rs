@@ -240,8 +240,11 @@ fn malformed_graph_files_name_file_line_and_reason() {
     assert_eq!(line, 2);
     assert!(reason.contains("unknown record 'node'"), "{reason}");
 
-    let dump = "lbdump 3 2\nn_migrateobjs 3\nprocs 2\n1.0 0.1 0.0 1.0 1 2 0\n1.0 0.5 0.0 1.0 1 1 1\nobjs 3\n0 10 0.5 1 0 224\n0 11 0.3 1 0 224\n0 12 0.2 0 0 224\nfrom_proc 0 0 1\ncomms 3\n-1 0 10 2 0 11 0 4 4000\n-1 0 11 3 2 0 10 0 12 1 1000\n0 0 0 1 1 1 8\n";
-    let g = parse::from_lb_dump(&write("dump.txt", dump)).unwrap();
+    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let ring = parse::from_edge_list(&data.join("ring4.csv")).unwrap();
+    assert_eq!((ring.n_objects(), ring.edges.len(), ring.loads_ns[0]), (4, 4, 4e6));
+    let dump = std::fs::read_to_string(data.join("lbdump3.txt")).unwrap();
+    let g = parse::from_lb_dump(&data.join("lbdump3.txt")).unwrap();
     assert_eq!(g.loads_ns, vec![0.5e9, 0.3e9, 0.2e9]);
     assert_eq!(g.initial_pe, Some(vec![0, 0, 1]));
     assert_eq!(g.migratable, Some(vec![true, true, false]));
@@ -255,7 +258,7 @@ fn malformed_graph_files_name_file_line_and_reason() {
     );
     let bad = write("dump-bad.txt", &dump.replace("-1 0 11 3 2 0 10 0 12", "-1 0 11 3 2 0 10 0 99"));
     let (_, line, reason) = file_error(parse::from_lb_dump(&bad));
-    assert_eq!(line, 13);
+    assert_eq!(line, 17);
     assert!(reason.contains("receiver (0, 99)"), "{reason}");
     let bad = write("dump-short.txt", "lbdump 3 2\nn_migrateobjs 3\nprocs 2\n");
     let (_, line, reason) = file_error(parse::from_lb_dump(&bad));
