@@ -137,10 +137,11 @@ def test_cpuless_nodes_get_their_parents_cpuset_as_hwloc_does() -> None:
     assert '<info name="numalab.cpuless_nodes" value="[2]"' in xml
 
 
-def test_cores_with_different_frequencies_cannot_be_exported() -> None:
+def test_cores_with_different_mlp_cannot_be_exported() -> None:
+    # Different frequencies export as hwloc cpukinds (test_hwloc_import_cases.py); MLP has no hwloc form.
     m = explicit(from_host(FIXTURES / "sysfs" / "two-node"))
-    m["cores"][3]["frequency_hz"] = 1.2e9
-    with pytest.raises(UsageError, match="cores differ in frequency_hz or mlp"):
+    m["cores"][3]["mlp"] = 4.0
+    with pytest.raises(UsageError, match="cores differ in mlp"):
         to_hwloc_xml(Machine.from_json(json.dumps(m)))
 
 

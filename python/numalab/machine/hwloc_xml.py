@@ -430,8 +430,8 @@ class _Importer:
             raise self.fail(el, f"NUMA node {os_index} is listed twice")
         pages = [self.int_attr(p, "size") for p in el.find_all("page_type")]
         # hwloc writes local_memory only when it knows a size (not from CPUID dumps, synthetic
-        # descriptions without memory=, or PS3-like firmware); 0 is treated the same.
-        memory = self.int_attr(el, "local_memory", 0) or None
+        # descriptions without memory=, or PS3-like firmware); numalab writes 0 for memoryless nodes.
+        memory = self.int_attr(el, "local_memory") if "local_memory" in el.attrib else None
         subtype = el.attrib.get("subtype") or None
         cpus = self.bitmap_attr(el, "cpuset") if "cpuset" in el.attrib else set()
         node = _Node(os_index, cpus, memory, package, pages, el, subtype=subtype)
@@ -496,16 +496,18 @@ class _Importer:
         if not all(type(i) is int for i in cpuless_list):
             raise self.fail(self.infos["numalab.cpuless_nodes"], "value must be a JSON list of node OS indexes")
         cpuless = set(cpuless_list)
-        taken: set[int] = set()
+        owner: dict[int, int] = {}
         for n in sorted(self.nodes, key=lambda n: (not n.dram, n.os_index)):
             n.cpus &= self.pus.keys()
-            n.owned = set() if n.os_index in cpuless else n.cpus - taken
+            n.owned = set() if n.os_index in cpuless else n.cpus - owner.keys()
             if n.cpus and n.owned != n.cpus and n.os_index not in cpuless:
+                others = format_cpulist({owner[c] for c in n.cpus - n.owned})
                 self.notes[f"nodes.{n.os_index}.cpus"] = (
-                    f"node {n.os_index} shares CPUs with {'a DRAM' if not n.dram else 'a lower'} node in the hwloc file; "
-                    f"they are listed on that node only, as Linux does"
+                    f"node {n.os_index} shares CPUs with node {others} in the hwloc file (a memory-side node has its "
+                    "parent's cpuset); Linux lists them on one node only, the DRAM one, else the lowest"
                 )
-            taken |= n.owned
+            owner.update(dict.fromkeys(n.owned, n.os_index))
+        taken = set(owner)
         self.place_orphans(taken)
         self.drop_disallowed()
 
@@ -614,6 +616,8 @@ class _Importer:
         if any(n.memory_bytes for n in self.nodes) and not self.memory_unknown_is_missing:
             for n in missing:
                 n.memory_bytes = 0
+            if self.info("numalab.notes") is not None:
+                return  # numalab's own export (re-written by lstopo, which drops local_memory="0")
             self.notes["nodes.memoryless"] = (
                 f"nodes {which} have no local_memory in the file while other nodes do: memoryless nodes, "
                 "as Linux reports them (their CPUs allocate on the nearest node with memory)"
@@ -737,7 +741,7 @@ class _Importer:
         for name in ("Bandwidth", "ReadBandwidth"):
             values = self.memattr(name)
             for n in self.nodes:
-                mine = [(v.initiator == n.cpus, v.value) for v in values if v.target == n.os_index and v.value > 0]
+                mine = [(v.initiator == n.cpus, v.value) for v in values if v.target == n.os_index]
                 if mine and n.os_index not in measured:
                     measured[n.os_index] = max(mine)[1]
                     source[n.os_index] = name
