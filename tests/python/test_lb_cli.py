@@ -206,3 +206,35 @@ def test_numalab_balancer_migrates_less_than_greedy_for_the_same_time(cli):
     greedy, mine = (r["metrics"] for r in json.loads(out)["runs"])
     assert mine["migrations_per_call"] < greedy["migrations_per_call"] / 4
     assert mine["iteration_time_ns"] <= 1.05 * greedy["iteration_time_ns"]
+
+
+LB_DUMP = """# three objects on two PEs, as +LBDump writes them (text form)
+lbdump 3 2
+n_migrateobjs 3
+procs 2
+1.0 0.0 0.0 1.0 1 2 0
+1.0 0.0 0.0 1.0 1 1 1
+objs 3
+0 0 0.5 1 0 1024
+0 1 0.3 1 0 1024
+0 2 0.1 1 0 2048
+from_proc 0 0 1
+comms 2
+-1 0 0 2 0 1 0 10 10000
+-1 0 1 2 0 2 1 5 5000
+"""
+
+
+def test_lb_dump_keeps_its_mapping_and_loads(cli, tmp_path):
+    path = tmp_path / "step10.txt"  # recognised by its first record, whatever the name
+    path.write_text(LB_DUMP)
+    code, out, err = cli("lb", "--machine", "numa16", "--graph", str(path), "--pes", "2", "--balancers", "none,greedy",
+                         "--iterations", "4", "--lb-period", "2", "--json")
+    assert code == 0, err
+    none, greedy = json.loads(out)["runs"]
+    assert none["graph"]["n_objects"] == 3 and none["graph"]["n_edges"] == 2
+    assert none["mapping_initial"] == [0, 0, 1]
+    # 0.5 s + 0.3 s on PE 0 against 0.1 s: greedy moves one object and the iteration gets shorter
+    assert none["metrics"]["iteration_time_ns"] >= 0.8e9
+    assert greedy["metrics"]["migrations_per_call"] == 1
+    assert greedy["metrics"]["iteration_time_ns"] < none["metrics"]["iteration_time_ns"]

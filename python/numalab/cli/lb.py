@@ -22,7 +22,7 @@ MIB = 1 << 20
 
 def lb(
     ctx: typer.Context,
-    graph: str = typer.Option("lb_test", "--graph", "-g", help="lb_test, kneighbor, jacobi2d, or a graph file: an edge list (.csv/.txt: a,b[,msgs,bytes] per line) or a Charm++ LB dump."),
+    graph: str = typer.Option("lb_test", "--graph", "-g", help="lb_test, kneighbor, jacobi2d, or a graph file: a numalab edge list (obj,ID,LOAD_NS,STATE_BYTES and edge,A,B,MSGS,BYTES records) or the text form of a Charm++ LB dump (docs/taskgraph.md)."),
     machine: str = o.MACHINE,
     balancers: str = typer.Option("none,greedy,refine,metis,scotch,treematch,numalab", "--balancers", "-b", help="Comma-separated balancers, each name[:key=value...]: none, greedy, greedy-refine, refine, metis, scotch, treematch, numalab, random."),
     iterations: str = typer.Option("50", "--iterations", help="Bulk-synchronous iterations to simulate."),

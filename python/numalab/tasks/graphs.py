@@ -6,11 +6,10 @@ A graph is described by its name and its parameters (``GraphSpec``); ``build()``
 (``GENERATORS``), so the CLI, study files and the docs agree; the defaults follow study S3's
 settings (docs/taskgraph.md §2): lb_test and kNeighbor with 200 objects, jacobi2D with 100.
 
-Files (formats in docs/taskgraph.md §4): ``.csv``/``.txt``/``.edges``/``.el``/``.tsv`` are
-numalab edge lists (``obj, id, load_ns, state_bytes`` and ``edge, a, b, msgs, bytes`` records),
-``.dump``/``.lbdump``/``.ldb`` the text form of a Charm++ LB dump; any other name is sniffed from
-its first record (``lbdump ...`` opens a dump). The core names the file, line and reason of any
-malformed line.
+Files (formats in docs/taskgraph.md §4), whatever their name: a file whose first record is
+``lbdump <version> <n_pes>`` is the text form of a Charm++ LB dump, any other a numalab edge list
+(``obj, id, load_ns, state_bytes`` and ``edge, a, b, msgs, bytes`` records). The core names the
+file, line and reason of any malformed line.
 """
 
 from __future__ import annotations
@@ -36,8 +35,6 @@ GENERATORS: dict[str, dict[str, tuple[type, Any, float | None]]] = {
 }
 #: What each generator takes as positional arguments (the rest go as keyword parameters).
 POSITIONAL = {"lb_test": ("n_objects",), "kneighbor": ("n_objects", "k", "msg_bytes"), "jacobi2d": ("nx", "ny", "block")}
-EDGE_LIST_SUFFIXES = (".csv", ".txt", ".edges", ".el", ".tsv")
-LB_DUMP_SUFFIXES = (".dump", ".lbdump", ".ldb")
 
 
 @dataclass(frozen=True)
@@ -73,7 +70,7 @@ def graph_spec(name: str, given: dict[str, Any] | None = None) -> GraphSpec:
         if not path.is_file():
             what = "no such file" if ("/" in name or "." in name) else "unknown graph"
             raise UsageError(f"--graph: '{name}': {what} (expected one of {', '.join(GENERATORS)}, or a graph file: "
-                             f"edge list {', '.join(EDGE_LIST_SUFFIXES)} or Charm++ LB dump)")
+                             "a numalab edge list or the text form of a Charm++ LB dump)")
         if given:
             raise UsageError(f"--graph {name}: a graph file takes no parameters (got {', '.join(sorted(given))})")
         return GraphSpec(name)
@@ -112,13 +109,7 @@ def coerce(what: str, value: Any, kind: type, minimum: float | None = None) -> A
 
 
 def file_kind(path: Path) -> str:
-    """``edge-list`` or ``lb-dump``, by suffix, else by the first record (an LB dump opens with
-    ``lbdump <version> <n_pes>``)."""
-    suffix = path.suffix.lower()
-    if suffix in EDGE_LIST_SUFFIXES:
-        return "edge-list"
-    if suffix in LB_DUMP_SUFFIXES:
-        return "lb-dump"
+    """``lb-dump`` when the first record is ``lbdump <version> <n_pes>``, else ``edge-list``."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
