@@ -238,3 +238,15 @@ def test_lb_dump_keeps_its_mapping_and_loads(cli, tmp_path):
     assert none["metrics"]["iteration_time_ns"] >= 0.8e9
     assert greedy["metrics"]["migrations_per_call"] == 1
     assert greedy["metrics"]["iteration_time_ns"] < none["metrics"]["iteration_time_ns"]
+
+
+def test_without_gpart_the_default_list_leaves_scotch_out(cli, monkeypatch):
+    from numalab.tasks import partition
+
+    monkeypatch.setattr(partition, "gpart_program", lambda: None)
+    code, out, err = cli("lb", "--machine", "numa16", "--n-objects", "20", "--iterations", "2", "--lb-period", "1", "--json")
+    assert code == 0, err
+    assert "scotch left out" in err and "apt-get install scotch" in err
+    assert [r["balancer"]["name"] for r in json.loads(out)["runs"]] == ["none", "greedy", "refine", "metis", "treematch", "numalab"]
+    code, out, err = cli("lb", "--machine", "numa16", "--balancers", "none,scotch")
+    assert code == 1 and err.startswith("numalab: the scotch balancer runs Scotch's gpart, which is not installed")

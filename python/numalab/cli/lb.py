@@ -24,7 +24,7 @@ def lb(
     ctx: typer.Context,
     graph: str = typer.Option("lb_test", "--graph", "-g", help="lb_test, kneighbor, jacobi2d, or a graph file: a numalab edge list (obj,ID,LOAD_NS,STATE_BYTES and edge,A,B,MSGS,BYTES records) or the text form of a Charm++ LB dump (docs/taskgraph.md)."),
     machine: str = o.MACHINE,
-    balancers: str = typer.Option("none,greedy,refine,metis,scotch,treematch,numalab", "--balancers", "-b", help="Comma-separated balancers, each name[:key=value...]: none, greedy, greedy-refine, refine, metis, scotch, treematch, numalab, random."),
+    balancers: Optional[str] = typer.Option(None, "--balancers", "-b", help="Comma-separated balancers, each name[:key=value...]: none, greedy, greedy-refine, refine, metis, scotch, treematch, numalab, random (default: none,greedy,refine,metis,scotch,treematch,numalab)."),
     iterations: str = typer.Option("50", "--iterations", help="Bulk-synchronous iterations to simulate."),
     lb_period: str = typer.Option("10", "--lb-period", help="Balance every this many iterations (0: never)."),
     comm_layer: str = typer.Option("shm", "--comm-layer", help="shm (shared-memory pointer passing) or net (UDP datagrams, per-message overhead; udp is accepted too)."),
@@ -44,9 +44,14 @@ def lb(
     from numalab.spec.run import load_machine
     from numalab.tasks import balancers as lbs
     from numalab.tasks.graphs import build, graph_spec
+    from numalab.tasks.partition import gpart_program
     from numalab.tasks.run import SIM_PARAMS, Settings, check_pes, simulate
 
-    specs = lbs.parse_list(balancers)
+    specs = lbs.parse_list(balancers or lbs.DEFAULT_LIST)
+    if balancers is None and gpart_program() is None:
+        # The default list runs anywhere; naming scotch explicitly still asks for it.
+        specs = [b for b in specs if b.name != "scotch"]
+        typer.echo("numalab: note: scotch left out: Scotch's gpart is not installed (Debian/Ubuntu: apt-get install scotch)", err=True)
     extra = o.workload_params(ctx.args)
     gspec = graph_spec(graph, {k: v for k, v in extra.items() if k not in SIM_PARAMS})
     settings = Settings.create(iterations, lb_period, comm_layer, pes, seed, {k: v for k, v in extra.items() if k in SIM_PARAMS})
