@@ -87,9 +87,19 @@ impl Machine {
             if !self.packages.iter().any(|pk| pk.os_index == node.package) {
                 return err(format!("{p}.package"), format!("package {} does not exist", node.package));
             }
+            if let Some(subtype) = &node.subtype {
+                // hwloc's names (DRAM, HBM, NVM, SPM, CXL-DRAM, MCDRAM, GPUMemory): one word.
+                if subtype.is_empty() || !subtype.bytes().all(|b| b.is_ascii_graphic()) {
+                    return err(
+                        format!("{p}.subtype"),
+                        format!("'{subtype}' is not a memory subtype (one word as hwloc writes it: DRAM, HBM, NVM, CXL-DRAM)"),
+                    );
+                }
+            }
         }
+        // Memoryless nodes (CPUs, no memory) are valid, as on Linux; a machine of only such nodes is not.
         if self.nodes.iter().all(|n| n.local_memory_bytes == 0) {
-            return err("nodes", "no node has memory");
+            return err("nodes", "no node has memory (every node's local_memory_bytes is 0)");
         }
         Ok(())
     }
@@ -255,4 +265,46 @@ fn check_matrix(name: &str, m: &[Vec<f64>], n: usize) -> R {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::spec::MachineSpec;
+
+    fn two_nodes(memory: [u64; 2]) -> crate::machine::Machine {
+        let json = format!(
+            r#"{{"name": "t", "nodes": [{{"os_index": 0, "cpus": "0", "memory_bytes": {}}},
+                {{"os_index": 1, "cpus": "1", "memory_bytes": {}}}],
+               "latency": {{"local_ns": 90}}, "bandwidth": {{"node_gbps": 10}},
+               "core": {{"frequency_ghz": 2, "mlp": 10}}}}"#,
+            memory[0], memory[1]
+        );
+        MachineSpec::from_json(&json).unwrap().resolve().unwrap()
+    }
+
+    #[test]
+    fn a_memoryless_node_with_cpus_is_valid() {
+        let m = two_nodes([1 << 30, 0]);
+        assert_eq!(m.nodes[1].local_memory_bytes, 0);
+        assert_eq!(m.nodes[1].cpuset.to_list_string(), "1");
+        m.validate().unwrap();
+    }
+
+    #[test]
+    fn a_machine_without_any_memory_is_not() {
+        let mut m = two_nodes([1 << 30, 0]);
+        m.nodes[0].local_memory_bytes = 0;
+        let e = m.validate().unwrap_err();
+        assert!(e.to_string().contains("no node has memory"), "{e}");
+    }
+
+    #[test]
+    fn a_subtype_is_one_word() {
+        let mut m = two_nodes([1 << 30, 1 << 30]);
+        m.nodes[1].subtype = Some("HBM".into());
+        m.validate().unwrap();
+        m.nodes[1].subtype = Some("high bandwidth".into());
+        let e = m.validate().unwrap_err();
+        assert!(e.to_string().contains("nodes[1].subtype"), "{e}");
+    }
 }
