@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from numalab.exceptions import UsageError
-from numalab.machine import load
+from numalab.machine import load, preset_names
 from numalab.machine.hwloc_xml import load_hwloc_xml, to_hwloc_xml
 from numalab.machine.synthetic import parse
 
@@ -348,12 +348,40 @@ def test_lstopo_reads_our_export_and_we_read_its_export_back(tmp_path: Path) -> 
 
 
 @needs_lstopo
-def test_lstopo_synthetic_topology_matches_ours(tmp_path: Path) -> None:
-    text = "pack:2 numa:2 core:3 pu:2"
+@pytest.mark.parametrize("name", preset_names())
+def test_every_preset_survives_lstopo(name: str, tmp_path: Path) -> None:
+    machine = load(name)
+    ours = write(tmp_path, to_hwloc_xml(machine), "ours.xml")
+    theirs = tmp_path / "theirs.xml"
+    run = subprocess.run([LSTOPO, "-i", str(ours), "--of", "xml", "-f", str(theirs)], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    assert load_hwloc_xml(theirs) == machine
+
+
+@needs_lstopo
+@pytest.mark.parametrize(
+    "text",
+    [
+        "pack:2 numa:2 core:3 pu:2",
+        "2 3 4 5 6",
+        "package:1 group:4 [numa] [numa] core:4 pu:2",
+        "numa:2 pack:2 core:2 pu:1",
+        "Socket:2 Group:2 NUMANode:1 L2Cache:2 Core:1 PU:2",
+        "pack:2 [numa(memory=1GB)] die:2 core:2 pu:1",
+        "node:2(memory=2GiB) core:2 pu:2(indexes=0,2,4,6,1,3,5,7)",
+        "pack:2 numa:2(indexes=3,2,1,0) pu:1",
+    ],
+)
+def test_lstopo_builds_the_same_synthetic_topology(text: str, tmp_path: Path) -> None:
     theirs = tmp_path / "synthetic.xml"
     subprocess.run([LSTOPO, "-i", text, "--of", "xml", "-f", str(theirs)], check=True, capture_output=True)
     a, b = doc(theirs), doc(f"synthetic:{text}")
-    assert [(n["os_index"], n["cpuset"], n["package"]) for n in a["nodes"]] == [
-        (n["os_index"], n["cpuset"], n["package"]) for n in b["nodes"]
-    ]
-    assert [c["cpuset"] for c in a["cores"]] == [c["cpuset"] for c in b["cores"]]
+
+    def shape(m: dict[str, Any]) -> tuple[Any, ...]:
+        return (
+            [(n["os_index"], n["cpuset"], n["package"]) for n in m["nodes"]],
+            [c["cpuset"] for c in m["cores"]],
+            sorted((c["level"], c["size_bytes"], c["cpuset"]) for c in m["caches"]),
+        )
+
+    assert shape(a) == shape(b)
