@@ -629,8 +629,9 @@ class _Importer:
             n.memory_bytes = round(max(1, cores) * per_core * GIB)
         total = sum(n.memory_bytes or 0 for n in missing) / GIB
         self.notes[est.MEMORY_PER_CORE_GIB.key] = f"nodes {which}: " + est.MEMORY_PER_CORE_GIB.note
+        nodes = f"node {which}" if len(missing) == 1 else f"nodes {which}"
         self.warning = (
-            f"{self.path}: no memory size for nodes {which} in the file: assumed {per_core:g} GiB per core "
+            f"{self.path}: no memory size for {nodes}: assumed {per_core:g} GiB per core "
             f"({total:g} GiB in all, an estimate); give --memory-per-node-mib to set it"
         )
 

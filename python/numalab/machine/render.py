@@ -146,7 +146,8 @@ def lstopo_tree(topology: ET.Element) -> str:
         if t == "NUMANode":
             memory = int(attrib.get("local_memory", 0))
             size = f" {hwloc_size(memory)}" if memory else ""
-            return f"NUMANode L#{numa[id(obj)]} (P#{attrib['os_index']}{size})"
+            kind = f"NUMANode({attrib['subtype']})" if attrib.get("subtype") else "NUMANode"  # lstopo shows the subtype
+            return f"{kind} L#{numa[id(obj)]} (P#{attrib['os_index']}{size})"
         key = f"Group{groups}" if t == "Group" else t  # hwloc names Group levels from the top
         logical = counters.get(key, 0)
         counters[key] = logical + 1
