@@ -95,8 +95,11 @@ def _against_pes(drawer: Drawer, name: str, runs: list[tuple[dict[str, Any], dic
         for key, points in lines.items():
             xs = sorted(points)
             ax.plot(xs, [_mean(points[x]) for x in xs], marker="o", label=key)
+        from matplotlib.ticker import FormatStrFormatter
+
         ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
+        ax.xaxis.set_major_formatter(FormatStrFormatter("%d"))
+        ax.set_ylim(bottom=0)
         ax.set_xlabel("PEs (cores)")
         ax.set_ylabel("mean iteration time (ms)")
         ax.legend(fontsize=7)
@@ -128,7 +131,7 @@ def _migration_size(drawer: Drawer, name: str, runs: list[tuple[dict[str, Any], 
             ax.set_title(f"{machine}: from PE 0 to", fontsize=8)
             ax.legend(fontsize=6, loc="upper left")
         axes[0].set_ylabel(f"time to migrate {objects} objects (µs)")
-        title = f"{name}: migration time against object size, per destination"
+        title = f"{name}: migration time against object size"
         fig.suptitle(title)
         return drawer.save(fig, title)
 
@@ -150,6 +153,6 @@ def _migration_share(drawer: Drawer, name: str, runs: list[tuple[dict[str, Any],
         ax.set_xlabel("objects migrated per balancing call (%)")
         ax.set_ylabel("migration time per call (µs)")
         ax.legend(fontsize=7)
-        title = f"{name}: migration time against the share of objects migrated"
+        title = f"{name}: migration time against % of objects migrated"
         ax.set_title(title)
         return drawer.save(fig, title)
