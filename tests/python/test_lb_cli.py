@@ -170,7 +170,7 @@ def test_study_runs_and_reports(cli, tmp_path):
     assert any("migrations-per-balancing-call" in f for f in figures)
     assert any("against-pes" in f for f in figures)
     assert any("against-object-size" in f for f in figures)
-    assert any("of-objects-migrated" in f for f in figures)
+    assert any("against-of-objects" in f for f in figures)
 
 
 @pytest.mark.parametrize("patch, message", [
