@@ -31,13 +31,21 @@ impl Engine<'_> {
         let spin = crate::openmp::spin_s(self.cfg.omp_wait_policy, self.threads.len(), self.sched.available_cpus);
         let mut runnable: Vec<bool> =
             self.threads.iter().map(|t| t.state == State::Running || self.spinning(t, release, spin)).collect();
+        // The waker is the thread that arrived last in time (the one whose clock is the release
+        // time; the caller when it is one of them): it runs on and wakes the others.
+        let waker = if self.threads[tid].clock >= release {
+            tid
+        } else {
+            members.iter().copied().find(|&i| self.threads[i].clock >= release).unwrap_or(tid)
+        };
+        runnable[waker] = true;
         for i in members {
             let asleep = release - self.threads[i].clock > spin;
             self.threads[i].clock = release;
             if asleep {
                 let prev = self.sched.cpu[i];
                 runnable[i] = true;
-                let cpu = self.sched.wake(release, i, tid, &runnable);
+                let cpu = self.sched.wake(release, i, waker, &runnable);
                 let t = &mut self.threads[i];
                 t.clock += crate::openmp::WAKE_LATENCY_S;
                 if cpu != prev {

@@ -12,7 +12,7 @@
 //! (`newidle_balance()`, `SD_BALANCE_NEWIDLE`, set on every level in both versions).
 
 use super::fork::adjust_numa_imbalance;
-use super::{GroupLoad, Sched, HZ, MIGRATION_COST_S};
+use super::{Domain, GroupLoad, Sched, HZ, MIGRATION_COST_S};
 use crate::input::Kernel;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -156,7 +156,7 @@ impl Sched {
             .iter()
             .enumerate()
             .map(|(id, cpus)| {
-                let g = Group { id, load: GroupLoad::of(cpus, nr) };
+                let g = Group { id, load: GroupLoad::of(cpus, nr, &self.pu_core) };
                 (g, cpus.clone())
             })
             .collect();
@@ -164,8 +164,22 @@ impl Sched {
         let total_nr: usize = groups.iter().map(|(g, _)| g.nr).sum();
         let dom_avg = total_nr as f64 / span.len() as f64;
         let others = groups.iter().filter(|(g, _)| g.id != local.id && g.nr > 0);
+        // v3.13 sg_capacity(): a group's capacity is its cores; update_sd_lb_stats() lowers it
+        // to 1 when the groups prefer siblings and the local group has capacity left.
+        let capacity_313 = |g: &Group| {
+            if d.groups_prefer_sibling && local.cores > local.nr {
+                g.cores.min(1)
+            } else {
+                g.cores
+            }
+        };
         let busiest = match self.kernel {
-            Kernel::K313 => others.max_by(|a, b| a.0.avg().total_cmp(&b.0.avg()).then(b.0.id.cmp(&a.0.id))),
+            // update_sd_pick_busiest(): the highest average load among groups above their
+            // capacity ("if (sgs->sum_nr_running > sgs->group_capacity) return true"), the first
+            // one on ties.
+            Kernel::K313 => others
+                .filter(|(g, _)| g.nr > capacity_313(g))
+                .max_by(|a, b| a.0.avg().total_cmp(&b.0.avg()).then(b.0.id.cmp(&a.0.id))),
             // update_sd_pick_busiest(): higher type; overloaded: higher load; spare: fewer idle CPUs.
             Kernel::K6 => others.max_by(|a, b| {
                 (a.0.kind(), std::cmp::Reverse(a.0.idle), a.0.nr, std::cmp::Reverse(a.0.id)).cmp(&(
@@ -181,8 +195,8 @@ impl Sched {
             return Vec::new();
         };
         let tasks = match self.kernel {
-            Kernel::K313 => imbalance_313(d.imbalance_pct, idle, local, busiest, dom_avg),
-            Kernel::K6 => imbalance_6(d.imbalance_pct, d.numa, d.imb_numa_nr, l == 0, idle, local, busiest, dom_avg),
+            Kernel::K313 => imbalance_313(d.imbalance_pct, idle, local, busiest, capacity_313(&busiest), dom_avg),
+            Kernel::K6 => imbalance_6(d, l == 0, idle, local, busiest, dom_avg),
         };
         let Some(tasks) = tasks.filter(|&t| t > 0) else {
             self.balanced(l, dst, idle);
@@ -293,18 +307,21 @@ fn d_name(s: &Sched, l: usize) -> String {
     s.domains[l].name.clone()
 }
 
-/// v3.13 `find_busiest_group()` + `calculate_imbalance()` in tasks (every task weighs the same).
-fn imbalance_313(pct: f64, idle: Idle, local: Group, busiest: Group, dom_avg: f64) -> Option<usize> {
-    // force_balance: newly idle with capacity against a group over capacity.
-    let force = idle == Idle::Newly && local.nr < local.weight && busiest.nr > busiest.weight;
+/// v3.13 `find_busiest_group()` + `calculate_imbalance()` in tasks (every task weighs the same;
+/// kernel/sched/fair.c as in v3.13.10). `busiest_capacity`: its `group_capacity` after
+/// `update_sd_lb_stats()`.
+fn imbalance_313(pct: f64, idle: Idle, local: Group, busiest: Group, busiest_capacity: usize, dom_avg: f64) -> Option<usize> {
+    // "SD_BALANCE_NEWIDLE trumps SMP nice when underutilized": newly idle, the local group has
+    // capacity (group_capacity > sum_nr_running) and the busiest has none.
+    let force = idle == Idle::Newly && local.cores > local.nr && busiest_capacity <= busiest.nr;
     if !force {
         if local.avg() >= busiest.avg() || local.avg() >= dom_avg {
             return None;
         }
         if idle == Idle::Now {
-            // "if ((local->idle_cpus <= busiest->idle_cpus + 1) && busiest->sum_nr_running <=
+            // "if ((local->idle_cpus < busiest->idle_cpus) && busiest->sum_nr_running <=
             // busiest->group_weight) goto out_balanced;"
-            if local.idle <= busiest.idle + 1 && busiest.nr <= busiest.weight {
+            if local.idle < busiest.idle && busiest.nr <= busiest.weight {
                 return None;
             }
         } else if 100.0 * busiest.avg() <= pct * local.avg() {
@@ -314,36 +331,49 @@ fn imbalance_313(pct: f64, idle: Idle, local: Group, busiest: Group, dom_avg: f6
     }
     // max_pull = min(busiest avg - domain avg, load above capacity); imbalance = min(max_pull
     // x busiest power, (domain avg - local avg) x local power); fix_small_imbalance() moves one.
-    let above = if busiest.nr > busiest.weight { (busiest.nr - busiest.weight) as f64 } else { f64::INFINITY };
+    let above = (busiest.nr.saturating_sub(busiest_capacity)) as f64;
     let max_pull = ((busiest.avg() - dom_avg) * busiest.weight as f64).min(above);
     let t = max_pull.min((dom_avg - local.avg()) * local.weight as f64).floor();
-    Some((t as usize).max(1))
+    Some((t.max(0.0) as usize).max(1))
 }
 
-/// v6.13 `find_busiest_group()` + `calculate_imbalance()` in tasks.
-#[allow(clippy::too_many_arguments)]
-fn imbalance_6(
-    pct: f64,
-    numa: bool,
-    imb_numa_nr: usize,
-    llc: bool,
-    idle: Idle,
-    local: Group,
-    busiest: Group,
-    dom_avg: f64,
-) -> Option<usize> {
+/// v6.13 `sibling_imbalance()`: the running-task difference, normalised by the groups' cores
+/// when they differ (rounded), at least 2 toward an empty local group when the busiest runs more
+/// than one; 0 for a busy destination.
+fn sibling_imbalance(idle: Idle, local: Group, busiest: Group) -> usize {
+    if idle == Idle::Busy || busiest.nr == 0 {
+        return 0;
+    }
+    if busiest.cores == local.cores {
+        return busiest.nr.saturating_sub(local.nr);
+    }
+    let imb = (local.cores * busiest.nr).saturating_sub(busiest.cores * local.nr);
+    let imb = (2 * imb + local.cores + busiest.cores) / (local.cores + busiest.cores);
+    if imb <= 1 && local.nr == 0 && busiest.nr > 1 {
+        2
+    } else {
+        imb
+    }
+}
+
+/// v6.13 `sched_balance_find_src_group()` (`find_busiest_group()` before 6.10) and
+/// `calculate_imbalance()` in tasks (kernel/sched/fair.c), for a system without asymmetric
+/// capacity or energy model. `llc`: the domain shares the LLC (MC, `SD_SHARE_LLC`).
+fn imbalance_6(d: &Domain, llc: bool, idle: Idle, local: Group, busiest: Group, dom_avg: f64) -> Option<usize> {
     if local.kind() > busiest.kind() {
         return None;
     }
     if local.kind() == 2
-        && (local.avg() >= busiest.avg() || local.avg() >= dom_avg || 100.0 * busiest.avg() <= pct * local.avg())
+        && (local.avg() >= busiest.avg()
+            || local.avg() >= dom_avg
+            || 100.0 * busiest.avg() <= d.imbalance_pct * local.avg())
     {
         return None;
     }
-    // prefer_sibling (6.6+: the domain's own SD_PREFER_SIBLING, set on MC, cleared on NUMA):
-    // an idle local group with a sibling imbalance above one goes straight to force_balance.
-    let sibling = busiest.nr.saturating_sub(local.nr);
-    let force = llc && idle != Idle::Busy && local.kind() == 0 && sibling > 1;
+    // "Try to move all excess tasks to a sibling domain of the busiest group's child domain":
+    // sds.prefer_sibling is the busiest group's SD_PREFER_SIBLING (its child domain's flag).
+    let prefer_sibling = d.groups_prefer_sibling;
+    let force = prefer_sibling && local.kind() == 0 && sibling_imbalance(idle, local, busiest) > 1;
     if busiest.kind() != 2 && !force {
         // "this CPU is already busy, let another idle CPU try to pull task"
         if idle == Idle::Busy {
@@ -358,20 +388,17 @@ fn imbalance_6(
     }
     if local.kind() == 0 {
         if busiest.kind() == 2 && !llc {
-            // migrate_util: fill the local group's spare capacity.
+            // migrate_util: fill the local group's spare capacity (in idle CPUs here; at least
+            // one task for an idle destination).
             return Some(local.idle.max(1));
         }
-        let imb = if busiest.weight == 1 || llc {
-            // sibling_imbalance() between groups of equal cores: the difference in running tasks.
-            if idle == Idle::Busy {
-                0
-            } else {
-                sibling
-            }
+        let imb = if busiest.weight == 1 || prefer_sibling {
+            sibling_imbalance(idle, local, busiest)
         } else {
+            // "If there is no overload, we just want to even the number of idle CPUs."
             local.idle.saturating_sub(busiest.idle)
         };
-        let imb = if numa { adjust_numa_imbalance(imb, local.nr + 1, imb_numa_nr) } else { imb };
+        let imb = if d.numa { adjust_numa_imbalance(imb, local.nr + 1, d.imb_numa_nr) } else { imb };
         // "Number of tasks to move to restore balance": imbalance >>= 1.
         return Some(imb >> 1);
     }

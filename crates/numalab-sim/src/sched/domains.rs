@@ -36,6 +36,10 @@ pub struct Domain {
     pub cache_nice_tries: u32,
     /// 6.x `sd->imb_numa_nr` (0 where unused).
     pub imb_numa_nr: usize,
+    /// 6.x: the groups carry `SD_PREFER_SIBLING` ("the flags of a sched group are those of the
+    /// child domain", `update_sd_lb_stats()`): `sd_init()` sets it on every level and clears it
+    /// on NUMA levels, so it holds at the first level above MC (MC's groups only with SMT).
+    pub groups_prefer_sibling: bool,
 }
 
 impl Domain {
@@ -80,6 +84,7 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
             imbalance_pct: 125.0,
             cache_nice_tries: 1,
             imb_numa_nr: 0,
+            groups_prefer_sibling: false,
         },
         // v6.13 kernel/sched/topology.c sd_init(): min_interval = sd_weight, max = 2*sd_weight,
         // busy_factor 16, imbalance_pct 117, balance_interval = sd_weight; SD_SHARE_LLC:
@@ -98,6 +103,8 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
             imbalance_pct: 117.0,
             cache_nice_tries: 1,
             imb_numa_nr: 0,
+            // the SMT domain below MC, when the machine has SMT
+            groups_prefer_sibling: core_span.iter().any(|c| c.len() > 1),
         },
     };
     out.push(mc);
@@ -133,6 +140,10 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
                 imbalance_pct: 125.0,
                 cache_nice_tries: 2,
                 imb_numa_nr: 0,
+                // the groups are MC domains, which carry SD_PREFER_SIBLING from the degenerate
+                // CPU (package) level above them (SD_CPU_INIT: 1*SD_PREFER_SIBLING;
+                // sd_parent_degenerate() transfers it down, kernel/sched/core.c)
+                groups_prefer_sibling: k == 0,
             },
             // v6.13 sd_init(): SD_NUMA: cache_nice_tries 2; imb_numa_nr from
             // build_sched_domains(): above the LLC, nr_llcs = span/llc span, imb = nr_llcs (or
@@ -163,6 +174,8 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
                     imbalance_pct: 117.0,
                     cache_nice_tries: 2,
                     imb_numa_nr: imb,
+                    // groups: MC domains (SD_PREFER_SIBLING) at the first NUMA level only
+                    groups_prefer_sibling: k == 0,
                 }
             }
         };

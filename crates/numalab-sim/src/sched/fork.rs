@@ -92,7 +92,7 @@ impl Sched {
     /// stays).
     fn find_idlest_group(&self, l: usize, cpu: usize, allowed: &[usize], load: &[usize]) -> Result<Vec<usize>, String> {
         let d = &self.domains[l];
-        let stats = |cpus: &Vec<usize>| GroupLoad::of(cpus, load);
+        let stats = |cpus: &Vec<usize>| GroupLoad::of(cpus, load, &self.pu_core);
         let groups = &d.groups_of[cpu];
         let local_cpus = &groups[0];
         let local = stats(local_cpus);

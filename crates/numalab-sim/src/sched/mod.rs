@@ -28,15 +28,21 @@ pub(super) struct GroupLoad {
     pub nr: usize,
     pub weight: usize,
     pub idle: usize,
+    /// 6.x `sg->cores` (distinct cores; `sibling_imbalance()` normalises by them).
+    pub cores: usize,
 }
 
 impl GroupLoad {
     /// The load of `cpus` given the runnable tasks per CPU.
-    pub(super) fn of(cpus: &[usize], nr: &[usize]) -> Self {
+    pub(super) fn of(cpus: &[usize], nr: &[usize], pu_core: &[usize]) -> Self {
+        let mut cores: Vec<usize> = cpus.iter().map(|&c| pu_core[c]).collect();
+        cores.sort_unstable();
+        cores.dedup();
         GroupLoad {
             nr: cpus.iter().map(|&c| nr[c]).sum(),
             weight: cpus.len(),
             idle: cpus.iter().filter(|&&c| nr[c] == 0).count(),
+            cores: cores.len(),
         }
     }
 

@@ -169,6 +169,19 @@ fn waiting_threads_sleep_after_libgomps_spin_and_wake_ups_place_them() {
     let active = run(16, WaitPolicy::Active);
     assert_eq!(wakes(&active), 0);
     assert_ne!(run(16, WaitPolicy::Passive).time_s, active.time_s, "passive pays the futex wake-ups");
+    // One thread per CPU, passive: the barrier's last thread (the waker) is running, so its CPU
+    // is busy for wake_affine and no sleeper is stacked on it: the threads end on distinct CPUs.
+    for kernel in [Kernel::K313, Kernel::K6] {
+        let w = stream_like(64, 16, Pattern::Block, 10);
+        let c = SimConfig { kernel, omp_wait_policy: WaitPolicy::Passive, explain_sched: true, noise: true, seed: 3, ..cfg() };
+        let out = simulate(&m, &w, &unbound(), &c).unwrap();
+        let stacked: Vec<_> = out
+            .sched_events
+            .iter()
+            .filter(|e| e.path == "wake" && e.why.contains("pulled by the waker") && e.why.ends_with("(idle)"))
+            .collect();
+        assert!(stacked.is_empty(), "{kernel:?}: the waker's CPU taken for idle: {:?}", stacked.first());
+    }
 }
 
 #[test]
