@@ -250,3 +250,12 @@ def test_without_gpart_the_default_list_leaves_scotch_out(cli, monkeypatch):
     assert [r["balancer"]["name"] for r in json.loads(out)["runs"]] == ["none", "greedy", "refine", "metis", "treematch", "numalab"]
     code, out, err = cli("lb", "--machine", "numa16", "--balancers", "none,scotch")
     assert code == 1 and err.startswith("numalab: the scotch balancer runs Scotch's gpart, which is not installed")
+
+
+def test_help(cli):
+    code, out, _ = cli("lb", "--help")
+    assert code == 0 and "\\[" not in out
+    for option in ("--graph", "--machine", "--balancers", "--iterations", "--lb-period", "--comm-layer", "--pes", "--seed", "--json", "--results"):
+        assert option in out
+    code, out, _ = cli("--help")
+    assert " lb " in out
