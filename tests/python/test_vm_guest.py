@@ -55,15 +55,43 @@ def guest():
         return vm_setup.setup()
 
 
+_COMPARED: dict[str, check.Comparison] = {}
+
+
+def compared(name: str) -> check.Comparison:
+    """Each case boots its guest once per session (the scheduler orderings reuse the runs)."""
+    if name not in _COMPARED:
+        _COMPARED[name] = check.compare(check.CASES[name], timeout_s=600)
+    return _COMPARED[name]
+
+
 @pytest.mark.parametrize("name", list(check.CASES))
 def test_guest_and_simulator_agree(guest, name):
-    c = check.compare(check.CASES[name], timeout_s=300)
+    c = compared(name)
     text = check.report(c)
     assert c.ok, text
     assert c.kernel_release == guest.kernel_version
     # Both sides placed the same pages: the guest's anonymous pages are the arrays plus a few
     # (stack, libc's heap), so totals agree within 2%.
     assert abs(c.vm.total - c.sim.total) <= 0.02 * c.sim.total, text
+
+
+@pytest.mark.parametrize("machine", ["vm-4", "vm-8"])
+def test_sched_unbound_threads_move_more_than_bound_ones_in_the_guest_and_the_simulator(guest, machine):
+    """kernels/barrier.c on every vCPU: bound threads stay on their node; unbound ones sleeping at
+    barriers (OMP_WAIT_POLICY=passive) or sharing CPUs change CPU and node more often per thread
+    and second, in the real kernel and in the simulator (docs/scheduler.md §10)."""
+    names = [n for n, c in check.CASES.items() if c.sched and c.machine == machine]
+    results = [compared(n) for n in names]
+    table = check.sched_table(results)
+    assert sum(c.case.more_than is not None for c in results) >= 1, names
+    assert check.orderings(results) == {}, table
+    bound = next(c for c in results if "omp-proc-bind" in c.case.config)
+    for side in (bound.sim, bound.vm):
+        assert side.threads.changed_node == 0, table
+    for c in results:
+        if c.case.more_than:
+            assert c.sim.threads.changed_node > 0 and c.vm.threads.changed_node > 0, table
 
 
 def vm_side_peak(out: vm_run.VmOutput, doc: dict) -> list[int]:

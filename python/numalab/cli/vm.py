@@ -139,7 +139,7 @@ def check_cmd(
     ctx: typer.Context,
     placement: o.Placement,
     balancing: o.Balancing,
-    case: Optional[List[str]] = typer.Option(None, "--case", help="A named case (repeatable; 'all' for every one); see --list."),
+    case: Optional[List[str]] = typer.Option(None, "--case", help="A named case (repeatable; 'all' for every one, 'sched' for the scheduler cases); see --list."),
     list_cases: bool = typer.Option(False, "--list", help="List the named cases and what each expects."),
     machine: Optional[str] = typer.Option(None, "--machine", help="Machine preset (default vm-4; with --case: overrides the case's)."),
     workload: Optional[str] = typer.Option(None, "--workload", help="dgemv, stream or barrier: compare this workload (its parameters follow as --n 2000 --init serial ...)."),
@@ -170,7 +170,8 @@ def check_cmd(
     else:
         if ctx.args:
             raise UsageError(f"unexpected argument '{ctx.args[0]}' (workload parameters go with --workload)")
-        names = list(check.CASES) if "all" in case else list(case)
+        # "sched": every scheduler case (vm-4 and vm-8), so their orderings are checked together.
+        names = list(check.CASES) if "all" in case else [n for c in case for n in (check.sched_names() if c == "sched" else [c])]
         unknown = [n for n in names if n not in check.CASES]
         if unknown:
             raise UsageError(f"unknown case '{unknown[0]}' (known: {', '.join(check.CASES)})")
