@@ -119,6 +119,8 @@ pub struct Engine<'a> {
     numab: Option<Numab>,
     /// Reclaim by demotion and memory tiers (docs/tiering.md), when demotion or tiering is on.
     tiering: Option<crate::tiering::Demotion>,
+    /// THP fault fallback and khugepaged (docs/allocation.md §3.2).
+    thp: crate::khugepaged::Thp,
     /// Length of the epoch that just ended (kswapd's time to work).
     last_dt: f64,
     /// Dynamic schedules' chunk orders by (process, phase execution, chunks), most recent last.
@@ -227,7 +229,12 @@ impl<'a> Engine<'a> {
             }
             nb
         });
+        let thp = {
+            let regions: Vec<Vec<&Region>> = procs.iter().map(|p| p.regions.iter().collect()).collect();
+            crate::khugepaged::Thp::new(cfg.kernel, &cfg.thp_madvised, &regions, m.nodes.len())
+        };
         Ok(Engine {
+            thp,
             m,
             w,
             cfg,
@@ -310,6 +317,10 @@ impl<'a> Engine<'a> {
             self.last_dt = dt;
             self.numab_epoch_end();
             self.kswapd();
+            if self.thp.due(self.now) {
+                let regions: Vec<&[Region]> = self.procs.iter().map(|p| p.regions.as_slice()).collect();
+                self.thp.tick(self.now, &mut self.alloc, &regions);
+            }
             self.rec.epoch_end(self.now, &self.pages_node, self.numab.as_ref().map(|nb| &nb.vmstat));
             self.rebalance();
             // Epochs as long as VISITS_PER_EPOCH unsampled visits, whatever the sample rate.
@@ -349,12 +360,16 @@ impl<'a> Engine<'a> {
             [self.budget_waits, self.epochs, self.samples],
         );
         sched_out.apply(&mut out);
+        let thp_counts = [self.thp.fault_alloc, self.thp.fault_fallback, self.thp.collapse_alloc, self.thp.collapse_alloc_failed];
+        out.thp = self.thp.report();
         if let Some(t) = self.tiering.as_ref() {
             out.vmstat.pgdemote_kswapd = t.pgdemote_kswapd;
             out.vmstat.pgdemote_direct = t.pgdemote_direct;
-            if t.tiers.nr_tiers > 1 {
-                out.memory_tiers = t.tiers.tier.iter().zip(&t.tiers.has_memory).map(|(&x, &m)| m.then_some(x)).collect();
-            }
+        }
+        // The machine's tiers, whatever the run switched on (a report plots pages per tier).
+        let tiers = self.tiering.as_ref().map_or_else(|| crate::tiering::Tiers::new(self.m), |t| t.tiers.clone());
+        if tiers.nr_tiers > 1 {
+            out.memory_tiers = tiers.tier.iter().zip(&tiers.has_memory).map(|(&x, &m)| m.then_some(x)).collect();
         }
         if let Some(nb) = numab.as_mut() {
             let demoted = (out.vmstat.pgdemote_kswapd, out.vmstat.pgdemote_direct);
@@ -366,6 +381,8 @@ impl<'a> Engine<'a> {
                 t.sched = Some(s);
             }
         }
+        let v = &mut out.vmstat;
+        [v.thp_fault_alloc, v.thp_fault_fallback, v.thp_collapse_alloc, v.thp_collapse_alloc_failed] = thp_counts;
         out
     }
 
