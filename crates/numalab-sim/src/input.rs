@@ -510,6 +510,10 @@ pub struct SimConfig {
     /// libgomp's `OMP_WAIT_POLICY` (docs/scheduler.md §5).
     #[serde(default)]
     pub omp_wait_policy: WaitPolicy,
+    /// `MADV_HUGEPAGE` per region (the descriptor's `thp` mark): such regions' THP faults may
+    /// reclaim and take a remote huge page under `defrag = madvise` (`crate::khugepaged`).
+    #[serde(default)]
+    pub thp_madvised: Vec<bool>,
 }
 
 /// `OMP_WAIT_POLICY` as libgomp reads it (`libgomp/env.c: parse_wait_policy`): unset, `active`,
@@ -539,6 +543,7 @@ impl Default for SimConfig {
             noise: false,
             explain_sched: false,
             omp_wait_policy: WaitPolicy::Unset,
+            thp_madvised: Vec::new(),
         }
     }
 }

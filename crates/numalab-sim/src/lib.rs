@@ -18,6 +18,7 @@ pub mod engine;
 pub mod error;
 pub mod footprint;
 pub mod input;
+pub mod khugepaged;
 pub mod mempolicy;
 pub mod openmp;
 pub mod output;

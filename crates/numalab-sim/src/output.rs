@@ -29,6 +29,11 @@ pub struct Vmstat {
     pub pgdemote_kswapd: u64,
     #[serde(skip_serializing_if = "is_zero")]
     pub pgdemote_direct: u64,
+    /// THP faults and khugepaged (`crate::khugepaged`, docs/allocation.md §3.2).
+    pub thp_fault_alloc: u64,
+    pub thp_fault_fallback: u64,
+    pub thp_collapse_alloc: u64,
+    pub thp_collapse_alloc_failed: u64,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -189,6 +194,10 @@ pub struct SimOutput {
     /// than one tier (docs/tiering.md §2).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub memory_tiers: Vec<Option<u32>>,
+    /// Per region with huge pages: THP faults, fallbacks and collapses by node
+    /// (`numalab sim --explain-thp`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub thp: Vec<crate::khugepaged::ThpRegionOut>,
 }
 
 /// Accumulates the access map and the timeline while the engine runs.
@@ -314,6 +323,7 @@ impl Recorder {
             timeline: self.timeline,
             engine: EngineInfo { sample_rate, sample_stride: stride, bandwidth_waits, epochs, samples },
             memory_tiers: Vec::new(),
+            thp: Vec::new(),
         }
     }
 }

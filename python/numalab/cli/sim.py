@@ -28,6 +28,7 @@ def sim(
     thp: Optional[str] = o.THP,
     explain_balancing: bool = o.EXPLAIN,
     explain_sched: bool = o.EXPLAIN_SCHED,
+    explain_thp: bool = o.EXPLAIN_THP,
     noise: str = o.NOISE,
     omp_wait_policy: str = o.WAIT_POLICY,
     npb_version: str = o.NPB_VERSION,
@@ -49,5 +50,9 @@ def sim(
         typer.echo(result.to_json())
     else:
         typer.echo(summary(result.doc, None if verbose else dict(spec.params)))
+        if explain_thp:
+            from numalab.cli.thp_explain import thp_text
+
+            typer.echo("\n" + thp_text(result.doc, bound.workload, spec.thp))
     if result.status != "ok":
         raise typer.Exit(1)

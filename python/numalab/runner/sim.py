@@ -56,6 +56,8 @@ def document(bound: BoundRun, out: dict[str, Any]) -> dict[str, Any]:
         doc["balancing_passes"] = out.get("balancing_passes", [])
     if s.explain_sched:
         doc["sched_events"] = out.get("sched_events", [])
+    if out.get("thp"):
+        doc["thp"] = thp_doc(s, nodes, out["thp"])
     doc["metrics"] = derived_metrics(doc)
     return doc
 
@@ -70,3 +72,24 @@ def workload_doc(w: dict[str, Any]) -> dict[str, Any]:
         out["version"] = w["version"]
     out["instructions"] = total_instructions(w)
     return out
+
+
+def thp_doc(s: Any, nodes: list[int], regions: list[dict[str, Any]]) -> dict[str, Any]:
+    """Transparent huge pages: the mode in force and, per region with huge pages, the 2 MiB
+    ranges first-touch faults placed as huge pages, those that fell back to 4 KiB pages and
+    those khugepaged collapsed, by node (docs/allocation.md §3.2)."""
+    from numalab.spec.run import THP_DEFAULT
+
+    def by_node(v: list[int]) -> dict[str, int]:
+        return {f"node{n}": c for n, c in zip(nodes, v) if c}
+
+    return {
+        "enabled": s.thp or THP_DEFAULT.get(s.kernel, "madvise"),
+        "default": s.thp is None,
+        "regions": [
+            {"pid": r["pid"], "region": r["region"], "fault_alloc": by_node(r["fault_alloc"]),
+             "fault_fallback": by_node(r["fault_fallback"]), "collapse_alloc": by_node(r["collapse_alloc"]),
+             "collapse_alloc_failed": r["collapse_alloc_failed"]}
+            for r in regions
+        ],
+    }

@@ -243,11 +243,13 @@ class RunSpec:
         if adjust_workload is not None:
             adjust_workload(w)
         region_policies = [_region_policy(r) for r in w["regions"]]
+        # MADV_HUGEPAGE marks (the descriptor's thp): such faults may reclaim and go remote (khugepaged.rs)
+        madvised = [bool(r["thp"]) for r in w["regions"]]
         for r in w["regions"]:
             r["policy"] = None
             r["thp"] = thp_pages(self.thp or THP_DEFAULT.get(self.kernel, "madvise"), r)
         config = {"seed": self.seed, "sample_rate": self.sample_rate, "kernel": self.kernel, "balancing": self.balancing.engine(),
-                  "noise": self.noise, "explain_sched": self.explain_sched,
+                  "noise": self.noise, "explain_sched": self.explain_sched, "thp_madvised": madvised,
                   "omp_wait_policy": "unset" if self.omp_wait_policy == "default" else self.omp_wait_policy}
         return BoundRun(self, m, w, EngineRun(m, w, self.placement.engine(), region_policies, config))
 

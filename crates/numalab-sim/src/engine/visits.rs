@@ -261,7 +261,7 @@ impl Engine<'_> {
             t.busy_s += c;
             return None;
         }
-        let pid = t.pid;
+        let (pid, now) = (t.pid, t.clock);
         let bp = region.base_pages();
         let mut extra = 0.0;
         let mut from = v.first;
@@ -276,7 +276,22 @@ impl Engine<'_> {
                 if region.node[u as usize] != NONE {
                     continue;
                 }
-                match policy.allocate(&mut self.alloc, region.ilx(u), cpu_node, bp) {
+                let placed = if bp > 1 {
+                    // A 2 MiB entry: the THP fault rules (crate::khugepaged) give a huge page or
+                    // 512 base pages, whose faults cost more than one huge page's.
+                    let ri = v.region as usize;
+                    match self.thp.fault(&mut self.alloc, policy, pid, ri, (u, region.units(), region.ilx(u)), cpu_node, now) {
+                        Some(crate::khugepaged::Fault::Huge(n)) => Some(n),
+                        Some(crate::khugepaged::Fault::Fallback(n)) => {
+                            extra += (bp as f64 * self.cfg.costs.fault_4k_ns - self.cfg.costs.fault_2m_ns) * 1e-9;
+                            Some(n)
+                        }
+                        None => None,
+                    }
+                } else {
+                    policy.allocate(&mut self.alloc, region.ilx(u), cpu_node, bp)
+                };
+                match placed {
                     Some(node) => {
                         region.node[u as usize] = node as u8;
                         self.pages_node[node] += bp;

@@ -6,5 +6,6 @@ mod common;
 mod limits;
 mod policies;
 mod scheduler;
+mod thp;
 mod tiering;
 mod timing;
