@@ -24,7 +24,7 @@ use serde::Serialize;
 
 use crate::balance::{Balancer, LbInput};
 use crate::error::TaskError;
-use crate::graph::{Adjacency, TaskGraph};
+use crate::graph::{Adjacency, Edge, TaskGraph};
 use crate::platform::Platform;
 use crate::rng::Rng;
 
@@ -105,15 +105,33 @@ pub fn block_map(n: usize, n_pes: usize) -> Vec<u32> {
         .collect()
 }
 
+/// Migrations from `old` to `new`: (objects moved, bytes moved, the step's time). Each move costs
+/// its source PE the packing side and its destination PE the unpacking side; PEs work in
+/// parallel, so the step takes the busiest PE's total.
+pub(crate) fn migration_step(old: &[u32], new: &[u32], state: &[u64], plat: &Platform) -> (usize, u64, f64) {
+    let mut side = vec![0.0; plat.n_pes()];
+    let (mut moved, mut bytes) = (0usize, 0u64);
+    for (i, (&p, &q)) in old.iter().zip(new).enumerate() {
+        if p != q {
+            let (a, b) = plat.migration_ns(p as usize, q as usize, state[i] as f64);
+            side[p as usize] += a;
+            side[q as usize] += b;
+            moved += 1;
+            bytes += state[i];
+        }
+    }
+    (moved, bytes, side.iter().copied().fold(0.0, f64::max))
+}
+
 /// What one iteration costs under a mapping.
-struct Eval {
-    pe_time: Vec<f64>,
-    obj_measured: Vec<f64>,
+pub(crate) struct Eval {
+    pub(crate) pe_time: Vec<f64>,
+    pub(crate) obj_measured: Vec<f64>,
     bytes: [f64; 3],
     msgs: [f64; 3],
 }
 
-fn evaluate(g: &TaskGraph, loads: &[f64], map: &[u32], plat: &Platform) -> Eval {
+pub(crate) fn evaluate(edges: &[Edge], loads: &[f64], map: &[u32], plat: &Platform) -> Eval {
     let np = plat.n_pes();
     let mut pe_time = vec![0.0; np];
     let mut remote = vec![0.0; np];
@@ -124,7 +142,7 @@ fn evaluate(g: &TaskGraph, loads: &[f64], map: &[u32], plat: &Platform) -> Eval 
     for (i, &p) in map.iter().enumerate() {
         pe_time[p as usize] += loads[i];
     }
-    for e in &g.edges {
+    for e in edges {
         let (p, q) = (map[e.a as usize] as usize, map[e.b as usize] as usize);
         let (m, b) = (e.msgs as f64, e.bytes as f64);
         let (ni, nj) = (plat.pe_node[p], plat.pe_node[q]);
@@ -203,7 +221,7 @@ pub fn simulate(
         }
         let ev = match cached.take() {
             Some(e) => e,
-            None => evaluate(g, &loads, &map, plat),
+            None => evaluate(&g.edges, &loads, &map, plat),
         };
         let max = ev.pe_time.iter().copied().fold(0.0, f64::max);
         let avg = ev.pe_time.iter().sum::<f64>() / np as f64;
@@ -247,19 +265,7 @@ pub fn simulate(
                     new[i] = map[i];
                 }
             }
-            let mut side = vec![0.0; np];
-            let (mut moved, mut moved_bytes) = (0usize, 0u64);
-            for i in 0..n {
-                let (p, q) = (map[i] as usize, new[i] as usize);
-                if p != q {
-                    let (a, b) = plat.migration_ns(p, q, g.state_bytes[i] as f64);
-                    side[p] += a;
-                    side[q] += b;
-                    moved += 1;
-                    moved_bytes += g.state_bytes[i];
-                }
-            }
-            let mig = side.iter().copied().fold(0.0, f64::max);
+            let (moved, moved_bytes, mig) = migration_step(&map, &new, &g.state_bytes, plat);
             total += mig;
             calls.push(LbCall {
                 iteration: it,
@@ -342,7 +348,7 @@ pub fn balance_once(
     };
     let migratable = g.migratable.clone().unwrap_or_else(|| vec![true; n]);
     let adj = Adjacency::new(n, &g.edges);
-    let ev = evaluate(g, &g.loads_ns, &map, plat);
+    let ev = evaluate(&g.edges, &g.loads_ns, &map, plat);
     let input = LbInput {
         loads_ns: &ev.obj_measured,
         state_bytes: &g.state_bytes,

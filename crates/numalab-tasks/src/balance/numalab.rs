@@ -21,20 +21,25 @@
 //!   smaller one there; moves inside a node are the cheapest (local copy, messages stay in the
 //!   node).
 //! - **Phase 3, what is left.** A PE still above T gives to the least loaded PE of the nearest
-//!   node (by SLIT distance) that can take one of its objects (a move or a swap). A PE that no
-//!   such move relieves (its objects are too coarse for the room left) sheds its largest objects
-//!   until under T, and they go back heaviest first onto the least loaded PE, nearest node first
-//!   among equals (LPT on the residue, as GreedyRefine places what does not fit).
+//!   node (by SLIT distance) that can take one of its objects (a move or a swap). If a PE is
+//!   still above T (its objects are too coarse for the room left), GreedyRefine's repair runs
+//!   with M = T: heaviest first, an object stays if its PE's load so far plus the object fits
+//!   under M, else it goes to the least loaded PE (nearest node first among equals) if that pays.
 //! - **Phase 4, locality** (`numalab_locality = true`). An object whose bytes go mostly to another node
 //!   moves to that node's least loaded PE if it fits under T and the messaging time saved over
 //!   the period pays for the move.
+//!
+//! - **Last check, whole machine.** The iteration time predicted for the new mapping (compute
+//!   loads, messages from the new PEs, link sharing: the simulator's own cost model) must beat the
+//!   current one by more than the migration step costs, over `lb_period` iterations; otherwise the
+//!   current mapping is kept. Pairwise gains miss what a move does to its partners' PEs.
 //!
 //! Gains: load relief = the drop of max(load(p), load(q)) for the pair (phase 2-3), the drop of
 //! the node's load per PE (phase 1); messaging = sum over the object's partners of the
 //! per-iteration cost of its messages from its PE to theirs ([`Platform::message_ns`]).
 //!
 //! - Complexity: O(n log n) for the target, O(moves x objects per PE x degree) for the phases
-//!   (degree = partners of an object), O(E) for locality; well under a second for 10,000 objects
+//!   (degree = partners of an object), O(n P) for the repair, O(E) for locality and the check; well under a second for 10,000 objects
 //!   on 64 PEs.
 //! - Migrations: only objects that leave overloaded PEs or nodes, plus locality moves that pay.
 //! - Parameters: `numalab_tolerance` (1.02), `numalab_gain_margin` (1.0: how many times its
@@ -45,6 +50,7 @@ use super::{Balancer, LbInput};
 use crate::error::TaskError;
 use crate::gen::Params;
 use crate::platform::Platform;
+use crate::simulate::{evaluate, migration_step};
 
 pub struct NumaLb {
     pub tolerance: f64,
@@ -313,44 +319,41 @@ impl Balancer for NumaLb {
         }
 
         // Phase 3b: PEs that no single move or swap relieves (objects too coarse for the room
-        // left under T) shed their largest objects until under T, and those go back heaviest
-        // first onto the least loaded PE (LPT on the residue, as GreedyRefine places what does
-        // not fit), nearest node first among equals; a placement that does not pay stays home.
-        let stuck: Vec<usize> = (0..np).filter(|&p| s.load[p] > t).collect();
-        if !stuck.is_empty() {
-            let mut pool: Vec<(u32, usize)> = Vec::new();
-            for &p in &stuck {
-                let mut mine: Vec<u32> = s.objs[p].iter().copied().filter(|&i| input.migratable[i as usize]).collect();
-                mine.sort_by(|&a, &b| s.w(b).total_cmp(&s.w(a)).then(a.cmp(&b)));
-                let mut left = s.load[p];
-                for i in mine {
-                    if left <= t {
-                        break;
-                    }
-                    left -= s.w(i);
-                    pool.push((i, p));
+        // left under T) are repaired as GreedyRefine (greedy.h) repairs: heaviest object first,
+        // stay where it is if that PE's load so far plus the object fits under M (= T, raised to
+        // any new maximum), else go to the least loaded PE, nearest node first among equals, when
+        // that pays for the migration.
+        if (0..np).any(|p| s.load[p] > t) {
+            let mut built = vec![0.0; np];
+            for (i, &p) in s.to.iter().enumerate() {
+                if !input.migratable[i] {
+                    built[p as usize] += input.loads_ns[i];
                 }
             }
-            // Take the pool off its PEs (bookkeeping only: each object is placed again below).
-            for &(i, p) in &pool {
-                s.load[p] -= s.w(i);
-            }
-            pool.sort_by(|a, b| s.w(b.0).total_cmp(&s.w(a.0)).then(a.0.cmp(&b.0)));
-            for (i, p) in pool {
-                let w = s.w(i);
-                let home = s.node(p);
-                let dist = |x: usize| input.distances.get(home).and_then(|r| r.get(s.node(x))).copied().unwrap_or(10);
-                let q = (0..np)
-                    .min_by(|&a, &b| s.load[a].total_cmp(&s.load[b]).then(dist(a).cmp(&dist(b))).then(a.cmp(&b)))
-                    .expect("at least one PE");
-                s.load[p] += w;
-                if q != p {
-                    // Relief against keeping it home: home's load with it vs the pair after.
-                    let relief = s.load[p] - (s.load[p] - w).max(s.load[q] + w);
-                    if relief > 0.0 && s.benefit(i, p, q, relief) > 0.0 {
-                        s.apply(i, q);
+            let mut order: Vec<u32> = (0..n as u32).filter(|&i| input.migratable[i as usize]).collect();
+            order.sort_by(|&a, &b| s.w(b).total_cmp(&s.w(a)).then(a.cmp(&b)));
+            let mut m = t;
+            let mut moves = Vec::new();
+            for i in order {
+                let (w, home) = (s.w(i), s.to[i as usize] as usize);
+                let mut dest = home;
+                if built[home] + w > m {
+                    let hn = s.node(home);
+                    let dist = |x: usize| input.distances.get(hn).and_then(|r| r.get(s.node(x))).copied().unwrap_or(10);
+                    let q = (0..np)
+                        .min_by(|&a, &b| built[a].total_cmp(&built[b]).then(dist(a).cmp(&dist(b))).then(a.cmp(&b)))
+                        .expect("at least one PE");
+                    let relief = built[home] + w - built[home].max(built[q] + w);
+                    if q != home && relief > 0.0 && s.benefit(i, home, q, relief) > 0.0 {
+                        dest = q;
+                        moves.push((i, q));
                     }
                 }
+                built[dest] += w;
+                m = m.max(built[dest]);
+            }
+            for (i, q) in moves {
+                s.apply(i, q);
             }
         }
 
@@ -382,6 +385,27 @@ impl Balancer for NumaLb {
                 }
             }
         }
-        Ok(s.to)
+        // Last check (module doc). Measured loads include the objects' messaging under the
+        // current mapping; taking it out leaves their compute loads.
+        let new = s.to;
+        if new.as_slice() == input.mapping {
+            return Ok(new);
+        }
+        let now = evaluate(input.edges, input.loads_ns, input.mapping, input.platform);
+        let compute: Vec<f64> =
+            input.loads_ns.iter().zip(&now.obj_measured).map(|(&l, &m)| (2.0 * l - m).max(0.0)).collect();
+        let before = evaluate(input.edges, &compute, input.mapping, input.platform);
+        let after = evaluate(input.edges, &compute, &new, input.platform);
+        let max = |e: &crate::simulate::Eval| e.pe_time.iter().copied().fold(0.0, f64::max);
+        let (_, _, step) = migration_step(input.mapping, &new, input.state_bytes, input.platform);
+        if (max(&before) - max(&after)) * period(input) > self.gain_margin * step {
+            Ok(new)
+        } else {
+            Ok(input.mapping.to_vec())
+        }
     }
+}
+
+fn period(input: &LbInput<'_>) -> f64 {
+    input.lb_period.max(1) as f64
 }
