@@ -171,7 +171,8 @@ def test_a_zero_bandwidth_memattr_is_a_model_error_naming_the_field(tmp_path: Pa
     path = write(tmp_path, exported(tmp_path).replace('value="48828"', 'value="0"', 1))
     with pytest.raises(TopologyError) as e:
         load_hwloc_xml(path)
-    assert e.value.args[0].startswith(f"{path}: nodes[0].bandwidth_gbps: must be > 0")
+    line = next(k for k, text in enumerate(path.read_text().splitlines(), 1) if '<object type="NUMANode" os_index="0"' in text)
+    assert e.value.args[0].startswith(f"{path}:{line}: nodes[0].bandwidth_gbps: must be > 0")
 
 
 @pytest.mark.parametrize(

@@ -90,7 +90,8 @@ def test_v1_file_with_numanodes_above_sockets_and_online_cpuset(tmp_path: Path) 
         f'<object type="Machine" os_index="0" cpuset="{mask(0, 1, 2)}" complete_cpuset="{mask(0, 1, 2, 3)}" '
         f'online_cpuset="{mask(0, 1, 2)}" allowed_cpuset="{mask(0, 1, 2, 3)}" nodeset="0x3" complete_nodeset="0x3" allowed_nodeset="0x3">'
         f'<object type="NUMANode" os_index="0" cpuset="{mask(0, 1)}" local_memory="{4 * GIB}">'
-        f'<object type="Socket" os_index="0" cpuset="{mask(0, 1)}">{core(0, [0])}{core(1, [1])}</object></object>'
+        f'<object type="Socket" os_index="0" cpuset="{mask(0, 1)}"><object type="Cache" cpuset="{mask(0, 1)}" '
+        f'cache_size="{8 << 20}" depth="3" cache_type="0">{core(0, [0])}{core(1, [1])}</object></object></object>'
         f'<object type="NUMANode" os_index="1" cpuset="{mask(2)}" local_memory="{4 * GIB}">'
         f'<object type="Socket" os_index="1" cpuset="{mask(2)}">{core(0, [2])}</object></object>'
         "</object>\n</topology>\n"
@@ -99,6 +100,7 @@ def test_v1_file_with_numanodes_above_sockets_and_online_cpuset(tmp_path: Path) 
     assert nodes(m) == [(0, "0-1", 4 * GIB), (1, "2", 4 * GIB)]
     assert [p["os_index"] for p in m["packages"]] == [0, 1]
     assert "CPUs 3 are offline" in m["notes"]["cpus.offline"]
+    assert [(c["level"], c["size_bytes"], c["cpuset"]) for c in m["caches"]] == [(3, 8 << 20, "0-1")]  # v1 "Cache"
 
 
 def test_v3_file_with_id_attributes_and_memattrs(tmp_path: Path) -> None:
@@ -130,6 +132,21 @@ def test_restricted_topology_is_seen_from_inside_the_cgroup(tmp_path: Path) -> N
     assert [p["os_index"] for p in m["pus"]] == [1, 2, 3]
     assert "CPUs 0 are outside the file's allowed_cpuset" in m["notes"]["cpus.disallowed"]
     assert "nodes 0 are outside the allowed nodeset" in m["notes"]["disallowed.memory"]
+
+
+def test_a_slit_naming_disallowed_nodes_still_gives_the_distances_of_the_others(tmp_path: Path) -> None:
+    # lstopo --whole-system: node 2 (no CPUs) is outside cpuset.mems; the SLIT still names it.
+    body = two_packages().replace("</object>" + f'<object type="Package" os_index="1"',
+                                  f"{numa(2, [0, 1], gp=12)}</object>" + f'<object type="Package" os_index="1"')
+    tail = (
+        '<distances2 type="NUMANode" nbobjs="3" kind="5" name="NUMALatency" indexing="os">'
+        '<indexes length="6">0 1 2 </indexes><u64values length="27">10 21 17 21 10 28 17 28 10 </u64values></distances2>\n'
+    )
+    attrs = ALL4.replace('nodeset="0x3" complete_nodeset="0x3"', 'nodeset="0x7" complete_nodeset="0x7" allowed_nodeset="0x3"')
+    m = doc(write(tmp_path, topology(attrs, body, tail)))
+    assert nodes(m) == [(0, "0-1", 8 * GIB), (1, "2-3", 8 * GIB)]
+    assert m["distances"] == [[10, 21], [21, 10]]
+    assert "nodes 2 are outside the file's allowed_nodeset" in m["notes"]["disallowed.nodes"]
 
 
 def test_restricted_export_without_the_disallowed_node(tmp_path: Path) -> None:

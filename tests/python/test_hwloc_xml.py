@@ -280,7 +280,8 @@ def test_model_errors_name_the_file(tmp_path: Path) -> None:
     path = fixture_variant(tmp_path, "10 21 21 10 </u64values>", "10 21 9 10 </u64values>")
     with pytest.raises(TopologyError) as e:
         load_hwloc_xml(path)
-    assert e.value.args[0].startswith(f"{path}: distances[1][0]: remote distance must be between 11 and 254, got 9")
+    line = next(k for k, text in enumerate(path.read_text().splitlines(), 1) if "<distances2" in text)
+    assert e.value.args[0].startswith(f"{path}:{line}: distances[1][0]: remote distance must be between 11 and 254, got 9")
 
 
 def test_a_missing_file(tmp_path: Path) -> None:

@@ -101,7 +101,7 @@ def load_tree(path: Path, root: _El, memory_per_node_mib: int | None = None, mem
         machine = importer.finish(machine)
     except TopologyError as e:
         key = e.args[1] if len(e.args) > 1 else ""
-        raise TopologyError(f"{path}: {e.args[0]}", key) from None
+        raise TopologyError(f"{path}:{importer.line_of(key)}: {e.args[0]}", key) from None
     if importer.warning:
         print(f"numalab: warning: {importer.warning}", file=sys.stderr)
     return machine
@@ -293,6 +293,7 @@ class _Importer:
         self.memory_unknown_is_missing = False
         self.latency_attr = "Latency"
         self.frequencies: dict[int, float] = {}
+        self.distances_el: _El | None = None
         self.warning = ""
         self.nodes: list[_Node] = []
         self.packages: list[tuple[int, set[int], _El]] = []
@@ -353,6 +354,16 @@ class _Importer:
                 if found:
                     return found
         return set()
+
+    def line_of(self, key: str) -> str:
+        """The line of the element a model error's key comes from ("" when none): ``nodes[k]`` is
+        the k-th node by OS index, ``distances`` the matrix used, else the Machine object."""
+        found = re.match(r"nodes\[(\d+)\]", key)
+        if found and int(found.group(1)) < len(self.nodes):
+            return str(self.nodes[int(found.group(1))].el.line)
+        if key.startswith("distances") and self.distances_el is not None:
+            return str(self.distances_el.line)
+        return str(self.machine.line)
 
     def fail(self, el: _El, message: str) -> UsageError:
         return UsageError(f"{self.path}:{el.line}: {_describe(el)}: {message}")
@@ -652,20 +663,38 @@ class _Importer:
     # ---- distances
 
     def distances(self) -> list[list[int]]:
+        """The SLIT: the file's latency-kind NUMANode ``distances2`` (the ``NUMALatency`` one first)
+        covering every node of the file (it may name more: nodes left out as disallowed); nodes
+        added back for PUs of a disallowed node (§5.2) are as far from every node as the farthest
+        pair of the matrix."""
         order = [n.os_index for n in self.nodes]
+        real = [n.os_index for n in self.nodes if not n.placeholder]
         elements = [el for el in self.root.find_all("distances2") if el.attrib.get("type") == "NUMANode"]
         matrices = [self.read_distances(el) for el in elements]
-        usable = [m for m in matrices if m.kind & DISTANCES_KIND_LATENCY and sorted(m.indexes) == order]
+        usable = [m for m in matrices if m.kind & DISTANCES_KIND_LATENCY and set(real) <= set(m.indexes)]
         usable.sort(key=lambda m: m.el.attrib.get("name") != SLIT_NAME)  # the SLIT first
         if len(order) == 1:
             return [[10]]
-        if not usable:
+        if not usable or len(real) < 2:
             return self.distances_without_slit()
         best = usable[0]
+        self.distances_el = best.el
         pos = {os_index: k for k, os_index in enumerate(best.indexes)}
         nb = len(best.indexes)
-        matrix = [[best.values[pos[a] * nb + pos[b]] for b in order] for a in order]
-        return self.slit_scale(best.el, matrix)
+        known = [[best.values[pos[a] * nb + pos[b]] for b in real] for a in real]
+        scaled = self.slit_scale(best.el, known)
+        if len(real) == len(order):
+            return scaled
+        far = max([d for i, row in enumerate(scaled) for j, d in enumerate(row) if i != j] or [20])
+        k = {os_index: i for i, os_index in enumerate(real)}
+        added = [n for n in order if n not in k]
+        self.notes["distances"] = (
+            f"nodes {format_cpulist(added)} are not in the file's {_describe(best.el)}: distance {far} "
+            "(its farthest pair) to every other node"
+        )
+        return [
+            [10 if a == b else scaled[k[a]][k[b]] if a in k and b in k else far for b in order] for a in order
+        ]
 
     def distances_without_slit(self) -> list[list[int]]:
         """From a full Latency memattr matrix (relative to local, as the SLIT is), else 10/20."""
@@ -996,7 +1025,9 @@ class _Importer:
             return exact
         out = []
         for el in _descendants(self.machine, "object"):
-            level = {"L2Cache": 2, "L3Cache": 3, "L4Cache": 4}.get(el.attrib.get("type", ""))
+            t = el.attrib.get("type", "")
+            # v1 files write every cache as type="Cache" with its level in depth.
+            level = {"L2Cache": 2, "L3Cache": 3, "L4Cache": 4}.get(t) if t != "Cache" else {"2": 2, "3": 3, "4": 4}.get(el.attrib.get("depth", ""))
             if level is None or el.attrib.get("cache_type") == "2" or "cpuset" not in el.attrib:
                 continue
             size, cpus = self.int_attr(el, "cache_size", 0), self.bitmap_attr(el, "cpuset") & self.pus.keys()
