@@ -14,6 +14,9 @@
 //! the packing side and its destination PE the unpacking side ([`Platform::migration_ns`]); PEs
 //! migrate in parallel, so the step takes the busiest PE's total. Objects that may not move stay.
 //!
+//! Objects start on the graph's own PEs when it has them (an LB dump's `from_proc`, taken modulo
+//! the run's PE count) or on Charm++'s default block map ([`block_map`]).
+//!
 //! Determinism: everything but `balancer_wall_s` (the balancer's own wall-clock time) follows
 //! from the inputs and the seed, bit for bit. The seed drives `load_noise` only (a relative,
 //! uniform per-object, per-iteration perturbation of the loads; 0 by default).
