@@ -3,7 +3,7 @@
 //!
 //! - Algorithm: (1) greedy balancing, exactly GreedyLB (heaviest object to least-loaded PE),
 //!   which gives P bins of objects; (2) a bin-to-bin matrix of bytes per iteration (both
-//!   directions, as TreeMatchLB adds every record to comm[from][to] and comm[to][from]); (3)
+//!   directions, as TreeMatchLB adds every record to `comm[from][to]` and `comm[to][from]`); (3)
 //!   bottom-up grouping along the machine's tree: bins into groups of the size of each node's PE
 //!   count, each group seeded with the unplaced bin that communicates most and grown with the bin
 //!   that communicates most with the group (TreeMatch's greedy grouping; the shipped
