@@ -100,3 +100,10 @@ def test_whole_plane_splits_leave_threads_idle() -> None:
     spec = RunSpec.create("opteron6282-4p", "ft", params={"class": "W", "threads": 64}, noise="off")
     new, old = runner.run(spec), runner.run(spec.updated(npb_version="3.3.1"))
     assert old.time_s > 1.1 * new.time_s, (old.time_s, new.time_s)
+
+
+def test_workloads_lists_the_releases(cli) -> None:
+    code, out, _ = cli("workloads", "bt")
+    assert code == 0 and "versions (--npb-version): 3.4.2, 3.3.1 (default 3.4.2)" in out
+    code, out, _ = cli("workloads", "dgemv")
+    assert code == 0 and "versions" not in out

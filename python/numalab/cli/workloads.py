@@ -26,5 +26,7 @@ def workloads(name: Optional[str] = typer.Argument(None, help="A workload to des
         typer.echo(f"  --{k.replace('_', '-')} {v!r}{extra}")
     if desc.classes:
         typer.echo(f"classes: {', '.join(desc.classes)}")
+    if desc.versions:
+        typer.echo(f"versions (--npb-version): {', '.join(descriptor.versions(desc))} (default {desc.version})")
     if desc.source:
         typer.echo(f"source: {desc.source}")
