@@ -83,7 +83,8 @@ def _planned(data: ReportData) -> int:
 
 
 def _timelines(c: Content, data: ReportData, drawer: figs.Drawer, progress: Any) -> None:
-    """Runs with balancing on, or whose timeline carries counters: how pages and counters move."""
+    """Runs with balancing on, whose timeline carries counters, or on a machine with memory tiers
+    (pages per tier over time, docs/tiering.md): how pages and counters move."""
     f = data.finished()
     if not len(f):
         return
@@ -91,7 +92,8 @@ def _timelines(c: Content, data: ReportData, drawer: figs.Drawer, progress: Any)
     for case in data.cases:
         for label in data.labels:
             doc = data.first_seed(case, label)
-            if doc and ((doc.get("placement") or {}).get("balancing", {}).get("enabled") or _balancing_on(f, case, label) or figs.timeline_series(doc)):
+            if doc and ((doc.get("placement") or {}).get("balancing", {}).get("enabled") or _balancing_on(f, case, label)
+                        or figs.timeline_series(doc) or doc.get("memory_tiers")):
                 wanted.append((case, label, doc))
     progress.add(min(len(wanted), MAX_TIMELINES))
     for case, label, doc in wanted[:MAX_TIMELINES]:

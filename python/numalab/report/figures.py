@@ -109,20 +109,33 @@ def timeline_figure(drawer: Drawer, case: str, label: str, doc: dict[str, Any]) 
         axes = fig.subplots(1, 2 if series else 1, squeeze=False)[0]
         nodes = (doc.get("access_map") or doc["pages"])["nodes"]  # host runs without balancing have no map
         t = [p["t_s"] for p in points]
-        for j, n in enumerate(nodes):
-            axes[0].plot(t, [p["pages_per_node"][j] for p in points], label=f"node{n}")
+        for name, rows in _page_lines(doc, nodes).items():
+            axes[0].plot(t, [sum(p["pages_per_node"][j] for j in rows) for p in points], label=name)
         axes[0].set_xlabel("time (s)")
         axes[0].set_ylabel("pages")
-        axes[0].set_title("pages per node")
+        axes[0].set_title("pages per memory tier" if doc.get("memory_tiers") else "pages per node")
         axes[0].legend(fontsize=7, ncols=2)
         if series:
             for name, values in sorted(series.items()):
                 axes[1].plot([a for a, _ in values], [b for _, b in values], label=name)
             axes[1].set_xlabel("time (s)")
-            axes[1].set_title("balancing counters")
+            axes[1].set_title("balancing and tiering counters" if doc.get("memory_tiers") else "balancing counters")
             axes[1].legend(fontsize=7)
         fig.suptitle(f"{case} / {label}")
     return drawer.save(fig, f"timeline {case} {label}")
+
+
+def _page_lines(doc: dict[str, Any], nodes: list[Any]) -> dict[str, list[int]]:
+    """Lines of the pages plot: one per node, or per memory tier (0 = fastest) on a machine with
+    tiers (the result's ``memory_tiers``, docs/tiering.md §2), each naming its nodes."""
+    tiers = doc.get("memory_tiers")
+    if not tiers:
+        return {f"node{n}": [j] for j, n in enumerate(nodes)}
+    out: dict[str, list[int]] = {}
+    for k in sorted({x for x in tiers if x is not None}):
+        rows = [j for j, x in enumerate(tiers) if x == k]
+        out[f"tier {k} (node{','.join(str(nodes[j]) for j in rows)})"] = rows
+    return out
 
 
 def scatter_figure(drawer: Drawer, spec: Any, points: list[dict[str, Any]]) -> Figure | None:

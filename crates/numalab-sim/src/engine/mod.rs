@@ -321,7 +321,15 @@ impl<'a> Engine<'a> {
                 let regions: Vec<&[Region]> = self.procs.iter().map(|p| p.regions.as_slice()).collect();
                 self.thp.tick(self.now, &mut self.alloc, &regions);
             }
-            self.rec.epoch_end(self.now, &self.pages_node, self.numab.as_ref().map(|nb| &nb.vmstat));
+            match (&self.tiering, &self.numab) {
+                // Demotion counts live beside balancing's: the timeline carries both.
+                (Some(t), nb) => {
+                    let mut v = nb.as_ref().map(|nb| nb.vmstat.clone()).unwrap_or_default();
+                    (v.pgdemote_kswapd, v.pgdemote_direct) = (t.pgdemote_kswapd, t.pgdemote_direct);
+                    self.rec.epoch_end(self.now, &self.pages_node, Some(&v));
+                }
+                (None, nb) => self.rec.epoch_end(self.now, &self.pages_node, nb.as_ref().map(|nb| &nb.vmstat)),
+            }
             self.rebalance();
             // Epochs as long as VISITS_PER_EPOCH unsampled visits, whatever the sample rate.
             let per_epoch = VISITS_PER_EPOCH / self.stride as f64;
