@@ -134,13 +134,11 @@ impl Thp {
 
     /// A first write to the unplaced 2 MiB entry `u` (of `units`, interleave index `ilx`) of
     /// region `ri` of process `pid` at time `now`. `None`: no memory under the policy.
-    #[allow(clippy::too_many_arguments)]
     pub fn fault(
         &mut self,
         a: &mut Allocator,
         policy: &Resolved,
-        pid: usize,
-        ri: usize,
+        (pid, ri): (usize, usize),
         (u, units, ilx): (u64, u64, u64),
         cpu_node: usize,
         now: f64,

@@ -224,8 +224,15 @@ impl<'a> Engine<'a> {
             procs.iter_mut().flat_map(|p| p.regions.iter_mut()).for_each(|r| r.enable_balancing());
             let regions: Vec<&[Region]> = procs.iter().map(|p| p.regions.as_slice()).collect();
             let mut nb = Numab::new(m, cfg.kernel, &cfg.balancing, &cfg.costs, &threads_of, &regions, &sched);
-            if let Some(t) = tiering.as_ref() {
-                nb.set_tiers(&t.tiers, m);
+            // node_is_toptier() matters to balancing on any tiered machine, tiering mode or not.
+            match tiering.as_ref() {
+                Some(t) => nb.set_tiers(&t.tiers, m),
+                None => {
+                    let t = crate::tiering::Tiers::new(m);
+                    if t.nr_tiers > 1 {
+                        nb.set_tiers(&t, m);
+                    }
+                }
             }
             nb
         });
@@ -368,7 +375,8 @@ impl<'a> Engine<'a> {
             [self.budget_waits, self.epochs, self.samples],
         );
         sched_out.apply(&mut out);
-        let thp_counts = [self.thp.fault_alloc, self.thp.fault_fallback, self.thp.collapse_alloc, self.thp.collapse_alloc_failed];
+        let t = &self.thp;
+        let thp_counts = [t.fault_alloc, t.fault_fallback, t.collapse_alloc, t.collapse_alloc_failed];
         out.thp = self.thp.report();
         if let Some(t) = self.tiering.as_ref() {
             out.vmstat.pgdemote_kswapd = t.pgdemote_kswapd;

@@ -279,8 +279,8 @@ impl Engine<'_> {
                 let placed = if bp > 1 {
                     // A 2 MiB entry: the THP fault rules (crate::khugepaged) give a huge page or
                     // 512 base pages, whose faults cost more than one huge page's.
-                    let ri = v.region as usize;
-                    match self.thp.fault(&mut self.alloc, policy, pid, ri, (u, region.units(), region.ilx(u)), cpu_node, now) {
+                    let at = (u, region.units(), region.ilx(u));
+                    match self.thp.fault(&mut self.alloc, policy, (pid, v.region as usize), at, cpu_node, now) {
                         Some(crate::khugepaged::Fault::Huge(n)) => Some(n),
                         Some(crate::khugepaged::Fault::Fallback(n)) => {
                             extra += (bp as f64 * self.cfg.costs.fault_4k_ns - self.cfg.costs.fault_2m_ns) * 1e-9;
