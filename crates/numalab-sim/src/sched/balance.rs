@@ -180,14 +180,25 @@ impl Sched {
             Kernel::K313 => others
                 .filter(|(g, _)| g.nr > capacity_313(g))
                 .max_by(|a, b| a.0.avg().total_cmp(&b.0.avg()).then(b.0.id.cmp(&a.0.id))),
-            // update_sd_pick_busiest(): higher type; overloaded: higher load; spare: fewer idle CPUs.
-            Kernel::K6 => others.max_by(|a, b| {
-                (a.0.kind(), std::cmp::Reverse(a.0.idle), a.0.nr, std::cmp::Reverse(a.0.id)).cmp(&(
-                    b.0.kind(),
-                    std::cmp::Reverse(b.0.idle),
-                    b.0.nr,
-                    std::cmp::Reverse(b.0.id),
-                ))
+            // update_sd_pick_busiest(), over the groups in order: a higher type wins; overloaded:
+            // a strictly higher average load; fully busy: an average load at least as high (the
+            // later group on ties, no SMT flag here); has spare: fewer idle CPUs, or as many and
+            // strictly more tasks.
+            Kernel::K6 => others.fold(None, |best: Option<&(Group, Vec<usize>)>, cand| match best {
+                None => Some(cand),
+                Some(b) => {
+                    let (g, bg) = (&cand.0, &b.0);
+                    let wins = match g.kind().cmp(&bg.kind()) {
+                        std::cmp::Ordering::Greater => true,
+                        std::cmp::Ordering::Less => false,
+                        std::cmp::Ordering::Equal => match g.kind() {
+                            2 => g.avg() > bg.avg(),
+                            1 => g.avg() >= bg.avg(),
+                            _ => g.idle < bg.idle || (g.idle == bg.idle && g.nr > bg.nr),
+                        },
+                    };
+                    Some(if wins { cand } else { b })
+                }
             }),
         };
         let Some((busiest, busiest_cpus)) = busiest.cloned() else {
