@@ -107,3 +107,15 @@ def test_workloads_lists_the_releases(cli) -> None:
     assert code == 0 and "versions (--npb-version): 3.4.2, 3.3.1 (default 3.4.2)" in out
     code, out, _ = cli("workloads", "dgemv")
     assert code == 0 and "versions" not in out
+
+
+def test_s1_runs_the_release_of_its_era_and_plots_mapki() -> None:
+    from pathlib import Path
+
+    from numalab.study import expand, load_study
+
+    sf = load_study(Path(__file__).resolve().parents[2] / "studies" / "s1-autonuma-npb.toml")
+    assert {r.config.get("npb_version") for r in expand(sf).runs} == {"3.3.1"}
+    assert any(s.x == "baseline.mapki" for s in sf.study.report.scatter)
+    # A study that says nothing runs 3.4.2, and its stored configurations keep their old hashes.
+    assert "npb_version" not in RunSpec.create("opteron6282-4p", "cg").canonical()
