@@ -86,9 +86,7 @@ impl Allocator {
         let above = |free: &[u64], n: usize, mark: u64| free[n] >= npages && free[n] - npages >= mark;
         let fast = match (self.kernel, walk) {
             // 3.13's fair-zone fast path uses only the preferred node.
-            (Kernel::K313, Walk::Normal) => {
-                Some(preferred).filter(|&n| above(&self.free, n, self.marks[n].low))
-            }
+            (Kernel::K313, Walk::Normal) => Some(preferred).filter(|&n| above(&self.free, n, self.marks[n].low)),
             _ => list.iter().copied().find(|&n| allowed(n) && above(&self.free, n, self.marks[n].low)),
         };
         let chosen = match fast {

@@ -116,8 +116,9 @@ impl Tiers {
         let mut starts: Vec<u32> = (0..n).filter(|&x| has_memory[x]).map(start).collect();
         starts.sort_unstable();
         starts.dedup();
-        let tier: Vec<u32> =
-            (0..n).map(|x| if has_memory[x] { starts.binary_search(&start(x)).unwrap_or(0) as u32 } else { 0 }).collect();
+        let tier: Vec<u32> = (0..n)
+            .map(|x| if has_memory[x] { starts.binary_search(&start(x)).unwrap_or(0) as u32 } else { 0 })
+            .collect();
         let nr_tiers = starts.len() as u32;
         // establish_demotion_targets(): top tiers are every tier up to the slowest one holding a
         // node with CPUs.

@@ -46,6 +46,17 @@ pub fn default_weights(m: &Machine, auto: bool) -> Vec<u8> {
     reduce_interleave_weights(&bw, &has_memory)
 }
 
+/// Give the nodes of a weighted-interleave policy without a user weight their default weight
+/// from `table` (user weights, `--weights`, always win, as a sysfs write does).
+pub fn apply_defaults(r: &mut crate::mempolicy::Resolved, p: &numalab_model::MemPolicy, m: &Machine, table: &[u8]) {
+    if r.mode != numalab_model::PolicyMode::WeightedInterleave {
+        return;
+    }
+    r.weights =
+        r.nodes.iter().map(|&n| p.weights.get(&m.nodes[n].os_index).map_or(table[n] as u64, |&w| w as u64)).collect();
+    r.weight_sum = r.weights.iter().sum();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,18 +70,4 @@ mod tests {
         assert_eq!(reduce_interleave_weights(&[1_000_000, 10_000], &[true, true]), vec![31, 1]);
         assert_eq!(reduce_interleave_weights(&[100, 0], &[true, false]), vec![1, 1]);
     }
-}
-
-/// Give the nodes of a weighted-interleave policy without a user weight their default weight
-/// from `table` (user weights, `--weights`, always win, as a sysfs write does).
-pub fn apply_defaults(r: &mut crate::mempolicy::Resolved, p: &numalab_model::MemPolicy, m: &Machine, table: &[u8]) {
-    if r.mode != numalab_model::PolicyMode::WeightedInterleave {
-        return;
-    }
-    r.weights = r
-        .nodes
-        .iter()
-        .map(|&n| p.weights.get(&m.nodes[n].os_index).map_or(table[n] as u64, |&w| w as u64))
-        .collect();
-    r.weight_sum = r.weights.iter().sum();
 }
