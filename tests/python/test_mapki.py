@@ -101,3 +101,10 @@ def test_a_report_draws_mapki_against_gain(tmp_path) -> None:
     out = write_report(tmp_path / "m.toml", tmp_path / "r.md", results=tmp_path / "results")
     md = out.read_text()
     assert "MAPKI vs gain" in md
+
+
+def test_scatter_axes_name_mapki() -> None:
+    from numalab.report.figures import axis_label
+
+    assert axis_label("baseline.mapki") == "MAPKI (memory accesses per 1000 instructions), baseline run"
+    assert axis_label("speedup") == "speedup"

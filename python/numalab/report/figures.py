@@ -138,6 +138,17 @@ def _page_lines(doc: dict[str, Any], nodes: list[Any]) -> dict[str, list[int]]:
     return out
 
 
+# Axis names for terse metric columns (docs/studies.md §4).
+_AXIS = {"mapki": "MAPKI (memory accesses per 1000 instructions)", "dram_gbps": "DRAM traffic (GB/s)"}
+
+
+def axis_label(name: str) -> str:
+    """``baseline.mapki`` -> "MAPKI (memory accesses per 1000 instructions), baseline run"."""
+    base = name.removeprefix("baseline.")
+    label = _AXIS.get(base, base)
+    return f"{label}, baseline run" if base != name else label
+
+
 def scatter_figure(drawer: Drawer, spec: Any, points: list[dict[str, Any]]) -> Figure | None:
     """``points``: dicts with x, y and group (see report.scatter.points)."""
     if not points:
@@ -156,8 +167,8 @@ def scatter_figure(drawer: Drawer, spec: Any, points: list[dict[str, Any]]) -> F
             ax.set_xscale("log")
         if spec.y == "speedup":
             ax.axhline(1.0, color="0.6", lw=0.8, ls="--")
-        ax.set_xlabel(spec.x)
-        ax.set_ylabel(spec.y)
+        ax.set_xlabel(axis_label(spec.x))
+        ax.set_ylabel(axis_label(spec.y))
         title = spec.title or f"{spec.y} vs {spec.x}"
         ax.set_title(title)
         ax.legend(fontsize=7, loc="best")
