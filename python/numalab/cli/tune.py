@@ -34,7 +34,7 @@ from numalab.cli.study import RESULTS
 from numalab.exceptions import USAGE_ERRORS, UsageError
 from numalab.runner import host
 from numalab.spec import Balancing, RunSpec
-from numalab.spec.balancing import KNOBS
+from numalab.spec.balancing import SCAN_KNOBS as KNOBS  # the scanner knobs (tune writes no tiering knob)
 
 __all__ = ["tune", "CONTEXT"]
 
