@@ -5,6 +5,14 @@
 //! the CPUs of `sys/devices/system/cpu/online` and `proc/meminfo`'s MemTotal and MemFree.
 //! Formats: Documentation/ABI/stable/sysfs-devices-node (`distance` is one line of the node's SLIT
 //! row over the online nodes, `meminfo` is `Node N Key:  value kB` lines).
+//!
+//! Caches come from `sys/devices/system/cpu/cpuK/cache/indexI/{level,type,size,shared_cpu_list}`
+//! (Documentation/ABI/testing/sysfs-devices-system-cpu, written by drivers/base/cacheinfo.c:
+//! `type` is `Data`, `Instruction` or `Unified`, `size` is `%uK`, and
+//! `cache_default_attrs_is_visible()` hides an attribute whose value the architecture code left
+//! at 0, so a missing `size` or `level` means "unknown", not an error). Every CPU lists every
+//! cache it uses, so one instance appears once per CPU that shares it: instances are the distinct
+//! (level, shared_cpu_list) pairs.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -33,10 +41,24 @@ pub struct HostCore {
     pub cpus: CpuSet,
 }
 
+/// One data or unified cache instance (instruction caches are left out: they hold no data).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostCache {
+    pub level: u32,
+    /// `Data` or `Unified`, as sysfs spells it.
+    pub kind: String,
+    pub size_bytes: u64,
+    /// The PUs that share it (`shared_cpu_list`, restricted to the machine's CPUs).
+    pub cpus: CpuSet,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostTopology {
     pub nodes: Vec<HostNode>,
     pub cores: Vec<HostCore>,
+    /// Data and unified caches of every level, by level then first CPU; empty when the kernel
+    /// exposes no `cpuK/cache` directory (many virtual machines, kernels without cacheinfo).
+    pub caches: Vec<HostCache>,
     /// True if the kernel exposed no NUMA node directories.
     pub numa_disabled: bool,
 }
@@ -120,7 +142,8 @@ pub fn read_topology(root: &Path) -> Result<HostTopology, LinuxError> {
         (dirs.iter().map(|(id, dir)| read_node(*id, dir, dirs.len())).collect::<Result<Vec<_>, _>>()?, false)
     };
     let cores = read_cores(&sys.join("cpu"), &nodes)?;
-    Ok(HostTopology { nodes, cores, numa_disabled })
+    let caches = read_caches(&sys.join("cpu"), &nodes)?;
+    Ok(HostTopology { nodes, cores, caches, numa_disabled })
 }
 
 fn read_node(os_index: u32, dir: &Path, nr_nodes: usize) -> Result<HostNode, LinuxError> {
@@ -166,9 +189,76 @@ fn read_cores(cpu_root: &Path, nodes: &[HostNode]) -> Result<Vec<HostCore>, Linu
     Ok(cores)
 }
 
+/// The numbered `indexI` directories of one CPU's `cache` directory, in index order.
+fn cache_index_dirs(cache_dir: &Path) -> Result<Vec<PathBuf>, LinuxError> {
+    let entries = fs::read_dir(cache_dir)
+        .map_err(|e| LinuxError::Read { path: cache_dir.display().to_string(), message: e.to_string() })?;
+    let mut out: Vec<(u32, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            name.strip_prefix("index").and_then(|s| s.parse::<u32>().ok()).map(|i| (i, e.path()))
+        })
+        .collect();
+    out.sort();
+    Ok(out.into_iter().map(|(_, p)| p).collect())
+}
+
+/// `size` as cacheinfo.c's `size_show` writes it (`32K`, `32768K`): bytes.
+fn cache_size(path: &Path) -> Result<u64, LinuxError> {
+    let s = read(path)?;
+    let t = s.trim();
+    let kib: u64 = t
+        .strip_suffix('K')
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| parse_err(path, format!("bad cache size '{t}' (expected a number of KiB such as 32768K)")))?;
+    Ok(kib * 1024)
+}
+
+/// One index directory as a cache of `cpu`; `None` for an instruction cache or one whose
+/// type, level or size the kernel does not show.
+fn read_cache(dir: &Path, cpu: u32, all: &CpuSet) -> Result<Option<HostCache>, LinuxError> {
+    let (type_path, level_path, size_path) = (dir.join("type"), dir.join("level"), dir.join("size"));
+    if !(type_path.is_file() && level_path.is_file() && size_path.is_file()) {
+        return Ok(None);
+    }
+    let kind = read(&type_path)?.trim().to_string();
+    if kind != "Data" && kind != "Unified" {
+        return Ok(None);
+    }
+    let level = number(&level_path)?;
+    let size_bytes = cache_size(&size_path)?;
+    let list = dir.join("shared_cpu_list");
+    let shared = if list.is_file() { cpulist(&list)?.intersection(all) } else { CpuSet::new() };
+    // The CPU whose directory this is uses the cache, whatever the list says.
+    let cpus = shared.union(&CpuSet::from_indexes([cpu]));
+    Ok(Some(HostCache { level, kind, size_bytes, cpus }))
+}
+
+/// Every CPU's data and unified caches, one entry per (level, shared CPUs).
+fn read_caches(cpu_root: &Path, nodes: &[HostNode]) -> Result<Vec<HostCache>, LinuxError> {
+    let all = nodes.iter().fold(CpuSet::new(), |a, n| a.union(&n.cpus));
+    let mut caches: Vec<HostCache> = Vec::new();
+    for cpu in all.iter() {
+        let cache_dir = cpu_root.join(format!("cpu{cpu}/cache"));
+        if !cache_dir.is_dir() {
+            continue;
+        }
+        for dir in cache_index_dirs(&cache_dir)? {
+            if let Some(c) = read_cache(&dir, cpu, &all)? {
+                if !caches.iter().any(|d| d.level == c.level && d.cpus == c.cpus) {
+                    caches.push(c);
+                }
+            }
+        }
+    }
+    caches.sort_by_key(|c| (c.level, c.cpus.first()));
+    Ok(caches)
+}
+
 impl HostTopology {
-    /// The facts as JSON (`nodes`, `cores`, `numa_disabled`), for the Python layer to complete;
-    /// `memory_free_bytes` is `null` when meminfo had no MemFree line.
+    /// The facts as JSON (`nodes`, `cores`, `caches`, `numa_disabled`), for the Python layer to
+    /// complete; `memory_free_bytes` is `null` when meminfo had no MemFree line.
     pub fn to_json(&self) -> Value {
         let node_pkg = |n: &HostNode| {
             self.cores.iter().find(|c| c.cpus.intersection(&n.cpus).weight() > 0).map(|c| c.package).unwrap_or(0)
@@ -186,6 +276,12 @@ impl HostTopology {
             "cores": self.cores.iter().map(|c| json!({
                 "package": c.package,
                 "os_index": c.core_id,
+                "cpus": c.cpus.to_list_string(),
+            })).collect::<Vec<_>>(),
+            "caches": self.caches.iter().map(|c| json!({
+                "level": c.level,
+                "type": c.kind,
+                "size_bytes": c.size_bytes,
                 "cpus": c.cpus.to_list_string(),
             })).collect::<Vec<_>>(),
         })

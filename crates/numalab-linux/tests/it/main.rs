@@ -164,6 +164,93 @@ mod host_capture {
     }
 }
 
+mod caches {
+    use super::*;
+    use numalab_linux::topology::HostCache;
+
+    fn cache(level: u32, kind: &str, kib: u64, list: &str) -> HostCache {
+        HostCache { level, kind: kind.into(), size_bytes: kib * 1024, cpus: cpus(list) }
+    }
+
+    #[test]
+    fn one_entry_per_instance_instruction_caches_left_out() {
+        let t = read("two-node");
+        let l1: Vec<_> = t.caches.iter().filter(|c| c.level == 1).collect();
+        let l2: Vec<_> = t.caches.iter().filter(|c| c.level == 2).collect();
+        let l3: Vec<_> = t.caches.iter().filter(|c| c.level == 3).collect();
+        assert_eq!((l1.len(), l2.len(), l3.len()), (8, 8, 2), "one L1d and L2 per core, one L3 per socket");
+        assert!(l1.iter().all(|c| c.kind == "Data"), "L1i is skipped");
+        assert_eq!(*l2[1], cache(2, "Unified", 256, "1,9"));
+        assert_eq!(*l3[0], cache(3, "Unified", 10240, "0-3,8-11"));
+        assert_eq!(*l3[1], cache(3, "Unified", 10240, "4-7,12-15"));
+    }
+
+    #[test]
+    fn an_l3_shared_by_part_of_a_node_is_its_own_instance() {
+        // A Zen-like split: each socket's L3 in two halves of two cores (four PUs).
+        let s = Scratch::copy_of("two-node", "ccx");
+        for k in 0..16u32 {
+            let core = k % 8;
+            let first = core / 2 * 2;
+            let list = format!("{first}-{},{}-{}\n", first + 1, first + 8, first + 9);
+            fs::write(s.path(&format!("sys/devices/system/cpu/cpu{k}/cache/index3/shared_cpu_list")), list).unwrap();
+        }
+        let t = read_topology(&s.0).unwrap();
+        let l3: Vec<_> = t.caches.iter().filter(|c| c.level == 3).map(|c| c.cpus.to_list_string()).collect();
+        assert_eq!(l3, ["0-1,8-9", "2-3,10-11", "4-5,12-13", "6-7,14-15"]);
+    }
+
+    #[test]
+    fn without_cache_directories_there_are_no_caches() {
+        assert!(read("eight-node").caches.is_empty());
+        let s = Scratch::copy_of("two-node", "no-cacheinfo");
+        for k in 0..16 {
+            fs::remove_dir_all(s.path(&format!("sys/devices/system/cpu/cpu{k}/cache"))).unwrap();
+        }
+        let t = read_topology(&s.0).unwrap();
+        assert!(t.caches.is_empty());
+        assert_eq!(t.to_json()["caches"], serde_json::json!([]));
+    }
+
+    #[test]
+    fn a_cache_whose_size_the_kernel_hides_is_left_out() {
+        // cacheinfo.c hides `size` when the architecture code did not know it.
+        let s = Scratch::copy_of("two-node", "no-size");
+        for k in 0..16 {
+            fs::remove_file(s.path(&format!("sys/devices/system/cpu/cpu{k}/cache/index3/size"))).unwrap();
+        }
+        let t = read_topology(&s.0).unwrap();
+        assert_eq!(t.caches.iter().map(|c| c.level).max(), Some(2));
+    }
+
+    #[test]
+    fn shared_cpus_outside_the_machine_are_dropped() {
+        let s = Scratch::copy_of("two-node", "offline-sharer");
+        fs::write(s.path("sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list"), "0-3,8-11,40\n").unwrap();
+        let t = read_topology(&s.0).unwrap();
+        let l3: Vec<_> = t.caches.iter().filter(|c| c.level == 3).collect();
+        assert_eq!(l3.len(), 2, "CPU 40 is not a CPU of the machine: the instance is the same as its siblings'");
+    }
+
+    #[test]
+    fn a_malformed_size_names_the_file() {
+        let s = Scratch::copy_of("two-node", "bad-size");
+        fs::write(s.path("sys/devices/system/cpu/cpu3/cache/index2/size"), "256KB\n").unwrap();
+        let msg = read_topology(&s.0).expect_err("a bad size must not read").to_string();
+        assert!(msg.contains("cpu3/cache/index2/size") && msg.contains("'256KB'"), "{msg}");
+    }
+
+    #[test]
+    fn json_facts_carry_the_caches() {
+        let j = read("two-node").to_json();
+        let l3 = j["caches"].as_array().unwrap().iter().find(|c| c["level"] == 3).unwrap().clone();
+        assert_eq!(
+            l3,
+            serde_json::json!({"level": 3, "type": "Unified", "size_bytes": 10240 * 1024, "cpus": "0-3,8-11"})
+        );
+    }
+}
+
 mod no_numa {
     use super::*;
 
