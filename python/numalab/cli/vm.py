@@ -156,7 +156,8 @@ def check_cmd(
 
     if list_cases:
         for c in check.CASES.values():
-            typer.echo(f"{c.name:<18} {c.workload} {c.params} on {c.machine}, config '{c.config}': expect {c.expect.__doc__}")
+            more = f"; more thread migrations per thread and second than {c.more_than} (run together)" if c.more_than else ""
+            typer.echo(f"{c.name:<18} {c.workload} {c.params} on {c.machine}, config '{c.config}': expect {c.expect.__doc__}{more}")
         return
     if case and workload:
         raise UsageError("give --case or --workload, not both")
