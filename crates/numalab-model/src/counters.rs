@@ -33,8 +33,8 @@ pub const NUMASTAT: [Counter; 6] = [
     c("numastat.other_node", "allocations", "allocated here by a CPU of another node"),
 ];
 
-/// `/proc/vmstat` NUMA-balancing and migration counters.
-pub const VMSTAT: [Counter; 7] = [
+/// `/proc/vmstat` NUMA-balancing, migration and memory-tiering counters (docs/tiering.md §7).
+pub const VMSTAT: [Counter; 11] = [
     c("vmstat.numa_pte_updates", "pages", "base pages marked PROT_NONE by the NUMA scanner (a THP counts 512)"),
     c("vmstat.numa_huge_pte_updates", "pmds", "huge-page PMDs marked by the NUMA scanner"),
     c("vmstat.numa_hint_faults", "faults", "NUMA hinting faults taken"),
@@ -42,6 +42,10 @@ pub const VMSTAT: [Counter; 7] = [
     c("vmstat.numa_pages_migrated", "pages", "pages migrated by NUMA balancing"),
     c("vmstat.pgmigrate_success", "pages", "pages migrated, any cause"),
     c("vmstat.pgmigrate_fail", "pages", "page migrations attempted that failed"),
+    c("vmstat.pgpromote_success", "pages", "pages promoted from a lower to a top memory tier (memory-tiering mode)"),
+    c("vmstat.pgpromote_candidate", "pages", "hot slow-tier pages that reached the promotion rate limit"),
+    c("vmstat.pgdemote_kswapd", "pages", "pages demoted to a lower memory tier by kswapd"),
+    c("vmstat.pgdemote_direct", "pages", "pages demoted to a lower memory tier by direct reclaim"),
 ];
 
 /// Per-thread lines of `/proc/PID/task/TID/sched` (CONFIG_SCHED_DEBUG).
