@@ -14,7 +14,7 @@ import pytest
 from numalab.exceptions import HostError, TopologyError
 from numalab.machine import estimates as est
 from numalab.machine.bitmaps import parse_cpulist
-from numalab.machine.host import from_host, host_free_bytes
+from numalab.machine.host import NO_CACHES_NOTE, from_host, host_free_bytes
 
 SYSFS = Path(__file__).resolve().parents[1] / "fixtures" / "sysfs"
 GIB = 1 << 30
@@ -94,6 +94,49 @@ def test_the_captured_host_reads() -> None:
     assert m["nodes"] and all(n["local_memory_bytes"] > 0 for n in m["nodes"])
     assert len(m["distances"]) == len(m["nodes"])
     assert {p["os_index"] for p in m["pus"]} == set().union(*(parse_cpulist(n["cpuset"]) for n in m["nodes"]))
+
+
+def test_caches_come_from_sysfs_one_per_instance_from_level_2() -> None:
+    m = explicit(SYSFS / "two-node")
+    l2 = [c for c in m["caches"] if c["level"] == 2]
+    l3 = [c for c in m["caches"] if c["level"] == 3]
+    assert {c["level"] for c in m["caches"]} == {2, 3}, "L1 is not part of the model"
+    assert [c["cpuset"] for c in l2] == [c["cpuset"] for c in m["cores"]], "one L2 per core, shared by its SMT siblings"
+    assert {c["size_bytes"] for c in l2} == {256 * 1024}
+    assert [(c["cpuset"], c["size_bytes"]) for c in l3] == [("0-3,8-11", 10 << 20), ("4-7,12-15", 10 << 20)]
+    assert "caches" not in m["notes"]
+
+
+def test_without_cacheinfo_there_are_no_caches_and_a_note(two_node_copy: Path) -> None:
+    for k in range(16):
+        shutil.rmtree(two_node_copy / f"sys/devices/system/cpu/cpu{k}/cache")
+    for root in (two_node_copy, SYSFS / "eight-node"):
+        m = explicit(root)
+        assert m["caches"] == []
+        assert m["notes"]["caches"] == NO_CACHES_NOTE
+
+
+def test_an_l3_shared_by_part_of_a_socket_is_its_own_instance(two_node_copy: Path) -> None:
+    for k in range(16):
+        first = k % 8 // 2 * 2
+        path = two_node_copy / f"sys/devices/system/cpu/cpu{k}/cache/index3/shared_cpu_list"
+        path.write_text(f"{first}-{first + 1},{first + 8}-{first + 9}\n")
+    l3 = [c["cpuset"] for c in explicit(two_node_copy)["caches"] if c["level"] == 3]
+    assert l3 == ["0-1,8-9", "2-3,10-11", "4-5,12-13", "6-7,14-15"]
+
+
+def test_overlapping_sharing_lists_leave_the_level_out_with_a_note(two_node_copy: Path) -> None:
+    (two_node_copy / "sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list").write_text("0-4,8-11\n")
+    m = explicit(two_node_copy)
+    assert {c["level"] for c in m["caches"]} == {2}
+    assert "L3 caches whose shared_cpu_list overlap" in m["notes"]["caches.L3"]
+
+
+def test_the_captured_host_has_its_caches() -> None:
+    m = explicit(SYSFS / "host")
+    pus = {p["os_index"] for p in m["pus"]}
+    top = max(c["level"] for c in m["caches"])
+    assert set().union(*(parse_cpulist(c["cpuset"]) for c in m["caches"] if c["level"] == top)) == pus
 
 
 def test_free_memory_per_node() -> None:

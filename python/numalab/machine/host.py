@@ -5,7 +5,10 @@ with their CPUs, memory and SLIT row, and cores with their hardware threads. :fu
 turns those facts into a MachineSpec with explicit ``nodes`` and ``cores`` and the SLIT as
 ``distances``, and fills what sysfs cannot tell (latency, bandwidth, core frequency when cpufreq
 is absent, memory-level parallelism) with the documented estimates of
-:mod:`numalab.machine.estimates`, each recorded in the machine's ``notes``.
+:mod:`numalab.machine.estimates`, each recorded in the machine's ``notes``. The caches sysfs
+lists (``cpuK/cache/indexI``, data and unified, one per level and set of sharing CPUs) become
+the machine's ``caches`` from level 2 up, as a preset's ``[[caches]]`` with explicit ``cpus``;
+without them the engine's per-node fallback applies and a note says so.
 :func:`host_free_bytes` gives each node's MemFree, the ``node N free:`` line of
 ``numactl --hardware``.
 """
@@ -23,6 +26,16 @@ from numalab.machine.limits import spec_too_large
 
 #: Where the kernel's cpufreq driver reports a CPU's highest frequency, in kHz.
 CPUFREQ_MAX = "sys/devices/system/cpu/cpu{cpu}/cpufreq/cpuinfo_max_freq"
+
+#: Cache levels the model holds (docs/contention.md §4.1 does not model the L1).
+CACHE_LEVELS = (2, 3, 4)
+
+#: The note when sysfs lists no cache the model can use.
+NO_CACHES_NOTE = (
+    "none in sysfs (no sys/devices/system/cpu/cpuK/cache/indexI of level 2-4 with a size: the kernel "
+    "has no cacheinfo for this CPU, as in many virtual machines): the engine assumes one last-level "
+    "cache per node of 2 MiB per core (docs/contention.md §4.1)"
+)
 
 
 def read_facts(root: Path = Path("/")) -> dict[str, Any]:
@@ -59,6 +72,7 @@ def host_spec(facts: dict[str, Any], root: Path) -> dict[str, Any]:
             "firmware): the whole machine is node 0, from sys/devices/system/cpu/online and proc/meminfo"
         )
     nodes = facts["nodes"]
+    caches = host_caches(facts.get("caches", []), notes)
     first_cpu = min((c for n in nodes for c in parse_cpulist(n["cpus"])), default=0)
     frequency_ghz = core_frequency_ghz(root, first_cpu, notes)
     return {
@@ -74,8 +88,32 @@ def host_spec(facts: dict[str, Any], root: Path) -> dict[str, Any]:
         "latency": {"local_ns": est.LOCAL_LATENCY_NS.value},
         "bandwidth": {"node_gbps": est.NODE_BANDWIDTH_GBPS.value},
         "core": {"frequency_ghz": frequency_ghz, "mlp": est.CORE_MLP.value},
+        "caches": caches,
         "notes": notes,
     }
+
+
+def host_caches(facts: list[dict[str, Any]], notes: dict[str, str]) -> list[dict[str, Any]]:
+    """The sysfs caches of levels 2-4 as MachineSpec ``caches`` entries (``level``, ``size_kib``,
+    ``cpus``). A level whose instances overlap (a kernel that gives CPUs of one cache different
+    sharing lists, seen on some hypervisors) cannot be one cache per PU and is left out; noted."""
+    by_level: dict[int, list[dict[str, Any]]] = {}
+    for c in facts:
+        if c["level"] in CACHE_LEVELS:
+            by_level.setdefault(c["level"], []).append(c)
+    out: list[dict[str, Any]] = []
+    for level, instances in sorted(by_level.items()):
+        sets = [parse_cpulist(c["cpus"]) for c in instances]
+        if any(a & b for i, a in enumerate(sets) for b in sets[:i]):
+            notes[f"caches.L{level}"] = (
+                f"left out: sysfs gives L{level} caches whose shared_cpu_list overlap without being equal, "
+                "so which CPUs share one instance is unknown"
+            )
+            continue
+        out.extend({"level": level, "size_kib": c["size_bytes"] / 1024, "cpus": c["cpus"]} for c in instances)
+    if not out:
+        notes["caches"] = NO_CACHES_NOTE
+    return out
 
 
 def core_frequency_ghz(root: Path, cpu: int, notes: dict[str, str]) -> float:
