@@ -64,13 +64,6 @@ impl Sched {
         }
     }
 
-    /// The first of `cands` (in the kernel's scan order) whose whole core is idle, else the first.
-    fn first_idle_core(&self, cands: &[usize], nr: &[usize]) -> usize {
-        let core_idle =
-            |c: usize| (0..nr.len()).filter(|&q| self.pu_core[q] == self.pu_core[c]).all(|q| nr[q] == 0);
-        cands.iter().copied().find(|&c| core_idle(c)).unwrap_or(cands[0])
-    }
-
     /// Place thread `tid`, woken at `now_s` by thread `waker`; `runnable` says which threads
     /// are runnable now. Returns the chosen CPU (the thread is placed there).
     pub fn wake(&mut self, now_s: f64, tid: usize, waker: usize, runnable: &[bool]) -> usize {
@@ -140,9 +133,9 @@ impl Sched {
             ));
         }
         // select_idle_sibling() (both versions): the target if idle; prev if it shares the
-        // cache and is idle; else the first idle CPU of the target's LLC after the target
-        // (v3.13: the LLC domain's groups from the target's; v6.13 select_idle_cpu():
-        // for_each_cpu_wrap from target + 1), an idle core first; else the target.
+        // cache and is idle; else the first idle core of the target's LLC after the target
+        // (v3.13: the LLC domain's groups, cores, from the target's; v6.13 select_idle_core()/
+        // select_idle_cpu(): for_each_cpu_wrap from target + 1); else see below; else the target.
         let cpu = if idle(target) {
             target
         } else if prev != target && self.pu_node[prev] == self.pu_node[target] && idle(prev) {
@@ -153,10 +146,19 @@ impl Sched {
                 .map(|k| (target + k) % n)
                 .filter(|&c| allowed.contains(&c) && self.pu_node[c] == self.pu_node[target] && idle(c))
                 .collect();
-            if llc.is_empty() {
-                target
-            } else {
-                self.first_idle_core(&llc, &nr)
+            let core_idle =
+                |c: usize| (0..nr.len()).filter(|&q| self.pu_core[q] == self.pu_core[c]).all(|q| nr[q] == 0);
+            match llc.iter().copied().find(|&c| core_idle(c)) {
+                Some(c) => c,
+                // No idle core: v6.13 select_idle_cpu() takes the first idle CPU of the LLC; v3.13
+                // goes down to the SMT domain of the target, whose groups are its own core's
+                // threads.
+                None => match self.kernel {
+                    Kernel::K6 => llc.first().copied().unwrap_or(target),
+                    Kernel::K313 => {
+                        llc.iter().copied().find(|&c| self.pu_core[c] == self.pu_core[target]).unwrap_or(target)
+                    }
+                },
             }
         };
         let cpu = if allowed.contains(&cpu) { cpu } else { prev };
