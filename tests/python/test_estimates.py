@@ -119,6 +119,18 @@ def test_workload_factor_scales_the_named_phase_only():
     assert after == {"init": before["init"], "mult": 2.0 * before["mult"]}
 
 
+@pytest.mark.parametrize("threads", [1, 2, 4, 64])
+def test_a_factor_keeps_cgs_shared_reads_a_fraction(threads):
+    """CG's shared_rd = min(1, 2 / threads); the upper end of its range (4x) must not make a thread
+    read the shared arrays from DRAM more than once per sweep."""
+    params = [p for p in u.workload_estimates("cg") if p.path == "phases.sparse_fill.access.acol.rd"]
+    w = descriptor.resolve("cg", {"class": "S", "threads": threads})
+    u.workload_adjuster([(params[0], params[0].high)])(w)
+    fill = next(ph for ph in w["phases"] if ph["name"] == "sparse_fill")
+    acol = next(a for a in fill["accesses"] if w["regions"][a["region"]]["name"] == "acol")
+    assert acol["rd"] == min(1.0, params[0].high * 2.0 / threads)
+
+
 def test_workload_path_naming_nothing_is_refused():
     params = u.workload_parameters("dgemv", {"phases.nosuch.cycles": {"low": 0.5, "high": 2.0, "source": "s"}}, "dgemv.toml")
     with pytest.raises(UsageError, match=r"names no number of the workload \(phases: init, mult; regions: A\)"):

@@ -188,6 +188,13 @@ def test_tmp_descriptor_resolves(tmp_path):
     assert w["regions"][0]["bytes"] == 8000 and w["threads"] == 2
 
 
+def test_a_shared_sweep_reaching_dram_more_than_once_per_thread_is_refused(tmp_path):
+    shared = PHASE.replace('pattern = "block", rd = 1.0', 'pattern = "shared", rd = "2.0 / threads"')
+    assert resolve(_write(tmp_path, BASE + shared), {})["phases"][0]["accesses"][0]["rd"] == 1.0
+    with pytest.raises(UsageError, match=r"phases\[0\]\.access\[0\]\.rd: a shared sweep's rd is the share .* in \[0, 1\], got 2"):
+        resolve(_write(tmp_path, BASE + shared), {"threads": 1})
+
+
 def test_zero_sized_region(tmp_path):
     path = _write(tmp_path, BASE + PHASE)
     with pytest.raises(UsageError, match=r"region 'a' has zero size \(0 bytes\)"):

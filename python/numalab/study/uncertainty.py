@@ -295,10 +295,16 @@ def workload_adjuster(settings: list[tuple[Parameter, float]]) -> Callable[[dict
         return None
 
     def adjust(w: dict[str, Any]) -> None:
+        from numalab.workload.descriptor import SHARED_FRACTION_MAX
+
         for p, factor in settings:
             phase, region, fld = _workload_path(p.owner, p.path)
             for d, k in _targets(w, phase, region, fld):
                 # a phase's own misses in flight stay a count of at least one
                 d[k] = max(1.0, d[k] * factor) if k == "mlp" else d[k] * factor
+                if d.get("pattern") == "shared" and k in ("rd", "wr"):
+                    # a shared sweep's traffic is a fraction (descriptor.SHARED_FRACTION_MAX): past one
+                    # DRAM read per thread the range's end means every thread reads from DRAM
+                    d[k] = min(d[k], SHARED_FRACTION_MAX)
 
     return adjust

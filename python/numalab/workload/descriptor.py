@@ -49,7 +49,8 @@ A descriptor is a TOML file (the library is in ``library/``; users pass their ow
 Access patterns (each thread's share of a region; ``rd``/``wr`` are DRAM bytes read/written per
 region byte swept, write-allocate included by the author): ``block`` (OpenMP static over planes),
 ``stencil`` (block plus ``halo`` planes of each neighbour), ``transpose`` (the thread's static
-share of every plane), ``shared`` (every thread sweeps the whole region), ``master`` (thread 0
+share of every plane), ``shared`` (every thread sweeps the whole region; ``rd``/``wr`` are then the share of each
+thread's sweep that reaches DRAM, in [0, 1]), ``master`` (thread 0
 sweeps it all), ``private`` (= block), ``dynamic`` (chunks of ``chunk`` planes shuffled each time
 and dealt round-robin), ``gather``/``scatter`` (``count`` random 64-byte lines per thread; ``rd``
 and ``wr`` are per line). ``rows`` makes a static split (block, private, stencil) divide
@@ -80,6 +81,10 @@ LIBRARY = Path(__file__).parent / "library"
 
 Expr = Union[int, float, str]
 PATTERNS = ("block", "stencil", "transpose", "shared", "master", "private", "dynamic", "gather", "scatter")
+#: Every thread of a ``shared`` sweep reads the whole region, so its ``rd``/``wr`` is the share of
+#: each thread's sweep that reaches DRAM (the rest is found in a cache another thread filled, as
+#: CG's ``shared_rd``): at most one DRAM transfer per thread and byte (docs/workloads.md §1).
+SHARED_FRACTION_MAX = 1.0
 
 
 class _Strict(BaseModel):
@@ -419,12 +424,20 @@ class _Resolver:
                 raise UsageError(
                     f"{where(self.path, self.text, key)}: {akey}: a {pattern} pattern needs count >= 1 (64-byte lines per thread)"
                 )
+            rd, wr = float(self.num(a.rd, f"{akey}.rd", 0)), float(self.num(a.wr, f"{akey}.wr", 0))
+            if pattern == "shared":
+                for fld, v in (("rd", rd), ("wr", wr)):
+                    if v > SHARED_FRACTION_MAX:
+                        raise UsageError(
+                            f"{where(self.path, self.text, key)}: {akey}.{fld}: a shared sweep's {fld} is the share of "
+                            f"each thread's sweep that reaches DRAM, a fraction in [0, 1], got {v:g} (passes repeats a sweep)"
+                        )
             accesses.append(
                 {
                     "region": regions.index(a.region),
                     "pattern": pattern,
-                    "rd": float(self.num(a.rd, f"{akey}.rd", 0)),
-                    "wr": float(self.num(a.wr, f"{akey}.wr", 0)),
+                    "rd": rd,
+                    "wr": wr,
                     "halo": int(self.num(a.halo, f"{akey}.halo", 0)),
                     "chunk": int(self.num(a.chunk, f"{akey}.chunk", 1)),
                     "rows": int(self.num(a.rows, f"{akey}.rows", 1)),
