@@ -56,7 +56,8 @@ def test_library_has_the_npb_kernels():
 @pytest.mark.parametrize("name", NPB)
 def test_npb_defines_classes_s_to_c_and_threads(name):
     desc, _path, _text = load(name)
-    assert sorted(desc.classes) == sorted("SWABC")
+    # Every NPB descriptor has S..C; larger classes (MG's D and E, for the tiering study) may follow.
+    assert set("SWABC") <= set(desc.classes) <= set("SWABCDE")
     assert desc.params.get("threads") == 1
     assert desc.source.strip(), "descriptor must cite its source"
 
