@@ -185,6 +185,35 @@ fn waiting_threads_sleep_after_libgomps_spin_and_wake_ups_place_them() {
 }
 
 #[test]
+fn k313_an_idle_node_pulls_only_from_a_group_above_its_capacity() {
+    // v3.13 update_sd_pick_busiest(): a group is the busiest only with more tasks than cores
+    // (capacity 1 when its MC domains prefer siblings, at the first NUMA level). Threads may run
+    // on CPUs 0 and 15 only; two share CPU 0 (node 0), thread 2 runs on CPU 15 (node 3) and
+    // ends: CPU 15 balances as newly idle. Node 3 reaches node 0 only at the NUMA22 level, whose
+    // groups (three nodes, 12 cores) do not prefer siblings: 2 tasks on 12 cores is no busiest
+    // group, and the queued thread stays.
+    let m = machine4();
+    let mut p = unbound();
+    p.cpus = Some(numalab_model::CpuSet::parse_list("0,15").unwrap());
+    let mut s = Sched::new(&m, &p, Kernel::K313, 1, 3).unwrap();
+    s.set_options(None, true);
+    s.cpu = vec![0, 0, 15];
+    assert!(s.balance(1e-3, &[true, true, true]).is_empty());
+    assert!(s.balance(5e-3, &[true, true, false]).is_empty(), "{:?}", s.log.last());
+    assert_eq!(s.cpu[1], 0);
+    // The same from CPU 7 (node 1, 16 away): at NUMA16 the groups are nodes, whose MC domains
+    // prefer siblings: node 0's capacity counts as 1, 2 tasks exceed it, and node 1 pulls one.
+    p.cpus = Some(numalab_model::CpuSet::parse_list("0,7").unwrap());
+    let mut s = Sched::new(&m, &p, Kernel::K313, 1, 3).unwrap();
+    s.set_options(None, true);
+    s.cpu = vec![0, 0, 7];
+    assert!(s.balance(1e-3, &[true, true, true]).is_empty());
+    assert_eq!(s.balance(5e-3, &[true, true, false]), vec![1]);
+    let e = s.log.last().unwrap();
+    assert_eq!((e.path, e.level.as_str(), e.to), ("newidle-balance", "NUMA16", 7));
+}
+
+#[test]
 fn balancing_waits_for_its_interval_instead_of_spreading_at_once() {
     // v6.13: the idle CPUs' first balance of the MC level is due balance_interval = span weight
     // = 4 ms (one jiffy at HZ=250) after the domains are built: nothing moves before.
