@@ -156,8 +156,28 @@ def test_host_block_is_numactls_own_output(cli):
 def test_tree_is_lstopos_layout(cli, golden):
     code, out, _ = cli("topo", "-m", "e5620-2s", "--tree")
     assert code == 0
-    assert out.startswith("Machine (12GB total)\n  Package L#0\n    NUMANode L#0 (P#0 6144MB)\n    Core L#0 + PU L#0 (P#0)\n")
+    assert out.startswith(
+        "Machine (12GB total)\n  Package L#0\n    NUMANode L#0 (P#0 6144MB)\n    L3 L#0 (12MB)\n"
+        "      L2 L#0 (256KB) + Core L#0 + PU L#0 (P#0)\n"
+    )
     golden("topo_tree_e5620-2s.out", out)
+
+
+def test_tree_of_a_sysfs_host_shows_its_caches_as_lstopo_does(cli, monkeypatch):
+    """The two-node capture: an L3 per socket over its cores' L2s (lstopo draws L1d/L1i too;
+    numalab's machines start at L2)."""
+    from numalab.machine import host
+
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "sysfs" / "two-node"
+    real = host.from_host
+    monkeypatch.setattr(host, "from_host", lambda root=Path("/"): real(fixture))
+    code, out, _ = cli("topo", "--machine", "host", "--tree")
+    assert code == 0
+    assert out.splitlines()[:7] == [
+        "Machine (32GB total)", "  Package L#0", "    NUMANode L#0 (P#0 16GB)", "    L3 L#0 (10MB)",
+        "      L2 L#0 (256KB) + Core L#0", "        PU L#0 (P#0)", "        PU L#1 (P#8)",
+    ]
+    assert out.count("L3 L#") == 2 and out.count("L2 L#") == 8
 
 
 def test_json_names_each_spelling_of_a_set(cli):

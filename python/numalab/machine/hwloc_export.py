@@ -218,11 +218,37 @@ class _Writer:
 
     def cores(self, parent: ET.Element, package: int, node: int | None) -> None:
         mine = [c for c in self.m["cores"] if c["package"] == package and (node is None or c["node"] == node)]
-        for core in sorted(mine, key=lambda c: min(parse_cpulist(c["cpuset"]))):
-            cpus = parse_cpulist(core["cpuset"])
-            el = self.obj(parent, "Core", core["os_index"], cpus, [core["node"]])
-            for pu in sorted(cpus):
-                self.obj(el, "PU", pu, {pu}, [core["node"]])
+        self.nested(parent, _nest(mine, self.caches_of(mine)))
+
+    def caches_of(self, cores: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The caches made of whole cores of ``cores``: hwloc draws them between the cores' parent
+        and the cores (``L3Cache > L2Cache > Core``). A cache across several node Groups is not
+        drawn (it stays in ``numalab.caches``)."""
+        sets = [parse_cpulist(c["cpuset"]) for c in cores]
+        cpus = set().union(*sets)
+        out = []
+        for c in self.m.get("caches", []):
+            s = parse_cpulist(c["cpuset"])
+            if s <= cpus and all(k <= s or not k & s for k in sets):
+                out.append({**c, "cpus": s})
+        return out
+
+    def nested(self, parent: ET.Element, items: list[tuple[int, dict[str, Any], list[Any]]]) -> None:
+        for _, item, children in items:
+            if "level" not in item:
+                cpus = parse_cpulist(item["cpuset"])
+                el = self.obj(parent, "Core", item["os_index"], cpus, [item["node"]])
+                for pu in sorted(cpus):
+                    self.obj(el, "PU", pu, {pu}, [item["node"]])
+                continue
+            nodes = {n for n, cpus in self.cpus.items() if cpus & item["cpus"]}
+            # hwloc_obj_cache_type_e 0 = unified (data caches are written as unified: the model
+            # keeps no L1); line size and associativity 0 = unknown.
+            el = self.obj(
+                parent, f"L{item['level']}Cache", None, item["cpus"], nodes, cache_size=str(item["size_bytes"]),
+                depth=str(item["level"]), cache_linesize="0", cache_associativity="0", cache_type="0",
+            )
+            self.nested(el, children)
 
     def distances(self, topology: ET.Element) -> None:
         nodes = [n["os_index"] for n in self.m["nodes"]]
@@ -263,6 +289,30 @@ class _Writer:
             value=str(value),
             initiator_cpuset=format_hwloc(initiator),
         )
+
+
+def _nest(cores: list[dict[str, Any]], caches: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any], list[Any]]]:
+    """Cores under their caches, highest level outermost, siblings in cpuset order as hwloc
+    requires: (first PU, core or cache, children)."""
+    def first(c: dict[str, Any]) -> int:
+        return min(c["cpus"]) if "cpus" in c else min(parse_cpulist(c["cpuset"]))
+
+    if not caches:
+        return sorted(((first(c), c, []) for c in cores), key=lambda x: x[0])
+    top = max(c["level"] for c in caches)
+    outer = [c for c in caches if c["level"] == top]
+    inner = [c for c in caches if c["level"] != top]
+    items: list[tuple[int, dict[str, Any], list[Any]]] = []
+    loose = []
+    for core in cores:
+        if not any(parse_cpulist(core["cpuset"]) <= c["cpus"] for c in outer):
+            loose.append(core)
+    for c in outer:
+        members = [k for k in cores if parse_cpulist(k["cpuset"]) <= c["cpus"]]
+        items.append((first(c), c, _nest(members, [d for d in inner if d["cpus"] <= c["cpus"]])))
+    loose_cpus = set().union(*(parse_cpulist(k["cpuset"]) for k in loose))
+    items += _nest(loose, [d for d in inner if d["cpus"] <= loose_cpus])
+    return sorted(items, key=lambda x: x[0])
 
 
 def _value_elements(parent: ET.Element, tag: str, values: list[int]) -> None:

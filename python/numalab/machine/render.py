@@ -10,6 +10,7 @@ numactl's own ``node 0`` spelling.
 from __future__ import annotations
 
 import io
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +59,10 @@ def hwloc_size(size: int) -> str:
         if size < limit:
             return f"{((size >> (shift - 1)) + 1) >> 1}{unit}"
     return f"{((size >> 39) + 1) >> 1}TB"
+
+
+#: hwloc's cache object types (``L2Cache``, ``L1iCache``, ...).
+_CACHE_TYPE = re.compile(r"L([0-9]+)i?Cache")
 
 
 @dataclass
@@ -149,8 +154,15 @@ def lstopo_tree(topology: ET.Element) -> str:
             kind = f"NUMANode({attrib['subtype']})" if attrib.get("subtype") else "NUMANode"  # lstopo shows the subtype
             return f"{kind} L#{numa[id(obj)]} (P#{attrib['os_index']}{size})"
         key = f"Group{groups}" if t == "Group" else t  # hwloc names Group levels from the top
+        cache = _CACHE_TYPE.fullmatch(t)
+        if cache:
+            # hwloc_obj_type_snprintf: L<depth> and d/i for data/instruction caches (cache_type 1/2)
+            key = f"L{cache.group(1)}" + {"1": "d", "2": "i"}.get(attrib.get("cache_type", ""), "")
         logical = counters.get(key, 0)
         counters[key] = logical + 1
+        if cache:
+            size = int(attrib.get("cache_size", 0))
+            return f"{key} L#{logical}" + (f" ({hwloc_size(size)})" if size else "")
         return f"PU L#{logical} (P#{attrib['os_index']})" if t == "PU" else f"{key} L#{logical}"
 
     def walk(obj: _Obj, depth: int, prefix: str, groups: int) -> None:
