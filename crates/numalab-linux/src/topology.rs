@@ -14,6 +14,7 @@
 //! cache it uses, so one instance appears once per CPU that shares it: instances are the distinct
 //! (level, shared_cpu_list) pairs.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -239,6 +240,8 @@ fn read_cache(dir: &Path, cpu: u32, all: &CpuSet) -> Result<Option<HostCache>, L
 fn read_caches(cpu_root: &Path, nodes: &[HostNode]) -> Result<Vec<HostCache>, LinuxError> {
     let all = nodes.iter().fold(CpuSet::new(), |a, n| a.union(&n.cpus));
     let mut caches: Vec<HostCache> = Vec::new();
+    // (level, shared CPUs) already seen: a set, since every CPU of an instance lists it again.
+    let mut seen: BTreeSet<(u32, String)> = BTreeSet::new();
     for cpu in all.iter() {
         let cache_dir = cpu_root.join(format!("cpu{cpu}/cache"));
         if !cache_dir.is_dir() {
@@ -246,7 +249,7 @@ fn read_caches(cpu_root: &Path, nodes: &[HostNode]) -> Result<Vec<HostCache>, Li
         }
         for dir in cache_index_dirs(&cache_dir)? {
             if let Some(c) = read_cache(&dir, cpu, &all)? {
-                if !caches.iter().any(|d| d.level == c.level && d.cpus == c.cpus) {
+                if seen.insert((c.level, c.cpus.to_list_string())) {
                     caches.push(c);
                 }
             }
