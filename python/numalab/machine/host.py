@@ -103,8 +103,8 @@ def host_caches(facts: list[dict[str, Any]], notes: dict[str, str]) -> list[dict
             by_level.setdefault(c["level"], []).append(c)
     out: list[dict[str, Any]] = []
     for level, instances in sorted(by_level.items()):
-        sets = [parse_cpulist(c["cpus"]) for c in instances]
-        if any(a & b for i, a in enumerate(sets) for b in sets[:i]):
+        cpus = [cpu for c in instances for cpu in parse_cpulist(c["cpus"])]
+        if len(cpus) != len(set(cpus)):  # some CPU is under two instances of this level
             notes[f"caches.L{level}"] = (
                 f"left out: sysfs gives L{level} caches whose shared_cpu_list overlap without being equal, "
                 "so which CPUs share one instance is unknown"
