@@ -178,7 +178,11 @@ fn waiting_threads_sleep_after_libgomps_spin_and_wake_ups_place_them() {
         let stacked: Vec<_> = out
             .sched_events
             .iter()
-            .filter(|e| e.path == "wake" && e.why.contains("pulled by the waker") && e.why.ends_with("(idle)"))
+            .filter(|e| {
+                // "wake_affine -> CPU X (pulled by the waker's CPU X); select_idle_sibling: CPU X (idle)"
+                let waker = e.why.split("pulled by the waker's CPU ").nth(1).and_then(|r| r.split(')').next());
+                waker.is_some_and(|c| e.why.ends_with(&format!("select_idle_sibling: CPU {c} (idle)")))
+            })
             .collect();
         assert!(stacked.is_empty(), "{kernel:?}: the waker's CPU taken for idle: {:?}", stacked.first());
     }
