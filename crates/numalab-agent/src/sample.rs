@@ -282,6 +282,11 @@ impl Sampler {
     }
 }
 
+/// Seconds rounded to the microsecond, so records do not carry float noise.
+pub fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
 #[cfg(test)]
 mod tests {
     use super::parse_stat_processor;
@@ -296,9 +301,4 @@ mod tests {
         assert_eq!(parse_stat_processor(&format!("4242 (a) (b c) {tail}")), Some(1));
         assert_eq!(parse_stat_processor("4242 (cat) R 1"), None);
     }
-}
-
-/// Seconds rounded to the microsecond, so records do not carry float noise.
-pub fn round6(x: f64) -> f64 {
-    (x * 1e6).round() / 1e6
 }

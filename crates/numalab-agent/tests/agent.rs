@@ -433,7 +433,7 @@ mod kernels {
 
     #[test]
     fn each_kernel_prints_one_json_line_with_its_timing() {
-        for (k, n) in [("dgemv", "300"), ("stream", "100000"), ("stencil", "40")] {
+        for (k, n) in [("dgemv", "300"), ("stream", "100000"), ("stencil", "40"), ("barrier", "100000")] {
             let o =
                 Command::new(built(k)).args(["--n", n, "--reps", "2", "--threads", "2", "--init", "serial"]).output();
             let v = line(&o.unwrap());
