@@ -321,7 +321,14 @@ fn d_name(s: &Sched, l: usize) -> String {
 /// v3.13 `find_busiest_group()` + `calculate_imbalance()` in tasks (every task weighs the same;
 /// kernel/sched/fair.c as in v3.13.10). `busiest_capacity`: its `group_capacity` after
 /// `update_sd_lb_stats()`.
-fn imbalance_313(pct: f64, idle: Idle, local: Group, busiest: Group, busiest_capacity: usize, dom_avg: f64) -> Option<usize> {
+fn imbalance_313(
+    pct: f64,
+    idle: Idle,
+    local: Group,
+    busiest: Group,
+    busiest_capacity: usize,
+    dom_avg: f64,
+) -> Option<usize> {
     // "SD_BALANCE_NEWIDLE trumps SMP nice when underutilized": newly idle, the local group has
     // capacity (group_capacity > sum_nr_running) and the busiest has none.
     let force = idle == Idle::Newly && local.cores > local.nr && busiest_capacity <= busiest.nr;

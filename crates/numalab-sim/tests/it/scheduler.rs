@@ -173,7 +173,14 @@ fn waiting_threads_sleep_after_libgomps_spin_and_wake_ups_place_them() {
     // is busy for wake_affine and no sleeper is stacked on it: the threads end on distinct CPUs.
     for kernel in [Kernel::K313, Kernel::K6] {
         let w = stream_like(64, 16, Pattern::Block, 10);
-        let c = SimConfig { kernel, omp_wait_policy: WaitPolicy::Passive, explain_sched: true, noise: true, seed: 3, ..cfg() };
+        let c = SimConfig {
+            kernel,
+            omp_wait_policy: WaitPolicy::Passive,
+            explain_sched: true,
+            noise: true,
+            seed: 3,
+            ..cfg()
+        };
         let out = simulate(&m, &w, &unbound(), &c).unwrap();
         let stacked: Vec<_> = out
             .sched_events
