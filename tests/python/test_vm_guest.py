@@ -43,7 +43,7 @@ def guest():
         pytest.skip(f"{vm_setup.QEMU} is absent and could not be installed (`{vm_setup.INSTALL_QEMU}` as root)")
     if not vm_setup.AGENT_BUILT.is_file() and not os.environ.get("NUMALAB_AGENT"):
         subprocess.run(["make", "-s", "agent"], cwd=REPO, check=True, timeout=1800)
-    if not (REPO / "kernels" / "dgemv").is_file():
+    if not all((REPO / "kernels" / k).is_file() for k in ("dgemv", "barrier")):
         subprocess.run(["make", "-s", "kernels"], cwd=REPO, check=True, timeout=600)
     try:
         return vm_setup.setup()
