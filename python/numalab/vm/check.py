@@ -238,8 +238,8 @@ def sched_cases(machine: str, cpus: int, reps: int) -> list[Case]:
     ~reps times per thread), and unbound with twice as many threads as vCPUs. Under TCG only
     orderings and presence or absence of cross-node movement are robust (docs/scheduler.md §10):
     bound threads stay on their node and first-touch an even share each, oversubscribed ones
-    move, and more than bound ones; the unbound and passive runs are printed (the guest may stack
-    two unbound threads on one node during the parallel first touch)."""
+    move, and more than bound ones; the unbound and passive runs are printed (with passive
+    waiting the guest may stack workers on one node during the parallel first touch)."""
     suffix = "" if machine == "vm-4" else f"-{machine.removeprefix('vm-')}"
     p = {"n": 1048576, "reps": reps, "init": "parallel"}
     bound = f"sched-bound{suffix}"
