@@ -426,7 +426,8 @@ impl<'a> Engine<'a> {
             }
             return;
         };
-        let mut space: crate::tiering::demote::Space = self.procs.iter_mut().map(|p| p.regions.as_mut_slice()).collect();
+        let mut space: crate::tiering::demote::Space =
+            self.procs.iter_mut().map(|p| p.regions.as_mut_slice()).collect();
         t.kswapd(&mut self.alloc, &mut space, &mut self.pages_node, self.last_dt);
     }
 
