@@ -30,7 +30,9 @@ class Content:
     timelines: list[figs.Figure] = field(default_factory=list)
     timelines_left_out: int = 0
     scatters: list[tuple[Any, figs.Figure | None]] = field(default_factory=list)
-    taskgraph: list[figs.Figure] = field(default_factory=list)  # task-graph studies (numalab.tasks.figures)
+    taskgraph: list[figs.Figure] = field(default_factory=list)  # task-graph figures no experiment claims
+    experiments: list[Any] = field(default_factory=list)  # task-graph experiments (report.taskgraph), figures attached
+    taskgraph_only: bool = False  # a task-graph study: per-experiment tables replace the speedup grid
     failed: list[dict[str, Any]] = field(default_factory=list)
     sensitivity: Any = None  # report.sensitivity.View when the study ran its sensitivity
 
@@ -66,7 +68,11 @@ def build(data: ReportData, figure_dir: Path, progress: Any = None) -> Content:
         progress.step(f"scatter plot {i + 1}")
     from numalab.tasks.figures import taskgraph_figures
 
-    c.taskgraph = taskgraph_figures(drawer, data)
+    from numalab.report import taskgraph as tg
+
+    c.experiments = tg.experiments(data)
+    c.taskgraph = tg.attach_figures(c.experiments, taskgraph_figures(drawer, data))
+    c.taskgraph_only = tg.is_taskgraph(data)
     c.failed = failed_runs(data)
     from numalab.report.sensitivity import load as load_sensitivity
 

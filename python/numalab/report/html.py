@@ -12,6 +12,7 @@ from numalab.report.heatmap import heatmap_table, legend
 from numalab.report.stats import Estimate
 from numalab.report.sensitivity import MARK
 from numalab.report.tables import Grid, describe_baseline, format_estimate, oriented
+from numalab.report.taskgraph import NOTE as TASKGRAPH_NOTE
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1b1b1b;margin:2rem auto;max-width:1200px;padding:0 1rem}
@@ -24,7 +25,8 @@ td.up{background:#e3f4e1}td.down{background:#fbe3e1}td.na{color:#999}td.err{text
 .heatmap td.tot,.heatmap tr.conc td{background:#fafafa;font-weight:600}.heatmap th.corner{font-weight:400;font-size:11px;color:#555}
 .lr{margin:.1rem 0 0;font-size:12px;color:#333}.legend span{display:inline-block;padding:.1rem .5rem;font-size:12px}
 figure.plot{margin:1rem 0}figure.plot img{max-width:100%;height:auto;border:1px solid #eee}figcaption{font-size:12px;color:#555}
-details summary{cursor:pointer;color:#2a5db0}.note{background:#fff8e1;border-left:3px solid #f0b400;padding:.4rem .6rem}
+.tg{display:flex;flex-wrap:wrap;gap:0 1.5rem;align-items:flex-start}.tg figure.plot{flex:1 1 420px;max-width:640px;margin:.4rem 0}
+table.taskgraph td{white-space:nowrap}details summary{cursor:pointer;color:#2a5db0}.note{background:#fff8e1;border-left:3px solid #f0b400;padding:.4rem .6rem}
 """
 
 
@@ -74,6 +76,10 @@ def _configuration(c: Content) -> str:
 
 
 def _speedups(c: Content) -> str:
+    from numalab.report import sensitivity as sens
+
+    if c.taskgraph_only:  # each experiment has its own tables (report/taskgraph.py)
+        return sens.html_section(c.sensitivity) if c.sensitivity else ""
     spec = c.data.spec
     base = f"; baseline: {describe_baseline(spec.baseline)}" if spec and spec.baseline else ""
     note = (
@@ -81,8 +87,6 @@ def _speedups(c: Content) -> str:
         f"{escape(base)}. With repetitions: mean ± half-width of the 95% confidence interval (Student's t over the seeds); "
         "\"n identical runs\" where every repetition gave the same value, so there is no interval.</p>"
     )
-    from numalab.report import sensitivity as sens
-
     marks = c.sensitivity.flipped if c.sensitivity else set()
     flips = f'<p class="meta">{escape(sens.MARK_NOTE)}</p>' if marks else ""
     return (
@@ -165,9 +169,28 @@ def _timelines(c: Content) -> str:
 
 
 def _taskgraph(c: Content) -> str:
-    if not c.taskgraph:
+    if not c.taskgraph and not c.experiments:
         return ""
-    return '<h2 id="taskgraph">Task graphs</h2>' + "".join(_figure(f) for f in c.taskgraph)
+    out = ['<h2 id="taskgraph">Task graphs</h2>']
+    if c.experiments:
+        out.append(f'<p class="meta">{escape(TASKGRAPH_NOTE)}</p>')
+    for e in c.experiments:
+        out.append(f'<h3>{escape(e.name)}</h3><p class="meta">{escape(e.note)}</p><div class="tg"><div>')
+        out.extend(_tg_table(t) for t in e.tables)
+        out.append("</div>" + "".join(_figure(f) for f in e.figures) + "</div>")
+    out.extend(_figure(f) for f in c.taskgraph)
+    return "".join(out)
+
+
+def _tg_table(t: Any) -> str:
+    head = "".join(f'<th scope="col">{escape(h)}</th>' for h in t.head)
+    body = []
+    for row in t.rows:
+        keys = "".join(f'<th scope="row">{escape(cell.text)}</th>' for cell in row[:t.keys])
+        cells = "".join(f'<td{f" class={chr(34)}{cell.cls}{chr(34)}" if cell.cls else ""}>{escape(cell.text)}</td>' for cell in row[t.keys:])
+        body.append(f"<tr>{keys}{cells}</tr>")
+    return (f'<div class="scroll"><table class="taskgraph"><caption>{escape(t.caption)}</caption><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>')
 
 
 def _scatters(c: Content) -> str:

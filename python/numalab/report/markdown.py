@@ -47,16 +47,14 @@ def render(c: Content, out: Path) -> str:
         lines += [f"> {text(note)}", ""]
     if c.data.source:
         lines += ["## Configuration", ""] + _fence(c.data.source.rstrip(), "toml") + [""]
-    base = f" Baseline: {text(describe_baseline(spec.baseline))}." if spec and spec.baseline else ""
-    lines += ["## Speedup", "", "time(baseline) / time(configuration); mean ± 95% CI half-width (Student's t) with repetitions; "
-              f"\"n identical runs\" where every repetition gave the same value (no interval).{base}", ""]
-    from numalab.report import sensitivity as sens
+    if c.taskgraph_only:  # each experiment has its own tables (report/taskgraph.py)
+        lines += _taskgraph(c, out)
+        if c.sensitivity:
+            from numalab.report import sensitivity as sens
 
-    marks = c.sensitivity.flipped if c.sensitivity else set()
-    lines += _grid(c.speedup, 2, marks) + (["", sens.MARK_NOTE] if marks else [])
-    lines += ["", "### Time (s)", ""] + _grid(c.times, 4) + [""]
-    if c.sensitivity:
-        lines += sens.md_section(c.sensitivity, text)
+            lines += sens.md_section(c.sensitivity, text)
+    else:
+        lines += _speedups(c)
     if c.maps:
         lines += ["## Access maps", "", "% of all DRAM accesses; rows: CPU node, columns: memory node; last row: memory node totals.", ""]
         for case, maps in c.maps:
@@ -79,8 +77,8 @@ def render(c: Content, out: Path) -> str:
         lines += ["## Balancing over time", ""] + [_image(f, out) for f in c.timelines] + [""]
         if c.timelines_left_out:
             lines += [f"{c.timelines_left_out} more timelines left out (see the PNG/SVG files beside the report).", ""]
-    if c.taskgraph:
-        lines += ["## Task graphs", ""] + [_image(f, out) for f in c.taskgraph] + [""]
+    if not c.taskgraph_only:
+        lines += _taskgraph(c, out)
     if c.scatters:
         lines += ["## Scatter plots", ""]
         for s, f in c.scatters:
@@ -91,6 +89,39 @@ def render(c: Content, out: Path) -> str:
         lines += [f"| {text(f['case'])} | {text(f['label'])} | {f['seed']} | {text(f['hash'])} | {text(f['error'])} |" for f in c.failed]
         lines.append("")
     return "\n".join(lines)
+
+
+def _speedups(c: Content) -> list[str]:
+    spec = c.data.spec
+    base = f" Baseline: {text(describe_baseline(spec.baseline))}." if spec and spec.baseline else ""
+    lines = ["## Speedup", "", "time(baseline) / time(configuration); mean ± 95% CI half-width (Student's t) with repetitions; "
+              f"\"n identical runs\" where every repetition gave the same value (no interval).{base}", ""]
+    from numalab.report import sensitivity as sens
+
+    marks = c.sensitivity.flipped if c.sensitivity else set()
+    lines += _grid(c.speedup, 2, marks) + (["", sens.MARK_NOTE] if marks else [])
+    lines += ["", "### Time (s)", ""] + _grid(c.times, 4) + [""]
+    if c.sensitivity:
+        lines += sens.md_section(c.sensitivity, text)
+    return lines
+
+
+def _taskgraph(c: Content, out: Path) -> list[str]:
+    """Each experiment's tables with its figures under them (report/taskgraph.py)."""
+    from numalab.report.taskgraph import NOTE
+
+    if not c.taskgraph and not c.experiments:
+        return []
+    lines = ["## Task graphs", ""] + ([NOTE, ""] if c.experiments else [])
+    for e in c.experiments:
+        lines += [f"### {text(e.name)}", "", text(e.note), ""]
+        for t in e.tables:
+            lines += [f"**{text(t.caption)}**", "", "| " + " | ".join(text(h) for h in t.head) + " |", "|---" * len(t.head) + "|"]
+            lines += ["| " + " | ".join(text(cell.text) for cell in row) + " |" for row in t.rows]
+            lines.append("")
+        lines += [_image(f, out) for f in e.figures] + ([""] if e.figures else [])
+    lines += [_image(f, out) for f in c.taskgraph] + ([""] if c.taskgraph else [])
+    return lines
 
 
 def _grid(g: Grid, digits: int, marks: set[tuple[str, str]] | None = None) -> list[str]:
