@@ -5,6 +5,7 @@
 //! - [`bitmap::CpuSet`] / [`bitmap::NodeSet`] and numactl's node-string grammar ([`nodestring`]).
 //! - [`policy::MemPolicy`]: the kernel's memory policies under numactl's names.
 //! - [`counters`]: the catalogue of kernel counters numalab reports.
+//! - [`rng::Rng`]: the seeded generator both simulators draw from (bit-for-bit per seed).
 
 pub mod bitmap;
 pub mod counters;
@@ -12,6 +13,7 @@ pub mod error;
 pub mod machine;
 pub mod nodestring;
 pub mod policy;
+pub mod rng;
 pub mod spec;
 mod validate;
 

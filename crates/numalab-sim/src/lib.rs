@@ -24,7 +24,7 @@ pub mod openmp;
 pub mod output;
 pub mod pages;
 pub mod pattern;
-pub mod rng;
+pub use numalab_model::rng;
 pub mod sched;
 pub mod spec;
 pub mod tiering;

@@ -15,7 +15,7 @@ pub mod gen;
 pub mod graph;
 pub mod parse;
 pub mod platform;
-pub mod rng;
+pub use numalab_model::rng;
 pub mod simulate;
 
 pub use balance::{Balancer, LbInput};

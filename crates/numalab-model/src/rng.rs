@@ -1,5 +1,6 @@
-//! A small deterministic generator (SplitMix64 seeding xoshiro256**), so runs are bit-for-bit
-//! reproducible from a seed on every platform, with no dependency whose stream may change.
+//! A small deterministic generator (SplitMix64 seeding xoshiro256**), so runs of the engine and of
+//! the task-graph simulator are bit-for-bit reproducible from a seed on every platform, with no
+//! dependency whose stream may change.
 
 #[derive(Clone, Debug)]
 pub struct Rng {
@@ -31,6 +32,11 @@ impl Rng {
         self.s[2] ^= t;
         self.s[3] = self.s[3].rotate_left(45);
         r
+    }
+
+    /// Uniform in [0, 1) with 53 random bits.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
     /// Uniform in `0..n` (n > 0), by multiply-shift (Lemire), bias below 2^-32 for our sizes.
@@ -75,5 +81,6 @@ mod tests {
         assert_ne!(a, c);
         let mut r = Rng::new(7, 3);
         assert!((0..1000).all(|_| r.below(10) < 10));
+        assert!((0..1000).all(|_| (0.0..1.0).contains(&r.unit())));
     }
 }
