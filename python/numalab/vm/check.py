@@ -37,6 +37,9 @@ PROFILE_NOTES = {
         "2 MiB alignment of anonymous mappings of 2 MiB or more (6.7+, mm/mmap.c: __get_unmapped_area()) "
         "is in the 6.13 profile: interleave indexes (virtual page numbers) may start one page apart",
         "weighted interleave (6.9+, MPOL_WEIGHTED_INTERLEAVE) does not exist in 6.1",
+        "memory tiers from firmware figures (6.7+, mm/memory-tiers.c: mt_calc_adistance(), HMAT's hmat_calculate_adistance()) "
+        "are in the 6.13 profile: 6.1 puts every node online at boot in the DRAM tier (memory_tier_init()), "
+        "so a guest's CPU-less nodes are not a lower tier whatever its HMAT says (docs/tiering.md §11)",
     ],
 }
 COUNTERS = (
@@ -44,6 +47,8 @@ COUNTERS = (
     "numa_pte_updates", "numa_hint_faults", "numa_hint_faults_local", "numa_pages_migrated", "pgmigrate_success",
 )
 NUMASTAT = COUNTERS[:6]
+#: Demotion and promotion (docs/tiering.md §7), printed for the tiering cases and whenever non-zero.
+TIER_COUNTERS = ("pgdemote_kswapd", "pgdemote_direct", "pgpromote_candidate", "pgpromote_success")
 
 
 def sim_kernel(release: str) -> str:
@@ -103,6 +108,9 @@ class Side:
     after_run: list[int]
     counters: dict[str, int]
     threads: Threads = field(default_factory=lambda: Threads([], [], 0.0))
+    #: Memory tiers that hold the nodes (the simulator's ``memory_tiers``, the guest's
+    #: /sys/devices/virtual/memory_tiering/memory_tier*): one means nothing to demote to or promote from.
+    memory_tiers: int = 1
 
     @property
     def total(self) -> int:
@@ -191,6 +199,25 @@ def printed() -> Expect:
     return check
 
 
+def tier_counters(counters: tuple[str, ...], moves: bool) -> Expect:
+    """``moves``: the counters' sum is above zero on a side with more than one memory tier and zero
+    on a side with one (a kernel without a lower tier has no demotion target,
+    mm/memory-tiers.c: establish_demotion_targets(), and every node is top tier, node_is_toptier(),
+    so nothing is demoted or promoted). Not ``moves``: zero on every side."""
+    names = " + ".join(counters)
+
+    def check(s: Side) -> str | None:
+        got = sum(s.counters.get(k, 0) for k in counters)
+        if moves and s.memory_tiers > 1:
+            return None if got > 0 else f"{names} is 0 with {s.memory_tiers} memory tiers"
+        why = f"{s.memory_tiers} memory tier" if moves else "nothing asks for it"
+        return None if got == 0 else f"{names} is {got}, expected 0 ({why})"
+
+    check.__doc__ = (f"{names} > 0 where the nodes form more than one memory tier, 0 where they form one" if moves
+                     else f"{names} is 0")
+    return check
+
+
 def all_of(*checks: Expect) -> Expect:
     def check(s: Side) -> str | None:
         return next((why for c in checks if (why := c(s)) is not None), None)
@@ -219,6 +246,11 @@ class Case:
     def sched(self) -> bool:
         """A scheduler case: its thread figures are printed."""
         return self.workload == "barrier"
+
+    @property
+    def tiering(self) -> bool:
+        """A tiered-memory case: its demotion and promotion counters are printed."""
+        return self.machine == "vm-tier"
 
 
 #: The cases ``numalab vm check --case NAME`` runs (threads default to the guest's vCPUs).
@@ -253,6 +285,24 @@ def sched_cases(machine: str, cpus: int, reps: int) -> list[Case]:
     ]
 
 
+def tier_cases() -> list[Case]:
+    """Tiered memory on ``vm-tier`` (docs/tiering.md §11): STREAM's 160 MiB (n = 7M) from node 0's
+    vCPU, more than its 128 MiB DRAM node. Preferred-many to node 0 wakes node 0's kswapd when it is
+    low (mm/mempolicy.c: alloc_pages_preferred_many()), which with demotion_enabled demotes to the
+    CPU-less node below it, and without demotes nothing; the default policy spills to node 2 and
+    NUMA balancing's memory-tiering mode (2) promotes the hot slow-tier pages, with demotion making
+    room on node 0. One vCPU's thread: the first touch and the faults all come from node 0."""
+    p = {"n": 7000000, "ntimes": 5, "threads": 1}
+    tier = {"machine": "vm-tier", "interval_ms": 200}
+    demote = ("pgdemote_kswapd", "pgdemote_direct")
+    return [
+        Case("tier-demotion", "stream", p, "cpunodebind=0:preferred-many=0:demotion-enabled", tier_counters(demote, True), **tier),
+        Case("tier-no-demotion", "stream", p, "cpunodebind=0:preferred-many=0", tier_counters(demote, False), **tier),
+        Case("tier-promotion", "stream", {**p, "ntimes": 20}, f"cpunodebind=0:balancing=2:{FAST_SCAN}:demotion-enabled",
+             tier_counters(("pgpromote_success",), True), **tier),
+    ]
+
+
 CASES: dict[str, Case] = {
     c.name: c
     for c in [
@@ -263,6 +313,7 @@ CASES: dict[str, Case] = {
         Case("parallel-init-vm8", "dgemv", {"n": 2000, "reps": 5, "init": "parallel"}, BOUND, spread(), machine="vm-8"),
         *sched_cases("vm-4", 4, 1000),
         *sched_cases("vm-8", 8, 500),
+        *tier_cases(),
     ]
 }
 
@@ -301,7 +352,8 @@ def sim_side(spec: RunSpec) -> Side:
 
     doc = sim.run(spec).doc
     series = [list(p["pages_per_node"]) for p in doc["timeline"]] or [doc["pages"]["per_node"]]
-    return Side(*_complete(series), _counters(doc), threads_of(doc))
+    tiers = len({t for t in doc.get("memory_tiers") or [] if t is not None}) or 1
+    return Side(*_complete(series), _counters(doc), threads_of(doc), tiers)
 
 
 def anon_pages(sample: dict[str, Any], nodes: list[int]) -> list[int]:
@@ -327,12 +379,13 @@ def vm_side(out: vm_run.VmOutput, doc: dict[str, Any]) -> Side:
     series = [anon_pages(s, nodes) for s in samples if s.get("mappings")]
     if not series:
         raise UsageError("the guest's agent took no sample of the command's pages (it ended too soon: raise --reps or --n)")
-    return Side(*_complete(series), _counters(doc), threads_of(doc))
+    tiers = len(doc["vm"].get("memory_tiers", {}).get("tiers") or {}) or 1
+    return Side(*_complete(series), _counters(doc), threads_of(doc), tiers)
 
 
 def _counters(doc: dict[str, Any]) -> dict[str, int]:
     out = {k: sum(int(v.get(k, 0)) for v in doc["numastat"].values()) for k in NUMASTAT}
-    for k in COUNTERS[len(NUMASTAT):]:
+    for k in COUNTERS[len(NUMASTAT):] + TIER_COUNTERS:
         out[k] = int(doc["vmstat"].get(k, 0))
     return out
 
@@ -435,8 +488,10 @@ def report(c: Comparison) -> str:
                  sum(c.vm.after_run) - sum(c.sim.after_run)])
     pages = table(["", "sim init", "vm init", "vm-sim", "sim end", "vm end", "vm-sim"], rows,
                   "anonymous 4 KiB pages per node after first touch (init) and after the run (end)")
+    shown = COUNTERS + tuple(k for k in TIER_COUNTERS if c.case.tiering or c.sim.counters.get(k) or c.vm.counters.get(k))
     counters = table(["counter", "sim", "vm", "vm-sim"],
-                     ([k, c.sim.counters[k], c.vm.counters[k], c.vm.counters[k] - c.sim.counters[k]] for k in COUNTERS),
+                     ([k, c.sim.counters.get(k, 0), c.vm.counters.get(k, 0), c.vm.counters.get(k, 0) - c.sim.counters.get(k, 0)]
+                      for k in shown),
                      "counters over the run (numastat summed over nodes; vmstat)")
     case = c.case
     params = ", ".join(f"{k}={v}" for k, v in case.params.items())
@@ -445,6 +500,11 @@ def report(c: Comparison) -> str:
         f"guest Linux {c.kernel_release}, simulator profile {c.sim_kernel}",
         render(pages), render(counters),
     ]
+    if case.tiering:
+        guest = (c.vm_doc or {}).get("vm", {}).get("memory_tiers", {})
+        tiers = ", ".join(f"{k}: {v}" for k, v in sorted((guest.get("tiers") or {}).items())) or "none"
+        lines.append(f"memory tiers: sim {c.sim.memory_tiers}, vm {c.vm.memory_tiers} (guest: {tiers}; "
+                     f"demotion_enabled {str(guest.get('demotion_enabled', False)).lower()})")
     if case.sched:
         lines.append(render(table(["", "threads", "nr_migrations", "per thread per s", "changed node", "away % (mean)",
                                    "away % (max)", "run s"], [_thread_row(side, getattr(c, side).threads) for side in ("sim", "vm")],

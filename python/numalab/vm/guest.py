@@ -46,7 +46,15 @@ _FRAME = """frame() {
 }
 """
 
-OUT_FILES = ("status", "uname", "uptime", "topo.json", "knobs.json", "knobs.err", "numactl-H", "agent.jsonl", "stdout", "stderr")
+OUT_FILES = ("status", "uname", "uptime", "topo.json", "knobs.json", "knobs.err", "numactl-H", "agent.jsonl", "stdout", "stderr",
+             "memory_tiers")
+#: The guest's memory tiers (mm/memory-tiers.c, 6.1+: one ``memory_tier<adistance >> 7>`` device per
+#: tier with its ``nodelist``) and demotion_enabled, one ``name value`` line each, read after the run.
+TIERS = """for d in /sys/devices/virtual/memory_tiering/memory_tier*; do
+  [ -f "$d/nodelist" ] && echo "${d##*/} $(cat "$d/nodelist")"
+done > /tmp/out/memory_tiers 2>/dev/null
+[ -f /sys/kernel/mm/numa/demotion_enabled ] && echo "demotion_enabled $(cat /sys/kernel/mm/numa/demotion_enabled)" >> /tmp/out/memory_tiers
+"""
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,9 @@ class Job:
     env: dict[str, str] = field(default_factory=dict)
     interval_ms: int = 100
     setup: tuple[str, ...] = ()  # shell lines run before the command (e.g. interleave weights)
+    #: (path, value) written after the knobs (demotion_enabled, weighted interleave's auto); a file
+    #: the guest kernel lacks or refuses is reported in knobs.err, as a refused knob is.
+    sysfs: tuple[tuple[str, str], ...] = ()
 
 
 def job_script(job: Job) -> str:
@@ -77,6 +88,7 @@ def job_script(job: Job) -> str:
     if not job.command:
         if knobs:
             lines.append(f"{AGENT} knobs set {knobs} --journal /tmp/knobs.journal >/dev/null")
+        lines += [f"echo {q(value)} > {q(path)}" for path, value in job.sysfs]
         lines += [
             'echo "numalab vm shell: Linux $(uname -r), $(nproc) CPUs. numactl, /sys/devices/system/node/node*/numastat, /proc/PID/numa_maps,'
             ' /proc/sys/kernel/numa_balancing are real. exit (or Ctrl-D) powers the guest off."',
@@ -92,6 +104,9 @@ def job_script(job: Job) -> str:
     ]
     if knobs:
         lines.append(f"{AGENT} knobs set {knobs} --journal /tmp/knobs.journal >/dev/null 2>/tmp/out/knobs.err")
+    for path, value in job.sysfs:
+        lines.append(f"if [ -f {q(path)} ]; then echo {q(value)} > {q(path)} || echo {q(path + ': the guest kernel refused ' + value)} >> /tmp/out/knobs.err; "
+                     f"else echo {q(path + ': absent in the guest kernel')} >> /tmp/out/knobs.err; fi")
     # numa_maps at every sample: in the guest, seeing every move matters more than the agent's CPU.
     agent = [AGENT, "run", f"--interval-ms={job.interval_ms}", "--maps-budget-pct=100", "--output=/tmp/out/agent.jsonl", *job.agent_args, "--", *job.command]
     lines += [
@@ -100,6 +115,7 @@ def job_script(job: Job) -> str:
         " ".join(q(a) for a in agent) + " </dev/null >/tmp/out/stdout 2>/tmp/out/stderr",
         "echo $? > /tmp/out/status",
         "touch /tmp/out/agent.jsonl",
+        TIERS,
         f"stty -F {DATA_PORT} raw -echo 2>/dev/null",
         "{",
         '  echo "$MARK BEGIN"',

@@ -3,7 +3,10 @@
 One guest NUMA node per preset node (``-numa node`` backed by its own ``memory-backend-ram``),
 the preset's SLIT as ``-numa dist`` (QEMU makes the matrix symmetric when only src<dst is given;
 an asymmetric preset gives both directions), vCPUs scaled down to ``cpus_per_node`` per node
-(at least one: a node without a CPU cannot run the command's threads there). No network
+(at least one on a node with CPUs). A preset node without CPUs stays CPU-less in the guest
+(``-numa node`` without ``cpus``, its HMAT initiator the nearest node with CPUs), and then the
+guest gets an ACPI HMAT (``-machine hmat=on``, ``-numa hmat-lb``) with the preset's idle latencies
+and node bandwidths, the firmware figures the kernel reads for memory tiers (docs/tiering.md §11). No network
 (``-nic none``, ``-nodefaults``), no display, the console on stdio and the data port (ttyS1) on a
 file. The presets ``vm-4.toml`` and ``vm-8.toml`` carry the same options in their header.
 """
@@ -17,7 +20,7 @@ import subprocess
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from numalab.exceptions import NumalabError, UsageError
@@ -42,10 +45,29 @@ class Topology:
     memory_mib: list[int]
     distances: list[list[int]]
     node_os_indexes: list[int]  # the preset's node numbers; the guest numbers its nodes 0..N-1
+    #: The preset's idle latency (ns, initiator row, target column) and node bandwidth (GB/s):
+    #: the HMAT's figures when a node is CPU-less.
+    latency_ns: list[list[float]] = field(default_factory=list)
+    bandwidth_gbps: list[float] = field(default_factory=list)
 
     @property
     def nodes(self) -> int:
         return len(self.memory_mib)
+
+    @property
+    def hmat(self) -> bool:
+        """A CPU-less node: QEMU needs its initiator, which only exists with ``hmat=on``."""
+        return 0 in self.cpus_per_node
+
+    def initiator(self, node: int) -> int:
+        """A node's HMAT initiator: itself when it has CPUs, else the node with CPUs at the smallest
+        idle latency to it (then SLIT distance, then number), as ACPI 6.3 §5.2.27.3 defines the
+        attached initiator."""
+        if self.cpus_per_node[node]:
+            return node
+        lat = self.latency_ns or [[0.0] * self.nodes for _ in range(self.nodes)]
+        return min((i for i in range(self.nodes) if self.cpus_per_node[i]),
+                   key=lambda i: (lat[i][node], self.distances[i][node], i))
 
 
 def topology(machine, memory_per_node_mib: int | None = None, cpus_per_node: int = 1) -> Topology:
@@ -56,7 +78,10 @@ def topology(machine, memory_per_node_mib: int | None = None, cpus_per_node: int
     nodes = spec["nodes"]
     if cpus_per_node < 1:
         raise UsageError(f"--cpus-per-node must be at least 1, got {cpus_per_node}")
-    cpus = [max(1, min(cpus_per_node, _count(n.get("cpuset", "")))) for n in nodes]
+    # A CPU-less preset node stays CPU-less (a lower memory tier's shape); the others keep at least one vCPU.
+    cpus = [min(cpus_per_node, c) if c else 0 for c in (_count(n.get("cpuset", "")) for n in nodes)]
+    if not any(cpus):
+        raise UsageError(f"{machine.name} has no node with CPUs: the guest needs one to boot")
     if memory_per_node_mib is not None:
         if memory_per_node_mib < 64:
             raise UsageError(f"--memory-per-node-mib must be at least 64 (the guest kernel needs room), got {memory_per_node_mib}")
@@ -65,7 +90,9 @@ def topology(machine, memory_per_node_mib: int | None = None, cpus_per_node: int
         mem = [max(64, min(DEFAULT_NODE_CAP_MIB, int(n["local_memory_bytes"]) >> 20)) for n in nodes]
     if sum(mem) > MAX_GUEST_MIB:
         raise UsageError(f"the guest would have {sum(mem)} MiB of memory ({len(mem)} nodes); at most {MAX_GUEST_MIB} (lower --memory-per-node-mib)")
-    return Topology(machine.name, cpus, mem, [list(r) for r in machine.distances], [n["os_index"] for n in nodes])
+    return Topology(machine.name, cpus, mem, [list(r) for r in machine.distances], [n["os_index"] for n in nodes],
+                    [list(map(float, r)) for r in spec.get("idle_latency_ns") or []],
+                    [float(n.get("bandwidth_gbps") or 0.0) for n in nodes])
 
 
 def _count(cpuset: str) -> int:
@@ -81,18 +108,44 @@ def numa_args(t: Topology) -> list[str]:
     args = ["-smp", f"{sum(t.cpus_per_node)}", "-m", f"{sum(t.memory_mib)}M"]
     first = 0
     for i, (n, mib) in enumerate(zip(t.cpus_per_node, t.memory_mib)):
+        args += ["-object", f"memory-backend-ram,id=m{i},size={mib}M"]
+        if n == 0:
+            args += ["-numa", f"node,nodeid={i},memdev=m{i},initiator={t.initiator(i)}"]
+            continue
         cpus = f"{first}" if n == 1 else f"{first}-{first + n - 1}"
         first += n
-        args += ["-object", f"memory-backend-ram,id=m{i},size={mib}M", "-numa", f"node,nodeid={i},cpus={cpus},memdev=m{i}"]
+        args += ["-numa", f"node,nodeid={i},cpus={cpus},memdev=m{i}"]
     d = t.distances
     for i in range(t.nodes):
         for j in range(t.nodes):
             if i != j and (i < j or d[i][j] != d[j][i]):
                 args += ["-numa", f"dist,src={i},dst={j},val={d[i][j]}"]
+    return args + hmat_args(t)
+
+
+def hmat_args(t: Topology) -> list[str]:
+    """The HMAT's memory latency and bandwidth from every node with CPUs (an initiator) to every
+    node: the preset's idle latency in whole ns and the target node's bandwidth in whole MB/s
+    (ACPI 6.3 §5.2.27.4; QEMU's ``-numa hmat-lb``, hw/core/numa.c: parse_numa_hmat_lb()). Linux
+    reads them in drivers/acpi/numa/hmat.c (``node*/access0/initiators/``). Nothing when every
+    node has CPUs: those guests stay as they were."""
+    if not t.hmat:
+        return []
+    if not t.latency_ns or not all(t.bandwidth_gbps):
+        raise UsageError(f"{t.name} has a CPU-less node but no idle latency matrix or node bandwidths for the guest's HMAT")
+    args = []
+    for i in (i for i in range(t.nodes) if t.cpus_per_node[i]):
+        for j in range(t.nodes):
+            args += ["-numa", f"hmat-lb,initiator={i},target={j},hierarchy=memory,data-type=access-latency,"
+                              f"latency={round(t.latency_ns[i][j])}"]
+            args += ["-numa", f"hmat-lb,initiator={i},target={j},hierarchy=memory,data-type=access-bandwidth,"
+                              f"bandwidth={round(t.bandwidth_gbps[j] * 1000)}M"]
     return args
 
 
 def cmdline(balancing: bool, extra: str = "") -> str:
+    """``balancing``: the scanner runs (either bit of numa_balancing; the job writes mode 2 or 3
+    through ``kernel.numa_balancing``, as the boot option knows only enable/disable)."""
     base = f"console=ttyS0 quiet panic=-1 numa_balancing={'enable' if balancing else 'disable'}"
     return f"{base} {extra}".strip()
 
@@ -101,7 +154,7 @@ def argv(
     qemu: str, t: Topology, kernel: str, initrd: Path, append: str, accel: str, data_port: Path | None
 ) -> list[str]:
     """The whole command line; ``data_port`` None means an interactive console (``vm shell``)."""
-    a = [qemu, "-accel", accel, "-machine", "q35", "-cpu", "host" if accel == "kvm" else "max"]
+    a = [qemu, "-accel", accel, "-machine", "q35,hmat=on" if t.hmat else "q35", "-cpu", "host" if accel == "kvm" else "max"]
     a += numa_args(t)
     a += ["-kernel", kernel, "-initrd", str(initrd), "-append", append]
     a += ["-nodefaults", "-nic", "none", "-nographic", "-no-reboot"]

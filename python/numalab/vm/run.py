@@ -104,6 +104,43 @@ def omp_env(req: VmRequest) -> dict[str, str]:
     return env
 
 
+#: The simulator's knob names that the guest's agent (crates/numalab-linux/src/knobs.rs) spells as
+#: the kernel does: the sysctl is ``numa_balancing_promote_rate_limit_MBps``.
+AGENT_KNOB_NAMES = {"promote_rate_limit_mbps": "promote_rate_limit_MBps"}
+#: The tiering switches beside numa_balancing, as files of the guest kernel (docs/tiering.md §1).
+DEMOTION_ENABLED = "/sys/kernel/mm/numa/demotion_enabled"
+WEIGHTED_INTERLEAVE_AUTO = "/sys/kernel/mm/mempolicy/weighted_interleave/auto"
+
+
+def guest_settings(b: Balancing) -> tuple[dict[str, int], tuple[tuple[str, str], ...]]:
+    """What the guest writes from the simulator's Balancing: the agent's knobs (``numa_balancing``
+    itself when the mode is 2 or 3, since the boot option only says enable/disable) and the sysfs
+    switches. The agent refuses a knob the guest kernel lacks, the job reports a missing switch
+    file: either stops the run with the guest's own message (``run``)."""
+    knobs = {AGENT_KNOB_NAMES.get(k, k): v for k, v in b.knobs}
+    if b.tiering:
+        knobs["numa_balancing"] = b.mode
+    sysfs = []
+    if b.demotion:
+        sysfs.append((DEMOTION_ENABLED, "true"))
+    if b.wi_auto:
+        sysfs.append((WEIGHTED_INTERLEAVE_AUTO, "true"))
+    return knobs, tuple(sysfs)
+
+
+def memory_tiers(text: str) -> dict[str, Any]:
+    """The guest's ``memory_tiers`` file: tiers (``memory_tierN`` -> nodelist) and demotion_enabled."""
+    tiers: dict[str, str] = {}
+    out: dict[str, Any] = {"tiers": tiers}
+    for line in text.splitlines():
+        name, _, value = line.strip().partition(" ")
+        if name == "demotion_enabled":
+            out["demotion_enabled"] = value.strip() == "true"
+        elif name.startswith("memory_tier"):
+            tiers[name] = value.strip()
+    return out
+
+
 def _weights_script(p: Placement) -> list[str]:
     return [f"echo {w} > /sys/kernel/mm/mempolicy/weighted_interleave/node{n}" for n, w in p.weights]
 
@@ -134,7 +171,7 @@ def boot_job(req: VmRequest, command: list[str] | None, say: Say = lambda s: Non
     accel = resolve_accel(req.accel)
     say("numalab vm: building the initramfs (reused from the cache when unchanged)")
     base = initramfs.base_image(g, agent, cmd)
-    knobs = dict(req.balancing.knobs)
+    knobs, sysfs = guest_settings(req.balancing)
     job = guest.Job(
         mark="NUMALAB-" + secrets.token_hex(12),
         command=cmd.argv if cmd is not None else [],
@@ -144,6 +181,7 @@ def boot_job(req: VmRequest, command: list[str] | None, say: Say = lambda s: Non
         env=omp_env(req),
         interval_ms=req.interval_ms,
         setup=tuple(_weights_script(req.placement)),
+        sysfs=sysfs,
     )
     return g, topo, accel, base, job
 
@@ -165,7 +203,7 @@ def run(req: VmRequest, say: Say = lambda s: None) -> VmOutput:
         tmp = Path(tmpdir)
         initrd = _initrd(tmp, base, job)
         data = tmp / "data-port"
-        args = qemu.argv(g.qemu, topo, g.boot_kernel, initrd, qemu.cmdline(req.balancing.enabled), accel, data)
+        args = qemu.argv(g.qemu, topo, g.boot_kernel, initrd, qemu.cmdline(req.balancing.scanning), accel, data)
         say(f"numalab vm: booting {topo.name} ({topo.nodes} nodes, {sum(topo.cpus_per_node)} vCPUs, "
             f"{sum(topo.memory_mib)} MiB, {accel}) with Linux {g.kernel_version}")
         b = qemu.boot(args, f"{job.mark} READY", req.timeout_s)
@@ -189,7 +227,7 @@ def shell(req: VmRequest, say: Say = lambda s: None) -> int:
     g, topo, accel, base, job = boot_job(req, None, say)
     with tempfile.TemporaryDirectory(prefix="numalab-vm-") as tmpdir:
         initrd = _initrd(Path(tmpdir), base, job)
-        args = qemu.argv(g.qemu, topo, g.boot_kernel, initrd, qemu.cmdline(req.balancing.enabled), accel, None)
+        args = qemu.argv(g.qemu, topo, g.boot_kernel, initrd, qemu.cmdline(req.balancing.scanning), accel, None)
         say(f"numalab vm shell: {topo.name}, {accel}; `exit` powers the guest off, Ctrl-A x quits QEMU")
         return qemu.interactive(args)
 
@@ -225,6 +263,7 @@ def document(out: VmOutput) -> dict[str, Any]:
         "guest_uptime_at_ready_s": float(out.text("uptime").strip()) if out.text("uptime").strip() else None,
         "wall_s": round(out.wall_s, 3),
         "thp": out.request.thp,
+        "memory_tiers": memory_tiers(out.text("memory_tiers")),
         "stdout": out.text("stdout"),
         "stderr": out.text("stderr"),
     }
