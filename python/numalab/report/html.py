@@ -85,7 +85,8 @@ def _speedups(c: Content) -> str:
     note = (
         "<p class=\"meta\">speedup = time(baseline) / time(configuration), above 1 is faster"
         f"{escape(base)}. With repetitions: mean ± half-width of the 95% confidence interval (Student's t over the seeds); "
-        "\"n identical runs\" where every repetition gave the same value, so there is no interval.</p>"
+        "\"n identical runs\" where every repetition gave the same value, so there is no interval (the baseline against itself "
+        "is 1 for every seed).</p>"
     )
     marks = c.sensitivity.flipped if c.sensitivity else set()
     flips = f'<p class="meta">{escape(sens.MARK_NOTE)}</p>' if marks else ""

@@ -24,10 +24,21 @@ class Row:
     low: float | None
     high: float | None
     flipped_by: list[str]
+    speedups: dict[str, float] | None = None  # every variant's speedup
 
     @property
     def conclusion(self) -> str:
-        return ("flips: " + ", ".join(self.flipped_by)) if self.flipped_by else "holds"
+        """``holds``, or where it flips: each flipping variant with the speedup it gives."""
+        if not self.flipped_by:
+            return "holds"
+        at = self.speedups or {}
+        return "flips: " + ", ".join(f"{v} ({at[v]:.3f})" if at.get(v) is not None else v for v in self.flipped_by)
+
+    @property
+    def range(self) -> str:
+        if self.low is not None and self.low == self.high:
+            return f"{_num(self.low)} (no variant moves it)"
+        return f"{_num(self.low)} - {_num(self.high)}"
 
 
 @dataclass(frozen=True)
@@ -52,7 +63,7 @@ def load(db: Path, study: str) -> View | None:
     except (OSError, ValueError):
         return View([], [], 0, f"{path} could not be read; run the study again to redo its sensitivity")
     rows = [Row(c["case"], c["config"], c["baseline"], c.get("speedup"), c.get("speedup_low"), c.get("speedup_high"),
-                list(c.get("flipped_by") or [])) for c in doc.get("comparisons", [])]
+                list(c.get("flipped_by") or []), dict(c.get("speedups") or {})) for c in doc.get("comparisons", [])]
     return View(rows, list(doc.get("parameters", [])), max(0, len(doc.get("variants", [])) - 1), doc.get("note"))
 
 
@@ -63,7 +74,8 @@ def _num(x: float | None) -> str:
 def _intro(v: View) -> str:
     return (f"Each estimated number ({len(v.parameters)}) set to the low and the high end of its stated range, one at a "
             f"time, then all low and all high together ({v.variants} variants, first seed). A conclusion flips when some "
-            "variant makes the other side win.")
+            "variant makes the other side win (speedup = time(baseline) / time(configuration) crosses 1); the variants that "
+            "flip it are named with the speedup each gives: they are the numbers to measure.")
 
 
 def html_section(v: View) -> str:
@@ -77,7 +89,7 @@ def html_section(v: View) -> str:
     flip = ' class="down"'
     body = "".join(
         f'<tr><th scope="row">{escape(r.case)}</th><td style="text-align:left">{escape(r.label)} vs {escape(r.baseline)}</td>'
-        f"<td>{_num(r.speedup)}</td><td>{_num(r.low)} - {_num(r.high)}</td>"
+        f"<td>{_num(r.speedup)}</td><td>{escape(r.range)}</td>"
         f'<td style="text-align:left"{flip if r.flipped_by else ""}>{escape(r.conclusion)}</td></tr>'
         for r in v.rows
     )
@@ -102,7 +114,7 @@ def md_section(v: View, text: Any) -> list[str]:
     flips = sum(1 for r in v.rows if r.flipped_by)
     lines += [f"{_intro(v)} {flips} of {len(v.rows)} conclusions flip.", "",
               "| case | comparison | speedup | range | conclusion |", "|---|---|---|---|---|"]
-    lines += [f"| {text(r.case)} | {text(r.label)} vs {text(r.baseline)} | {_num(r.speedup)} | {_num(r.low)} - {_num(r.high)} | "
+    lines += [f"| {text(r.case)} | {text(r.label)} vs {text(r.baseline)} | {_num(r.speedup)} | {text(r.range)} | "
               f"{text(r.conclusion)} |" for r in v.rows]
     lines += ["", "Estimated numbers and their ranges:", ""]
     lines += [f"- `{p['id']}` {'x' if p.get('factor') else p.get('value')} [{p['low']:g}, {p['high']:g}]: {text(p.get('source', ''))}"
