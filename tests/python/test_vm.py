@@ -333,3 +333,74 @@ def test_a_bzimage_with_a_pvh_kernel_inside_gives_the_uncompressed_kernel(tmp_pa
         assert vm_setup.extract_vmlinux(bz) == expect
     g = vm_setup.Guest("q", str(bz), "6.1", "given", "b", "n", "l", "d", vmlinux=str(tmp_path / "absent"))
     assert g.boot_kernel == str(bz)
+
+
+# ---- tiered memory: CPU-less nodes, HMAT, numa_balancing 2/3 and demotion_enabled in the guest ----------------
+
+def test_cpu_less_nodes_stay_cpu_less_with_the_presets_hmat():
+    t = qemu.topology(load_machine("vm-tier"))
+    assert t.cpus_per_node == [1, 1, 0, 0] and t.memory_mib == [128, 128, 256, 256] and t.hmat
+    args = qemu.numa_args(t)
+    pairs = [f"{a} {b}" for a, b in zip(args[::2], args[1::2]) if a in ("-object", "-numa")]
+    # the preset's header names these options exactly (CPU-less node 2 beside node 0, node 3 beside node 1)
+    assert sorted(p for p in pairs if "hmat-lb" not in p) == sorted(_preset_qemu_options("vm-tier"))
+    assert "-numa node,nodeid=2,memdev=m2,initiator=0" in pairs and "-numa node,nodeid=3,memdev=m3,initiator=1" in pairs
+    lb = [p for p in pairs if "hmat-lb" in p]
+    assert len(lb) == 2 * 4 * 2  # two initiators x four targets x (latency, bandwidth)
+    assert "-numa hmat-lb,initiator=0,target=2,hierarchy=memory,data-type=access-latency,latency=250" in lb
+    assert "-numa hmat-lb,initiator=1,target=3,hierarchy=memory,data-type=access-bandwidth,bandwidth=2500M" in lb
+    assert args[:4] == ["-smp", "2", "-m", "768M"]
+    a = qemu.argv("qemu", t, "vmlinuz", Path("i"), qemu.cmdline(False), "tcg", Path("d"))
+    assert a[a.index("-machine") + 1] == "q35,hmat=on"
+    # guests whose nodes all have CPUs keep the command line they had: no HMAT
+    t4 = qemu.topology(load_machine("vm-4"))
+    assert not t4.hmat and not any("hmat" in x for x in qemu.argv("qemu", t4, "k", Path("i"), "", "tcg", Path("d")))
+
+
+def test_a_machine_without_cpus_cannot_boot():
+    class NoCpus:
+        name = "x"
+        distances = [[10]]
+
+        def to_json(self):
+            return '{"nodes": [{"os_index": 0, "cpuset": "", "local_memory_bytes": 134217728}]}'
+
+    with pytest.raises(UsageError, match="no node with CPUs"):
+        qemu.topology(NoCpus())
+
+
+def test_balancing_modes_demotion_and_tiering_knobs_reach_the_guest():
+    from numalab.spec.balancing import Balancing
+
+    knobs, sysfs = vm_run.guest_settings(Balancing.parse("balancing=2:promote-rate-limit-mbps=100:hot-threshold-ms=500:demotion-enabled"))
+    # the agent's names are the kernel's (numa_balancing_promote_rate_limit_MBps); mode 2 is written, not booted
+    assert knobs == {"promote_rate_limit_MBps": 100, "hot_threshold_ms": 500, "numa_balancing": 2}
+    assert sysfs == (("/sys/kernel/mm/numa/demotion_enabled", "true"),)
+    assert vm_run.guest_settings(Balancing.parse("on")) == ({}, ())
+    assert vm_run.guest_settings(Balancing.parse("3"))[0] == {"numa_balancing": 3}
+    assert vm_run.guest_settings(Balancing.parse("weighted-interleave-auto"))[1] == (
+        ("/sys/kernel/mm/mempolicy/weighted_interleave/auto", "true"),)
+    # a switch file the guest kernel lacks is reported in knobs.err, which stops the run
+    s = guest.job_script(guest.Job(mark="M", command=["/bin/x"], sysfs=(("/sys/kernel/mm/numa/demotion_enabled", "true"),)))
+    assert "absent in the guest kernel' >> /tmp/out/knobs.err" in s
+    assert s.index(": > /tmp/out/knobs.err") < s.index("demotion_enabled") < s.index("numalab-agent run")
+    assert "memory_tiering/memory_tier*" in s and "frame memory_tiers" in s
+
+
+def test_guest_memory_tiers_are_read_back():
+    text = "memory_tier4 0-1\nmemory_tier22 2-3\ndemotion_enabled true\n"
+    assert vm_run.memory_tiers(text) == {"tiers": {"memory_tier4": "0-1", "memory_tier22": "2-3"}, "demotion_enabled": True}
+    assert vm_run.memory_tiers("") == {"tiers": {}}
+
+
+def test_tiering_expectations_follow_the_sides_memory_tiers():
+    demote = check.tier_counters(("pgdemote_kswapd", "pgdemote_direct"), True)
+    side = lambda n, tiers: check.Side([1], [1], {"pgdemote_kswapd": n, "pgdemote_direct": 0}, memory_tiers=tiers)  # noqa: E731
+    assert demote(side(360, 2)) is None
+    assert "is 0 with 2 memory tiers" in demote(side(0, 2))
+    # one tier (Linux 6.1's boot nodes): no demotion target, so nothing may be demoted
+    assert demote(side(0, 1)) is None and "expected 0" in demote(side(5, 1))
+    none = check.tier_counters(("pgdemote_kswapd",), False)
+    assert none(side(0, 2)) is None and "expected 0" in none(side(1, 2))
+    assert {c.machine for c in check.CASES.values() if c.tiering} == {"vm-tier"}
+    assert {"tier-demotion", "tier-no-demotion", "tier-promotion"} <= set(check.CASES)
