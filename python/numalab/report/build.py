@@ -10,7 +10,7 @@ from typing import Any
 from numalab.report import figures as figs
 from numalab.report.data import ReportData
 from numalab.report.scatter import points
-from numalab.report.tables import AccessMap, Grid, access_map, failed_runs, pages_grid, speedup_grid, status_counts
+from numalab.report.tables import AccessMap, Grid, access_map, failed_runs, pages_grid, speedup_grid, status_counts, tiering_counters
 
 # Timelines are one figure per run; past this many the report says how many it left out.
 MAX_TIMELINES = 24
@@ -27,8 +27,10 @@ class Content:
     maps: list[tuple[str, list[tuple[str, AccessMap]]]] = field(default_factory=list)
     vmax: float = 0.0
     pages: list[tuple[Grid, figs.Figure | None]] = field(default_factory=list)
+    counters: list[Grid | None] = field(default_factory=list)  # tiering counters beside each pages grid
     timelines: list[figs.Figure] = field(default_factory=list)
     timelines_left_out: int = 0
+    timelines_tiered: bool = False  # some timeline is of a machine with memory tiers (pages per tier, tiering counters)
     scatters: list[tuple[Any, figs.Figure | None]] = field(default_factory=list)
     taskgraph: list[figs.Figure] = field(default_factory=list)  # task-graph figures no experiment claims
     experiments: list[Any] = field(default_factory=list)  # task-graph experiments (report.taskgraph), figures attached
@@ -61,6 +63,7 @@ def build(data: ReportData, figure_dir: Path, progress: Any = None) -> Content:
         grid = pages_grid(data, case)
         if grid:
             c.pages.append((grid, figs.pages_figure(drawer, data, case)))
+            c.counters.append(tiering_counters(data, case))
         progress.step(f"case {case}")
     _timelines(c, data, drawer, progress)
     for i, s in enumerate(data.options.scatter):
@@ -106,6 +109,7 @@ def _timelines(c: Content, data: ReportData, drawer: figs.Drawer, progress: Any)
         fig = figs.timeline_figure(drawer, case, label, doc)
         if fig:
             c.timelines.append(fig)
+            c.timelines_tiered = c.timelines_tiered or bool(doc.get("memory_tiers"))
         progress.step(f"timeline {case} / {label}")
     c.timelines_left_out = max(0, len(wanted) - MAX_TIMELINES)
 

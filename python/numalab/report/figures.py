@@ -71,13 +71,15 @@ def pages_figure(drawer: Drawer, data: ReportData, case: str) -> Figure | None:
         ax = fig.add_subplot()
         left = [0.0] * len(grid.rows)
         colors = matplotlib.colormaps["tab10"]
+        # Beyond 10 GiB the MiB ticks run into each other (130000 next to 140000): GiB then.
+        gib = max((sum(row) for row in grid.cells), default=0) > 10 * 1024
         for j, node in enumerate(grid.cols):
-            widths = [row[j] for row in grid.cells]
+            widths = [row[j] / 1024 if gib else row[j] for row in grid.cells]
             ax.barh(range(len(grid.rows)), widths, left=left, label=node, color=colors(j % 10))
             left = [a + b for a, b in zip(left, widths)]
         ax.set_yticks(range(len(grid.rows)), grid.rows)
         ax.invert_yaxis()
-        ax.set_xlabel("memory at the end of the run (MiB), by node")
+        ax.set_xlabel(f"memory at the end of the run ({'GiB' if gib else 'MiB'}), by node")
         ax.set_title(f"{case}: pages per node")
         fig.legend(loc="outside right upper", fontsize=7, title="node", title_fontsize=7)
     return drawer.save(fig, f"pages {case}")
@@ -97,30 +99,56 @@ def timeline_series(doc: dict[str, Any]) -> dict[str, list[tuple[float, float]]]
     return {k: v for k, v in out.items() if any(b for _, b in v)}
 
 
+# vmstat counters of memory tiering (docs/tiering.md): demotion by kswapd, direct reclaim or
+# khugepaged, promotion of hot slow-tier pages. They get their own panel: numa_pte_updates counts
+# in the hundreds of millions would flatten them on a shared axis.
+_TIERING_PREFIXES = ("pgdemote_", "pgpromote_")
+
+
+def is_tiering_counter(name: str) -> bool:
+    return name.startswith(_TIERING_PREFIXES)
+
+
 def timeline_figure(drawer: Drawer, case: str, label: str, doc: dict[str, Any]) -> Figure | None:
     series = timeline_series(doc)
     points = doc.get("timeline") or []
     if not points:
         return None
     import matplotlib
+    from matplotlib.ticker import EngFormatter
 
+    tiering = {k: v for k, v in series.items() if is_tiering_counter(k)}
+    balancing = {k: v for k, v in series.items() if not is_tiering_counter(k)}
+    panels = [("tiering counters (vmstat)", tiering), ("balancing counters (vmstat)", balancing)]
+    panels = [(title, ss) for title, ss in panels if ss]
+    tiers = bool(doc.get("memory_tiers"))
     with matplotlib.rc_context(_STYLE):
-        fig = drawer.new(6.4, 3.0)
-        axes = fig.subplots(1, 2 if series else 1, squeeze=False)[0]
+        fig = drawer.new(6.4 if len(panels) < 2 else 9.6, 3.0)
+        axes = fig.subplots(1, 1 + len(panels), squeeze=False)[0]
         nodes = (doc.get("access_map") or doc["pages"])["nodes"]  # host runs without balancing have no map
         t = [p["t_s"] for p in points]
+        # Tiered machines hold hundreds of GiB: memory per tier in GiB from 0 reads at a glance
+        # (pages of 4 KiB would be tens of millions, and an axis from the minimum exaggerates moves).
+        scale = (doc.get("pages") or {}).get("page_size_bytes", 4096) / (1 << 30) if tiers else 1.0
         for name, rows in _page_lines(doc, nodes).items():
-            axes[0].plot(t, [sum(p["pages_per_node"][j] for j in rows) for p in points], label=name)
+            axes[0].plot(t, [scale * sum(p["pages_per_node"][j] for j in rows) for p in points], label=name)
         axes[0].set_xlabel("time (s)")
-        axes[0].set_ylabel("pages")
-        axes[0].set_title("pages per memory tier" if doc.get("memory_tiers") else "pages per node")
-        axes[0].legend(fontsize=7, ncols=2)
-        if series:
-            for name, values in sorted(series.items()):
-                axes[1].plot([a for a, _ in values], [b for _, b in values], label=name)
-            axes[1].set_xlabel("time (s)")
-            axes[1].set_title("balancing and tiering counters" if doc.get("memory_tiers") else "balancing counters")
-            axes[1].legend(fontsize=7)
+        if tiers:
+            axes[0].set_ylabel("GiB")
+            axes[0].set_ylim(bottom=0)
+            axes[0].set_title("pages per memory tier (GiB)")
+        else:
+            axes[0].set_ylabel("pages")
+            axes[0].set_title("pages per node")
+        axes[0].legend(fontsize=7, ncols=2, loc="best" if tiers else None)
+        for ax, (title, ss) in zip(axes[1:], panels):
+            for name, values in sorted(ss.items()):
+                ax.plot([a for a, _ in values], [b for _, b in values], label=name)
+            ax.set_xlabel("time (s)")
+            ax.set_ylabel("events (cumulative)")
+            ax.yaxis.set_major_formatter(EngFormatter(sep=" "))
+            ax.set_title(title)
+            ax.legend(fontsize=7)
         fig.suptitle(f"{case} / {label}")
     return drawer.save(fig, f"timeline {case} {label}")
 

@@ -14,6 +14,9 @@ from numalab.report.sensitivity import MARK
 from numalab.report.tables import Grid, describe_baseline, format_estimate, oriented
 from numalab.report.taskgraph import NOTE as TASKGRAPH_NOTE
 
+# The timeline section's heading; with memory tiers it shows pages per tier and tiering counters too.
+TIMELINE_TITLE = {False: "Balancing over time", True: "Memory tiers and balancing over time"}
+
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1b1b1b;margin:2rem auto;max-width:1200px;padding:0 1rem}
 h1{font-size:1.6rem;margin-bottom:.2rem}h2{margin-top:2.2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}
@@ -148,21 +151,33 @@ def _pages(c: Content) -> str:
     if not c.pages:
         return ""
     out = ['<h2 id="pages">Pages per node</h2>']
-    for grid, fig in c.pages:
+    for i, (grid, fig) in enumerate(c.pages):
         head = "".join(f'<th scope="col">{escape(n)}</th>' for n in grid.cols)
         rows = "".join(
             f'<tr><th scope="row">{escape(r)}</th>{"".join(f"<td>{v:.1f}</td>" for v in cells)}</tr>' for r, cells in zip(grid.rows, grid.cells)
         )
         out.append(f'<table class="pages"><caption>{escape(grid.title)}</caption><thead><tr><th>{escape(grid.corner)}</th>{head}</tr></thead><tbody>{rows}</tbody></table>')
+        counters = c.counters[i] if i < len(c.counters) else None
+        if counters:
+            out.append(_counters_table(counters))
         if fig:
             out.append(_figure(fig))
     return "".join(out)
 
 
+def _counters_table(g: Grid) -> str:
+    """Final vmstat counts, with thousands separators: they run to tens of millions of pages."""
+    head = "".join(f'<th scope="col">{escape(n)}</th>' for n in g.cols)
+    rows = "".join(f'<tr><th scope="row">{escape(r)}</th>{"".join(f"<td>{int(v):,}</td>" for v in cells)}</tr>'
+                   for r, cells in zip(g.rows, g.cells))
+    return (f'<table class="counters"><caption>{escape(g.title)}</caption><thead><tr><th>{escape(g.corner)}</th>{head}</tr></thead>'
+            f"<tbody>{rows}</tbody></table>")
+
+
 def _timelines(c: Content) -> str:
     if not c.timelines:
         return ""
-    out = ['<h2 id="timeline">Balancing over time</h2>']
+    out = [f'<h2 id="timeline">{escape(TIMELINE_TITLE[c.timelines_tiered])}</h2>']
     out.extend(_figure(f) for f in c.timelines)
     if c.timelines_left_out:
         out.append(f"<p class=\"meta\">{c.timelines_left_out} more timelines left out (see the PNG/SVG files beside the report).</p>")

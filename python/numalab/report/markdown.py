@@ -69,12 +69,17 @@ def render(c: Content, out: Path) -> str:
                 lines.append("")
     if c.pages:
         lines += ["## Pages per node", ""]
-        for grid, fig in c.pages:
+        for i, (grid, fig) in enumerate(c.pages):
             lines += [f"**{text(grid.title)}**", ""] + _plain(grid) + [""]
+            counters = c.counters[i] if i < len(c.counters) else None
+            if counters:
+                lines += [f"**{text(counters.title)}**", ""] + _plain(counters, "{:,.0f}") + [""]
             if fig:
                 lines += [_image(fig, out), ""]
     if c.timelines:
-        lines += ["## Balancing over time", ""] + [_image(f, out) for f in c.timelines] + [""]
+        from numalab.report.html import TIMELINE_TITLE
+
+        lines += [f"## {TIMELINE_TITLE[c.timelines_tiered]}", ""] + [_image(f, out) for f in c.timelines] + [""]
         if c.timelines_left_out:
             lines += [f"{c.timelines_left_out} more timelines left out (see the PNG/SVG files beside the report).", ""]
     if not c.taskgraph_only:
@@ -142,9 +147,9 @@ def _grid(g: Grid, digits: int, marks: set[tuple[str, str]] | None = None) -> li
     return out
 
 
-def _plain(g: Grid) -> list[str]:
+def _plain(g: Grid, fmt: str = "{:.1f}") -> list[str]:
     out = [f"| {text(g.corner)} | " + " | ".join(text(c) for c in g.cols) + " |", "|---" * (len(g.cols) + 1) + "|"]
-    out += [f"| {text(name)} | " + " | ".join(f"{v:.1f}" for v in row) + " |" for name, row in zip(g.rows, g.cells)]
+    out += [f"| {text(name)} | " + " | ".join(fmt.format(v) for v in row) + " |" for name, row in zip(g.rows, g.cells)]
     return out
 
 

@@ -140,11 +140,36 @@ def pages_grid(data: ReportData, case: str) -> Grid | None:
         if not doc or not (doc.get("access_map") or doc.get("pages")):  # task-graph runs have neither
             continue
         nodes = (doc.get("access_map") or doc["pages"])["nodes"]  # host runs without balancing have no map
-        cols = cols or [f"node{n}" for n in nodes]
+        cols = cols or _node_names(nodes, doc.get("memory_tiers"))
         page = doc["pages"]["page_size_bytes"]
         rows.append(label)
         cells.append([p * page / MIB for p in doc["pages"]["per_node"]])
     return Grid(f"{case}: memory per node (MiB)", "configuration", rows, cols or [], cells) if rows else None
+
+
+def _node_names(nodes: list[Any], tiers: list[Any] | None) -> list[str]:
+    """``node2``, or ``node2 (tier 1)`` on a machine with memory tiers (0 = fastest, docs/tiering.md)."""
+    if not tiers:
+        return [f"node{n}" for n in nodes]
+    return [f"node{n}" + (f" (tier {t})" if t is not None else "") for n, t in zip(nodes, tiers)]
+
+
+def tiering_counters(data: ReportData, case: str) -> Grid | None:
+    """The tiering counters (vmstat ``pgdemote_*``, ``pgpromote_*``, in 4 KiB pages) at the end
+    of each configuration's run (lowest seed); only counters that moved in some configuration."""
+    from numalab.report.figures import is_tiering_counter
+
+    rows, values = [], []
+    for label in data.labels:
+        doc = data.first_seed(case, label)
+        if not doc or not (doc.get("memory_tiers") or any(is_tiering_counter(k) for k in doc.get("vmstat") or {})):
+            continue
+        rows.append(label)
+        values.append({k: v for k, v in (doc.get("vmstat") or {}).items() if is_tiering_counter(k) and isinstance(v, (int, float))})
+    cols = sorted({k for v in values for k, n in v.items() if n})
+    if not rows or not cols:
+        return None
+    return Grid(f"{case}: tiering counters (vmstat, pages)", "configuration", rows, cols, [[v.get(k, 0) for k in cols] for v in values])
 
 
 def failed_runs(data: ReportData) -> list[dict[str, Any]]:
