@@ -121,7 +121,7 @@ def test_balancer_table_rows_and_columns(reports):
                     "migration ms per call", "same PE (MiB)", "same node (MiB)", "remote (MiB)"]
     assert [(r[0], r[1]) for r in rows] == [(m, b) for m in ("numa16", "numa32") for b in ("none", "greedy", "refine")]
     cell = {(r[0], r[1]): dict(zip(head, r)) for r in rows}
-    assert cell[("numa16", "none")]["speedup over none"] == "1 (baseline)"
+    assert cell[("numa16", "none")]["speedup over none"] == "1.00 (baseline)"
     assert cell[("numa16", "none")]["migrations per call"] == "0.0"
     # greedy moves most objects at every call (40 objects on 16 PEs), refine only a few
     assert float(cell[("numa16", "greedy")]["migrations per call"]) > 3 * float(cell[("numa16", "refine")]["migrations per call"])

@@ -88,8 +88,8 @@ def _speedups(c: Content) -> str:
     note = (
         "<p class=\"meta\">speedup = time(baseline) / time(configuration), above 1 is faster"
         f"{escape(base)}. With repetitions: mean ± half-width of the 95% confidence interval (Student's t over the seeds); "
-        "\"n identical runs\" where every repetition gave the same value, so there is no interval (the baseline against itself "
-        "is 1 for every seed).</p>"
+        "\"n identical runs\" where every repetition gave the same value, so there is no interval; "
+        "\"(baseline)\": the baseline's own column, 1 by definition.</p>"
     )
     marks = c.sensitivity.flipped if c.sensitivity else set()
     flips = f'<p class="meta">{escape(sens.MARK_NOTE)}</p>' if marks else ""
@@ -129,7 +129,7 @@ def _estimate_cell(e: Estimate | None, colour: bool, digits: int, flips: bool = 
         cls = ' class="up"' if e.mean > 1.005 else ' class="down"' if e.mean < 0.995 else ""
     interval = f", 95% CI [{e.low:.{digits + 2}g}, {e.high:.{digits + 2}g}]" if e.half_width is not None else ""
     flip = ", flips within the estimates' ranges" if flips else ""
-    title = f' title="n={e.n}' + (", all identical" if e.identical else interval) + flip + '"'
+    title = f' title="n={e.n}' + (", the baseline itself" if e.baseline else ", all identical" if e.identical else interval) + flip + '"'
     return f"<td{cls}{title}>{escape(format_estimate(e, digits))}{' ' + MARK if flips else ''}</td>"
 
 

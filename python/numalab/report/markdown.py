@@ -100,8 +100,8 @@ def _speedups(c: Content) -> list[str]:
     spec = c.data.spec
     base = f" Baseline: {text(describe_baseline(spec.baseline))}." if spec and spec.baseline else ""
     lines = ["## Speedup", "", "time(baseline) / time(configuration); mean ± 95% CI half-width (Student's t) with repetitions; "
-              f"\"n identical runs\" where every repetition gave the same value (no interval; the baseline against itself is 1 for "
-             f"every seed).{base}", ""]
+              f"\"n identical runs\" where every repetition gave the same value (no interval); \"(baseline)\": the baseline's own "
+             f"column, 1 by definition.{base}", ""]
     from numalab.report import sensitivity as sens
 
     marks = c.sensitivity.flipped if c.sensitivity else set()

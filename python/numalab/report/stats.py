@@ -26,6 +26,7 @@ class Estimate:
     n: int
     half_width: float | None  # None with one value, or when every value is the same
     identical: bool = False  # n > 1 values, all equal
+    baseline: bool = False  # a baseline's speedup over itself: 1 by definition, whatever its runs did
 
     @property
     def low(self) -> float | None:

@@ -36,9 +36,26 @@ def speedup_grid(data: ReportData, metric: str = "speedup") -> Grid:
         row = []
         for label in data.labels:
             sel = f[(f["case"] == case) & (f["label"] == label)] if len(f) else f
-            row.append(estimate(sel[metric].dropna()) if len(sel) and metric in sel else None)
+            e = estimate(sel[metric].dropna()) if len(sel) and metric in sel else None
+            if e is not None and metric == "speedup" and _own_baseline(sel):
+                e = _baseline_estimate(e, sel)
+            row.append(e)
         cells.append(row)
     return Grid(metric, "workload", data.cases, data.labels, cells)
+
+
+def _own_baseline(sel: Any) -> bool:
+    """Every run of the cell is its own baseline (the baseline's column)."""
+    return "baseline_hash" in sel and bool((sel["baseline_hash"] == sel["hash"]).all())
+
+
+def _baseline_estimate(e: Estimate, sel: Any) -> Estimate:
+    """The baseline's speedup over itself is 1 for every seed, so its runs would read as identical;
+    they are said to be identical only when their times are, else the cell says it is the baseline."""
+    times = estimate(sel["time_s"].dropna()) if "time_s" in sel else None
+    if e.identical and times is not None and (times.identical or times.n == 1):
+        return e
+    return Estimate(e.mean, e.n, None, baseline=True)
 
 
 def oriented(g: Grid) -> Grid:
@@ -65,6 +82,8 @@ def describe_baseline(patch: Any) -> str:
 def format_estimate(e: Estimate | None, digits: int = 2) -> str:
     if e is None:
         return "-"
+    if e.baseline:
+        return f"{e.mean:.{digits}f} (baseline)"
     if e.identical:
         return f"{e.mean:.{digits}f} ({e.n} identical runs)"
     if e.half_width is None:

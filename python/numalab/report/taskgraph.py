@@ -199,7 +199,7 @@ def _speedup_cell(e: Estimate | None, baseline: bool) -> Cell:
     if e is None:
         return Cell("-")
     if baseline:  # a run against itself: 1 by definition, whatever its repetitions did
-        return Cell("1 (baseline)")
+        return Cell(f"{e.mean:.2f} (baseline)")
     return Cell(format_estimate(e, 2), "up" if e.mean > 1.005 else "down" if e.mean < 0.995 else "")
 
 
