@@ -13,6 +13,10 @@ from numalab.report import write_report
 STUDY = """
 name = "tgr"
 kind = "taskgraph"
+design = '''
+Two machines, three balancers, the communication layers and migration cost,
+as a paragraph of several lines.
+'''
 seeds = [1, 2]
 
 [[experiments]]
@@ -219,3 +223,10 @@ def test_html_has_the_same_tables_and_figures(reports):
     assert p.images_after == {"balancers: lb_test": 2, "balancers: jacobi2d": 2, "comm-layer: kneighbor": 1, "migration-size": 1,
                               "migration-share: lb_test": 1}
     assert '<td class="up">' in html  # greedy's speedup over none on lb_test
+
+
+def test_a_long_design_is_its_own_paragraph(reports):
+    md, html = reports
+    assert "follows" not in md.split("## Configuration")[0]
+    assert "\nDesign: Two machines, three balancers, the communication layers and migration cost, as a paragraph of several lines.\n" in md
+    assert '<p class="meta">Design: Two machines' in html

@@ -49,14 +49,21 @@ def _header(c: Content) -> str:
     counts = ", ".join(f"{n} {k}" for k, n in sorted(c.counts.items()))
     missing = c.planned - sum(c.counts.values())
     lines = [f"<h1>{escape(c.title)}</h1>", f'<p class="meta">study <b>{escape(c.data.study)}</b>']
-    if spec and spec.design:
+    if spec and spec.design and not long_design(spec.design):
         lines.append(f" · follows {escape(spec.design)}")
     lines.append(f" · {c.planned} runs planned: {escape(counts) or 'none stored yet'}")
     if missing > 0:
         lines.append(f", {missing} not run yet")
     lines.append("</p>")
+    if spec and spec.design and long_design(spec.design):
+        lines.append(f'<p class="meta">Design: {escape(" ".join(spec.design.split()))}</p>')
     lines.extend(f'<p class="note">{escape(note)}</p>' for note in c.data.notes)
     return "".join(lines)
+
+
+def long_design(design: str) -> bool:
+    """A design of several lines (S3's paragraph) gets its own paragraph, not "follows ..." in the header line."""
+    return "\n" in design.strip() or len(design) > 100
 
 
 def _configuration(c: Content) -> str:

@@ -40,9 +40,14 @@ def render(c: Content, out: Path) -> str:
     lines = [f"# {text(c.title)}", ""]
     spec = c.data.spec
     missing = c.planned - sum(c.counts.values())
-    meta = f"Study {text(c.data.study)}" + (f", follows {text(spec.design)}" if spec and spec.design else "")
+    from numalab.report.html import long_design
+
+    long = bool(spec and spec.design and long_design(spec.design))
+    meta = f"Study {text(c.data.study)}" + (f", follows {text(spec.design)}" if spec and spec.design and not long else "")
     meta += f"; {c.planned} runs planned: " + (", ".join(f"{n} {text(k)}" for k, n in sorted(c.counts.items())) or "none stored yet")
     lines += [meta + (f", {missing} not run yet." if missing > 0 else "."), ""]
+    if long:
+        lines += [f"Design: {text(spec.design)}", ""]
     for note in c.data.notes:
         lines += [f"> {text(note)}", ""]
     if c.data.source:
