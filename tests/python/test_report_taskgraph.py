@@ -230,3 +230,10 @@ def test_a_long_design_is_its_own_paragraph(reports):
     assert "follows" not in md.split("## Configuration")[0]
     assert "\nDesign: Two machines, three balancers, the communication layers and migration cost, as a paragraph of several lines.\n" in md
     assert '<p class="meta">Design: Two machines' in html
+
+
+def test_a_long_study_file_is_folded_in_markdown(reports):
+    md, _ = reports
+    config = md.split("## Configuration")[1].split("## Task graphs")[0]
+    assert config.lstrip().startswith("<details><summary>study file (")
+    assert config.rstrip().endswith("</details>") and "```toml" in config

@@ -51,7 +51,12 @@ def render(c: Content, out: Path) -> str:
     for note in c.data.notes:
         lines += [f"> {text(note)}", ""]
     if c.data.source:
-        lines += ["## Configuration", ""] + _fence(c.data.source.rstrip(), "toml") + [""]
+        src = c.data.source.rstrip()
+        n = src.count("\n") + 1
+        # A long study file (S3's 90 lines) would push the results far down: folded, as in the HTML.
+        fold = n > 30
+        lines += ["## Configuration", ""] + ([f"<details><summary>study file ({n} lines)</summary>", ""] if fold else [])
+        lines += _fence(src, "toml") + [""] + (["</details>", ""] if fold else [])
     if c.taskgraph_only:  # each experiment has its own tables (report/taskgraph.py)
         lines += _taskgraph(c, out)
         if c.sensitivity:
