@@ -83,6 +83,13 @@ def _balancers(drawer: Drawer, name: str, runs: list[tuple[dict[str, Any], dict[
     return figs
 
 
+def _mean_lines(ax: Any, lines: dict[str, dict[Any, list[float]]], marker: str = "o", positive: bool = False) -> None:
+    """One line per key through the mean of each x's values (only x > 0 on log axes)."""
+    for key, points in lines.items():
+        xs = sorted(x for x in points if x > 0 or not positive)
+        ax.plot(xs, [_mean(points[x]) for x in xs], marker=marker, label=key)
+
+
 def _against_pes(drawer: Drawer, name: str, runs: list[tuple[dict[str, Any], dict[str, Any], str, str]]) -> Figure:
     import matplotlib
 
@@ -92,9 +99,7 @@ def _against_pes(drawer: Drawer, name: str, runs: list[tuple[dict[str, Any], dic
     with matplotlib.rc_context(_STYLE):
         fig = drawer.new(6.4, 3.6)
         ax = fig.add_subplot()
-        for key, points in lines.items():
-            xs = sorted(points)
-            ax.plot(xs, [_mean(points[x]) for x in xs], marker="o", label=key)
+        _mean_lines(ax, lines)
         from matplotlib.ticker import FormatStrFormatter
 
         ax.set_xscale("log", base=2)
@@ -122,9 +127,7 @@ def _migration_size(drawer: Drawer, name: str, runs: list[tuple[dict[str, Any], 
         fig = drawer.new(6.4, 3.4)
         axes = fig.subplots(1, len(lines), sharey=True, squeeze=False)[0]
         for ax, (machine, dests) in zip(axes, lines.items()):
-            for key, points in dests.items():
-                xs = sorted(x for x in points if x > 0)
-                ax.plot(xs, [_mean(points[x]) for x in xs], marker=".", label=key)
+            _mean_lines(ax, dests, marker=".", positive=True)
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xlabel("object state (bytes)")
@@ -147,9 +150,7 @@ def _migration_share(drawer: Drawer, name: str, runs: list[tuple[dict[str, Any],
     with matplotlib.rc_context(_STYLE):
         fig = drawer.new(6.4, 3.6)
         ax = fig.add_subplot()
-        for key, points in lines.items():
-            xs = sorted(points)
-            ax.plot(xs, [_mean(points[x]) for x in xs], marker="o", label=key)
+        _mean_lines(ax, lines)
         ax.set_xlabel("objects migrated per balancing call (%)")
         ax.set_ylabel("migration time per call (µs)")
         ax.legend(fontsize=7)
