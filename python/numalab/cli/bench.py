@@ -73,7 +73,7 @@ def bench(
     the simulator has (seed, sample-rate, kernel, thp) and workload parameters are refused;
     balancing knobs are `numalab tune`'s.
     """
-    labels = split(configs)
+    labels = o.config_labels(configs)
     plan = [Config(label, host_placement(label), {}) for label in labels]
     check_repeats(repeat, rel_error, max_repeat)
     check_interval(interval_ms)
@@ -85,16 +85,6 @@ def bench(
     outcome = measure(plan, list(command), name=name, results=results, repeat=repeat, warmup=warmup, rel_error=rel_error,
                       max_repeat=max_repeat, interval_ms=interval_ms, show_output=show_output, kind="bench")
     report(plan, outcome, as_json)
-
-
-def split(configs: str) -> list[str]:
-    labels = cfg.split_configs(configs)
-    if not labels:
-        raise UsageError("--configs is empty (expected e.g. default,interleave=all)")
-    for label in labels:
-        if labels.count(label) > 1:
-            raise UsageError(f"--configs names '{label}' twice")
-    return labels
 
 
 def host_placement(text: str) -> Placement:

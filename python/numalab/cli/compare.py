@@ -19,7 +19,6 @@ from numalab.exceptions import UsageError
 from numalab.results.metrics import speedup
 from numalab.results.result import Result
 from numalab.runner import sim as runner
-from numalab.spec.config import split_configs
 
 
 @o.with_balancing
@@ -52,12 +51,7 @@ def compare(
         raise UsageError(f"--jobs must be >= 0, got {jobs}")
     base = o.spec(machine, workload, ctx.args, o.placement(), seed, sample_rate, kernel, thp, balancing)
     base = base.updated(npb_version=npb_version)
-    labels = split_configs(configs)
-    if not labels:
-        raise UsageError("--configs is empty")
-    if len(set(labels)) < len(labels):
-        dup = next(lbl for lbl in labels if labels.count(lbl) > 1)
-        raise UsageError(f"--configs names '{dup}' twice")
+    labels = o.config_labels(configs)
     # Every config is checked by the engine before any runs, so a typo fails fast.
     bound = [base.with_config(label).bind() for label in labels]
     lock = threading.Lock()

@@ -14,7 +14,7 @@ from numalab.exceptions import UsageError
 from numalab.spec import Placement, RunSpec
 from numalab.spec.run import places_value, proc_bind_value
 from numalab.spec.balancing import KNOBS, Balancing, on_off
-from numalab.spec.config import parse_weights
+from numalab.spec.config import parse_weights, split_configs
 
 # numactl's letters (numactl(8)): -i -w -m -p -P -l -N -C; no other option takes them.
 MACHINE = typer.Option(..., "--machine", help="Machine preset (numalab topo --list), preset .toml, hwloc .xml, or an hwloc synthetic description 'synthetic:pack:2 numa:2 core:8 pu:2'.")
@@ -143,6 +143,19 @@ BALANCING_PARAMS: dict[str, tuple[Any, Any]] = {
 }
 
 MEMORY_PER_NODE = typer.Option(None, "--memory-per-node-mib", min=1, help="Memory of each node the machine's source gives no size (hwloc XML from CPUID dumps, synthetic descriptions); default: an estimate of 4 GiB per core, with a warning.")
+
+
+def config_labels(text: str, minimum: int = 1, option: str = "--configs") -> list[str]:
+    """A comma-separated config list as a list, refused when it is empty (or, with ``minimum=2``, has
+    no config to compare with the first) or names one twice."""
+    labels = split_configs(text)
+    if len(labels) < minimum:
+        need = "a config" if minimum == 1 else "at least two configs (the first is the baseline the others are compared with)"
+        raise UsageError(f"{option} needs {need}, e.g. default,interleave=all; got '{text}'")
+    for label in labels:
+        if labels.count(label) > 1:
+            raise UsageError(f"{option} names '{label}' twice")
+    return labels
 
 
 def with_machine_memory(command: Callable[..., Any]) -> Callable[..., Any]:

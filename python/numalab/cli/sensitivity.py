@@ -13,11 +13,11 @@ from numalab.cli import options as o
 from numalab.cli.progress import steps
 from numalab.cli.tables import render, table
 from numalab.exceptions import UsageError
-from numalab.spec.config import split_configs
 from numalab.study import sensitivity as sens
 
 
 @o.with_balancing
+@o.with_machine_memory
 def sensitivity(
     ctx: typer.Context,
     balancing: o.Balancing,
@@ -32,6 +32,7 @@ def sensitivity(
     sample_rate: str = o.SAMPLE_RATE,
     kernel: str = o.KERNEL,
     thp: Optional[str] = o.THP,
+    npb_version: str = o.NPB_VERSION,
     as_json: bool = o.JSON,
 ) -> None:
     """Vary every estimated number of MACHINE and WORKLOAD within its stated range and say, for
@@ -45,16 +46,12 @@ def sensitivity(
     if jobs < 0:
         raise UsageError(f"--jobs must be >= 0, got {jobs}")
     base = o.spec(machine, workload, ctx.args, o.placement(), seed, sample_rate, kernel, thp, balancing)
+    base = base.updated(npb_version=npb_version)
     if list_only:
         params = sens.parameters([base], param)
         _list(params, as_json)
         return
-    labels = split_configs(configs or "")
-    if len(labels) < 2:
-        raise UsageError("--configs needs at least two configs (the first is the baseline the others are compared with)")
-    if len(set(labels)) < len(labels):
-        dup = next(lbl for lbl in labels if labels.count(lbl) > 1)
-        raise UsageError(f"--configs names '{dup}' twice")
+    labels = o.config_labels(configs or "", minimum=2)
     specs = [base.with_config(label) for label in labels]
     for s in specs:
         s.bind()  # every config checked by the engine before anything runs

@@ -99,7 +99,7 @@ def tune(
     if not command:
         raise UsageError("no command given (usage: numalab tune [options] -- CMD [ARGS...])")
     place = placement
-    points = [(text, grid_point(text)) for text in (b.split(grid) if grid else S1_GRID)]
+    points = [(text, grid_point(text)) for text in (o.config_labels(grid, option="--grid") if grid else S1_GRID)]
     b.check_repeats(repeat, rel_error, max_repeat)
     check_interval(interval_ms)
     host.check_placement(place)
