@@ -19,7 +19,7 @@ from numalab.exceptions import UsageError
 from numalab.machine import load as load_machine
 from numalab.machine.presets import PRESET_DIR
 from numalab.spec import Placement
-from numalab.vm import cache, check, cpio, elf, guest, initramfs, protocol, qemu
+from numalab.vm import cache, check, cpio, elf, guest, initramfs, kmem, protocol, qemu
 from numalab.vm import run as vm_run
 from numalab.vm import setup as vm_setup
 
@@ -339,22 +339,44 @@ def test_a_bzimage_with_a_pvh_kernel_inside_gives_the_uncompressed_kernel(tmp_pa
 
 def test_cpu_less_nodes_stay_cpu_less_with_the_presets_hmat():
     t = qemu.topology(load_machine("vm-tier"))
-    assert t.cpus_per_node == [1, 1, 0, 0] and t.memory_mib == [128, 128, 256, 256] and t.hmat
+    assert t.cpus_per_node == [1, 1, 0] and t.memory_mib == [128, 128, 384] and t.hmat and t.kmem_nodes == [2]
     args = qemu.numa_args(t)
     pairs = [f"{a} {b}" for a, b in zip(args[::2], args[1::2]) if a in ("-object", "-numa")]
-    # the preset's header names these options exactly (CPU-less node 2 beside node 0, node 3 beside node 1)
+    # the preset's header names these options exactly (CPU-less node 2 beside node 0)
     assert sorted(p for p in pairs if "hmat-lb" not in p) == sorted(_preset_qemu_options("vm-tier"))
-    assert "-numa node,nodeid=2,memdev=m2,initiator=0" in pairs and "-numa node,nodeid=3,memdev=m3,initiator=1" in pairs
+    assert "-numa node,nodeid=2,memdev=m2,initiator=0" in pairs
     lb = [p for p in pairs if "hmat-lb" in p]
-    assert len(lb) == 2 * 4 * 2  # two initiators x four targets x (latency, bandwidth)
+    assert len(lb) == 2 * 3 * 2  # two initiators x three targets x (latency, bandwidth)
     assert "-numa hmat-lb,initiator=0,target=2,hierarchy=memory,data-type=access-latency,latency=250" in lb
-    assert "-numa hmat-lb,initiator=1,target=3,hierarchy=memory,data-type=access-bandwidth,bandwidth=2500M" in lb
-    assert args[:4] == ["-smp", "2", "-m", "768M"]
+    assert "-numa hmat-lb,initiator=1,target=2,hierarchy=memory,data-type=access-bandwidth,bandwidth=2500M" in lb
+    assert args[:4] == ["-smp", "2", "-m", "640M"]
     a = qemu.argv("qemu", t, "vmlinuz", Path("i"), qemu.cmdline(False), "tcg", Path("d"))
     assert a[a.index("-machine") + 1] == "q35,hmat=on"
-    # guests whose nodes all have CPUs keep the command line they had: no HMAT
+    # guests whose nodes all have CPUs keep the command line they had: no HMAT, no dax/kmem
     t4 = qemu.topology(load_machine("vm-4"))
-    assert not t4.hmat and not any("hmat" in x for x in qemu.argv("qemu", t4, "k", Path("i"), "", "tcg", Path("d")))
+    assert not t4.hmat and not t4.kmem_nodes and not any("hmat" in x for x in qemu.argv("qemu", t4, "k", Path("i"), "", "tcg", Path("d")))
+    assert kmem.cmdline(t4.memory_mib, t4.kmem_nodes) == ""
+
+
+def test_cxl_nodes_are_held_from_boot_memory_for_dax_kmem():
+    t = qemu.topology(load_machine("vm-tier"))
+    line = kmem.cmdline(t.memory_mib, t.kmem_nodes)
+    # node 2 is 256-640 MiB of guest RAM; its last MiB (QEMU's ACPI tables) stays reserved
+    assert line == "memmap=383M!256M memmap=1M$639M memhp_default_state=online"
+    assert line in (PRESET_DIR / "vm-tier.toml").read_text()
+    assert kmem.usable_mib(256, 383) == 128  # what the guest shows in node2/meminfo: MemTotal 131072 kB
+    with pytest.raises(UsageError, match="node 1: dax/kmem would online none of its 256 MiB"):
+        kmem.ranges([128, 256, 128], [1])
+    with pytest.raises(UsageError, match="below 4 GiB"):
+        kmem.ranges([2048, 2048], [1])
+    s = "\n".join(kmem.script([2], "/tmp/out/knobs.err"))
+    assert "insmod /lib/numalab-modules/$m.ko" in s and "/sys/bus/dax/drivers/kmem/new_id" in s and "kmem_node 2" in s
+    assert "device_dax" not in s  # it would claim the DAX device before kmem
+    # spr8480-2s-cxl's two adjacent CXL nodes stay two regions: a reserved MiB ends each
+    cxl = qemu.topology(load_machine("spr8480-2s-cxl"))
+    assert cxl.kmem_nodes == [2, 3] and cxl.memory_mib == [512] * 4
+    assert kmem.cmdline(cxl.memory_mib, cxl.kmem_nodes) == (
+        "memmap=511M!1024M memmap=511M!1536M memmap=1M$1535M memmap=1M$2047M memhp_default_state=online")
 
 
 def test_a_machine_without_cpus_cannot_boot():

@@ -38,8 +38,9 @@ PROFILE_NOTES = {
         "is in the 6.13 profile: interleave indexes (virtual page numbers) may start one page apart",
         "weighted interleave (6.9+, MPOL_WEIGHTED_INTERLEAVE) does not exist in 6.1",
         "memory tiers from firmware figures (6.7+, mm/memory-tiers.c: mt_calc_adistance(), HMAT's hmat_calculate_adistance()) "
-        "are in the 6.13 profile: 6.1 puts every node online at boot in the DRAM tier (memory_tier_init()), "
-        "so a guest's CPU-less nodes are not a lower tier whatever its HMAT says (docs/tiering.md §11)",
+        "are in the 6.13 profile: 6.1 puts every node online at boot in the DRAM tier and dax/kmem memory at "
+        "MEMTIER_DEFAULT_DAX_ADISTANCE; the guest onlines its CXL nodes through dax/kmem, so both rank them one tier "
+        "below DRAM (docs/tiering.md §11)",
     ],
 }
 COUNTERS = (

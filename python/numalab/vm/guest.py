@@ -72,6 +72,9 @@ class Job:
     #: (path, value) written after the knobs (demotion_enabled, weighted interleave's auto); a file
     #: the guest kernel lacks or refuses is reported in knobs.err, as a refused knob is.
     sysfs: tuple[tuple[str, str], ...] = ()
+    #: Shell lines that online the dax/kmem nodes (kmem.script()), run first; they report
+    #: failures in knobs.err.
+    kmem: tuple[str, ...] = ()
 
 
 def job_script(job: Job) -> str:
@@ -86,6 +89,7 @@ def job_script(job: Job) -> str:
     lines.append("mkdir -p /tmp/out /tmp/work && cd /tmp/work")
     knobs = " ".join(q(f"{k}={v}") for k, v in sorted(job.knobs.items()))
     if not job.command:
+        lines += list(job.kmem)
         if knobs:
             lines.append(f"{AGENT} knobs set {knobs} --journal /tmp/knobs.journal >/dev/null")
         lines += [f"echo {q(value)} > {q(path)}" for path, value in job.sysfs]
@@ -101,6 +105,7 @@ def job_script(job: Job) -> str:
         "uname -r > /tmp/out/uname",
         "numactl -H > /tmp/out/numactl-H 2>&1",
         ": > /tmp/out/knobs.err",
+        *job.kmem,
     ]
     if knobs:
         lines.append(f"{AGENT} knobs set {knobs} --journal /tmp/knobs.journal >/dev/null 2>/tmp/out/knobs.err")

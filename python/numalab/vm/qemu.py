@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from numalab.exceptions import NumalabError, UsageError
+from numalab.vm.kmem import KMEM_SUBTYPES
 
 #: Above this the guest would need more host memory than a laptop or CI runner has to spare.
 MAX_GUEST_MIB = 16384
@@ -49,6 +50,8 @@ class Topology:
     #: the HMAT's figures when a node is CPU-less.
     latency_ns: list[list[float]] = field(default_factory=list)
     bandwidth_gbps: list[float] = field(default_factory=list)
+    #: CPU-less nodes of a kind the kernel onlines through dax/kmem (CXL, NVM; kmem.py).
+    kmem_nodes: list[int] = field(default_factory=list)
 
     @property
     def nodes(self) -> int:
@@ -92,7 +95,8 @@ def topology(machine, memory_per_node_mib: int | None = None, cpus_per_node: int
         raise UsageError(f"the guest would have {sum(mem)} MiB of memory ({len(mem)} nodes); at most {MAX_GUEST_MIB} (lower --memory-per-node-mib)")
     return Topology(machine.name, cpus, mem, [list(r) for r in machine.distances], [n["os_index"] for n in nodes],
                     [list(map(float, r)) for r in spec.get("idle_latency_ns") or []],
-                    [float(n.get("bandwidth_gbps") or 0.0) for n in nodes])
+                    [float(n.get("bandwidth_gbps") or 0.0) for n in nodes],
+                    [i for i, n in enumerate(nodes) if cpus[i] == 0 and n.get("subtype") in KMEM_SUBTYPES])
 
 
 def _count(cpuset: str) -> int:

@@ -16,7 +16,7 @@ from numalab.exceptions import NumalabError, UsageError
 from numalab.runner import host
 from numalab.spec import Placement
 from numalab.spec.balancing import Balancing
-from numalab.vm import guest, initramfs, protocol, qemu
+from numalab.vm import guest, initramfs, kmem, protocol, qemu
 from numalab.vm import setup as vm_setup
 
 Say = Callable[[str], None]
@@ -158,6 +158,7 @@ def boot_job(req: VmRequest, command: list[str] | None, say: Say = lambda s: Non
         raise UsageError(f"--timeout must be positive, got {req.timeout_s:g}")
     machine = load_machine(req.machine)
     topo = qemu.topology(machine, req.memory_per_node_mib, req.cpus_per_node)
+    kmem.cmdline(topo.memory_mib, topo.kmem_nodes)  # a layout dax/kmem cannot online is refused before boot
     _check_placement(machine, req.placement)
     g = vm_setup.load(say)
     agent = vm_setup.find_agent()
@@ -172,6 +173,10 @@ def boot_job(req: VmRequest, command: list[str] | None, say: Say = lambda s: Non
     say("numalab vm: building the initramfs (reused from the cache when unchanged)")
     base = initramfs.base_image(g, agent, cmd)
     knobs, sysfs = guest_settings(req.balancing)
+    if topo.kmem_nodes:
+        # the modules and the kernel options come with the base image (kmem.py)
+        modules = kmem.fetch_modules(vm_setup.cache_dir(), g.kernel_version, g.kernel_source, say)
+        base += kmem.archive(modules)
     job = guest.Job(
         mark="NUMALAB-" + secrets.token_hex(12),
         command=cmd.argv if cmd is not None else [],
@@ -182,8 +187,13 @@ def boot_job(req: VmRequest, command: list[str] | None, say: Say = lambda s: Non
         interval_ms=req.interval_ms,
         setup=tuple(_weights_script(req.placement)),
         sysfs=sysfs,
+        kmem=tuple(kmem.script(topo.kmem_nodes, "/tmp/out/knobs.err")),
     )
     return g, topo, accel, base, job
+
+
+def _cmdline(req: VmRequest, topo: qemu.Topology) -> str:
+    return qemu.cmdline(req.balancing.scanning, kmem.cmdline(topo.memory_mib, topo.kmem_nodes))
 
 
 def _initrd(tmp: Path, base: bytes, job: guest.Job) -> Path:
@@ -203,7 +213,7 @@ def run(req: VmRequest, say: Say = lambda s: None) -> VmOutput:
         tmp = Path(tmpdir)
         initrd = _initrd(tmp, base, job)
         data = tmp / "data-port"
-        args = qemu.argv(g.qemu, topo, g.boot_kernel, initrd, qemu.cmdline(req.balancing.scanning), accel, data)
+        args = qemu.argv(g.qemu, topo, g.boot_kernel, initrd, _cmdline(req, topo), accel, data)
         say(f"numalab vm: booting {topo.name} ({topo.nodes} nodes, {sum(topo.cpus_per_node)} vCPUs, "
             f"{sum(topo.memory_mib)} MiB, {accel}) with Linux {g.kernel_version}")
         b = qemu.boot(args, f"{job.mark} READY", req.timeout_s)
@@ -218,7 +228,7 @@ def run(req: VmRequest, say: Say = lambda s: None) -> VmOutput:
         raise protocol.ProtocolError(f"{e.args[0]}; last console lines:\n{last}") from None
     knobs_err = files.get("knobs.err", b"").decode(errors="replace").strip()
     if knobs_err:
-        raise GuestCommandError(f"the guest kernel refused the balancing knobs: {knobs_err}")
+        raise GuestCommandError(f"the guest kernel refused the settings (balancing knobs, tiering switches, dax/kmem nodes): {knobs_err}")
     return VmOutput(files, topo, accel, b.ready_s, b.wall_s, req)
 
 
@@ -227,7 +237,7 @@ def shell(req: VmRequest, say: Say = lambda s: None) -> int:
     g, topo, accel, base, job = boot_job(req, None, say)
     with tempfile.TemporaryDirectory(prefix="numalab-vm-") as tmpdir:
         initrd = _initrd(Path(tmpdir), base, job)
-        args = qemu.argv(g.qemu, topo, g.boot_kernel, initrd, qemu.cmdline(req.balancing.scanning), accel, None)
+        args = qemu.argv(g.qemu, topo, g.boot_kernel, initrd, _cmdline(req, topo), accel, None)
         say(f"numalab vm shell: {topo.name}, {accel}; `exit` powers the guest off, Ctrl-A x quits QEMU")
         return qemu.interactive(args)
 

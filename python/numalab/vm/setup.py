@@ -253,6 +253,10 @@ def setup(kernel: Path | None = None, say: Say = lambda s: None) -> Guest:
             kpath, ksource = str(kernel), "given"
         else:
             kpath, version, ksource = _fetch_kernel(root, work, say)
+            from numalab.vm import kmem
+
+            # the dax/kmem modules of the same package, for presets with CXL/NVM nodes (vm/kmem.py)
+            kmem.fetch_modules(root, version, ksource, say)
         key = hashlib.sha256(f"{kpath}\0{os.stat(kpath).st_size}\0{os.stat(kpath).st_mtime_ns}".encode()).hexdigest()[:16]
         vmlinux = _pvh_kernel(Path(kpath), root / "kernel" / "pvh" / f"{key}.vmlinux", say)
         busybox = _host_or_package(
