@@ -12,7 +12,7 @@ The protocol (read back by ``protocol.py``):
   forge a frame. The files: ``status`` (the agent's exit code), ``uname``, ``uptime`` (the
   guest's uptime at READY), ``topo.json`` and
   ``knobs.json`` (``numalab-agent topo`` / ``knobs get``), ``agent.jsonl`` (its records),
-  ``stdout`` and ``stderr`` of the command, ``numactl-H`` and ``knobs.err``.
+  ``stdout`` and ``stderr`` of the command, ``numactl-H``, ``knobs.err`` and ``memory_tiers``.
 """
 
 from __future__ import annotations
