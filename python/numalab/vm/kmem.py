@@ -55,8 +55,9 @@ def have_modules(cache_root: Path, version: str) -> bool:
     return all((d / Path(m).name).is_file() for m in MODULES)
 
 
-def fetch_modules(cache_root: Path, version: str, source: str, say=lambda s: None) -> Path:
-    """The kmem modules of the guest kernel, unpacked from its Debian package into the cache once."""
+def fetch_modules(cache_root: Path, version: str, source: str, say=lambda s: None, work: Path | None = None) -> Path:
+    """The kmem modules of the guest kernel, unpacked from its Debian package into the cache once
+    (from the package already downloaded into ``work`` when setup gives it)."""
     from numalab.vm import setup as vm_setup
     from numalab.vm.cache import atomic_write
 
@@ -71,7 +72,7 @@ def fetch_modules(cache_root: Path, version: str, source: str, say=lambda s: Non
     say(f"modules: fetching {', '.join(Path(m).stem for m in MODULES)} from Debian's {pkg} (unpacked, not installed)")
     cache_root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="modules.", dir=cache_root) as tmp:
-        work = Path(tmp)
+        work = work or Path(tmp)
         unpacked = vm_setup._unpack(vm_setup._download(pkg, work, say),
                                     [f"./lib/modules/*/kernel/drivers/{m}" for m in MODULES], work, say)
         for m in MODULES:

@@ -165,6 +165,9 @@ def kernel_package() -> str:
 
 
 def _download(pkg: str, work: Path, say: Say) -> Path:
+    """``pkg``'s .deb in ``work``, downloaded once per setup (the kernel's package serves twice)."""
+    if have := sorted(work.glob(f"{pkg}_*.deb")):
+        return have[-1]
     say(f"  apt-get download {pkg}")
     p = _apt(["apt-get", "download", pkg], work)
     debs = sorted(work.glob(f"{pkg}_*.deb"))
@@ -176,8 +179,7 @@ def _download(pkg: str, work: Path, say: Say) -> Path:
 
 def _unpack(deb: Path, members: list[str], work: Path, say: Say) -> Path:
     """Unpack only ``members`` (tar wildcards) of ``deb``: ``dpkg-deb --fsys-tarfile | tar -x``."""
-    out = work / (deb.stem + ".d")
-    out.mkdir()
+    out = Path(tempfile.mkdtemp(prefix=deb.stem + ".", dir=work))  # one package may be unpacked twice
     say(f"  dpkg-deb --fsys-tarfile {deb.name} | tar -x {' '.join(members)}")
     if shutil.which("dpkg-deb") is None:
         raise SetupError("dpkg-deb not found: the guest's files come from Debian packages (`apt-get install dpkg`)")
@@ -256,7 +258,7 @@ def setup(kernel: Path | None = None, say: Say = lambda s: None) -> Guest:
             from numalab.vm import kmem
 
             # the dax/kmem modules of the same package, for presets with CXL/NVM nodes (vm/kmem.py)
-            kmem.fetch_modules(root, version, ksource, say)
+            kmem.fetch_modules(root, version, ksource, say, work=work)
         key = hashlib.sha256(f"{kpath}\0{os.stat(kpath).st_size}\0{os.stat(kpath).st_mtime_ns}".encode()).hexdigest()[:16]
         vmlinux = _pvh_kernel(Path(kpath), root / "kernel" / "pvh" / f"{key}.vmlinux", say)
         busybox = _host_or_package(
