@@ -121,8 +121,6 @@ pub struct Engine<'a> {
     tiering: Option<crate::tiering::Demotion>,
     /// THP fault fallback and khugepaged (docs/allocation.md §3.2).
     thp: crate::khugepaged::Thp,
-    /// Length of the epoch that just ended (kswapd's time to work).
-    last_dt: f64,
     /// Dynamic schedules' chunk orders by (process, phase execution, chunks), most recent last.
     chunk_orders: std::cell::RefCell<Vec<ChunkOrder>>,
 }
@@ -265,7 +263,6 @@ impl<'a> Engine<'a> {
             scratch: Scratch { count: vec![0; m.nodes.len()], cap: vec![0; m.nodes.len()] },
             numab,
             tiering,
-            last_dt: 0.0,
             chunk_orders: Default::default(),
         })
     }
@@ -321,9 +318,8 @@ impl<'a> Engine<'a> {
             }
             self.epochs += 1;
             self.now = end;
-            self.last_dt = dt;
             self.numab_epoch_end();
-            self.kswapd();
+            self.kswapd(self.now);
             if self.thp.due(self.now) {
                 let regions: Vec<&[Region]> = self.procs.iter().map(|p| p.regions.as_slice()).collect();
                 self.thp.tick(self.now, &mut self.alloc, &regions);
@@ -417,8 +413,9 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// kswapd of the nodes woken during the epoch (docs/tiering.md §4).
-    fn kswapd(&mut self) {
+    /// kswapd of every node woken or still awake, caught up to `now_s` (docs/tiering.md §4.3):
+    /// at epoch ends and before each visit on the general path.
+    pub(super) fn kswapd(&mut self, now_s: f64) {
         let Some(t) = self.tiering.as_mut() else {
             // Nothing reclaims anonymous memory without demotion: forget the wake-ups.
             if self.alloc.wake.iter().any(|&x| x) {
@@ -426,9 +423,12 @@ impl<'a> Engine<'a> {
             }
             return;
         };
+        if !t.kswapd_pending(&self.alloc) {
+            return;
+        }
         let mut space: crate::tiering::demote::Space =
             self.procs.iter_mut().map(|p| p.regions.as_mut_slice()).collect();
-        t.kswapd(&mut self.alloc, &mut space, &mut self.pages_node, self.last_dt);
+        t.kswapd_until(&mut self.alloc, &mut space, &mut self.pages_node, now_s);
     }
 
     /// Cost per line for every running thread from its last epoch's memory mix.

@@ -224,6 +224,10 @@ impl Engine<'_> {
     /// Serve one visit; false if the bandwidth budget of its path is exhausted (nothing done).
     pub(super) fn visit(&mut self, tid: usize, v: Visit, cost: &[f64], share: f64) -> bool {
         let cpu_node = self.sched.pu_node[self.sched.cpu[tid]];
+        if self.tiering.is_some() {
+            // kswapd runs beside the thread: what it demoted by now is free for this visit.
+            self.kswapd(self.threads[tid].clock);
+        }
         if let Some(node) = self.placed_node(tid, &v) {
             if !self.take_budget(cpu_node, node, v.lines * v.rd_share, v.lines * (1.0 - v.rd_share)) {
                 return false;

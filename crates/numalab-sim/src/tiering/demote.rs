@@ -38,6 +38,10 @@ pub struct Demotion {
     only: Vec<Vec<bool>>,
     /// Each process's regions in address order.
     order: Vec<Vec<usize>>,
+    /// Per node, how far kswapd's own clock has got (s) while it is awake; `None` asleep.
+    awake: Vec<Option<f64>>,
+    /// The time of the last catch-up (s): a wake-up seen now happened after it.
+    seen_s: f64,
     pub pgdemote_kswapd: u64,
     pub pgdemote_direct: u64,
 }
@@ -66,6 +70,8 @@ impl Demotion {
             rr: vec![0; n],
             only: (0..n).map(|x| (0..n).map(|y| x == y).collect()).collect(),
             order,
+            awake: vec![None; n],
+            seen_s: 0.0,
             pgdemote_kswapd: 0,
             pgdemote_direct: 0,
         }
@@ -82,24 +88,41 @@ impl Demotion {
         self.copy_gbps * 20.0 / d * 1e9 / 4096.0
     }
 
-    /// kswapd of every node woken since the last epoch end (`wakeup_kswapd()` from the
-    /// allocator's slow path, or from a refused promotion): demote until the node is balanced,
-    /// free above `high` (memory-tiering mode: the `promo` watermark, `pgdat_balanced()`), at
-    /// most what one thread copies in `dt_s`.
-    pub fn kswapd(&mut self, a: &mut Allocator, space: &mut Space, pages_node: &mut [u64], dt_s: f64) {
+    /// kswapd as the kernel runs it (`mm/vmscan.c: kswapd()`): a thread per node, woken by
+    /// `wakeup_kswapd()` (the allocator's slow path, `wake_all_kswapds()`, or a refused
+    /// promotion) and running `balance_pgdat()` beside the allocating threads until the node is
+    /// balanced, free above `high` (memory-tiering mode: the `promo` watermark,
+    /// `pgdat_balanced()`), then asleep until the next wake-up. The engine catches every awake
+    /// kswapd up to `now_s` whenever an allocation could see its work (before each visit on the
+    /// general path, and at epoch ends): from its wake-up it demotes at the copy rate of one
+    /// thread, so between two catch-ups it has demoted what it could copy in that time.
+    pub fn kswapd_until(&mut self, a: &mut Allocator, space: &mut Space, pages_node: &mut [u64], now_s: f64) {
         for n in 0..a.wake.len() {
-            if !std::mem::take(&mut a.wake[n]) || !self.can_demote(n) {
-                continue;
+            if std::mem::take(&mut a.wake[n]) && self.awake[n].is_none() && self.can_demote(n) {
+                // Woken by an allocation since the last catch-up, which began then.
+                self.awake[n] = Some(self.seen_s.min(now_s));
             }
+            let Some(mut t) = self.awake[n] else { continue };
             let mark = if self.memory_tiering { promo_mark(a, n) } else { a.marks[n].high };
-            let to = self.tiers.preferred[n][0];
-            let mut budget = (dt_s * self.pages_per_s(n, to)).ceil() as u64;
-            while a.free[n] < mark && budget > 0 {
-                let Some(moved) = self.demote_one(a, space, pages_node, n) else { break };
+            let s_per_page = 1.0 / self.pages_per_s(n, self.tiers.preferred[n][0]);
+            let mut stuck = false;
+            while a.free[n] < mark && t < now_s {
+                let Some(moved) = self.demote_one(a, space, pages_node, n) else {
+                    stuck = true;
+                    break;
+                };
                 self.pgdemote_kswapd += moved;
-                budget = budget.saturating_sub(moved);
+                t += moved as f64 * s_per_page;
             }
+            // Balanced, or nothing left to demote: kswapd sleeps until woken again.
+            self.awake[n] = (!stuck && a.free[n] < mark).then_some(t);
         }
+        self.seen_s = self.seen_s.max(now_s);
+    }
+
+    /// Whether a catch-up has anything to do: a kswapd awake or just woken.
+    pub fn kswapd_pending(&self, a: &Allocator) -> bool {
+        self.awake.iter().any(Option::is_some) || a.wake.iter().any(|&w| w)
     }
 
     /// Direct reclaim for an allocation that found no node above `min`: demote up to
@@ -210,4 +233,77 @@ impl Demotion {
 pub fn promo_mark(a: &Allocator, n: usize) -> u64 {
     let w = a.marks[n];
     w.high + (w.high - w.low)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::Kernel;
+    use crate::pages::{Region, PageTable};
+    use numalab_model::MachineSpec;
+
+    /// Node 0: one CPU, 64 MiB; node 1: a CPU-less CXL node of 256 MiB beside it.
+    fn machine() -> Machine {
+        let spec = r#"{"name": "t", "description": "DRAM + CXL",
+          "nodes": [
+            {"os_index": 0, "package": 0, "cpus": "0", "memory_bytes": 67108864, "bandwidth_gbps": 20},
+            {"os_index": 1, "package": 0, "cpus": "", "memory_bytes": 268435456, "bandwidth_gbps": 10, "subtype": "CXL-DRAM"}],
+          "cores": [{"cpus": "0"}],
+          "distances": [[10,14],[14,10]],
+          "latency": {"local_ns": 100, "matrix_ns": [[100,250],[250,250]]},
+          "bandwidth": {"node_gbps": 20},
+          "links": [{"nodes": [0,1], "gbps": 16}],
+          "core": {"frequency_ghz": 2.0, "mlp": 10}}"#;
+        MachineSpec::from_json(spec).unwrap().resolve().unwrap()
+    }
+
+    #[test]
+    fn kswapd_demotes_beside_the_thread_at_its_copy_rate_until_high_then_sleeps() {
+        let m = machine();
+        let mut a = Allocator::new(&m, Kernel::K6);
+        let w = a.marks[0];
+        // Node 0 filled to one page below `low`, all of it one region's pages.
+        let used = a.managed[0] - (w.low - 1);
+        let mut region = Region {
+            name: "a".into(),
+            bytes: used * 4096,
+            planes: 1,
+            shift: 12,
+            vm_start: 0x7f00_0000_0000,
+            node: PageTable::new(used as usize),
+            policy: None,
+            marked: Vec::new(),
+            cpupid: Vec::new(),
+        };
+        for u in 0..used as usize {
+            region.node[u] = 0;
+        }
+        a.free[0] -= used;
+        let mut pages_node = vec![used, 0];
+        let b = Balancing { demotion_enabled: true, ..Balancing::default() };
+        let costs = Costs::default();
+        let mut d = Demotion::new(&m, &b, &costs, &[std::slice::from_ref(&region)]);
+        // One thread copies 11 GB/s x 20 / 14 to the CXL node: 4 KiB every `s` seconds.
+        let s = 4096.0 / (costs.migrate_copy_gbps * 20.0 / 14.0 * 1e9);
+        let mut space: Space = vec![std::slice::from_mut(&mut region)];
+
+        // An allocation at t = 0 found node 0 below low and woke its kswapd.
+        a.wake[0] = true;
+        d.kswapd_until(&mut a, &mut space, &mut pages_node, 0.0);
+        assert_eq!(d.pgdemote_kswapd, 0, "no time has passed");
+        assert!(d.kswapd_pending(&a), "awake: node 0 is below high");
+        // 10.5 copies' time later kswapd has begun 11 copies, the thread sees their room.
+        d.kswapd_until(&mut a, &mut space, &mut pages_node, 10.5 * s);
+        assert_eq!(d.pgdemote_kswapd, 11);
+        assert_eq!(a.free[0], w.low - 1 + 11);
+        assert_eq!(pages_node, vec![used - 11, 11]);
+        // Given time, it stops where the node is balanced (free at `high`) and sleeps.
+        d.kswapd_until(&mut a, &mut space, &mut pages_node, 1.0);
+        assert_eq!(a.free[0], w.high);
+        assert_eq!(d.pgdemote_kswapd, w.high - (w.low - 1));
+        assert!(!d.kswapd_pending(&a), "balanced: asleep until the next wake-up");
+        // Asleep, it demotes nothing more, however long.
+        d.kswapd_until(&mut a, &mut space, &mut pages_node, 2.0);
+        assert_eq!(d.pgdemote_kswapd, w.high - (w.low - 1));
+    }
 }
