@@ -41,6 +41,7 @@ impl Engine<'_> {
         runnable[waker] = true;
         for i in members {
             let asleep = release - self.threads[i].clock > spin;
+            self.sched.ran_until(i, (self.threads[i].clock + spin).min(release));
             self.threads[i].clock = release;
             if asleep {
                 let prev = self.sched.cpu[i];

@@ -111,9 +111,21 @@ impl Sched {
         }
     }
 
-    /// The task running on `cpu` at `now_s` (None when background work runs), and for a queued
-    /// task how long ago it last ran: tasks sharing a CPU take turns in thread order.
+    /// Whether `tid` runs on `cpu` at `now_s`, and if queued how long ago it last ran
+    /// (`task_hot()`: `rq_clock_task(src_rq) - p->se.exec_start`): tasks sharing a CPU take
+    /// turns in thread order, and a task woken from a barrier sleep ran at least until it
+    /// stopped to sleep (its `exec_start` is from then), however long ago its turn was.
     fn since_ran(&self, now_s: f64, cpu: usize, tid: usize, live: &[bool]) -> (bool, f64) {
+        let (running, since) = self.since_turn(now_s, cpu, tid, live);
+        let stopped = self.stopped_s[tid];
+        if running || stopped > now_s {
+            return (running, since);
+        }
+        (false, since.min(now_s - stopped))
+    }
+
+    /// `since_ran()` from the turn-taking alone.
+    fn since_turn(&self, now_s: f64, cpu: usize, tid: usize, live: &[bool]) -> (bool, f64) {
         let mut on: Vec<usize> = (0..self.cpu.len()).filter(|&t| live[t] && self.cpu[t] == cpu).collect();
         on.sort();
         if let Some(nz) = &self.noise {

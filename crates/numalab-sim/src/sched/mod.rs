@@ -132,6 +132,9 @@ pub struct Sched {
     pub history: Vec<Vec<(f64, usize)>>,
     /// Per thread: the wake-up heuristic's counters (`wake.rs`, `record_wakee()`).
     wakee: Vec<wake::Wakee>,
+    /// Per thread: when it last ran before a barrier's release; `task_hot()` measures from
+    /// `p->se.exec_start`, which a sleeping task keeps from its last run.
+    stopped_s: Vec<f64>,
 }
 
 impl Sched {
@@ -181,6 +184,7 @@ impl Sched {
             accounted_s: 0.0,
             history: vec![Vec::new(); nthreads],
             wakee: vec![wake::Wakee::default(); nthreads],
+            stopped_s: vec![f64::NEG_INFINITY; nthreads],
         };
         if p.proc_bind != ProcBind::False {
             let places = places(m, p.places, &cpus);
@@ -203,6 +207,13 @@ impl Sched {
     pub fn set_options(&mut self, noise_seed: Option<u64>, explain: bool) {
         self.noise = noise_seed.map(|seed| Noise::new(seed, self.pu_node.clone()));
         self.explain = explain;
+    }
+
+    /// Thread `tid` last ran at `t_s`: at a barrier's release, its arrival plus libgomp's spin
+    /// when it slept on the futex, the release when it spun until then. Until its next turn,
+    /// `task_hot()` counts from then.
+    pub fn ran_until(&mut self, tid: usize, t_s: f64) {
+        self.stopped_s[tid] = t_s;
     }
 
     /// The scheduling domains (lowest first), for explanations and tests.

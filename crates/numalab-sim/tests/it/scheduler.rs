@@ -105,6 +105,21 @@ fn a_cache_hot_task_is_not_pulled_and_a_cold_one_is() {
 }
 
 #[test]
+fn a_task_woken_from_a_barrier_sleep_is_hot_from_when_it_stopped_not_from_its_last_turn() {
+    // task_hot() measures from p->se.exec_start, which a sleeping task keeps from its last run.
+    // At 4.2 ms the turns say thread 1 runs and thread 0's turn ended 1.2 ms ago (cold, pulled
+    // above); but thread 0 ran until 4.0 ms, slept at a barrier and was woken: 0.2 ms < 0.5 ms,
+    // cache hot, and thread 1 runs: nothing can move.
+    let mut s = stacked(Kernel::K6);
+    s.ran_until(0, 4.0e-3);
+    assert!(s.balance(4.2e-3, &[true, true]).is_empty());
+    // At 4.6 ms it stopped 0.6 ms ago: cold again, pulled.
+    let mut s = stacked(Kernel::K6);
+    s.ran_until(0, 4.0e-3);
+    assert_eq!(s.balance(4.6e-3, &[true, true]), vec![0]);
+}
+
+#[test]
 fn a_woken_thread_whose_cpu_was_taken_goes_to_an_idle_sibling_in_its_llc() {
     // Thread 1 slept on CPU 1; thread 2 now runs there, thread 0 (the waker) on CPU 0. Both
     // kernels: wake_affine keeps prev (the waker's CPU is busy: (1 + 1) x 100 is not below
