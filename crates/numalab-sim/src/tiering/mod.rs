@@ -9,9 +9,10 @@
 //!   For workloads whose pages are all in use (every numalab phase touches its regions each
 //!   pass), the kernel's inactive-list tail is the oldest allocation, which this matches for
 //!   data first written in address order.
-//! - kswapd runs at epoch ends (at most 5 ms after the wake-up), one thread per node, demoting
-//!   at the copy rate of one thread (`migrate_copy_gbps` scaled by distance); its copies do not
-//!   load the controllers.
+//! - kswapd, one thread per node, runs beside the allocating threads from its wake-up until the
+//!   node is balanced, at the copy rate of one thread (`migrate_copy_gbps` scaled by distance);
+//!   the engine catches it up to the present before each general-path visit and at epoch ends.
+//!   Its copies do not load the controllers nor take CPU time.
 //! - `next_demotion_node()` picks at random among the preferred targets; the engine takes them
 //!   in turn, which gives the same shares deterministically.
 
