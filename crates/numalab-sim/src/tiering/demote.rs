@@ -239,7 +239,7 @@ pub fn promo_mark(a: &Allocator, n: usize) -> u64 {
 mod tests {
     use super::*;
     use crate::input::Kernel;
-    use crate::pages::{Region, PageTable};
+    use crate::pages::{PageTable, Region};
     use numalab_model::MachineSpec;
 
     /// Node 0: one CPU, 64 MiB; node 1: a CPU-less CXL node of 256 MiB beside it.
