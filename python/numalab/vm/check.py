@@ -76,6 +76,13 @@ class Threads:
         n = max(1, len(self.nr_migrations))
         return sum(self.nr_migrations) / n / self.time_s if self.time_s > 0 else 0.0
 
+    def migrations_per_thread_barrier(self, barriers: int) -> float:
+        """Thread migrations per thread per barrier: the rate both sides share when threads move
+        at barriers (newly-idle balancing, wake-ups), whatever a barrier's length in seconds (a TCG
+        guest is 10-50x slower than the simulated machine; docs/scheduler.md §10)."""
+        n = max(1, len(self.nr_migrations))
+        return sum(self.nr_migrations) / n / barriers if barriers > 0 else 0.0
+
     @property
     def changed_node(self) -> int:
         """Threads seen on another node than their first."""
@@ -538,14 +545,18 @@ def sched_table(results: list[Comparison]) -> str:
     for c in results:
         if not c.case.sched:
             continue
+        # kernels/barrier.c: one barrier per rep on both sides.
+        barriers = int(c.case.params.get("reps") or 0)
         for side in ("sim", "vm"):
             s = getattr(c, side)
             t = s.threads
             rows.append([c.case.machine, c.case.name, side, len(t.nr_migrations), f"{t.migrations_per_thread_s:.3g}",
+                         f"{t.migrations_per_thread_barrier(barriers):.3g}",
                          f"{t.changed_node}/{len(t.nr_migrations)}", f"{t.mean_away_pct:.1f}",
                          " ".join(str(p) for p in s.after_init)])
-    return render(table(["machine", "case", "side", "threads", "migrations/thread/s", "changed node", "away % (mean)",
-                         "pages per node after init"], rows, "scheduler cases: simulator (sim) and guest kernel (vm)"))
+    return render(table(["machine", "case", "side", "threads", "migrations/thread/s", "migrations/thread/barrier",
+                         "changed node", "away % (mean)", "pages per node after init"], rows,
+                        "scheduler cases: simulator (sim) and guest kernel (vm)"))
 
 
 def with_machine(case: Case, machine: str | None) -> Case:
