@@ -123,32 +123,14 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
         // flags above node_reclaim_distance.
         let near = d <= RECLAIM_DISTANCE;
         let weight = span_of.iter().map(|s| s.len()).max().unwrap_or(1);
-        let dom = match kernel {
+        let (busy_factor, imbalance_pct, imb_numa_nr) = match kernel {
             // v3.13 sd_numa_init(): min sd_weight, max 2*sd_weight, busy_factor 32,
-            // imbalance_pct 125, cache_nice_tries 2, balance_interval sd_weight.
-            Kernel::K313 => Domain {
-                name: format!("NUMA{d}"),
-                span_of: span_of.clone(),
-                groups_of: groups(&span_of, &child_span),
-                numa: true,
-                balance_fork_exec: near,
-                wake_affine: near,
-                min_interval_ms: None,
-                max_interval_ms: None,
-                init_interval_ms: None,
-                busy_factor: 32.0,
-                imbalance_pct: 125.0,
-                cache_nice_tries: 2,
-                imb_numa_nr: 0,
-                // the groups are MC domains, which carry SD_PREFER_SIBLING from the degenerate
-                // CPU (package) level above them (SD_CPU_INIT: 1*SD_PREFER_SIBLING;
-                // sd_parent_degenerate() transfers it down, kernel/sched/core.c)
-                groups_prefer_sibling: k == 0,
-            },
-            // v6.13 sd_init(): SD_NUMA: cache_nice_tries 2; imb_numa_nr from
-            // build_sched_domains(): above the LLC, nr_llcs = span/llc span, imb = nr_llcs (or
-            // span >> 3 with one LLC), at least 1; higher NUMA levels scale it by
-            // max(1, span / span of the first NUMA level's parent).
+            // imbalance_pct 125, cache_nice_tries 2, balance_interval sd_weight; no imb_numa_nr.
+            Kernel::K313 => (32.0, 125.0, 0),
+            // v6.13 sd_init(): busy_factor 16, imbalance_pct 117, SD_NUMA: cache_nice_tries 2;
+            // imb_numa_nr from build_sched_domains(): above the LLC, nr_llcs = span/llc span,
+            // imb = nr_llcs (or span >> 3 with one LLC), at least 1; higher NUMA levels scale it
+            // by max(1, span / span of the first NUMA level's parent).
             Kernel::K6 => {
                 let imb = if k == 0 {
                     let nr_llcs = weight / llc_weight.max(1);
@@ -160,24 +142,27 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
                         out.get(2).map_or(weight, |d: &Domain| d.span_of.iter().map(Vec::len).max().unwrap_or(1));
                     first * (weight / imb_span.max(1)).max(1)
                 };
-                Domain {
-                    name: format!("NUMA{d}"),
-                    span_of: span_of.clone(),
-                    groups_of: groups(&span_of, &child_span),
-                    numa: true,
-                    balance_fork_exec: near,
-                    wake_affine: near,
-                    min_interval_ms: None,
-                    max_interval_ms: None,
-                    init_interval_ms: None,
-                    busy_factor: 16.0,
-                    imbalance_pct: 117.0,
-                    cache_nice_tries: 2,
-                    imb_numa_nr: imb,
-                    // groups: MC domains (SD_PREFER_SIBLING) at the first NUMA level only
-                    groups_prefer_sibling: k == 0,
-                }
+                (16.0, 117.0, imb)
             }
+        };
+        let dom = Domain {
+            name: format!("NUMA{d}"),
+            span_of: span_of.clone(),
+            groups_of: groups(&span_of, &child_span),
+            numa: true,
+            balance_fork_exec: near,
+            wake_affine: near,
+            min_interval_ms: None,
+            max_interval_ms: None,
+            init_interval_ms: None,
+            busy_factor,
+            imbalance_pct,
+            cache_nice_tries: 2,
+            imb_numa_nr,
+            // the groups are MC domains, which carry SD_PREFER_SIBLING (at the first NUMA level
+            // only) from the degenerate CPU (package) level above them (SD_CPU_INIT:
+            // 1*SD_PREFER_SIBLING; sd_parent_degenerate() transfers it down, kernel/sched/core.c)
+            groups_prefer_sibling: k == 0,
         };
         out.push(dom);
         // Groups one level up are this level's spans.
