@@ -67,45 +67,32 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
     let core_span: Vec<Vec<usize>> =
         (0..n_pus).map(|c| (0..n_pus).filter(|&q| core_of[q] == core_of[c]).collect()).collect();
     let group_of = groups(&span_of, &core_span);
-    let mc = match kernel {
+    // (min, max, initial balance_interval ms; busy_factor; imbalance_pct; SD_PREFER_SIBLING on groups)
+    let (intervals, busy_factor, imbalance_pct, groups_prefer_sibling) = match kernel {
         // v3.13 include/linux/topology.h SD_MC_INIT: min 1, max 4, busy_factor 64,
         // imbalance_pct 125, cache_nice_tries 1, balance_interval 1; FORK|EXEC|WAKE_AFFINE|NEWIDLE.
-        Kernel::K313 => Domain {
-            name: "MC".into(),
-            span_of: span_of.clone(),
-            groups_of: group_of.clone(),
-            numa: false,
-            balance_fork_exec: true,
-            wake_affine: true,
-            min_interval_ms: Some(1.0),
-            max_interval_ms: Some(4.0),
-            init_interval_ms: Some(1.0),
-            busy_factor: 64.0,
-            imbalance_pct: 125.0,
-            cache_nice_tries: 1,
-            imb_numa_nr: 0,
-            groups_prefer_sibling: false,
-        },
+        Kernel::K313 => ((Some(1.0), Some(4.0), Some(1.0)), 64.0, 125.0, false),
         // v6.13 kernel/sched/topology.c sd_init(): min_interval = sd_weight, max = 2*sd_weight,
         // busy_factor 16, imbalance_pct 117, balance_interval = sd_weight; SD_SHARE_LLC:
-        // imbalance_pct 117, cache_nice_tries 1.
-        Kernel::K6 => Domain {
-            name: "MC".into(),
-            span_of: span_of.clone(),
-            groups_of: group_of.clone(),
-            numa: false,
-            balance_fork_exec: true,
-            wake_affine: true,
-            min_interval_ms: None,
-            max_interval_ms: None,
-            init_interval_ms: None,
-            busy_factor: 16.0,
-            imbalance_pct: 117.0,
-            cache_nice_tries: 1,
-            imb_numa_nr: 0,
-            // the SMT domain below MC, when the machine has SMT
-            groups_prefer_sibling: core_span.iter().any(|c| c.len() > 1),
-        },
+        // imbalance_pct 117, cache_nice_tries 1; groups are the SMT domain below MC, when the
+        // machine has SMT.
+        Kernel::K6 => ((None, None, None), 16.0, 117.0, core_span.iter().any(|c| c.len() > 1)),
+    };
+    let mc = Domain {
+        name: "MC".into(),
+        span_of: span_of.clone(),
+        groups_of: group_of,
+        numa: false,
+        balance_fork_exec: true,
+        wake_affine: true,
+        min_interval_ms: intervals.0,
+        max_interval_ms: intervals.1,
+        init_interval_ms: intervals.2,
+        busy_factor,
+        imbalance_pct,
+        cache_nice_tries: 1,
+        imb_numa_nr: 0,
+        groups_prefer_sibling,
     };
     out.push(mc);
     let mut tiers: Vec<u32> = m.distances.iter().flatten().copied().filter(|&d| d > 10).collect();
