@@ -165,9 +165,9 @@ impl PyBalancer {
         let edges: Vec<(u32, u32, u64, u64)> = input.edges.iter().map(|e| (e.a, e.b, e.msgs, e.bytes)).collect();
         state.set_item("edges", PyList::new(py, edges)?)?;
         state.set_item("mapping", input.mapping.to_vec())?;
-        state.set_item("pe_nodes", input.pe_nodes.to_vec())?;
-        state.set_item("distances", input.distances.to_vec())?;
-        state.set_item("n_pes", input.n_pes)?;
+        state.set_item("pe_nodes", input.pe_nodes().to_vec())?;
+        state.set_item("distances", input.distances().to_vec())?;
+        state.set_item("n_pes", input.n_pes())?;
         state.set_item("state_bytes", input.state_bytes.to_vec())?;
         state.set_item("lb_period", input.lb_period)?;
         self.f.bind(py).call1((state,))?.extract::<Vec<i64>>()
@@ -187,7 +187,7 @@ impl Balancer for PyBalancer {
                 .map(|(i, p)| {
                     u32::try_from(p).map_err(|_| TaskError::Balancer {
                         name: self.name.clone(),
-                        reason: format!("object {i} mapped to PE {p}, outside 0..{}", input.n_pes),
+                        reason: format!("object {i} mapped to PE {p}, outside 0..{}", input.n_pes()),
                     })
                 })
                 .collect(),

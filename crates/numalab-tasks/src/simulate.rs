@@ -242,9 +242,6 @@ pub fn simulate(
                 adj: &adj,
                 mapping: &map,
                 migratable: &migratable,
-                pe_nodes: &plat.pe_node,
-                distances: &plat.distances,
-                n_pes: np,
                 lb_period: opts.lb_period,
                 platform: plat,
             };
@@ -359,9 +356,6 @@ pub fn balance_once(
         adj: &adj,
         mapping: &map,
         migratable: &migratable,
-        pe_nodes: &plat.pe_node,
-        distances: &plat.distances,
-        n_pes: np,
         lb_period: lb_period.max(1),
         platform: plat,
     };

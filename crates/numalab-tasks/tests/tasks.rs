@@ -82,9 +82,6 @@ fn balance_once(name: &str, p: &Platform, loads: &[f64], edges: &[Edge], mapping
         adj: &adj,
         mapping,
         migratable: &migratable,
-        pe_nodes: &p.pe_node,
-        distances: &p.distances,
-        n_pes: p.n_pes(),
         lb_period: 10,
         platform: p,
     };

@@ -36,14 +36,25 @@ pub struct LbInput<'a> {
     pub mapping: &'a [u32],
     /// Which objects may move.
     pub migratable: &'a [bool],
-    /// Node (logical index) of each PE.
-    pub pe_nodes: &'a [usize],
-    /// SLIT distances between nodes (logical indexes).
-    pub distances: &'a [Vec<u32>],
-    pub n_pes: usize,
     /// Iterations until the next balancing step: how long a move's gain is expected to last.
     pub lb_period: usize,
     pub platform: &'a Platform,
+}
+
+impl LbInput<'_> {
+    /// Node (logical index) of each PE.
+    pub fn pe_nodes(&self) -> &[usize] {
+        &self.platform.pe_node
+    }
+
+    /// SLIT distances between nodes (logical indexes).
+    pub fn distances(&self) -> &[Vec<u32>] {
+        &self.platform.distances
+    }
+
+    pub fn n_pes(&self) -> usize {
+        self.platform.n_pes()
+    }
 }
 
 pub trait Balancer {
@@ -123,7 +134,7 @@ pub(crate) fn heaviest_first(loads: &[f64], which: impl Fn(usize) -> bool) -> Ve
 
 /// PE loads of the objects that may not move (their PE's fixed load).
 pub(crate) fn fixed_loads(input: &LbInput<'_>) -> Vec<f64> {
-    let mut l = vec![0.0; input.n_pes];
+    let mut l = vec![0.0; input.n_pes()];
     for (i, &pe) in input.mapping.iter().enumerate() {
         if !input.migratable[i] {
             l[pe as usize] += input.loads_ns[i];

@@ -85,7 +85,7 @@ struct State<'a> {
 
 impl<'a> State<'a> {
     fn new(input: &'a LbInput<'a>, margin: f64) -> Self {
-        let np = input.n_pes;
+        let np = input.n_pes();
         let plat = input.platform;
         let mut objs = vec![Vec::new(); np];
         let mut pos = vec![0; input.mapping.len()];
@@ -98,8 +98,8 @@ impl<'a> State<'a> {
         let mut node_pes = vec![Vec::new(); plat.n_nodes];
         let mut node_load = vec![0.0; plat.n_nodes];
         for p in 0..np {
-            node_pes[input.pe_nodes[p]].push(p);
-            node_load[input.pe_nodes[p]] += load[p];
+            node_pes[input.pe_nodes()[p]].push(p);
+            node_load[input.pe_nodes()[p]] += load[p];
         }
         State {
             input,
@@ -120,7 +120,7 @@ impl<'a> State<'a> {
     }
 
     fn node(&self, p: usize) -> usize {
-        self.input.pe_nodes[p]
+        self.input.pe_nodes()[p]
     }
 
     /// Messaging time per iteration of object `i` if it were on PE `x` (partners where they are now).
@@ -232,7 +232,7 @@ impl Balancer for NumaLb {
     }
 
     fn balance(&mut self, input: &LbInput<'_>) -> Result<Vec<u32>, TaskError> {
-        let np = input.n_pes;
+        let np = input.n_pes();
         let n = input.mapping.len();
         let total: f64 = input.loads_ns.iter().sum();
         let avg = total / np as f64;
@@ -308,7 +308,7 @@ impl Balancer for NumaLb {
                 .iter()
                 .filter_map(|&m| {
                     let q = s.argmin_load(s.node_pes[m].iter().copied().filter(|&q| q != p))?;
-                    let d = input.distances.get(np_node).and_then(|r| r.get(m)).copied().unwrap_or(10);
+                    let d = input.distances().get(np_node).and_then(|r| r.get(m)).copied().unwrap_or(10);
                     Some((d, m, q))
                 })
                 .collect();
@@ -339,7 +339,8 @@ impl Balancer for NumaLb {
                 let mut dest = home;
                 if built[home] + w > m {
                     let hn = s.node(home);
-                    let dist = |x: usize| input.distances.get(hn).and_then(|r| r.get(s.node(x))).copied().unwrap_or(10);
+                    let dist =
+                        |x: usize| input.distances().get(hn).and_then(|r| r.get(s.node(x))).copied().unwrap_or(10);
                     let q = (0..np)
                         .min_by(|&a, &b| built[a].total_cmp(&built[b]).then(dist(a).cmp(&dist(b))).then(a.cmp(&b)))
                         .expect("at least one PE");

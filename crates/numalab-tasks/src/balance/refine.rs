@@ -33,7 +33,7 @@ impl RefineLb {
 
 /// One `Refiner::refine` at threshold `o`: returns whether every heavy PE was relieved.
 fn refine(input: &LbInput<'_>, o: f64, avg: f64, to: &mut [u32]) -> bool {
-    let np = input.n_pes;
+    let np = input.n_pes();
     let mut load = vec![0.0; np];
     let mut objs: Vec<Vec<u32>> = vec![Vec::new(); np];
     for (i, &p) in to.iter().enumerate() {
@@ -77,7 +77,7 @@ impl Balancer for RefineLb {
         "refine".into()
     }
     fn balance(&mut self, input: &LbInput<'_>) -> Result<Vec<u32>, TaskError> {
-        let np = input.n_pes;
+        let np = input.n_pes();
         let total: f64 = input.loads_ns.iter().sum();
         let avg = total / np as f64;
         if avg <= 0.0 {

@@ -27,7 +27,7 @@ impl Balancer for TreeMatchLb {
     }
 
     fn balance(&mut self, input: &LbInput<'_>) -> Result<Vec<u32>, TaskError> {
-        let np = input.n_pes;
+        let np = input.n_pes();
         let (bins, _) = greedy_assign(input);
         let mut comm = vec![vec![0.0f64; np]; np];
         for e in input.edges {
@@ -38,9 +38,9 @@ impl Balancer for TreeMatchLb {
             }
         }
         // Nodes that hold PEs, and their PEs in order.
-        let n_nodes = input.distances.len().max(1 + input.pe_nodes.iter().copied().max().unwrap_or(0));
+        let n_nodes = input.distances().len().max(1 + input.pe_nodes().iter().copied().max().unwrap_or(0));
         let mut node_pes: Vec<Vec<usize>> = vec![Vec::new(); n_nodes];
-        for (p, &n) in input.pe_nodes.iter().enumerate() {
+        for (p, &n) in input.pe_nodes().iter().enumerate() {
             node_pes[n].push(p);
         }
         let nodes: Vec<usize> = (0..n_nodes).filter(|&n| !node_pes[n].is_empty()).collect();
@@ -87,7 +87,7 @@ impl Balancer for TreeMatchLb {
         }
         // Start: groups in the order they were built onto nodes in `order` (sizes match).
         let mut at: Vec<usize> = order[..ng].to_vec();
-        let dist = |a: usize, b: usize| input.distances.get(a).and_then(|r| r.get(b)).copied().unwrap_or(10) as f64;
+        let dist = |a: usize, b: usize| input.distances().get(a).and_then(|r| r.get(b)).copied().unwrap_or(10) as f64;
         let cost = |at: &[usize]| {
             let mut c = 0.0;
             for x in 0..ng {
