@@ -183,13 +183,18 @@ def _unpack(deb: Path, members: list[str], work: Path, say: Say) -> Path:
     say(f"  dpkg-deb --fsys-tarfile {deb.name} | tar -x {' '.join(members)}")
     if shutil.which("dpkg-deb") is None:
         raise SetupError("dpkg-deb not found: the guest's files come from Debian packages (`apt-get install dpkg`)")
-    tar = subprocess.Popen(["tar", "-x", "--wildcards", "-C", str(out), *members], stdin=subprocess.PIPE, stderr=subprocess.PIPE)
-    dpkg = subprocess.run(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=tar.stdin, stderr=subprocess.PIPE, check=False)
-    assert tar.stdin is not None
-    tar.stdin.close()
-    tar_err = tar.stderr.read().decode() if tar.stderr else ""
-    if tar.wait() != 0 or dpkg.returncode != 0:
-        raise SetupError(f"cannot unpack {deb.name}: {(dpkg.stderr.decode() + tar_err).strip()}")
+    # Both ends are context managers, so every pipe and file is closed on every path (an unclosed
+    # one is a ResourceWarning). The errors go to files: a full stderr pipe would block its writer.
+    with tempfile.TemporaryFile() as err, subprocess.Popen(
+        ["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE, stderr=err
+    ) as dpkg, subprocess.Popen(["tar", "-x", "--wildcards", "-C", str(out), *members], stdin=dpkg.stdout, stderr=err) as tar:
+        assert dpkg.stdout is not None
+        dpkg.stdout.close()  # tar holds the only reading end now: dpkg-deb sees EPIPE if tar stops
+        failed = tar.wait() != 0 or dpkg.wait() != 0
+        err.seek(0)
+        why = "; ".join(err.read().decode(errors="replace").split("\n")[-4:]).strip("; ")
+    if failed:
+        raise SetupError(f"cannot unpack {deb.name}: {why or 'dpkg-deb or tar failed'}")
     return out
 
 
