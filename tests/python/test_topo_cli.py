@@ -125,12 +125,12 @@ NUMACTL = shutil.which("numactl")
 
 
 def test_hardware_flag_prints_the_numactl_block_alone(cli):
-    code, out, _ = cli("topo", "-m", "vm-4", "-H")
+    code, out, _ = cli("topo", "--machine", "vm-4", "-H")
     assert code == 0
     assert out.startswith("available: 4 nodes (0-3)\nnode 0 cpus: 0\nnode 0 size: 512 MB\nnode 0 free: 512 MB\n")
     assert out.endswith("node distances:\nnode   0   1   2   3 \n  0:  10  16  16  22 \n  1:  16  10  22  16 \n"
                         "  2:  16  22  10  16 \n  3:  22  16  16  10 \n")
-    assert cli("topo", "-m", "vm-4", "--hardware")[1] == out
+    assert cli("topo", "--machine", "vm-4", "--hardware")[1] == out
 
 
 def test_three_digit_distances_widen_as_printf_does():
@@ -154,7 +154,7 @@ def test_host_block_is_numactls_own_output(cli):
 
 
 def test_tree_is_lstopos_layout(cli, golden):
-    code, out, _ = cli("topo", "-m", "e5620-2s", "--tree")
+    code, out, _ = cli("topo", "--machine", "e5620-2s", "--tree")
     assert code == 0
     assert out.startswith(
         "Machine (12GB total)\n  Package L#0\n    NUMANode L#0 (P#0 6144MB)\n    L3 L#0 (12MB)\n"
@@ -181,7 +181,7 @@ def test_tree_of_a_sysfs_host_shows_its_caches_as_lstopo_does(cli, monkeypatch):
 
 
 def test_json_names_each_spelling_of_a_set(cli):
-    code, out, _ = cli("topo", "-m", "e5-2620v4-2s", "--json")
+    code, out, _ = cli("topo", "--machine", "e5-2620v4-2s", "--json")
     assert code == 0
     m = json.loads(out)
     node = m["nodes"][1]
@@ -193,14 +193,14 @@ def test_json_names_each_spelling_of_a_set(cli):
 
 
 def test_extras_name_nodes_as_numastat_does(cli):
-    out = cli("topo", "-m", "e5-2620v4-2s")[1]
+    out = cli("topo", "--machine", "e5-2620v4-2s")[1]
     assert "                node0  node1\nbandwidth_gbps   51.2   51.2\n" in out
     assert "       node0  node1\nnode0   75.8  133.4\nnode1  133.4   75.8\n" in out
     assert "0     node0  node1          32.0       32.0\n" in out
 
 
 def test_output_modes_are_exclusive(cli):
-    code, out, err = cli("topo", "-m", "vm-4", "--tree", "--json")
+    code, out, err = cli("topo", "--machine", "vm-4", "--tree", "--json")
     assert code == 2 and out == ""
     assert err == "numalab: give one of --tree, --json: each prints the machine its own way\n"
 
@@ -217,13 +217,13 @@ def _one_line_error(cli, *args: str) -> str:
 
 def test_export_into_a_missing_directory(cli, tmp_path):
     target = tmp_path / "nosuchdir" / "x.xml"
-    err = _one_line_error(cli, "topo", "-m", "vm-4", "--export-xml", str(target))
+    err = _one_line_error(cli, "topo", "--machine", "vm-4", "--export-xml", str(target))
     assert err == f"numalab: --export-xml {target}: directory {target.parent} does not exist\n"
     assert not target.parent.exists()
 
 
 def test_export_onto_a_directory(cli, tmp_path):
-    err = _one_line_error(cli, "topo", "-m", "vm-4", "--export-xml", str(tmp_path))
+    err = _one_line_error(cli, "topo", "--machine", "vm-4", "--export-xml", str(tmp_path))
     assert err.startswith(f"numalab: --export-xml {tmp_path}: is a directory")
 
 
@@ -237,7 +237,7 @@ def test_export_that_cannot_be_written(cli, tmp_path, monkeypatch):
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(Path, "write_text", refuse)
-    err = _one_line_error(cli, "topo", "-m", "vm-4", "--export-xml", str(target))
+    err = _one_line_error(cli, "topo", "--machine", "vm-4", "--export-xml", str(target))
     assert err == f"numalab: --export-xml {target}: cannot write: Permission denied\n"
 
 
@@ -275,7 +275,7 @@ def test_input_that_is_not_xml(cli, tmp_path):
 
 
 def test_machine_that_is_a_path_but_not_a_machine_file(cli, tmp_path):
-    err = _one_line_error(cli, "topo", "-m", str(tmp_path))
+    err = _one_line_error(cli, "topo", "--machine", str(tmp_path))
     assert err == f"numalab: {tmp_path}: a machine file must be a preset-format .toml or an hwloc .xml (lstopo --of xml)\n"
 
 
@@ -286,9 +286,9 @@ LSTOPO = shutil.which("lstopo-no-graphics")
 @pytest.mark.parametrize("preset", preset_names())
 def test_tree_is_what_lstopo_draws_from_the_export(cli, tmp_path, preset):
     xml = tmp_path / f"{preset}.xml"
-    assert cli("topo", "-m", preset, "--export-xml", str(xml))[0] == 0
+    assert cli("topo", "--machine", preset, "--export-xml", str(xml))[0] == 0
     theirs = subprocess.run([LSTOPO, "-i", str(xml)], check=True, capture_output=True, text=True).stdout
-    assert cli("topo", "-m", preset, "--tree")[1] == theirs
+    assert cli("topo", "--machine", preset, "--tree")[1] == theirs
 
 
 def test_tree_drops_a_group_that_adds_no_structure_as_hwloc_does(tmp_path):
@@ -314,7 +314,7 @@ def test_input_that_is_a_preset_file_points_to_machine(cli, tmp_path):
 
 
 def test_an_empty_machine_name(cli):
-    err = _one_line_error(cli, "topo", "-m", " ")
+    err = _one_line_error(cli, "topo", "--machine", " ")
     assert err == "numalab: empty machine name: give a preset name (numalab topo --list), host, or a .toml or .xml file\n"
 
 
@@ -349,3 +349,24 @@ def test_available_line_lists_nodes_as_numactl_does(nodes):
     }
     first = numactl_hardware(doc).splitlines()[0]
     assert first == f"available: {len(nodes)} nodes ({_numactl_available_list(nodes)})"
+
+
+def test_machine_host_and_host_are_one_path(cli, monkeypatch):
+    # Both read MemFree per node; before, --machine host printed the size as the free memory.
+    from numalab.machine import host as host_module
+
+    facts = host_module.read_facts()
+    fake = {n["os_index"]: (100 + n["os_index"]) << 20 for n in facts["nodes"]}
+    monkeypatch.setattr(host_module, "host_free_bytes", lambda root=None: fake)
+    code, by_flag, _ = cli("topo", "-H", "--host")
+    assert code == 0
+    assert cli("topo", "-H", "--machine", "host")[1] == by_flag
+    assert "node 0 free: 100 MB" in by_flag
+
+
+@pytest.mark.parametrize("letter", ["-m", "-i"])
+def test_topo_leaves_numactls_letters_alone(cli, letter):
+    # -m is numactl's --membind and -i its --interleave in every placing command; topo takes neither.
+    code, _, err = cli("topo", letter, "vm-4")
+    assert code == 2
+    assert f"No such option: {letter}" in err

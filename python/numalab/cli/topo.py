@@ -15,9 +15,9 @@ from numalab.machine.render import lstopo_tree, machine_json, numactl_hardware, 
 
 
 def topo(
-    machine: Optional[str] = typer.Option(None, "--machine", "-m", help="Preset name (see --list), a preset .toml or hwloc .xml file, or 'synthetic:pack:2 numa:2 core:8 pu:2' (hwloc's synthetic grammar)."),
-    host: bool = typer.Option(False, "--host", help="This machine, read from sysfs."),
-    input: Optional[Path] = typer.Option(None, "--input", "-i", help="An hwloc XML file (lstopo --of xml)."),
+    machine: Optional[str] = typer.Option(None, "--machine", help="Preset name (see --list), host (as --host), a preset .toml or hwloc .xml file, or 'synthetic:pack:2 numa:2 core:8 pu:2' (hwloc's synthetic grammar)."),
+    host: bool = typer.Option(False, "--host", help="This machine, read from sysfs (the same as --machine host)."),
+    input: Optional[Path] = typer.Option(None, "--input", help="An hwloc XML file (lstopo --of xml)."),
     hardware: bool = typer.Option(False, "--hardware", "-H", help="Only the numactl --hardware block, as numactl -H prints it."),
     tree: bool = typer.Option(False, "--tree", help="The object tree as lstopo-no-graphics prints it (L# logical, P# OS index)."),
     as_json: bool = typer.Option(False, "--json", help="Print the machine as JSON."),
@@ -30,6 +30,8 @@ def topo(
         for p in machines.list_presets():
             typer.echo(f"{p.name:24s} {p.description}")
         return
+    # --machine and --input have no short letters here: every other command gives -m and -i
+    # numactl's meanings (--membind, --interleave).
     sources = [x for x in (machine, "host" if host else None, input) if x is not None]
     if len(sources) > 1:
         raise UsageError("give one of --machine, --host, --input")
@@ -60,7 +62,7 @@ def topo(
         typer.echo(lstopo_tree(topology_element(doc)), nl=False)
         return
     free = None
-    if host:
+    if sources[0] == "host":  # --host and --machine host: one machine, one numactl -H (MemFree per node)
         from numalab.machine.host import host_free_bytes
 
         free = host_free_bytes()
