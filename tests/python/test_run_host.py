@@ -4,6 +4,7 @@ under the placement, its output and exit status are its own, and the document sa
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -107,3 +108,16 @@ def test_bad_input_is_one_line_and_exit_2(args, message):
     r = numalab("run", *args)
     assert r.returncode == 2, r.stderr
     assert r.stderr.startswith("numalab: ") and len(r.stderr.strip().splitlines()) == 1 and message in r.stderr
+
+
+def test_json_output_is_the_document_alone_and_the_commands_stdout_goes_to_stderr():
+    """`numalab run --json -- prog | python -m json.tool` parses: the command's stdout is on stderr."""
+    cmd = [sys.executable, "-m", "numalab.cli.main", "run", "--json", "--", "echo", "hello from the command"]
+    pipe = subprocess.run(f"{shlex.join(cmd)} | {shlex.quote(sys.executable)} -m json.tool", shell=True, capture_output=True, text=True,
+                          timeout=120)
+    assert pipe.returncode == 0, pipe.stderr
+    doc = json.loads(pipe.stdout)
+    assert doc["source"] == "host" and doc["workload"]["command"] == ["echo", "hello from the command"]
+    assert "hello from the command" in pipe.stderr
+    r = numalab("run", "--help")
+    assert "own stdout then goes to stderr" in " ".join(r.stdout.split())

@@ -61,7 +61,7 @@ def bench(
     max_repeat: int = typer.Option(100, "--max-repeat", help="With --rel-error: at most this many runs per configuration."),
     name: str = typer.Option("bench", "--name", help="Study name the runs are stored under (numalab report --study NAME)."),
     results: Path = RESULTS,
-    show_output: bool = typer.Option(False, "--show-output", help="Let the command's standard output through (default: discarded)."),
+    show_output: bool = typer.Option(False, "--show-output", help="Let the command's standard output through (default: discarded; to stderr with --json)."),
     interval_ms: int = INTERVAL,
     as_json: bool = o.JSON,
 ) -> None:
@@ -83,7 +83,7 @@ def bench(
     for c in plan:
         c.balancing = {"enabled": enabled}
     outcome = measure(plan, list(command), name=name, results=results, repeat=repeat, warmup=warmup, rel_error=rel_error,
-                      max_repeat=max_repeat, interval_ms=interval_ms, show_output=show_output, kind="bench")
+                      max_repeat=max_repeat, interval_ms=interval_ms, output=command_output(show_output, as_json), kind="bench")
     report(plan, outcome, as_json)
 
 
@@ -110,6 +110,14 @@ def host_placement(text: str) -> Placement:
     return place
 
 
+def command_output(show: bool, as_json: bool) -> str:
+    """Where the command's stdout goes (``host.run``): discarded unless --show-output, and then to
+    stderr with --json, so stdout carries the JSON summary alone."""
+    if not show:
+        return "devnull"
+    return "stderr" if as_json else "inherit"
+
+
 def check_repeats(repeat: int, rel_error: Optional[float], max_repeat: int) -> None:
     if repeat < 1:
         raise UsageError(f"--repeat must be >= 1, got {repeat}")
@@ -131,7 +139,7 @@ class Outcome:
 
 
 def measure(plan: list[Config], command: list[str], *, name: str, results: Path, repeat: int, warmup: bool,
-            rel_error: Optional[float], max_repeat: int, interval_ms: int, show_output: bool, kind: str,
+            rel_error: Optional[float], max_repeat: int, interval_ms: int, output: str, kind: str,
             knob_root: Path = Path("/"), extra_source: str = "") -> Outcome:
     """Run the plan in interleaved rounds, storing each run as it ends. Stops at the first run
     that fails (its row is stored with status failed) or is interrupted."""
@@ -162,7 +170,7 @@ def measure(plan: list[Config], command: list[str], *, name: str, results: Path,
     def one(c: Config, quiet_note: str) -> host.HostRun:
         if c.prepare is not None:
             c.prepare()
-        r = host.run(command, c.placement, interval_ms=interval_ms, knob_root=knob_root, quiet=not show_output)
+        r = host.run(command, c.placement, interval_ms=interval_ms, knob_root=knob_root, stdout=output)
         _note(f"{quiet_note}: {r.doc['time_s']:.4f} s" + ("" if r.doc["status"] == "ok" else f" ({r.doc['error']})"))
         return r
 

@@ -20,6 +20,7 @@ COMMAND = typer.Argument(..., metavar="CMD [ARGS]...", help="The command to run 
 RECORD = typer.Option(None, "--record", help="Keep the agent's raw records (JSON Lines) in FILE.")
 OUTPUT = typer.Option(None, "--output", "-o", help="Write the result document (JSON) to FILE.")
 INTERVAL = typer.Option(host.DEFAULT_INTERVAL_MS, "--interval-ms", help="Sample the command's pages and threads every N ms.")
+JSON = typer.Option(False, "--json", help="Print the result document as JSON on stdout; the command's own stdout then goes to stderr, so stdout is the document alone.")
 
 
 @o.with_placement
@@ -29,14 +30,16 @@ def run(
     record: Optional[Path] = RECORD,
     output: Optional[Path] = OUTPUT,
     interval_ms: int = INTERVAL,
-    as_json: bool = o.JSON,
+    as_json: bool = JSON,
 ) -> None:
     """Run CMD on this host under a numactl-style placement, through numalab-agent.
 
     The command's output is its own; the summary `numalab sim` prints follows on stderr (as time
     and perf stat do): pages per node, numastat and vmstat deltas and, with automatic NUMA
     balancing on, an access map from the kernel's per-thread NUMA hinting faults. --json prints
-    the result document (source: host) on stdout instead. The exit status is the command's.
+    the result document (source: host) on stdout instead, and sends the command's stdout to
+    stderr, so `numalab run --json -- CMD | jq` reads the document alone. The exit status is the
+    command's.
     """
     place = placement
     check_interval(interval_ms)
@@ -49,7 +52,8 @@ def run(
         writable_file(output, "--output", "run.json")
     check_command(list(command))
     try:
-        result = host.run(list(command), place, record=record, interval_ms=interval_ms)
+        result = host.run(list(command), place, record=record, interval_ms=interval_ms,
+                          stdout="stderr" if as_json else "inherit")
     except host.AgentFailed as e:
         raise typer.Exit(e.code) from None  # the agent has said why, on stderr
     text = json.dumps(result.doc, indent=2, sort_keys=True)

@@ -75,7 +75,7 @@ def tune(
     max_repeat: int = typer.Option(100, "--max-repeat", help="With --rel-error: at most this many runs per grid point."),
     name: str = typer.Option("tune", "--name", help="Study name the runs are stored under."),
     results: Path = RESULTS,
-    show_output: bool = typer.Option(False, "--show-output", help="Let the command's standard output through (default: discarded)."),
+    show_output: bool = typer.Option(False, "--show-output", help="Let the command's standard output through (default: discarded; to stderr with --json)."),
     interval_ms: int = INTERVAL,
     journal: Optional[Path] = typer.Option(None, "--journal", envvar="NUMALAB_KNOB_JOURNAL", help=f"Journal of the original knob values (default {SYSTEM_JOURNAL}; under --knob-root for a copied tree)."),
     knob_root: Path = typer.Option(Path("/"), "--knob-root", envvar="NUMALAB_KNOB_ROOT", hidden=True),
@@ -110,7 +110,7 @@ def tune(
         ensure_knobs(root, jpath, needs_scanner=any(p.enabled for _, p in points))
         plan = [b.Config(text, place, p.canonical(), prepare=_setter(root, jpath, p)) for text, p in points]
         outcome = b.measure(plan, list(command), name=name, results=results, repeat=repeat, warmup=warmup, rel_error=rel_error,
-                            max_repeat=max_repeat, interval_ms=interval_ms, show_output=show_output, kind="tune",
+                            max_repeat=max_repeat, interval_ms=interval_ms, output=b.command_output(show_output, as_json), kind="tune",
                             knob_root=root, extra_source=f"# knobs written under {root} (journal {jpath}), restored at the end\n")
     b.report(plan, outcome, as_json, balancing=True)
 

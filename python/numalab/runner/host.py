@@ -45,6 +45,8 @@ AGENT_POLICY = {
     "preferred-many": "--preferred-many",
 }
 DEFAULT_INTERVAL_MS = 1000
+#: Where the command's standard output goes, by the name ``run`` takes (2: this process's stderr).
+STDOUT: dict[str, int | None] = {"inherit": None, "devnull": subprocess.DEVNULL, "stderr": 2}
 
 
 class AgentFailed(NumalabError):
@@ -204,12 +206,14 @@ def run(
     record: Path | None = None,
     interval_ms: int = DEFAULT_INTERVAL_MS,
     knob_root: Path = Path("/"),
-    quiet: bool = False,
+    stdout: str = "inherit",
 ) -> HostRun:
     """Run ``command`` under ``placement``; ``record`` keeps the agent's JSON Lines.
 
-    The command's standard streams are the caller's (``quiet``: its stdout goes to /dev/null). Ctrl-C reaches the command (it is in the
-    terminal's process group); the run then ends as the command does, with its status."""
+    The command's standard streams are the caller's, except its stdout with ``stdout``
+    ``"devnull"`` (discarded) or ``"stderr"`` (sent to the caller's stderr, so the caller's stdout
+    carries only a JSON document). Ctrl-C reaches the command (it is in the terminal's process
+    group); the run then ends as the command does, with its status."""
     check_command(command)
     exe = agent_path()
     topo = topology()
@@ -217,8 +221,7 @@ def run(
     with tempfile.TemporaryDirectory(prefix="numalab-run-") as tmp:
         out = record if record is not None else Path(tmp) / "records.jsonl"
         args = [str(exe), "run", "--interval-ms", str(interval_ms), "--output", str(out), *agent_args(placement), "--", *command]
-        code, interrupted = _wait(subprocess.Popen(args, env={**os.environ, **omp_env(placement)},
-                                           stdout=subprocess.DEVNULL if quiet else None))
+        code, interrupted = _wait(subprocess.Popen(args, env={**os.environ, **omp_env(placement)}, stdout=STDOUT[stdout]))
         recs = records.read_records(out) if out.exists() else []
     if not any(r["type"] == "start" for r in recs):
         raise AgentFailed(f"{AGENT} did not run the command (exit status {code})", code)
