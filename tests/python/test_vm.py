@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import os
 import re
 import shutil
 import struct
@@ -112,6 +113,29 @@ def test_bare_names_resolve_to_guest_builtins_kernels_or_host_path():
         c = initramfs.resolve_command(["dgemv", "--n", "10"], set())
         assert c.argv == ["/usr/local/bin/dgemv", "--n", "10"] and c.host_binary.name == "dgemv"
 
+
+
+def test_a_binary_under_tmp_keeps_its_path_and_no_guest_mount_hides_it(tmp_path):
+    """The README's example from a clone in /tmp: the binary goes to the same path in the guest,
+    where /init mounts nothing over it; a path under a guest mount goes to /opt/numalab/bin."""
+    prog = tmp_path / "prog"
+    prog.write_bytes(_elf())
+    prog.chmod(0o755)
+    assert str(prog).startswith("/tmp/")
+    c = initramfs.resolve_command([str(prog), "-x"], set())
+    assert c.argv == [str(prog), "-x"] and c.host_binary == prog.resolve()
+    mounted = re.findall(r"^mount -t \S+ \S+ (\S+)", guest.INIT, re.M)
+    assert mounted and all(not (str(prog) + "/").startswith(m.rstrip("/") + "/") for m in mounted), mounted
+    assert "/tmp" not in mounted
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        hidden = shm / f"numalab-test-{os.getpid()}"
+        hidden.write_bytes(_elf())
+        hidden.chmod(0o755)
+        try:
+            assert initramfs.resolve_command([str(hidden)], set()).argv == [f"/opt/numalab/bin/{hidden.name}"]
+        finally:
+            hidden.unlink()
 
 # ---- QEMU's command line ---------------------------------------------------------------------
 

@@ -160,6 +160,16 @@ def test_vm_run_cli_prints_the_summary_and_the_json(guest, cli, tmp_path):
     assert b["numa_balancing"] == 1 and b["scan_delay_ms"] == 77 and b["scan_period_min_ms"] == 1000
 
 
+
+def test_a_binary_under_tmp_runs_in_the_guest(guest, tmp_path):
+    """`numalab vm run -- ./prog` from a clone in /tmp: the binary is where the guest looks for it."""
+    prog = tmp_path / "prog"
+    shutil.copy2(REPO / "kernels" / "dgemv", prog)
+    assert str(prog).startswith("/tmp/")
+    out = vm_run.run(vm_run.VmRequest("vm-4", [str(prog), "--n=200", "--reps=1", "--threads=1"], timeout_s=300))
+    assert out.status == 0, out.text("stderr")
+    assert json.loads(out.text("stdout"))["kernel"] == "dgemv"
+
 def test_a_guest_that_does_not_finish_is_killed(guest, private_tmp):
     with pytest.raises(qemu.GuestTimeout, match=r"did not finish within 2 s .*QEMU was killed"):
         vm_run.run(vm_run.VmRequest("vm-4", ["sleep", "600"], timeout_s=2))

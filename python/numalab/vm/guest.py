@@ -25,14 +25,17 @@ AGENT = "/bin/numalab-agent"
 DATA_PORT = "/dev/ttyS1"
 JOB = "numalab/job"
 
+#: The file systems /init mounts (type, mount point). Nothing is mounted on /tmp: the initramfs's
+#: root is already a tmpfs (init/do_mounts.c: rootfs_init_fs_context(), without root=), and a
+#: mount there would hide the command's binary when its host path is under /tmp.
+MOUNTS = (("proc", "/proc"), ("sysfs", "/sys"), ("devtmpfs", "/dev"))
+#: Where the command's binary goes when its host path is under one of MOUNTS (hidden there).
+USER_BIN = "/opt/numalab/bin"
+
 INIT = """#!/bin/sh
 # numalab guest init (PID 1): mount the kernel's file systems, run the job, power off.
 export PATH=/usr/local/bin:/bin:/sbin:/usr/bin:/usr/sbin HOME=/root TERM=vt100
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev
-mount -t tmpfs tmpfs /tmp
-mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+""" + "".join(f"mount -t {kind} {kind} {where}\n" for kind, where in MOUNTS) + """mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 if [ -f /numalab/job ]; then . /numalab/job; else echo "numalab: no job in the initramfs"; fi
 poweroff -f
 """

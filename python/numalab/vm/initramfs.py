@@ -52,8 +52,9 @@ def project_kernels() -> dict[str, Path]:
 
 def resolve_command(argv: list[str], builtins: set[str]) -> Command:
     """Where the command's binary comes from. A path is copied to the same absolute path in the
-    guest; a bare name is a guest built-in (busybox applet, numactl), one of the project's kernels,
-    or found on the host's PATH. The binary must be a Linux x86-64 ELF (checked here, before boot)."""
+    guest (to ``guest.USER_BIN`` if a guest mount would hide that path); a bare name is a guest
+    built-in (busybox applet, numactl), one of the project's kernels, or found on the host's PATH.
+    The binary must be a Linux x86-64 ELF (checked here, before boot)."""
     if not argv:
         raise UsageError("no command given: numalab vm run [options] -- CMD [ARGS...]")
     name = argv[0]
@@ -74,6 +75,8 @@ def resolve_command(argv: list[str], builtins: set[str]) -> Command:
     if not host.is_file() or not os.access(host, os.X_OK):
         raise UsageError(f"command '{name}' is not an executable file")
     elf.inspect(host)
+    if any(guest_path == where or guest_path.startswith(where + "/") for _, where in guest.MOUNTS):
+        guest_path = f"{guest.USER_BIN}/{Path(guest_path).name}"
     return Command([guest_path, *argv[1:]], host.resolve())
 
 
