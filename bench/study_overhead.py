@@ -20,7 +20,7 @@ from pathlib import Path
 from numalab.results.store import Store
 from numalab.study import expand, parse_study
 from numalab.study.executors import LocalBackend
-from numalab.study.progress import Progress
+from numalab.console.progress import Progress
 
 RUNS = 200
 STUDY = f"""
@@ -32,14 +32,6 @@ params = {{ n = 10000, reps = 10, threads = 16 }}
 """
 
 
-class _Quiet(Progress):
-    def update(self, done: int, running: int, failed: int) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
-
-
 def measure(workers: int) -> tuple[float, float, float, int]:
     """(total seconds, seconds inside the runs, expansion seconds, runs done)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -49,7 +41,7 @@ def measure(workers: int) -> tuple[float, float, float, int]:
         with Store(Path(tmp)) as store:
             from numalab.study.sweep import run_study
 
-            summary = run_study(resolved, store, lambda: LocalBackend(workers), _Quiet())
+            summary = run_study(resolved, store, lambda: LocalBackend(workers), Progress("runs", quiet=True))
         total = time.perf_counter() - start
     return total, summary.run_wall_s, expanded - start, summary.ok
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from numalab.cli.tables import summary
+from numalab.cli.summary import summary
 from numalab.exceptions import USAGE_ERRORS, NumalabError, UsageError
 from numalab.results import agent
 from numalab.results.agent import RecordError

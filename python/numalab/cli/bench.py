@@ -27,7 +27,7 @@ import typer
 from numalab.cli import options as o
 from numalab.cli.run import COMMAND, CONTEXT, INTERVAL, check_command, check_interval
 from numalab.cli.study import RESULTS
-from numalab.cli.tables import pct, render, table
+from numalab.console.tables import pct, render, table
 from numalab.exceptions import USAGE_ERRORS, NumalabError, UsageError
 from numalab.results.agent import balancing_mode
 from numalab.runner import host

@@ -13,8 +13,9 @@ import typer
 from rich.columns import Columns
 
 from numalab.cli import options as o
-from numalab.cli.progress import steps
-from numalab.cli.tables import VMSTAT_KEYS, access_map_table, header, pct, render, table
+from numalab.cli.summary import VMSTAT_KEYS, access_map_table, header
+from numalab.console.progress import Progress
+from numalab.console.tables import pct, render, table
 from numalab.exceptions import UsageError
 from numalab.results.metrics import speedup
 from numalab.results.result import Result
@@ -55,11 +56,11 @@ def compare(
     # Every config is checked by the engine before any runs, so a typo fails fast.
     bound = [base.with_config(label).bind() for label in labels]
     lock = threading.Lock()
-    with steps("simulating configs", len(bound), quiet=as_json) as advance:
+    with Progress("simulating configs", len(bound), unit="configs", quiet=as_json, plain=False) as progress:
         def one(b):
             r = runner.run(b)
             with lock:
-                advance()
+                progress.step()
             return r
 
         with ThreadPoolExecutor(max_workers=min(jobs or os.cpu_count() or 1, len(bound))) as pool:

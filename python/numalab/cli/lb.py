@@ -12,8 +12,8 @@ from typing import Any, Optional
 import typer
 
 from numalab.cli import options as o
-from numalab.cli.progress import steps
-from numalab.cli.tables import render, table
+from numalab.console.progress import Progress
+from numalab.console.tables import render, table
 from numalab.exceptions import UsageError
 
 CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True}
@@ -63,10 +63,10 @@ def lb(
         lbs.check_available(b)
     g = build(gspec, settings.seed)
     docs = []
-    with steps(f"simulating {len(specs)} balancers", len(specs), quiet=as_json) as advance:
+    with Progress("simulating", len(specs), unit="balancers", quiet=as_json, plain=False) as progress:
         for b in specs:
             docs.append(simulate(m, gspec, b, settings, graph=g))
-            advance()
+            progress.step(b.label())
     if results is not None:
         where = store(results, name, machine, gspec, settings, specs, docs)
         if not as_json:

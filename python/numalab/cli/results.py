@@ -44,7 +44,7 @@ def show(
     as_json: bool = typer.Option(False, "--json", help="Print the result document as JSON."),
 ) -> None:
     """A run's configuration, status and result summary (or its whole document with --json)."""
-    from numalab.cli.tables import summary
+    from numalab.cli.summary import summary
     from numalab.results.store import Store, StoreError
 
     with Store(results, create=False) as store:

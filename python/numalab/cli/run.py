@@ -10,7 +10,7 @@ from typing import List, Optional
 import typer
 
 from numalab.cli import options as o
-from numalab.cli.tables import summary
+from numalab.cli.summary import summary
 from numalab.exceptions import UsageError
 from numalab.runner import host
 

@@ -10,8 +10,8 @@ from typing import Optional
 import typer
 
 from numalab.cli import options as o
-from numalab.cli.progress import steps
-from numalab.cli.tables import render, table
+from numalab.console.progress import Progress
+from numalab.console.tables import render, table
 from numalab.exceptions import UsageError
 from numalab.study import sensitivity as sens
 
@@ -62,8 +62,8 @@ def sensitivity(
         raise UsageError(f"no estimated numbers to vary: neither {machine} nor {workload} has an [estimates] table")
     sens.check(comparisons, params)
     todo = sens.plan(comparisons, sens.variants(params, corners))
-    with steps("sensitivity runs", len(todo), quiet=as_json) as advance:
-        result = sens.analyse(comparisons, params, corners, advance, jobs=jobs or os.cpu_count() or 1)
+    with Progress("sensitivity", len(todo), unit="runs", quiet=as_json, plain=False) as progress:
+        result = sens.analyse(comparisons, params, corners, progress.step, jobs=jobs or os.cpu_count() or 1)
     if as_json:
         typer.echo(json.dumps(dict(result.to_json(), machine=machine, workload=workload), indent=2, sort_keys=True))
         return

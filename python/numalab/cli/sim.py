@@ -8,8 +8,8 @@ from typing import Optional
 import typer
 
 from numalab.cli import options as o
-from numalab.cli.progress import working
-from numalab.cli.tables import summary
+from numalab.cli.summary import summary
+from numalab.console.progress import working
 from numalab.runner import sim as runner
 
 

@@ -15,7 +15,8 @@ from typing import List, Optional
 import typer
 
 from numalab.cli import options as o
-from numalab.cli.tables import summary
+from numalab.cli.summary import summary
+from numalab.console.progress import Progress
 from numalab.exceptions import UsageError
 
 app = typer.Typer(
@@ -179,8 +180,10 @@ def check_cmd(
         cases = [check.with_machine(check.CASES[n], machine) for n in names]
     failed = []
     results = []
+    progress = Progress("vm check", len(cases), unit="cases", interval_s=0, bar=False).start()
     for c in cases:
         result = check.compare(c, memory_per_node_mib, accel, timeout, say=_say)
+        progress.step(c.name)
         results.append(result)
         typer.echo(check.report(result))
         notes = check.profile_notes(result.kernel_release)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from numalab.console.progress import Progress
 from numalab.exceptions import UsageError
 
 FORMATS = ("html", "md")
@@ -25,12 +26,17 @@ def output_format(out: str | Path, fmt: str | None) -> str:
     return fmt
 
 
+def steps(**kwargs: Any) -> Progress:
+    """A report's progress: reading the store and writing the file, plus what ``build`` adds
+    (each case, timeline and scatter plot); shown once the report has taken a second."""
+    return Progress("report", 2, **{"delay_s": 1.0, **kwargs})
+
+
 def write_report(target: str | Path, out: str | Path, fmt: str | None = None, results: str | Path = "results", study: str | None = None,
                  progress: Any = None) -> Path:
     from numalab.report import html, markdown
     from numalab.report.build import build
     from numalab.report.data import gather, resolve_target
-    from numalab.report.progress import Steps
     from numalab.results.frame import writable_file
 
     fmt = output_format(out, fmt)
@@ -39,7 +45,7 @@ def write_report(target: str | Path, out: str | Path, fmt: str | None = None, re
     figures = out.parent / f"{out.stem}-figures"
     if figures.exists() and not figures.is_dir():
         raise UsageError(f"--output {out}: its figures go to {figures}, which is a file (move it away or choose another name)")
-    progress = progress or Steps()
+    progress = progress or steps()
     try:
         db, name, study_file = resolve_target(target, results, study)
         data = gather(db, name, study_file)
@@ -59,4 +65,4 @@ def write_report(target: str | Path, out: str | Path, fmt: str | None = None, re
     return out
 
 
-__all__ = ["FORMATS", "output_format", "write_report"]
+__all__ = ["FORMATS", "output_format", "steps", "write_report"]

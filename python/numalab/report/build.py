@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from numalab.console.progress import Progress
 from numalab.report import figures as figs
 from numalab.report.data import ReportData
 from numalab.report.scatter import points
@@ -40,10 +41,8 @@ class Content:
 
 
 def build(data: ReportData, figure_dir: Path, progress: Any = None) -> Content:
-    """``progress``: a ``report.progress.Steps`` told of each case, timeline and scatter plot."""
-    from numalab.report.progress import Quiet
-
-    progress = progress or Quiet()
+    """``progress``: a ``console.progress.Progress`` told of each case, timeline and scatter plot."""
+    progress = progress or Progress("report", quiet=True)
     spec = data.spec
     title = data.options.title or (f"{data.study}: {spec.description}" if spec and spec.description else data.study)
     c = Content(data, title, _planned(data), status_counts(data), speedup_grid(data), speedup_grid(data, "time_s"))

@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from numalab.console.progress import Progress
 from numalab.exceptions import UsageError
 from numalab.spec import RunSpec
 from numalab.study import uncertainty as u
@@ -263,8 +264,6 @@ def study_path(results: Any, study: str) -> Any:
 def run_for_study(resolved: Any, results: Any) -> str:
     """A study's sensitivity (``sensitivity = true``): every comparison with its baseline under
     every variant, written beside the store for ``numalab report``; returns a one-line summary."""
-    from numalab.cli.progress import steps
-
     comparisons = study_comparisons(resolved)
     params = parameters(_specs(comparisons)) if comparisons else []
     out = study_path(results, resolved.name)
@@ -275,8 +274,8 @@ def run_for_study(resolved: Any, results: Any) -> str:
         return f"sensitivity: nothing to vary ({why})"
     check(comparisons, params)
     vs = variants(params)
-    with steps("sensitivity runs", len(plan(comparisons, vs))) as advance:
-        result = analyse(comparisons, params, advance=advance, jobs=os.cpu_count() or 1)
+    with Progress("sensitivity", len(plan(comparisons, vs)), unit="runs") as progress:
+        result = analyse(comparisons, params, advance=progress.step, jobs=os.cpu_count() or 1)
     doc = dict(result.to_json(), study=resolved.name)
     out.write_text(json.dumps(doc, indent=2, sort_keys=True))
     flips = sum(1 for o in result.outcomes if o.flips)

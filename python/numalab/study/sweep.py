@@ -26,9 +26,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
+from numalab.console.progress import Progress
 from numalab.exceptions import UsageError
 from numalab.results.store import Store
-from numalab.study.progress import Progress
 
 if TYPE_CHECKING:  # expand.py imports MAX_RUNS/check_size from here: no import cycle at run time
     from numalab.study.expand import ResolvedRun, ResolvedStudy
@@ -103,7 +103,7 @@ def run_study(resolved: ResolvedStudy, store: Store, backend_factory: Callable[[
     """Run what the store does not hold yet; return counts (``interrupted`` after Ctrl-C).
     ``registered``: the caller has already called ``store.register_study``."""
     start = time.monotonic()
-    progress = progress or Progress()
+    progress = progress or Progress("runs", unit="done", eta=True, transient=False)
     if not registered:
         store.register_study(resolved)
     complete = store.complete_hashes(r.hash for r in resolved.runs)
@@ -140,7 +140,7 @@ class _Sweep:
                         self.backend.refresh()
                         last_refresh = time.monotonic()
                     s = self.summary
-                    self.progress.update(s.done, min(len(self.in_flight), self.backend.slots), s.failed)
+                    self.progress.update(s.done, f"{min(len(self.in_flight), self.backend.slots)} running, {s.failed} failed")
             except KeyboardInterrupt:
                 self.summary.interrupted = True
             finally:

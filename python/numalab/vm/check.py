@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
+from numalab.console.tables import render, table
 from numalab.exceptions import UsageError
 from numalab.spec import RunSpec
 from numalab.vm import run as vm_run
@@ -491,8 +492,6 @@ def adhoc_case(machine: str, workload: str, params: dict[str, Any], config: str)
 # ---- text ----------------------------------------------------------------------------------
 
 def report(c: Comparison) -> str:
-    from numalab.cli.tables import render, table
-
     n = len(c.sim.after_init)
     rows = []
     for i in range(n):
@@ -539,8 +538,6 @@ def _thread_row(side: str, t: Threads) -> list[Any]:
 def sched_table(results: list[Comparison]) -> str:
     """The scheduler cases side by side, simulator and guest, one row per case and side (the table
     of README.md and docs/scheduler.md §10)."""
-    from numalab.cli.tables import render, table
-
     rows = []
     for c in results:
         if not c.case.sched:
