@@ -77,9 +77,10 @@ def export(
 ) -> None:
     """Export the runs (one row each, metrics and parameters as columns) to CSV and/or Parquet."""
     from numalab.results.frame import export as write, load
+    from numalab.results.store import db_path
 
     if csv is None and parquet is None:
         raise UsageError("export needs --csv FILE and/or --parquet FILE")
     df = load(results, study)
-    for path in write(df, csv, parquet):
+    for path in write(df, csv, parquet, db_path(results)):
         typer.echo(f"wrote {path} ({len(df)} runs)")

@@ -17,5 +17,10 @@ def schema(output: Optional[Path] = typer.Option(None, "--output", "-o", help="W
     if output is None:
         typer.echo(text, nl=False)
     else:
-        output.write_text(text, encoding="utf-8")
+        from numalab.results.frame import writable_file
+        from numalab.results.outfile import check_output, write_text_atomic
+
+        writable_file(output, "--output", "numalab-study.schema.json")
+        check_output(output, "--output")
+        write_text_atomic(output, text, "--output")
         typer.echo(f"wrote {output}", err=True)

@@ -38,6 +38,7 @@ def write_report(target: str | Path, out: str | Path, fmt: str | None = None, re
     from numalab.report.build import build
     from numalab.report.data import gather, resolve_target
     from numalab.results.frame import writable_file
+    from numalab.results.outfile import check_output, write_text_atomic
 
     fmt = output_format(out, fmt)
     out = Path(out)
@@ -48,6 +49,7 @@ def write_report(target: str | Path, out: str | Path, fmt: str | None = None, re
     progress = progress or steps()
     try:
         db, name, study_file = resolve_target(target, results, study)
+        check_output(out, "--output", db)
         data = gather(db, name, study_file)
         progress.step("read the store")
         try:
@@ -55,10 +57,7 @@ def write_report(target: str | Path, out: str | Path, fmt: str | None = None, re
         except OSError as e:
             raise UsageError(f"--output {out}: cannot write the figures in {figures} ({e.strerror or e})") from None
         text = html.render(content) if fmt == "html" else markdown.render(content, out)
-        try:
-            out.write_text(text, encoding="utf-8")
-        except OSError as e:
-            raise UsageError(f"--output {out}: cannot write ({e.strerror or e})") from None
+        write_text_atomic(out, text, "--output")
         progress.step("wrote the report")
     finally:
         progress.stop()

@@ -49,12 +49,14 @@ class Drawer:
     def save(self, fig: Any, title: str) -> Figure:
         import matplotlib
 
+        from numalab.results.outfile import write_atomic
+
         self.directory.mkdir(parents=True, exist_ok=True)
         name = f"{len(self.figures) + 1:02d}-{_slug(title)}"
         png, svg = self.directory / f"{name}.png", self.directory / f"{name}.svg"
         with matplotlib.rc_context(_STYLE):
-            fig.savefig(png, dpi=110, metadata={"Software": None})
-            fig.savefig(svg, metadata={"Date": None, "Creator": None})
+            write_atomic(png, lambda f: fig.savefig(f, format="png", dpi=110, metadata={"Software": None}), "--output")
+            write_atomic(svg, lambda f: fig.savefig(f, format="svg", metadata={"Date": None, "Creator": None}), "--output")
         out = Figure(name, title, png, svg)
         self.figures.append(out)
         return out

@@ -45,9 +45,12 @@ def _flatten(row: dict[str, Any], where: Any) -> dict[str, Any]:
     return out
 
 
-def export(df: Any, csv: str | Path | None = None, parquet: str | Path | None = None) -> list[Path]:
+def export(df: Any, csv: str | Path | None = None, parquet: str | Path | None = None, store: str | Path | None = None) -> list[Path]:
     """Write ``df`` as CSV and/or Parquet (Parquet needs pyarrow); return the paths written.
-    Both paths are checked before anything is written."""
+    Both paths are checked before anything is written (``store``: the results store read, which
+    neither may overwrite); each file appears whole or not at all."""
+    from numalab.results.outfile import check_output, write_atomic
+
     if parquet:
         try:
             import pyarrow  # noqa: F401
@@ -56,15 +59,13 @@ def export(df: Any, csv: str | Path | None = None, parquet: str | Path | None = 
     targets = [(opt, Path(p)) for opt, p in (("--csv", csv), ("--parquet", parquet)) if p]
     for opt, path in targets:
         writable_file(path, opt, "runs.csv" if opt == "--csv" else "runs.parquet")
+        check_output(path, opt, store)
     written = []
     for opt, path in targets:
-        try:
-            if opt == "--csv":
-                df.to_csv(path, index=False)
-            else:
-                df.to_parquet(path, index=False)
-        except OSError as e:
-            raise UsageError(f"{opt} {path}: cannot write ({e.strerror or e})") from None
+        if opt == "--csv":
+            write_atomic(path, lambda f: df.to_csv(f, index=False, encoding="utf-8"), opt)
+        else:
+            write_atomic(path, lambda f: df.to_parquet(f, index=False), opt)
         written.append(path)
     return written
 
