@@ -1,6 +1,6 @@
 """Outputs never destroy results: a report, export or schema aimed at the results database (or
 its -wal/-shm files, through links) is refused; every output appears whole or not at all (a
-full disk leaves the earlier file and no temporary one)."""
+full disk leaves the earlier file and no temporary one); writing to a device is one line."""
 
 from __future__ import annotations
 
@@ -123,3 +123,14 @@ def test_each_output_is_written_whole(stored, cli, tmp_path):
     assert code == 0, err
     assert (tmp_path / "via.html").is_symlink() and (tmp_path / "real.html").read_text().startswith("<!DOCTYPE html>")
     assert [p.name for p in tmp_path.rglob("*.tmp")] == []
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_devices_and_missing_directories_are_one_line(stored, cli, tmp_path):
+    code, _, err = cli("schema", "-o", "/dev/full")
+    assert code == 1 and "--output /dev/full: cannot write (No space left on device)" in _one_line(err)
+    code, _, err = cli("schema", "-o", str(tmp_path / "missing" / "s.json"))
+    assert code == 2 and f"directory {tmp_path / 'missing'} does not exist" in _one_line(err)
+    code, _, err = cli("report", str(stored / "r"), "-o", "/dev/full")
+    assert code == 2 and "--output /dev/full: is not a regular file" in _one_line(err)
+    assert not os.path.exists("/dev/full-figures")

@@ -43,6 +43,7 @@ def write_report(target: str | Path, out: str | Path, fmt: str | None = None, re
     fmt = output_format(out, fmt)
     out = Path(out)
     writable_file(out, "--output", f"report.{fmt}")
+    _regular(out)
     figures = out.parent / f"{out.stem}-figures"
     if figures.exists() and not figures.is_dir():
         raise UsageError(f"--output {out}: its figures go to {figures}, which is a file (move it away or choose another name)")
@@ -62,6 +63,20 @@ def write_report(target: str | Path, out: str | Path, fmt: str | None = None, re
     finally:
         progress.stop()
     return out
+
+
+def _regular(out: Path) -> None:
+    """A report is a file with its figures in a directory beside it: a device or a pipe (``-o
+    /dev/stdout``) has no such place."""
+    import stat
+
+    try:
+        mode = out.stat().st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"--output {out}: is not a regular file (a report is a file, with its figures in a directory beside it; "
+                         "give a file name, e.g. report.html)")
 
 
 __all__ = ["FORMATS", "output_format", "steps", "write_report"]
