@@ -134,3 +134,27 @@ def test_devices_and_missing_directories_are_one_line(stored, cli, tmp_path):
     code, _, err = cli("report", str(stored / "r"), "-o", "/dev/full")
     assert code == 2 and "--output /dev/full: is not a regular file" in _one_line(err)
     assert not os.path.exists("/dev/full-figures")
+
+
+def test_a_report_removes_only_the_figures_it_wrote(stored, cli, tmp_path):
+    from numalab.report.figures import MANIFEST
+
+    figures = tmp_path / "r-figures"
+    figures.mkdir()
+    mine = {"07-my-plot.png": b"user png", "42-x.svg": b"user svg", "notes.txt": b"notes"}
+    for name, data in mine.items():
+        (figures / name).write_bytes(data)
+    code, _, err = cli("report", str(stored / "r"), "-o", str(tmp_path / "r.html"))
+    assert code == 0, err
+    listed = json.loads((figures / MANIFEST).read_text())["files"]
+    assert listed and all((figures / n).is_file() for n in listed) and not set(listed) & set(mine)
+    # A figure an earlier report wrote and this one does not: removed. Names outside the
+    # report's own pattern are never removed, even when listed.
+    (figures / "05-old-figure.png").write_bytes(b"old")
+    (figures / MANIFEST).write_text(json.dumps({"files": [*listed, "05-old-figure.png", "../r.html", "notes.txt"]}))
+    code, _, err = cli("report", str(stored / "r"), "-o", str(tmp_path / "r.html"))
+    assert code == 0, err
+    assert not (figures / "05-old-figure.png").exists()
+    assert {n: (figures / n).read_bytes() for n in mine} == mine
+    assert (tmp_path / "r.html").is_file()
+    assert json.loads((figures / MANIFEST).read_text())["files"] == listed

@@ -146,7 +146,7 @@ def measure(plan: list[Config], command: list[str], *, name: str, results: Path,
     from numalab.results.derived import columns
     from numalab.results.store import Store
     from numalab.study.canonical import config_hash, to_json
-    from numalab.study.expand import ResolvedRun
+    from numalab.study.resolved import ResolvedRun
 
     hostname, kernel, case = socket.gethostname(), platform.release(), shlex.join(command)
     source = _source(kind, command, plan, repeat, warmup, rel_error, max_repeat, hostname, kernel) + extra_source

@@ -135,7 +135,7 @@ def store(results: Path, name: Optional[str], machine: str, gspec: Any, settings
     from numalab.results.derived import columns
     from numalab.results.store import Store
     from numalab.study.canonical import config_hash, to_json
-    from numalab.study.expand import ResolvedRun
+    from numalab.study.resolved import ResolvedRun
 
     study = name or re.sub(r"[^A-Za-z0-9._-]+", "-", f"lb-{Path(gspec.name).stem}-{Path(machine).stem}").strip("-")
     params = {**gspec.as_dict(), "iterations": settings.iterations, "lb_period": settings.lb_period, "comm_layer": settings.comm_layer,

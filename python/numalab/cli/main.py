@@ -15,6 +15,7 @@ import typer
 
 from numalab.cli import bench, compare, report, results, run, schema, sim, study, topo, tune, vm, workloads
 from numalab.exceptions import USAGE_ERRORS, NumalabError
+import numalab.kinds  # noqa: F401  (registers every study kind: study, report and the workers find them)
 
 class _HelpFormatter(click.HelpFormatter):
     """typer escapes ``[required]``/``[default: ...]`` for rich markup even in plain help; undo it."""

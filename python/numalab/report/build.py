@@ -79,6 +79,7 @@ def build(data: ReportData, figure_dir: Path, progress: Any = None) -> Content:
     from numalab.report.sensitivity import load as load_sensitivity
 
     c.sensitivity = load_sensitivity(data.db, data.study)
+    drawer.finish()
     return c
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from numalab.report.data import ReportData
-from numalab.report.tables import pages_grid
+from numalab.report.tables import is_tiering_counter, pages_grid
 
 _STYLE = {"svg.hashsalt": "numalab", "svg.fonttype": "none", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False}
 
@@ -29,17 +29,21 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()[:60] or "figure"
 
 
+# Lists the figures a report wrote in its figures directory: the only files a later report of
+# the same name removes there (the user's own files beside them stay).
+MANIFEST = ".numalab-figures.json"
+_FIGURE = re.compile(r"\d{2}-[a-z0-9-]+\.(png|svg)")
+
+
 class Drawer:
-    """Creates figures in ``directory`` with unique names."""
+    """Creates figures in ``directory`` with unique names; ``finish()`` removes the figures of
+    the previous report there that this one did not write again."""
 
     def __init__(self, directory: Path):
         self.directory = directory
         self.figures: list[Figure] = []
-        # A report written again must not leave figures of its previous version beside it.
-        if directory.is_dir():
-            for old in directory.iterdir():
-                if re.fullmatch(r"\d{2}-[a-z0-9-]+\.(png|svg)", old.name):
-                    old.unlink()
+        self.previous = read_manifest(directory)
+        self.written: list[str] = []
 
     def new(self, width: float = 6.4, height: float = 3.6) -> Any:
         from matplotlib.figure import Figure as MplFigure
@@ -54,12 +58,48 @@ class Drawer:
         self.directory.mkdir(parents=True, exist_ok=True)
         name = f"{len(self.figures) + 1:02d}-{_slug(title)}"
         png, svg = self.directory / f"{name}.png", self.directory / f"{name}.svg"
+        # Listed before they are written: a report stopped half-way still owns its files.
+        self.written += [png.name, svg.name]
+        self._manifest(sorted(set(self.previous) | set(self.written)))
         with matplotlib.rc_context(_STYLE):
             write_atomic(png, lambda f: fig.savefig(f, format="png", dpi=110, metadata={"Software": None}), "--output")
             write_atomic(svg, lambda f: fig.savefig(f, format="svg", metadata={"Date": None, "Creator": None}), "--output")
         out = Figure(name, title, png, svg)
         self.figures.append(out)
         return out
+
+    def finish(self) -> None:
+        stale = [n for n in self.previous if n not in self.written]
+        for n in stale:
+            try:
+                (self.directory / n).unlink()
+            except FileNotFoundError:
+                pass
+        if self.written or stale:
+            self._manifest(self.written)
+
+    def _manifest(self, names: list[str]) -> None:
+        import json
+
+        from numalab.results.outfile import write_text_atomic
+
+        doc = {"written_by": "numalab report", "files": names}
+        write_text_atomic(self.directory / MANIFEST, json.dumps(doc, indent=1) + "\n", "--output")
+
+
+def read_manifest(directory: Path) -> list[str]:
+    """The figure files the last report wrote in ``directory``; only names of the report's own
+    pattern count, so an edited manifest cannot make a report remove other files."""
+    import json
+
+    try:
+        doc = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+        names = doc["files"]
+    except (OSError, ValueError, TypeError, KeyError):
+        return []
+    if not isinstance(names, list):
+        return []
+    return [n for n in dict.fromkeys(names) if isinstance(n, str) and _FIGURE.fullmatch(n)]
 
 
 def pages_figure(drawer: Drawer, data: ReportData, case: str) -> Figure | None:
@@ -99,16 +139,6 @@ def timeline_series(doc: dict[str, Any]) -> dict[str, list[tuple[float, float]]]
                 out.setdefault(k, []).append((t, v))
     # Counters that never moved (numa_huge_pte_updates without THP, ...) only clutter the plot.
     return {k: v for k, v in out.items() if any(b for _, b in v)}
-
-
-# vmstat counters of memory tiering (docs/tiering.md): demotion by kswapd, direct reclaim or
-# khugepaged, promotion of hot slow-tier pages. They get their own panel: numa_pte_updates counts
-# in the hundreds of millions would flatten them on a shared axis.
-_TIERING_PREFIXES = ("pgdemote_", "pgpromote_")
-
-
-def is_tiering_counter(name: str) -> bool:
-    return name.startswith(_TIERING_PREFIXES)
 
 
 def timeline_figure(drawer: Drawer, case: str, label: str, doc: dict[str, Any]) -> Figure | None:
