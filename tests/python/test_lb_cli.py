@@ -39,9 +39,9 @@ def test_json_output_compares_balancers(cli):
 def test_table_output(cli):
     code, out, err = cli("lb", "--machine", "numa32", *SMALL, "--balancers", "none,greedy", "--pes", "8")
     assert code == 0, err
-    assert "48 objects" in out and "on numa32, 8 PEs, 6 iterations, balancing every 3, comm layer shm" in out
+    assert "48 objects" in out and "on numa32, 8 PEs, 6 iterations, task load balancer every 3, comm layer shm" in out
     for column in ("iteration_ms", "speedup_vs_none", "efficiency", "migrations/call", "migrated_%/call", "migrated_mib/call",
-                   "balancing_ms", "same_node_mib", "remote_mib"):
+                   "lb_ms", "same_node_mib", "remote_mib"):
         assert column in out
     first = out.split("communication by distance class")[0]
     rows = {line.split()[0]: line.split() for line in first.splitlines() if line.startswith(("none ", "greedy "))}
@@ -55,7 +55,8 @@ def test_table_output(cli):
     (("--pes", "17"), "numalab: --pes: 17 PEs on numa16, which has 16 CPUs (expected 1..16)"),
     (("--comm-layer", "tcp"), "numalab: --comm-layer: 'tcp' is not one of shm, net"),
     (("--graph", "ring"), "numalab: --graph: 'ring': unknown graph (expected one of lb_test, kneighbor, jacobi2d, or a graph file"),
-    (("--graph", "lb_test", "--k", "3"), "numalab: graph lb_test: unknown parameter k (accepted: n_objects, min_us, max_us, topology, ratio, msg_bytes, state_bytes)"),
+    (("--graph", "lb_test", "--k", "3"), "numalab: --k is neither an option of numalab lb nor a parameter of graph lb_test (--load-noise, --max-us,"),
+    (("--graph", "kneighbor", "--n-object", "3"), "numalab: --n-object is neither an option of numalab lb nor a parameter of graph kneighbor"),
 ])
 def test_usage_errors(cli, args, message):
     code, out, err = cli("lb", "--machine", "numa16", *args)

@@ -95,7 +95,7 @@ def test_options_end_at_the_command_name():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--membnd", "0", "--", "true"], "No such option: --membnd"),
+    (["--membnd", "0", "--", "true"], "no such option --membnd for numalab run; did you mean --membind?"),
     (["--membind", "7", "--", "true"], "--membind: node 7 in '7' does not exist on this machine"),
     (["--physcpubind", "999", "--", "true"], "--physcpubind: cpu 999"),
     (["-m", "0", "-i", "all", "--", "true"], "give at most one memory policy option"),

@@ -71,7 +71,7 @@ def bad(cli, *args):
 def test_bad_input_is_one_line_exit_2(cli):
     assert "unknown workload 'stram' (did you mean stream" in bad(cli, "sim", "--machine", "vm-4", "--workload", "stram")
     assert "does not define class 'D'" in bad(cli, "sim", "--machine", "vm-4", "--workload", "cg", "--class", "D")
-    assert "has no parameter 'bogus'" in bad(cli, "sim", *SMALL, "--bogus", "1")
+    assert "--bogus is neither an option of numalab sim nor a parameter of workload" in bad(cli, "sim", *SMALL, "--bogus", "1")
     assert "node 9" in bad(cli, "sim", *SMALL, "--membind", "9")
     assert "bad token 'x'" in bad(cli, "sim", *SMALL, "--interleave", "0,x")
     assert "at most one memory policy" in bad(cli, "sim", *SMALL, "--interleave", "all", "--membind", "0")
@@ -80,7 +80,7 @@ def test_bad_input_is_one_line_exit_2(cli):
     assert "--kernel" in bad(cli, "sim", *SMALL, "--kernel", "5.4")
     assert "unknown item 'foo'" in bad(cli, "compare", *SMALL, "--configs", "default,foo")
     assert "did you mean interleave?" in bad(cli, "compare", *SMALL, "--configs", "default,interleaved=all")
-    assert "No such option" in bad(cli, "topo", "--bogus")
+    assert "no such option --bogus for numalab topo" in bad(cli, "topo", "--bogus")
 
 
 def test_python_api_returns_pandas_views():

@@ -369,4 +369,4 @@ def test_topo_leaves_numactls_letters_alone(cli, letter):
     # -m is numactl's --membind and -i its --interleave in every placing command; topo takes neither.
     code, _, err = cli("topo", letter, "vm-4")
     assert code == 2
-    assert f"No such option: {letter}" in err
+    assert f"no such option {letter} for numalab topo" in err

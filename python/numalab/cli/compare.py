@@ -50,7 +50,7 @@ def compare(
     """
     if jobs < 0:
         raise UsageError(f"--jobs must be >= 0, got {jobs}")
-    base = o.spec(machine, workload, ctx.args, o.placement(), seed, sample_rate, kernel, thp, balancing)
+    base = o.run_spec(machine, workload, ctx.args, o.placement(), seed, sample_rate, kernel, thp, balancing)
     base = base.updated(npb_version=npb_version)
     labels = o.config_labels(configs)
     # Every config is checked by the engine before any runs, so a typo fails fast.

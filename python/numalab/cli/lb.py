@@ -1,5 +1,6 @@
-"""``numalab lb``: a task graph on a machine under several load balancers, side by side
-(docs/taskgraph.md)."""
+"""``numalab lb``: a task graph on a machine under several task load balancers (Charm++ strategies:
+the runtime moves objects between PEs), side by side (docs/taskgraph.md). Not the kernel's load
+balancer (CFS) nor automatic NUMA balancing, which ``numalab sim`` models."""
 
 from __future__ import annotations
 
@@ -24,17 +25,17 @@ def lb(
     ctx: typer.Context,
     graph: str = typer.Option("lb_test", "--graph", "-g", help="lb_test, kneighbor, jacobi2d, or a graph file: a numalab edge list (obj,ID,LOAD_NS,STATE_BYTES and edge,A,B,MSGS,BYTES records) or the text form of a Charm++ LB dump (docs/taskgraph.md)."),
     machine: str = o.MACHINE,
-    balancers: Optional[str] = typer.Option(None, "--balancers", "-b", help="Comma-separated balancers, each name[:key=value...]: none, greedy, greedy-refine, refine, metis, scotch, treematch, numalab, random (default: none,greedy,refine,metis,scotch,treematch,numalab)."),
+    balancers: Optional[str] = typer.Option(None, "--balancers", "-b", help="Task load balancers (Charm++ strategies), comma-separated, each name[:key=value...]: none, greedy, greedy-refine, refine, metis, scotch, treematch, numalab, random (default: none,greedy,refine,metis,scotch,treematch,numalab)."),
     iterations: str = typer.Option("50", "--iterations", help="Bulk-synchronous iterations to simulate."),
-    lb_period: str = typer.Option("10", "--lb-period", help="Balance every this many iterations (0: never)."),
+    lb_period: str = typer.Option("10", "--lb-period", help="Run the task load balancer every this many iterations (0: never)."),
     comm_layer: str = typer.Option("shm", "--comm-layer", help="shm (shared-memory pointer passing) or net (UDP datagrams, per-message overhead; udp is accepted too)."),
     pes: Optional[str] = typer.Option(None, "--pes", help="PEs, one per core from core 0 (default: every core of the machine)."),
-    seed: str = typer.Option("1", "--seed", help="Seed of the graph generator and the randomised balancers."),
+    seed: str = typer.Option("1", "--seed", help="Seed of the graph generator and the randomised task load balancers, 0..2^64-1."),
     results: Optional[Path] = typer.Option(None, "--results", "-r", help="Also store every run in this results directory (numalab report reads it)."),
     name: Optional[str] = typer.Option(None, "--name", help="Study name of the stored runs (default lb-GRAPH-MACHINE)."),
     as_json: bool = o.JSON,
 ) -> None:
-    """Simulate a task graph on MACHINE under several load balancers and compare them.
+    """Simulate a task graph on MACHINE under several task load balancers (Charm++ strategies) and compare them.
 
     Graph parameters follow as --name value: lb_test --n-objects 200 --min-us 50000 --max-us 200000;
     kneighbor --n-objects 200 --k 3 --msg-bytes 8192; jacobi2d --nx 1000 --ny 1000 --block 100.
@@ -43,7 +44,8 @@ def lb(
     """
     from numalab.spec.run import load_machine
     from numalab.tasks import balancers as lbs
-    from numalab.tasks.graphs import build, graph_spec
+    from numalab.cli.suggest import check_params
+    from numalab.tasks.graphs import GENERATORS, build, graph_spec
     from numalab.tasks.partition import gpart_program
     from numalab.tasks.run import SIM_PARAMS, Settings, check_pes, simulate
 
@@ -53,6 +55,8 @@ def lb(
         specs = [b for b in specs if b.name != "scotch"]
         typer.echo("numalab: note: scotch left out: Scotch's gpart is not installed (Debian/Ubuntu: apt-get install scotch)", err=True)
     extra = o.workload_params(ctx.args)
+    if graph in GENERATORS:
+        check_params(extra, [*GENERATORS[graph], *SIM_PARAMS], f"graph {graph}")
     gspec = graph_spec(graph, {k: v for k, v in extra.items() if k not in SIM_PARAMS})
     settings = Settings.create(iterations, lb_period, comm_layer, pes, seed, {k: v for k, v in extra.items() if k in SIM_PARAMS})
     if name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
@@ -84,7 +88,7 @@ def lb(
 def header(doc: dict[str, Any]) -> str:
     g, s = doc["graph"], doc["settings"]
     params = " ".join(f"{k}={v}" for k, v in g["params"].items())
-    period = f"balancing every {s['lb_period']}" if s["lb_period"] else "no balancing"
+    period = f"task load balancer every {s['lb_period']}" if s["lb_period"] else "no task load balancer"
     sim = "".join(f", {k} {v:g}" for k, v in s["params"].items())
     return (f"{g['name']}{' ' + params if params else ''}: {g['n_objects']} objects, {g['n_edges']} edges on {doc['machine']}, "
             f"{doc['n_pes']} PEs, {s['iterations']} iterations, {period}, comm layer {s['comm_layer']}, seed {s['seed']}{sim}")
@@ -115,8 +119,8 @@ def summary_table(docs: list[dict[str, Any]]) -> Any:
                      f"{m['migrated_bytes_per_call'] / MIB:.3f}", f"{m['migration_time_ns'] / 1e6:.3f}", f"{m['balancer_wall_s'] * 1e3:.2f}"])
     speedup = f"speedup_vs_{_baseline(docs)['balancer']['label']}"
     return table(["balancer", "iteration_ms", speedup, "efficiency", "lb_calls", "migrations/call", "migrated_%/call", "migrated_mib/call",
-                  "migration_ms", "balancing_ms"], rows,
-                 "iteration time (mean), efficiency (average / maximum PE load); per balancing call: objects migrated, % of objects, MiB")
+                  "migration_ms", "lb_ms"], rows,
+                 "iteration time (mean), efficiency (average / maximum PE load); per task load balancer call: objects migrated, % of objects, MiB; lb_ms: the balancer's own time")
 
 
 def comm_table(docs: list[dict[str, Any]]) -> Any:

@@ -13,7 +13,7 @@ import traceback
 import click
 import typer
 
-from numalab.cli import bench, compare, report, results, run, schema, sim, study, topo, tune, vm, workloads
+from numalab.cli import bench, compare, report, results, run, schema, sim, study, suggest, topo, tune, vm, workloads
 from numalab.exceptions import USAGE_ERRORS, NumalabError
 import numalab.kinds  # noqa: F401  (registers every study kind: study, report and the workers find them)
 
@@ -28,6 +28,7 @@ class _HelpFormatter(click.HelpFormatter):
 click.Context.formatter_class = _HelpFormatter
 
 app = typer.Typer(
+    cls=suggest.Group,
     name="numalab",
     help="Where should the memory and the threads go? Simulate, measure and compare NUMA placement.",
     no_args_is_help=True,
@@ -85,6 +86,8 @@ def run(argv: list[str] | None = None) -> None:
         sys.exit(e.exit_code)
     except click.exceptions.Abort:
         _fail("interrupted", 130)
+    except click.NoSuchOption as e:
+        _fail(suggest.no_such_option(e), 2)
     except click.UsageError as e:
         _fail(e.format_message(), 2)
     except click.ClickException as e:

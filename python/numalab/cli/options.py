@@ -1,6 +1,6 @@
 """Options shared by the commands that place a workload (``sim``, ``compare``): numactl's
 placement options with numactl's letters, engine settings, and free-form workload parameters
-(``--class C``). ``spec()`` turns them into one ``RunSpec``."""
+(``--class C``). ``run_spec()`` turns them into one ``RunSpec``."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ MACHINE = typer.Option(..., "--machine", help="Machine preset (numalab topo --li
 WORKLOAD = typer.Option(..., "--workload", help="Workload name (numalab workloads) or a descriptor .toml file.")
 INTERLEAVE = typer.Option(None, "--interleave", "-i", help="Interleave memory over NODES (numactl -i).")
 WEIGHTED = typer.Option(None, "--weighted-interleave", "-w", help="Weighted interleave over NODES (numactl -w).")
-WEIGHTS = typer.Option(None, "--weights", help="Weighted-interleave weights, e.g. 0:5,1:2 (default 1 each).")
+WEIGHTS = typer.Option(None, "--weights", help="Weighted-interleave weights NODE=WEIGHT, e.g. 0=5,1=2, as config strings write them (0:5,1:2 is accepted too; default 1 each).")
 MEMBIND = typer.Option(None, "--membind", "-m", help="Allocate only on NODES (numactl -m).")
 PREFERRED = typer.Option(None, "--preferred", "-p", help="Prefer NODE, fall back by distance (numactl -p).")
 PREFERRED_MANY = typer.Option(None, "--preferred-many", "-P", help="Prefer NODES, fall back elsewhere (numactl -P).")
@@ -30,7 +30,7 @@ CPUNODEBIND = typer.Option(None, "--cpunodebind", "-N", help="Run only on the CP
 PHYSCPUBIND = typer.Option(None, "--physcpubind", "-C", help="Run only on CPUS (numactl -C).")
 PROC_BIND = typer.Option("false", "--omp-proc-bind", help="OMP_PROC_BIND: false (unbound, the default), close, spread, primary.")
 PLACES = typer.Option("cores", "--omp-places", help="OMP_PLACES: threads, cores, sockets.")
-SEED = typer.Option("1", "--seed", help="Random seed, 0..2^63-1 (same inputs and seed: same output, bit for bit).")
+SEED = typer.Option("1", "--seed", help="Random seed, 0..2^64-1 (the engine's u64; same inputs and seed: same output, bit for bit).")
 SAMPLE_RATE = typer.Option("1", "--sample-rate", help="Fraction of page visits simulated (0 < r <= 1).")
 KERNEL = typer.Option("6.13", "--kernel", help="Kernel rules to follow: 3.13 or 6.13.")
 THP = typer.Option(None, "--thp", help="Transparent huge pages: always, madvise (only regions the program marks MADV_HUGEPAGE) or never (default: what the --kernel profile's distributions shipped: always for 3.13, madvise for 6.13).")
@@ -40,7 +40,7 @@ JSON = typer.Option(False, "--json", help="Print the result document(s) as JSON.
 VERBOSE = typer.Option(False, "--verbose", "-v", help="Also show the parameters derived from the ones given (class tables, defaults).")
 BALANCING = typer.Option("off", "--balancing", help="Automatic NUMA balancing (kernel.numa_balancing): on or off, or 0-3 (2 = memory tiering: promotion of hot slow-tier pages, 3 = both; default off, as in numactl runs).")
 EXPLAIN = typer.Option(False, "--explain-balancing", help="Print a summary of every NUMA-balancing scan pass.")
-EXPLAIN_SCHED = typer.Option(False, "--explain-sched", help="Print the scheduler's decisions: which path placed or moved each thread, and why.")
+EXPLAIN_SCHED = typer.Option(False, "--explain-sched", help="Print the scheduler's decisions: which path (exec/fork placement, the load balancer (CFS): idle, busy, newidle and active balancing) placed or moved each thread, and why.")
 WAIT_POLICY = typer.Option("default", "--omp-wait-policy", help="OMP_WAIT_POLICY: default (unset: spin about 3 ms, then sleep), active (spin), passive (sleep at once).")
 NOISE = typer.Option("on", "--noise", help="Background activity (timer ticks, kernel threads, daemons), seeded: on (default) or off (an idealized, quiet machine).")
 
@@ -128,11 +128,12 @@ def placement(
 
 def balancing(enabled: str = "off", explain: bool = False, demotion: str = "off", weighted_interleave_auto: bool = False,
               **knobs: Optional[str]) -> Balancing:
-    b = Balancing(explain=explain, demotion=on_off(demotion, "--demotion"), wi_auto=weighted_interleave_auto).with_mode(enabled)
+    b = Balancing(explain=explain, demotion=on_off(demotion, "--demotion-enabled"), wi_auto=weighted_interleave_auto).with_mode(enabled)
     return b.with_knobs(**knobs)
 
 
-DEMOTION = typer.Option("off", "--demotion", help="/sys/kernel/mm/numa/demotion_enabled: reclaim demotes pages of a full fast node to the next memory tier (docs/tiering.md; default off, as Linux boots).")
+# The kernel's name (demotion_enabled), as config strings write it; --demotion is the same option.
+DEMOTION = typer.Option("off", "--demotion-enabled", "--demotion", help="/sys/kernel/mm/numa/demotion_enabled: on or off; reclaim demotes pages of a full fast node to the next memory tier (docs/tiering.md; default off, as Linux boots). --demotion is the same option.")
 WI_AUTO = typer.Option(False, "--weighted-interleave-auto", help="Weighted-interleave default weights from node bandwidth, as Linux 6.16+ sets them (weighted_interleave/auto); --weights still win.")
 
 BALANCING_PARAMS: dict[str, tuple[Any, Any]] = {
@@ -181,7 +182,7 @@ with_placement = _inject(PLACEMENT_PARAMS, "placement", placement)
 with_balancing = _inject(BALANCING_PARAMS, "balancing", balancing)
 
 
-def spec(
+def run_spec(
     machine: str,
     workload: str,
     extra: list[str],
@@ -192,8 +193,16 @@ def spec(
     thp: Optional[str],
     bal: Balancing,
 ) -> RunSpec:
+    params = workload_params(extra)
+    if params:
+        from numalab.cli.suggest import check_params
+        from numalab.workload import descriptor
+
+        # Unknown options reach here as workload parameters (--interleav all): judge them together.
+        desc = descriptor.load(workload)[0]
+        check_params(params, desc.params, f"workload {desc.name}")
     return RunSpec.create(
-        machine, workload, params=workload_params(extra), placement=place, balancing=bal,
+        machine, workload, params=params, placement=place, balancing=bal,
         kernel=kernel, thp=thp, seed=seed, sample_rate=sample_rate,
     )
 

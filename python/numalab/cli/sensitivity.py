@@ -45,7 +45,7 @@ def sensitivity(
     """
     if jobs < 0:
         raise UsageError(f"--jobs must be >= 0, got {jobs}")
-    base = o.spec(machine, workload, ctx.args, o.placement(), seed, sample_rate, kernel, thp, balancing)
+    base = o.run_spec(machine, workload, ctx.args, o.placement(), seed, sample_rate, kernel, thp, balancing)
     base = base.updated(npb_version=npb_version)
     if list_only:
         params = sens.parameters([base], param)

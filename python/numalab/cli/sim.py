@@ -41,7 +41,7 @@ def sim(
     `numalab workloads NAME` lists them.
     """
     bal = replace(balancing, explain=explain_balancing)
-    spec = o.spec(machine, workload, ctx.args, placement, seed, sample_rate, kernel, thp, bal)
+    spec = o.run_spec(machine, workload, ctx.args, placement, seed, sample_rate, kernel, thp, bal)
     spec = spec.updated(noise=noise, explain_sched=explain_sched, omp_wait_policy=omp_wait_policy, npb_version=npb_version)
     bound = spec.bind()
     with working(f"simulating {spec.workload} on {spec.machine}", quiet=as_json):

@@ -16,7 +16,7 @@ RESULTS = typer.Option(Path("results"), "--results", "-r", envvar="NUMALAB_RESUL
 
 def study(
     file: Path = typer.Argument(..., help="Study file (.toml); `numalab schema` describes the format."),
-    workers: Optional[int] = typer.Option(None, "--workers", "-j", help="Local worker processes (default: one per CPU); with --slurm, Slurm jobs to start (default 1)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", "--workers", help="Runs at once: local worker processes (default: one per CPU); with --slurm, Slurm jobs to start (default 1). --workers is the same option."),
     results: Path = RESULTS,
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Run on an existing Dask cluster: its scheduler address, tcp://HOST:PORT (its workers need numalab installed)."),
     slurm: bool = typer.Option(False, "--slurm", help="Run on Dask workers submitted to Slurm (needs dask-jobqueue)."),
@@ -42,8 +42,8 @@ def study(
         raise UsageError("give --scheduler or --slurm, not both")
     if scheduler:
         scheduler = executors.check_scheduler_address(scheduler)
-    if workers is not None and workers < 1:
-        raise UsageError(f"--workers must be >= 1, got {workers}")
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"--jobs must be >= 1, got {jobs}")
     sf = load_study(file)
     check_size(sf.study)
     resolved = expand(sf)
@@ -54,12 +54,12 @@ def study(
         store.register_study(resolved, replace=replace)
         todo = len(resolved.runs) - len(store.complete_hashes(r.hash for r in resolved.runs))
         if slurm:
-            opts = executors.SlurmOptions(queue, cores, memory, walltime, workers or 1)
+            opts = executors.SlurmOptions(queue, cores, memory, walltime, jobs or 1)
             factory = lambda: executors.slurm_backend(opts)  # noqa: E731
         elif scheduler:
             factory = lambda: executors.DaskBackend(scheduler)  # noqa: E731
         else:
-            n, note = executors.local_workers(workers, todo)
+            n, note = executors.local_workers(jobs, todo)
             if note and todo:
                 typer.echo(f"numalab: note: {note}", err=True)
             factory = lambda: executors.LocalBackend(n)  # noqa: E731

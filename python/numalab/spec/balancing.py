@@ -39,6 +39,8 @@ TIERING_KNOBS = ("hot_threshold_ms", "promote_rate_limit_mbps")
 SCAN_KNOBS = tuple(k for k in KNOBS if k not in TIERING_KNOBS)
 #: Switches beside numa_balancing: config item -> engine/table key.
 SWITCHES = {"demotion-enabled": "demotion_enabled", "weighted-interleave-auto": "weighted_interleave_auto"}
+#: Older spellings of a switch item (``--demotion on`` was the CLI's), accepted as the switch.
+SWITCH_ALIASES = {"demotion": "demotion-enabled"}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s)?\s*$")
 _SIZE = re.compile(r"^\s*(\d+)\s*(mb|mib|gb|gib)?\s*$", re.IGNORECASE)
 
@@ -129,6 +131,7 @@ class Balancing:
             for item in items:
                 key, eq, v = item.partition("=")
                 key = key.strip().lstrip("-").lower()
+                key = SWITCH_ALIASES.get(key, key)
                 if not eq and (key in ON + OFF + ("balancing",) or key in MODES):
                     table["numa_balancing"] = "on" if key == "balancing" else key
                 elif key == "balancing" or key == "numa-balancing":

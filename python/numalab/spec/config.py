@@ -13,6 +13,10 @@ keys, ``numalab.simulate(..., "interleave=all")``)::
     weighted-interleave-auto[=on|off]
     thp=always|madvise|never       seed=N                    sample-rate=R
 
+Each setting has one spelling, the one ``numalab sim`` takes (``--demotion-enabled on`` is
+``demotion-enabled=on``; ``--weights 0=5,1=2`` is ``weights=0=5,1=2``); the older spellings
+``demotion`` and weights as ``0:5,1:2`` are accepted too (``ALIASES``, ``parse_weights``).
+
 Anything else written ``name=value`` is a workload parameter (``init=serial``, ``threads=16``).
 ``interleave=all:init=serial`` is one configuration. An option given twice, or two memory
 policies, is an error: the string would not say which one applies.
@@ -24,7 +28,7 @@ import difflib
 from dataclasses import dataclass, field
 
 from numalab.exceptions import UsageError
-from numalab.spec.balancing import KNOBS, SWITCHES
+from numalab.spec.balancing import KNOBS, SWITCH_ALIASES, SWITCHES
 
 #: config item -> numactl policy name (numactl's ``--membind`` is the kernel's ``bind``).
 POLICY_ITEMS = {
@@ -41,6 +45,8 @@ FLAG_SETTINGS = ("balancing",) + tuple(SWITCHES)
 SETTING_ITEMS = ("balancing", "kernel", "thp", "seed", "sample-rate", "noise", "omp-wait-policy", "npb-version") + tuple(SWITCHES) + tuple(k.replace("_", "-") for k in KNOBS)
 #: The option names an item may be confused with, for "did you mean".
 KNOWN = tuple(POLICY_ITEMS) + tuple(FLAG_POLICIES) + PLACEMENT_ITEMS + SETTING_ITEMS
+#: Other spellings of an item -> its one spelling (the CLI option's name without ``--``).
+ALIASES = dict(SWITCH_ALIASES)
 
 
 @dataclass
@@ -79,6 +85,7 @@ def parse(text: str) -> Items:
     for item in _rejoin_weights(items):
         key, eq, value = item.partition("=")
         key, value = key.strip().lstrip("-").lower(), value.strip()
+        key = ALIASES.get(key, key)
         where = f"config '{text}'"
         if key in seen:
             raise UsageError(f"{where}: '{key}' is given twice (give each option once)")
@@ -125,12 +132,12 @@ def _policy_item(policy: tuple[str, str | None]) -> str:
 
 
 def parse_weights(text: str) -> tuple[tuple[int, int], ...]:
-    """``0:5,1:2`` or ``0=5,1=2`` -> ((0, 5), (1, 2)); the range (1..255) is the engine's rule."""
+    """``0=5,1=2`` (or ``0:5,1:2``) -> ((0, 5), (1, 2)); the range (1..255) is the engine's rule."""
     out: dict[int, int] = {}
     for piece in str(text).split(","):
         node, sep, w = piece.replace("=", ":").partition(":")
         if not sep or not node.strip().isdigit() or not w.strip().isdigit():
-            raise UsageError(f"weights: bad item '{piece}' (expected NODE:WEIGHT, e.g. 0:5,1:2)")
+            raise UsageError(f"weights: bad item '{piece}' (expected NODE=WEIGHT, e.g. 0=5,1=2)")
         if int(node) in out:
             raise UsageError(f"weights: node {int(node)} is given twice")
         out[int(node)] = int(w)

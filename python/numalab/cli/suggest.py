@@ -1,0 +1,67 @@
+"""Did you mean: the closest known spelling of a mistyped option or parameter, in one line
+(``numalab: no such option --interleav for numalab sim; did you mean --interleave?``).
+
+Commands that take workload or graph parameters as ``--name value`` accept unknown options, so a
+mistyped option reaches them as a parameter: :func:`check_params` judges those names against the
+command's own options and the parameters the workload (or graph) has, together."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Iterable, Optional
+
+import click
+from typer.core import TyperGroup
+
+from numalab.exceptions import UsageError
+
+
+def closest(word: str, candidates: Iterable[str]) -> Optional[str]:
+    """The candidate nearest ``word`` (difflib's ratio >= 0.6), or None."""
+    found = difflib.get_close_matches(word, sorted(set(candidates)), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def hint(word: str, candidates: Iterable[str]) -> str:
+    """``"; did you mean X?"`` or ``""``."""
+    best = closest(word, candidates)
+    return f"; did you mean {best}?" if best else ""
+
+
+def long_options(command: click.Command) -> list[str]:
+    """Every ``--name`` a command takes (aliases and ``--no-x`` switches included)."""
+    return [o for p in command.params if isinstance(p, click.Option) for o in (*p.opts, *p.secondary_opts) if o.startswith("--")]
+
+
+def no_such_option(e: click.NoSuchOption) -> str:
+    """click's NoSuchOption as one line with at most one suggestion."""
+    where = f" for {e.ctx.command_path}" if e.ctx is not None else ""
+    candidates = list(e.possibilities or []) or (long_options(e.ctx.command) if e.ctx is not None else [])
+    return f"no such option {e.option_name}{where}" + hint(e.option_name, candidates)
+
+
+def check_params(given: Iterable[str], accepted: Iterable[str], owner: str) -> None:
+    """Refuse a parameter name ``owner`` (``workload stream``) does not have, suggesting the
+    nearest of its parameters and of the running command's options."""
+    accepted = list(accepted)
+    unknown = [k for k in given if k not in accepted]
+    if not unknown:
+        return
+    key = unknown[0]
+    flag = "--" + key.replace("_", "-")
+    params = ["--" + p.replace("_", "-") for p in accepted]
+    ctx = click.get_current_context(silent=True)
+    options = long_options(ctx.command) if ctx is not None else []
+    what = f"neither an option of {ctx.command_path} nor a parameter" if ctx is not None else "not a parameter"
+    listed = ", ".join(sorted(params)) or "none"
+    raise UsageError(f"{flag} is {what} of {owner} ({listed}){hint(flag, options + params)}")
+
+
+class Group(TyperGroup):
+    """A command group that suggests the nearest command for a mistyped one."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):  # type: ignore[override]
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            raise click.UsageError(f"no such command '{name}' for {ctx.command_path}{hint(name, self.list_commands(ctx))}", ctx)
+        return super().resolve_command(ctx, args)
