@@ -28,7 +28,8 @@ app = typer.Typer(
 )
 
 VM_MACHINE = typer.Option("vm-4", "--machine", help="Machine preset for the guest's nodes and SLIT (vm-4, vm-8, or any preset).")
-MEMORY = typer.Option(None, "--memory-per-node-mib", help="Guest memory per node in MiB (default: the preset's, at most 512).")
+# Not sim's --memory-per-node-mib (a size for nodes a machine file leaves unsized): the guest's RAM.
+MEMORY = typer.Option(None, "--guest-memory-per-node-mib", "--memory-per-node-mib", help="Guest memory per node in MiB (default: the preset's, at most 512). --memory-per-node-mib is the same option.")
 CPUS = typer.Option(1, "--cpus-per-node", help="vCPUs per node (at most the preset's CPUs on it; at least 1).")
 ACCEL = typer.Option("tcg", "--accel", help="QEMU accelerator: tcg (default, works everywhere), kvm, or auto (kvm if /dev/kvm works).")
 TIMEOUT = typer.Option(600.0, "--timeout", help="Kill the guest after this many seconds.")

@@ -87,12 +87,12 @@ def topology(machine, memory_per_node_mib: int | None = None, cpus_per_node: int
         raise UsageError(f"{machine.name} has no node with CPUs: the guest needs one to boot")
     if memory_per_node_mib is not None:
         if memory_per_node_mib < 64:
-            raise UsageError(f"--memory-per-node-mib must be at least 64 (the guest kernel needs room), got {memory_per_node_mib}")
+            raise UsageError(f"--guest-memory-per-node-mib must be at least 64 (the guest kernel needs room), got {memory_per_node_mib}")
         mem = [memory_per_node_mib] * len(nodes)
     else:
         mem = [max(64, min(DEFAULT_NODE_CAP_MIB, int(n["local_memory_bytes"]) >> 20)) for n in nodes]
     if sum(mem) > MAX_GUEST_MIB:
-        raise UsageError(f"the guest would have {sum(mem)} MiB of memory ({len(mem)} nodes); at most {MAX_GUEST_MIB} (lower --memory-per-node-mib)")
+        raise UsageError(f"the guest would have {sum(mem)} MiB of memory ({len(mem)} nodes); at most {MAX_GUEST_MIB} (lower --guest-memory-per-node-mib)")
     return Topology(machine.name, cpus, mem, [list(r) for r in machine.distances], [n["os_index"] for n in nodes],
                     [list(map(float, r)) for r in spec.get("idle_latency_ns") or []],
                     [float(n.get("bandwidth_gbps") or 0.0) for n in nodes],
