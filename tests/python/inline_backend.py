@@ -10,9 +10,9 @@ from numalab.study import worker
 class InlineBackend:
     slots = 1
 
-    def submit(self, configs):
+    def submit(self, configs, run=None):
         f: Future = Future()
-        f.set_result([worker.run_config(c) for c in configs])
+        f.set_result([worker.run_config(c, run) for c in configs])
         return f
 
     def outcomes(self, handle, n):

@@ -8,6 +8,7 @@ from html.parser import HTMLParser
 
 import pytest
 
+import numalab.kinds  # noqa: F401  (registers the task-graph study kind)
 from numalab.report import write_report
 
 STUDY = """

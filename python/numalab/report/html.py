@@ -6,7 +6,7 @@ import base64
 from html import escape
 from typing import Any
 
-from numalab import __version__
+from numalab._core import __version__
 from numalab.report.build import Content
 from numalab.report.heatmap import heatmap_table, legend
 from numalab.report.stats import Estimate

@@ -15,6 +15,10 @@ from numalab.results.metrics import access_map_percent, access_metrics
 from numalab.report.stats import Estimate, estimate
 
 MIB = 1 << 20
+# vmstat counters of memory tiering (docs/tiering.md): demotion by kswapd, direct reclaim or
+# khugepaged, promotion of hot slow-tier pages. Figures give them their own panel:
+# numa_pte_updates counts in the hundreds of millions would flatten them on a shared axis.
+_TIERING_PREFIXES = ("pgdemote_", "pgpromote_")
 
 
 @dataclass(frozen=True)
@@ -173,11 +177,13 @@ def _node_names(nodes: list[Any], tiers: list[Any] | None) -> list[str]:
     return [f"node{n}" + (f" (tier {t})" if t is not None else "") for n, t in zip(nodes, tiers)]
 
 
+def is_tiering_counter(name: str) -> bool:
+    return name.startswith(_TIERING_PREFIXES)
+
+
 def tiering_counters(data: ReportData, case: str) -> Grid | None:
     """The tiering counters (vmstat ``pgdemote_*``, ``pgpromote_*``, in 4 KiB pages) at the end
     of each configuration's run (lowest seed); only counters that moved in some configuration."""
-    from numalab.report.figures import is_tiering_counter
-
     rows, values = [], []
     for label in data.labels:
         doc = data.first_seed(case, label)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from numalab import __version__
+from numalab._core import __version__
 from numalab.results.metrics import derived_metrics
 from numalab.results.result import SCHEMA, Result
 from numalab.spec import BoundRun, RunSpec

@@ -2,7 +2,8 @@
 dask-jobqueue submits to a Slurm queue. Every backend returns each run's outcome to the one
 client process, which alone writes the store (docs/studies.md §3).
 
-A backend submits a batch of configurations (``worker.run_batch``) and returns a future-like
+A backend submits a batch of configurations with their study kind's runner (``worker.run_batch``;
+the runner travels by reference, so a worker imports the kind's module itself) and returns a future-like
 handle (with ``add_done_callback``, through which the sweep learns of finished batches), says
 what a done handle produced (``outcomes``, one per configuration, never raising), how many
 batches can execute at once (``slots``, refreshed by ``refresh``), and how to stop (``close``).
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
 from numalab.exceptions import UsageError
-from numalab.study.worker import init_local_worker, run_batch
+from numalab.study.worker import Runner, init_local_worker, run_batch
 
 
 def _failed(error: str, lost: bool = False) -> dict[str, Any]:
@@ -50,14 +51,14 @@ class LocalBackend:
             ctx.set_forkserver_preload(["numalab.study.worker", "numalab.runner.sim"])
         return ProcessPoolExecutor(max_workers=self.slots, mp_context=ctx, initializer=init_local_worker)
 
-    def submit(self, configs: list[dict[str, Any]]) -> Future:
+    def submit(self, configs: list[dict[str, Any]], run: Runner | None = None) -> Future:
         try:
-            return self.pool.submit(run_batch, configs)
+            return self.pool.submit(run_batch, configs, run)
         except BrokenProcessPool:
             # A worker died (killed, out of memory): its pool is unusable; start a fresh one.
             self.pool.shutdown(wait=False, cancel_futures=True)
             self.pool = self._new_pool()
-            return self.pool.submit(run_batch, configs)
+            return self.pool.submit(run_batch, configs, run)
 
     def refresh(self) -> None:
         pass
@@ -100,9 +101,9 @@ class DaskBackend:
         self.cluster = owned_cluster
         self.slots = max(1, sum(self.client.nthreads().values()))
 
-    def submit(self, configs: list[dict[str, Any]]) -> Any:
+    def submit(self, configs: list[dict[str, Any]], run: Runner | None = None) -> Any:
         # pure=False: every submission is its own task, even for equal configurations.
-        return self.client.submit(run_batch, configs, pure=False)
+        return self.client.submit(run_batch, configs, run, pure=False)
 
     def refresh(self) -> None:
         # Slurm jobs join (or leave) while the sweep runs: count the threads again.

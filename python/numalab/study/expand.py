@@ -19,39 +19,18 @@ from numalab.spec import RunSpec
 from numalab.spec.run import load_machine
 from numalab.spec import config as config_language
 from numalab.spec.balancing import label as balancing_label
+from numalab.study import kinds
 from numalab.study.canonical import config_hash, to_json
-from numalab.workload import descriptor
 from numalab.study.errors import located
 from numalab.study.load import StudyFile
 from numalab.study.model import RunPatch, Study
+from numalab.study.resolved import ResolvedRun, ResolvedStudy
+from numalab.study.sweep import check_size
+from numalab.workload import descriptor
 
 FIELDS = ("machine", "workload", "placement", "balancing", "kernel", "thp")
 COLUMN_FIELDS = ("placement", "balancing", "kernel", "thp")
 PLACEMENT_EXAMPLES = ("default", "interleave=all", "membind=0", "preferred=0", "localalloc", "cpunodebind=0")
-
-
-@dataclass(frozen=True)
-class ResolvedRun:
-    """One run: its configuration (canonical dict, sorted JSON, sha256) and where it sits in tables."""
-
-    hash: str
-    config: dict[str, Any]
-    config_json: str
-    label: str
-    case: str
-    role: str  # "run", or "baseline" when it is only there to compare against
-    baseline_hash: str | None
-
-
-@dataclass(frozen=True)
-class ResolvedStudy:
-    name: str
-    file: StudyFile
-    runs: list[ResolvedRun]
-
-    @property
-    def study(self) -> Study:
-        return self.file.study
 
 
 @dataclass
@@ -85,10 +64,8 @@ class _Point:
 def expand(sf: StudyFile) -> ResolvedStudy:
     """All runs of a study (deduplicated by hash, in file order), baselines added where missing."""
     s = sf.study
-    if s.kind == "taskgraph":
-        from numalab.tasks.study import expand as expand_taskgraph
-
-        return expand_taskgraph(sf)
+    if s.kind != kinds.PLACEMENT:
+        return kinds.get(s.kind).expand(sf)
     _check_size(sf)
     points = _points(sf)
     resolver = _Resolver(sf)
@@ -118,8 +95,6 @@ def expand(sf: StudyFile) -> ResolvedStudy:
 def _check_size(sf: StudyFile) -> None:
     """Count the runs before making them (``sweep.check_size``): a sweep typed with an extra zero
     must not exhaust memory."""
-    from numalab.study.sweep import check_size  # sweep imports this module
-
     try:
         check_size(sf.study)
     except UsageError as e:

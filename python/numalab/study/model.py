@@ -23,7 +23,6 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_
 
 from numalab.spec.run import KERNELS, MAX_SEED, NPB_DEFAULT, NPB_VERSIONS, THP
 from numalab.study.balancing import Balancing, parse_balancing
-from numalab.tasks.study_model import Experiment
 
 Kernel = Literal[KERNELS]  # type: ignore[valid-type]
 Thp = Literal[THP]  # type: ignore[valid-type]
@@ -78,6 +77,22 @@ class Report(_Strict):
     title: Optional[str] = None
     scatter: list[Scatter] = Field(default_factory=list)
     access_map_groups: Literal["node", "package"] = Field("node", description="Show access maps per NUMA node, or summed per package as some papers do.")
+
+
+class Experiment(_Strict):
+    """One ``[[experiments]]`` entry of a task-graph study (``kind = "taskgraph"``): a graph (or
+    ``migrate``, the migration-cost experiment) on some machines under some balancers; it crosses
+    its machines, its ``[sweep]`` axes, its balancers and the seeds (docs/taskgraph.md §6)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="Names the experiment's rows in tables.")
+    machine: Union[str, Annotated[list[str], Field(min_length=1)]] = Field(description="Machine preset(s), or preset .toml / hwloc .xml paths.")
+    graph: str = Field(description="lb_test, kneighbor, jacobi2d, a graph file (edge list or Charm++ LB dump), or migrate (time to migrate objects of state_bytes to each distance).")
+    params: dict[str, Scalar] = Field(default_factory=dict, description="Graph parameters (n_objects, k, msg_bytes, nx, ny, block, min_us, max_us) and run settings (iterations, lb_period, comm_layer, pes); migrate takes objects and state_bytes.")
+    sweep: dict[str, Annotated[list[Scalar], Field(min_length=1)]] = Field(default_factory=dict, description="Axes over params keys (and balancer parameters such as migrate_pct), e.g. pes = [2, 4, 8].")
+    balancers: Annotated[list[str], Field(min_length=1)] = Field(default_factory=lambda: ["none"], description="Balancers, each name[:key=value...] as numalab lb --balancers takes them.")
+    column: str = Field("balancer", description="What the tables' columns are: balancer, or a sweep key (e.g. comm_layer); the other axes make the rows.")
+    seeds: Optional[Annotated[list[Annotated[StrictInt, Field(ge=0, le=MAX_SEED)]], Field(min_length=1)]] = Field(None, description="This experiment's seeds (default: the study's); [1] for a deterministic experiment such as migrate.")
+    baseline: Optional[dict[str, Scalar]] = Field(None, description="Keys that turn a run into its baseline for speedups, e.g. { balancer = \"none\" } or { comm_layer = \"net\" }.")
 
 
 class Study(_Strict):

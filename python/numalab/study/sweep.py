@@ -24,14 +24,13 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from numalab.console.progress import Progress
 from numalab.exceptions import UsageError
 from numalab.results.store import Store
-
-if TYPE_CHECKING:  # expand.py imports MAX_RUNS/check_size from here: no import cycle at run time
-    from numalab.study.expand import ResolvedRun, ResolvedStudy
+from numalab.study import kinds
+from numalab.study.resolved import ResolvedRun, ResolvedStudy
 
 RETRIES = 2
 POLL_S = 0.25
@@ -46,10 +45,9 @@ MAX_RUNS = 100_000
 def planned_runs(study: Any) -> int:
     """Runs a study asks for (``[[runs]]`` x sweep axes x seeds, before duplicates merge and
     baselines are added), counted from the model without building any of them."""
-    if getattr(study, "kind", "placement") == "taskgraph":
-        from numalab.tasks.study import planned_runs as taskgraph_runs
-
-        return taskgraph_runs(study)
+    kind = getattr(study, "kind", kinds.PLACEMENT)
+    if kind != kinds.PLACEMENT:
+        return kinds.get(kind).planned_runs(study)
     n = max(1, len(study.runs))
     sweep = study.sweep
     for axis in (sweep.machine, sweep.workload, sweep.placement, sweep.balancing, sweep.kernel, sweep.thp):
@@ -110,14 +108,18 @@ def run_study(resolved: ResolvedStudy, store: Store, backend_factory: Callable[[
     todo = [r for r in resolved.runs if r.hash not in complete]
     summary = SweepSummary(total=len(resolved.runs), skipped=len(resolved.runs) - len(todo))
     if todo:
-        _Sweep(resolved.name, store, backend_factory(), progress, summary).run(todo)
+        kind = resolved.study.kind
+        run = None if kind == kinds.PLACEMENT else kinds.get(kind).run
+        _Sweep(resolved.name, store, backend_factory(), progress, summary, run).run(todo)
     summary.elapsed_s = time.monotonic() - start
     return summary
 
 
 class _Sweep:
-    def __init__(self, study: str, store: Store, backend: Any, progress: Progress, summary: SweepSummary):
+    def __init__(self, study: str, store: Store, backend: Any, progress: Progress, summary: SweepSummary,
+                 run: Callable[[dict[str, Any]], Any] | None):
         self.study, self.store, self.backend, self.progress, self.summary = study, store, backend, progress, summary
+        self.run_config = run  # the study kind's runner (None: a placement run, worker.simulate)
         self.waiting: deque[tuple[ResolvedRun, int]] = deque()
         self.in_flight: dict[Any, list[tuple[ResolvedRun, int]]] = {}
         # Backends call this from their own threads; the queue hands finished batches to this
@@ -164,7 +166,7 @@ class _Sweep:
         while self.waiting and len(self.in_flight) < 2 * self.backend.slots:
             size = self._batch_size()
             batch = [self.waiting.popleft() for _ in range(min(size, len(self.waiting)))]
-            handle = self.backend.submit([run.config for run, _ in batch])
+            handle = self.backend.submit([run.config for run, _ in batch], self.run_config)
             self.in_flight[handle] = batch
             handle.add_done_callback(self.finished.put)
 

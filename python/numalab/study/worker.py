@@ -13,30 +13,27 @@ import os
 import signal
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
+Runner = Callable[[dict[str, Any]], Any]
 
 
 def simulate(config: dict[str, Any]) -> Any:
-    """One canonical configuration, read back into a RunSpec and run (a task-graph one by
-    numalab.tasks)."""
-    if config.get("kind") == "taskgraph":
-        from numalab.tasks.study import run_config as run_taskgraph
-
-        return run_taskgraph(config)
+    """One canonical placement configuration, read back into a RunSpec and run."""
     from numalab.runner import sim
     from numalab.spec import RunSpec
 
     return sim.run(RunSpec.from_canonical(config))
 
 
-def run_config(config: dict[str, Any]) -> dict[str, Any]:
-    """Run one configuration: ``{"status", "error", "wall_s", "result", "columns"}``."""
+def run_config(config: dict[str, Any], run: Runner | None = None) -> dict[str, Any]:
+    """Run one configuration: ``{"status", "error", "wall_s", "result", "columns"}``. ``run``:
+    the study kind's runner (``study.kinds``); none for a placement run."""
     from numalab.results.derived import columns
 
     start = time.perf_counter()
     try:
-        doc = simulate(config).doc
+        doc = (run or simulate)(config).doc
     except Exception as e:  # a failed run is data, not a crash of the sweep
         message = str(e.args[0]) if getattr(e, "args", None) else repr(e)
         return {"status": "failed", "error": f"{type(e).__name__}: {message}", "wall_s": time.perf_counter() - start, "result": None, "columns": {}}
@@ -49,9 +46,9 @@ def run_config(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_batch(configs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def run_batch(configs: list[dict[str, Any]], run: Runner | None = None) -> list[dict[str, Any]]:
     """Several configurations in one task (short runs travel in batches, see ``sweep``)."""
-    return [run_config(c) for c in configs]
+    return [run_config(c, run) for c in configs]
 
 
 def init_local_worker() -> None:

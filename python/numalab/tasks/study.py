@@ -1,5 +1,6 @@
 """Task-graph studies (``kind = "taskgraph"``): expand ``[[experiments]]`` into resolved runs the
 study layer stores and runs like any other (study/sweep.py, results/store.py), and run one.
+``numalab/kinds.py`` registers these functions as the kind's parts (study/kinds.py).
 
 A run's configuration is a plain dict with the store's usual keys plus ``kind``::
 
@@ -21,6 +22,7 @@ from typing import Any
 from numalab.exceptions import USAGE_ERRORS, UsageError
 from numalab.study.canonical import config_hash, to_json
 from numalab.study.errors import located
+from numalab.study.resolved import ResolvedRun, ResolvedStudy
 from numalab.tasks import balancers as lb
 from numalab.tasks.graphs import GENERATORS, graph_spec
 from numalab.tasks.run import MIGRATE, SIM_PARAMS, Settings, check_pes
@@ -42,8 +44,6 @@ def planned_runs(study: Any) -> int:
 
 def expand(sf: Any) -> Any:
     """All runs of a task-graph study, in file order, with baselines added where missing."""
-    from numalab.study.expand import ResolvedRun, ResolvedStudy
-
     s = sf.study
     if not s.experiments:
         raise located(sf.path, sf.text, "kind", "a task-graph study needs at least one [[experiments]] entry")
