@@ -177,29 +177,37 @@ def test_a_guest_that_does_not_finish_is_killed(guest, private_tmp):
 
 
 def test_vm_shell_is_a_shell_in_the_guest(guest):
-    """`numalab vm shell`: the guest's console on stdio; `exit` powers the guest off."""
+    """`numalab vm shell`: the guest's console on the terminal (a pseudo-terminal here); `exit`
+    powers the guest off."""
+    import pty
     import sys
 
     numalab = [sys.executable, "-c", "from numalab.cli.main import run; run()"]
-    p = subprocess.Popen([*numalab, "vm", "shell", "--machine", "vm-4"], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    master, terminal = pty.openpty()
     seen = b""
-    watchdog = threading.Timer(180, p.kill)  # a guest that hangs fails the test, not the suite
-    watchdog.start()
     try:
-        assert p.stdout is not None and p.stdin is not None
-        while b"built-in shell" not in seen:  # busybox's banner: the shell reads its console now
-            chunk = p.stdout.read1(4096)
-            assert chunk, seen.decode(errors="replace")[-2000:]
-            seen += chunk
-        p.stdin.write(b"cat /sys/devices/system/node/online /proc/sys/kernel/numa_balancing\nexit\n")
-        p.stdin.flush()
-        rest, _ = p.communicate(timeout=120)
+        with subprocess.Popen([*numalab, "vm", "shell", "--machine", "vm-4"], stdin=terminal,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as p:
+            os.close(terminal)
+            terminal = -1
+            watchdog = threading.Timer(180, p.kill)  # a guest that hangs fails the test, not the suite
+            watchdog.start()
+            try:
+                assert p.stdout is not None
+                while b"built-in shell" not in seen:  # busybox's banner: the shell reads its console now
+                    chunk = p.stdout.read1(4096)
+                    assert chunk, seen.decode(errors="replace")[-2000:]
+                    seen += chunk
+                os.write(master, b"cat /sys/devices/system/node/online /proc/sys/kernel/numa_balancing\nexit\n")
+                rest, _ = p.communicate(timeout=120)
+            finally:
+                watchdog.cancel()
+                if p.poll() is None:
+                    p.kill()
     finally:
-        watchdog.cancel()
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+        os.close(master)
+        if terminal >= 0:
+            os.close(terminal)
     text = (seen + rest).decode(errors="replace")
     assert p.returncode == 0, text[-2000:]
     assert "available: 4 nodes (0-3)" in text and "\n0-3" in text.replace("\r", "")

@@ -8,7 +8,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import signal
 from pathlib import Path
 from typing import List, Optional
 
@@ -30,9 +32,9 @@ app = typer.Typer(
 VM_MACHINE = typer.Option("vm-4", "--machine", help="Machine preset for the guest's nodes and SLIT (vm-4, vm-8, or any preset).")
 # Not sim's --memory-per-node-mib (a size for nodes a machine file leaves unsized): the guest's RAM.
 MEMORY = typer.Option(None, "--guest-memory-per-node-mib", "--memory-per-node-mib", help="Guest memory per node in MiB (default: the preset's, at most 512). --memory-per-node-mib is the same option.")
-CPUS = typer.Option(1, "--cpus-per-node", help="vCPUs per node (at most the preset's CPUs on it; at least 1).")
+CPUS = typer.Option(1, "--cpus-per-node", help="vCPUs per node, 1..64 (at most the preset's CPUs on it; 255 in all).")
 ACCEL = typer.Option("tcg", "--accel", help="QEMU accelerator: tcg (default, works everywhere), kvm, or auto (kvm if /dev/kvm works).")
-TIMEOUT = typer.Option(600.0, "--timeout", help="Kill the guest after this many seconds.")
+TIMEOUT = typer.Option(600.0, "--timeout", help="Kill the guest after this many seconds (more than 0, at most 604800: a week).")
 THP = typer.Option(None, "--thp", help="Guest transparent huge pages: always, madvise or never (default: the kernel's).")
 INTERVAL = typer.Option(100, "--interval-ms", help="Sample the command's pages and threads every N ms (guest time).")
 COMMAND = typer.Argument(..., metavar="CMD [ARGS]...", help="The command to run in the guest (after --).")
@@ -40,6 +42,25 @@ COMMAND = typer.Argument(..., metavar="CMD [ARGS]...", help="The command to run 
 
 def _say(text: str) -> None:
     typer.echo(text, err=True)
+
+
+def _stop_exits(command):
+    """A stop signal while QEMU ran (QEMU was killed, ``vm/qemu.py: stop_on_signals``) ends the
+    command as shells report it: 128 + the signal (SIGTERM 143); Ctrl-C stays an interrupt (130)."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        from numalab.vm.qemu import Stopped
+
+        try:
+            return command(*args, **kwargs)
+        except Stopped as e:
+            if e.signum == signal.SIGINT:
+                raise
+            typer.echo(f"numalab: vm: stopped by {e.args[0]}; QEMU was killed", err=True)
+            raise typer.Exit(128 + e.signum) from None
+
+    return wrapper
 
 
 @app.command("setup")
@@ -66,6 +87,7 @@ def _request(machine, command, place, bal, memory, cpus, thp, accel, timeout, in
 
 
 @app.command("run", context_settings={"allow_interspersed_args": False})
+@_stop_exits
 @o.with_placement
 @o.with_balancing
 def run_cmd(
@@ -118,6 +140,7 @@ def run_cmd(
 
 
 @app.command("shell")
+@_stop_exits
 @o.with_balancing
 def shell_cmd(
     balancing: o.Balancing,
@@ -127,14 +150,16 @@ def shell_cmd(
     thp: Optional[str] = THP,
     accel: str = ACCEL,
 ) -> None:
-    """An interactive shell in the guest (busybox, numactl, numastat via /sys): `exit` powers it off."""
+    """An interactive shell in the guest (busybox, numactl, numastat via /sys): `exit` powers it off.
+    It needs a terminal on stdin (for a script: numalab vm run -- sh -c '...')."""
     from numalab.vm import run as vm_run
 
-    req = _request(machine, [], o.placement(), balancing, memory_per_node_mib, cpus_per_node, thp, accel, 1e9, 100)
+    req = _request(machine, [], o.placement(), balancing, memory_per_node_mib, cpus_per_node, thp, accel, vm_run.MAX_TIMEOUT_S, 100)
     raise typer.Exit(vm_run.shell(req, say=_say))
 
 
 @app.command("check", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@_stop_exits
 @o.with_placement
 @o.with_balancing
 def check_cmd(
@@ -147,7 +172,7 @@ def check_cmd(
     workload: Optional[str] = typer.Option(None, "--workload", help="dgemv, stream or barrier: compare this workload (its parameters follow as --n 2000 --init serial ...)."),
     memory_per_node_mib: Optional[int] = MEMORY,
     accel: str = ACCEL,
-    timeout: float = typer.Option(300.0, "--timeout", help="Kill each guest after this many seconds."),
+    timeout: float = typer.Option(300.0, "--timeout", help="Kill each guest after this many seconds (more than 0, at most 604800)."),
 ) -> None:
     """Run a workload in the guest and in the simulator on the same preset; print pages per node
     after first touch and after the run, the counters side by side, and the differences.

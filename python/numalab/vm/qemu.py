@@ -13,6 +13,7 @@ file. The presets ``vm-4.toml`` and ``vm-8.toml`` carry the same options in thei
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -20,6 +21,7 @@ import subprocess
 import threading
 import time
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +30,10 @@ from numalab.vm.kmem import KMEM_SUBTYPES
 
 #: Above this the guest would need more host memory than a laptop or CI runner has to spare.
 MAX_GUEST_MIB = 16384
+#: vCPUs: per node (each is a host thread under TCG), and in all (q35's limit without an IOMMU
+#: for x2APIC interrupt remapping: 8-bit APIC ids).
+MAX_CPUS_PER_NODE = 64
+MAX_VCPUS = 255
 DEFAULT_NODE_CAP_MIB = 512
 
 
@@ -37,6 +43,14 @@ class GuestTimeout(NumalabError):
 
 class QemuFailed(NumalabError):
     """QEMU exited with an error before the guest finished (exit code 1)."""
+
+
+class Stopped(KeyboardInterrupt):
+    """numalab got SIGTERM, SIGHUP or SIGINT while QEMU ran; QEMU was killed. Exit 128 + signal."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
 
 
 @dataclass(frozen=True)
@@ -79,12 +93,14 @@ def topology(machine, memory_per_node_mib: int | None = None, cpus_per_node: int
     node (at most the preset's CPUs on it, at least one)."""
     spec = json.loads(machine.to_json())
     nodes = spec["nodes"]
-    if cpus_per_node < 1:
-        raise UsageError(f"--cpus-per-node must be at least 1, got {cpus_per_node}")
+    if not 1 <= cpus_per_node <= MAX_CPUS_PER_NODE:
+        raise UsageError(f"--cpus-per-node must be in 1..{MAX_CPUS_PER_NODE}, got {cpus_per_node}")
     # A CPU-less preset node stays CPU-less (a lower memory tier's shape); the others keep at least one vCPU.
     cpus = [min(cpus_per_node, c) if c else 0 for c in (_count(n.get("cpuset", "")) for n in nodes)]
     if not any(cpus):
         raise UsageError(f"{machine.name} has no node with CPUs: the guest needs one to boot")
+    if sum(cpus) > MAX_VCPUS:
+        raise UsageError(f"the guest would have {sum(cpus)} vCPUs ({len(cpus)} nodes); at most {MAX_VCPUS} (lower --cpus-per-node)")
     if memory_per_node_mib is not None:
         if memory_per_node_mib < 64:
             raise UsageError(f"--guest-memory-per-node-mib must be at least 64 (the guest kernel needs room), got {memory_per_node_mib}")
@@ -177,53 +193,116 @@ class Boot:
     wall_s: float
 
 
+#: The stop signals that end numalab while QEMU runs (their default action would end Python
+#: without its cleanup, leaving QEMU running).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+
+
+@contextmanager
+def stop_on_signals():
+    """While QEMU runs, a stop signal raises ``Stopped`` in the main thread, so that the code
+    around QEMU kills it. A signal the caller ignores stays ignored; other threads keep theirs
+    (only the main thread may set handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise Stopped(signum)
+
+    old = {}
+    try:
+        for s in STOP_SIGNALS:
+            if signal.getsignal(s) is not signal.SIG_IGN:
+                old[s] = signal.signal(s, stop)
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _death_signal():
+    """A function for the child, between fork and exec: SIGKILL when numalab's thread ends,
+    however it ends (even by SIGKILL), so QEMU never outlives it (prctl(2) PR_SET_PDEATHSIG).
+    libc's prctl is looked up here, in the parent: the child must not load anything. None
+    where there is no prctl."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def child() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # numalab ended before prctl: the signal would never come
+            os._exit(1)
+
+    return child
+
+
+#: Console lines longer than this are read in pieces (the reader's memory stays bounded).
+MAX_LINE = 1 << 16
+
+
 def boot(args: list[str], ready_line: str, timeout_s: float) -> Boot:
-    """Run QEMU, read its console, kill it after ``timeout_s`` (GuestTimeout)."""
+    """Run QEMU, read its console, kill it after ``timeout_s`` (GuestTimeout) or on any way out:
+    an exception, a stop signal (``Stopped``), numalab's own death (PR_SET_PDEATHSIG)."""
     start = time.monotonic()
-    proc = subprocess.Popen(
-        args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
-    )
-    assert proc.stdout is not None
     tail: deque[str] = deque(maxlen=40)
     ready: list[float] = []
-
-    def read() -> None:
+    with stop_on_signals():
+        proc = subprocess.Popen(
+            args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=_death_signal(),
+        )
         assert proc.stdout is not None
-        for raw in proc.stdout:
-            line = raw.decode(errors="replace").rstrip("\r\n")
-            tail.append(line)
-            if not ready and line.rstrip().endswith(ready_line):
-                ready.append(time.monotonic() - start)
+        console = proc.stdout
 
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        rc = proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill(proc)
-        reader.join(2)
-        proc.stdout.close()
+        def read() -> None:
+            for raw in iter(lambda: console.readline(MAX_LINE), b""):
+                line = raw.decode(errors="replace").rstrip("\r\n")
+                tail.append(line)
+                if not ready and line.rstrip().endswith(ready_line):
+                    ready.append(time.monotonic() - start)
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        try:
+            rc = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            rc = None
+        finally:
+            _kill(proc)
+            reader.join(5)  # QEMU is gone: the console ends
+            console.close()
+    if rc is None:
         last = "\n".join(f"  | {ln}" for ln in list(tail)[-10:])
         where = "before it was ready (boot hung?)" if not ready else f"(ready after {ready[0]:.1f} s; the command hung?)"
-        raise GuestTimeout(f"the guest did not finish within {timeout_s:g} s {where}; QEMU was killed. Last console lines:\n{last}") from None
-    except BaseException:
-        _kill(proc)
-        reader.join(2)
-        proc.stdout.close()
-        raise
-    reader.join(5)
-    proc.stdout.close()
+        raise GuestTimeout(f"the guest did not finish within {timeout_s:g} s {where}; QEMU was killed. Last console lines:\n{last}")
     return Boot(rc, "\n".join(tail), ready[0] if ready else None, time.monotonic() - start)
 
 
 def _kill(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    """Kill QEMU's process group unless it has been reaped (then the id may be another's)."""
+    if proc.returncode is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     proc.wait()
 
 
 def interactive(args: list[str]) -> int:
-    """QEMU with the terminal as the guest's console (``vm shell``)."""
-    return subprocess.run(args, check=False).returncode
+    """QEMU with the terminal as the guest's console (``vm shell``), killed on any way out as
+    ``boot`` does. It stays in the terminal's process group: the terminal is its console."""
+    with stop_on_signals():
+        proc = subprocess.Popen(args, preexec_fn=_death_signal())
+        try:
+            return proc.wait()
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+            proc.wait()

@@ -5,6 +5,7 @@ the guest's files back and turn the agent's records into a ``numalab.result/1`` 
 from __future__ import annotations
 
 import json
+import os
 import re
 import secrets
 import tempfile
@@ -25,6 +26,8 @@ THP_MODES = ("always", "madvise", "never")
 WAIT_POLICIES = ("default", "active", "passive")
 #: MPOL_WEIGHTED_INTERLEAVE and its sysfs weights arrived in Linux 6.9 (commit fa3bea4e1f82).
 WEIGHTED_INTERLEAVE_SINCE = (6, 9)
+#: The longest a guest may run (a week): beyond, a typo rather than a plan.
+MAX_TIMEOUT_S = 7 * 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -154,8 +157,8 @@ def boot_job(req: VmRequest, command: list[str] | None, say: Say = lambda s: Non
         raise UsageError(f"--thp must be one of {', '.join(THP_MODES)}, got '{req.thp}'")
     if not 1 <= req.interval_ms <= 60000:
         raise UsageError(f"--interval-ms must be in 1..60000, got {req.interval_ms}")
-    if req.timeout_s <= 0:
-        raise UsageError(f"--timeout must be positive, got {req.timeout_s:g}")
+    if not 0 < req.timeout_s <= MAX_TIMEOUT_S:  # also false for NaN
+        raise UsageError(f"--timeout must be a number of seconds in (0, {MAX_TIMEOUT_S}], got {req.timeout_s:g}")
     machine = load_machine(req.machine)
     topo = qemu.topology(machine, req.memory_per_node_mib, req.cpus_per_node)
     kmem.cmdline(topo.memory_mib, topo.kmem_nodes)  # a layout dax/kmem cannot online is refused before boot
@@ -233,7 +236,12 @@ def run(req: VmRequest, say: Say = lambda s: None) -> VmOutput:
 
 
 def shell(req: VmRequest, say: Say = lambda s: None) -> int:
-    """An interactive shell in the guest: QEMU's console on this terminal (Ctrl-A x quits QEMU)."""
+    """An interactive shell in the guest: QEMU's console on this terminal (Ctrl-A x quits QEMU).
+    Refused without a terminal on stdin: the guest's serial console never sees an end of input,
+    so a shell reading a pipe or /dev/null would wait for ever."""
+    if not os.isatty(0):
+        raise UsageError("vm shell needs a terminal on stdin (the guest's console never ends otherwise); "
+                         "to run a script in the guest: numalab vm run -- sh -c '...'")
     g, topo, accel, base, job = boot_job(req, None, say)
     with tempfile.TemporaryDirectory(prefix="numalab-vm-") as tmpdir:
         initrd = _initrd(Path(tmpdir), base, job)
