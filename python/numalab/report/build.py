@@ -12,6 +12,7 @@ from numalab.report import figures as figs
 from numalab.report.data import ReportData
 from numalab.report.scatter import points
 from numalab.report.tables import AccessMap, Grid, access_map, failed_runs, pages_grid, speedup_grid, status_counts, tiering_counters
+from numalab.study import kinds
 
 # Timelines are one figure per run; past this many the report says how many it left out.
 MAX_TIMELINES = 24
@@ -68,12 +69,10 @@ def build(data: ReportData, figure_dir: Path, progress: Any = None) -> Content:
     for i, s in enumerate(data.options.scatter):
         c.scatters.append((s, figs.scatter_figure(drawer, s, points(data, s, i))))
         progress.step(f"scatter plot {i + 1}")
-    from numalab.tasks.figures import taskgraph_figures
-
     from numalab.report import taskgraph as tg
 
     c.experiments = tg.experiments(data)
-    c.taskgraph = tg.attach_figures(c.experiments, taskgraph_figures(drawer, data))
+    c.taskgraph = tg.attach_figures(c.experiments, [f for k in kinds.registered() if k.figures for f in k.figures(drawer, data)])
     c.taskgraph_only = tg.is_taskgraph(data)
     c.failed = failed_runs(data)
     from numalab.report.sensitivity import load as load_sensitivity
