@@ -14,7 +14,8 @@ from typing import Any
 from numalab.report.data import ReportData
 from numalab.report.tables import is_tiering_counter, pages_grid
 
-_STYLE = {"svg.hashsalt": "numalab", "svg.fonttype": "none", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False}
+# text.usetex off whatever a matplotlibrc says: user text is never TeX (literal_texts).
+_STYLE = {"text.usetex": False, "svg.hashsalt": "numalab", "svg.fonttype": "none", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False}
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Drawer:
         # Listed before they are written: a report stopped half-way still owns its files.
         self.written += [png.name, svg.name]
         self._manifest(sorted(set(self.previous) | set(self.written)))
+        literal_texts(fig)
         with matplotlib.rc_context(_STYLE):
             write_atomic(png, lambda f: fig.savefig(f, format="png", dpi=110, metadata={"Software": None}), "--output")
             write_atomic(svg, lambda f: fig.savefig(f, format="svg", metadata={"Date": None, "Creator": None}), "--output")
@@ -85,6 +87,30 @@ class Drawer:
 
         doc = {"written_by": "numalab report", "files": names}
         write_text_atomic(self.directory / MANIFEST, json.dumps(doc, indent=1) + "\n", "--output")
+
+
+def literal(text: str) -> str:
+    """``text`` as matplotlib draws it literally: an unescaped ``$`` pair starts mathtext (TeX),
+    so a label such as ``cost $5 and $6`` or ``$\\q$`` would be typeset or fail to parse;
+    ``\\$`` is a plain dollar, and a backslash outside mathtext is itself."""
+    return text.replace("$", "\\$")
+
+
+def literal_texts(fig: Any) -> None:
+    """Every text of ``fig`` (titles, axis labels, legends, fixed tick labels) drawn as written:
+    labels, study and experiment names are user text. Tick labels that formatters compute at
+    draw time (log-scale powers of ten) keep their mathtext."""
+    from matplotlib.text import Text
+    from matplotlib.ticker import FixedFormatter, FuncFormatter
+
+    for t in fig.findobj(Text):
+        t.set_text(literal(t.get_text()))
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            # set_ticks(..., labels) installs one of these two over the labels given.
+            fmt = axis.get_major_formatter()
+            if isinstance(fmt, (FixedFormatter, FuncFormatter)):
+                axis.set_major_formatter(FuncFormatter(lambda x, pos=None, f=fmt: literal(f(x, pos))))
 
 
 def read_manifest(directory: Path) -> list[str]:
