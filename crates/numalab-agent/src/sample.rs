@@ -102,16 +102,7 @@ pub fn thread_json(t: &TaskSched, processor: Option<u32>) -> Value {
             o.insert("numa_scan_seq".into(), json!(n.numa_scan_seq));
             o.insert("current_node".into(), json!(n.current_node));
             o.insert("numa_group_id".into(), json!(n.numa_group_id));
-            o.insert(
-                "faults".into(),
-                n.faults
-                    .iter()
-                    .map(|f| {
-                        json!({"node": f.node, "task_private": f.task_private, "task_shared": f.task_shared,
-                               "group_private": f.group_private, "group_shared": f.group_shared})
-                    })
-                    .collect(),
-            );
+            o.insert("faults".into(), json!(n.faults));
         }
         None => {
             o.insert("numa_balancing".into(), json!(false));

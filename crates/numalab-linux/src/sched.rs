@@ -29,15 +29,8 @@ use std::path::Path;
 use crate::error::LinuxError;
 use crate::io::{parse_err, read};
 
-/// `numa_faults node=N ...`: the task's and its numa group's decayed hinting faults on node N.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct NodeFaults {
-    pub node: u32,
-    pub task_private: u64,
-    pub task_shared: u64,
-    pub group_private: u64,
-    pub group_shared: u64,
-}
+/// `numa_faults node=N ...`, the one type the engine's output uses too.
+pub use numalab_model::counters::NodeFaults;
 
 /// The NUMA balancing block of a task's sched file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -7,24 +7,28 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
+use numalab_model::counters::{is_registered, Kind};
+
 use crate::error::LinuxError;
 use crate::io::{key_values, read};
-
-/// The vmstat counters numalab keeps: NUMA allocation and balancing (`numa_*`), migration
-/// (`pgmigrate_*`) and memory-tiering promotion and demotion (`pgpromote_*`, `pgdemote_*`).
-pub const VMSTAT_PREFIXES: [&str; 4] = ["numa_", "pgmigrate_", "pgpromote_", "pgdemote_"];
 
 /// Counter name to value.
 pub type Counters = BTreeMap<String, u64>;
 
-/// The NUMA counters of `proc/vmstat` under `root` (those named by [`VMSTAT_PREFIXES`]).
+/// The registered vmstat counters of `proc/vmstat` under `root` (`numalab_model::counters`:
+/// NUMA allocation and balancing, migration, memory tiering, THP); a counter the running kernel
+/// lacks (tiering before 5.15) is absent.
 pub fn read_vmstat(root: &Path) -> Result<Counters, LinuxError> {
     let path = root.join("proc/vmstat");
     parse_vmstat(&path, &read(&path)?)
 }
 
 pub fn parse_vmstat(path: &Path, text: &str) -> Result<Counters, LinuxError> {
-    Ok(key_values(path, text, |k| VMSTAT_PREFIXES.iter().any(|p| k.starts_with(p)))?.into_iter().collect())
+    Ok(key_values(path, text, |k| is_registered(Kind::Vmstat, k))?.into_iter().collect())
+}
+
+pub fn parse_numastat(path: &Path, text: &str) -> Result<Counters, LinuxError> {
+    Ok(key_values(path, text, |k| is_registered(Kind::Numastat, k))?.into_iter().collect())
 }
 
 /// `numastat` of every node directory under `root` (`sys/devices/system/node/nodeN/numastat`),
@@ -37,7 +41,7 @@ pub fn read_numastat(root: &Path) -> Result<BTreeMap<u32, Counters>, LinuxError>
         let name = e.file_name().to_string_lossy().to_string();
         if let Some(node) = name.strip_prefix("node").and_then(|s| s.parse::<u32>().ok()) {
             let path = e.path().join("numastat");
-            out.insert(node, key_values(&path, &read(&path)?, |_| true)?.into_iter().collect());
+            out.insert(node, parse_numastat(&path, &read(&path)?)?);
         }
     }
     Ok(out)
@@ -51,6 +55,8 @@ pub fn delta(before: &Counters, after: &Counters) -> Counters {
 
 #[cfg(test)]
 mod tests {
+    use numalab_model::counters::of_kind;
+
     use super::*;
 
     #[test]
@@ -62,6 +68,26 @@ mod tests {
             c.keys().cloned().collect::<Vec<_>>(),
             ["numa_hit", "pgdemote_kswapd", "pgmigrate_success", "pgpromote_success"]
         );
+    }
+
+    /// A file holding every registered counter among others gives exactly the registry's names.
+    #[test]
+    fn the_readers_keys_are_the_registry() {
+        for (kind, parse) in [
+            (Kind::Vmstat, parse_vmstat as fn(&Path, &str) -> Result<Counters, LinuxError>),
+            (Kind::Numastat, parse_numastat),
+        ] {
+            let names: Vec<&str> = of_kind(kind).map(|c| c.name).collect();
+            let text: String = ["nr_free_pages", "thp_split_pmd", "pgdemote_proactive", "numa_huge_pte_updates_x"]
+                .iter()
+                .chain(&names)
+                .map(|k| format!("{k} 1\n"))
+                .collect();
+            let got = parse(Path::new("f"), &text).unwrap();
+            let mut want = names.clone();
+            want.sort_unstable();
+            assert_eq!(got.keys().map(String::as_str).collect::<Vec<_>>(), want, "{kind:?}");
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //!   bandwidths, links and routes; built from a [`spec::MachineSpec`] and checked by `validate`.
 //! - [`bitmap::CpuSet`] / [`bitmap::NodeSet`] and numactl's node-string grammar ([`nodestring`]).
 //! - [`policy::MemPolicy`]: the kernel's memory policies under numactl's names.
-//! - [`counters`]: the catalogue of kernel counters numalab reports.
+//! - [`counters`]: the registry of kernel counters numalab reports, and `NodeFaults`.
 //! - [`rng::Rng`]: the seeded generator both simulators draw from (bit-for-bit per seed).
 
 pub mod bitmap;

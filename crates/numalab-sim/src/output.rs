@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+pub use numalab_model::counters::NodeFaults;
 use numalab_model::Machine;
 
 use crate::alloc::{Allocator, NumaStat};
@@ -85,15 +86,6 @@ pub struct ThreadSched {
     /// Not printed by the kernel there, but what drives the scanner: the task's scan period.
     pub numa_scan_period_ms: u32,
     pub faults: Vec<NodeFaults>,
-}
-
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct NodeFaults {
-    pub node: u32,
-    pub task_private: u64,
-    pub task_shared: u64,
-    pub group_private: u64,
-    pub group_shared: u64,
 }
 
 /// One scheduler decision (`--explain-sched`): CPUs and nodes by OS index, thread ids from 1.
@@ -324,6 +316,65 @@ impl Recorder {
             engine: EngineInfo { sample_rate, sample_stride: stride, bandwidth_waits, epochs, samples },
             memory_tiers: Vec::new(),
             thp: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use numalab_model::counters::{of_kind, Kind};
+    use serde_json::Value;
+
+    use super::*;
+
+    fn keys(v: Value) -> Vec<String> {
+        let mut k: Vec<String> = v.as_object().expect("an object").keys().cloned().collect();
+        k.sort();
+        k
+    }
+
+    fn simulated(kind: Kind) -> Vec<String> {
+        let mut k: Vec<String> = of_kind(kind).filter(|c| c.simulated).map(|c| c.name.to_string()).collect();
+        k.sort();
+        k
+    }
+
+    /// Every counter the engine reports is in the registry under its kind, and every registered
+    /// counter marked `simulated` is reported (those skipped when zero are set here).
+    #[test]
+    fn output_keys_are_the_registrys_simulated_counters() {
+        let v = Vmstat {
+            numa_pte_updates: 1,
+            numa_huge_pte_updates: 1,
+            numa_hint_faults: 1,
+            numa_hint_faults_local: 1,
+            numa_pages_migrated: 1,
+            pgmigrate_success: 1,
+            pgmigrate_fail: 1,
+            pgpromote_success: 1,
+            pgpromote_candidate: 1,
+            pgdemote_kswapd: 1,
+            pgdemote_direct: 1,
+            thp_fault_alloc: 1,
+            thp_fault_fallback: 1,
+            thp_collapse_alloc: 1,
+            thp_collapse_alloc_failed: 1,
+        };
+        assert_eq!(keys(serde_json::to_value(v).unwrap()), simulated(Kind::Vmstat));
+        assert_eq!(keys(serde_json::to_value(NumaStat::default()).unwrap()), simulated(Kind::Numastat));
+        let t = ThreadSched {
+            numa_scan_seq: 1,
+            numa_pages_migrated: 1,
+            numa_preferred_nid: 1,
+            total_numa_faults: 1,
+            current_node: 0,
+            numa_group_id: 0,
+            numa_scan_period_ms: 1000,
+            faults: Vec::new(),
+        };
+        let sched = keys(serde_json::to_value(t).unwrap());
+        for name in simulated(Kind::Sched) {
+            assert!(sched.contains(&name), "{name} is registered but the engine's thread sched lacks it");
         }
     }
 }
