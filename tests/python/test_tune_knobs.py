@@ -139,13 +139,16 @@ def test_failure_and_sigterm_restore_the_knobs(cli, root, tmp_path):
     assert code == 1 and "the command failed under 'balancing:scan-size-mb=64' (exit code 4)" in err
     assert "stopped by an error: restored the NUMA balancing knobs" in err
     assert values(root) == ORIGINAL
+    # The command says when it runs (the knobs are written before it starts), so the signal never
+    # races the setup; the knob files are replaced whole, so reading them here never sees a half-written one.
+    ready = tmp_path / "running"
     p = numalab("tune", "--knob-root", str(root), "--allow-system-changes", "--results", str(tmp_path / "b"),
-                "--grid", "balancing:scan-size-mb=64", "--", "sleep", "30")
+                "--grid", "balancing:scan-size-mb=64", "--", "sh", "-c", f"touch {ready}; exec sleep 30")
     deadline = time.monotonic() + 60
-    while values(root)["scan_size_mb"] != 64:
+    while not ready.exists():
         assert p.poll() is None and time.monotonic() < deadline
-        time.sleep(0.05)
-    time.sleep(0.3)  # the agent has started the command
+        time.sleep(0.02)
+    assert values(root)["scan_size_mb"] == 64
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 130, err

@@ -19,8 +19,12 @@
 //! (`/sys/kernel/debug`).
 
 use std::fs;
-use std::io::{ErrorKind, Write};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+
+use nix::fcntl::OFlag;
+use nix::sys::statfs::{fstatfs, DEBUGFS_MAGIC, PROC_SUPER_MAGIC, SYSFS_MAGIC};
 
 use serde_json::{json, Value};
 
@@ -174,7 +178,7 @@ pub fn check_value(name: &str, value: u64) -> Result<(), LinuxError> {
 pub fn write_knob(root: &Path, name: &str, value: u64) -> Result<KnobValue, LinuxError> {
     check_value(name, value)?;
     let before = read_knob(root, name)?.ok_or_else(|| absent(root, name))?;
-    write_file(&root.join(&before.path), &format!("{value}\n"))?;
+    write_file(root, &before.path, &format!("{value}\n"))?;
     Ok(before)
 }
 
@@ -191,12 +195,66 @@ fn absent(root: &Path, name: &str) -> LinuxError {
     }
 }
 
-fn write_file(path: &Path, text: &str) -> Result<(), LinuxError> {
-    let werr = |e: std::io::Error| LinuxError::Write { path: path.display().to_string(), message: e.to_string() };
-    // Never create: a knob that is not there is not this kernel's. Truncation is a no-op on procfs
-    // and debugfs and keeps a captured tree's file whole.
-    let mut f = fs::OpenOptions::new().write(true).truncate(true).open(path).map_err(werr)?;
-    f.write_all(text.as_bytes()).map_err(werr)
+/// Write `text` to the knob file `rel` under `root`, as the kernel takes it: one `write()` of the
+/// whole value at offset 0 (`proc_sys_call_handler()` in fs/proc/proc_sysctl.c and debugfs's
+/// `debugfs_attr_write()` parse one write), so a reader sees the old value or the new one, never
+/// a half-written file. Never creates a file (a knob that is absent is not this kernel's), never
+/// follows a symbolic link (in any component under `root`), and writes only regular files: on the
+/// live system (`root` is `/`) only procfs, sysfs or debugfs files. In a copied tree (tests), a
+/// file system that would show a truncated file to a concurrent reader, the value is written to
+/// a temporary file beside the knob and renamed over it.
+fn write_file(root: &Path, rel: &str, text: &str) -> Result<(), LinuxError> {
+    let path = root.join(rel);
+    let shown = path.display().to_string();
+    let werr = |m: String| LinuxError::Write { path: shown.clone(), message: m };
+    let mut sofar = root.to_path_buf();
+    for part in Path::new(rel).components() {
+        sofar.push(part);
+        if fs::symlink_metadata(&sofar).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(werr(format!(
+                "{} is a symbolic link; numalab writes knobs only to the regular files themselves",
+                sofar.display()
+            )));
+        }
+    }
+    // O_NOFOLLOW closes the window between the check above and the open for the last component;
+    // O_NONBLOCK makes a FIFO fail at once (ENXIO) instead of waiting for a reader.
+    let f = fs::OpenOptions::new()
+        .write(true)
+        .custom_flags((OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK).bits())
+        .open(&path)
+        .map_err(|e| werr(e.to_string()))?;
+    if !f.metadata().map_err(|e| werr(e.to_string()))?.file_type().is_file() {
+        return Err(werr("not a regular file; numalab writes knobs only to regular proc/sys files".into()));
+    }
+    let kernel_file = fstatfs(&f)
+        .map(|s| [PROC_SUPER_MAGIC, SYSFS_MAGIC, DEBUGFS_MAGIC].contains(&s.filesystem_type()))
+        .map_err(|e| werr(format!("cannot tell its file system: {e}")))?;
+    if kernel_file {
+        let n = (&f).write(text.as_bytes()).map_err(|e| werr(e.to_string()))?;
+        if n != text.len() {
+            return Err(werr(format!("the kernel took {n} of {} bytes", text.len())));
+        }
+        return Ok(());
+    }
+    if root == Path::new("/") {
+        return Err(werr("not a procfs, sysfs or debugfs file; numalab writes knobs only there".into()));
+    }
+    drop(f);
+    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.numalab-{}", std::process::id()));
+    let mut t = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| werr(format!("cannot create {}: {e}", tmp.display())))?;
+    let done = t.write_all(text.as_bytes()).and_then(|_| fs::rename(&tmp, &path));
+    if let Err(e) = done {
+        // The temporary file is ours; leaving it would litter the tree.
+        let _ = fs::remove_file(&tmp);
+        return Err(werr(e.to_string()));
+    }
+    Ok(())
 }
 
 /// The original values of changed knobs, kept in a JSON file until they are restored:
@@ -208,13 +266,13 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// Load a journal; `None` if the file does not exist.
+    /// Load a journal; `None` if the file does not exist. A knob listed more than once keeps its
+    /// first entry: that is the value before any change (a later entry was written over a change).
     pub fn load(path: &Path) -> Result<Option<Journal>, LinuxError> {
-        let text = match fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(LinuxError::Read { path: path.display().to_string(), message: e.to_string() }),
-        };
+        if fs::symlink_metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+            return Ok(None);
+        }
+        let text = read(path)?;
         let bad = |m: &str| parse_err(path, format!("not a numalab knob journal: {m}"));
         let v: Value = serde_json::from_str(&text).map_err(|e| bad(&e.to_string()))?;
         let root = v["root"].as_str().ok_or_else(|| bad("no root"))?;
@@ -228,6 +286,9 @@ impl Journal {
                 .find_map(|(r, l)| r.filter(|r| *r == rel).map(|r| (r, l)))
                 .ok_or_else(|| bad(&format!("'{rel}' is not where {name} lives")))?;
             let value = e["value"].as_u64().ok_or_else(|| bad("a knob without a whole-number value"))?;
+            if entries.iter().any(|x: &KnobValue| x.name == k.name) {
+                continue;
+            }
             entries.push(KnobValue { name: k.name, path: rel.to_string(), location, value });
         }
         Ok(Some(Journal { root: PathBuf::from(root), entries }))
@@ -278,7 +339,7 @@ pub fn set_knobs(root: &Path, journal: &Path, changes: &[(String, u64)]) -> Resu
     }
     j.save(journal)?;
     for ((_, value), c) in changes.iter().zip(&current) {
-        write_file(&root.join(&c.path), &format!("{value}\n"))?;
+        write_file(root, &c.path, &format!("{value}\n"))?;
     }
     Ok(current)
 }
@@ -292,7 +353,7 @@ pub fn restore_knobs(root: &Path, journal: &Path) -> Result<Vec<KnobValue>, Linu
         return Err(parse_err(journal, format!("journals changes under {}, not {}", j.root.display(), root.display())));
     }
     for e in &j.entries {
-        write_file(&root.join(&e.path), &format!("{}\n", e.value))?;
+        write_file(root, &e.path, &format!("{}\n", e.value))?;
     }
     fs::remove_file(journal)
         .map_err(|e| LinuxError::Write { path: journal.display().to_string(), message: e.to_string() })?;
@@ -311,5 +372,88 @@ mod tests {
         assert!(knob("scan_size").unwrap_err().to_string().contains("scan_size_mb"));
         assert!(check_value("numa_balancing", 4).is_err());
         assert!(check_value("numa_balancing", 3).is_ok());
+    }
+
+    /// A copied knob tree (numa_balancing and scan_size_mb in procfs) in a fresh directory.
+    fn tree(tag: &str) -> PathBuf {
+        let root = std::env::temp_dir().join(format!("numalab-knobs-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(root.join("proc/sys/kernel")).unwrap();
+        fs::write(root.join("proc/sys/kernel/numa_balancing"), "0\n").unwrap();
+        fs::write(root.join("proc/sys/kernel/numa_balancing_scan_size_mb"), "256\n").unwrap();
+        root
+    }
+
+    #[test]
+    fn writes_never_follow_a_symbolic_link() {
+        let root = tree("link");
+        let victim = root.join("victim");
+        fs::write(&victim, "7\n").unwrap(); // a number, so the read before the write succeeds
+        let knob = root.join("proc/sys/kernel/numa_balancing_scan_size_mb");
+        fs::remove_file(&knob).unwrap();
+        std::os::unix::fs::symlink(&victim, &knob).unwrap();
+        let e = write_knob(&root, "scan_size_mb", 64).unwrap_err().to_string();
+        assert!(e.contains("is a symbolic link"), "{e}");
+        // A link higher up the path is refused too.
+        fs::remove_file(&knob).unwrap();
+        fs::rename(root.join("proc/sys/kernel"), root.join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink(root.join("elsewhere"), root.join("proc/sys/kernel")).unwrap();
+        let e = write_knob(&root, "numa_balancing", 1).unwrap_err().to_string();
+        assert!(e.contains("proc/sys/kernel is a symbolic link"), "{e}");
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "7\n");
+        assert_eq!(fs::read_to_string(root.join("elsewhere/numa_balancing")).unwrap(), "0\n");
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_knob_listed_twice_in_a_journal_restores_its_first_value() {
+        let root = tree("dup");
+        let journal = root.join("journal.json");
+        let entry = |v: u64| json!({"name": "numa_balancing", "path": "proc/sys/kernel/numa_balancing", "location": "procfs", "value": v});
+        let text = json!({"root": root.display().to_string(), "knobs": [entry(0), entry(1)]});
+        fs::write(&journal, text.to_string()).unwrap();
+        fs::write(root.join("proc/sys/kernel/numa_balancing"), "2\n").unwrap();
+        let restored = restore_knobs(&root, &journal).unwrap();
+        assert_eq!(restored.iter().map(|k| k.value).collect::<Vec<_>>(), [0]);
+        assert_eq!(fs::read_to_string(root.join("proc/sys/kernel/numa_balancing")).unwrap(), "0\n");
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_reader_never_sees_a_half_written_knob() {
+        let root = tree("atomic");
+        let path = root.join("proc/sys/kernel/numa_balancing_scan_size_mb");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let reader = {
+            let (path, stop) = (path.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut reads = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let text = fs::read_to_string(&path).unwrap();
+                    assert!(text == "256\n" || text == "64\n", "read {text:?}");
+                    reads += 1;
+                }
+                reads
+            })
+        };
+        for i in 0..2000 {
+            write_knob(&root, "scan_size_mb", if i % 2 == 0 { 64 } else { 256 }).unwrap();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(reader.join().unwrap() > 0);
+        assert_eq!(fs::read_dir(root.join("proc/sys/kernel")).unwrap().count(), 2, "no temporary file is left");
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn the_live_root_takes_only_kernel_files() {
+        // A regular file under / that is not on procfs, sysfs or debugfs is refused, even to root.
+        let rel = format!("tmp/numalab-knob-live-{}", std::process::id());
+        let path = Path::new("/").join(&rel);
+        fs::write(&path, "5\n").unwrap();
+        let e = write_file(Path::new("/"), &rel, "6\n").unwrap_err().to_string();
+        assert!(e.contains("not a procfs, sysfs or debugfs file"), "{e}");
+        assert_eq!(fs::read_to_string(&path).unwrap(), "5\n");
+        fs::remove_file(&path).unwrap();
     }
 }

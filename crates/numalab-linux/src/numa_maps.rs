@@ -22,7 +22,7 @@ use std::path::Path;
 use numalab_model::{NodeSet, PolicyMode};
 
 use crate::error::LinuxError;
-use crate::io::{parse_err, read};
+use crate::io::{parse_err, read_bounded, NUMA_MAPS_MAX};
 
 /// What backs a mapping.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,7 +95,7 @@ impl NumaMapping {
 /// Read `proc/PID/numa_maps` under `root`.
 pub fn read_numa_maps(root: &Path, pid: u32) -> Result<Vec<NumaMapping>, LinuxError> {
     let path = root.join(format!("proc/{pid}/numa_maps"));
-    parse_numa_maps(&path, &read(&path)?)
+    parse_numa_maps(&path, &read_bounded(&path, NUMA_MAPS_MAX)?)
 }
 
 /// Parse the text of a numa_maps file; `path` names it in errors.

@@ -64,8 +64,9 @@ pub struct HostTopology {
     pub numa_disabled: bool,
 }
 
+/// A sysfs attribute (bounded, as every reader's; a permission error is named as such).
 fn read(path: &Path) -> Result<String, LinuxError> {
-    fs::read_to_string(path).map_err(|e| LinuxError::Read { path: path.display().to_string(), message: e.to_string() })
+    crate::io::read(path)
 }
 
 fn parse_err(path: &Path, message: impl Into<String>) -> LinuxError {
