@@ -21,6 +21,7 @@ def list_runs(
     results: Path = RESULTS,
     study: Optional[str] = STUDY,
     status: Optional[str] = typer.Option(None, "--status", help="Only runs with this status: ok, out-of-memory, failed."),
+    as_json: bool = typer.Option(False, "--json", help="Print the runs as JSON: {store, runs: [one object per run, every column of the results view, config decoded]}."),
 ) -> None:
     """One line per run: hash, study, status, case, configuration, seed, time and speedup."""
     from numalab.results.store import STATUSES, Store
@@ -29,6 +30,10 @@ def list_runs(
         raise UsageError(f"--status: '{status}' is not accepted (expected one of: {', '.join(STATUSES)})")
     with Store(results, create=False) as store:
         rows = [r for r in store.rows(study) if status is None or r["status"] == status]
+    if as_json:
+        runs = [dict(r, config=_config(r, store.path)) for r in rows]
+        typer.echo(json.dumps({"store": str(store.path), "runs": runs}, indent=2, sort_keys=True))
+        return
     head = f"{'hash':12}  {'study':16} {'status':13} {'seed':>4} {'time_s':>10} {'speedup':>8}  case | configuration"
     typer.echo(head)
     for r in rows:
@@ -36,6 +41,15 @@ def list_runs(
         sp = "-" if r["speedup"] is None else f"{r['speedup']:.2f}"
         typer.echo(f"{r['hash'][:12]}  {r['study'][:16]:16} {r['status']:13} {r['seed']:>4} {t:>10} {sp:>8}  {r['case']} | {r['label']}")
     typer.echo(f"{len(rows)} runs")
+
+
+def _config(row: dict, path: Path) -> object:
+    from numalab.results.store import StoreError
+
+    try:
+        return json.loads(row["config"])
+    except (TypeError, ValueError):
+        raise StoreError(f"{path}: database is corrupt (run {str(row['hash'])[:12]}: its configuration is not JSON)") from None
 
 
 @app.command("show")

@@ -3,9 +3,10 @@ in local worker processes, on a Dask cluster (``--scheduler``) or on Slurm (``--
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -26,6 +27,7 @@ def study(
     walltime: str = typer.Option("01:00:00", "--walltime", help="Walltime per Slurm job for --slurm, HH:MM:SS."),
     dry_run: bool = typer.Option(False, "--dry-run", "-n", help="List the runs (and which are stored already); run nothing."),
     replace: bool = typer.Option(False, "--replace", help="Make this file the study of its name in the store, when another study file of that name was stored there before."),
+    as_json: bool = typer.Option(False, "--json", help="Print a summary as JSON on stdout (runs done, skipped, failed; where they are stored); with --dry-run, the runs. Progress stays on stderr."),
 ) -> None:
     """Run every configuration of a study file into the results store.
 
@@ -48,7 +50,7 @@ def study(
     check_size(sf.study)
     resolved = expand(sf)
     if dry_run:
-        _list(resolved, results)
+        _list(resolved, results, as_json)
         return
     with Store(results) as store:
         store.register_study(resolved, replace=replace)
@@ -65,22 +67,51 @@ def study(
             factory = lambda: executors.LocalBackend(n)  # noqa: E731
         summary = run_study(resolved, store, factory, registered=True)
         errors = Counter(r["error"] for r in store.rows(resolved.name) if r["status"] == "failed")
-    typer.echo(f"study {resolved.name}: {summary.describe()}; results in {store.path}")
-    for error, n in errors.most_common(5):
-        typer.echo(f"  {n} failed: {error}")
+    report = f"numalab report {file} --results {results} -o {results / (resolved.name + '.html')}"
+    sensitivity = None
+    if resolved.study.sensitivity and not summary.failed and not summary.interrupted:
+        from numalab.study.sensitivity import run_for_study
+
+        sensitivity = run_for_study(resolved, results)
+    if as_json:
+        typer.echo(json.dumps(_summary_json(resolved, file, store.path, summary, errors, sensitivity, report), indent=2, sort_keys=True))
+    else:
+        typer.echo(f"study {resolved.name}: {summary.describe()}; results in {store.path}")
+        for error, n in errors.most_common(5):
+            typer.echo(f"  {n} failed: {error}")
     if summary.interrupted:
         typer.echo(f"interrupted: the {summary.done} finished runs are kept; run the same command to resume", err=True)
         raise typer.Exit(130)
-    if resolved.study.sensitivity and not summary.failed:
-        from numalab.study.sensitivity import run_for_study
-
-        typer.echo(run_for_study(resolved, results))
-    typer.echo(f"report: numalab report {file} --results {results} -o {results / (resolved.name + '.html')}")
+    if not as_json:
+        if sensitivity is not None:
+            typer.echo(sensitivity)
+        typer.echo(f"report: {report}")
     if summary.failed:
         raise typer.Exit(1)
 
 
-def _list(resolved, results: Path) -> None:
+def _summary_json(resolved: Any, file: Path, store: Path, summary: Any, errors: Counter, sensitivity: Optional[str],
+                  report: str) -> dict[str, Any]:
+    """``study --json``: what the text says, as data."""
+    return {
+        "study": resolved.name,
+        "file": str(file),
+        "store": str(store),
+        "runs": summary.total,
+        "skipped": summary.skipped,
+        "done": summary.done,
+        "ok": summary.ok,
+        "out_of_memory": summary.out_of_memory,
+        "failed": summary.failed,
+        "interrupted": summary.interrupted,
+        "elapsed_s": round(summary.elapsed_s, 3),
+        "failures": [{"error": e, "runs": n} for e, n in errors.most_common()],
+        "sensitivity": sensitivity,
+        "report": report,
+    }
+
+
+def _list(resolved, results: Path, as_json: bool = False) -> None:
     from numalab.results.store import Store, db_path
 
     stored: set[str] = set()
@@ -91,6 +122,12 @@ def _list(resolved, results: Path) -> None:
         if other:
             typer.echo(f"numalab: note: a different study named '{resolved.name}' is stored in {store.path} (from {other}); "
                        "running this file there needs --replace", err=True)
+    if as_json:
+        runs = [{"hash": r.hash, "stored": r.hash in stored, "case": r.case, "label": r.label, "seed": r.config["seed"], "role": r.role}
+                for r in resolved.runs]
+        typer.echo(json.dumps({"study": resolved.name, "runs": runs, "stored": len(stored), "to_run": len(resolved.runs) - len(stored)},
+                              indent=2, sort_keys=True))
+        return
     for r in resolved.runs:
         mark = "stored" if r.hash in stored else "to run"
         role = " (baseline)" if r.role == "baseline" else ""

@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Optional
+import json
+from typing import Any, Optional
 
 import typer
 
 from numalab.workload import descriptor
 
 
-def workloads(name: Optional[str] = typer.Argument(None, help="A workload to describe.")) -> None:
+def workloads(
+    name: Optional[str] = typer.Argument(None, help="A workload to describe."),
+    as_json: bool = typer.Option(False, "--json", help="Print the list (name, description) or the workload (parameters with defaults, choices, classes, versions) as JSON."),
+) -> None:
     """List the workload library, or show one workload's parameters, classes and source."""
     if name is None:
-        for n in descriptor.library_names():
-            desc, _, _ = descriptor.load(n)
-            typer.echo(f"{n:10s} {desc.description}")
+        listed = [(n, descriptor.load(n)[0].description) for n in descriptor.library_names()]
+        if as_json:
+            typer.echo(json.dumps([{"name": n, "description": d} for n, d in listed], indent=2))
+            return
+        for n, d in listed:
+            typer.echo(f"{n:10s} {d}")
         return
     desc, path, _ = descriptor.load(name)
+    if as_json:
+        typer.echo(json.dumps(_document(desc, path), indent=2, sort_keys=True))
+        return
     typer.echo(f"{desc.name}: {desc.description}")
     typer.echo(f"file: {path}")
     typer.echo("parameters (--name value):")
@@ -30,3 +40,20 @@ def workloads(name: Optional[str] = typer.Argument(None, help="A workload to des
         typer.echo(f"versions (--npb-version): {', '.join(descriptor.versions(desc))} (default {desc.version})")
     if desc.source:
         typer.echo(f"source: {desc.source}")
+
+
+def _document(desc: descriptor.WorkloadDesc, path: Any) -> dict[str, Any]:
+    """What the text shows, as data: parameters with their defaults (options are ``--`` + the
+    name with ``-`` for ``_``), allowed values, minimums, class tables and NPB releases."""
+    return {
+        "name": desc.name,
+        "description": desc.description,
+        "file": str(path),
+        "parameters": desc.params,
+        "choices": desc.choices,
+        "minimum": desc.minimum,
+        "classes": desc.classes,
+        "versions": descriptor.versions(desc) if desc.versions else [],
+        "default_version": desc.version if desc.versions else None,
+        "source": desc.source or None,
+    }
