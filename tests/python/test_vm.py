@@ -211,6 +211,36 @@ def test_damaged_or_missing_frames_are_errors():
         protocol.read_frames(_frames("M", files).replace("M END\n", ""), "M")
 
 
+def test_the_data_port_and_each_file_are_read_within_bounds(tmp_path, monkeypatch):
+    """A flood on the data port, or a small stream that unpacks to gigabytes, is one error, never
+    the host's memory."""
+    port = tmp_path / "data-port"
+    port.write_text(_frames("M", {"stdout": b"x" * 5000}))
+    assert protocol.read_frames(protocol.read_port(port), "M") == {"stdout": b"x" * 5000}
+    assert protocol.read_port(tmp_path / "absent") == ""
+    monkeypatch.setattr(protocol, "MAX_FILE_BYTES", 4096)
+    with pytest.raises(protocol.ProtocolError, match="stdout unpacks to more than"):
+        protocol.read_frames(protocol.read_port(port), "M")
+    monkeypatch.setattr(protocol, "MAX_PORT_BYTES", 64)
+    with pytest.raises(protocol.ProtocolError, match=r"wrote 0\.0 MiB to the data port, more than the 0 MiB"):
+        protocol.read_port(port)
+
+
+def test_the_guest_keeps_the_beginning_of_a_long_output_and_says_how_long_it_was(tmp_path):
+    """The guest's truncation lines, run by the host's sh on a copy of /tmp/out."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "stdout").write_bytes(b"a" * guest.OUTPUT_CAP + b"tail")
+    (out / "stderr").write_bytes(b"short")
+    (out / "truncated").write_bytes(b"")
+    subprocess.run(["sh", "-c", guest.TRUNCATE.replace("/tmp/out", str(out))], check=True)
+    assert (out / "stdout").read_bytes() == b"a" * guest.OUTPUT_CAP
+    assert (out / "stderr").read_bytes() == b"short"
+    assert (out / "truncated").read_text() == f"stdout {guest.OUTPUT_CAP + 4}\n"
+    assert guest.TRUNCATE in guest.job_script(guest.Job(mark="M", command=["/bin/x"]))
+    o = vm_run.VmOutput({"truncated": (out / "truncated").read_bytes()}, None, "tcg", 1.0, 2.0, None)
+    assert o.truncated == {"stdout": guest.OUTPUT_CAP + 4}
+
 def test_job_script_quotes_the_command_and_sets_the_knobs():
     job = guest.Job(mark="NUMALAB-1", command=["/bin/x", "a b", "$(reboot)"], agent_args=["--interleave=all"],
                     knobs={"scan_delay_ms": 50}, thp="never", env={"OMP_PROC_BIND": "spread"})

@@ -170,6 +170,16 @@ def test_a_binary_under_tmp_runs_in_the_guest(guest, tmp_path):
     assert out.status == 0, out.text("stderr")
     assert json.loads(out.text("stdout"))["kernel"] == "dgemv"
 
+
+def test_a_long_output_is_cut_in_the_guest_and_said(guest, cli):
+    """20 MB on stdout: the guest sends back its first guest.OUTPUT_CAP bytes and the size."""
+    from numalab.vm import guest as vm_guest
+
+    code, stdout, err = cli("vm", "run", "--", "sh", "-c", "yes numalab | head -c 20000000")
+    assert code == 0, err
+    assert len(stdout) == vm_guest.OUTPUT_CAP and stdout.startswith("numalab\nnumalab\n")
+    assert f"numalab vm: the command wrote 20000000 bytes to stdout; only the first {vm_guest.OUTPUT_CAP} were kept" in err
+
 def test_a_guest_that_does_not_finish_is_killed(guest, private_tmp):
     with pytest.raises(qemu.GuestTimeout, match=r"did not finish within 2 s .*QEMU was killed"):
         vm_run.run(vm_run.VmRequest("vm-4", ["sleep", "600"], timeout_s=2))

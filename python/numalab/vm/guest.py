@@ -12,7 +12,8 @@ The protocol (read back by ``protocol.py``):
   forge a frame. The files: ``status`` (the agent's exit code), ``uname``, ``uptime`` (the
   guest's uptime at READY), ``topo.json`` and
   ``knobs.json`` (``numalab-agent topo`` / ``knobs get``), ``agent.jsonl`` (its records),
-  ``stdout`` and ``stderr`` of the command, ``numactl-H``, ``knobs.err`` and ``memory_tiers``.
+  ``stdout`` and ``stderr`` of the command (at most ``OUTPUT_CAP`` bytes each; ``truncated`` says
+  which were cut), ``numactl-H``, ``knobs.err`` and ``memory_tiers``.
 """
 
 from __future__ import annotations
@@ -50,7 +51,18 @@ _FRAME = """frame() {
 """
 
 OUT_FILES = ("status", "uname", "uptime", "topo.json", "knobs.json", "knobs.err", "numactl-H", "agent.jsonl", "stdout", "stderr",
-             "memory_tiers")
+             "truncated", "memory_tiers")
+#: The command's stdout and stderr are sent back up to this many bytes each (their beginning):
+#: every byte crosses the emulated UART and is held several times over on the host. ``truncated``
+#: has one ``<name> <bytes written>`` line per file cut.
+OUTPUT_CAP = 1 << 20
+TRUNCATE = f"""for f in stdout stderr; do
+  n=$(wc -c < /tmp/out/$f)
+  if [ "$n" -gt {OUTPUT_CAP} ]; then
+    head -c {OUTPUT_CAP} /tmp/out/$f > /tmp/out/$f.cut && mv /tmp/out/$f.cut /tmp/out/$f && echo "$f $n" >> /tmp/out/truncated
+  fi
+done
+"""
 #: The guest's memory tiers (mm/memory-tiers.c, 6.1+: one ``memory_tier<adistance >> 7>`` device per
 #: tier with its ``nodelist``) and demotion_enabled, one ``name value`` line each, read after the run.
 TIERS = """for d in /sys/devices/virtual/memory_tiering/memory_tier*; do
@@ -123,6 +135,8 @@ def job_script(job: Job) -> str:
         " ".join(q(a) for a in agent) + " </dev/null >/tmp/out/stdout 2>/tmp/out/stderr",
         "echo $? > /tmp/out/status",
         "touch /tmp/out/agent.jsonl",
+        ": > /tmp/out/truncated",
+        TRUNCATE,
         TIERS,
         f"stty -F {DATA_PORT} raw -echo 2>/dev/null",
         "{",

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import gzip
 import hashlib
 import zlib
 
@@ -14,6 +13,37 @@ from numalab.exceptions import NumalabError
 
 class ProtocolError(NumalabError):
     """The guest's output is missing or damaged (exit code 1)."""
+
+
+#: The most the host reads from the data port, and the most one file may unpack to: the guest
+#: caps the command's output (guest.OUTPUT_CAP), so only a flood written to the port itself or
+#: a forged stream goes past these.
+MAX_PORT_BYTES = 256 << 20
+MAX_FILE_BYTES = 256 << 20
+
+
+def read_port(path) -> str:
+    """The data port's text, refused (ProtocolError) above ``MAX_PORT_BYTES``."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return ""
+    if size > MAX_PORT_BYTES:
+        raise ProtocolError(f"the guest wrote {size / 2**20:.1f} MiB to the data port, more than the {MAX_PORT_BYTES >> 20} MiB read back "
+                            "(did the command write to /dev/ttyS1?)")
+    with open(path, "rb") as f:
+        return f.read(MAX_PORT_BYTES).decode(errors="replace")
+
+
+def _gunzip(data: bytes, name: str) -> bytes:
+    """``data`` decompressed, at most ``MAX_FILE_BYTES`` of it (a small stream may unpack to gigabytes)."""
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    out = d.decompress(data, MAX_FILE_BYTES)
+    if d.unconsumed_tail:
+        raise ProtocolError(f"the guest's file {name} unpacks to more than {MAX_FILE_BYTES >> 20} MiB")
+    if not d.eof or d.unused_data:
+        raise ProtocolError(f"the guest's file {name} arrived damaged (not base64 of a gzip stream)")
+    return out
 
 
 def read_frames(text: str, mark: str) -> dict[str, bytes]:
@@ -40,8 +70,8 @@ def read_frames(text: str, mark: str) -> dict[str, bytes]:
             raise ProtocolError(f"unexpected line on the data port: {ln[:80]!r}")
         if ln == f"{mark} ENDFILE {name}":
             try:
-                data = gzip.decompress(base64.b64decode("".join(body), validate=True))
-            except (binascii.Error, OSError, EOFError, zlib.error):
+                data = _gunzip(base64.b64decode("".join(body), validate=True), name)
+            except (binascii.Error, zlib.error):
                 raise ProtocolError(f"the guest's file {name} arrived damaged (not base64 of a gzip stream)") from None
             if hashlib.sha256(data).hexdigest() != digest:
                 raise ProtocolError(f"the guest's file {name} arrived damaged (sha256 differs)")

@@ -66,6 +66,16 @@ class VmOutput:
     def kernel_release(self) -> str:
         return self.text("uname").strip()
 
+    @property
+    def truncated(self) -> dict[str, int]:
+        """``{"stdout": bytes written}`` for each output the guest cut to ``guest.OUTPUT_CAP``."""
+        out = {}
+        for line in self.text("truncated").splitlines():
+            name, _, size = line.partition(" ")
+            if name in ("stdout", "stderr") and size.strip().isdigit():
+                out[name] = int(size)
+        return out
+
 
 def kernel_tuple(release: str) -> tuple[int, int]:
     m = re.match(r"(\d+)\.(\d+)", release)
@@ -220,7 +230,7 @@ def run(req: VmRequest, say: Say = lambda s: None) -> VmOutput:
         say(f"numalab vm: booting {topo.name} ({topo.nodes} nodes, {sum(topo.cpus_per_node)} vCPUs, "
             f"{sum(topo.memory_mib)} MiB, {accel}) with Linux {g.kernel_version}")
         b = qemu.boot(args, f"{job.mark} READY", req.timeout_s)
-        text = data.read_text(errors="replace") if data.exists() else ""
+        text = protocol.read_port(data)
     if b.ready_s is None:
         last = "\n".join(f"  | {ln}" for ln in b.console.splitlines()[-10:])
         raise qemu.QemuFailed(f"the guest never became ready (QEMU exit code {b.returncode}); last console lines:\n{last}")
@@ -284,5 +294,8 @@ def document(out: VmOutput) -> dict[str, Any]:
         "memory_tiers": memory_tiers(out.text("memory_tiers")),
         "stdout": out.text("stdout"),
         "stderr": out.text("stderr"),
+        # bytes the command wrote to each output that was cut to its first guest.OUTPUT_CAP
+        "output_truncated": out.truncated,
+        "output_cap_bytes": guest.OUTPUT_CAP,
     }
     return doc
