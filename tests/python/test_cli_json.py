@@ -68,3 +68,57 @@ def test_study_then_results_list(cli, tmp_path, inline):
     assert {r["hash"] for r in runs} == {r["hash"] for r in plan["runs"]}
     assert all(r["status"] == "ok" and r["time_s"] > 0 and r["config"]["workload"] == "dgemv" for r in runs)
     assert _json(cli, "results", "list", "--results", str(results), "--status", "failed", "--json")["runs"] == []
+
+
+def _side(pages: list[int], migrations: list[int]):
+    from numalab.vm import check
+
+    return check.Side(pages, pages[::-1], {"numa_hit": 100, "numa_miss": 3}, check.Threads(migrations, [50.0] * len(migrations), 2.0))
+
+
+def test_vm_check_tables_as_json(cli, monkeypatch):
+    from numalab.vm import check
+
+    def fake_compare(case, memory, accel, timeout, say):
+        say(f"vm check {case.name}: running")  # progress goes to stderr
+        c = check.Comparison(case, _side([600, 400], [1, 2]), _side([550, 450], [3, 3]), "6.1.0", "6.13")
+        if case.name == "interleave":
+            c.failures["vm"] = "pages not spread"
+        return c
+
+    monkeypatch.setattr(check, "compare", fake_compare)
+    doc = _json(cli, "vm", "check", "--case", "serial-init", "--case", "interleave", "--json", code=1)
+    assert doc["ok"] is False and [c["case"] for c in doc["cases"]] == ["serial-init", "interleave"]
+    first = doc["cases"][0]
+    assert first["pages"]["sim"] == {"after_init": [600, 400], "after_run": [400, 600]}
+    assert first["pages"]["vm"]["after_init"] == [550, 450]
+    assert first["counters"]["numa_hit"] == {"sim": 100, "vm": 100} and first["counters"]["numa_miss"]["vm"] == 3
+    assert first["threads"]["vm"]["nr_migrations"] == [3, 3] and first["threads"]["sim"]["migrations_per_thread_s"] == 0.75
+    assert first["ok"] is True and first["kernel_release"] == "6.1.0" and first["sim_kernel"] == "6.13"
+    assert doc["cases"][1]["failures"] == {"vm": "pages not spread"}
+
+
+def test_vm_check_list_as_json(cli):
+    from numalab.vm import check
+
+    doc = _json(cli, "vm", "check", "--list", "--json")
+    assert [c["name"] for c in doc] == list(check.CASES)
+    assert all(c["expect"] for c in doc)
+
+
+def test_vm_setup_as_json(cli, monkeypatch, tmp_path):
+    from numalab.vm import setup
+
+    guest = setup.Guest("/usr/bin/qemu-system-x86_64", str(tmp_path / "bzImage"), "6.1.0-35-amd64", "debian", "/c/busybox",
+                        "/c/numactl", "/c/libnuma.so.1", "/c/lib")
+
+    def fake_setup(kernel, say):
+        say("cache:   somewhere")
+        return guest
+
+    monkeypatch.setattr(setup, "setup", fake_setup)
+    monkeypatch.setattr(setup, "find_agent", lambda: tmp_path / "numalab-agent")
+    doc = _json(cli, "vm", "setup", "--json")
+    assert doc["kernel_version"] == "6.1.0-35-amd64" and doc["qemu"] == "/usr/bin/qemu-system-x86_64"
+    assert doc["agent"] == str(tmp_path / "numalab-agent") and doc["agent_missing"] is None
+    assert isinstance(doc["kvm_usable"], bool) and doc["cache"]

@@ -66,16 +66,23 @@ def _stop_exits(command):
 @app.command("setup")
 def setup_cmd(
     kernel: Optional[Path] = typer.Option(None, "--kernel", help="Use this bzImage kernel instead of Debian's linux-image-*-amd64."),
+    as_json: bool = typer.Option(False, "--json", help="Print the guest's files (paths), the kernel's version and the agent as JSON; progress on stderr."),
 ) -> None:
     """Gather the guest's kernel, busybox and numactl into the cache; say what is missing."""
     from numalab.vm import setup
 
-    setup.setup(kernel, say=typer.echo)
+    guest = setup.setup(kernel, say=_say if as_json else typer.echo)
     try:
-        agent = setup.find_agent()
-        typer.echo(f"agent:   {agent}")
+        agent, missing = str(setup.find_agent()), None
     except setup.SetupError as e:
-        typer.echo(f"agent:   missing: {e.args[0]}")
+        agent, missing = None, e.args[0]
+    if as_json:
+        from numalab.cli.vm_json import setup_json
+        from numalab.vm.cache import cache_dir
+
+        typer.echo(json.dumps(setup_json(guest, cache_dir(), agent, missing, setup.kvm_usable()), indent=2, sort_keys=True))
+        return
+    typer.echo(f"agent:   {agent}" if agent else f"agent:   missing: {missing}")
 
 
 def _request(machine, command, place, bal, memory, cpus, thp, accel, timeout, interval, wait_policy="default"):
@@ -175,6 +182,7 @@ def check_cmd(
     memory_per_node_mib: Optional[int] = MEMORY,
     accel: str = ACCEL,
     timeout: float = typer.Option(300.0, "--timeout", help="Kill each guest after this many seconds (more than 0, at most 604800)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the side-by-side tables (pages per node, counters, threads, verdicts) of every case as one JSON document; progress on stderr."),
 ) -> None:
     """Run a workload in the guest and in the simulator on the same preset; print pages per node
     after first touch and after the run, the counters side by side, and the differences.
@@ -184,6 +192,10 @@ def check_cmd(
     from numalab.vm import check
 
     if list_cases:
+        if as_json:
+            typer.echo(json.dumps([{"name": c.name, "workload": c.workload, "params": c.params, "machine": c.machine, "config": c.config,
+                                    "expect": c.expect.__doc__, "more_than": c.more_than} for c in check.CASES.values()], indent=2))
+            return
         for c in check.CASES.values():
             more = f"; more thread migrations per thread and second than {c.more_than} (run together)" if c.more_than else ""
             typer.echo(f"{c.name:<18} {c.workload} {c.params} on {c.machine}, config '{c.config}': expect {c.expect.__doc__}{more}")
@@ -213,6 +225,10 @@ def check_cmd(
         result = check.compare(c, memory_per_node_mib, accel, timeout, say=_say)
         progress.step(c.name)
         results.append(result)
+        if not result.ok:
+            failed.append(c.name)
+        if as_json:
+            continue
         typer.echo(check.report(result))
         notes = check.profile_notes(result.kernel_release)
         if notes:
@@ -220,12 +236,16 @@ def check_cmd(
             for n in notes:
                 typer.echo(f"  - {n}")
         typer.echo("")
-        if not result.ok:
-            failed.append(c.name)
-    if any(r.case.sched for r in results):
+    ordering = check.orderings(results)
+    if as_json:
+        from numalab.cli.vm_json import check_json
+
+        typer.echo(json.dumps(check_json(results, ordering), indent=2, sort_keys=True))
+    elif any(r.case.sched for r in results):
         typer.echo(check.sched_table(results))
-    for name, why in check.orderings(results).items():
-        typer.echo(f"{name}: {why}")
+    for name, why in ordering.items():
+        if not as_json:
+            typer.echo(f"{name}: {why}")
         failed.append(name)
     if failed:
         typer.echo(f"numalab: vm check: expectation failed in {', '.join(failed)}", err=True)
