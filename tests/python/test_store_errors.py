@@ -222,7 +222,7 @@ def test_damaged_text_inside_a_sound_database_is_one_clear_line(good, tmp_path, 
     con.close()
     r = ["-r", str(tmp_path)]
     for argv, expected in (
-        (["results", "show", first, *r], "its stored document is not JSON"),
+        (["results", "show", first, *r], "its result document is not JSON"),
         (["results", "export", "--csv", str(tmp_path / "x.csv"), *r], "its parameters are not JSON"),
         (["report", str(tmp_path), "-o", str(tmp_path / "x.html")], "not JSON"),
     ):

@@ -22,5 +22,5 @@ def report(
     pages per node, balancing timelines and the scatter plots the study asks for."""
     from numalab.report import write_report
 
-    out = write_report(target, output, fmt, results, study)
+    out = write_report(target, output, fmt, results, study, warn=lambda m: typer.echo(f"numalab: warning: {m}", err=True))
     typer.echo(f"wrote {out} (figures in {out.parent / (out.stem + '-figures')})")

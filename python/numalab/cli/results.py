@@ -30,8 +30,9 @@ def list_runs(
         raise UsageError(f"--status: '{status}' is not accepted (expected one of: {', '.join(STATUSES)})")
     with Store(results, create=False) as store:
         rows = [r for r in store.rows(study) if status is None or r["status"] == status]
+        damaged = store.damaged(study)
     if as_json:
-        runs = [dict(r, config=_config(r, store.path)) for r in rows]
+        runs = [dict(r, config=_config(r, store.path), damaged=damaged.get(r["hash"])) for r in rows]
         typer.echo(json.dumps({"store": str(store.path), "runs": runs}, indent=2, sort_keys=True))
         return
     head = f"{'hash':12}  {'study':16} {'status':13} {'seed':>4} {'time_s':>10} {'speedup':>8}  case | configuration"
@@ -39,8 +40,13 @@ def list_runs(
     for r in rows:
         t = "-" if r["time_s"] is None else f"{r['time_s']:.4f}"
         sp = "-" if r["speedup"] is None else f"{r['speedup']:.2f}"
-        typer.echo(f"{r['hash'][:12]}  {r['study'][:16]:16} {r['status']:13} {r['seed']:>4} {t:>10} {sp:>8}  {r['case']} | {r['label']}")
+        mark = f"  [damaged: {damaged[r['hash']]}]" if r["hash"] in damaged else ""
+        typer.echo(f"{r['hash'][:12]}  {r['study'][:16]:16} {r['status']:13} {r['seed']:>4} {t:>10} {sp:>8}  {r['case']} | {r['label']}{mark}")
     typer.echo(f"{len(rows)} runs")
+    bad = sum(1 for r in rows if r["hash"] in damaged)
+    if bad:
+        typer.echo(f"numalab: warning: {bad} of these runs {'has its' if bad == 1 else 'have their'} stored result document damaged "
+                   f"(marked [damaged]); reports leave {'it' if bad == 1 else 'them'} out; restore {store.path} from a copy", err=True)
 
 
 def _config(row: dict, path: Path) -> object:
@@ -60,15 +66,18 @@ def show(
 ) -> None:
     """A run's configuration, status and result summary (or its whole document with --json)."""
     from numalab.cli.summary import summary
-    from numalab.results.store import Store, StoreError
+    from numalab.results.store import Store, StoreError, describe_run, document_problem
 
     with Store(results, create=False) as store:
         row = store.find(run_hash)
+    problem = document_problem(row["result"], row["status"])
+    if problem:
+        raise StoreError(f"{store.path}: database is corrupt ({describe_run(row)}: {problem})")
     try:
-        doc = json.loads(row["result"]) if row["result"] else None
         config = json.loads(row["config"])
     except ValueError:
-        raise StoreError(f"{store.path}: database is corrupt (run {row['hash'][:12]}: its stored document is not JSON)") from None
+        raise StoreError(f"{store.path}: database is corrupt ({describe_run(row)}: its configuration is not JSON)") from None
+    doc = json.loads(row["result"]) if row["result"] else None
     if as_json:
         typer.echo(json.dumps(doc if doc is not None else {"status": row["status"], "error": row["error"]}, indent=2, sort_keys=True))
         return

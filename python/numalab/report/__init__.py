@@ -33,7 +33,9 @@ def steps(**kwargs: Any) -> Progress:
 
 
 def write_report(target: str | Path, out: str | Path, fmt: str | None = None, results: str | Path = "results", study: str | None = None,
-                 progress: Any = None) -> Path:
+                 progress: Any = None, warn: Any = None) -> Path:
+    """``warn(message)`` is told of each run left out (its stored document is damaged); the
+    report itself says so too."""
     from numalab.report import html, markdown
     from numalab.report.build import build
     from numalab.report.data import gather, resolve_target
@@ -52,6 +54,8 @@ def write_report(target: str | Path, out: str | Path, fmt: str | None = None, re
         db, name, study_file = resolve_target(target, results, study)
         check_output(out, "--output", db)
         data = gather(db, name, study_file)
+        for skipped in data.skipped if warn else ():
+            warn(f"{db}: {skipped}; left out of the report")
         progress.step("read the store")
         try:
             content = build(data, figures, progress)

@@ -18,7 +18,7 @@ from typing import Any
 
 from numalab.exceptions import UsageError
 from numalab.results.frame import load
-from numalab.results.store import Store, StoreError, db_path
+from numalab.results.store import Store, db_path, describe_run, document_problem
 from numalab.study.model import Report, Study
 
 
@@ -33,6 +33,7 @@ class ReportData:
     docs: dict[str, dict[str, Any]] = field(default_factory=dict)
     report_options: Report | None = None  # the given study file's [report], else the stored one's
     notes: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # runs left out, each "run HASH (case | label, seed N): what is wrong"
 
     @property
     def options(self) -> Report:
@@ -104,13 +105,21 @@ def gather(db: Path, study: str, study_file: Any = None) -> ReportData:
             data.notes.append(f"{study_file.path} has changed since its runs were stored: the configuration shown is the stored "
                               "one that produced these numbers; the report options are the file's (run the study again to update it).")
     if len(frame):
-        for h, doc in zip(frame["hash"], frame["result"]):
-            if isinstance(doc, str) and doc:
-                try:
-                    data.docs[h] = json.loads(doc)
-                except ValueError:
-                    raise StoreError(f"{db}: database is corrupt (run {h[:12]}: its result document is not JSON)") from None
-        data.frame = _split_labels(frame.drop(columns=["result"]), data.notes)
+        keep = []
+        for i, row in enumerate(frame[["hash", "case", "label", "seed", "status", "result"]].to_dict("records")):
+            text = row["result"] if isinstance(row["result"], str) else None  # pandas gives NaN for NULL
+            problem = document_problem(text, row["status"])
+            if problem:
+                data.skipped.append(f"{describe_run(row)}: {problem}")
+                continue
+            keep.append(i)
+            if text:
+                data.docs[row["hash"]] = json.loads(text)
+        if data.skipped:
+            data.notes.append(f"{len(data.skipped)} run{'s are' if len(data.skipped) > 1 else ' is'} left out of this report, "
+                              f"{'their' if len(data.skipped) > 1 else 'its'} stored document damaged: " + "; ".join(data.skipped)
+                              + f" (restore {db} from a copy to report {'them' if len(data.skipped) > 1 else 'it'}).")
+        data.frame = _split_labels(frame.iloc[keep].drop(columns=["result"]).reset_index(drop=True), data.notes)
     return data
 
 

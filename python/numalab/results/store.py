@@ -461,6 +461,27 @@ class Store:
         sql = f"SELECT {cols} FROM results" + (" WHERE study = ?" if study else "") + " ORDER BY study, position"
         return [_decoded(dict(r), self.path) for r in self.db.execute(sql, (study,) if study else ())]
 
+    @_guarded
+    def damaged(self, study: str | None = None) -> dict[str, str]:
+        """Runs (of ``study``) whose result document is missing, not JSON or not numalab's, as
+        hash -> what is wrong (``document_problem``); SQLite checks the text, no document is
+        loaded into Python."""
+        # Nested CASEs: SQLite evaluates them lazily, so json_type never sees invalid JSON.
+        sql = ("SELECT DISTINCT hash, status, CASE WHEN result IS NULL OR result = '' THEN 'none' WHEN NOT json_valid(result) THEN 'text' "
+               "WHEN json_type(result) != 'object' THEN 'other' ELSE 'object' END AS kind, "
+               "CASE WHEN json_valid(result) THEN CASE WHEN json_type(result) = 'object' THEN json_extract(result, '$.schema') END END AS schema "
+               "FROM results" + (" WHERE study = ?" if study else ""))
+        out = {}
+        for r in self.db.execute(sql, (study,) if study else ()):
+            if r["kind"] == "object" and isinstance(r["schema"], str) and r["schema"].startswith("numalab."):
+                continue
+            # The same words as document_problem, from a stand-in of what SQLite found.
+            stand_in = {"none": None, "text": "{", "other": "[]"}.get(r["kind"], json.dumps({"schema": r["schema"]}))
+            problem = document_problem(stand_in, r["status"])
+            if problem:
+                out[r["hash"]] = problem
+        return out
+
     def _view_columns(self) -> list[str]:
         return [f'"{d[0]}"' if d[0] == "case" else d[0] for d in self.db.execute("SELECT * FROM results LIMIT 0").description]
 
@@ -475,6 +496,35 @@ class Store:
         if len(rows) > 1:
             raise UsageError(f"hash {prefix}... is ambiguous ({', '.join(r['hash'][:12] for r in rows)}, ...); give more digits")
         return _decoded(dict(rows[0]), self.path)
+
+
+def document_problem(text: Any, status: str | None) -> str | None:
+    """What is wrong with a run's stored result document, or None: a complete run must have one,
+    and a document is a JSON object naming its ``schema`` (``numalab.result/1``, ...)."""
+    if text is None or text == "":
+        return "it finished but its result document is missing" if status in COMPLETE else None
+    try:
+        doc = json.loads(text)
+    except (TypeError, ValueError):
+        return "its result document is not JSON"
+    if not isinstance(doc, dict):
+        return "its result document is not a JSON object"
+    schema = doc.get("schema")
+    if not isinstance(schema, str) or not schema.startswith("numalab."):
+        return "its result document has no numalab schema field" if schema is None else f"its result document has an unknown schema {schema!r}"
+    return None
+
+
+def describe_run(row: dict[str, Any]) -> str:
+    """``run 1a2b3c4d5e6f (case | label, seed 1)``, or from the configuration columns when the row
+    is not a study's (``runs`` rather than the ``results`` view)."""
+    h = str(row.get("hash"))[:12]
+    if row.get("label") is not None:
+        what = f"{row.get('case')} | {row.get('label')}"
+    else:
+        what = " ".join(str(row[k]) for k in ("workload", "machine", "placement") if row.get(k) is not None)
+    seed = seed_from_db(row.get("seed"))
+    return f"run {h} ({what}{'' if seed is None else f', seed {seed}'})"
 
 
 def _decoded(row: dict[str, Any], path: Path) -> dict[str, Any]:
