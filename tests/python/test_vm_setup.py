@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from numalab.vm import setup as vm_setup
+from numalab.vm import debian
 
 pytestmark = pytest.mark.skipif(not shutil.which("dpkg-deb"), reason="dpkg-deb is Debian's; the guest's files come from its packages")
 
@@ -45,7 +45,7 @@ def test_unpack_takes_only_the_members_and_closes_its_pipes(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     out: list[Path] = []
-    assert _resource_warnings(lambda: out.append(vm_setup._unpack(deb, ["./boot/vmlinuz-*"], work, lambda s: None))) == []
+    assert _resource_warnings(lambda: out.append(debian.unpack(deb, ["./boot/vmlinuz-*"], work, lambda s: None))) == []
     files = sorted(p.relative_to(out[0]).as_posix() for p in out[0].rglob("*") if p.is_file())
     assert files == ["boot/vmlinuz-1"]
     assert (out[0] / "boot" / "vmlinuz-1").read_bytes() == b"kernel" * 1000
@@ -58,8 +58,8 @@ def test_unpack_failure_is_one_line_and_closes_its_pipes(tmp_path):
     errors: list[str] = []
 
     def missing_member() -> None:
-        with pytest.raises(vm_setup.SetupError) as e:
-            vm_setup._unpack(deb, ["./no/such/file"], work, lambda s: None)
+        with pytest.raises(debian.SetupError) as e:
+            debian.unpack(deb, ["./no/such/file"], work, lambda s: None)
         errors.append(e.value.args[0])
 
     assert _resource_warnings(missing_member) == []
@@ -67,5 +67,26 @@ def test_unpack_failure_is_one_line_and_closes_its_pipes(tmp_path):
     assert "no/such/file" in errors[0]
     broken = tmp_path / "broken_1_amd64.deb"
     broken.write_bytes(b"not a deb")
-    with pytest.raises(vm_setup.SetupError, match=r"cannot unpack broken_1_amd64\.deb: .+"):
-        vm_setup._unpack(broken, ["./boot/*"], work, lambda s: None)
+    with pytest.raises(debian.SetupError, match=r"cannot unpack broken_1_amd64\.deb: .+"):
+        debian.unpack(broken, ["./boot/*"], work, lambda s: None)
+
+
+def test_kmem_and_setup_share_debian_without_importing_each_other():
+    """No import cycle (function-level imports included): setup -> kmem -> debian, setup -> debian."""
+    import ast
+    import numalab.vm
+
+    def imports(name: str) -> set[str]:
+        tree = ast.parse((Path(numalab.vm.__file__).parent / f"{name}.py").read_text())
+        out = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                out.add(node.module)
+                out |= {f"{node.module}.{a.name}" for a in node.names}
+            elif isinstance(node, ast.Import):
+                out |= {a.name for a in node.names}
+        return out
+
+    assert not any(m.startswith("numalab.vm.setup") for m in imports("kmem") | imports("debian"))
+    assert "numalab.vm.kmem" not in imports("debian")
+    assert "numalab.vm.debian" in imports("kmem") and "numalab.vm.debian" in imports("setup")

@@ -32,7 +32,8 @@ import tempfile
 from pathlib import Path
 
 from numalab.exceptions import UsageError
-from numalab.vm import cpio
+from numalab.vm import cpio, debian
+from numalab.vm.cache import atomic_write
 
 #: Kinds of CPU-less memory the kernel onlines through dax/kmem (docs/tiering.md §2.1).
 KMEM_SUBTYPES = ("CXL-DRAM", "NVM")
@@ -58,9 +59,6 @@ def have_modules(cache_root: Path, version: str) -> bool:
 def fetch_modules(cache_root: Path, version: str, source: str, say=lambda s: None, work: Path | None = None) -> Path:
     """The kmem modules of the guest kernel, unpacked from its Debian package into the cache once
     (from the package already downloaded into ``work`` when setup gives it)."""
-    from numalab.vm import setup as vm_setup
-    from numalab.vm.cache import atomic_write
-
     d = modules_dir(cache_root, version)
     if have_modules(cache_root, version):
         return d
@@ -73,12 +71,11 @@ def fetch_modules(cache_root: Path, version: str, source: str, say=lambda s: Non
     cache_root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="modules.", dir=cache_root) as tmp:
         work = work or Path(tmp)
-        unpacked = vm_setup._unpack(vm_setup._download(pkg, work, say),
-                                    [f"./lib/modules/*/kernel/drivers/{m}" for m in MODULES], work, say)
+        unpacked = debian.unpack(debian.download(pkg, work, say), [f"./lib/modules/*/kernel/drivers/{m}" for m in MODULES], work, say)
         for m in MODULES:
             found = sorted(unpacked.glob(f"lib/modules/*/kernel/drivers/{m}"))
             if not found:
-                raise vm_setup.SetupError(f"{pkg} has no drivers/{m}")
+                raise debian.SetupError(f"{pkg} has no drivers/{m}")
             atomic_write(d / Path(m).name, found[0].read_bytes())
     return d
 

@@ -15,15 +15,15 @@ import json
 import os
 import shutil
 import struct
-import subprocess
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from numalab.exceptions import NumalabError, UsageError
-from numalab.vm import elf
+from numalab.exceptions import UsageError
+from numalab.vm import elf, kmem
 from numalab.vm.cache import atomic_write, cache_dir
+from numalab.vm.debian import SetupError, apt, download, unpack
 
 QEMU = "qemu-system-x86_64"
 INSTALL_QEMU = "apt-get install qemu-system-x86"
@@ -33,10 +33,6 @@ REPO = Path(__file__).resolve().parents[3]
 AGENT_BUILT = REPO / "target" / "x86_64-unknown-linux-gnu" / "release" / "numalab-agent"
 
 Say = Callable[[str], None]
-
-
-class SetupError(NumalabError):
-    """Something the guest needs is missing; the message says the command that provides it."""
 
 
 @dataclass(frozen=True)
@@ -148,54 +144,14 @@ def _pvh_kernel(kernel: Path, dest: Path, say: Say) -> str:
     return str(dest)
 
 
-def _apt(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    if shutil.which(args[0]) is None:
-        raise SetupError(f"{args[0]} not found: numalab vm setup takes the guest's files from Debian's packages; on another system pass --kernel PATH")
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, check=False)
-
-
 def kernel_package() -> str:
     """The versioned kernel package Debian's ``linux-image-amd64`` depends on now."""
-    p = _apt(["apt-cache", "depends", KERNEL_META], Path("/"))
+    p = apt(["apt-cache", "depends", KERNEL_META], Path("/"))
     for line in p.stdout.splitlines():
         line = line.strip()
         if line.startswith("Depends:") and "linux-image-" in line:
             return line.split()[-1]
     raise SetupError(f"apt-cache knows no {KERNEL_META}: run `apt-get update` (as root), or pass --kernel PATH")
-
-
-def _download(pkg: str, work: Path, say: Say) -> Path:
-    """``pkg``'s .deb in ``work``, downloaded once per setup (the kernel's package serves twice)."""
-    if have := sorted(work.glob(f"{pkg}_*.deb")):
-        return have[-1]
-    say(f"  apt-get download {pkg}")
-    p = _apt(["apt-get", "download", pkg], work)
-    debs = sorted(work.glob(f"{pkg}_*.deb"))
-    if p.returncode != 0 or not debs:
-        why = (p.stderr.strip().splitlines() or ["no .deb written"])[-1]
-        raise SetupError(f"apt-get download {pkg} failed: {why} (is the network up? `apt-get update` as root may help)")
-    return debs[-1]
-
-
-def _unpack(deb: Path, members: list[str], work: Path, say: Say) -> Path:
-    """Unpack only ``members`` (tar wildcards) of ``deb``: ``dpkg-deb --fsys-tarfile | tar -x``."""
-    out = Path(tempfile.mkdtemp(prefix=deb.stem + ".", dir=work))  # one package may be unpacked twice
-    say(f"  dpkg-deb --fsys-tarfile {deb.name} | tar -x {' '.join(members)}")
-    if shutil.which("dpkg-deb") is None:
-        raise SetupError("dpkg-deb not found: the guest's files come from Debian packages (`apt-get install dpkg`)")
-    # Both ends are context managers, so every pipe and file is closed on every path (an unclosed
-    # one is a ResourceWarning). The errors go to files: a full stderr pipe would block its writer.
-    with tempfile.TemporaryFile() as err, subprocess.Popen(
-        ["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE, stderr=err
-    ) as dpkg, subprocess.Popen(["tar", "-x", "--wildcards", "-C", str(out), *members], stdin=dpkg.stdout, stderr=err) as tar:
-        assert dpkg.stdout is not None
-        dpkg.stdout.close()  # tar holds the only reading end now: dpkg-deb sees EPIPE if tar stops
-        failed = tar.wait() != 0 or dpkg.wait() != 0
-        err.seek(0)
-        why = "; ".join(err.read().decode(errors="replace").split("\n")[-4:]).strip("; ")
-    if failed:
-        raise SetupError(f"cannot unpack {deb.name}: {why or 'dpkg-deb or tar failed'}")
-    return out
 
 
 def _copy_into(src: Path, dest: Path) -> str:
@@ -211,7 +167,7 @@ def _fetch_kernel(root: Path, work: Path, say: Say) -> tuple[str, str, str]:
         say(f"kernel:  {dest} (cached, from Debian's {pkg})")
         return str(dest), version, f"debian:{pkg}"
     say(f"kernel:  fetching Debian's {pkg} (unpacked, not installed)")
-    unpacked = _unpack(_download(pkg, work, say), ["./boot/vmlinuz-*", "./boot/config-*"], work, say)
+    unpacked = unpack(download(pkg, work, say), ["./boot/vmlinuz-*", "./boot/config-*"], work, say)
     vmlinuz = next((unpacked / "boot").glob("vmlinuz-*"))
     for cfg in (unpacked / "boot").glob("config-*"):
         atomic_write(dest.parent / "config", cfg.read_bytes())
@@ -226,7 +182,7 @@ def _host_or_package(
         say(f"{what}: {host} (host's {pkg})")
         return _copy_into(host, dest)
     say(f"{what}: {host} not on the host; fetching Debian's {pkg}")
-    unpacked = _unpack(_download(pkg, work, say), [member], work, say)
+    unpacked = unpack(download(pkg, work, say), [member], work, say)
     found = sorted(p for p in unpacked.rglob("*") if p.is_file())
     if not found:
         raise SetupError(f"{pkg} has no {member}")
@@ -260,8 +216,6 @@ def setup(kernel: Path | None = None, say: Say = lambda s: None) -> Guest:
             kpath, ksource = str(kernel), "given"
         else:
             kpath, version, ksource = _fetch_kernel(root, work, say)
-            from numalab.vm import kmem
-
             # the dax/kmem modules of the same package, for presets with CXL/NVM nodes (vm/kmem.py)
             kmem.fetch_modules(root, version, ksource, say, work=work)
         key = hashlib.sha256(f"{kpath}\0{os.stat(kpath).st_size}\0{os.stat(kpath).st_mtime_ns}".encode()).hexdigest()[:16]
