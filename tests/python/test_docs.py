@@ -151,3 +151,11 @@ def test_the_checks_recognise_good_and_bad_citations():
     assert docs_citations("x.rs", "// docs/no-such-page.md §1", in_docs=False)
     assert not docs_citations("x.rs", "// docs/balancing.md §7.3, §8", in_docs=False)
     assert docs_citations("docs/a.md", "see [balancing.md §4.3-§4.99](balancing.md)", in_docs=True)
+
+
+def test_the_index_lists_every_page():
+    """docs/README.md links every page of docs/, and only pages that exist."""
+    index = (DOCS / "README.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"\]\(([\w-]+\.md)\)", index))
+    pages = {p.name for p in DOCS.glob("*.md")} - {"README.md"}
+    assert listed == pages, f"docs/README.md: missing {sorted(pages - listed)}, not a page {sorted(listed - pages)}"
