@@ -62,12 +62,34 @@ when it hits and the re-use window (bytes the thread touches between two uses of
 ``shared``, all the process's threads under one last-level cache together). The engine takes the
 share that misses from the capacity each thread gets of its caches on the machine it runs on
 (docs/contention.md §4.1), so the machine, thread count and class change the traffic.
+
+Bounds. A descriptor is code from strangers, so everything it can make numalab compute is
+bounded, and a descriptor beyond a bound is refused with the key, the value and the bound before
+anything runs (docs/workloads.md §1.1):
+
+- expressions (expr.py): numbers only in arithmetic, every value finite with ``|x| <= 2^63``,
+  at most 1,000 characters and 64 operators deep; the file at most 16 MiB, tables and arrays
+  at most 64 deep (machine/tomlfile.py);
+- at most ``MAX_REGIONS`` (1,024) regions, ``MAX_PHASES`` (1,024) phases, ``MAX_ACCESSES`` (64)
+  accesses per phase and ``MAX_STEPS`` (1,024) program steps;
+- ``threads`` and ``copies`` at most ``MAX_THREADS`` (16,384, the engine's limit over all processes);
+- a region's ``bytes`` (all threads together) and ``address + bytes`` at most ``MAX_ADDRESS``
+  (2^56, the user address space of x86-64 with five-level paging);
+- a gather/scatter ``count`` at most ``MAX_COUNT`` (2^40 lines per thread), ``passes`` at most
+  ``MAX_PASSES`` (2^20), ``pipeline_steps``, ``halo``, ``chunk`` and ``rows`` at most 2^40;
+- over the whole program, per process: at most ``MAX_PHASE_RUNS`` (2^22) phase executions
+  (repeats included) and at most ``MAX_CYCLES_PER_THREAD`` (2^44, about two simulated hours at
+  2.5 GHz) compute cycles per thread, since the engine's cost grows with the simulated time.
+  The engine then estimates its memory and page visits (``crates/numalab-sim/src/footprint.rs``)
+  and refuses a run beyond those.
 """
 
 from __future__ import annotations
 
 import copy
+import datetime
 import math
+import re
 from pathlib import Path
 from typing import Any, Union
 
@@ -75,7 +97,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from numalab.exceptions import UsageError
 from numalab.machine.tomlfile import load_toml, where
-from numalab.workload.expr import evaluate
+from numalab.workload.expr import MAX_VALUE, evaluate
 
 LIBRARY = Path(__file__).parent / "library"
 
@@ -85,6 +107,24 @@ PATTERNS = ("block", "stencil", "transpose", "shared", "master", "private", "dyn
 #: each thread's sweep that reaches DRAM (the rest is found in a cache another thread filled, as
 #: CG's ``shared_rd``): at most one DRAM transfer per thread and byte (docs/workloads.md §1).
 SHARED_FRACTION_MAX = 1.0
+
+# Bounds on what a descriptor may ask for (the docstring above says why each is where it is).
+MAX_REGIONS = 1024
+MAX_PHASES = 1024
+MAX_ACCESSES = 64
+MAX_STEPS = 1024
+MAX_THREADS = 1 << 14
+#: x86-64 user address space with five-level paging (arch/x86/include/asm/page_64_types.h:
+#: TASK_SIZE_MAX, 2^56 less a page).
+MAX_ADDRESS = 1 << 56
+MAX_COUNT = 1 << 40
+MAX_PASSES = 1 << 20
+MAX_SMALL = 1 << 40  # pipeline_steps, halo, chunk, rows
+#: Phase executions per process over the program: an empty phase costs the engine ~0.6 us.
+MAX_PHASE_RUNS = 1 << 22
+#: Compute cycles per thread over the program: the engine works ~1,500 simulated seconds per
+#: second of its own, so 2^44 cycles (7,000 s at 2.5 GHz) is a few seconds of work.
+MAX_CYCLES_PER_THREAD = 1 << 44
 
 
 class _Strict(BaseModel):
@@ -188,15 +228,36 @@ def find(name_or_path: str) -> Path:
     return p
 
 
+#: Pydantic's names of union members in an error's location (``bytes.int``): not keys of the file.
+_UNION_TAGS = {"int", "float", "str", "bool"}
+
+
 def load(name_or_path: str) -> tuple[WorkloadDesc, Path, str]:
     path = find(name_or_path)
     data, text = load_toml(path)
     try:
-        return WorkloadDesc.model_validate(data), path, text
+        desc = WorkloadDesc.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
-        key = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]).replace(".[", "[")
-        raise UsageError(f"{where(path, text, key)}: {key}: {err['msg']}") from None
+        loc = [p for p in err["loc"] if p not in _UNION_TAGS]
+        key = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in loc).replace(".[", "[")
+        raise UsageError(f"{where(path, text, key)}: {key}: {_message(err)}") from None
+    for key, items, bound in (("regions", desc.regions, MAX_REGIONS), ("phases", desc.phases, MAX_PHASES), ("program", desc.program, MAX_STEPS)):
+        if len(items) > bound:
+            raise UsageError(f"{where(path, text, f'{key}[{bound}]')}: {key}: {len(items)} entries; a descriptor may have at most {bound}")
+    for i, p in enumerate(desc.phases):
+        if len(p.access) > MAX_ACCESSES:
+            k = f"phases[{i}].access"
+            raise UsageError(f"{where(path, text, k)}: {k}: {len(p.access)} accesses; a phase may have at most {MAX_ACCESSES}")
+    return desc, path, text
+
+
+def _message(err: dict[str, Any]) -> str:
+    """Pydantic's message, or what was expected when the file gave a TOML value of another kind."""
+    value = err.get("input")
+    if isinstance(value, (datetime.date, datetime.time)):
+        return f"a date or time ({value.isoformat()}) is not accepted here; expected a number, a truth value or an expression"
+    return err["msg"]
 
 
 def versions(desc: WorkloadDesc) -> list[str]:
@@ -276,6 +337,10 @@ def _params(desc: WorkloadDesc, overrides: dict[str, Any], path: Path) -> dict[s
     # checked before the derived names, which may divide by it
     if isinstance(env.get("threads"), bool) or not isinstance(env.get("threads"), int) or env["threads"] < 1:
         raise ParamError("threads", f"workload {desc.name}: threads must be a whole number >= 1, got {env.get('threads')!r}")
+    for k in ("threads", "copies"):
+        v = env.get(k, 1)
+        if isinstance(v, int) and not isinstance(v, bool) and v > MAX_THREADS:
+            raise ParamError(k, f"workload {desc.name}: {k} = {v} is more than numalab simulates ({MAX_THREADS})")
     for k, e in desc.derived.items():
         env[k] = evaluate(e, env, f"{path}: derived.{k}")
     return env
@@ -288,7 +353,8 @@ def coerce(v: Any, default: Any, key: str, name: str) -> Any:
     """``v`` as the type of ``default``; text from the CLI or a config string is parsed, but a
     value of another type is refused, never rounded or reinterpreted (``n = true``, ``n = 2000.5``)."""
     def bad(kind: str) -> ParamError:
-        return ParamError(key, f"workload {name}: {key} must be {kind}, got {v!r} (default {default!r})")
+        shown = repr(v) if len(repr(v)) <= 60 else repr(v)[:57] + "..."
+        return ParamError(key, f"workload {name}: {key} must be {kind}, got {shown} (default {default!r})")
 
     if isinstance(default, bool):
         if isinstance(v, bool):
@@ -300,26 +366,34 @@ def coerce(v: Any, default: Any, key: str, name: str) -> Any:
         if isinstance(v, bool) or isinstance(v, float):
             raise bad("a whole number")
         if isinstance(v, str):
-            try:
-                return int(v.strip())
-            except ValueError:
-                raise bad("a whole number") from None
-        if isinstance(v, int):
-            return v
-        raise bad("a whole number")
+            # ASCII digits only: int() would also take '５' and '1_000'.
+            if not _INT_TEXT.fullmatch(v.strip()):
+                raise bad("a whole number (ASCII digits)")
+            v = int(v.strip())
+        if not isinstance(v, int):
+            raise bad("a whole number")
+        if abs(v) > MAX_VALUE:
+            raise bad("a whole number of magnitude at most 2^63")
+        return v
     if isinstance(default, float):
         if isinstance(v, bool):
             raise bad("a number")
+        if isinstance(v, str) and not _FLOAT_TEXT.fullmatch(v.strip()):
+            raise bad("a number (ASCII digits)")
         try:
             f = float(v)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise bad("a number") from None
-        if not math.isfinite(f):
-            raise bad("a finite number")
+        if not math.isfinite(f) or abs(f) > MAX_VALUE:
+            raise bad("a finite number of magnitude at most 2^63")
         return f
     if not isinstance(v, str):
         raise bad("text")
     return v
+
+
+_INT_TEXT = re.compile(r"[+-]?[0-9]{1,19}")
+_FLOAT_TEXT = re.compile(r"[+-]?([0-9]{1,30}(\.[0-9]{0,30})?|\.[0-9]{1,30})([eE][+-]?[0-9]{1,3})?")
 
 
 class _Resolver:
@@ -329,13 +403,19 @@ class _Resolver:
     def ev(self, value: Any, key: str) -> Any:
         return evaluate(value, self.env, where(self.path, self.text, key) + f": {key}")
 
-    def num(self, value: Any, key: str, minimum: float | None = None) -> float:
+    def num(self, value: Any, key: str, minimum: float | None = None, maximum: float | None = None, why: str = "") -> float:
         v = self.ev(value, key)
         if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise UsageError(f"{where(self.path, self.text, key)}: {key}: expected a number, got {v!r}")
+            shown = repr(v) if len(repr(v)) <= 60 else repr(v)[:57] + "..."
+            raise UsageError(f"{where(self.path, self.text, key)}: {key}: expected a number, got {shown}")
         if minimum is not None and v < minimum:
             raise UsageError(f"{where(self.path, self.text, key)}: {key}: must be >= {minimum}, got {v}")
+        if maximum is not None and v > maximum:
+            raise UsageError(f"{where(self.path, self.text, key)}: {key}: {v:.6g} is more than the bound {_bound_text(maximum)}{why}")
         return v
+
+    def refuse(self, key: str, message: str) -> UsageError:
+        return UsageError(f"{where(self.path, self.text, key)}: {key}: {message}")
 
     def workload(self) -> dict[str, Any]:
         regions = [self.region(i, r) for i, r in enumerate(self.desc.regions)]
@@ -357,7 +437,8 @@ class _Resolver:
                 if ph not in pnames:
                     raise UsageError(f"{where(self.path, self.text, key)}: {key}: no phase named '{ph}' (phases: {', '.join(pnames)})")
                 idx.append(pnames.index(ph))
-            program.append({"phases": idx, "repeat": int(self.num(step.repeat, f"{key}.repeat", 0))})
+            program.append({"phases": idx, "repeat": int(self.num(step.repeat, f"{key}.repeat", 0, MAX_PHASE_RUNS))})
+        self.check_program(program, phases)
         copies = int(self.env.get("copies", 1))
         threads = int(self.env["threads"])
         params = {k: v for k, v in sorted(self.env.items()) if isinstance(v, (int, float, str, bool))}
@@ -385,6 +466,11 @@ class _Resolver:
             raise UsageError(f"{where(self.path, self.text, key)}: {key}: region '{r.name}' has zero size ({size} bytes)")
         per_thread = bool(self.ev(r.per_thread, f"{key}.per_thread"))
         total = int(size) * (int(self.env["threads"]) if per_thread else 1)
+        if total > MAX_ADDRESS:
+            raise self.refuse(
+                f"{key}.bytes", f"region '{r.name}' of {total} bytes{' (all threads)' if per_thread else ''} is larger than "
+                f"the 2^56-byte address space of x86-64 (five-level paging)"
+            )
         planes = int(self.num(r.planes, f"{key}.planes", 1)) if r.planes is not None else max(1, total // 64)
         if per_thread:
             planes = planes * int(self.env["threads"]) if r.planes is not None else planes
@@ -400,6 +486,11 @@ class _Resolver:
             "policy": r.policy,
             "address": int(self.num(r.address, f"{key}.address", 0)) if r.address is not None else None,
         }
+        if out["address"] is not None and out["address"] + total > MAX_ADDRESS:
+            raise self.refuse(
+                f"{key}.address", f"region '{r.name}' ends at {out['address'] + total:#x}, beyond the 2^56-byte address "
+                "space of x86-64 (five-level paging)"
+            )
         return out
 
     def phase(self, i: int, p: PhaseDesc, regions: list[str]) -> dict[str, Any]:
@@ -419,7 +510,7 @@ class _Resolver:
                 raise UsageError(
                     f"{where(self.path, self.text, key)}: {akey}: unknown pattern '{pattern}' (patterns: {', '.join(PATTERNS)})"
                 )
-            count = int(self.num(a.count, f"{akey}.count", 0))
+            count = int(self.num(a.count, f"{akey}.count", 0, MAX_COUNT, " (64-byte lines per thread)"))
             if pattern in ("gather", "scatter") and count < 1:
                 raise UsageError(
                     f"{where(self.path, self.text, key)}: {akey}: a {pattern} pattern needs count >= 1 (64-byte lines per thread)"
@@ -438,11 +529,11 @@ class _Resolver:
                     "pattern": pattern,
                     "rd": rd,
                     "wr": wr,
-                    "halo": int(self.num(a.halo, f"{akey}.halo", 0)),
-                    "chunk": int(self.num(a.chunk, f"{akey}.chunk", 1)),
-                    "rows": int(self.num(a.rows, f"{akey}.rows", 1)),
+                    "halo": int(self.num(a.halo, f"{akey}.halo", 0, MAX_SMALL)),
+                    "chunk": int(self.num(a.chunk, f"{akey}.chunk", 1, MAX_SMALL)),
+                    "rows": int(self.num(a.rows, f"{akey}.rows", 1, MAX_SMALL)),
                     "count": count,
-                    "passes": float(self.num(a.passes, f"{akey}.passes", 0)),
+                    "passes": float(self.num(a.passes, f"{akey}.passes", 0, MAX_PASSES)),
                     "cached": None if a.cached is None else {
                         "rd": float(self.num(a.cached.rd, f"{akey}.cached.rd", 0)),
                         "wr": float(self.num(a.cached.wr, f"{akey}.cached.wr", 0)),
@@ -459,9 +550,30 @@ class _Resolver:
             "instructions": instructions,
             "mlp": mlp,
             "sync": sync,
-            "pipeline_steps": int(self.num(p.pipeline_steps, f"{key}.pipeline_steps", 1)),
+            "pipeline_steps": int(self.num(p.pipeline_steps, f"{key}.pipeline_steps", 1, MAX_SMALL)),
             "accesses": accesses,
         }
+
+
+    def check_program(self, program: list[dict[str, Any]], phases: list[dict[str, Any]]) -> None:
+        """Refuse a program whose phase executions or compute cycles per thread exceed the bounds."""
+        runs = sum(len(s["phases"]) * s["repeat"] for s in program)
+        if runs > MAX_PHASE_RUNS:
+            raise self.refuse("program", f"{runs} phase executions (repeats included) per process; at most {MAX_PHASE_RUNS} are simulated")
+        cycles = sum(phases[i]["cycles"] * s["repeat"] for s in program for i in s["phases"])
+        per_thread = cycles / int(self.env["threads"])
+        if per_thread > MAX_CYCLES_PER_THREAD:
+            raise self.refuse(
+                "program", f"{per_thread:.3g} compute cycles per thread over the program (phases' cycles x repeats / threads); "
+                f"at most 2^44 ({MAX_CYCLES_PER_THREAD:.3g}, about two simulated hours at 2.5 GHz) are simulated"
+            )
+
+
+def _bound_text(b: float) -> str:
+    """A bound as written in the docs: 2^k (and its value) for a power of two."""
+    if isinstance(b, int) and b > 1024 and b & (b - 1) == 0:
+        return f"2^{b.bit_length() - 1} ({b:,})"
+    return f"{b:g}"
 
 
 def total_instructions(w: dict[str, Any]) -> float | None:
