@@ -12,6 +12,10 @@ import typer
 
 from numalab.exceptions import UsageError
 
+# A dry run lists every run of a study up to this size; above it, the count and the first runs
+# (expanding 100,000 runs takes about a minute, counting them no time).
+DRY_RUN_ALL = 2_000
+DRY_RUN_SAMPLE = 20
 RESULTS = typer.Option(Path("results"), "--results", "-r", envvar="NUMALAB_RESULTS", help="Results directory (holds numalab.db).")
 
 
@@ -47,7 +51,10 @@ def study(
     if jobs is not None and jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {jobs}")
     sf = load_study(file)
-    check_size(sf.study)
+    planned = check_size(sf.study)
+    if dry_run and planned > DRY_RUN_ALL and sf.study.kind == "placement":
+        _sample(sf, planned, results, as_json)
+        return
     resolved = expand(sf)
     if dry_run:
         _list(resolved, results, as_json)
@@ -109,6 +116,34 @@ def _summary_json(resolved: Any, file: Path, store: Path, summary: Any, errors: 
         "sensitivity": sensitivity,
         "report": report,
     }
+
+
+def _sample(sf: Any, planned: int, results: Path, as_json: bool) -> None:
+    """``--dry-run`` of a sweep too large to list: its size, counted from the file, and its first
+    runs, resolved and checked; nothing else is built."""
+    from numalab.results.store import Store, db_path
+    from numalab.study.expand import sample
+
+    runs = sample(sf, DRY_RUN_SAMPLE)
+    stored: set[str] = set()
+    count = 0
+    if db_path(results).exists():
+        with Store(results, create=False) as store:
+            stored = store.complete_hashes(r.hash for r in runs)
+            count = store.complete_count(sf.study.name)
+    what = (f"{planned:,} runs planned (sweep axes x runs x seeds, before duplicates merge and baselines are added); "
+            f"the first {len(runs)} are listed (--dry-run lists every run up to {DRY_RUN_ALL:,}); {count:,} runs of study "
+            f"'{sf.study.name}' are stored")
+    if as_json:
+        listed = [{"hash": r.hash, "stored": r.hash in stored, "case": r.case, "label": r.label, "seed": r.config["seed"], "role": r.role}
+                  for r in runs]
+        typer.echo(json.dumps({"study": sf.study.name, "planned": planned, "sampled": True, "runs": listed, "stored": count},
+                              indent=2, sort_keys=True))
+        return
+    for r in runs:
+        mark = "stored" if r.hash in stored else "to run"
+        typer.echo(f"{r.hash[:12]}  {mark:6}  {r.case} | {r.label} | seed {r.config['seed']}")
+    typer.echo(what)
 
 
 def _list(resolved, results: Path, as_json: bool = False) -> None:

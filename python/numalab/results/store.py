@@ -398,6 +398,11 @@ class Store:
         return done if hashes is None else done & set(hashes)
 
     @_guarded
+    def complete_count(self, study: str) -> int:
+        """How many of ``study``'s registered runs are complete."""
+        return self.db.execute(f"SELECT count(*) FROM results WHERE study = ? AND status IN ({_marks(COMPLETE)})", (study, *COMPLETE)).fetchone()[0]
+
+    @_guarded
     def write(self, study: str, run: Any, outcome: dict[str, Any]) -> None:
         """Store one finished run (``run``: a ResolvedRun; ``outcome``: worker.run_config's)."""
         cols = outcome.get("columns") or {}

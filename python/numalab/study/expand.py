@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any
+from typing import Any, Iterator
 
 from numalab.exceptions import USAGE_ERRORS, UsageError
 from numalab.spec import RunSpec
@@ -92,6 +92,25 @@ def expand(sf: StudyFile) -> ResolvedStudy:
     return ResolvedStudy(s.name, sf, list(runs.values()))
 
 
+def sample(sf: StudyFile, n: int) -> list[ResolvedRun]:
+    """The first ``n`` runs of a placement study in ``expand``'s order, without building the
+    others: what ``study --dry-run`` shows of a large sweep. Which column fields vary (and so
+    appear in unlabelled runs' labels) is read from the file's sweep axes and runs, plus the
+    sample; baselines are not included."""
+    points = list(itertools.islice(_iter_points(sf), n))
+    resolver = _Resolver(sf)
+    resolved = [(p, resolver.config(p)) for p in points]
+    s = sf.study
+    written = {f: {repr(v) for v in [getattr(s, f), *(getattr(r, f) for r in s.runs if getattr(r, f) is not None)]}
+               for f in ("machine", *COLUMN_FIELDS)}
+    swept = {name for name, _key, values in _axes(s) if len(values) > 1}
+    varying = {f for f in COLUMN_FIELDS if f in swept or len(written[f]) > 1 or len({to_json({"v": c[f]}) for _, c in resolved}) > 1}
+    machines = {c["machine"] for _, c in resolved}
+    if "machine" in swept or len(written["machine"]) > 1:
+        machines.add("")  # more than one machine in the whole study: cases name theirs
+    return [_run(c, config_hash(c), _label(p, c, varying), _case(p, c, machines), "run", None) for p, c in resolved]
+
+
 def _check_size(sf: StudyFile) -> None:
     """Count the runs before making them (``sweep.check_size``): a sweep typed with an extra zero
     must not exhaust memory."""
@@ -119,6 +138,12 @@ def _run(c: dict[str, Any], h: str, label: str, case: str, role: str, b_hash: st
 
 
 def _points(sf: StudyFile) -> list[_Point]:
+    return list(_iter_points(sf))
+
+
+def _iter_points(sf: StudyFile) -> Iterator[_Point]:
+    """The points in expansion order, one at a time (``sample`` takes the first few of a sweep
+    too large to build)."""
     s = sf.study
     base = _Point({f: getattr(s, f) for f in FIELDS}, dict(s.params), {f: f for f in FIELDS})
     base.origin.update({f"params.{k}": f"params.{k}" for k in s.params})
@@ -138,7 +163,6 @@ def _points(sf: StudyFile) -> list[_Point]:
                 p.run_fields = {f for f in COLUMN_FIELDS if getattr(patch, f) is not None}
                 p.row_params = set(patch.params)
         points.append(p)
-    out = []
     for p in points:
         for combo in itertools.product(*(range(len(values)) for _n, _k, values in axes)):
             q = p.copy()
@@ -153,8 +177,7 @@ def _points(sf: StudyFile) -> list[_Point]:
             for seed in s.seed_list():
                 r = q.copy()
                 r.seed = seed
-                out.append(r)
-    return out
+                yield r
 
 
 def _axes(s: Study) -> list[tuple[str, str, list[Any]]]:
