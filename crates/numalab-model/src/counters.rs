@@ -53,6 +53,17 @@ pub enum Topic {
     Thp,
 }
 
+impl Topic {
+    pub fn name(self) -> &'static str {
+        match self {
+            Topic::Allocation => "allocation",
+            Topic::Balancing => "balancing",
+            Topic::Tiering => "tiering",
+            Topic::Thp => "thp",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Counter {
     /// The kernel's name, as it appears in the file.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from numalab import counters
 from numalab.console.tables import pct, render, table
 from numalab.results.metrics import access_map_percent
 
@@ -68,7 +69,7 @@ def summary(doc: dict[str, Any], given: Iterable[str] | None = None) -> str:
         what = "% of NUMA hinting faults" if am["basis"] == "hint_faults" else "% of all DRAM accesses"
         lines.append(render(access_map_table(doc, f"access map ({what}; rows: CPU node, columns: memory node)")))
     lines.append("")
-    keys = ["numa_hit", "numa_miss", "numa_foreign", "interleave_hit", "local_node", "other_node"]
+    keys = counters.names("numastat")
     stat = doc["numastat"]
     lines.append(render(table(["", *stat], ([k, *(v[k] for v in stat.values())] for k in keys), "numastat (allocations)")))
     if doc["placement"].get("balancing", {}).get("enabled"):
@@ -83,15 +84,8 @@ def summary(doc: dict[str, Any], given: Iterable[str] | None = None) -> str:
     return "\n".join(lines)
 
 
-VMSTAT_KEYS = (
-    "numa_pte_updates",
-    "numa_huge_pte_updates",
-    "numa_hint_faults",
-    "numa_hint_faults_local",
-    "numa_pages_migrated",
-    "pgmigrate_success",
-    "pgmigrate_fail",
-)
+#: The balancing table's rows: NUMA balancing and migration counters, in the registry's order.
+VMSTAT_KEYS = counters.names("vmstat", "balancing")
 
 
 def balancing_text(doc: dict[str, Any]) -> str:

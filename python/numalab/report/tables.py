@@ -9,16 +9,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from numalab import counters
 from numalab.exceptions import NumalabError
 from numalab.report.data import ReportData
 from numalab.results.metrics import access_map_percent, access_metrics
 from numalab.report.stats import Estimate, estimate
 
 MIB = 1 << 20
-# vmstat counters of memory tiering (docs/tiering.md): demotion by kswapd, direct reclaim or
-# khugepaged, promotion of hot slow-tier pages. Figures give them their own panel:
-# numa_pte_updates counts in the hundreds of millions would flatten them on a shared axis.
-_TIERING_PREFIXES = ("pgdemote_", "pgpromote_")
 
 
 @dataclass(frozen=True)
@@ -178,7 +175,10 @@ def _node_names(nodes: list[Any], tiers: list[Any] | None) -> list[str]:
 
 
 def is_tiering_counter(name: str) -> bool:
-    return name.startswith(_TIERING_PREFIXES)
+    """vmstat counters of memory tiering (docs/tiering.md): demotion by kswapd, direct reclaim or
+    khugepaged, promotion of hot slow-tier pages. Figures give them their own panel:
+    numa_pte_updates counts in the hundreds of millions would flatten them on a shared axis."""
+    return name in counters.names("vmstat", "tiering")
 
 
 def tiering_counters(data: ReportData, case: str) -> Grid | None:

@@ -2,8 +2,8 @@
 
 ``local_pct``/``remote_pct``/``max_concentration_pct`` come from ``metrics.access_metrics``;
 ``dram_bytes`` and ``dram_gbps`` measure memory intensity (the x axis of "intensity vs gain"
-plots); every other scalar metric keeps its name, and every vmstat counter the document has
-becomes ``vmstat_<kernel name>``.
+plots); every other scalar metric keeps its name, and every vmstat counter of the registry
+(:mod:`numalab.counters`) the document has becomes ``vmstat_<kernel name>``.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from numalab import counters
 from numalab.results.metrics import access_metrics
 
 METRIC_COLUMNS = ("time_s", "local_pct", "remote_pct", "max_concentration_pct", "dram_bytes", "dram_gbps")
@@ -39,8 +40,9 @@ def columns(doc: dict[str, Any]) -> dict[str, Any]:
     for name, value in met.items():
         if name not in out and _NAME.match(name) and _number(value):
             out[name] = value
+    vmstat = set(counters.names("vmstat"))
     for name, value in (doc.get("vmstat") or {}).items():
-        if _NAME.match(name) and _number(value):
+        if name in vmstat and _number(value):
             out[f"vmstat_{name}"] = value
     return out
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
+from numalab import counters
 from numalab.console.tables import render, table
 from numalab.exceptions import UsageError
 from numalab.spec import RunSpec
@@ -44,13 +45,12 @@ PROFILE_NOTES = {
         "below DRAM (docs/tiering.md §11)",
     ],
 }
-COUNTERS = (
-    "numa_hit", "numa_miss", "numa_foreign", "interleave_hit", "local_node", "other_node",
-    "numa_pte_updates", "numa_hint_faults", "numa_hint_faults_local", "numa_pages_migrated", "pgmigrate_success",
-)
-NUMASTAT = COUNTERS[:6]
+#: The counters both sides report (the registry's simulated ones): numastat summed over the
+#: nodes, then NUMA balancing and migration.
+NUMASTAT = counters.names("numastat", simulated=True)
+COUNTERS = NUMASTAT + counters.names("vmstat", "balancing", simulated=True)
 #: Demotion and promotion (docs/tiering.md §7), printed for the tiering cases and whenever non-zero.
-TIER_COUNTERS = ("pgdemote_kswapd", "pgdemote_direct", "pgpromote_candidate", "pgpromote_success")
+TIER_COUNTERS = counters.names("vmstat", "tiering", simulated=True)
 
 
 def sim_kernel(release: str) -> str:
