@@ -212,3 +212,12 @@ def test_an_unreadable_cpufreq_file_is_a_host_error(two_node_copy: Path, monkeyp
     monkeypatch.setattr(Path, "read_text", refuse)
     with pytest.raises(HostError, match=r"cpuinfo_max_freq: cannot read: Permission denied"):
         from_host(two_node_copy)
+
+
+def test_a_file_that_never_ends_is_refused_at_once(two_node_copy: Path) -> None:
+    """A captured tree whose file is a link to /dev/zero: one error naming it, not gigabytes read."""
+    f = two_node_copy / NODE0 / "distance"
+    f.unlink()
+    f.symlink_to("/dev/zero")
+    with pytest.raises(HostError, match=r"node0/distance: a device, not a regular system file"):
+        from_host(two_node_copy)

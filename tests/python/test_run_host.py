@@ -121,3 +121,17 @@ def test_json_output_is_the_document_alone_and_the_commands_stdout_goes_to_stder
     assert "hello from the command" in pipe.stderr
     r = numalab("run", "--help")
     assert "own stdout then goes to stderr" in " ".join(r.stdout.split())
+
+
+def test_agent_inputs_that_never_end_or_cannot_be_written_are_one_line(tmp_path):
+    agent = str(host.agent_path())
+    knob = tmp_path / "root/proc/sys/kernel/numa_balancing"
+    knob.parent.mkdir(parents=True)
+    knob.symlink_to("/dev/zero")
+    r = subprocess.run([agent, "knobs", "get", "--root", str(tmp_path / "root")], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 1 and r.stderr == f"numalab-agent: cannot read {knob}: a device, not a regular system file\n"
+    ran = tmp_path / "ran"
+    r = subprocess.run([agent, "run", "--output", str(tmp_path / "missing/records.jsonl"), "--", "touch", str(ran)],
+                       capture_output=True, text=True, timeout=20)
+    assert r.returncode == 2 and r.stderr.startswith(f"numalab-agent: cannot write {tmp_path / 'missing/records.jsonl'}: ")
+    assert len(r.stderr.splitlines()) == 1 and not ran.exists()

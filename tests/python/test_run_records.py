@@ -63,8 +63,9 @@ def test_document_carries_pages_counters_threads_and_the_timeline():
     assert doc["vmstat"]["numa_pages_migrated"] == 150
     p = doc["placement"]
     assert (p["policy"], p["cpubind"], p["numactl"]) == ("default", "0-15", ["--cpunodebind=0-3"])
+    read = {k["name"]: k["value"] for k in json.loads((RUN / "knobs.json").read_text())["knobs"]}
     assert p["balancing"] == {"enabled": True, "numa_balancing": 1, "kernel": "6.8.0", "scan_delay_ms": 1000,
-                              "scan_period_min_ms": 1000, "scan_period_max_ms": 60000, "scan_size_mb": 256}
+                              "scan_period_min_ms": 1000, "scan_period_max_ms": 60000, "scan_size_mb": 256, "knobs": read}
     assert [t["node"] for t in doc["threads"]] == [0, 1, 2, 3]
     assert doc["threads"][0]["time_s"] == pytest.approx(2.2)
     assert [pt["t_s"] for pt in doc["timeline"]] == [1.0, 2.0]
@@ -77,7 +78,9 @@ def test_document_carries_pages_counters_threads_and_the_timeline():
 def test_balancing_off_leaves_the_access_map_out():
     doc = _doc(_off())
     assert "access_map" not in doc
-    assert doc["placement"]["balancing"] == {"enabled": False, "numa_balancing": 0}
+    b = doc["placement"]["balancing"]
+    assert (b["enabled"], b["numa_balancing"], b["knobs"]["numa_balancing"]) == (False, 0, 0)
+    assert set(b) == {"enabled", "numa_balancing", "knobs"}
     assert doc["metrics"]["local_pct"] is None and doc["metrics"]["hint_fault_locality_pct"] is None
     assert "access_map" not in doc["timeline"][0]
     text = summary(doc)

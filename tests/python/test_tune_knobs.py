@@ -210,3 +210,69 @@ def test_default_grid_is_study_s1s_knob_settings():
     key = lambda c: json.dumps(c, sort_keys=True)  # noqa: E731
     assert sorted(map(key, grid)) == sorted(set(map(key, s1)))  # S1's default and interleave runs share "off"
     assert grid[0] == {"enabled": False}  # the baseline comes first
+
+
+def test_a_second_tune_is_refused_while_one_runs(cli, root, tmp_path):
+    ready = tmp_path / "running"
+    p = numalab("tune", "--knob-root", str(root), "--allow-system-changes", "--results", str(tmp_path / "a"),
+                "--grid", "balancing:scan-size-mb=64", "--", "sh", "-c", f"touch {ready}; exec sleep 30")
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            assert p.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        for extra in (["--grid", "balancing=off", "--", "true"], ["--restore"]):
+            code, out, err = cli("tune", "--knob-root", str(root), "--allow-system-changes", "--results", str(tmp_path / "b"),
+                                 *extra)
+            assert code == 1 and err == f"numalab: another numalab tune (pid {p.pid}) is changing the knobs journalled in " \
+                                        f"{root / '.numalab-knobs-journal.json'}; wait for it to end\n", err
+            assert values(root)["scan_size_mb"] == 64  # the running tune's setting, not restored under it
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.communicate(timeout=60)
+    assert p.returncode == 130 and values(root) == ORIGINAL
+
+
+def test_a_knob_that_does_not_read_back_as_written_is_not_measured(cli, root, tmp_path, monkeypatch):
+    """Another program changes numa_balancing right after tune wrote it: the run is refused."""
+    real = tune._setter
+
+    def racing(r, j, point):
+        write = real(r, j, point)
+
+        def both():
+            expected = write()
+            (root / PROCFS).write_text("0\n")
+            return expected
+
+        return both
+
+    monkeypatch.setattr(tune, "_setter", racing)
+    seen = tmp_path / "seen.txt"
+    code, out, err = cli("tune", "--knob-root", str(root), "--allow-system-changes", "--results", str(tmp_path / "res"),
+                         "--grid", "balancing", "--", *spy(root, seen))
+    assert code == 1 and "do not read back as written: numa_balancing=0 (written 1); refusing to measure" in err, err
+    assert not seen.exists() and values(root) == ORIGINAL
+
+
+def test_the_read_back_knobs_are_stored_in_the_result(cli, root, tmp_path):
+    code, out, err = cli("tune", "--knob-root", str(root), "--allow-system-changes", "--results", str(tmp_path / "res"),
+                         "--grid", "balancing:scan-size-mb=64", "--", "true")
+    assert code == 0, err
+    with Store(tmp_path / "res", create=False) as store:
+        doc = json.loads(store.rows("tune", documents=True)[0]["result"])
+    assert doc["placement"]["balancing"]["knobs"] == {"numa_balancing": 1, "scan_delay_ms": 1000, "scan_period_min_ms": 1000,
+                                                      "scan_period_max_ms": 60000, "scan_size_mb": 64}
+
+
+def test_knob_writes_do_not_follow_symbolic_links(cli, root, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("44\n")
+    (root / DEBUGFS / "scan_size_mb").unlink()
+    (root / DEBUGFS / "scan_size_mb").symlink_to(victim)
+    code, out, err = cli("tune", "--knob-root", str(root), "--allow-system-changes", "--results", str(tmp_path / "res"),
+                         "--grid", "balancing:scan-size-mb=64", "--", "true")
+    assert code == 1 and err.startswith("numalab: ") and "scan_size_mb is a symbolic link" in err, err
+    assert victim.read_text() == "44\n"
+    assert (root / PROCFS).read_text() == "0\n"  # nothing was written: every file is checked first
+    assert not (root / ".numalab-knobs-journal.json").exists()

@@ -195,66 +195,83 @@ fn absent(root: &Path, name: &str) -> LinuxError {
     }
 }
 
-/// Write `text` to the knob file `rel` under `root`, as the kernel takes it: one `write()` of the
-/// whole value at offset 0 (`proc_sys_call_handler()` in fs/proc/proc_sysctl.c and debugfs's
-/// `debugfs_attr_write()` parse one write), so a reader sees the old value or the new one, never
-/// a half-written file. Never creates a file (a knob that is absent is not this kernel's), never
-/// follows a symbolic link (in any component under `root`), and writes only regular files: on the
-/// live system (`root` is `/`) only procfs, sysfs or debugfs files. In a copied tree (tests), a
-/// file system that would show a truncated file to a concurrent reader, the value is written to
-/// a temporary file beside the knob and renamed over it.
+/// A knob file opened for writing, checked: never created (a knob that is absent is not this
+/// kernel's), reached through no symbolic link (in any component under the root), a regular file,
+/// and on the live system (root `/`) a procfs, sysfs or debugfs file.
+struct KnobFile {
+    file: fs::File,
+    path: PathBuf,
+    /// On procfs, sysfs or debugfs (else a copied tree).
+    kernel: bool,
+}
+
+impl KnobFile {
+    fn open(root: &Path, rel: &str) -> Result<KnobFile, LinuxError> {
+        let path = root.join(rel);
+        let werr = |m: String| LinuxError::Write { path: path.display().to_string(), message: m };
+        let mut sofar = root.to_path_buf();
+        for part in Path::new(rel).components() {
+            sofar.push(part);
+            if fs::symlink_metadata(&sofar).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(werr(format!(
+                    "{} is a symbolic link; numalab writes knobs only to the regular files themselves",
+                    sofar.display()
+                )));
+            }
+        }
+        // O_NOFOLLOW closes the window between the check above and the open for the last
+        // component; O_NONBLOCK makes a FIFO fail at once (ENXIO) instead of waiting for a reader.
+        let file = fs::OpenOptions::new()
+            .write(true)
+            .custom_flags((OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK).bits())
+            .open(&path)
+            .map_err(|e| werr(e.to_string()))?;
+        if !file.metadata().map_err(|e| werr(e.to_string()))?.file_type().is_file() {
+            return Err(werr("not a regular file; numalab writes knobs only to regular proc/sys files".into()));
+        }
+        let kernel = fstatfs(&file)
+            .map(|s| [PROC_SUPER_MAGIC, SYSFS_MAGIC, DEBUGFS_MAGIC].contains(&s.filesystem_type()))
+            .map_err(|e| werr(format!("cannot tell its file system: {e}")))?;
+        if !kernel && root == Path::new("/") {
+            return Err(werr("not a procfs, sysfs or debugfs file; numalab writes knobs only there".into()));
+        }
+        Ok(KnobFile { file, path, kernel })
+    }
+
+    /// Write `text` as the kernel takes it: one `write()` of the whole value at offset 0
+    /// (`proc_sys_call_handler()` in fs/proc/proc_sysctl.c and debugfs's `debugfs_attr_write()`
+    /// parse one write), so a reader sees the old value or the new one, never half of one. In a
+    /// copied tree, whose file system would show a truncated file to a concurrent reader, the
+    /// value goes to a temporary file beside the knob, renamed over it.
+    fn write(self, text: &str) -> Result<(), LinuxError> {
+        let werr = |m: String| LinuxError::Write { path: self.path.display().to_string(), message: m };
+        if self.kernel {
+            let n = (&self.file).write(text.as_bytes()).map_err(|e| werr(e.to_string()))?;
+            if n != text.len() {
+                return Err(werr(format!("the kernel took {n} of {} bytes", text.len())));
+            }
+            return Ok(());
+        }
+        let name = self.path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        let tmp = self.path.with_file_name(format!(".{name}.numalab-{}", std::process::id()));
+        let mut t = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|e| werr(format!("cannot create {}: {e}", tmp.display())))?;
+        let done = t.write_all(text.as_bytes()).and_then(|_| fs::rename(&tmp, &self.path));
+        if let Err(e) = done {
+            // The temporary file is ours; leaving it would litter the tree.
+            let _ = fs::remove_file(&tmp);
+            return Err(werr(e.to_string()));
+        }
+        Ok(())
+    }
+}
+
+/// Write `text` to the knob file `rel` under `root` ([`KnobFile`]).
 fn write_file(root: &Path, rel: &str, text: &str) -> Result<(), LinuxError> {
-    let path = root.join(rel);
-    let shown = path.display().to_string();
-    let werr = |m: String| LinuxError::Write { path: shown.clone(), message: m };
-    let mut sofar = root.to_path_buf();
-    for part in Path::new(rel).components() {
-        sofar.push(part);
-        if fs::symlink_metadata(&sofar).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(werr(format!(
-                "{} is a symbolic link; numalab writes knobs only to the regular files themselves",
-                sofar.display()
-            )));
-        }
-    }
-    // O_NOFOLLOW closes the window between the check above and the open for the last component;
-    // O_NONBLOCK makes a FIFO fail at once (ENXIO) instead of waiting for a reader.
-    let f = fs::OpenOptions::new()
-        .write(true)
-        .custom_flags((OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK).bits())
-        .open(&path)
-        .map_err(|e| werr(e.to_string()))?;
-    if !f.metadata().map_err(|e| werr(e.to_string()))?.file_type().is_file() {
-        return Err(werr("not a regular file; numalab writes knobs only to regular proc/sys files".into()));
-    }
-    let kernel_file = fstatfs(&f)
-        .map(|s| [PROC_SUPER_MAGIC, SYSFS_MAGIC, DEBUGFS_MAGIC].contains(&s.filesystem_type()))
-        .map_err(|e| werr(format!("cannot tell its file system: {e}")))?;
-    if kernel_file {
-        let n = (&f).write(text.as_bytes()).map_err(|e| werr(e.to_string()))?;
-        if n != text.len() {
-            return Err(werr(format!("the kernel took {n} of {} bytes", text.len())));
-        }
-        return Ok(());
-    }
-    if root == Path::new("/") {
-        return Err(werr("not a procfs, sysfs or debugfs file; numalab writes knobs only there".into()));
-    }
-    drop(f);
-    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.numalab-{}", std::process::id()));
-    let mut t = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(|e| werr(format!("cannot create {}: {e}", tmp.display())))?;
-    let done = t.write_all(text.as_bytes()).and_then(|_| fs::rename(&tmp, &path));
-    if let Err(e) = done {
-        // The temporary file is ours; leaving it would litter the tree.
-        let _ = fs::remove_file(&tmp);
-        return Err(werr(e.to_string()));
-    }
-    Ok(())
+    KnobFile::open(root, rel)?.write(text)
 }
 
 /// The original values of changed knobs, kept in a JSON file until they are restored:
@@ -332,14 +349,16 @@ pub fn set_knobs(root: &Path, journal: &Path, changes: &[(String, u64)]) -> Resu
         check_value(name, *value)?;
         current.push(read_knob(root, name)?.ok_or_else(|| absent(root, name))?);
     }
+    // Every file is opened (and checked) before the journal is written or any knob changed.
+    let files = current.iter().map(|c| KnobFile::open(root, &c.path)).collect::<Result<Vec<_>, _>>()?;
     for c in &current {
         if !j.entries.iter().any(|e| e.name == c.name) {
             j.entries.push(c.clone());
         }
     }
     j.save(journal)?;
-    for ((_, value), c) in changes.iter().zip(&current) {
-        write_file(root, &c.path, &format!("{value}\n"))?;
+    for ((_, value), f) in changes.iter().zip(files) {
+        f.write(&format!("{value}\n"))?;
     }
     Ok(current)
 }

@@ -47,7 +47,9 @@ class Config:
     label: str
     placement: Placement
     balancing: dict[str, Any]  # the canonical balancing the run had ({"enabled": false}, knobs of a tune point)
-    prepare: Callable[[], None] | None = None  # run before each of its runs (tune writes the knobs)
+    # Run before each of its runs (tune writes the knobs); returns the knob values the run must
+    # read back before it starts.
+    prepare: Callable[[], dict[str, int]] | None = None
     times: list[float] = field(default_factory=list)
     docs: list[dict[str, Any]] = field(default_factory=list)
 
@@ -168,9 +170,8 @@ def measure(plan: list[Config], command: list[str], *, name: str, results: Path,
         return SimpleNamespace(name=name, file=SimpleNamespace(path=f"/numalab-{kind}/{name}", text=source), runs=listing)
 
     def one(c: Config, quiet_note: str) -> host.HostRun:
-        if c.prepare is not None:
-            c.prepare()
-        r = host.run(command, c.placement, interval_ms=interval_ms, knob_root=knob_root, stdout=output)
+        expected = c.prepare() if c.prepare is not None else None
+        r = host.run(command, c.placement, interval_ms=interval_ms, knob_root=knob_root, stdout=output, expect_knobs=expected)
         _note(f"{quiet_note}: {r.doc['time_s']:.4f} s" + ("" if r.doc["status"] == "ok" else f" ({r.doc['error']})"))
         return r
 

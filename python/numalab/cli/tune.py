@@ -17,6 +17,7 @@ nothing under ``/`` is touched then.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
@@ -31,7 +32,7 @@ from numalab.cli import bench as b
 from numalab.cli import options as o
 from numalab.cli.run import CONTEXT, INTERVAL, check_command, check_interval
 from numalab.cli.study import RESULTS
-from numalab.exceptions import USAGE_ERRORS, UsageError
+from numalab.exceptions import USAGE_ERRORS, NumalabError, UsageError
 from numalab.runner import host
 from numalab.spec import Balancing, RunSpec
 from numalab.spec.balancing import SCAN_KNOBS as KNOBS  # the scanner knobs (tune writes no tiering knob)
@@ -58,6 +59,7 @@ S1_GRID = (
 SYSTEM_JOURNAL = Path("/run/numalab/knobs-journal.json")
 DEBUGFS = "sys/kernel/debug"
 MOUNTED_SUFFIX = ".debugfs-mounted"
+LOCK_SUFFIX = ".lock"
 #: kernel.numa_balancing: 1 is NUMA_BALANCING_NORMAL (kernel/sched/core.c).
 NUMA_BALANCING_ON = 1
 
@@ -91,6 +93,14 @@ def tune(
     """
     root = knob_root.resolve()
     jpath = journal or default_journal(root)
+    with locked(jpath):
+        _tune(root, jpath, placement, command, grid, allow, restore, repeat, warmup, rel_error, max_repeat, name, results,
+              show_output, interval_ms, as_json)
+
+
+def _tune(root: Path, jpath: Path, placement: o.Placement, command: Optional[List[str]], grid: Optional[str], allow: bool,
+          restore: bool, repeat: int, warmup: bool, rel_error: Optional[float], max_repeat: int, name: str, results: Path,
+          show_output: bool, interval_ms: int, as_json: bool) -> None:
     restored = recover(root, jpath, announce=True)
     if restore:
         if not restored:
@@ -113,6 +123,35 @@ def tune(
                             max_repeat=max_repeat, interval_ms=interval_ms, output=b.command_output(show_output, as_json), kind="tune",
                             knob_root=root, extra_source=f"# knobs written under {root} (journal {jpath}), restored at the end\n")
     b.report(plan, outcome, as_json, balancing=True)
+
+
+@contextmanager
+def locked(jpath: Path) -> Iterator[None]:
+    """One tune (or --restore) at a time per journal: a second one would take the first one's
+    changed knobs for originals, or restore them under it. The lock (``JOURNAL.lock``, flock) is
+    released by the kernel however this process ends, kill -9 included."""
+    lock = Path(str(jpath) + LOCK_SUFFIX)
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except PermissionError:
+        # Who cannot create the lock cannot write the knobs either: permitted() refuses them.
+        yield
+        return
+    except OSError as e:
+        raise UsageError(f"{lock}: cannot create the tune lock ({e.strerror or e})") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise NumalabError(f"another numalab tune (pid {holder}) is changing the knobs journalled in {jpath}; "
+                               "wait for it to end") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
 
 
 def default_journal(root: Path) -> Path:
@@ -224,8 +263,9 @@ def _setter(root: Path, jpath: Path, point: Balancing) -> Any:
         values.update({k: point.value(k) for k in KNOBS})
     changes = [f"{k}={v}" for k, v in values.items()]
 
-    def write() -> None:
+    def write() -> dict[str, int]:
         host.agent_json("knobs", "set", *changes, "--journal", str(jpath), "--root", str(root))
+        return values
 
     return write
 

@@ -205,7 +205,7 @@ def _placement(start: dict[str, Any], on: bool, mode: int, knobs: dict[str, Any]
                omp_proc_bind: str, omp_places: str | None) -> dict[str, Any]:
     p = start.get("placement") or {}
     values = knob_values(knobs)
-    balancing: dict[str, Any] = {"enabled": on, "numa_balancing": mode}
+    balancing: dict[str, Any] = {"enabled": on, "numa_balancing": mode, "knobs": dict(sorted(values.items()))}
     if on:
         balancing.update({"kernel": kernel, **{k: values.get(k) for k in SCANNER_KNOBS}})
     return {

@@ -207,17 +207,23 @@ def run(
     interval_ms: int = DEFAULT_INTERVAL_MS,
     knob_root: Path = Path("/"),
     stdout: str = "inherit",
+    expect_knobs: dict[str, int] | None = None,
 ) -> HostRun:
     """Run ``command`` under ``placement``; ``record`` keeps the agent's JSON Lines.
 
     The command's standard streams are the caller's, except its stdout with ``stdout``
     ``"devnull"`` (discarded) or ``"stderr"`` (sent to the caller's stderr, so the caller's stdout
     carries only a JSON document). Ctrl-C reaches the command (it is in the terminal's process
-    group); the run then ends as the command does, with its status."""
+    group); the run then ends as the command does, with its status.
+
+    ``expect_knobs``: the knob values just written (``numalab tune``); every knob is read back
+    before the command starts and the run is refused if one differs. The read-back is the
+    document's ``placement.balancing.knobs``."""
     check_command(command)
     exe = agent_path()
     topo = topology()
     before = knobs(knob_root)
+    check_knobs(before, expect_knobs or {}, knob_root)
     with tempfile.TemporaryDirectory(prefix="numalab-run-") as tmp:
         out = record if record is not None else Path(tmp) / "records.jsonl"
         args = [str(exe), "run", "--interval-ms", str(interval_ms), "--output", str(out), *agent_args(placement), "--", *command]
@@ -227,6 +233,16 @@ def run(
         raise AgentFailed(f"{AGENT} did not run the command (exit status {code})", code)
     doc = records.document(recs, topo, before, platform.release(), placement.omp_proc_bind, placement.omp_places)
     return HostRun(doc, code, interrupted or code == 128 + signal.SIGINT)
+
+
+def check_knobs(read: dict[str, Any], expected: dict[str, int], root: Path) -> None:
+    """Refuse to measure when a knob does not read back as written (another program, or a second
+    numalab, changed it): the result would be labelled with settings it did not run under."""
+    values = records.knob_values(read)
+    wrong = [f"{k}={values.get(k, 'absent')} (written {v})" for k, v in expected.items() if values.get(k) != v]
+    if wrong:
+        raise NumalabError(f"the NUMA balancing knobs under {root} do not read back as written: {', '.join(wrong)}; "
+                           "refusing to measure (is another program changing them?)")
 
 
 def _wait(proc: subprocess.Popen) -> tuple[int, bool]:
