@@ -65,3 +65,14 @@ def test_workload_and_machine_names(cli):
 def test_closest_picks_one_or_none():
     assert closest("--interleav", ["--interleave", "--membind", "--n"]) == "--interleave"
     assert closest("--zzz", ["--interleave", "--membind"]) is None
+
+
+def test_lb_leaves_numactls_b_alone(cli):
+    # numactl's -b is --balancing (MPOL_F_NUMA_BALANCING with --membind); lb's task load balancers are --balancers.
+    err = _one_line(cli, "lb", "--machine", "vm-4", "-b", "greedy")
+    assert err.startswith("numalab: no such option -b for numalab lb")
+
+
+def test_a_mistyped_config_item(cli):
+    err = _one_line(cli, "compare", *SIM[1:], "-c", "default,interleaved=all")
+    assert err == "numalab: config 'interleaved=all': unknown option 'interleaved'; did you mean interleave?"

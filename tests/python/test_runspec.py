@@ -119,7 +119,7 @@ def test_bad_cli_values(cli, args, message):
         ("omp-proc-bind=sometimes", "--omp-proc-bind: 'sometimes' is not one of"),
         ("weights=0:x", "weights: bad item '0:x'"),
         ("balancing:scan-period-min-ms=2000:scan-period-max-ms=1000", "--scan-period-min-ms (2000) is above --scan-period-max-ms (1000)"),
-        ("interleaved=all", "unknown option 'interleaved' (did you mean interleave?)"),
+        ("interleaved=all", "unknown option 'interleaved'; did you mean interleave?"),
         ("hot-threshold-ms=5", "memory-tiering knob"),
     ],
 )

@@ -25,7 +25,8 @@ def lb(
     ctx: typer.Context,
     graph: str = typer.Option("lb_test", "--graph", "-g", help="lb_test, kneighbor, jacobi2d, or a graph file: a numalab edge list (obj,ID,LOAD_NS,STATE_BYTES and edge,A,B,MSGS,BYTES records) or the text form of a Charm++ LB dump (docs/taskgraph.md)."),
     machine: str = o.MACHINE,
-    balancers: Optional[str] = typer.Option(None, "--balancers", "-b", help="Task load balancers (Charm++ strategies), comma-separated, each name[:key=value...]: none, greedy, greedy-refine, refine, metis, scotch, treematch, numalab, random (default: none,greedy,refine,metis,scotch,treematch,numalab)."),
+    # No -b: numactl's -b is --balancing (MPOL_F_NUMA_BALANCING), as numalab-agent takes it.
+    balancers: Optional[str] = typer.Option(None, "--balancers", help="Task load balancers (Charm++ strategies), comma-separated, each name[:key=value...]: none, greedy, greedy-refine, refine, metis, scotch, treematch, numalab, random (default: none,greedy,refine,metis,scotch,treematch,numalab)."),
     iterations: str = typer.Option("50", "--iterations", help="Bulk-synchronous iterations to simulate."),
     lb_period: str = typer.Option("10", "--lb-period", help="Run the task load balancer every this many iterations (0: never)."),
     comm_layer: str = typer.Option("shm", "--comm-layer", help="shm (shared-memory pointer passing) or net (UDP datagrams, per-message overhead; udp is accepted too)."),

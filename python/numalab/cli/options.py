@@ -38,8 +38,10 @@ EXPLAIN_THP = typer.Option(False, "--explain-thp", help="Say where transparent h
 NPB_VERSION = typer.Option("3.4.2", "--npb-version", help="NAS Parallel Benchmarks release the NPB workloads follow: 3.3.1 or 3.4.2 (docs/workloads.md §4.1).")
 JSON = typer.Option(False, "--json", help="Print the result document(s) as JSON.")
 VERBOSE = typer.Option(False, "--verbose", "-v", help="Also show the parameters derived from the ones given (class tables, defaults).")
-BALANCING = typer.Option("off", "--balancing", help="Automatic NUMA balancing (kernel.numa_balancing): on or off, or 0-3 (2 = memory tiering: promotion of hot slow-tier pages, 3 = both; default off, as in numactl runs).")
-EXPLAIN = typer.Option(False, "--explain-balancing", help="Print a summary of every NUMA-balancing scan pass.")
+NUMA_BALANCING = typer.Option("off", "--balancing", help="Automatic NUMA balancing (kernel.numa_balancing): on or off, or 0-3 (2 = memory tiering: promotion of hot slow-tier pages, 3 = both; default off, as in numactl runs).")
+# "balancing" alone is the kernel's automatic NUMA balancing here; the scheduler's is "the load
+# balancer (CFS)" and numalab lb's are "task load balancers".
+EXPLAIN_NUMA_BALANCING = typer.Option(False, "--explain-balancing", help="Print a summary of every automatic NUMA balancing scan pass.")
 EXPLAIN_SCHED = typer.Option(False, "--explain-sched", help="Print the scheduler's decisions: which path (exec/fork placement, the load balancer (CFS): idle, busy, newidle and active balancing) placed or moved each thread, and why.")
 WAIT_POLICY = typer.Option("default", "--omp-wait-policy", help="OMP_WAIT_POLICY: default (unset: spin about 3 ms, then sleep), active (spin), passive (sleep at once).")
 NOISE = typer.Option("on", "--noise", help="Background activity (timer ticks, kernel threads, daemons), seeded: on (default) or off (an idealized, quiet machine).")
@@ -137,7 +139,7 @@ DEMOTION = typer.Option("off", "--demotion-enabled", "--demotion", help="/sys/ke
 WI_AUTO = typer.Option(False, "--weighted-interleave-auto", help="Weighted-interleave default weights from node bandwidth, as Linux 6.16+ sets them (weighted_interleave/auto); --weights still win.")
 
 BALANCING_PARAMS: dict[str, tuple[Any, Any]] = {
-    "enabled": (str, BALANCING),
+    "enabled": (str, NUMA_BALANCING),
     "demotion": (str, DEMOTION),
     "weighted_interleave_auto": (bool, WI_AUTO),
     **{k: (Optional[str], _knob_option(k)) for k in KNOBS},
@@ -213,6 +215,10 @@ def workload_params(extra: list[str]) -> dict[str, Any]:
     i = 0
     while i < len(extra):
         arg = extra[i]
+        if arg.startswith("-") and not arg.startswith("--"):
+            from numalab.cli.suggest import unknown_short_option
+
+            raise UsageError(unknown_short_option(arg))
         if not arg.startswith("--"):
             raise UsageError(f"unexpected argument '{arg}' (workload parameters are given as --name value)")
         key, eq, value = arg[2:].partition("=")

@@ -26,7 +26,7 @@ def sim(
     sample_rate: str = o.SAMPLE_RATE,
     kernel: str = o.KERNEL,
     thp: Optional[str] = o.THP,
-    explain_balancing: bool = o.EXPLAIN,
+    explain_balancing: bool = o.EXPLAIN_NUMA_BALANCING,
     explain_sched: bool = o.EXPLAIN_SCHED,
     explain_thp: bool = o.EXPLAIN_THP,
     noise: str = o.NOISE,

@@ -40,6 +40,13 @@ def no_such_option(e: click.NoSuchOption) -> str:
     return f"no such option {e.option_name}{where}" + hint(e.option_name, candidates)
 
 
+def unknown_short_option(arg: str) -> str:
+    """A one-letter option the running command does not take (workload parameters are long)."""
+    ctx = click.get_current_context(silent=True)
+    where = f" for {ctx.command_path}" if ctx is not None else ""
+    return f"no such option {arg}{where} (workload parameters are given as --name value)"
+
+
 def check_params(given: Iterable[str], accepted: Iterable[str], owner: str) -> None:
     """Refuse a parameter name ``owner`` (``workload stream``) does not have, suggesting the
     nearest of its parameters and of the running command's options."""

@@ -5,6 +5,7 @@ keys, ``numalab.simulate(..., "interleave=all")``)::
 
     default | first-touch          localalloc | local         interleave=NODES
     membind=NODES                  preferred=NODE            preferred-many=NODES
+    membind-balancing[=on|off]
     weighted-interleave=NODES      weights=0=5,1=2           cpunodebind=NODES
     physcpubind=CPUS               omp-proc-bind=spread      omp-places=cores
     balancing[=on|off|0-3]         scan-delay-ms=N           scan-period-min-ms=N
@@ -39,7 +40,9 @@ POLICY_ITEMS = {
     "preferred-many": "preferred-many",
 }
 FLAG_POLICIES = {"default": "default", "first-touch": "default", "localalloc": "local", "local": "local"}
-PLACEMENT_ITEMS = ("cpunodebind", "physcpubind", "omp-proc-bind", "omp-places", "weights")
+PLACEMENT_ITEMS = ("cpunodebind", "physcpubind", "omp-proc-bind", "omp-places", "weights", "membind-balancing")
+#: numactl's ``-b`` with ``--membind`` (MPOL_F_NUMA_BALANCING): ``membind=0-1:membind-balancing``.
+FLAG_PLACEMENTS = ("membind-balancing",)
 #: Items that may stand alone (meaning on): balancing and the tiering switches (docs/tiering.md).
 FLAG_SETTINGS = ("balancing",) + tuple(SWITCHES)
 SETTING_ITEMS = ("balancing", "kernel", "thp", "seed", "sample-rate", "noise", "omp-wait-policy", "npb-version") + tuple(SWITCHES) + tuple(k.replace("_", "-") for k in KNOBS)
@@ -102,13 +105,13 @@ def parse(text: str) -> Items:
                     raise UsageError(f"{where}: {key} needs a node list ({key}=NODES, e.g. {key}=all)")
                 out.policy = (POLICY_ITEMS[key], value)
         elif key in PLACEMENT_ITEMS or key in SETTING_ITEMS:
-            if not eq and key not in FLAG_SETTINGS:
+            if not eq and key not in FLAG_SETTINGS + FLAG_PLACEMENTS:
                 raise UsageError(f"{where}: {key} needs a value ({key}=...)")
             (out.placement if key in PLACEMENT_ITEMS else out.settings)[key] = value if eq else "on"
         elif eq and key:
             close = difflib.get_close_matches(key, KNOWN, n=1, cutoff=0.8)
             if close:
-                raise UsageError(f"{where}: unknown option '{key}' (did you mean {close[0]}?)")
+                raise UsageError(f"{where}: unknown option '{key}'; did you mean {close[0]}?")
             out.params[key.replace("-", "_")] = value
         else:
             raise UsageError(f"{where}: unknown item '{item}' (expected a placement such as interleave=all, or name=value)")
