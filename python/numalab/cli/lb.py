@@ -50,10 +50,10 @@ def lb(
     from numalab.tasks.partition import gpart_program
     from numalab.tasks.run import SIM_PARAMS, Settings, check_pes, simulate
 
-    specs = lbs.parse_list(balancers or lbs.DEFAULT_LIST)
+    balancer_specs = lbs.parse_list(balancers or lbs.DEFAULT_LIST)
     if balancers is None and gpart_program() is None:
         # The default list runs anywhere; naming scotch explicitly still asks for it.
-        specs = [b for b in specs if b.name != "scotch"]
+        balancer_specs = [b for b in balancer_specs if b.name != "scotch"]
         typer.echo("numalab: note: scotch left out: Scotch's gpart is not installed (Debian/Ubuntu: apt-get install scotch)", err=True)
     extra = o.workload_params(ctx.args)
     if graph in GENERATORS:
@@ -64,16 +64,16 @@ def lb(
         raise UsageError(f"--name: '{name}' is not a study name (letters, digits, '.', '_', '-')")
     m = load_machine(machine)
     check_pes(m, settings)
-    for b in specs:
+    for b in balancer_specs:
         lbs.check_available(b)
     g = build(gspec, settings.seed)
     docs = []
-    with Progress("simulating", len(specs), unit="balancers", quiet=as_json, plain=False) as progress:
-        for b in specs:
+    with Progress("simulating", len(balancer_specs), unit="balancers", quiet=as_json, plain=False) as progress:
+        for b in balancer_specs:
             docs.append(simulate(m, gspec, b, settings, graph=g))
             progress.step(b.label())
     if results is not None:
-        where = store(results, name, machine, gspec, settings, specs, docs)
+        where = store(results, name, machine, gspec, settings, balancer_specs, docs)
         if not as_json:
             typer.echo(f"stored {len(docs)} runs in {where}", err=True)
     if as_json:
@@ -135,7 +135,7 @@ def comm_table(docs: list[dict[str, Any]]) -> Any:
                  "communication by distance class (the whole run)")
 
 
-def store(results: Path, name: Optional[str], machine: str, gspec: Any, settings: Any, specs: list[Any], docs: list[dict[str, Any]]) -> Path:
+def store(results: Path, name: Optional[str], machine: str, gspec: Any, settings: Any, balancer_specs: list[Any], docs: list[dict[str, Any]]) -> Path:
     """Store the runs as one study (its rows: this command's balancers; baseline: none, if run)."""
     from numalab.results.derived import columns
     from numalab.results.store import Store
@@ -147,11 +147,11 @@ def store(results: Path, name: Optional[str], machine: str, gspec: Any, settings
               "pes": settings.pes, **dict(settings.params)}
     case = f"{gspec.describe()} on {machine}, {settings.comm_layer}" + (f", {settings.pes} PEs" if settings.pes else "")
     configs = [{"kind": "taskgraph", "experiment": "lb", "machine": machine, "workload": gspec.name, "params": params,
-                "balancer": b.label(), "placement": None, "balancing": {}, "kernel": None, "seed": settings.seed} for b in specs]
+                "balancer": b.label(), "placement": None, "balancing": {}, "kernel": None, "seed": settings.seed} for b in balancer_specs]
     hashes = [config_hash(c) for c in configs]
-    base = next((h for h, b in zip(hashes, specs) if b.name == "none"), hashes[0])
-    runs = [ResolvedRun(h, c, to_json(c), b.label(), case, "run", base) for h, c, b in zip(hashes, configs, specs)]
-    source = (f"# numalab lb --graph {gspec.name} --machine {machine} --balancers {','.join(b.label() for b in specs)} "
+    base = next((h for h, b in zip(hashes, balancer_specs) if b.name == "none"), hashes[0])
+    runs = [ResolvedRun(h, c, to_json(c), b.label(), case, "run", base) for h, c, b in zip(hashes, configs, balancer_specs)]
+    source = (f"# numalab lb --graph {gspec.name} --machine {machine} --balancers {','.join(b.label() for b in balancer_specs)} "
               f"--iterations {settings.iterations} --lb-period {settings.lb_period} --comm-layer {settings.comm_layer}"
               + (f" --pes {settings.pes}" if settings.pes else "") + f" --seed {settings.seed}"
               + "".join(f" --{k.replace('_', '-')} {v:g}" for k, v in settings.params) + "\n")

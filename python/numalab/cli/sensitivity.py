@@ -52,12 +52,12 @@ def sensitivity(
         _list(params, as_json)
         return
     labels = o.config_labels(configs or "", minimum=2)
-    specs = [base.with_config(label) for label in labels]
-    for s in specs:
+    run_specs = [base.with_config(label) for label in labels]
+    for s in run_specs:
         s.bind()  # every config checked by the engine before anything runs
     case = _case(workload, ctx.args)
-    comparisons = [sens.Comparison(case, label, labels[0], specs[0], s) for label, s in zip(labels[1:], specs[1:])]
-    params = sens.parameters(specs, param)
+    comparisons = [sens.Comparison(case, label, labels[0], run_specs[0], s) for label, s in zip(labels[1:], run_specs[1:])]
+    params = sens.parameters(run_specs, param)
     if not params:
         raise UsageError(f"no estimated numbers to vary: neither {machine} nor {workload} has an [estimates] table")
     sens.check(comparisons, params)
