@@ -7,6 +7,7 @@ use serde::Serialize;
 use numalab_model::Machine;
 
 use crate::input::Kernel;
+use crate::profile::{AllocRules, FastPath, WatermarkGaps, ZonelistTieBreak};
 
 /// `/sys/devices/system/node/nodeN/numastat`, counted per allocation call (a THP counts 1).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -36,7 +37,7 @@ pub enum Walk {
 }
 
 pub struct Allocator {
-    pub kernel: Kernel,
+    rules: &'static AllocRules,
     /// Free base pages per node (logical index).
     pub free: Vec<u64>,
     pub managed: Vec<u64>,
@@ -56,7 +57,7 @@ impl Allocator {
         let managed: Vec<u64> = m.nodes.iter().map(|n| n.local_memory_bytes / 4096).collect();
         let marks = watermarks(&managed, kernel);
         Allocator {
-            kernel,
+            rules: &kernel.profile().alloc,
             free: managed.clone(),
             managed,
             marks,
@@ -84,10 +85,14 @@ impl Allocator {
         // The first allowed node of the walk is the "preferred zone" of zone_statistics.
         let preferred = *list.iter().find(|&&n| allowed(n))?;
         let above = |free: &[u64], n: usize, mark: u64| free[n] >= npages && free[n] - npages >= mark;
-        let fast = match (self.kernel, walk) {
+        let fast = match (self.rules.fast_path, walk) {
             // 3.13's fair-zone fast path uses only the preferred node.
-            (Kernel::K313, Walk::Normal) => Some(preferred).filter(|&n| above(&self.free, n, self.marks[n].low)),
-            _ => list.iter().copied().find(|&n| allowed(n) && above(&self.free, n, self.marks[n].low)),
+            (FastPath::PreferredZoneOnly, Walk::Normal) => {
+                Some(preferred).filter(|&n| above(&self.free, n, self.marks[n].low))
+            }
+            (FastPath::PreferredZoneOnly, Walk::NoReclaim) | (FastPath::Zonelist, _) => {
+                list.iter().copied().find(|&n| allowed(n) && above(&self.free, n, self.marks[n].low))
+            }
         };
         let chosen = match fast {
             Some(n) => n,
@@ -144,23 +149,20 @@ impl Allocator {
 }
 
 /// `min_free_kbytes = sqrt(16 x lowmem_kB)` clamped, split by managed pages; `low`/`high` per
-/// profile (K313: min + min/4, min + min/2; K6: steps of max(min/4, 0.1 % of the node)).
+/// profile (`crate::profile::WatermarkGaps`).
 pub fn watermarks(managed: &[u64], kernel: Kernel) -> Vec<Watermarks> {
+    let rules = &kernel.profile().alloc;
     let total_kb: u64 = managed.iter().sum::<u64>() * 4;
-    let cap = match kernel {
-        Kernel::K313 => 65_536,
-        Kernel::K6 => 262_144,
-    };
-    let min_free_kb = ((16.0 * total_kb as f64).sqrt().floor() as u64).clamp(128, cap);
+    let min_free_kb = ((16.0 * total_kb as f64).sqrt().floor() as u64).clamp(128, rules.min_free_kbytes_max);
     let total_pages: u64 = managed.iter().sum::<u64>().max(1);
     managed
         .iter()
         .map(|&pages| {
             let min = (min_free_kb / 4) * pages / total_pages;
-            match kernel {
-                Kernel::K313 => Watermarks { min, low: min + min / 4, high: min + min / 2 },
-                Kernel::K6 => {
-                    let delta = (min / 4).max(pages * 10 / 10_000);
+            match rules.watermark_gaps {
+                WatermarkGaps::MinQuarters => Watermarks { min, low: min + min / 4, high: min + min / 2 },
+                WatermarkGaps::ScaleFactor { per_10k } => {
+                    let delta = (min / 4).max(pages * per_10k / 10_000);
                     Watermarks { min, low: min + delta, high: min + 2 * delta }
                 }
             }
@@ -171,14 +173,15 @@ pub fn watermarks(managed: &[u64], kernel: Kernel) -> Vec<Watermarks> {
 /// Fallback order of every node, built in node order 0..N-1 as the kernel does at boot
 /// (`build_zonelists` / `find_next_best_node`): the node itself, then by
 /// `(distance + [n < L] + [n has CPUs]) * M + load[n]`, where `load[]` is a boot-global
-/// tie-breaker raised at each new distance tier (K6: += 1; K313: set to a decreasing counter).
+/// tie-breaker raised at each new distance tier (`crate::profile::ZonelistTieBreak`).
 pub fn build_zonelists(m: &Machine, kernel: Kernel) -> Vec<Vec<usize>> {
+    let tie_break = kernel.profile().alloc.zonelist_tie_break;
     let n = m.nodes.len();
     let has_mem: Vec<bool> = m.nodes.iter().map(|x| x.local_memory_bytes > 0).collect();
     let has_cpus: Vec<bool> = m.nodes.iter().map(|x| !x.cpuset.is_empty()).collect();
-    let big_m = match kernel {
-        Kernel::K6 => 1u64 << NODES_SHIFT,
-        Kernel::K313 => (1u64 << NODES_SHIFT) * n as u64,
+    let big_m = match tie_break {
+        ZonelistTieBreak::IncrementLoad => 1u64 << NODES_SHIFT,
+        ZonelistTieBreak::DescendingLoad => (1u64 << NODES_SHIFT) * n as u64,
     };
     let mut load = vec![0u64; n];
     let mut lists = Vec::with_capacity(n);
@@ -186,7 +189,7 @@ pub fn build_zonelists(m: &Machine, kernel: Kernel) -> Vec<Vec<usize>> {
         let mut used = vec![false; n];
         let mut order = Vec::new();
         let mut prev = local;
-        let mut k313_load = n as u64;
+        let mut descending = n as u64;
         loop {
             let next = if !used[local] && has_mem[local] {
                 Some(local)
@@ -200,12 +203,12 @@ pub fn build_zonelists(m: &Machine, kernel: Kernel) -> Vec<Vec<usize>> {
             let Some(node) = next else { break };
             used[node] = true;
             if m.distances[local][node] != m.distances[local][prev] {
-                match kernel {
-                    Kernel::K6 => load[node] += 1,
-                    Kernel::K313 => load[node] = k313_load,
+                match tie_break {
+                    ZonelistTieBreak::IncrementLoad => load[node] += 1,
+                    ZonelistTieBreak::DescendingLoad => load[node] = descending,
                 }
             }
-            k313_load = k313_load.saturating_sub(1);
+            descending = descending.saturating_sub(1);
             order.push(node);
             prev = node;
         }

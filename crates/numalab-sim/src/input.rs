@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use numalab_model::{CpuSet, MemPolicy};
 
 use crate::error::SimError;
+use crate::profile::SysctlRules;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -229,27 +230,7 @@ pub struct Placement {
     pub places: Places,
 }
 
-/// Which kernel's rules to follow where they differ (docs/allocation.md, docs/balancing.md).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-pub enum Kernel {
-    #[serde(rename = "3.13")]
-    K313,
-    #[default]
-    #[serde(rename = "6.13")]
-    K6,
-}
-
-impl Kernel {
-    /// Every profile with its name (`--kernel NAME`), in release order.
-    pub const ALL: [(&'static str, Kernel); 2] = [("3.13", Kernel::K313), ("6.13", Kernel::K6)];
-
-    pub fn parse(name: &str) -> Result<Kernel, String> {
-        Kernel::ALL.iter().find(|(n, _)| *n == name).map(|(_, k)| *k).ok_or_else(|| {
-            let names: Vec<&str> = Kernel::ALL.iter().map(|(n, _)| *n).collect();
-            format!("--kernel: '{name}' is not one of {}", names.join(", "))
-        })
-    }
-}
+pub use crate::profile::Kernel;
 
 /// Costs charged to the thread that incurs them (docs/workloads.md §5). Every field has a
 /// default, so a configuration may override any subset.
@@ -442,19 +423,29 @@ impl Balancing {
                 self.scan_period_min_ms, self.scan_period_max_ms
             ));
         }
-        if self.migrate_deferred.is_some() && kernel != Kernel::K313 {
-            return bad("numa_balancing_migrate_deferred exists only in the 3.13 profile".into());
+        // The sysctls only some releases have, with the profiles that have them.
+        type Has = fn(&SysctlRules) -> bool;
+        let having = |has: Has| {
+            let names: Vec<&str> =
+                Kernel::ALL.iter().filter(|(_, k)| has(&k.profile().sysctls)).map(|(n, _)| *n).collect();
+            names.join(", ")
+        };
+        let sysctls = &kernel.profile().sysctls;
+        if self.migrate_deferred.is_some() && !sysctls.migrate_deferred {
+            let names = having(|s| s.migrate_deferred);
+            return bad(format!("numa_balancing_migrate_deferred exists only in the {names} profile"));
         }
-        if kernel == Kernel::K313 {
-            // demotion_enabled is 5.15, numa_balancing = 2 is 5.18, weighted interleave auto 6.16.
-            let newer = [
-                (self.memory_tiering, "numa_balancing = 2 (memory tiering, 5.18+)"),
-                (self.demotion_enabled, "demotion_enabled (5.15+)"),
-                (self.weighted_interleave_auto, "weighted_interleave auto (6.16+)"),
-            ];
-            if let Some((_, what)) = newer.iter().find(|(on, _)| *on) {
-                return bad(format!("{what} does not exist in the 3.13 profile (use --kernel 6.13)"));
-            }
+        let newer: [(bool, &str, Has); 3] = [
+            (self.memory_tiering, "numa_balancing = 2 (memory tiering, 5.18+)", |s| s.memory_tiering),
+            (self.demotion_enabled, "demotion_enabled (5.15+)", |s| s.demotion_enabled),
+            (self.weighted_interleave_auto, "weighted_interleave auto (6.16+)", |s| s.weighted_interleave_auto),
+        ];
+        if let Some((_, what, has)) = newer.iter().find(|(on, _, has)| *on && !has(sysctls)) {
+            return bad(format!(
+                "{what} does not exist in the {} profile (use --kernel {})",
+                kernel.profile().name,
+                having(*has)
+            ));
         }
         if !self.memory_tiering {
             let values = self.knob_values();
@@ -536,7 +527,7 @@ impl Default for SimConfig {
         SimConfig {
             seed: 1,
             sample_rate: 1.0,
-            kernel: Kernel::K6,
+            kernel: Kernel::default(),
             costs: Costs::default(),
             balancing: Balancing::default(),
             timeline_points: 100,

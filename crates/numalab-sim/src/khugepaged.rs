@@ -29,6 +29,7 @@ use crate::alloc::{Allocator, Walk};
 use crate::input::Kernel;
 use crate::mempolicy::Resolved;
 use crate::pages::Region;
+use crate::profile::ThpFault;
 use numalab_model::PolicyMode;
 
 /// `/sys/kernel/mm/transparent_hugepage/khugepaged/pages_to_scan` (HPAGE_PMD_NR * 8).
@@ -56,7 +57,7 @@ pub struct ThpRegionOut {
 
 /// THP fault rules and khugepaged for one run.
 pub struct Thp {
-    kernel: Kernel,
+    fault_rule: ThpFault,
     /// `MADV_HUGEPAGE` per region (the descriptor's mark): direct reclaim allowed at fault time.
     madvised: Vec<bool>,
     /// Next wake-up of khugepaged (after the first THP-eligible fault registers the mm).
@@ -100,7 +101,7 @@ impl Thp {
             })
             .collect();
         Thp {
-            kernel,
+            fault_rule: kernel.profile().thp.fault,
             madvised: madvised.to_vec(),
             next_scan_s: None,
             cursor: (0, 0, 0),
@@ -145,7 +146,11 @@ impl Thp {
     ) -> Option<Fault> {
         self.next_scan_s.get_or_insert(now + SCAN_SLEEP_S);
         let madvised = self.madvised.get(ri).copied().unwrap_or(false);
-        if self.kernel == Kernel::K6 && !madvised {
+        let this_node_first = match self.fault_rule {
+            ThpFault::Zonelist => false,
+            ThpFault::ThisNodeUnlessMadvised => !madvised,
+        };
+        if this_node_first {
             if let Some(nid) = this_node(policy, cpu_node) {
                 // __GFP_THISNODE | __GFP_NORETRY without direct reclaim: the node's free pages
                 // above its low watermark, or nothing.

@@ -24,14 +24,16 @@ pub mod openmp;
 pub mod output;
 pub mod pages;
 pub mod pattern;
+pub mod profile;
 pub use numalab_model::rng;
 pub mod sched;
 pub mod spec;
 pub mod tiering;
 
 pub use error::SimError;
-pub use input::{Kernel, Placement, SimConfig, WorkloadSpec};
+pub use input::{Placement, SimConfig, WorkloadSpec};
 pub use output::SimOutput;
+pub use profile::{Kernel, KernelProfile};
 pub use spec::{PlacementRequest, PolicyRequest, RunSpec, SpecError};
 
 use numalab_model::Machine;

@@ -1,14 +1,14 @@
 //! The hinting fault (docs/balancing.md §6-§9): `do_numa_page`, `mpol_misplaced` with the
-//! two-stage filter (K313 deferral, K6 early-life and group rules), `migrate_misplaced_page`
-//! (K313 rate limit, high-watermark refusal, THP moving whole) and `task_numa_fault`.
+//! two-stage filter (3.13 deferral, 6.13 early-life and group rules), `migrate_misplaced_page`
+//! (3.13 rate limit, high-watermark refusal, THP moving whole) and `task_numa_fault`.
 
 use numalab_model::PolicyMode;
 
 use super::{effective_policy, Faults, MmView, Numab, World, MS};
-use crate::input::Kernel;
 use crate::pages::CPUPID_UNSET;
+use crate::profile::{MigrateFilter, PlacementCall};
 
-/// K313 migration rate limit: 128 MiB per 100 ms window per destination node.
+/// 3.13 migration rate limit: 128 MiB per 100 ms window per destination node.
 const RATELIMIT_PAGES: u64 = 128 << (20 - 12);
 const MIGRATE_INTERVAL: u64 = 100 * MS;
 
@@ -74,7 +74,7 @@ impl Numab {
         } else {
             self.mms[proc].pass.remote += 1;
         }
-        if self.kernel == Kernel::K6 {
+        if self.rules.vma_pid_filter {
             self.set_access_pid_bit(tid, r);
         }
         let pol = effective_policy(&view.regions[r], view.task_policy);
@@ -140,9 +140,9 @@ impl Numab {
         c_node: usize,
     ) -> Option<usize> {
         match mode {
-            // The system default is PREFERRED(local node) | MOF | MORON. K6 (5.x) leaves a page
+            // The system default is PREFERRED(local node) | MOF | MORON. 6.13 (5.x) leaves a page
             // already in the preferred mask alone before the MORON filter (no cpupid exchange).
-            PolicyMode::Default if self.kernel == Kernel::K6 && p_node == c_node => return None,
+            PolicyMode::Default if self.rules.local_page_stays && p_node == c_node => return None,
             PolicyMode::Default => {}
             // BIND | NUMA_BALANCING: MORON only when the faulting CPU's node is in the mask.
             PolicyMode::Bind if c_in_mask => {}
@@ -150,9 +150,9 @@ impl Numab {
         }
         let this = cpupid(cpu, self.tasks[tid].pid);
         let last = std::mem::replace(last_cpupid, this);
-        let go = match self.kernel {
-            Kernel::K313 => self.k313_filter(tid, last, c_node),
-            Kernel::K6 => self.should_numa_migrate_memory(tid, last, p_node, c_node),
+        let go = match self.rules.migrate_filter {
+            MigrateFilter::DeferShared => self.k313_filter(tid, last, c_node),
+            MigrateFilter::GroupFaults => self.should_numa_migrate_memory(tid, last, p_node, c_node),
         };
         (go && p_node != c_node).then_some(c_node)
     }
@@ -209,7 +209,7 @@ impl Numab {
         true
     }
 
-    /// `should_numa_migrate_memory` (4.19+ form, §4.7 K6).
+    /// `should_numa_migrate_memory` (4.19+ form, §4.7 6.13).
     fn should_numa_migrate_memory(&self, tid: usize, last: u32, p_node: usize, c_node: usize) -> bool {
         let t = &self.tasks[tid];
         // "Cannot migrate to memoryless nodes" (a CPU of a memoryless node faulting).
@@ -252,7 +252,7 @@ impl Numab {
         now: u64,
     ) -> bool {
         let npages = view.regions[r].base_pages();
-        if self.kernel == Kernel::K313 && self.ratelimited(to, npages, now) {
+        if self.rules.migrate_ratelimit && self.ratelimited(to, npages, now) {
             return false;
         }
         // Target nearly full (`migrate_balanced_pgdat`): alloc_on refuses below high + npages.
@@ -332,7 +332,7 @@ impl Numab {
                 private = self.task_numa_group(tid, last);
             }
         }
-        if self.kernel == Kernel::K6 && !private && !flags.local {
+        if self.rules.shared_fault_in_active_nodes_local && !private && !flags.local {
             // A shared fault inside the group's active nodes counts as local (3.15+).
             if let Some(g) = self.tasks[tid].group.map(|g| &self.groups[g]) {
                 if g.active_nodes > 1 && g.active(cpu_node) && g.active(mem_node) {
@@ -340,28 +340,29 @@ impl Numab {
                 }
             }
         }
-        match self.kernel {
-            Kernel::K313 => {
+        match self.rules.placement_call {
+            PlacementCall::EveryFault => {
                 self.task_numa_placement(w, tid, now);
                 if now > self.tasks[tid].migrate_retry {
                     self.numa_migrate_preferred(w, tid, now);
                 }
             }
-            Kernel::K6 => {
+            PlacementCall::AtRetry => {
                 if now > self.tasks[tid].migrate_retry {
                     self.task_numa_placement(w, tid, now);
                     self.numa_migrate_preferred(w, tid, now);
                 }
             }
         }
-        let k6 = self.kernel == Kernel::K6;
+        let (counts_failed, cpu_faults) =
+            (self.rules.scan_period_adapt.counts_failed(), self.rules.placement.tracks_cpu_faults());
         let t = &mut self.tasks[tid];
-        if flags.failed && k6 {
+        if flags.failed && counts_failed {
             t.locality[2] += npages;
         }
         let f = t.faults.as_mut().expect("allocated above");
         f.membuf[mem_node][private as usize] += npages;
-        if k6 {
+        if cpu_faults {
             f.cpubuf[cpu_node][private as usize] += npages;
         }
         t.locality[flags.local as usize] += npages;

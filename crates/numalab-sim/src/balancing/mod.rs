@@ -2,10 +2,10 @@
 //! (docs/balancing.md):
 //!
 //! - [`scan`]: `task_tick_numa` (runtime-driven trigger), `task_numa_work` (per-mm wall-clock
-//!   gate, window walk over the VMAs in address order, K6 per-VMA filters) and the scan period
+//!   gate, window walk over the VMAs in address order, 6.13 per-VMA filters) and the scan period
 //!   bounds of §4.5;
 //! - [`fault`]: the hinting fault (`do_numa_page`), `mpol_misplaced` with the two-stage filter,
-//!   K313 deferral and K6 early-life/group rules, page migration with the K313 rate limit and
+//!   3.13 deferral and 6.13 early-life/group rules, page migration with the 3.13 rate limit and
 //!   the high-watermark refusal, and `task_numa_fault`;
 //! - [`placement`]: statistics folded once per pass, preferred node, numa groups, adaptive period;
 //! - [`taskmove`]: `numa_migrate_preferred` / `task_numa_migrate` (moves and swaps).
@@ -21,7 +21,7 @@
 //!   step where a real machine's drift apart.
 //! - Processes are exec'd programs: `mm->numa_next_scan` starts at 0, so the first
 //!   `task_numa_work` only arms the gate `scan_delay` later (both profiles read it that way).
-//! - K313 compares `runtime - node_stamp > period` in unsigned arithmetic: once a scan pushed
+//! - 3.13 compares `runtime - node_stamp > period` in unsigned arithmetic: once a scan pushed
 //!   `node_stamp` past the runtime, the difference wraps and every tick queues work, leaving the
 //!   mm gate alone to pace scanning. Kept as the kernel does it.
 //! - Each workload region is one VMA (the kernel may merge adjacent anonymous mappings); all
@@ -45,13 +45,13 @@
 //!   top-tier flags and the per-node promotion state (`crate::tiering::promote`).
 //!
 //! Kernel behaviour kept as the code has it although it may surprise (all [code-read]):
-//! - K6: a hinting fault on a page already on the faulting CPU's node leaves `last_cpupid`
+//! - 6.13: a hinting fault on a page already on the faulting CPU's node leaves `last_cpupid`
 //!   alone (5.x `mpol_misplaced` returns before the MORON filter when the page is in the
 //!   default policy's node, the local one); 3.13 exchanges it on every fault.
-//! - K6: threads other than a process's first start with `node_stamp != 0`, so they keep
+//! - 6.13: threads other than a process's first start with `node_stamp != 0`, so they keep
 //!   `numa_scan_period = scan_delay` until their first fold, one completed pass later.
 //! - Not modelled: the load balancer's NUMA run-queue classes (§4.13 `fbq_type`); with no
-//!   cache-hotness in the engine's balancer, `NUMA_FAVOUR_HIGHER` and K6's locality resistance
+//!   cache-hotness in the engine's balancer, `NUMA_FAVOUR_HIGHER` and 6.13's locality resistance
 //!   (idle destinations only) change nothing.
 
 mod fault;
@@ -68,6 +68,7 @@ use crate::input::{Balancing, Costs, Kernel};
 use crate::mempolicy::Resolved;
 use crate::output::{BalancingCost, NodeFaults, PassOut, ThreadSched, Vmstat};
 use crate::pages::Region;
+use crate::profile::NumaBalancingRules;
 use crate::sched::Sched;
 
 /// `TICK_NSEC` at `CONFIG_HZ=250`.
@@ -87,7 +88,7 @@ pub struct MmView<'a> {
     pub task_policy: &'a Resolved,
 }
 
-/// `sched_numa_topology_type` (3.19+; K6 only uses it).
+/// `sched_numa_topology_type` (3.19+; 6.13 only uses it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum TopoType {
     Direct,
@@ -110,14 +111,14 @@ struct Topo {
     has_cpus: Vec<bool>,
     has_memory: Vec<bool>,
     node_os: Vec<u32>,
-    /// NUMA balancing's `imbalance_pct`: 112 (K313), 108 (K6).
+    /// NUMA balancing's `imbalance_pct` (`NumaBalancingRules::imbalance_pct`).
     imbalance_pct: i64,
-    /// K6 `sd_numa->imb_numa_nr` per node (5.18+): LLCs (nodes) in the lowest NUMA domain.
+    /// 6.13 `sd_numa->imb_numa_nr` per node (5.18+): LLCs (nodes) in the lowest NUMA domain.
     imb_numa_nr: Vec<i64>,
 }
 
 impl Topo {
-    fn new(m: &Machine, kernel: Kernel) -> Self {
+    fn new(m: &Machine, rules: &NumaBalancingRules) -> Self {
         let n = m.nodes.len();
         let pu_node: Vec<usize> = m.pus.iter().map(|u| m.node_logical(u.node).unwrap_or(0)).collect();
         let node_pus: Vec<Vec<usize>> =
@@ -136,7 +137,7 @@ impl Topo {
             has_cpus: node_pus.iter().map(|p| !p.is_empty()).collect(),
             has_memory: m.nodes.iter().map(|x| x.local_memory_bytes > 0).collect(),
             node_os: m.nodes.iter().map(|x| x.os_index).collect(),
-            imbalance_pct: if kernel == Kernel::K313 { 112 } else { 108 },
+            imbalance_pct: rules.imbalance_pct,
             pu_node,
             node_pus,
             siblings,
@@ -227,7 +228,7 @@ impl Group {
     }
 }
 
-/// K6 (6.4+) `vma->numab_state`.
+/// 6.13 (6.4+) `vma->numab_state`.
 #[derive(Clone, Copy)]
 struct VmaNumab {
     next_scan: u64,
@@ -262,7 +263,7 @@ struct Mm {
     pass: PassAcc,
 }
 
-/// K313 per-destination migration rate-limit window (`pgdat->numabalancing_migrate_*`).
+/// 3.13 per-destination migration rate-limit window (`pgdat->numabalancing_migrate_*`).
 #[derive(Clone, Copy, Default)]
 struct RateWindow {
     next: u64,
@@ -271,7 +272,7 @@ struct RateWindow {
 
 /// The balancing state of a whole run.
 pub struct Numab {
-    kernel: Kernel,
+    rules: &'static NumaBalancingRules,
     knobs: Balancing,
     costs: Costs,
     topo: Topo,
@@ -318,7 +319,8 @@ impl Numab {
         regions: &[&[Region]],
         sched: &Sched,
     ) -> Self {
-        let topo = Topo::new(m, kernel);
+        let rules = &kernel.profile().numab;
+        let topo = Topo::new(m, rules);
         let n = topo.n;
         let nthreads = threads_of.iter().map(|t| t.len()).sum();
         let mut tasks = Vec::with_capacity(nthreads);
@@ -365,7 +367,7 @@ impl Numab {
             })
             .collect();
         let mut nb = Numab {
-            kernel,
+            rules,
             knobs: knobs.clone(),
             costs: costs.clone(),
             tasks,
@@ -387,12 +389,12 @@ impl Numab {
         nb
     }
 
-    /// `init_numa_balancing` for the threads a process's first thread creates: K6 (≈4.20+)
+    /// `init_numa_balancing` for the threads a process's first thread creates: 6.13 (≈4.20+)
     /// staggers them by `min(task_scan_max(current), current->numa_scan_period * mm_users *
     /// NSEC_PER_MSEC) + 2 ticks`, where the first term is in ms but compared as ns (the kernel's
-    /// unit mix, kept). K313 starts every thread at `node_stamp = 0`.
+    /// unit mix, kept). 3.13 starts every thread at `node_stamp = 0`.
     fn stagger_new_threads(&mut self) {
-        if self.kernel != Kernel::K6 {
+        if !self.rules.stagger_new_threads {
             return;
         }
         for proc in 0..self.mms.len() {
@@ -456,7 +458,7 @@ impl Numab {
         }
     }
 
-    /// The load balancer moved threads (`(tid, previous cpu)`): K6's `update_scan_period`
+    /// The load balancer moved threads (`(tid, previous cpu)`): 6.13's `update_scan_period`
     /// resets the scan period of a task pulled across nodes (4.19+).
     pub fn after_balance(&mut self, moved: &[(usize, usize)], sched: &Sched) {
         for &(tid, src) in moved {
@@ -468,7 +470,7 @@ impl Numab {
     fn update_scan_period(&mut self, tid: usize, src_cpu: usize, dst_cpu: usize) {
         let (src, dst) = (self.topo.pu_node[src_cpu], self.topo.pu_node[dst_cpu]);
         let t = &self.tasks[tid];
-        if self.kernel != Kernel::K6 || t.faults.is_none() || src == dst {
+        if !self.rules.reset_scan_on_move || t.faults.is_none() || src == dst {
             return;
         }
         if t.scan_seq != 0 && (Some(dst) == t.preferred || (t.preferred.is_some() && Some(src) != t.preferred)) {
@@ -537,7 +539,7 @@ impl Numab {
 }
 
 /// True if the effective policy of a region carries `MPOL_F_MOF` (§3.1): the system default,
-/// and (K6, 5.12+) bind with `MPOL_F_NUMA_BALANCING`. A VMA policy of mode default defers to
+/// and (6.13, 5.12+) bind with `MPOL_F_NUMA_BALANCING`. A VMA policy of mode default defers to
 /// the task policy, as `mbind(MPOL_DEFAULT)` removes the VMA's own.
 pub fn effective_policy<'a>(region: &'a Region, task: &'a Resolved) -> &'a Resolved {
     match &region.policy {
@@ -546,11 +548,11 @@ pub fn effective_policy<'a>(region: &'a Region, task: &'a Resolved) -> &'a Resol
     }
 }
 
-fn policy_mof(p: &Resolved, kernel: Kernel) -> bool {
+fn policy_mof(p: &Resolved, rules: &NumaBalancingRules) -> bool {
     use numalab_model::PolicyMode;
     match p.mode {
         PolicyMode::Default => true,
-        PolicyMode::Bind => p.numa_balancing && kernel == Kernel::K6,
+        PolicyMode::Bind => p.numa_balancing && rules.bind_numa_balancing,
         _ => false,
     }
 }

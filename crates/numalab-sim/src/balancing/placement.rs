@@ -2,7 +2,7 @@
 //! once per completed pass, `update_task_scan_period`, numa groups and the fault weights.
 
 use super::{Group, Numab, TopoType, World, MS};
-use crate::input::Kernel;
+use crate::profile::{NumaPlacement, ScanPeriodAdapt};
 
 /// `NUMA_PERIOD_SLOTS`.
 const SLOTS: i64 = 10;
@@ -20,9 +20,9 @@ impl Numab {
         }
         self.tasks[tid].scan_seq = seq;
         self.tasks[tid].scan_period_max = self.scan_max(tid);
-        match self.kernel {
-            Kernel::K313 => self.placement_k313(w, tid, now),
-            Kernel::K6 => self.placement_k6(tid, now),
+        match self.rules.placement {
+            NumaPlacement::MemoryFaults => self.placement_k313(w, tid, now),
+            NumaPlacement::MemoryAndCpuFaults => self.placement_k6(tid, now),
         }
     }
 
@@ -196,7 +196,7 @@ impl Numab {
     }
 
     /// `task_weight` in ‰ of the task's faults, with nearby nodes on multi-level topologies
-    /// (K6; 3.13 has no topology scoring).
+    /// (6.13; 3.13 has no topology scoring).
     pub(super) fn task_weight(&self, tid: usize, nid: usize, dist: u32) -> i64 {
         let t = &self.tasks[tid];
         let Some(f) = &t.faults else { return 0 };
@@ -222,7 +222,7 @@ impl Numab {
     /// `score_nearby_nodes` (3.19+): faults on nodes nearer than the maximum distance, scaled
     /// down with distance on a glueless mesh.
     fn score_nearby(&self, nid: usize, lim: u32, faults: &dyn Fn(usize) -> u64) -> u64 {
-        if self.kernel == Kernel::K313 || self.topo.ttype == TopoType::Direct {
+        if !self.rules.score_nearby || self.topo.ttype == TopoType::Direct {
             return 0;
         }
         let max = self.topo.max_dist;
@@ -241,12 +241,12 @@ impl Numab {
         score
     }
 
-    /// `update_task_scan_period`: slow down when faults are local (or private, K6), speed up
-    /// when remote; double on no local/shared faults or (K6) a failed migration.
+    /// `update_task_scan_period`: slow down when faults are local (or private, 6.13), speed up
+    /// when remote; double on no local/shared faults or (6.13) a failed migration.
     pub(super) fn update_task_scan_period(&mut self, tid: usize, shared: u64, private: u64, now: u64) {
         let t = &self.tasks[tid];
         let (remote, local, failed) = (t.locality[0], t.locality[1], t.locality[2]);
-        if local + shared == 0 || (self.kernel == Kernel::K6 && failed > 0) {
+        if local + shared == 0 || (self.rules.scan_period_adapt.counts_failed() && failed > 0) {
             let t = &mut self.tasks[tid];
             t.scan_period = t.scan_period_max.min(t.scan_period << 1);
             self.mms[t.proc].next_scan = now + t.scan_period as u64 * MS;
@@ -255,9 +255,9 @@ impl Numab {
         let period = t.scan_period;
         let slot = (period as i64 + SLOTS - 1) / SLOTS;
         let lr = ratio(local, local + remote);
-        let diff = match self.kernel {
-            Kernel::K313 => k313_diff(lr, slot, private, shared),
-            Kernel::K6 => k6_diff(lr, ratio(private, private + shared), slot),
+        let diff = match self.rules.scan_period_adapt {
+            ScanPeriodAdapt::LocalityThreshold3 => k313_diff(lr, slot, private, shared),
+            ScanPeriodAdapt::PrivateOrLocalThreshold7 => k6_diff(lr, ratio(private, private + shared), slot),
         };
         let (lo, hi) = (self.scan_min(tid), self.scan_max(tid));
         // `numa_scan_period + diff` is unsigned int arithmetic in the kernel.
@@ -294,12 +294,12 @@ impl Numab {
     fn create_group(&mut self, tid: usize) {
         let t = &self.tasks[tid];
         let f = t.faults.as_ref().expect("a grouping fault has statistics");
-        let k6 = self.kernel == Kernel::K6;
+        let cpu_faults = self.rules.placement.tracks_cpu_faults();
         self.groups.push(Group {
             gid: t.pid,
             nr_tasks: 1,
             mem: f.mem.clone(),
-            cpu: if k6 { f.cpu.clone() } else { vec![[0; 2]; self.topo.n] },
+            cpu: if cpu_faults { f.cpu.clone() } else { vec![[0; 2]; self.topo.n] },
             total: t.total_faults,
             active_nodes: 1,
             max_faults_cpu: 0,

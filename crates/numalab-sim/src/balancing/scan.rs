@@ -2,8 +2,9 @@
 //! `task_numa_work` with its window walk, and `task_scan_min/max/start`.
 
 use super::{effective_policy, policy_mof, MmView, Numab, VmaNumab, World, MS, TICK_NS};
-use crate::input::{Balancing, Kernel};
+use crate::input::Balancing;
 use crate::pages::{Region, NONE};
+use crate::profile::{FirstPeriod, ScanBudget, ScanMax, TickCompare};
 
 /// `MAX_SCAN_WINDOW`: never scan more than 2560 MB of PTEs per second.
 const MAX_SCAN_WINDOW: u32 = 2560;
@@ -14,7 +15,7 @@ const PAGE_SHIFT: u32 = 12;
 enum WalkEnd {
     /// The page budget ran out inside a VMA: the next scan resumes at this address.
     Budget(u64),
-    /// A forced scan finished one VMA (K6): resume after it.
+    /// A forced scan finished one VMA (6.13): resume after it.
     Forced(u64),
     /// No VMA left: the pass is complete.
     End,
@@ -24,7 +25,7 @@ enum WalkEnd {
 struct Window {
     pages: i64,
     virtpages: i64,
-    /// K313: base pages marked so far in this window (unpopulated space before the first
+    /// 3.13: base pages marked so far in this window (unpopulated space before the first
     /// marked page is free).
     marked: u64,
     entries: u64,
@@ -42,7 +43,7 @@ impl Numab {
             .filter(|&t| running[t])
             .filter_map(|t| self.tick_task(t, now).map(|x| (x, t)))
             .collect();
-        // The thread furthest past its threshold ticked first (K313 threads whose node_stamp
+        // The thread furthest past its threshold ticked first (3.13 threads whose node_stamp
         // ran ahead of their runtime come after those that really crossed it).
         queued.sort_by_key(|&(past, tid)| (std::cmp::Reverse(past), tid));
         let mut out = Vec::new();
@@ -56,25 +57,22 @@ impl Numab {
         out
     }
 
-    /// `task_tick_numa`: Some(runtime past the threshold, ns; negative for a K313 wrap) if the
+    /// `task_tick_numa`: Some(runtime past the threshold, ns; negative for a 3.13 wrap) if the
     /// task queues `task_numa_work`.
     fn tick_task(&mut self, tid: usize, now: u64) -> Option<i64> {
         let t = &self.tasks[tid];
         let period = t.scan_period as u64 * MS;
-        let crossed = match self.kernel {
+        let crossed = match self.rules.tick_compare {
             // 3.13: `now - node_stamp > period` in u64, wrapping when node_stamp is ahead.
-            Kernel::K313 => t.runtime.wrapping_sub(t.node_stamp) > period,
-            Kernel::K6 => t.runtime > t.node_stamp + period,
+            TickCompare::Wrapping => t.runtime.wrapping_sub(t.node_stamp) > period,
+            TickCompare::Ahead => t.runtime > t.node_stamp + period,
         };
         if !crossed {
             return None;
         }
         let past = t.runtime as i64 - (t.node_stamp + period) as i64;
         if t.node_stamp == 0 {
-            self.tasks[tid].scan_period = match self.kernel {
-                Kernel::K313 => self.scan_min(tid),
-                Kernel::K6 => self.scan_start(tid),
-            };
+            self.tasks[tid].scan_period = self.first_period(tid);
         }
         self.tasks[tid].node_stamp += period;
         let gate = self.mms[self.tasks[tid].proc].next_scan;
@@ -93,18 +91,15 @@ impl Numab {
         }
         if self.tasks[tid].scan_period == 0 {
             self.tasks[tid].scan_period_max = self.scan_max(tid);
-            self.tasks[tid].scan_period = match self.kernel {
-                Kernel::K313 => self.scan_min(tid),
-                Kernel::K6 => self.scan_start(tid),
-            };
+            self.tasks[tid].scan_period = self.first_period(tid);
         }
         self.mms[proc].next_scan = now + self.tasks[tid].scan_period as u64 * MS;
         self.tasks[tid].node_stamp += 2 * TICK_NS;
         let pages = (self.knobs.scan_size_mb as i64) << (20 - PAGE_SHIFT);
         let mut win = Window { pages, virtpages: pages * 8, marked: 0, entries: 0, counted: false };
-        // K6 (4.10+): a single-threaded process's pages already on its CPU's node stay unmarked.
+        // 6.13 (4.10+): a single-threaded process's pages already on its CPU's node stay unmarked.
         let single = self.mms[proc].tids.iter().filter(|&&t| self.live[t]).count() == 1;
-        let skip_node = (self.kernel == Kernel::K6 && single).then(|| self.topo.pu_node[w.sched.cpu[tid]]);
+        let skip_node = (self.rules.skip_local_single_thread && single).then(|| self.topo.pu_node[w.sched.cpu[tid]]);
         self.scan_now = now;
         match self.walk(tid, now, view, &mut win, skip_node) {
             WalkEnd::Budget(at) | WalkEnd::Forced(at) => self.mms[proc].offset = at,
@@ -113,7 +108,7 @@ impl Numab {
         let cost_s = win.entries as f64 * self.costs.scan_pte_ns * 1e-9;
         let cost = super::ns(cost_s);
         self.tasks[tid].runtime += cost;
-        if self.kernel == Kernel::K6 {
+        if self.rules.scan_cost_defers {
             // 4.5+: the task must run 32x as long elsewhere before its next scan.
             self.tasks[tid].node_stamp += 32 * cost;
         }
@@ -140,10 +135,10 @@ impl Numab {
                 let r = self.mms[proc].order[idx];
                 idx += 1;
                 let region = &view.regions[r];
-                if !policy_mof(effective_policy(region, view.task_policy), self.kernel) {
+                if !policy_mof(effective_policy(region, view.task_policy), self.rules) {
                     continue;
                 }
-                if self.kernel == Kernel::K6 {
+                if self.rules.vma_pid_filter {
                     match self.vma_filter(tid, now, r, region, forced) {
                         VmaVerdict::Scan => {}
                         VmaVerdict::Skip => continue,
@@ -161,7 +156,7 @@ impl Numab {
                 if let Some(at) = self.scan_vma(tid, region, &mut start, win, skip_node) {
                     return WalkEnd::Budget(at);
                 }
-                if self.kernel == Kernel::K6 {
+                if self.rules.vma_pid_filter {
                     let seq = self.mms[proc].seq;
                     if let Some(v) = self.mms[proc].vmas[r].as_mut() {
                         v.prev_seq = seq;
@@ -172,7 +167,7 @@ impl Numab {
                 }
             }
             // Everything was skipped only because this thread never faulted there: force once.
-            if self.kernel == Kernel::K6 && !forced && pids_skipped {
+            if self.rules.vma_pid_filter && !forced && pids_skipped {
                 forced = true;
                 continue;
             }
@@ -201,22 +196,24 @@ impl Numab {
             let e = e.min(end_vma);
             let nr = self.mark(tid, region, s, e, skip_node, win);
             let chunk = ((e - s) >> PAGE_SHIFT) as i64;
-            match self.kernel {
-                Kernel::K313 => {
+            let virtual_cap = match self.rules.scan_budget {
+                ScanBudget::MarkedPages => {
                     win.marked += nr;
                     if win.marked > 0 {
                         win.pages -= chunk;
                     }
+                    false
                 }
-                Kernel::K6 => {
+                ScanBudget::ChunksWithVirtualCap => {
                     if nr > 0 {
                         win.pages -= chunk;
                     }
                     win.virtpages -= chunk;
+                    true
                 }
-            }
+            };
             *start = e;
-            if win.pages <= 0 || (self.kernel == Kernel::K6 && win.virtpages <= 0) {
+            if win.pages <= 0 || (virtual_cap && win.virtpages <= 0) {
                 return Some(e);
             }
             if e >= end_vma {
@@ -268,7 +265,7 @@ impl Numab {
         pages
     }
 
-    /// The K6 (6.4+) per-VMA filters of `task_numa_work`, in the kernel's order.
+    /// The 6.13 (6.4+) per-VMA filters of `task_numa_work`, in the kernel's order.
     fn vma_filter(&mut self, tid: usize, now: u64, r: usize, region: &Region, forced: bool) -> VmaVerdict {
         let proc = self.tasks[tid].proc;
         let delay = self.knobs.scan_delay_ms as u64 * MS;
@@ -321,15 +318,24 @@ impl Numab {
 
     pub(super) fn scan_max(&self, tid: usize) -> u32 {
         let (smin, smax) = scan_period_bounds(&self.knobs, self.mms[self.tasks[tid].proc].rss);
-        if self.kernel != Kernel::K6 {
-            return smax;
+        match self.rules.scan_max {
+            ScanMax::Sysctl => return smax,
+            ScanMax::GroupScaled => {}
         }
         let windows = nr_windows(&self.knobs, self.mms[self.tasks[tid].proc].rss);
         let base = self.knobs.scan_period_max_ms as u64 / windows;
         (smin as u64).max(base.max(self.group_scaled(tid, base))).min(u32::MAX as u64) as u32
     }
 
-    /// K6 `task_scan_start`: the minimum, scaled up for tasks in groups with shared memory.
+    /// The first scan period of a task (`crate::profile::FirstPeriod`).
+    pub(super) fn first_period(&self, tid: usize) -> u32 {
+        match self.rules.first_period {
+            FirstPeriod::ScanMin => self.scan_min(tid),
+            FirstPeriod::ScanStart => self.scan_start(tid),
+        }
+    }
+
+    /// 6.13 `task_scan_start`: the minimum, scaled up for tasks in groups with shared memory.
     pub(super) fn scan_start(&self, tid: usize) -> u32 {
         let smin = self.scan_min(tid) as u64;
         smin.max(self.group_scaled(tid, smin)).min(u32::MAX as u64) as u32

@@ -3,7 +3,7 @@
 //! allowed imbalance, `SMALLIMP` and preferred-node bonuses.
 
 use super::{Numab, World, MS};
-use crate::input::Kernel;
+use crate::profile::{MigrateRetry, TaskMigrate};
 
 /// Load of one always-runnable task (`NICE_0_LOAD`, `task_h_load` of a lone task).
 const TASK_LOAD: i64 = 1024;
@@ -21,7 +21,7 @@ struct NodeStats {
     util: i64,
     capacity: i64,
     weight: i64,
-    /// K313: `nr_running < capacity`.
+    /// 3.13: `nr_running < capacity`.
     has_capacity: bool,
     idle_cpu: Option<usize>,
     node_type: NodeType,
@@ -53,24 +53,24 @@ struct Env {
 
 impl Numab {
     /// `numa_migrate_preferred`: retry moving toward the preferred node at most every retry
-    /// interval (K313 1 s; K6 `min(1 s, period / 16)`).
+    /// interval (3.13 1 s; 6.13 `min(1 s, period / 16)`).
     pub(super) fn numa_migrate_preferred(&mut self, w: &mut World, tid: usize, now: u64) {
         let t = &self.tasks[tid];
         let Some(pref) = t.preferred else { return };
         if t.faults.is_none() {
             return;
         }
-        let interval = match self.kernel {
-            Kernel::K313 => 1000 * MS,
-            Kernel::K6 => (1000 * MS).min(t.scan_period as u64 * MS / 16),
+        let interval = match self.rules.migrate_retry {
+            MigrateRetry::Second => 1000 * MS,
+            MigrateRetry::PeriodOver16 => (1000 * MS).min(t.scan_period as u64 * MS / 16),
         };
         self.tasks[tid].migrate_retry = now + interval;
         if self.topo.pu_node[w.sched.cpu[tid]] == pref {
             return;
         }
-        match self.kernel {
-            Kernel::K313 => self.task_numa_migrate_k313(w, tid),
-            Kernel::K6 => self.task_numa_migrate_k6(w, tid),
+        match self.rules.task_migrate {
+            TaskMigrate::Capacity => self.task_numa_migrate_k313(w, tid),
+            TaskMigrate::NodeClassify => self.task_numa_migrate_k6(w, tid),
         }
     }
 

@@ -13,7 +13,7 @@
 
 use super::fork::adjust_numa_imbalance;
 use super::{Domain, GroupLoad, Sched, HZ, MIGRATION_COST_S};
-use crate::input::Kernel;
+use crate::profile::{BusiestGroup, TimeSlice};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Idle {
@@ -39,10 +39,10 @@ impl std::ops::Deref for Group {
 /// Time slice of each of `n` tasks sharing a CPU: v3.13 `sched_slice()` over
 /// `__sched_period()` (latency 6 ms x (1 + log2 min(CPUs, 8)) = 24 ms, at least n x 3 ms);
 /// v6.13 EEVDF's `sysctl_sched_base_slice` 0.75 ms x the same factor 4 = 3 ms.
-fn slice_s(kernel: Kernel, n: usize) -> f64 {
-    match kernel {
-        Kernel::K313 => (24e-3f64).max(n as f64 * 3e-3) / n as f64,
-        Kernel::K6 => 3e-3,
+fn slice_s(slice: TimeSlice, n: usize) -> f64 {
+    match slice {
+        TimeSlice::CfsPeriod { period_s, min_granularity_s } => period_s.max(n as f64 * min_granularity_s) / n as f64,
+        TimeSlice::Base { slice_s } => slice_s,
     }
 }
 
@@ -138,7 +138,7 @@ impl Sched {
         if n <= 1 {
             return (true, 0.0);
         }
-        let s = slice_s(self.kernel, n);
+        let s = slice_s(self.rules.slice, n);
         let period = s * n as f64;
         let pos = now_s.rem_euclid(period);
         let cur = ((pos / s) as usize).min(n - 1);
@@ -185,18 +185,18 @@ impl Sched {
                 g.cores
             }
         };
-        let busiest = match self.kernel {
+        let busiest = match self.rules.busiest_group {
             // update_sd_pick_busiest(): the highest average load among groups above their
             // capacity ("if (sgs->sum_nr_running > sgs->group_capacity) return true"), the first
             // one on ties.
-            Kernel::K313 => others
+            BusiestGroup::Capacity => others
                 .filter(|(g, _)| g.nr > capacity_313(g))
                 .max_by(|a, b| a.0.avg().total_cmp(&b.0.avg()).then(b.0.id.cmp(&a.0.id))),
             // update_sd_pick_busiest(), over the groups in order: a higher type wins; overloaded:
             // a strictly higher average load; fully busy: an average load at least as high (the
             // later group on ties, no SMT flag here); has spare: fewer idle CPUs, or as many and
             // strictly more tasks.
-            Kernel::K6 => others.fold(None, |best: Option<&(Group, Vec<usize>)>, cand| match best {
+            BusiestGroup::GroupType => others.fold(None, |best: Option<&(Group, Vec<usize>)>, cand| match best {
                 None => Some(cand),
                 Some(b) => {
                     let (g, bg) = (&cand.0, &b.0);
@@ -217,9 +217,11 @@ impl Sched {
             self.balanced(l, dst, idle);
             return Vec::new();
         };
-        let tasks = match self.kernel {
-            Kernel::K313 => imbalance_313(d.imbalance_pct, idle, local, busiest, capacity_313(&busiest), dom_avg),
-            Kernel::K6 => imbalance_6(d, l == 0, idle, local, busiest, dom_avg),
+        let tasks = match self.rules.busiest_group {
+            BusiestGroup::Capacity => {
+                imbalance_313(d.imbalance_pct, idle, local, busiest, capacity_313(&busiest), dom_avg)
+            }
+            BusiestGroup::GroupType => imbalance_6(d, l == 0, idle, local, busiest, dom_avg),
         };
         let Some(tasks) = tasks.filter(|&t| t > 0) else {
             self.balanced(l, dst, idle);

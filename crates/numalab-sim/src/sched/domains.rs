@@ -9,6 +9,7 @@
 use numalab_model::Machine;
 
 use crate::input::Kernel;
+use crate::profile::{DomainIntervals, ImbNumaNr, PreferSibling};
 
 /// `RECLAIM_DISTANCE` (`include/linux/topology.h`: 30 since v3.0, and 6.13's default
 /// `node_reclaim_distance`).
@@ -67,16 +68,18 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
     let core_span: Vec<Vec<usize>> =
         (0..n_pus).map(|c| (0..n_pus).filter(|&q| core_of[q] == core_of[c]).collect()).collect();
     let group_of = groups(&span_of, &core_span);
-    // (min, max, initial balance_interval ms; busy_factor; imbalance_pct; SD_PREFER_SIBLING on groups)
-    let (intervals, busy_factor, imbalance_pct, groups_prefer_sibling) = match kernel {
-        // v3.13 include/linux/topology.h SD_MC_INIT: min 1, max 4, busy_factor 64,
-        // imbalance_pct 125, cache_nice_tries 1, balance_interval 1; FORK|EXEC|WAKE_AFFINE|NEWIDLE.
-        Kernel::K313 => ((Some(1.0), Some(4.0), Some(1.0)), 64.0, 125.0, false),
-        // v6.13 kernel/sched/topology.c sd_init(): min_interval = sd_weight, max = 2*sd_weight,
-        // busy_factor 16, imbalance_pct 117, balance_interval = sd_weight; SD_SHARE_LLC:
-        // imbalance_pct 117, cache_nice_tries 1; groups are the SMT domain below MC, when the
-        // machine has SMT.
-        Kernel::K6 => ((None, None, None), 16.0, 117.0, core_span.iter().any(|c| c.len() > 1)),
+    let rules = &kernel.profile().sched;
+    // Both versions: cache_nice_tries 1; FORK|EXEC|WAKE_AFFINE|NEWIDLE. The rest is the profile's
+    // (v3.13 include/linux/topology.h SD_MC_INIT, v6.13 kernel/sched/topology.c sd_init()).
+    let mc_rules = rules.mc;
+    // (min, max, initial balance_interval ms)
+    let intervals = match mc_rules.intervals {
+        DomainIntervals::Fixed { min_ms, max_ms, initial_ms } => (Some(min_ms), Some(max_ms), Some(initial_ms)),
+        DomainIntervals::SpanWeight => (None, None, None),
+    };
+    let groups_prefer_sibling = match mc_rules.groups_prefer_sibling {
+        PreferSibling::Never => false,
+        PreferSibling::WithSmt => core_span.iter().any(|c| c.len() > 1),
     };
     let mc = Domain {
         name: "MC".into(),
@@ -88,8 +91,8 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
         min_interval_ms: intervals.0,
         max_interval_ms: intervals.1,
         init_interval_ms: intervals.2,
-        busy_factor,
-        imbalance_pct,
+        busy_factor: mc_rules.busy_factor,
+        imbalance_pct: mc_rules.imbalance_pct,
         cache_nice_tries: 1,
         imb_numa_nr: 0,
         groups_prefer_sibling,
@@ -110,26 +113,23 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
         // flags above node_reclaim_distance.
         let near = d <= RECLAIM_DISTANCE;
         let weight = span_of.iter().map(|s| s.len()).max().unwrap_or(1);
-        let (busy_factor, imbalance_pct, imb_numa_nr) = match kernel {
-            // v3.13 sd_numa_init(): min sd_weight, max 2*sd_weight, busy_factor 32,
-            // imbalance_pct 125, cache_nice_tries 2, balance_interval sd_weight; no imb_numa_nr.
-            Kernel::K313 => (32.0, 125.0, 0),
-            // v6.13 sd_init(): busy_factor 16, imbalance_pct 117, SD_NUMA: cache_nice_tries 2;
-            // imb_numa_nr from build_sched_domains(): above the LLC, nr_llcs = span/llc span,
+        // Both versions: min sd_weight, max 2*sd_weight, balance_interval sd_weight,
+        // cache_nice_tries 2 (v3.13 sd_numa_init(), v6.13 sd_init() with SD_NUMA).
+        let imb_numa_nr = match rules.numa.imb_numa_nr {
+            ImbNumaNr::Unused => 0,
+            // v6.13 build_sched_domains(): above the LLC, nr_llcs = span/llc span,
             // imb = nr_llcs (or span >> 3 with one LLC), at least 1; higher NUMA levels scale it
             // by max(1, span / span of the first NUMA level's parent).
-            Kernel::K6 => {
-                let imb = if k == 0 {
-                    let nr_llcs = weight / llc_weight.max(1);
-                    (if nr_llcs == 1 { weight >> 3 } else { nr_llcs }).max(1)
-                } else {
-                    let first = out[1].imb_numa_nr;
-                    // imb_span: the second NUMA level's span (this one's, when it is that level).
-                    let imb_span =
-                        out.get(2).map_or(weight, |d: &Domain| d.span_of.iter().map(Vec::len).max().unwrap_or(1));
-                    first * (weight / imb_span.max(1)).max(1)
-                };
-                (16.0, 117.0, imb)
+            ImbNumaNr::PerLlc if k == 0 => {
+                let nr_llcs = weight / llc_weight.max(1);
+                (if nr_llcs == 1 { weight >> 3 } else { nr_llcs }).max(1)
+            }
+            ImbNumaNr::PerLlc => {
+                let first = out[1].imb_numa_nr;
+                // imb_span: the second NUMA level's span (this one's, when it is that level).
+                let imb_span =
+                    out.get(2).map_or(weight, |d: &Domain| d.span_of.iter().map(Vec::len).max().unwrap_or(1));
+                first * (weight / imb_span.max(1)).max(1)
             }
         };
         let dom = Domain {
@@ -142,8 +142,8 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
             min_interval_ms: None,
             max_interval_ms: None,
             init_interval_ms: None,
-            busy_factor,
-            imbalance_pct,
+            busy_factor: rules.numa.busy_factor,
+            imbalance_pct: rules.numa.imbalance_pct,
             cache_nice_tries: 2,
             imb_numa_nr,
             // the groups are MC domains, which carry SD_PREFER_SIBLING (at the first NUMA level

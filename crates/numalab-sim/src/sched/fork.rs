@@ -6,7 +6,7 @@
 //! goes on below that domain's weight.
 
 use super::{GroupLoad, Sched, SchedEvent};
-use crate::input::Kernel;
+use crate::profile::{ExecLoad, IdlestGroup};
 
 impl Sched {
     /// Place thread `tid` when it is created; `parent` is the creating thread (None for a
@@ -29,8 +29,9 @@ impl Sched {
             };
             // v3.13 counts the exec'ing task on its CPU (it is running there); v6.13's
             // find_idlest_group() discounts it (cpu_util_without(), idle_cpu_without()).
-            if parent.is_none() && self.kernel == Kernel::K313 {
-                load[start] += 1;
+            match (parent, self.rules.exec_load) {
+                (None, ExecLoad::CountsExecer) => load[start] += 1,
+                (None, ExecLoad::DiscountsExecer) | (Some(_), _) => {}
             }
             self.select_task_rq(start, &allowed, &load, path)
         };
@@ -107,10 +108,10 @@ impl Sched {
             }
             let better = match &idlest {
                 None => true,
-                Some((b, _)) => match self.kernel {
-                    Kernel::K313 => st.avg() < b.avg(),
+                Some((b, _)) => match self.rules.idlest_group {
+                    IdlestGroup::LoadAverage => st.avg() < b.avg(),
                     // update_pick_idlest(): lower type; spare: more idle CPUs; else lower load.
-                    Kernel::K6 => {
+                    IdlestGroup::GroupType => {
                         (st.kind(), std::cmp::Reverse(st.idle), (st.avg() * 1e6) as u64)
                             < (b.kind(), std::cmp::Reverse(b.idle), (b.avg() * 1e6) as u64)
                     }
@@ -122,8 +123,8 @@ impl Sched {
         }
         let Some((idl, cpus)) = idlest else { return Err("no other group".into()) };
         let local_allowed = local_cpus.iter().filter(|c| allowed.contains(c)).count();
-        match self.kernel {
-            Kernel::K313 => {
+        match self.rules.idlest_group {
+            IdlestGroup::LoadAverage => {
                 // v3.13: imbalance = 100 + (sd->imbalance_pct - 100) / 2;
                 // "if (!idlest || 100*this_load < imbalance*min_load) return NULL".
                 let imbalance = 100.0 + (d.imbalance_pct - 100.0) / 2.0;
@@ -136,7 +137,7 @@ impl Sched {
                 }
                 Ok(cpus)
             }
-            Kernel::K6 => {
+            IdlestGroup::GroupType => {
                 if local.kind() < idl.kind() {
                     return Err("local group less busy (group type)".into());
                 }

@@ -20,6 +20,7 @@ mod wake;
 use numalab_model::{CpuSet, Machine};
 
 use crate::input::{Kernel, Placement, Places, ProcBind};
+use crate::profile::SchedRules;
 
 /// A scheduling group's load as fork placement and load balancing see it (`struct sg_lb_stats`,
 /// `kernel/sched/fair.c`): runnable tasks, CPUs, idle CPUs.
@@ -103,7 +104,7 @@ struct DomState {
 }
 
 pub struct Sched {
-    kernel: Kernel,
+    rules: &'static SchedRules,
     pub pu_node: Vec<usize>,
     pu_core: Vec<usize>,
     /// OS index of each PU (logical).
@@ -164,7 +165,7 @@ impl Sched {
             })
             .collect();
         let mut s = Sched {
-            kernel,
+            rules: &kernel.profile().sched,
             pu_node,
             pu_core,
             pu_os,

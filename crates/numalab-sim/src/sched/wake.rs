@@ -12,7 +12,7 @@
 //! - `select_idle_sibling()` then looks for an idle CPU around the target in its LLC (the node).
 
 use super::{Sched, SchedEvent};
-use crate::input::Kernel;
+use crate::profile::{IdleSibling, WakeAffine, WakeWide, WakeeDecay};
 
 /// `record_wakee()`'s decay period: `HZ` jiffies, one second.
 const WAKEE_FLIP_DECAY_S: f64 = 1.0;
@@ -29,12 +29,12 @@ impl Sched {
     /// `record_wakee(p)` with `current` = `waker` (v3.13 `task_waking_fair()`, v6.13
     /// `select_task_rq_fair()`; both before the CPU is chosen).
     fn record_wakee(&mut self, now_s: f64, waker: usize, wakee: usize) {
-        let kernel = self.kernel;
+        let decay = self.rules.wakee_decay;
         let w = &mut self.wakee[waker];
         if now_s > w.decay_s + WAKEE_FLIP_DECAY_S {
-            w.flips = match kernel {
-                Kernel::K313 => 0,
-                Kernel::K6 => w.flips >> 1,
+            w.flips = match decay {
+                WakeeDecay::Reset => 0,
+                WakeeDecay::Halve => w.flips >> 1,
             };
             w.decay_s = now_s;
         }
@@ -51,13 +51,13 @@ impl Sched {
             self.pu_node.iter().filter(|&&n| n == node).count() as u64
         };
         let (current, p) = (self.wakee[waker].flips, self.wakee[wakee].flips);
-        match self.kernel {
+        match self.rules.wake_wide {
             // v3.13: "if (p->wakee_flips > factor) if (current->wakee_flips > factor *
             // p->wakee_flips) return 1;"
-            Kernel::K313 => p > factor && current > factor * p,
+            WakeWide::WakeeAboveFactor => p > factor && current > factor * p,
             // v6.13: master/slave = the larger/smaller of the two; "if (slave < factor ||
             // master < slave * factor) return 0;"
-            Kernel::K6 => {
+            WakeWide::MasterSlave => {
                 let (master, slave) = (current.max(p), current.min(p));
                 !(slave < factor || master < slave * factor)
             }
@@ -81,7 +81,11 @@ impl Sched {
         let allowed = &self.allowed[tid];
         // v6.13: want_affine = !wake_wide(p) && the waker's CPU is allowed; v3.13 asks only the
         // latter here and wake_wide() inside wake_affine().
-        let want_affine = allowed.contains(&waker) && (self.kernel == Kernel::K313 || !wide);
+        let wide_refuses = match self.rules.wake_affine {
+            WakeAffine::LoadBalanced => false,
+            WakeAffine::IdleThenWeight => wide,
+        };
+        let want_affine = allowed.contains(&waker) && !wide_refuses;
         // for_each_domain(cpu, tmp): the lowest SD_WAKE_AFFINE domain spanning prev.
         let affine = (0..self.domains.len())
             .find(|&l| self.domains[l].wake_affine && self.domains[l].span_of[waker].contains(&prev))
@@ -101,10 +105,10 @@ impl Sched {
             let share_cache = self.pu_node[waker] == self.pu_node[prev];
             // v6.13 wake_affine_idle(): an idle waker sharing the cache keeps prev if idle;
             // an idle prev wins; else wake_affine_weight().
-            let by_idle = match self.kernel {
-                Kernel::K6 if idle(waker) && share_cache => Some(if idle(prev) { prev } else { waker }),
-                Kernel::K6 if idle(prev) => Some(prev),
-                _ => None,
+            let by_idle = match self.rules.wake_affine {
+                WakeAffine::IdleThenWeight if idle(waker) && share_cache => Some(if idle(prev) { prev } else { waker }),
+                WakeAffine::IdleThenWeight if idle(prev) => Some(prev),
+                WakeAffine::IdleThenWeight | WakeAffine::LoadBalanced => None,
             };
             target = by_idle.unwrap_or_else(|| {
                 // this_eff_load = (waker load + the task) x 100; prev_eff_load = prev load x
@@ -114,9 +118,9 @@ impl Sched {
                 // wake_wide().
                 let this = (nr[waker] + 1) as f64 * 100.0;
                 let prev_eff = nr[prev] as f64 * (100.0 + (d.imbalance_pct - 100.0) / 2.0);
-                let pick = match self.kernel {
-                    Kernel::K313 => !wide && (nr[waker] == 0 || this <= prev_eff),
-                    Kernel::K6 => this < prev_eff,
+                let pick = match self.rules.wake_affine {
+                    WakeAffine::LoadBalanced => !wide && (nr[waker] == 0 || this <= prev_eff),
+                    WakeAffine::IdleThenWeight => this < prev_eff,
                 };
                 if pick {
                     waker
@@ -153,9 +157,9 @@ impl Sched {
                 // No idle core: v6.13 select_idle_cpu() takes the first idle CPU of the LLC; v3.13
                 // goes down to the SMT domain of the target, whose groups are its own core's
                 // threads.
-                None => match self.kernel {
-                    Kernel::K6 => llc.first().copied().unwrap_or(target),
-                    Kernel::K313 => {
+                None => match self.rules.idle_sibling {
+                    IdleSibling::FirstIdleInLlc => llc.first().copied().unwrap_or(target),
+                    IdleSibling::TargetCoreSibling => {
                         llc.iter().copied().find(|&c| self.pu_core[c] == self.pu_core[target]).unwrap_or(target)
                     }
                 },

@@ -260,7 +260,7 @@ mod tests {
     #[test]
     fn kswapd_demotes_beside_the_thread_at_its_copy_rate_until_high_then_sleeps() {
         let m = machine();
-        let mut a = Allocator::new(&m, Kernel::K6);
+        let mut a = Allocator::new(&m, Kernel::V6_13);
         let w = a.marks[0];
         // Node 0 filled to one page below `low`, all of it one region's pages.
         let used = a.managed[0] - (w.low - 1);

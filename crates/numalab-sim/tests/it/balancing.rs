@@ -134,7 +134,7 @@ fn fast(kernel: Kernel) -> SimConfig {
 }
 
 fn both() -> [Kernel; 2] {
-    [Kernel::K313, Kernel::K6]
+    [Kernel::V3_13, Kernel::V6_13]
 }
 
 // --- Policies -------------------------------------------------------------------------------
@@ -159,7 +159,7 @@ fn item28_interleave_memory_is_never_scanned() {
 #[test]
 fn item28_bind_without_the_balancing_flag_is_never_scanned() {
     let w = stream_like(64, 16, Pattern::Master, 400);
-    let out = run(&w, &pinned(policy(PolicyMode::Bind, &[0, 1])), &fast(Kernel::K6));
+    let out = run(&w, &pinned(policy(PolicyMode::Bind, &[0, 1])), &fast(Kernel::V6_13));
     assert_eq!(out.vmstat.numa_pte_updates, 0);
 }
 
@@ -168,12 +168,12 @@ fn item29_membind_with_balancing_migrates_only_inside_the_mask() {
     let w = stream_like(64, 16, Pattern::Master, 400);
     let mut pol = policy(PolicyMode::Bind, &[0, 1]);
     pol.flags.numa_balancing = true;
-    let out = run(&w, &pinned(pol.clone()), &fast(Kernel::K6));
+    let out = run(&w, &pinned(pol.clone()), &fast(Kernel::V6_13));
     assert!(out.vmstat.numa_pages_migrated > 0, "{:?}", out.vmstat);
     assert_eq!(out.pages_per_node[2] + out.pages_per_node[3], 0, "{:?}", out.pages_per_node);
     assert!(out.pages_per_node[1] > 0);
     // 3.13 has no MPOL_F_NUMA_BALANCING (numactl falls back to plain bind): nothing scanned.
-    let k313 = run(&w, &pinned(pol), &fast(Kernel::K313));
+    let k313 = run(&w, &pinned(pol), &fast(Kernel::V3_13));
     assert_eq!(k313.vmstat.numa_pte_updates, 0);
 }
 
@@ -181,7 +181,7 @@ fn item29_membind_with_balancing_migrates_only_inside_the_mask() {
 
 #[test]
 fn item30_nothing_is_scanned_before_the_scan_delay() {
-    for (kernel, delay) in [(Kernel::K6, 1000), (Kernel::K313, 1000), (Kernel::K6, 2500)] {
+    for (kernel, delay) in [(Kernel::V6_13, 1000), (Kernel::V3_13, 1000), (Kernel::V6_13, 2500)] {
         let mut c = balancing(kernel);
         c.balancing.scan_delay_ms = delay;
         let out = run(&stream_like(64, 16, Pattern::Master, 1200), &pinned(policy(PolicyMode::Default, &[])), &c);
@@ -197,7 +197,7 @@ fn item30_nothing_is_scanned_before_the_scan_delay() {
 
 #[test]
 fn item30_no_scan_before_a_thread_has_run_scan_delay_of_cpu_time() {
-    let mut r = Rig::new(Kernel::K6, &[1, 2], &[512]);
+    let mut r = Rig::new(Kernel::V6_13, &[1, 2], &[512]);
     r.place(0, 0);
     // 5 s of wall time but only 0.5 s of CPU: no task_tick_numa crossing, nothing marked.
     for k in 1..=10 {
@@ -209,7 +209,7 @@ fn item30_no_scan_before_a_thread_has_run_scan_delay_of_cpu_time() {
 #[test]
 fn item31_one_thread_per_mm_scans_per_gate_period() {
     // 16 threads all past their thresholds at every tick: still one window per gate period.
-    let mut r = Rig::new(Kernel::K6, &[0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2, 2, 3, 3], &[4 * 65536]);
+    let mut r = Rig::new(Kernel::V6_13, &[0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2, 2, 3, 3], &[4 * 65536]);
     r.running = vec![true; 16];
     r.place(0, 0);
     let mut windows = Vec::new();
@@ -242,8 +242,8 @@ fn item32_one_window_marks_at_most_scan_size() {
 #[test]
 fn item32_k6_stops_after_eight_times_scan_size_of_virtual_space() {
     // Region 1 (lower addresses, scanned first) unpopulated, 256 MiB; region 0 populated: with
-    // a 16 MB window the K6 walk stops after 128 MiB of empty space; 3.13 crosses it for free.
-    for (kernel, marked_first) in [(Kernel::K6, 0), (Kernel::K313, 4096)] {
+    // a 16 MB window the 6.13 walk stops after 128 MiB of empty space; 3.13 crosses it for free.
+    for (kernel, marked_first) in [(Kernel::V6_13, 0), (Kernel::V3_13, 4096)] {
         let mut r = Rig::new(kernel, &[1, 2], &[8192, 65536]);
         r.place(0, 0);
         r.nb = numab_with(&r, Balancing { enabled: true, scan_size_mb: 16, ..Balancing::default() });
@@ -255,7 +255,7 @@ fn item32_k6_stops_after_eight_times_scan_size_of_virtual_space() {
 
 #[test]
 fn item33_k313_unpopulated_space_before_the_first_marked_page_is_free() {
-    let mut r = Rig::new(Kernel::K313, &[1, 2], &[8192, 65536]);
+    let mut r = Rig::new(Kernel::V3_13, &[1, 2], &[8192, 65536]);
     r.place(0, 0);
     r.nb = numab_with(&r, Balancing { enabled: true, scan_size_mb: 16, ..Balancing::default() });
     r.tick(1.1, 1.1);
@@ -311,7 +311,7 @@ fn item35_vmas_whose_policy_lacks_mof_are_never_marked() {
 fn item36_a_thp_is_marked_as_one_pmd() {
     let mut w = stream_like(64, 16, Pattern::Master, 400);
     w.regions[0].thp = true;
-    let out = run(&w, &pinned(policy(PolicyMode::Default, &[])), &fast(Kernel::K6));
+    let out = run(&w, &pinned(policy(PolicyMode::Default, &[])), &fast(Kernel::V6_13));
     assert!(out.vmstat.numa_huge_pte_updates > 0);
     assert_eq!(out.vmstat.numa_pte_updates, 512 * out.vmstat.numa_huge_pte_updates);
     // One hinting fault per huge page, and it moves whole.
@@ -322,9 +322,9 @@ fn item36_a_thp_is_marked_as_one_pmd() {
 #[test]
 fn item37_k6_single_threaded_process_local_pages_are_not_marked() {
     let w = stream_like(32, 1, Pattern::Block, 4000);
-    let k6 = run(&w, &pinned(policy(PolicyMode::Default, &[])), &fast(Kernel::K6));
+    let k6 = run(&w, &pinned(policy(PolicyMode::Default, &[])), &fast(Kernel::V6_13));
     assert_eq!(k6.vmstat.numa_pte_updates, 0, "{:?}", k6.vmstat);
-    let k313 = run(&w, &pinned(policy(PolicyMode::Default, &[])), &fast(Kernel::K313));
+    let k313 = run(&w, &pinned(policy(PolicyMode::Default, &[])), &fast(Kernel::V3_13));
     assert!(k313.vmstat.numa_pte_updates > 0);
 }
 
@@ -365,7 +365,7 @@ fn pass(r: &mut Rig, t: f64) {
 fn item40_scan_period_lengthens_when_faults_are_mostly_local() {
     // Expected after pass 2: 2000 ms (pass 1 folded nothing: doubled) + slots of 200 ms:
     // 3.13 ratio 10 -> +7 slots; 6.x private ratio 10 -> +3 slots.
-    for (kernel, expect) in [(Kernel::K313, 3400), (Kernel::K6, 2600)] {
+    for (kernel, expect) in [(Kernel::V3_13, 3400), (Kernel::V6_13, 2600)] {
         let mut r = Rig::new(kernel, &[1, 2], &[512]);
         r.place(0, 1);
         pass(&mut r, 1.1);
@@ -386,7 +386,8 @@ fn item40_scan_period_shortens_when_faults_are_mostly_remote() {
     // private ratios 0 -> -7 slots, clamped at task_scan_min (1000 ms). (All-private remote
     // faults are neither local nor shared: they double the period, item 41.) Task 1 shares
     // node 1 with task 0, so 3.13 finds no swap partner elsewhere.
-    for (kernel, every_shared, expect) in [(Kernel::K313, 2, 1700), (Kernel::K313, 1, 2000), (Kernel::K6, 1, 1000)] {
+    for (kernel, every_shared, expect) in [(Kernel::V3_13, 2, 1700), (Kernel::V3_13, 1, 2000), (Kernel::V6_13, 1, 1000)]
+    {
         let mut r = Rig::new(kernel, &[1, 1], &[512]);
         r.place(0, 0);
         r.alloc.free[1] = 0;
@@ -414,7 +415,7 @@ fn item40_scan_period_shortens_when_faults_are_mostly_remote() {
 fn item41_no_local_and_no_shared_faults_double_the_period_and_push_the_gate() {
     // 6.x: remote private faults (the pages migrate, but locality is judged before) are
     // neither local nor shared: the period doubles, 2000 -> 4000 ms.
-    let mut r = Rig::new(Kernel::K6, &[1, 2], &[512]);
+    let mut r = Rig::new(Kernel::V6_13, &[1, 2], &[512]);
     r.place(0, 0);
     pass(&mut r, 1.1);
     pass(&mut r, 2.2);
@@ -433,7 +434,7 @@ fn item41_no_local_and_no_shared_faults_double_the_period_and_push_the_gate() {
 
 #[test]
 fn item42_k6_after_a_failed_migration_the_period_only_doubles() {
-    let mut r = Rig::new(Kernel::K6, &[1, 2], &[512]);
+    let mut r = Rig::new(Kernel::V6_13, &[1, 2], &[512]);
     r.place(0, 0);
     r.alloc.free[1] = 0; // every migration toward node 1 is refused
     pass(&mut r, 1.1);
@@ -461,7 +462,7 @@ fn item43_k6_scanning_takes_at_most_a_33rd_of_the_thread_cpu_time() {
     // period + 2 ticks + 31 x cost of other work, so scanning takes cost / (32 x cost + period
     // + 8 ms) of its CPU time (1/34 here; never above 1/32). 3.13 has no such cap: the gate
     // alone paces it, one scan per second of work.
-    for (kernel, lo, hi) in [(Kernel::K6, 1.0 / 36.0, 1.0 / 33.0), (Kernel::K313, 0.2, 0.4)] {
+    for (kernel, lo, hi) in [(Kernel::V6_13, 1.0 / 36.0, 1.0 / 33.0), (Kernel::V3_13, 0.2, 0.4)] {
         let mut r = Rig::new(kernel, &[1, 2], &[512]);
         r.place(0, 0);
         r.nb = numab_full(
@@ -489,7 +490,7 @@ fn item43_k6_scanning_takes_at_most_a_33rd_of_the_thread_cpu_time() {
             "{kernel:?}: scanning took {share:.4} of the CPU time ({} scans)",
             scans.len()
         );
-        if kernel == Kernel::K6 {
+        if kernel == Kernel::V6_13 {
             // Work between consecutive scans: at least 31 x 0.512 s plus the 1 s period.
             for pair in scans.windows(2) {
                 assert!(pair[1] - pair[0] >= 31.0 * 0.512 + 1.0, "{scans:?}");
@@ -503,7 +504,7 @@ fn item44_k6_skips_vmas_the_scanning_thread_never_faulted_in() {
     // Three regions; thread 0 (the scanner: it alone crosses its threshold) faults only in
     // region 0. From the third pass on, region 1 is scanned only by the forced retry and
     // region 2 waits for a later window; 3.13 marks everything in one window.
-    for (kernel, third) in [(Kernel::K6, 1024), (Kernel::K313, 1536)] {
+    for (kernel, third) in [(Kernel::V6_13, 1024), (Kernel::V3_13, 1536)] {
         let mut r = Rig::new(kernel, &[1, 1, 2], &[512, 512, 512]);
         (0..3).for_each(|i| r.place(i, 1));
         r.running = vec![true, false, false];
@@ -570,7 +571,7 @@ fn item47_a_page_faulted_from_two_nodes_alternately_never_migrates() {
 
 #[test]
 fn item48_k313_a_shared_fault_from_another_node_defers_the_next_16_shared_migrations() {
-    let mut r = Rig::new(Kernel::K313, &[1, 2], &[64]);
+    let mut r = Rig::new(Kernel::V3_13, &[1, 2], &[64]);
     r.place(0, 0);
     // Page 0 was last faulted by task 1 on node 2: a shared fault from another node.
     r.regions[0].cpupid[0] = r.cpupid(1);
@@ -589,9 +590,9 @@ fn item48_k313_a_shared_fault_from_another_node_defers_the_next_16_shared_migrat
 
 #[test]
 fn item49_k6_early_in_life_a_private_fault_migrates_whatever_node_faulted_before() {
-    // Task 0 faulted the page from node 2 earlier, now faults from node 1: K6 migrates (no
+    // Task 0 faulted the page from node 2 earlier, now faults from node 1: 6.13 migrates (no
     // preferred node yet), 3.13 applies the two-stage filter.
-    for (kernel, moved) in [(Kernel::K6, true), (Kernel::K313, false)] {
+    for (kernel, moved) in [(Kernel::V6_13, true), (Kernel::V3_13, false)] {
         let mut r = Rig::new(kernel, &[1, 2], &[1]);
         r.place(0, 0);
         let cpu_node2 = first_cpu(&r.sched, 2) as u32;
@@ -608,7 +609,7 @@ fn item49_k6_early_in_life_a_private_fault_migrates_whatever_node_faulted_before
 /// `faults_mem(1) : faults_mem(2) = on_c : on_p`. Does a shared fault by task 0 (node 1) on a
 /// node-2 page last faulted by another task on node 1 migrate the page?
 fn item50_shared_fault_in_group_migrates(cpu_ratio: f64, on_c: u64, on_p: u64) -> bool {
-    let mut r = Rig::new(Kernel::K6, &[1, 2], &[512, 512]);
+    let mut r = Rig::new(Kernel::V6_13, &[1, 2], &[512, 512]);
     r.place(0, 1);
     r.place(1, 2);
     // No scan cost: both tasks' CPU time is exactly what the test gives them.
@@ -659,7 +660,7 @@ fn item50_k6_a_shared_fault_in_a_group_follows_the_group_cpu_and_memory_faults()
 
 #[test]
 fn item51_k313_rate_limit_is_128_mib_per_100_ms_per_destination_node() {
-    let mut r = Rig::new(Kernel::K313, &[1, 2], &[40001]);
+    let mut r = Rig::new(Kernel::V3_13, &[1, 2], &[40001]);
     r.place(0, 0);
     let moved = (0..40000).filter(|&u| r.fault(0, 0, u, 1.0 + u as f64 * 1e-7) == 1).count();
     // The request that crosses 32768 pages still passes; later ones in the window do not.
@@ -669,7 +670,7 @@ fn item51_k313_rate_limit_is_128_mib_per_100_ms_per_destination_node() {
     assert_eq!(r.fault(1, 0, 40000, 1.01), 2);
     assert_eq!(r.fault(0, 0, 39998, 1.2), 1);
     // 6.x has no rate limit.
-    let mut r6 = Rig::new(Kernel::K6, &[1, 2], &[40000]);
+    let mut r6 = Rig::new(Kernel::V6_13, &[1, 2], &[40000]);
     r6.place(0, 0);
     assert_eq!((0..40000).filter(|&u| r6.fault(0, 0, u, 1.0) == 1).count(), 40000);
 }
@@ -707,7 +708,7 @@ fn item53_a_numab_migration_moves_counters_and_the_page() {
 
 #[test]
 fn item54_a_migrated_page_keeps_its_last_cpupid() {
-    let mut r = Rig::new(Kernel::K6, &[1, 2], &[1]);
+    let mut r = Rig::new(Kernel::V6_13, &[1, 2], &[1]);
     r.place(0, 0);
     assert_eq!(r.fault(0, 0, 0, 1.0), 1);
     assert_eq!(r.regions[0].cpupid[0], r.cpupid(0));
@@ -745,7 +746,7 @@ fn item55_a_hinting_fault_counts_on_the_node_the_page_ends_on() {
 fn k6_a_local_hinting_fault_leaves_last_cpupid_alone() {
     // 6.x mpol_misplaced returns early for a page already in the default policy's node
     // (MPOL_PREFERRED of the local node) before exchanging last_cpupid; 3.13 exchanges it.
-    for (kernel, updated) in [(Kernel::K6, false), (Kernel::K313, true)] {
+    for (kernel, updated) in [(Kernel::V6_13, false), (Kernel::V3_13, true)] {
         let mut r = Rig::new(kernel, &[1, 2], &[1]);
         r.place(0, 1);
         r.fault(0, 0, 0, 1.0);
@@ -811,8 +812,11 @@ fn item58_threads_of_one_process_sharing_pages_end_in_one_numa_group() {
 
 #[test]
 fn item58_threads_with_private_data_stay_ungrouped() {
-    let out =
-        run(&stream_like(32, 16, Pattern::Block, 1500), &pinned(policy(PolicyMode::Default, &[])), &fast(Kernel::K6));
+    let out = run(
+        &stream_like(32, 16, Pattern::Block, 1500),
+        &pinned(policy(PolicyMode::Default, &[])),
+        &fast(Kernel::V6_13),
+    );
     assert!(out.threads.iter().all(|t| t.sched.as_ref().unwrap().numa_group_id == 0));
 }
 
@@ -825,9 +829,9 @@ fn item60_numa_migrate_preferred_is_retried_every_interval_and_idle_on_the_prefe
     // fold (4000 ms with default knobs, 60000 ms with scan_period_min 32 s).
     let long = Balancing { enabled: true, scan_period_min_ms: 32_000, ..Balancing::default() };
     for (kernel, knobs, period, interval) in [
-        (Kernel::K313, Balancing { enabled: true, ..Balancing::default() }, 4000, 1.0),
-        (Kernel::K6, Balancing { enabled: true, ..Balancing::default() }, 4000, 0.25),
-        (Kernel::K6, long, 60_000, 1.0),
+        (Kernel::V3_13, Balancing { enabled: true, ..Balancing::default() }, 4000, 1.0),
+        (Kernel::V6_13, Balancing { enabled: true, ..Balancing::default() }, 4000, 0.25),
+        (Kernel::V6_13, long, 60_000, 1.0),
     ] {
         let mut r = Rig::new(kernel, &[1, 2], &[256, 256]);
         r.place(0, 2);
@@ -857,7 +861,7 @@ fn item60_numa_migrate_preferred_is_retried_every_interval_and_idle_on_the_prefe
     // A task already on its preferred node: nothing is attempted (3.13 would otherwise "swap"
     // with itself and reset its period to task_scan_min; 6.x would move it to an idle CPU of
     // its node).
-    for (kernel, period) in [(Kernel::K313, 3400), (Kernel::K6, 2600)] {
+    for (kernel, period) in [(Kernel::V3_13, 3400), (Kernel::V6_13, 2600)] {
         let mut r = Rig::new(kernel, &[1, 2], &[512]);
         r.place(0, 1);
         let cpu = r.sched.cpu[0];
@@ -881,7 +885,7 @@ fn item61_k313_on_a_full_machine_a_task_only_swaps_on_other_nodes() {
     // last node the loop examined (3). With one CPU of node 2 idle (15 threads), node 2 has
     // capacity and task 0 swaps into it.
     for (threads, dst) in [(16, 3), (15, 2)] {
-        let mut r = Rig::new(Kernel::K313, &vec![1; threads], &[512]);
+        let mut r = Rig::new(Kernel::V3_13, &vec![1; threads], &[512]);
         let pu_node = &r.sched.pu_node;
         let order: Vec<usize> = [1, 0, 3, 2].iter().flat_map(|&n| (0..16).filter(move |&c| pu_node[c] == n)).collect();
         r.sched.cpu[..threads].copy_from_slice(&order[..threads]);
@@ -911,7 +915,7 @@ fn item61_k313_on_a_full_machine_a_task_only_swaps_on_other_nodes() {
 fn item62_k6_moves_a_task_to_an_idle_cpu_of_its_preferred_node() {
     // Task 0 alone on node 1 with all its faults on node 2 (full: the pages stay): the move
     // leaves an imbalance of one task, within NUMA_IMBALANCE_MIN, onto an idle CPU.
-    let mut r = Rig::new(Kernel::K6, &[1, 3], &[512]);
+    let mut r = Rig::new(Kernel::V6_13, &[1, 3], &[512]);
     r.place(0, 2);
     r.alloc.free[1] = 0;
     pass(&mut r, 1.1);
@@ -929,7 +933,7 @@ fn item63_k313_a_swap_toward_the_preferred_node_resets_the_period_to_task_scan_m
     // Task 0 on node 1 with its memory on node 2, task 1 on node 2 with memory on node 1;
     // both nodes full. 3.13 never moves a lone task to an idle CPU (the load check fails),
     // but one task on each run queue swaps without a load check.
-    let mut r = Rig::new(Kernel::K313, &[1, 2], &[256, 256]);
+    let mut r = Rig::new(Kernel::V3_13, &[1, 2], &[256, 256]);
     r.place(0, 2);
     r.place(1, 1);
     r.alloc.free[1] = 0;
@@ -997,7 +1001,7 @@ fn dgemv(n: u64, reps: u64) -> WorkloadSpec {
 #[test]
 fn dgemv_serial_init_many_reps_spreads_a_over_the_readers_nodes() {
     let m = machine2();
-    let c = balancing(Kernel::K6);
+    let c = balancing(Kernel::V6_13);
     let out = simulate(&m, &dgemv(8000, 400), &unpinned(), &c).unwrap();
     let total: u64 = out.pages_per_node.iter().sum();
     // Each thread reads one row block: the pages should sit where their reader runs.
@@ -1016,7 +1020,7 @@ fn dgemv_serial_init_many_reps_spreads_a_over_the_readers_nodes() {
 
 #[test]
 fn dgemv_serial_init_one_rep_barely_moves() {
-    let out = simulate(&machine2(), &dgemv(8000, 1), &unpinned(), &balancing(Kernel::K6)).unwrap();
+    let out = simulate(&machine2(), &dgemv(8000, 1), &unpinned(), &balancing(Kernel::V6_13)).unwrap();
     let total: u64 = out.pages_per_node.iter().sum();
     assert!((out.vmstat.numa_pages_migrated as f64) < 0.01 * total as f64, "{:?}", out.vmstat);
 }
@@ -1034,7 +1038,7 @@ fn balancing_runs_are_deterministic() {
 
 #[test]
 fn migrate_deferred_is_a_313_knob() {
-    let mut c = balancing(Kernel::K6);
+    let mut c = balancing(Kernel::V6_13);
     c.balancing.migrate_deferred = Some(8);
     let err =
         simulate(&machine4(), &stream_like(8, 4, Pattern::Block, 1), &pinned(policy(PolicyMode::Default, &[])), &c)

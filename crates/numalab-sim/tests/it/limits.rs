@@ -85,7 +85,7 @@ fn tiny_sample_rates_with_balancing_run() {
     for r in [1e-20, 1e-6, 0.01] {
         for pat in ALL {
             let w = one_region(64 << 20, 4096, false, 8, pat);
-            let c = SimConfig { sample_rate: r, ..balancing(numalab_sim::Kernel::K6) };
+            let c = SimConfig { sample_rate: r, ..balancing(numalab_sim::Kernel::V6_13) };
             let out = simulate(&m, &w, &unpinned(), &c).unwrap_or_else(|e| panic!("rate {r} {pat:?}: {e}"));
             assert_eq!(out.status, "ok");
         }
@@ -310,7 +310,7 @@ fn every_policy_kernel_and_balancing_setting_survives_edge_shapes() {
         weighted,
     ];
     for pol in policies {
-        for kernel in [Kernel::K313, Kernel::K6] {
+        for kernel in [Kernel::V3_13, Kernel::V6_13] {
             for bal in [false, true] {
                 for (mib, threads, procs) in [(1, 1, 1), (3, 40, 1), (100, 5, 3)] {
                     for pat in [Pattern::Block, Pattern::Dynamic, Pattern::Scatter, Pattern::Master, Pattern::Stencil] {
@@ -351,7 +351,7 @@ fn odd_addresses_and_unsynchronised_phases_run() {
     for (a, b) in [(Some(1), Some(1)), (Some(0), Some(4096)), (Some(1 << 56), None), (None, Some(12345))] {
         w.regions[0].address = a;
         w.regions[1].address = b;
-        for c in [cfg(), balancing(numalab_sim::Kernel::K6), balancing(numalab_sim::Kernel::K313)] {
+        for c in [cfg(), balancing(numalab_sim::Kernel::V6_13), balancing(numalab_sim::Kernel::V3_13)] {
             let out = simulate(&m, &w, &unpinned(), &c).unwrap_or_else(|e| panic!("{a:?} {b:?}: {e}"));
             assert_eq!(out.status, "ok");
         }
@@ -384,7 +384,7 @@ fn a_timeline_too_long_to_keep_is_refused() {
 #[test]
 fn more_threads_than_pages_with_balancing_run() {
     let m = machine4();
-    for kernel in [numalab_sim::Kernel::K313, numalab_sim::Kernel::K6] {
+    for kernel in [numalab_sim::Kernel::V3_13, numalab_sim::Kernel::V6_13] {
         for pat in ALL {
             for thp in [false, true] {
                 let w = one_region(3 * 4096, 2, thp, 64, pat);

@@ -5,6 +5,7 @@ mod balancing;
 mod common;
 mod limits;
 mod policies;
+mod profiles;
 mod scheduler;
 mod thp;
 mod tiering;

@@ -67,7 +67,7 @@ fn preferred_falls_back_along_the_preferred_nodes_list_when_full() {
     assert_eq!(out.status, "ok");
     // Node 3 fills to its low watermark, then node 3's fallback list continues: 1 (16, and
     // lower id wins the tie with 2 via the kernel's boot-order tie-break) before 0 (22).
-    let zl = build_zonelists(&m, Kernel::K6);
+    let zl = build_zonelists(&m, Kernel::V6_13);
     assert_eq!(zl[3][0], 3);
     let next = zl[3][1];
     assert!(out.pages_per_node[3] > 60000 && out.pages_per_node[next] > 30000, "{:?} {:?}", out.pages_per_node, zl[3]);
@@ -77,7 +77,7 @@ fn preferred_falls_back_along_the_preferred_nodes_list_when_full() {
 #[test]
 fn fallback_order_is_by_distance_and_starts_local() {
     let m = machine4();
-    for kernel in [Kernel::K313, Kernel::K6] {
+    for kernel in [Kernel::V3_13, Kernel::V6_13] {
         let zl = build_zonelists(&m, kernel);
         for (l, list) in zl.iter().enumerate() {
             assert_eq!(list[0], l);

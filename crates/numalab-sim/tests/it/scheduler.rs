@@ -48,7 +48,7 @@ fn nodes(s: &Sched) -> Vec<usize> {
 
 #[test]
 fn numa_levels_within_reclaim_distance_balance_fork_in_both_kernels() {
-    for kernel in [Kernel::K313, Kernel::K6] {
+    for kernel in [Kernel::V3_13, Kernel::V6_13] {
         let s = Sched::new(&machine4(), &unbound(), kernel, 1, 1).unwrap();
         let d = s.domains();
         let names: Vec<&str> = d.iter().map(|d| d.name.as_str()).collect();
@@ -62,7 +62,7 @@ fn k313_fork_leaves_for_an_idle_remote_node_at_once() {
     // v3.13 find_idlest_group(): the parent's node holds one task (1/4 per CPU), the remote
     // node none: 100 x 0.25 < 112 x 0 is false, so the idlest (remote) group wins. The exec
     // already left CPU 0, where the launching shell runs, the same way.
-    let s = create(&two_nodes(), Kernel::K313, 4);
+    let s = create(&two_nodes(), Kernel::V3_13, 4);
     assert_eq!(nodes(&s), vec![1, 0, 1, 0]);
     assert!(s.log.iter().all(|e| e.from.is_none()));
     assert_eq!(s.log[1].path, "fork");
@@ -75,7 +75,7 @@ fn k6_fork_stays_on_the_parents_node_within_the_numa_imbalance_allowance() {
     // idle-CPU difference of 1 <= 2: stays (next idle core). Worker 2: 2 + 1 > 2 and node 1 has
     // more idle CPUs: it goes there. Worker 3: node 1 has spare and node 0 as many idle CPUs
     // after... (2 idle vs 3): node 1 again.
-    let s = create(&two_nodes(), Kernel::K6, 4);
+    let s = create(&two_nodes(), Kernel::V6_13, 4);
     assert_eq!(s.cpu[0], 0, "exec stays: its own CPU counts as idle");
     assert_eq!(nodes(&s), vec![0, 0, 1, 1]);
     assert!(s.log[1].why.contains("NUMA imbalance allowance"), "{}", s.log[1].why);
@@ -94,10 +94,10 @@ fn stacked(kernel: Kernel) -> Sched {
 fn a_cache_hot_task_is_not_pulled_and_a_cold_one_is() {
     // 6.13: two tasks share CPU 0 in turns of 3 ms. At 6.2 ms thread 1 stopped 0.2 ms ago
     // (< sched_migration_cost 0.5 ms: cache hot) and thread 0 runs: nothing can move.
-    let mut s = stacked(Kernel::K6);
+    let mut s = stacked(Kernel::V6_13);
     assert!(s.balance(6.2e-3, &[true, true]).is_empty());
     // At 4.2 ms thread 1 runs and thread 0 stopped 1.2 ms ago: an idle CPU of node 0 pulls it.
-    let mut s = stacked(Kernel::K6);
+    let mut s = stacked(Kernel::V6_13);
     assert_eq!(s.balance(4.2e-3, &[true, true]), vec![0]);
     assert_eq!(s.pu_node[s.cpu[0]], 0, "pulled inside the node (MC level first)");
     let e = s.log.last().unwrap();
@@ -110,11 +110,11 @@ fn a_task_woken_from_a_barrier_sleep_is_hot_from_when_it_stopped_not_from_its_la
     // At 4.2 ms the turns say thread 1 runs and thread 0's turn ended 1.2 ms ago (cold, pulled
     // above); but thread 0 ran until 4.0 ms, slept at a barrier and was woken: 0.2 ms < 0.5 ms,
     // cache hot, and thread 1 runs: nothing can move.
-    let mut s = stacked(Kernel::K6);
+    let mut s = stacked(Kernel::V6_13);
     s.ran_until(0, 4.0e-3);
     assert!(s.balance(4.2e-3, &[true, true]).is_empty());
     // At 4.6 ms it stopped 0.6 ms ago: cold again, pulled.
-    let mut s = stacked(Kernel::K6);
+    let mut s = stacked(Kernel::V6_13);
     s.ran_until(0, 4.0e-3);
     assert_eq!(s.balance(4.6e-3, &[true, true]), vec![0]);
 }
@@ -124,7 +124,7 @@ fn a_woken_thread_whose_cpu_was_taken_goes_to_an_idle_sibling_in_its_llc() {
     // Thread 1 slept on CPU 1; thread 2 now runs there, thread 0 (the waker) on CPU 0. Both
     // kernels: wake_affine keeps prev (the waker's CPU is busy: (1 + 1) x 100 is not below
     // 1 x 108.5 or 112.5), and select_idle_sibling finds CPU 2 idle in node 0's LLC.
-    for kernel in [Kernel::K313, Kernel::K6] {
+    for kernel in [Kernel::V3_13, Kernel::V6_13] {
         let mut s = Sched::new(&two_nodes(), &unbound(), kernel, 1, 3).unwrap();
         s.set_options(None, true);
         s.cpu = vec![0, 1, 1];
@@ -143,7 +143,7 @@ fn wake_affine_pulls_a_wakee_to_the_wakers_node_unless_the_waker_wakes_many() {
     // Thread 0 (the waker) runs on CPU 0; thread 1 slept on CPU 5, where threads 2 and 3 now
     // queue. wake_affine: (1 + 1) x 100 below 2 x 108.5 (6.13) or at most 2 x 112.5 (3.13): the
     // waker's CPU, then select_idle_sibling() finds CPU 1 idle in node 0.
-    for kernel in [Kernel::K313, Kernel::K6] {
+    for kernel in [Kernel::V3_13, Kernel::V6_13] {
         let place = |s: &mut Sched| s.cpu = vec![0, 5, 5, 5, 2, 3, 6, 7];
         let runnable = [true, false, true, true, false, false, false, false];
         let mut s = Sched::new(&two_nodes(), &unbound(), kernel, 1, 8).unwrap();
@@ -186,7 +186,7 @@ fn waiting_threads_sleep_after_libgomps_spin_and_wake_ups_place_them() {
     assert_ne!(run(16, WaitPolicy::Passive).time_s, active.time_s, "passive pays the futex wake-ups");
     // One thread per CPU, passive: the barrier's last thread (the waker) is running, so its CPU
     // is busy for wake_affine and no sleeper is stacked on it: the threads end on distinct CPUs.
-    for kernel in [Kernel::K313, Kernel::K6] {
+    for kernel in [Kernel::V3_13, Kernel::V6_13] {
         let w = stream_like(64, 16, Pattern::Block, 10);
         let c = SimConfig {
             kernel,
@@ -221,7 +221,7 @@ fn k313_an_idle_node_pulls_only_from_a_group_above_its_capacity() {
     let m = machine4();
     let mut p = unbound();
     p.cpus = Some(numalab_model::CpuSet::parse_list("0,15").unwrap());
-    let mut s = Sched::new(&m, &p, Kernel::K313, 1, 3).unwrap();
+    let mut s = Sched::new(&m, &p, Kernel::V3_13, 1, 3).unwrap();
     s.set_options(None, true);
     s.cpu = vec![0, 0, 15];
     assert!(s.balance(1e-3, &[true, true, true]).is_empty());
@@ -230,7 +230,7 @@ fn k313_an_idle_node_pulls_only_from_a_group_above_its_capacity() {
     // The same from CPU 7 (node 1, 16 away): at NUMA16 the groups are nodes, whose MC domains
     // prefer siblings: node 0's capacity counts as 1, 2 tasks exceed it, and node 1 pulls one.
     p.cpus = Some(numalab_model::CpuSet::parse_list("0,7").unwrap());
-    let mut s = Sched::new(&m, &p, Kernel::K313, 1, 3).unwrap();
+    let mut s = Sched::new(&m, &p, Kernel::V3_13, 1, 3).unwrap();
     s.set_options(None, true);
     s.cpu = vec![0, 0, 7];
     assert!(s.balance(1e-3, &[true, true, true]).is_empty());
@@ -243,7 +243,7 @@ fn k313_an_idle_node_pulls_only_from_a_group_above_its_capacity() {
 fn balancing_waits_for_its_interval_instead_of_spreading_at_once() {
     // v6.13: the idle CPUs' first balance of the MC level is due balance_interval = span weight
     // = 4 ms (one jiffy at HZ=250) after the domains are built: nothing moves before.
-    let mut s = stacked(Kernel::K6);
+    let mut s = stacked(Kernel::V6_13);
     assert!(s.balance(20e-6, &[true, true]).is_empty());
     assert!(s.balance(1e-3, &[true, true]).is_empty());
 }
@@ -255,7 +255,7 @@ fn k313_forks_spread_over_the_nodes_and_the_balancer_fixes_the_last_one() {
     // idle CPU pulls it later.
     let m = machine4();
     let w = stream_like(64, 16, Pattern::Block, 20);
-    let c = SimConfig { kernel: Kernel::K313, explain_sched: true, ..cfg() };
+    let c = SimConfig { kernel: Kernel::V3_13, explain_sched: true, ..cfg() };
     let out = simulate(&m, &w, &unbound(), &c).unwrap();
     let mut cpus: Vec<u32> = out.threads.iter().map(|t| t.cpu).collect();
     cpus.sort();
@@ -276,7 +276,7 @@ fn k313_forks_spread_over_the_nodes_and_the_balancer_fixes_the_last_one() {
 fn k6_fork_balancing_spreads_threads_over_nodes_from_the_start() {
     let m = machine4();
     let w = stream_like(64, 16, Pattern::Block, 2);
-    let out = simulate(&m, &w, &unbound(), &SimConfig { kernel: Kernel::K6, ..cfg() }).unwrap();
+    let out = simulate(&m, &w, &unbound(), &SimConfig { kernel: Kernel::V6_13, ..cfg() }).unwrap();
     assert_eq!(out.threads.iter().map(|t| t.nr_migrations).sum::<u64>(), 0);
     for n in 0..4u32 {
         assert_eq!(out.threads.iter().filter(|t| t.node == n).count(), 4);

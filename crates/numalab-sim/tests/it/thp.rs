@@ -50,7 +50,7 @@ fn big(out: &SimOutput) -> &ThpRegionOut {
 
 #[test]
 fn a_v6_13_thp_fault_on_a_full_node_falls_back_to_base_pages_elsewhere() {
-    let out = run(Kernel::K6, false, 1);
+    let out = run(Kernel::V6_13, false, 1);
     let b = big(&out);
     let fallback: u64 = b.fault_fallback.iter().sum();
     assert!(fallback >= 30, "{b:?}");
@@ -63,7 +63,7 @@ fn a_v6_13_thp_fault_on_a_full_node_falls_back_to_base_pages_elsewhere() {
 
 #[test]
 fn madvised_regions_and_v3_13_take_a_remote_huge_page() {
-    for (kernel, madvised) in [(Kernel::K6, true), (Kernel::K313, false)] {
+    for (kernel, madvised) in [(Kernel::V6_13, true), (Kernel::V3_13, false)] {
         let out = run(kernel, madvised, 1);
         let b = big(&out);
         assert_eq!(b.fault_fallback.iter().sum::<u64>(), 0, "{kernel:?}: {b:?}");
@@ -77,9 +77,9 @@ fn khugepaged_collapses_eight_ranges_per_ten_seconds_on_their_node() {
     // 15 sweeps of one second: khugepaged wakes 10 s after the first THP fault, scans 4096
     // base pages' worth = 8 ranges of 2 MiB, and collapses those mapped by base pages into huge
     // pages on the node that holds them.
-    let short = run(Kernel::K6, false, 5);
+    let short = run(Kernel::V6_13, false, 5);
     assert_eq!(short.vmstat.thp_collapse_alloc, 0, "no wake-up before 10 s");
-    let out = run(Kernel::K6, false, 15);
+    let out = run(Kernel::V6_13, false, 15);
     assert!(out.time_s > 10.0 && out.time_s < 20.0, "{}", out.time_s);
     let b = big(&out);
     assert_eq!(out.vmstat.thp_collapse_alloc, 8, "{b:?}");

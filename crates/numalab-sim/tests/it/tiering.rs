@@ -41,7 +41,7 @@ fn on_node0() -> Placement {
 }
 
 fn quiet() -> SimConfig {
-    SimConfig { kernel: Kernel::K6, ..SimConfig::default() }
+    SimConfig { kernel: Kernel::V6_13, ..SimConfig::default() }
 }
 
 #[test]

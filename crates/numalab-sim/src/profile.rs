@@ -1,0 +1,538 @@
+//! Kernel profiles as data (docs/architecture.md, "how to add a kernel profile"): every rule
+//! and parameter where the modelled Linux releases differ, chosen once per release. The engine
+//! reads `profile.<part>.<rule>` and never asks which release it runs; adding a release is one
+//! more `KernelProfile` constant, a `Kernel` variant, and only the rule variants that are
+//! truly new. The constants name every field (no `..Default::default()`), so the compiler
+//! rejects a profile that leaves a rule unsaid.
+
+use serde::{Deserialize, Serialize};
+
+/// Which kernel's rules to follow where they differ (docs/allocation.md, docs/balancing.md):
+/// the lookup key of a [`KernelProfile`], spelled `--kernel 3.13|6.13`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum Kernel {
+    #[serde(rename = "3.13")]
+    V3_13,
+    #[default]
+    #[serde(rename = "6.13")]
+    V6_13,
+}
+
+impl Kernel {
+    /// Every profile with its name (`--kernel NAME`), in release order.
+    pub const ALL: [(&'static str, Kernel); 2] = [("3.13", Kernel::V3_13), ("6.13", Kernel::V6_13)];
+
+    pub fn parse(name: &str) -> Result<Kernel, String> {
+        Kernel::ALL.iter().find(|(n, _)| *n == name).map(|(_, k)| *k).ok_or_else(|| {
+            let names: Vec<&str> = Kernel::ALL.iter().map(|(n, _)| *n).collect();
+            format!("--kernel: '{name}' is not one of {}", names.join(", "))
+        })
+    }
+
+    /// The rules of this release.
+    pub fn profile(self) -> &'static KernelProfile {
+        match self {
+            Kernel::V3_13 => &PROFILE_3_13,
+            Kernel::V6_13 => &PROFILE_6_13,
+        }
+    }
+}
+
+/// One kernel release's rules, grouped by the subsystem that reads them.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KernelProfile {
+    /// `--kernel` name.
+    pub name: &'static str,
+    pub alloc: AllocRules,
+    pub sched: SchedRules,
+    pub numab: NumaBalancingRules,
+    pub thp: ThpRules,
+    pub sysctls: SysctlRules,
+}
+
+/// The page allocator (`mm/page_alloc.c`), `crate::alloc`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AllocRules {
+    /// `get_page_from_freelist()`'s fast path at the `low` watermark.
+    pub fast_path: FastPath,
+    /// Upper clamp of `min_free_kbytes` (`mm/page_alloc.c: init_per_zone_wmark_min()`).
+    pub min_free_kbytes_max: u64,
+    /// `low`/`high` above `min` (`mm/page_alloc.c: __setup_per_zone_wmarks()`).
+    pub watermark_gaps: WatermarkGaps,
+    /// The boot-time tie-breaker of fallback lists (`mm/page_alloc.c: build_zonelists()`,
+    /// `find_next_best_node()`).
+    pub zonelist_tie_break: ZonelistTieBreak,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum FastPath {
+    /// v3.13 fair-zone allocation (`ALLOC_FAIR`): the fast path takes only the preferred zone.
+    PreferredZoneOnly,
+    /// Every allowed zone of the zonelist, in order.
+    Zonelist,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum WatermarkGaps {
+    /// v3.13: `low = min + min/4`, `high = min + min/2`.
+    MinQuarters,
+    /// v4.6+ `watermark_scale_factor` (in 1/10000 of the node): steps of
+    /// `max(min/4, managed x factor / 10000)`.
+    ScaleFactor { per_10k: u64 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ZonelistTieBreak {
+    /// v3.13: `val *= MAX_NODE_LOAD * MAX_NUMNODES`; a node opening a new distance tier gets
+    /// `node_load[node] = load`, `load` counting down from the number of nodes.
+    DescendingLoad,
+    /// v5.x+: `val *= MAX_NUMNODES`; `node_load[node] += 1`.
+    IncrementLoad,
+}
+
+/// CFS (`kernel/sched/fair.c`, `kernel/sched/topology.c`), `crate::sched`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SchedRules {
+    /// A task's time slice among `n` sharing a CPU.
+    pub slice: TimeSlice,
+    /// `select_task_rq_fair()` with `SD_BALANCE_EXEC`: does the exec'ing task count on its CPU.
+    pub exec_load: ExecLoad,
+    /// `find_idlest_group()` of fork and exec placement.
+    pub idlest_group: IdlestGroup,
+    /// `record_wakee()`: what happens to `wakee_flips` every second.
+    pub wakee_decay: WakeeDecay,
+    /// `wake_wide()`.
+    pub wake_wide: WakeWide,
+    /// `wake_affine()` and where `wake_wide()` enters it.
+    pub wake_affine: WakeAffine,
+    /// `select_idle_sibling()` when the target's LLC has no idle core.
+    pub idle_sibling: IdleSibling,
+    /// `find_busiest_group()`: the busiest group and `calculate_imbalance()`.
+    pub busiest_group: BusiestGroup,
+    /// The MC (LLC) domain's parameters.
+    pub mc: McDomain,
+    /// Every NUMA domain's parameters.
+    pub numa: NumaDomain,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub enum TimeSlice {
+    /// v3.13 `sched_slice()` over `__sched_period()`: `max(period, n x min_granularity) / n`
+    /// (latency 6 ms x (1 + log2 min(CPUs, 8)) = 24 ms; 0.75 ms x 4 = 3 ms).
+    CfsPeriod { period_s: f64, min_granularity_s: f64 },
+    /// v6.6+ EEVDF `sysctl_sched_base_slice` (0.75 ms x the same factor 4).
+    Base { slice_s: f64 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ExecLoad {
+    /// v3.13 counts the exec'ing task on its CPU (it is running there).
+    CountsExecer,
+    /// v6.13 `find_idlest_group()` discounts it (`cpu_util_without()`, `idle_cpu_without()`).
+    DiscountsExecer,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum IdlestGroup {
+    /// v3.13: the lowest average load; the local group stays while
+    /// `100 x local < (100 + (imbalance_pct - 100) / 2) x idlest`.
+    LoadAverage,
+    /// v5.5+ `update_pick_idlest()`: group type, then idle CPUs, then load; the local group
+    /// stays by type, imbalance_pct, `adjust_numa_imbalance()` and idle CPUs.
+    GroupType,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum WakeeDecay {
+    /// v3.13: reset to 0.
+    Reset,
+    /// v4.x+: halved.
+    Halve,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum WakeWide {
+    /// v3.12 (commit 62470419e993): `p->wakee_flips > factor && current->wakee_flips >
+    /// factor x p->wakee_flips`.
+    WakeeAboveFactor,
+    /// v4.3+ (commit 63b0e9edceec): master/slave, `!(slave < factor || master < slave x factor)`.
+    MasterSlave,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum WakeAffine {
+    /// v3.13 `wake_affine()`: balanced when `this <= prev` or the waker's CPU has no load;
+    /// `wake_wide()` makes it refuse (the affine domain is still searched).
+    LoadBalanced,
+    /// v4.14+ `want_affine = !wake_wide(p) && ...`, then `wake_affine_idle()` and
+    /// `wake_affine_weight()` (strictly lower load).
+    IdleThenWeight,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum IdleSibling {
+    /// v3.13: down to the target's SMT domain: an idle thread of the target's own core.
+    TargetCoreSibling,
+    /// v6.13 `select_idle_cpu()`: the first idle CPU of the LLC after the target.
+    FirstIdleInLlc,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum BusiestGroup {
+    /// v3.13 `update_sd_pick_busiest()`: the highest average load among groups above their
+    /// `sg_capacity()`; v3.13 `calculate_imbalance()`.
+    Capacity,
+    /// v5.5+ group types (has spare, fully busy, overloaded) and the rewritten
+    /// `calculate_imbalance()`.
+    GroupType,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct McDomain {
+    pub intervals: DomainIntervals,
+    pub busy_factor: f64,
+    pub imbalance_pct: f64,
+    /// Whether MC's groups carry `SD_PREFER_SIBLING`.
+    pub groups_prefer_sibling: PreferSibling,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub enum DomainIntervals {
+    /// v3.13 `include/linux/topology.h: SD_MC_INIT`: fixed min, max and initial
+    /// `balance_interval`, in ms.
+    Fixed { min_ms: f64, max_ms: f64, initial_ms: f64 },
+    /// v6.13 `kernel/sched/topology.c: sd_init()`: min = initial = span weight, max = twice it.
+    SpanWeight,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum PreferSibling {
+    /// v3.13 `SD_MC_INIT`: no SMT domain below MC carries it.
+    Never,
+    /// v6.13 `sd_init()`: MC's groups are SMT domains, which carry it when the machine has SMT.
+    WithSmt,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct NumaDomain {
+    pub busy_factor: f64,
+    pub imbalance_pct: f64,
+    pub imb_numa_nr: ImbNumaNr,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ImbNumaNr {
+    /// No `sd->imb_numa_nr` (v3.13 `sd_numa_init()`).
+    Unused,
+    /// v5.18+ `build_sched_domains()`: LLCs in the first NUMA level (span >> 3 with one LLC),
+    /// scaled up for higher levels.
+    PerLlc,
+}
+
+/// Automatic NUMA balancing (`kernel/sched/fair.c`, `mm/mempolicy.c`, `mm/migrate.c`),
+/// `crate::balancing` (docs/balancing.md).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NumaBalancingRules {
+    /// `task_numa_migrate()`: `env.imbalance_pct = 100 + (sd->imbalance_pct - 100) / 2`.
+    pub imbalance_pct: i64,
+    /// `init_numa_balancing()` (4.20+) staggers the first scan of a process's other threads.
+    pub stagger_new_threads: bool,
+    /// `update_scan_period()` (4.19+) resets the scan period of a task moved across nodes.
+    pub reset_scan_on_move: bool,
+    /// `mm/mempolicy.c` (5.12+): `MPOL_BIND | MPOL_F_NUMA_BALANCING` is migrate-on-fault.
+    pub bind_numa_balancing: bool,
+    /// `task_tick_numa()`'s test of `runtime - node_stamp > period`.
+    pub tick_compare: TickCompare,
+    /// The first scan period of a task (`task_numa_work()`, `task_tick_numa()`).
+    pub first_period: FirstPeriod,
+    /// `task_scan_max()`.
+    pub scan_max: ScanMax,
+    /// `change_pte_range()` (4.10+): a single-threaded process's pages on its CPU's node stay
+    /// unmarked.
+    pub skip_local_single_thread: bool,
+    /// `vma_is_accessible()` filter on the PIDs that faulted in a VMA
+    /// (`vma_set_access_pid_bit()`, 6.4+; `prev_scan_seq`, forced pass, 6.7+).
+    pub vma_pid_filter: bool,
+    /// `task_numa_work()`'s scan budget.
+    pub scan_budget: ScanBudget,
+    /// `task_numa_work()` (4.5+): `curr->node_stamp += 32 * diff`, so a task that scanned runs
+    /// 32 times as long before its next scan.
+    pub scan_cost_defers: bool,
+    /// `task_numa_placement()`.
+    pub placement: NumaPlacement,
+    /// When `task_numa_fault()` calls `task_numa_placement()`.
+    pub placement_call: PlacementCall,
+    /// `score_nearby_nodes()` (3.19+) in the group weights.
+    pub score_nearby: bool,
+    /// `update_task_scan_period()`.
+    pub scan_period_adapt: ScanPeriodAdapt,
+    /// `numa_migrate_preferred()`'s retry interval.
+    pub migrate_retry: MigrateRetry,
+    /// `task_numa_migrate()`.
+    pub task_migrate: TaskMigrate,
+    /// `mpol_misplaced()` (5.x): the default policy leaves a page on the faulting CPU's node
+    /// before the cpupid exchange.
+    pub local_page_stays: bool,
+    /// The MORON filter of `mpol_misplaced()`.
+    pub migrate_filter: MigrateFilter,
+    /// `numamigrate_update_ratelimit()` (removed in 3.17): 128 MiB per 100 ms per node.
+    pub migrate_ratelimit: bool,
+    /// `task_numa_fault()` (3.15+): a shared fault inside the group's active nodes is local.
+    pub shared_fault_in_active_nodes_local: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum TickCompare {
+    /// v3.13: `now - curr->node_stamp > period` in u64 (wraps when node_stamp is ahead).
+    Wrapping,
+    /// `curr->se.sum_exec_runtime > curr->node_stamp + period`.
+    Ahead,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum FirstPeriod {
+    /// v3.13: `task_scan_min()`.
+    ScanMin,
+    /// v4.14+ `task_scan_start()`: scaled up for tasks in groups with shared memory.
+    ScanStart,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ScanMax {
+    /// v3.13: `scan_period_max_ms` scaled by the process size only.
+    Sysctl,
+    /// v4.14+: per scan window, scaled by the group's shared faults.
+    GroupScaled,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ScanBudget {
+    /// v3.13: every chunk counts once any page of the window was marked.
+    MarkedPages,
+    /// v4.x+: a chunk counts where it marked pages, and the virtual range is capped at 8x.
+    ChunksWithVirtualCap,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum NumaPlacement {
+    /// v3.13: memory-side faults only; a new preferred node moves the task at once.
+    MemoryFaults,
+    /// v3.15+: CPU-side faults too (weighted by run time, tracked per task and group), group
+    /// active nodes.
+    MemoryAndCpuFaults,
+}
+
+impl NumaPlacement {
+    /// Whether tasks and groups keep CPU-side fault counts (`numa_faults_cpu`).
+    pub fn tracks_cpu_faults(self) -> bool {
+        match self {
+            NumaPlacement::MemoryFaults => false,
+            NumaPlacement::MemoryAndCpuFaults => true,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum PlacementCall {
+    /// v3.13: on every fault (it acts once per pass), then the retry.
+    EveryFault,
+    /// v6.x: only when the migrate retry interval has passed.
+    AtRetry,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ScanPeriodAdapt {
+    /// v3.13 (threshold 3): slow down from 30 % local faults; speed-ups scaled by the private
+    /// share.
+    LocalityThreshold3,
+    /// v4.14+ (threshold 7): private then local ratios; a failed migration doubles the period.
+    PrivateOrLocalThreshold7,
+}
+
+impl ScanPeriodAdapt {
+    /// Whether failed migrations are counted and double the scan period.
+    pub fn counts_failed(self) -> bool {
+        match self {
+            ScanPeriodAdapt::LocalityThreshold3 => false,
+            ScanPeriodAdapt::PrivateOrLocalThreshold7 => true,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum MigrateRetry {
+    /// v3.13: one second.
+    Second,
+    /// v4.x+: `min(1 s, numa_scan_period / 16)`.
+    PeriodOver16,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum TaskMigrate {
+    /// v3.13: the preferred node only if it has spare capacity, else every node where task or
+    /// group weight does not drop; the preferred node becomes the last one examined.
+    Capacity,
+    /// v5.7+: `update_numa_stats()` + `numa_classify()`, `task_numa_compare()` with maymove.
+    NodeClassify,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum MigrateFilter {
+    /// v3.13: two faults from the same node in a row; shared faults from another node arm
+    /// `migrate_deferred`.
+    DeferShared,
+    /// v4.19+ `should_numa_migrate_memory()`: early-life and group fault rules.
+    GroupFaults,
+}
+
+/// Transparent huge pages (`mm/mempolicy.c`, `mm/huge_memory.c`), `crate::khugepaged`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ThpRules {
+    /// Where a huge-page fault may look for memory.
+    pub fault: ThpFault,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ThpFault {
+    /// v3.13 `alloc_pages_vma()`: the zonelist walk, for every huge page.
+    Zonelist,
+    /// v4.20+ `alloc_pages_vma()` / v6.13 `alloc_pages_mpol()`: the local (or preferred) node
+    /// alone without reclaim unless the region is `MADV_HUGEPAGE`; else base pages.
+    ThisNodeUnlessMadvised,
+}
+
+/// The sysctls a release has (`crate::input::Balancing::check`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SysctlRules {
+    /// `kernel.numa_balancing_migrate_deferred` (3.13 only).
+    pub migrate_deferred: bool,
+    /// `kernel.numa_balancing = 2`, memory tiering (5.18+).
+    pub memory_tiering: bool,
+    /// `/sys/kernel/mm/numa/demotion_enabled` (5.15+).
+    pub demotion_enabled: bool,
+    /// `/sys/kernel/mm/mempolicy/weighted_interleave/auto` (6.16+; accepted with 6.13, whose
+    /// weighted interleave it completes).
+    pub weighted_interleave_auto: bool,
+}
+
+/// Linux 3.13 (Ubuntu 14.04), the kernel of the studies numalab re-runs.
+pub const PROFILE_3_13: KernelProfile = KernelProfile {
+    name: "3.13",
+    alloc: AllocRules {
+        fast_path: FastPath::PreferredZoneOnly,
+        min_free_kbytes_max: 65_536,
+        watermark_gaps: WatermarkGaps::MinQuarters,
+        zonelist_tie_break: ZonelistTieBreak::DescendingLoad,
+    },
+    sched: SchedRules {
+        slice: TimeSlice::CfsPeriod { period_s: 24e-3, min_granularity_s: 3e-3 },
+        exec_load: ExecLoad::CountsExecer,
+        idlest_group: IdlestGroup::LoadAverage,
+        wakee_decay: WakeeDecay::Reset,
+        wake_wide: WakeWide::WakeeAboveFactor,
+        wake_affine: WakeAffine::LoadBalanced,
+        idle_sibling: IdleSibling::TargetCoreSibling,
+        busiest_group: BusiestGroup::Capacity,
+        // include/linux/topology.h SD_MC_INIT: min 1, max 4, busy_factor 64, imbalance_pct 125,
+        // balance_interval 1.
+        mc: McDomain {
+            intervals: DomainIntervals::Fixed { min_ms: 1.0, max_ms: 4.0, initial_ms: 1.0 },
+            busy_factor: 64.0,
+            imbalance_pct: 125.0,
+            groups_prefer_sibling: PreferSibling::Never,
+        },
+        // kernel/sched/core.c sd_numa_init(): busy_factor 32, imbalance_pct 125.
+        numa: NumaDomain { busy_factor: 32.0, imbalance_pct: 125.0, imb_numa_nr: ImbNumaNr::Unused },
+    },
+    numab: NumaBalancingRules {
+        imbalance_pct: 112,
+        stagger_new_threads: false,
+        reset_scan_on_move: false,
+        bind_numa_balancing: false,
+        tick_compare: TickCompare::Wrapping,
+        first_period: FirstPeriod::ScanMin,
+        scan_max: ScanMax::Sysctl,
+        skip_local_single_thread: false,
+        vma_pid_filter: false,
+        scan_budget: ScanBudget::MarkedPages,
+        scan_cost_defers: false,
+        placement: NumaPlacement::MemoryFaults,
+        placement_call: PlacementCall::EveryFault,
+        score_nearby: false,
+        scan_period_adapt: ScanPeriodAdapt::LocalityThreshold3,
+        migrate_retry: MigrateRetry::Second,
+        task_migrate: TaskMigrate::Capacity,
+        local_page_stays: false,
+        migrate_filter: MigrateFilter::DeferShared,
+        migrate_ratelimit: true,
+        shared_fault_in_active_nodes_local: false,
+    },
+    thp: ThpRules { fault: ThpFault::Zonelist },
+    sysctls: SysctlRules {
+        migrate_deferred: true,
+        memory_tiering: false,
+        demotion_enabled: false,
+        weighted_interleave_auto: false,
+    },
+};
+
+/// Linux 6.13.
+pub const PROFILE_6_13: KernelProfile = KernelProfile {
+    name: "6.13",
+    alloc: AllocRules {
+        fast_path: FastPath::Zonelist,
+        min_free_kbytes_max: 262_144,
+        watermark_gaps: WatermarkGaps::ScaleFactor { per_10k: 10 },
+        zonelist_tie_break: ZonelistTieBreak::IncrementLoad,
+    },
+    sched: SchedRules {
+        slice: TimeSlice::Base { slice_s: 3e-3 },
+        exec_load: ExecLoad::DiscountsExecer,
+        idlest_group: IdlestGroup::GroupType,
+        wakee_decay: WakeeDecay::Halve,
+        wake_wide: WakeWide::MasterSlave,
+        wake_affine: WakeAffine::IdleThenWeight,
+        idle_sibling: IdleSibling::FirstIdleInLlc,
+        busiest_group: BusiestGroup::GroupType,
+        // kernel/sched/topology.c sd_init(): min_interval = sd_weight, max = 2*sd_weight,
+        // busy_factor 16, imbalance_pct 117 (SD_SHARE_LLC), balance_interval = sd_weight.
+        mc: McDomain {
+            intervals: DomainIntervals::SpanWeight,
+            busy_factor: 16.0,
+            imbalance_pct: 117.0,
+            groups_prefer_sibling: PreferSibling::WithSmt,
+        },
+        // sd_init(): busy_factor 16, imbalance_pct 117; imb_numa_nr from build_sched_domains().
+        numa: NumaDomain { busy_factor: 16.0, imbalance_pct: 117.0, imb_numa_nr: ImbNumaNr::PerLlc },
+    },
+    numab: NumaBalancingRules {
+        imbalance_pct: 108,
+        stagger_new_threads: true,
+        reset_scan_on_move: true,
+        bind_numa_balancing: true,
+        tick_compare: TickCompare::Ahead,
+        first_period: FirstPeriod::ScanStart,
+        scan_max: ScanMax::GroupScaled,
+        skip_local_single_thread: true,
+        vma_pid_filter: true,
+        scan_budget: ScanBudget::ChunksWithVirtualCap,
+        scan_cost_defers: true,
+        placement: NumaPlacement::MemoryAndCpuFaults,
+        placement_call: PlacementCall::AtRetry,
+        score_nearby: true,
+        scan_period_adapt: ScanPeriodAdapt::PrivateOrLocalThreshold7,
+        migrate_retry: MigrateRetry::PeriodOver16,
+        task_migrate: TaskMigrate::NodeClassify,
+        local_page_stays: true,
+        migrate_filter: MigrateFilter::GroupFaults,
+        migrate_ratelimit: false,
+        shared_fault_in_active_nodes_local: true,
+    },
+    thp: ThpRules { fault: ThpFault::ThisNodeUnlessMadvised },
+    sysctls: SysctlRules {
+        migrate_deferred: false,
+        memory_tiering: true,
+        demotion_enabled: true,
+        weighted_interleave_auto: true,
+    },
+};

@@ -1,0 +1,112 @@
+//! Kernel profiles as data (`numalab_sim::profile`): every `--kernel` name resolves to a
+//! profile, each profile states every rule (the table below is the expected one, rule by rule),
+//! and no engine code outside the profile module asks which release it runs.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use numalab_sim::profile::{KernelProfile, PROFILE_3_13, PROFILE_6_13};
+use numalab_sim::Kernel;
+use serde_json::Value;
+
+#[test]
+fn every_kernel_name_resolves_to_its_profile() {
+    assert_eq!(Kernel::ALL.map(|(n, _)| n), ["3.13", "6.13"]);
+    for (name, kernel) in Kernel::ALL {
+        assert_eq!(Kernel::parse(name), Ok(kernel));
+        assert_eq!(kernel.profile().name, name, "Kernel::ALL and the profile disagree on the name");
+        // The serialized key (run records, configs) is the same name.
+        assert_eq!(serde_json::to_value(kernel).unwrap(), Value::String(name.into()));
+    }
+    assert_eq!(Kernel::V3_13.profile(), &PROFILE_3_13);
+    assert_eq!(Kernel::V6_13.profile(), &PROFILE_6_13);
+    assert_eq!(Kernel::default(), Kernel::V6_13);
+    let err = Kernel::parse("5.4").unwrap_err();
+    assert_eq!(err, "--kernel: '5.4' is not one of 3.13, 6.13");
+}
+
+/// `part.rule` -> the rule's value (compact JSON), for one profile. Nested structs (the
+/// domains' parameters) are followed; an enum variant with data is a value.
+fn rules(p: &KernelProfile) -> BTreeMap<String, String> {
+    fn walk(prefix: &str, v: Value, out: &mut BTreeMap<String, String>) {
+        match v {
+            Value::Object(fields) if fields.keys().all(|k| k.starts_with(|c: char| c.is_ascii_lowercase())) => {
+                for (field, v) in fields {
+                    let key = if prefix.is_empty() { field } else { format!("{prefix}.{field}") };
+                    walk(&key, v, out);
+                }
+            }
+            v => {
+                out.insert(prefix.to_string(), v.to_string());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk("", serde_json::to_value(p).unwrap(), &mut out);
+    out
+}
+
+/// One line per rule: `part.rule | 3.13 | 6.13`.
+fn table() -> String {
+    let cols: Vec<BTreeMap<String, String>> = Kernel::ALL.iter().map(|(_, k)| rules(k.profile())).collect();
+    let mut lines = vec![format!("rule | {}", Kernel::ALL.map(|(n, _)| n).join(" | "))];
+    for key in cols[0].keys() {
+        let vals: Vec<&str> = cols.iter().map(|c| c[key].as_str()).collect();
+        lines.push(format!("{key} | {}", vals.join(" | ")));
+    }
+    lines.join("\n") + "\n"
+}
+
+#[test]
+fn every_profile_states_every_rule_as_expected() {
+    let table = table();
+    let expected = include_str!("kernel_profiles.txt");
+    assert!(
+        table == expected,
+        "the kernel profiles changed; if on purpose, copy this table to tests/it/kernel_profiles.txt:\n{table}"
+    );
+    // Every profile has the same rules (the struct literal names each one).
+    let keys: Vec<Vec<String>> = Kernel::ALL.iter().map(|(_, k)| rules(k.profile()).into_keys().collect()).collect();
+    assert!(keys.windows(2).all(|w| w[0] == w[1]));
+    assert!(keys[0].len() > 40, "the table lists every rule: {}", keys[0].len());
+}
+
+/// The engine's sources, without their `#[cfg(test)]` modules (tests may name a release).
+fn sources(dir: &Path, out: &mut Vec<(String, String)>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            sources(&p, out);
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default().to_string();
+            out.push((p.display().to_string(), code));
+        }
+    }
+}
+
+#[test]
+fn no_engine_code_outside_the_profiles_branches_on_the_release() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    assert!(files.len() > 20, "found the sources: {}", files.len());
+    let profile = src.join("profile.rs").display().to_string();
+    let mut offenders = Vec::new();
+    for (path, code) in &files {
+        if *path == profile {
+            continue;
+        }
+        for (i, line) in code.lines().enumerate() {
+            // Naming a release (Kernel::V3_13) is the only way to compare or match on one.
+            if line.contains("Kernel::V") || line.contains("profile::PROFILE_") {
+                offenders.push(format!("{path}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "release branches outside src/profile.rs:\n{}", offenders.join("\n"));
+    // The scan does see a release where one is named.
+    let (_, profile_code) = files.iter().find(|(p, _)| *p == profile).unwrap();
+    assert!(profile_code.contains("Kernel::V3_13 => &PROFILE_3_13"));
+}
