@@ -48,7 +48,7 @@ if "numalab.study" in _sys.modules:  # loaded while this package was starting
 
 def __getattr__(name):
     if name == "study":  # not loaded yet: importing it binds it (callable) through _Numalab
-        import numalab.study
+        import numalab.study  # noqa: F401  (binds the module, read back from sys.modules)
 
         return _sys.modules["numalab.study"]
     raise AttributeError(f"module 'numalab' has no attribute '{name}'")

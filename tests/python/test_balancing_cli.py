@@ -6,7 +6,7 @@ import json
 import pytest
 
 import numalab
-from numalab.exceptions import USAGE_ERRORS, UsageError
+from numalab.exceptions import USAGE_ERRORS
 from numalab.spec import Balancing, RunSpec
 
 SMALL = ("--machine", "vm-4", "--workload", "stream", "--n", "200000", "--threads", "4")

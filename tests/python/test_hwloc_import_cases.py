@@ -136,8 +136,8 @@ def test_restricted_topology_is_seen_from_inside_the_cgroup(tmp_path: Path) -> N
 
 def test_a_slit_naming_disallowed_nodes_still_gives_the_distances_of_the_others(tmp_path: Path) -> None:
     # lstopo --whole-system: node 2 (no CPUs) is outside cpuset.mems; the SLIT still names it.
-    body = two_packages().replace("</object>" + f'<object type="Package" os_index="1"',
-                                  f"{numa(2, [0, 1], gp=12)}</object>" + f'<object type="Package" os_index="1"')
+    body = two_packages().replace("</object>" + '<object type="Package" os_index="1"',
+                                  f"{numa(2, [0, 1], gp=12)}</object>" + '<object type="Package" os_index="1"')
     tail = (
         '<distances2 type="NUMANode" nbobjs="3" kind="5" name="NUMALatency" indexing="os">'
         '<indexes length="6">0 1 2 </indexes><u64values length="27">10 21 17 21 10 28 17 28 10 </u64values></distances2>\n'

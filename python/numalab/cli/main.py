@@ -13,7 +13,8 @@ import traceback
 import click
 import typer
 
-from numalab.cli import bench, compare, report, results, run, schema, sim, study, suggest, topo, tune, vm, workloads
+from numalab.cli import bench, compare, report, results, schema, sim, study, suggest, topo, tune, vm, workloads
+from numalab.cli import run as run_cmd
 from numalab.exceptions import USAGE_ERRORS, NumalabError
 import numalab.kinds  # noqa: F401  (registers every study kind: study, report and the workers find them)
 
@@ -47,7 +48,7 @@ app.command("schema")(schema.schema)
 app.add_typer(results.app, name="results")
 app.command("report")(report.report)
 app.add_typer(vm.app, name="vm")
-app.command("run", context_settings=run.CONTEXT)(run.run)
+app.command("run", context_settings=run_cmd.CONTEXT)(run_cmd.run)
 app.command("bench", context_settings=bench.CONTEXT)(bench.bench)
 app.command("tune", context_settings=tune.CONTEXT)(tune.tune)
 from numalab.cli import lb  # noqa: E402

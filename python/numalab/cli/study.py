@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import typer
 
@@ -64,7 +64,7 @@ def study(
         todo = len(resolved.runs) - len(store.complete_hashes(r.hash for r in resolved.runs))
         if slurm:
             opts = executors.SlurmOptions(queue, cores, memory, walltime, jobs or 1)
-            factory = lambda: executors.slurm_backend(opts)  # noqa: E731
+            factory: Callable[[], Any] = lambda: executors.slurm_backend(opts)  # noqa: E731
         elif scheduler:
             factory = lambda: executors.DaskBackend(scheduler)  # noqa: E731
         else:

@@ -213,6 +213,7 @@ def check_cmd(
         if ctx.args:
             raise UsageError(f"unexpected argument '{ctx.args[0]}' (workload parameters go with --workload)")
         # "sched": every scheduler case (vm-4 and vm-8), so their orderings are checked together.
+        case = case or []  # not empty: --case or --workload was checked above
         names = list(check.CASES) if "all" in case else [n for c in case for n in (check.sched_names() if c == "sched" else [c])]
         unknown = [n for n in names if n not in check.CASES]
         if unknown:

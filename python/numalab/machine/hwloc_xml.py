@@ -137,7 +137,7 @@ class _TreeBuilder(ContentHandler):
         self.count = 0
 
     def line(self) -> int:
-        return self.locator.getLineNumber() if self.locator is not None else 0
+        return (self.locator.getLineNumber() or 0) if self.locator is not None else 0
 
     def setDocumentLocator(self, locator: Locator) -> None:
         self.locator = locator
@@ -207,7 +207,7 @@ def _parse_xml(path: Path) -> _El:
         parser.parse(io.BytesIO(data))
     except SAXParseException as e:
         # expat columns count from 0; editors and compilers count from 1.
-        raise UsageError(f"{path}:{e.getLineNumber()}:{e.getColumnNumber() + 1}: malformed XML: {e.getMessage()}") from None
+        raise UsageError(f"{path}:{e.getLineNumber()}:{(e.getColumnNumber() or 0) + 1}: malformed XML: {e.getMessage()}") from None
     except EntitiesForbidden as e:
         raise UsageError(
             f"{path}:{builder.line()}: <!ENTITY {e.name}> refused: hwloc files declare no entities, and "

@@ -161,8 +161,8 @@ def lstopo_tree(topology: ET.Element) -> str:
         logical = counters.get(key, 0)
         counters[key] = logical + 1
         if cache:
-            size = int(attrib.get("cache_size", 0))
-            return f"{key} L#{logical}" + (f" ({hwloc_size(size)})" if size else "")
+            cache_bytes = int(attrib.get("cache_size", 0))
+            return f"{key} L#{logical}" + (f" ({hwloc_size(cache_bytes)})" if cache_bytes else "")
         return f"PU L#{logical} (P#{attrib['os_index']})" if t == "PU" else f"{key} L#{logical}"
 
     def walk(obj: _Obj, depth: int, prefix: str, groups: int) -> None:

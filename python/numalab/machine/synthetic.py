@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from numalab._core import Machine
 from numalab.exceptions import UsageError
@@ -340,7 +341,7 @@ class _Builder:
         self.counters[level.type or ""] = k + 1
         return level.indexes[k] if level.indexes is not None else k
 
-    def topology(self) -> object:
+    def topology(self) -> Any:
         El = self.El
         top = El("topology", {"version": "2.0"}, 0)
         machine = El("object", {"type": "Machine", "os_index": "0"}, 0)

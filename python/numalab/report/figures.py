@@ -15,7 +15,7 @@ from numalab.report.data import ReportData
 from numalab.report.tables import is_tiering_counter, pages_grid
 
 # text.usetex off whatever a matplotlibrc says: user text is never TeX (literal_texts).
-_STYLE = {"text.usetex": False, "svg.hashsalt": "numalab", "svg.fonttype": "none", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False}
+_STYLE: Any = {"text.usetex": False, "svg.hashsalt": "numalab", "svg.fonttype": "none", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False}
 
 
 @dataclass(frozen=True)

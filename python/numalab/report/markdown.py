@@ -46,7 +46,7 @@ def render(c: Content, out: Path) -> str:
     meta = f"Study {text(c.data.study)}" + (f", follows {text(spec.design)}" if spec and spec.design and not long else "")
     meta += f"; {c.planned} runs planned: " + (", ".join(f"{n} {text(k)}" for k, n in sorted(c.counts.items())) or "none stored yet")
     lines += [meta + (f", {missing} not run yet." if missing > 0 else "."), ""]
-    if long:
+    if long and spec:
         lines += [f"Design: {text(spec.design)}", ""]
     for note in c.data.notes:
         lines += [f"> {text(note)}", ""]

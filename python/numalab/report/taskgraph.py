@@ -95,7 +95,7 @@ def is_taskgraph(data: Any) -> bool:
 
 def attach_figures(exps: list[Experiment], figures: list[Any]) -> list[Any]:
     """Put each figure beside its experiment's tables; returns the figures no experiment claims."""
-    left = []
+    left: list[Any] = []
     for fig in figures:
         owner = next((e for e in exps if fig.title.startswith(e.key + ":")), None)
         (owner.figures if owner else left).append(fig)
@@ -274,6 +274,7 @@ def _pivot(runs: list[_Run], axes: list[str], column: str) -> tuple[str, list[Ta
     for r in runs:
         cells[_where(r, axes)][str(r.row["label"])].append(r)
     others = [label for label in labels if base and label != base]
+    base_label = base or ""  # named in the headers only when there are others, hence a baseline
     rows = []
     for where, by_label in cells.items():
         row = [Cell(w) for w in where]
@@ -283,12 +284,12 @@ def _pivot(runs: list[_Run], axes: list[str], column: str) -> tuple[str, list[Ta
             row.append(Cell(_objects([by_label.get(label, []) for label in labels])))
         rows.append(row)
     head = ["machine", *axes, *(f"{_value(label)} %" if share else f"{_value(label)} ({unit})" for label in labels),
-            *(f"speedup {_value(label)} over {_value(base)}" for label in others)]
+            *(f"speedup {_value(label)} over {_value(base_label)}" for label in others)]
     if share:
         head.append("objects migrated per call")
     caption = f"{_settings(runs)}: {what} ({unit}) by {column}"
     note = (f"{what[0].upper()}{what[1:]} for each {column}"
-            + (f" and the speedup of the whole run over {column} = {_value(base)}" if others else "")
+            + (f" and the speedup of the whole run over {column} = {_value(base_label)}" if others else "")
             + ("; the objects migrated per call follow the share asked for (rounded to whole objects)" if share else "")
             + "." + _seeds(runs))
     return note, [Table(caption, head, 1 + len(axes), rows)]

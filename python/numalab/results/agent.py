@@ -63,7 +63,7 @@ def parse_records(text: str, where: str = "records") -> list[dict[str, Any]]:
             continue
         try:
             rec = json.loads(line)
-        except ValueError as e:
+        except json.JSONDecodeError as e:
             raise RecordError(f"{where}:{i}: not a JSON line ({e.msg}); was the agent stopped while writing?") from None
         if not isinstance(rec, dict) or "type" not in rec:
             raise RecordError(f"{where}:{i}: not a numalab-agent record (no 'type')")
@@ -179,7 +179,7 @@ def metrics(doc: dict[str, Any]) -> dict[str, Any]:
 
 def fault_matrix(threads: list[dict[str, Any]], nodes: list[int]) -> list[list[float]]:
     """Rows: the node each thread last ran on; columns: the memory node of its hinting faults."""
-    index = {n: i for i, n in enumerate(nodes)}
+    index: dict[Any, int] = {n: i for i, n in enumerate(nodes)}
     m = [[0.0] * len(nodes) for _ in nodes]
     for t in threads:
         row = index.get(t.get("current_node"))

@@ -59,7 +59,7 @@ def export(df: Any, csv: str | Path | None = None, parquet: str | Path | None = 
     targets = [(opt, Path(p)) for opt, p in (("--csv", csv), ("--parquet", parquet)) if p]
     for opt, path in targets:
         writable_file(path, opt, "runs.csv" if opt == "--csv" else "runs.parquet")
-        check_output(path, opt, store)
+        check_output(path, opt, None if store is None else Path(store))
     written = []
     for opt, path in targets:
         if opt == "--csv":

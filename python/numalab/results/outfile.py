@@ -69,7 +69,7 @@ def check_output(path: Path, option: str, store: Path | None = None) -> None:
                 raise UsageError(f"{option} {path}: is {what} {db}; writing there would destroy stored runs (give another file name)")
 
 
-def write_atomic(path: Path, write: Callable[[IO[bytes]], None], option: str) -> None:
+def write_atomic(path: Path, write: Callable[[IO[bytes]], object], option: str) -> None:
     """Call ``write`` with a binary file, then put what it wrote at ``path`` in one step."""
     real = _real(path)
     try:
@@ -100,7 +100,7 @@ def write_text_atomic(path: Path, text: str, option: str) -> None:
     write_atomic(path, lambda f: f.write(text.encode("utf-8")), option)
 
 
-def _write_in_place(path: Path, real: Path, write: Callable[[IO[bytes]], None], option: str) -> None:
+def _write_in_place(path: Path, real: Path, write: Callable[[IO[bytes]], object], option: str) -> None:
     try:
         with open(real, "wb") as f:
             write(f)

@@ -186,7 +186,8 @@ class RunSpec:
             bal = bal.with_mode(st.pop("balancing"), f"{where}: balancing")
         for item, key in SWITCHES.items():
             if item in st:
-                bal = replace(bal, **{"demotion" if key == "demotion_enabled" else "wi_auto": on_off(st.pop(item), f"{where}: {item}")})
+                on = on_off(st.pop(item), f"{where}: {item}")
+                bal = replace(bal, demotion=on) if key == "demotion_enabled" else replace(bal, wi_auto=on)
         knobs = {k.replace("-", "_"): st.pop(k) for k in list(st) if k.replace("-", "_") in KNOBS}
         if knobs:
             bal = bal.with_knobs(**knobs)

@@ -120,8 +120,9 @@ def _location(loc: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def study_error(e: ValidationError, path: Path, text: str, model: type[BaseModel]) -> UsageError:
     errors = e.errors(include_url=False)
-    first = dict(errors[0], loc=_location(errors[0]["loc"]))
-    key = key_path(first["loc"]) or "(top level)"
+    loc = _location(errors[0]["loc"])
+    first = dict(errors[0], loc=loc)
+    key = key_path(loc) or "(top level)"
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return UsageError(f"{where(path, text, key)}: {key}: {_message(first, model)}{more}")
 

@@ -45,7 +45,7 @@ class LocalBackend:
 
     def _new_pool(self) -> ProcessPoolExecutor:
         if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
-            ctx = multiprocessing.get_context("fork")
+            ctx: multiprocessing.context.BaseContext = multiprocessing.get_context("fork")
         else:
             ctx = multiprocessing.get_context("forkserver")
             ctx.set_forkserver_preload(["numalab.study.worker", "numalab.runner.sim"])

@@ -137,8 +137,8 @@ def _config(sf: Any, prefix: str, e: Any, machine: str, m_i: int, values: dict[s
         st = Settings.create(**settings, seed=seed, params=sim)
         check_pes(m, st)
     except UsageError as err:
-        bad = next((k for k in [*SETTINGS, *SIM_PARAMS] if k in values and k.replace("_", "-") in str(err)), None)
-        raise located(sf.path, sf.text, origin.get(bad, f"{prefix}.params") if bad else f"{prefix}.params", str(err)) from None
+        named = next((k for k in [*SETTINGS, *SIM_PARAMS] if k in values and k.replace("_", "-") in str(err)), None)
+        raise located(sf.path, sf.text, origin.get(named, f"{prefix}.params") if named else f"{prefix}.params", str(err)) from None
     params = {**g.as_dict(), "iterations": st.iterations, "lb_period": st.lb_period, "comm_layer": st.comm_layer, "pes": st.pes,
               **dict(st.params)}
     return _finish(e, machine, e.graph, params, b, seed)

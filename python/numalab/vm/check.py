@@ -284,7 +284,7 @@ def sched_cases(machine: str, cpus: int, reps: int) -> list[Case]:
     suffix = "" if machine == "vm-4" else f"-{machine.removeprefix('vm-')}"
     p = {"n": 1048576, "reps": reps, "init": "parallel"}
     bound = f"sched-bound{suffix}"
-    quiet = {"machine": machine, "interval_ms": 1000}
+    quiet: dict[str, Any] = {"machine": machine, "interval_ms": 1000}
     return [
         Case(bound, "barrier", p, BOUND, all_of(spread(), stay()), **quiet),
         Case(f"sched-unbound{suffix}", "barrier", p, "default", printed(), **quiet),
@@ -308,7 +308,7 @@ def tier_cases() -> list[Case]:
     NUMA balancing's memory-tiering mode (2) promotes the hot slow-tier pages, with demotion making
     room on node 0. One vCPU's thread: the first touch and the faults all come from node 0."""
     p = {"n": 7000000, "ntimes": 5, "threads": 1}
-    tier = {"machine": "vm-tier", "interval_ms": 200}
+    tier: dict[str, Any] = {"machine": "vm-tier", "interval_ms": 200}
     demote = ("pgdemote_kswapd", "pgdemote_direct")
     return [
         Case("tier-demotion", "stream", p, "cpunodebind=0:preferred-many=0:demotion-enabled", tier_counters(demote, True), **tier),

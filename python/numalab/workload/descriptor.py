@@ -91,7 +91,7 @@ import datetime
 import math
 import re
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Mapping, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -252,7 +252,7 @@ def load(name_or_path: str) -> tuple[WorkloadDesc, Path, str]:
     return desc, path, text
 
 
-def _message(err: dict[str, Any]) -> str:
+def _message(err: Mapping[str, Any]) -> str:
     """Pydantic's message, or what was expected when the file gave a TOML value of another kind."""
     value = err.get("input")
     if isinstance(value, (datetime.date, datetime.time)):

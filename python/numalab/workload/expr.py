@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from numalab.exceptions import UsageError
 
@@ -45,7 +45,7 @@ _CMPOPS = {
     ast.Gt: operator.gt,
     ast.GtE: operator.ge,
 }
-_FUNCS = {
+_FUNCS: dict[str, Callable[..., Any]] = {
     "min": min,
     "max": max,
     "ceil": math.ceil,
