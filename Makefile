@@ -8,7 +8,7 @@ NUMALAB := $(VENV)/bin/numalab
 STAMP := $(VENV)/.deps-stamp
 RUST_SRC := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml
 
-.PHONY: help venv build run test test-rust test-python bench lint clean kernels agent
+.PHONY: help venv build run test test-rust test-python bench lint lint-rust lint-python clean kernels agent
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  make %-12s %s\n", $$1, $$2}'
@@ -16,7 +16,7 @@ help: ## list the targets
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.7,<2" "pytest>=8" "typer==0.20.0" "click==8.1.8" "rich>=13" "pydantic>=2.7,<3" "numpy>=1.26" "pandas>=2.1" "matplotlib>=3.8" "dask[distributed]>=2024.1" "pyarrow>=14" "defusedxml>=0.7" "hypothesis>=6.100" "scipy>=1.11" "pymetis>=2025.2"
+	$(PIP) install -q "maturin>=1.7,<2" "pytest>=8" "typer==0.20.0" "click==8.1.8" "rich>=13" "pydantic>=2.7,<3" "numpy>=1.26" "pandas>=2.1" "matplotlib>=3.8" "dask[distributed]>=2024.1" "pyarrow>=14" "defusedxml>=0.7" "hypothesis>=6.100" "scipy>=1.11" "pymetis>=2025.2" "ruff==0.17.6" "mypy==2.4.1"
 	touch $@
 
 venv: $(STAMP) ## create .venv with the Python dependencies (from PyPI)
@@ -53,9 +53,15 @@ test-python: build ## pytest (unit, CLI, integration)
 bench: build ## print the benchmark figures (simulator speed, ...)
 	@ls bench/*.py >/dev/null 2>&1 && for b in bench/*.py; do $(PY) $$b; done || echo "no benchmarks yet"
 
-lint: ## rustfmt and clippy
+lint: lint-rust lint-python ## every linter: rustfmt and clippy, ruff and mypy
+
+lint-rust: ## rustfmt and clippy
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+
+lint-python: $(STAMP) ## ruff and mypy (configured in pyproject.toml)
+	$(VENV)/bin/ruff check python tests bench
+	$(VENV)/bin/mypy python/numalab
 
 clean: ## remove build outputs and the venv
 	cargo clean

@@ -30,12 +30,15 @@ def cli(capsys):
 
 @pytest.fixture
 def golden():
-    """``golden("name.out", text)``: compare with tests/golden/name.out (NUMALAB_UPDATE_GOLDEN=1 rewrites)."""
+    """``golden("name.out", text)``: compare with tests/golden/name.out. NUMALAB_UPDATE_GOLDEN=1
+    writes it (and is the only way a golden file comes to exist: a missing one fails, so a typo in
+    a name or a file left out of a commit cannot pass by writing what the code prints today)."""
 
     def check(name: str, text: str) -> None:
         path = GOLDEN / name
-        if os.environ.get("NUMALAB_UPDATE_GOLDEN") == "1" or not path.exists():
+        if os.environ.get("NUMALAB_UPDATE_GOLDEN") == "1":
             path.write_text(text, encoding="utf-8")
+        assert path.exists(), f"no golden file {path}: run the test with NUMALAB_UPDATE_GOLDEN=1 to write it, then review and commit it"
         assert text == path.read_text(encoding="utf-8"), f"output differs from {path} (NUMALAB_UPDATE_GOLDEN=1 to accept)"
 
     return check
