@@ -5,11 +5,13 @@
 //! - [`parse`]: user graphs, numalab's edge list and the text form of Charm++'s LB dump.
 //! - [`platform`]: PEs on cores and nodes; message and migration costs from the machine.
 //! - [`balance`]: none, greedy, greedy-refine, refine, treematch and numalab's NUMA-aware balancer.
+//! - [`cost`]: what one iteration and one migration step cost under a mapping.
 //! - [`mod@simulate`]: bulk-synchronous iterations with balancing every `lb_period` iterations.
 //!
 //! No I/O except reading a graph file; deterministic from the seed.
 
 pub mod balance;
+pub mod cost;
 pub mod error;
 pub mod gen;
 pub mod graph;

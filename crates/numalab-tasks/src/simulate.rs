@@ -26,8 +26,9 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::balance::{Balancer, LbInput};
+use crate::cost::{evaluate, migration_step, Eval};
 use crate::error::TaskError;
-use crate::graph::{Adjacency, Edge, TaskGraph};
+use crate::graph::{Adjacency, TaskGraph};
 use crate::platform::Platform;
 use crate::rng::Rng;
 
@@ -106,82 +107,6 @@ pub fn block_map(n: usize, n_pes: usize) -> Vec<u32> {
         )
         .map(|p| p.min(n_pes - 1) as u32)
         .collect()
-}
-
-/// Migrations from `old` to `new`: (objects moved, bytes moved, the step's time). Each move costs
-/// its source PE the packing side and its destination PE the unpacking side; PEs work in
-/// parallel, so the step takes the busiest PE's total.
-pub(crate) fn migration_step(old: &[u32], new: &[u32], state: &[u64], plat: &Platform) -> (usize, u64, f64) {
-    let mut side = vec![0.0; plat.n_pes()];
-    let (mut moved, mut bytes) = (0usize, 0u64);
-    for (i, (&p, &q)) in old.iter().zip(new).enumerate() {
-        if p != q {
-            let (a, b) = plat.migration_ns(p as usize, q as usize, state[i] as f64);
-            side[p as usize] += a;
-            side[q as usize] += b;
-            moved += 1;
-            bytes += state[i];
-        }
-    }
-    (moved, bytes, side.iter().copied().fold(0.0, f64::max))
-}
-
-/// What one iteration costs under a mapping.
-pub(crate) struct Eval {
-    pub(crate) pe_time: Vec<f64>,
-    pub(crate) obj_measured: Vec<f64>,
-    bytes: [f64; 3],
-    msgs: [f64; 3],
-}
-
-pub(crate) fn evaluate(edges: &[Edge], loads: &[f64], map: &[u32], plat: &Platform) -> Eval {
-    let np = plat.n_pes();
-    let mut pe_time = vec![0.0; np];
-    let mut remote = vec![0.0; np];
-    let mut obj = loads.to_vec();
-    let mut link_bytes = vec![0.0; plat.link_gbps.len()];
-    let mut uses: Vec<Vec<bool>> = vec![vec![false; plat.link_gbps.len()]; np];
-    let (mut bytes, mut msgs) = ([0.0; 3], [0.0; 3]);
-    for (i, &p) in map.iter().enumerate() {
-        pe_time[p as usize] += loads[i];
-    }
-    for e in edges {
-        let (p, q) = (map[e.a as usize] as usize, map[e.b as usize] as usize);
-        let (m, b) = (e.msgs as f64, e.bytes as f64);
-        let (ni, nj) = (plat.pe_node[p], plat.pe_node[q]);
-        let class = if p == q {
-            0
-        } else if ni == nj {
-            1
-        } else {
-            2
-        };
-        bytes[class] += b;
-        msgs[class] += m;
-        let (s, r) = plat.message_ns(p, q, m, b);
-        pe_time[p] += s;
-        obj[e.a as usize] += s;
-        obj[e.b as usize] += r;
-        if class == 2 {
-            remote[q] += r;
-            for &l in &plat.route_links[ni][nj] {
-                link_bytes[l] += b;
-                uses[q][l] = true;
-            }
-        } else {
-            pe_time[q] += r;
-        }
-    }
-    for q in 0..np {
-        let drain = uses[q]
-            .iter()
-            .enumerate()
-            .filter(|(_, &u)| u)
-            .map(|(l, _)| link_bytes[l] / plat.link_gbps[l])
-            .fold(0.0, f64::max);
-        pe_time[q] += remote[q].max(drain);
-    }
-    Eval { pe_time, obj_measured: obj, bytes, msgs }
 }
 
 /// Run `opts.iterations` iterations of `g` on `plat` balanced by `lb`.

@@ -47,10 +47,10 @@
 
 use super::greedy::greedy_assign;
 use super::{Balancer, LbInput};
+use crate::cost::{evaluate, migration_step, Eval};
 use crate::error::TaskError;
 use crate::gen::Params;
 use crate::platform::Platform;
-use crate::simulate::{evaluate, migration_step};
 
 pub struct NumaLb {
     pub tolerance: f64,
@@ -397,7 +397,7 @@ impl Balancer for NumaLb {
             input.loads_ns.iter().zip(&now.obj_measured).map(|(&l, &m)| (2.0 * l - m).max(0.0)).collect();
         let before = evaluate(input.edges, &compute, input.mapping, input.platform);
         let after = evaluate(input.edges, &compute, &new, input.platform);
-        let max = |e: &crate::simulate::Eval| e.pe_time.iter().copied().fold(0.0, f64::max);
+        let max = |e: &Eval| e.pe_time.iter().copied().fold(0.0, f64::max);
         let (_, _, step) = migration_step(input.mapping, &new, input.state_bytes, input.platform);
         if (max(&before) - max(&after)) * period(input) > self.gain_margin * step {
             Ok(new)
