@@ -8,6 +8,7 @@ Every other keyword is a workload parameter (``threads=16``, ``n=20000``).
 
 from __future__ import annotations
 
+import difflib
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -180,6 +181,7 @@ def _spec(machine: str | Machine, workload: str, placement: str | Placement | No
     """The RunSpec of ``simulate``'s arguments; ``params`` loses the placement and setting keywords."""
     name = machine.name if isinstance(machine, Machine) else str(machine)
     items = _keyword_items(params, balancing)
+    _check_params(workload, params)
     spec = RunSpec.create(name, workload, seed=seed, sample_rate=sample_rate, kernel=kernel, thp=thp)
     if isinstance(placement, Placement):
         spec = spec.updated(placement=placement)
@@ -191,6 +193,27 @@ def _spec(machine: str | Machine, workload: str, placement: str | Placement | No
         # One string: an option set twice, or two memory policies, is refused as the CLI refuses it.
         spec = spec.with_config(":".join([p for p in (placement or "", *items) if p.strip()]) or "default")
     return spec.updated(params=params)
+
+
+#: The keywords simulate and compare take besides placement, settings and workload parameters.
+OWN_KEYWORDS = ("placement", "seed", "sample_rate", "kernel", "thp", "balancing", "configs", "jobs")
+
+
+def _check_params(workload: str, params: dict[str, Any]) -> None:
+    """A keyword that is no workload parameter is refused with the nearest keyword or parameter
+    (``interleav="all"``: did you mean interleave?), before anything runs."""
+    if not params:
+        return
+    from numalab.workload import descriptor
+
+    desc = descriptor.load(workload)[0]
+    unknown = [k for k in params if k not in desc.params]
+    if unknown:
+        known = [*desc.params, *PLACEMENT_KEYWORDS, *SETTING_KEYWORDS, *OWN_KEYWORDS]
+        close = difflib.get_close_matches(unknown[0], known, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise UsageError(f"{unknown[0]}: neither a keyword of numalab.simulate nor a parameter of workload {desc.name} "
+                         f"({', '.join(sorted(desc.params))}){hint}")
 
 
 def _with_config(base: RunSpec, label: str, params: dict[str, Any]) -> RunSpec:

@@ -54,8 +54,11 @@ def test_two_policies_or_an_option_twice_are_refused():
         numalab.simulate(M, W, "cpunodebind=0", cpunodebind=1, **SMALL)
     with pytest.raises(UsageError, match="localalloc: expected True or False"):
         numalab.simulate(M, W, localalloc="yes", **SMALL)
-    with pytest.raises(UsageError, match="no parameter 'interleav'"):
+    with pytest.raises(UsageError, match=r"^interleav: neither a keyword of numalab.simulate nor a parameter of workload dgemv "
+                                         r"\(.*\); did you mean interleave\?$"):
         numalab.simulate(M, W, interleav="all", **SMALL)
+    with pytest.raises(UsageError, match="did you mean threads"):
+        numalab.compare(M, W, ["default"], thread=4)
 
 
 def test_compare_gives_one_row_per_config():
