@@ -154,6 +154,7 @@ def study(
     study of its name in the store when another file of that name was stored there before.
     Ctrl-C stops it, keeping the finished runs (KeyboardInterrupt is raised again).
     """
+    import numalab.kinds  # noqa: F401  (a task-graph study file expands and runs through its registered kind)
     from numalab.results.frame import load
     from numalab.results.store import Store
     from numalab.study import executors, expand, load_study
