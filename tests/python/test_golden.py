@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from conftest import GOLDEN
+GOLDEN = Path(__file__).parent.parent / "golden"  # where the fixture looks (conftest.py)
 
 
 def test_a_missing_golden_file_fails_and_is_not_written(golden, monkeypatch):
