@@ -16,6 +16,7 @@ import typer
 from numalab.cli import bench, compare, report, results, schema, sim, study, suggest, topo, tune, vm, workloads
 from numalab.cli import run as run_cmd
 from numalab.exceptions import USAGE_ERRORS, NumalabError
+from numalab.console.text import printable
 import numalab.kinds  # noqa: F401  (registers every study kind: study, report and the workers find them)
 
 class _HelpFormatter(click.HelpFormatter):
@@ -68,7 +69,7 @@ def _main(debug: bool = typer.Option(False, "--debug", help="Show tracebacks on 
 def _fail(msg: str, code: int) -> None:
     if _debug or os.environ.get("NUMALAB_BACKTRACE") == "1":
         traceback.print_exc()
-    print(f"numalab: {msg}", file=sys.stderr)
+    print(f"numalab: {printable(msg, lines=True)}", file=sys.stderr)
     sys.exit(code)
 
 

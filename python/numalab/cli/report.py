@@ -20,7 +20,8 @@ def report(
 ) -> None:
     """Write a report of a study's results: speedups with confidence intervals, access maps,
     pages per node, balancing timelines and the scatter plots the study asks for."""
+    from numalab.console.text import printable
     from numalab.report import write_report
 
-    out = write_report(target, output, fmt, results, study, warn=lambda m: typer.echo(f"numalab: warning: {m}", err=True))
+    out = write_report(target, output, fmt, results, study, warn=lambda m: typer.echo(f"numalab: warning: {printable(m)}", err=True))
     typer.echo(f"wrote {out} (figures in {out.parent / (out.stem + '-figures')})")

@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from numalab.cli.study import RESULTS
+from numalab.console.text import printable
 from numalab.cli.suggest import Group
 from numalab.exceptions import UsageError
 
@@ -41,7 +42,7 @@ def list_runs(
         t = "-" if r["time_s"] is None else f"{r['time_s']:.4f}"
         sp = "-" if r["speedup"] is None else f"{r['speedup']:.2f}"
         mark = f"  [damaged: {damaged[r['hash']]}]" if r["hash"] in damaged else ""
-        typer.echo(f"{r['hash'][:12]}  {r['study'][:16]:16} {r['status']:13} {r['seed']:>4} {t:>10} {sp:>8}  {r['case']} | {r['label']}{mark}")
+        typer.echo(printable(f"{r['hash'][:12]}  {r['study'][:16]:16} {r['status']:13} {r['seed']:>4} {t:>10} {sp:>8}  {r['case']} | {r['label']}{mark}"))
     typer.echo(f"{len(rows)} runs")
     bad = sum(1 for r in rows if r["hash"] in damaged)
     if bad:
@@ -81,7 +82,7 @@ def show(
     if as_json:
         typer.echo(json.dumps(doc if doc is not None else {"status": row["status"], "error": row["error"]}, indent=2, sort_keys=True))
         return
-    typer.echo(f"run {row['hash']} (study {row['study']}): {row['status']}" + (f" - {row['error']}" if row["error"] else ""))
+    typer.echo(printable(f"run {row['hash']} (study {row['study']}): {row['status']}" + (f" - {row['error']}" if row["error"] else "")))
     typer.echo("configuration: " + json.dumps(config, sort_keys=True))
     if row["wall_s"] is not None:
         typer.echo(f"wall time: {row['wall_s']:.3f} s, finished {row['finished_at']}")

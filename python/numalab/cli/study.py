@@ -10,6 +10,7 @@ from typing import Any, Callable, Optional
 
 import typer
 
+from numalab.console.text import printable
 from numalab.exceptions import UsageError
 
 # A dry run lists every run of a study up to this size; above it, the count and the first runs
@@ -85,7 +86,7 @@ def study(
     else:
         typer.echo(f"study {resolved.name}: {summary.describe()}; results in {store.path}")
         for error, n in errors.most_common(5):
-            typer.echo(f"  {n} failed: {error}")
+            typer.echo(printable(f"  {n} failed: {error}"))
     if summary.interrupted:
         typer.echo(f"interrupted: the {summary.done} finished runs are kept; run the same command to resume", err=True)
         raise typer.Exit(130)
@@ -142,7 +143,7 @@ def _sample(sf: Any, planned: int, results: Path, as_json: bool) -> None:
         return
     for r in runs:
         mark = "stored" if r.hash in stored else "to run"
-        typer.echo(f"{r.hash[:12]}  {mark:6}  {r.case} | {r.label} | seed {r.config['seed']}")
+        typer.echo(printable(f"{r.hash[:12]}  {mark:6}  {r.case} | {r.label} | seed {r.config['seed']}"))
     typer.echo(what)
 
 
@@ -166,5 +167,5 @@ def _list(resolved, results: Path, as_json: bool = False) -> None:
     for r in resolved.runs:
         mark = "stored" if r.hash in stored else "to run"
         role = " (baseline)" if r.role == "baseline" else ""
-        typer.echo(f"{r.hash[:12]}  {mark:6}  {r.case} | {r.label} | seed {r.config['seed']}{role}")
+        typer.echo(printable(f"{r.hash[:12]}  {mark:6}  {r.case} | {r.label} | seed {r.config['seed']}{role}"))
     typer.echo(f"{len(resolved.runs)} runs, {len(stored)} stored, {len(resolved.runs) - len(stored)} to run")

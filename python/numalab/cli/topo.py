@@ -10,6 +10,7 @@ from typing import Optional
 import typer
 
 from numalab import machine as machines
+from numalab.console.text import printable
 from numalab.exceptions import UsageError
 from numalab.machine.render import lstopo_tree, machine_json, numactl_hardware, numalab_extras
 
@@ -28,7 +29,7 @@ def topo(
     """Show a NUMA machine: numactl --hardware layout, then bandwidth, idle latency and links."""
     if list_:
         for p in machines.list_presets():
-            typer.echo(f"{p.name:24s} {p.description}")
+            typer.echo(printable(f"{p.name:24s} {p.description}"))
         return
     # --machine and --input have no short letters here: every other command gives -m and -i
     # numactl's meanings (--membind, --interleave).
@@ -69,7 +70,7 @@ def topo(
     if hardware:
         typer.echo(numactl_hardware(doc, free), nl=False)
         return
-    typer.echo(f"machine: {doc['name']}: {doc['description']}")
+    typer.echo(printable(f"machine: {doc['name']}: {doc['description']}"))
     typer.echo(numactl_hardware(doc, free), nl=False)
     typer.echo(numalab_extras(doc), nl=False)
 

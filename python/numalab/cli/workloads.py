@@ -7,6 +7,7 @@ from typing import Any, Optional
 
 import typer
 
+from numalab.console.text import printable
 from numalab.workload import descriptor
 
 
@@ -21,25 +22,25 @@ def workloads(
             typer.echo(json.dumps([{"name": n, "description": d} for n, d in listed], indent=2))
             return
         for n, d in listed:
-            typer.echo(f"{n:10s} {d}")
+            typer.echo(printable(f"{n:10s} {d}"))
         return
     desc, path, _ = descriptor.load(name)
     if as_json:
         typer.echo(json.dumps(_document(desc, path), indent=2, sort_keys=True))
         return
-    typer.echo(f"{desc.name}: {desc.description}")
+    typer.echo(printable(f"{desc.name}: {desc.description}"))
     typer.echo(f"file: {path}")
     typer.echo("parameters (--name value):")
     for k, v in desc.params.items():
         allowed = desc.choices.get(k)
         extra = f"  (one of: {', '.join(map(str, allowed))})" if allowed else ""
-        typer.echo(f"  --{k.replace('_', '-')} {v!r}{extra}")
+        typer.echo(printable(f"  --{k.replace('_', '-')} {v!r}{extra}"))
     if desc.classes:
-        typer.echo(f"classes: {', '.join(desc.classes)}")
+        typer.echo(printable(f"classes: {', '.join(desc.classes)}"))
     if desc.versions:
         typer.echo(f"versions (--npb-version): {', '.join(descriptor.versions(desc))} (default {desc.version})")
     if desc.source:
-        typer.echo(f"source: {desc.source}")
+        typer.echo(printable(f"source: {desc.source}"))
 
 
 def _document(desc: descriptor.WorkloadDesc, path: Any) -> dict[str, Any]:

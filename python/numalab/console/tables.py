@@ -11,6 +11,8 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from numalab.console.text import printable
+
 
 def render(*items: Any, width: int = 240) -> str:
     """Render rich objects to plain text (no colour, fixed width: same output on any terminal)."""
@@ -23,12 +25,13 @@ def render(*items: Any, width: int = 240) -> str:
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None, first_left: bool = True) -> Any:
     """A plain table (a rule under the header, no frame); ``title`` on its own line above it."""
+    # Cells are user text (labels, names): Text, not markup, and control characters made visible.
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     for i, h in enumerate(headers):
-        t.add_column(h, justify="left" if (i == 0 and first_left) else "right", no_wrap=True)
+        t.add_column(Text(printable(h)), justify="left" if (i == 0 and first_left) else "right", no_wrap=True)
     for r in rows:
-        t.add_row(*(str(c) for c in r))
-    return Group(Text(title, no_wrap=True), t) if title else t
+        t.add_row(*(Text(printable(c)) for c in r))
+    return Group(Text(printable(title), no_wrap=True), t) if title else t
 
 
 def pct(value: float | None, digits: int = 1) -> str:

@@ -63,11 +63,32 @@ def export(df: Any, csv: str | Path | None = None, parquet: str | Path | None = 
     written = []
     for opt, path in targets:
         if opt == "--csv":
-            write_atomic(path, lambda f: df.to_csv(f, index=False, encoding="utf-8"), opt)
+            write_atomic(path, lambda f: spreadsheet_safe(df).to_csv(f, index=False, encoding="utf-8"), opt)
         else:
             write_atomic(path, lambda f: df.to_parquet(f, index=False), opt)
         written.append(path)
     return written
+
+
+# A cell starting with one of these is a formula to Excel, LibreOffice and Google Sheets
+# (owasp.org, "CSV Injection"): a label "=HYPERLINK(...)" would run when the CSV is opened.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(df: Any) -> Any:
+    """``df`` with every text cell (and column name) that a spreadsheet would take for a formula
+    prefixed with ``'``, as OWASP recommends; numbers (a negative speedup delta) stay numbers."""
+
+    def safe(v: Any) -> Any:
+        return "'" + v if isinstance(v, str) and v.startswith(_FORMULA_START) else v
+
+    from pandas.api.types import is_numeric_dtype
+
+    out = df.rename(columns=safe)
+    for col in out.columns:
+        if not is_numeric_dtype(out[col]):
+            out[col] = out[col].map(safe)
+    return out
 
 
 def writable_file(path: Path, option: str, example: str = "runs.csv") -> None:
