@@ -264,20 +264,22 @@ def study_path(results: Any, study: str) -> Any:
 def run_for_study(resolved: Any, results: Any) -> str:
     """A study's sensitivity (``sensitivity = true``): every comparison with its baseline under
     every variant, written beside the store for ``numalab report``; returns a one-line summary."""
+    from numalab.results.outfile import write_text_atomic
+
     comparisons = study_comparisons(resolved)
     params = parameters(_specs(comparisons)) if comparisons else []
     out = study_path(results, resolved.name)
     if not comparisons or not params:
         why = "no run has a baseline to compare with" if not comparisons else "no machine or workload of the study states an estimate"
         doc = {"schema": SCHEMA, "study": resolved.name, "parameters": [], "variants": [], "comparisons": [], "note": why}
-        out.write_text(json.dumps(doc, indent=2, sort_keys=True))
+        write_text_atomic(out, json.dumps(doc, indent=2, sort_keys=True), "sensitivity")
         return f"sensitivity: nothing to vary ({why})"
     check(comparisons, params)
     vs = variants(params)
     with Progress("sensitivity", len(plan(comparisons, vs)), unit="runs") as progress:
         result = analyse(comparisons, params, advance=progress.step, jobs=os.cpu_count() or 1)
     doc = dict(result.to_json(), study=resolved.name)
-    out.write_text(json.dumps(doc, indent=2, sort_keys=True))
+    write_text_atomic(out, json.dumps(doc, indent=2, sort_keys=True), "sensitivity")
     flips = sum(1 for o in result.outcomes if o.flips)
     return (f"sensitivity: {flips} of {len(result.outcomes)} conclusions flip within the stated ranges of "
             f"{len(params)} estimates ({len(vs) - 1} variants); written to {out}")
