@@ -29,9 +29,11 @@ impl Sched {
             };
             // v3.13 counts the exec'ing task on its CPU (it is running there); v6.13's
             // find_idlest_group() discounts it (cpu_util_without(), idle_cpu_without()).
-            match (parent, self.rules.exec_load) {
-                (None, ExecLoad::CountsExecer) => load[start] += 1,
-                (None, ExecLoad::DiscountsExecer) | (Some(_), _) => {}
+            if parent.is_none() {
+                match self.rules.exec_load {
+                    ExecLoad::CountsExecer => load[start] += 1,
+                    ExecLoad::DiscountsExecer => {}
+                }
             }
             self.select_task_rq(start, &allowed, &load, path)
         };
