@@ -77,14 +77,12 @@ impl fmt::Display for PolicyMode {
     }
 }
 
-/// Mode flags (`MPOL_F_STATIC_NODES`, `MPOL_F_RELATIVE_NODES`, `MPOL_F_NUMA_BALANCING`).
+/// Mode flags the engine models. `MPOL_F_STATIC_NODES` and `MPOL_F_RELATIVE_NODES` only change
+/// how a nodemask is remapped when the task's cpuset changes (`mm/mempolicy.c: mpol_rebind_nodemask`),
+/// which no simulated run does; the agent passes them to the kernel itself (numactl `--membind=static:...`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyFlags {
-    #[serde(default)]
-    pub static_nodes: bool,
-    #[serde(default)]
-    pub relative_nodes: bool,
     /// `numactl --membind --balancing`: NUMA balancing may migrate within the bind mask (5.12+).
     #[serde(default)]
     pub numa_balancing: bool,
@@ -131,9 +129,6 @@ impl MemPolicy {
         }
         if m == PolicyMode::Preferred && self.nodes.weight() != 1 {
             return Err(PolicyError(format!("policy preferred takes exactly one node, got '{}'", self.nodes)));
-        }
-        if self.flags.static_nodes && self.flags.relative_nodes {
-            return Err(PolicyError("static_nodes and relative_nodes cannot be combined".into()));
         }
         if self.flags.numa_balancing && m != PolicyMode::Bind {
             return Err(PolicyError(format!("the numa_balancing flag is only valid with bind, not {m}")));

@@ -15,7 +15,7 @@ use crate::input::{Placement, Places, ProcBind, SimConfig, WorkloadSpec};
 use crate::sched;
 
 /// A memory policy as numactl's options write it: a mode and a node string (`all`, `0-3,5`,
-/// `!1`, `+0-1`), and weighted-interleave weights per node.
+/// `!1`, `+0-1`), weighted-interleave weights per node, and numactl's `-b` (`MPOL_F_NUMA_BALANCING`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyRequest {
@@ -24,13 +24,20 @@ pub struct PolicyRequest {
     pub nodes: Option<String>,
     #[serde(default)]
     pub weights: BTreeMap<u32, u32>,
+    /// numactl `-b/--balancing` with `--membind`: NUMA balancing may migrate the pages among the
+    /// bound nodes (`mm/mempolicy.c: sanitize_mpol_flags`, Linux 5.12+).
+    #[serde(default)]
+    pub numa_balancing: bool,
 }
 
 impl Default for PolicyRequest {
     fn default() -> Self {
-        PolicyRequest { mode: PolicyMode::Default, nodes: None, weights: BTreeMap::new() }
+        PolicyRequest { mode: PolicyMode::Default, nodes: None, weights: BTreeMap::new(), numa_balancing: false }
     }
 }
+
+/// numactl's `-b` as numalab sim spells it (its `--balancing` is the `kernel.numa_balancing` sysctl).
+pub const MEMBIND_BALANCING: &str = "-b/--membind-balancing";
 
 /// Which option wrote a mode, for error messages.
 pub fn option_name(mode: PolicyMode) -> &'static str {
@@ -75,7 +82,15 @@ impl PolicyRequest {
             }
             weights.insert(node, w as u8);
         }
-        let policy = MemPolicy { mode: self.mode, nodes, flags: PolicyFlags::default(), weights };
+        if self.numa_balancing && self.mode != PolicyMode::Bind {
+            // numactl: "-b ... valid only with --membind"; the kernel refuses the flag with any
+            // other mode (sanitize_mpol_flags: -EINVAL).
+            return Err(format!(
+                "{MEMBIND_BALANCING} needs --membind (MPOL_F_NUMA_BALANCING is only valid with MPOL_BIND), not {opt}"
+            ));
+        }
+        let flags = PolicyFlags { numa_balancing: self.numa_balancing };
+        let policy = MemPolicy { mode: self.mode, nodes, flags, weights };
         policy.check().map_err(|e| e.0)?;
         Ok(policy)
     }
@@ -125,6 +140,9 @@ pub struct PlacementDoc {
     pub policy: &'static str,
     pub nodes: Option<String>,
     pub weights: BTreeMap<String, u8>,
+    /// numactl `-b` with `--membind` (`MPOL_F_NUMA_BALANCING`); written only when set.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub membind_balancing: bool,
     pub cpubind: Option<String>,
     pub omp_proc_bind: ProcBind,
     pub omp_places: Option<Places>,
@@ -143,6 +161,7 @@ impl PlacementDoc {
                 Some(nodes.to_list_string())
             },
             weights: p.policy.weights.iter().map(|(n, w)| (format!("node{n}"), *w)).collect(),
+            membind_balancing: p.policy.flags.numa_balancing,
             cpubind: p.cpus.as_ref().map(CpuSet::to_list_string),
             omp_proc_bind: p.proc_bind,
             omp_places: (p.proc_bind != ProcBind::False).then_some(p.places),
@@ -193,6 +212,15 @@ impl RunSpec {
             };
         }
         let placement = placement.resolve(m).map_err(bad)?;
+        let flagged = std::iter::once(&placement.policy)
+            .chain(workload.regions.iter().filter_map(|r| r.policy.as_ref()))
+            .any(|p| p.flags.numa_balancing);
+        if flagged && !config.kernel.profile().numab.bind_numa_balancing {
+            return Err(bad(format!(
+                "{MEMBIND_BALANCING}: Linux {} has no MPOL_F_NUMA_BALANCING (added in 5.12); use --kernel 6.13 or drop -b",
+                config.kernel.profile().name
+            )));
+        }
         check_bound_threads(m, &placement, workload.threads)?;
         // Everything else the engine relies on (sample rate, knobs, finite numbers, footprint):
         // the same function `Engine::new` runs, so a refused run is refused before it starts.
@@ -222,4 +250,40 @@ fn check_bound_threads(m: &Machine, p: &Placement, threads: u32) -> Result<(), S
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use numalab_model::MachineSpec;
+
+    use super::*;
+
+    fn machine() -> Machine {
+        let spec = r#"{"name": "t2", "description": "two nodes",
+            "topology": {"packages": 2, "nodes_per_package": 1, "cores_per_node": 2},
+            "memory": {"node_gib": 1}, "distances": [[10,20],[20,10]],
+            "latency": {"local_ns": 100}, "bandwidth": {"node_gbps": 10},
+            "core": {"frequency_ghz": 2.0, "mlp": 10}}"#;
+        MachineSpec::from_json(spec).unwrap().resolve().unwrap()
+    }
+
+    fn request(mode: PolicyMode, nodes: Option<&str>) -> PolicyRequest {
+        PolicyRequest { mode, nodes: nodes.map(str::to_string), numa_balancing: true, ..PolicyRequest::default() }
+    }
+
+    #[test]
+    fn membind_balancing_sets_the_kernel_flag() {
+        let p = request(PolicyMode::Bind, Some("0-1")).resolve(&machine()).unwrap();
+        assert!(p.flags.numa_balancing);
+        let plain = PolicyRequest { numa_balancing: false, ..request(PolicyMode::Bind, Some("0")) };
+        assert!(!plain.resolve(&machine()).unwrap().flags.numa_balancing);
+    }
+
+    #[test]
+    fn membind_balancing_needs_membind() {
+        for (mode, nodes) in [(PolicyMode::Interleave, Some("all")), (PolicyMode::Default, None)] {
+            let e = request(mode, nodes).resolve(&machine()).unwrap_err();
+            assert!(e.starts_with("-b/--membind-balancing needs --membind"), "{e}");
+        }
+    }
 }

@@ -16,13 +16,15 @@ from numalab.spec.run import places_value, proc_bind_value
 from numalab.spec.balancing import KNOBS, Balancing, on_off
 from numalab.spec.config import parse_weights, split_configs
 
-# numactl's letters (numactl(8)): -i -w -m -p -P -l -N -C; no other option takes them.
+# numactl's letters (numactl(8)): -i -w -m -b -p -P -l -N -C; no other option takes them.
 MACHINE = typer.Option(..., "--machine", help="Machine preset (numalab topo --list), preset .toml, hwloc .xml, or an hwloc synthetic description 'synthetic:pack:2 numa:2 core:8 pu:2'.")
 WORKLOAD = typer.Option(..., "--workload", help="Workload name (numalab workloads) or a descriptor .toml file.")
 INTERLEAVE = typer.Option(None, "--interleave", "-i", help="Interleave memory over NODES (numactl -i).")
 WEIGHTED = typer.Option(None, "--weighted-interleave", "-w", help="Weighted interleave over NODES (numactl -w).")
 WEIGHTS = typer.Option(None, "--weights", help="Weighted-interleave weights NODE=WEIGHT, e.g. 0=5,1=2, as config strings write them (0:5,1:2 is accepted too; default 1 each).")
 MEMBIND = typer.Option(None, "--membind", "-m", help="Allocate only on NODES (numactl -m).")
+# numactl spells it -b/--balancing; here --balancing is kernel.numa_balancing, so the long name says which.
+MEMBIND_BALANCING = typer.Option(False, "--membind-balancing", "-b", help="With --membind: let automatic NUMA balancing migrate pages among the bound nodes (numactl -b, MPOL_F_NUMA_BALANCING, Linux 5.12+; not with --kernel 3.13). It acts only with --balancing on.")
 PREFERRED = typer.Option(None, "--preferred", "-p", help="Prefer NODE, fall back by distance (numactl -p).")
 PREFERRED_MANY = typer.Option(None, "--preferred-many", "-P", help="Prefer NODES, fall back elsewhere (numactl -P).")
 LOCALALLOC = typer.Option(False, "--localalloc", "-l", help="Always allocate on the local node (numactl -l).")
@@ -66,6 +68,7 @@ PLACEMENT_PARAMS: dict[str, tuple[Any, Any]] = {
     "weighted_interleave": (Optional[str], WEIGHTED),
     "weights": (Optional[str], WEIGHTS),
     "membind": (Optional[str], MEMBIND),
+    "membind_balancing": (bool, MEMBIND_BALANCING),
     "preferred": (Optional[str], PREFERRED),
     "preferred_many": (Optional[str], PREFERRED_MANY),
     "localalloc": (bool, LOCALALLOC),
@@ -101,6 +104,7 @@ def placement(
     weighted_interleave: Optional[str] = None,
     weights: Optional[str] = None,
     membind: Optional[str] = None,
+    membind_balancing: bool = False,
     preferred: Optional[str] = None,
     preferred_many: Optional[str] = None,
     localalloc: bool = False,
@@ -121,6 +125,7 @@ def placement(
         policy=POLICY_OPTIONS.get(policy, "local" if policy == "localalloc" else policy),
         nodes=nodes,
         weights=parse_weights(weights) if weights else (),
+        membind_balancing=membind_balancing,
         cpunodebind=cpunodebind,
         physcpubind=physcpubind,
         omp_proc_bind=proc_bind_value(omp_proc_bind),

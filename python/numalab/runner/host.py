@@ -111,6 +111,8 @@ def agent_args(p: Placement) -> list[str]:
         args.append("--localalloc")
     elif p.policy != "default":
         args.append(f"{AGENT_POLICY[p.policy]}={p.nodes}")
+    if p.membind_balancing:
+        args.append("--balancing")  # the agent's numactl -b (MPOL_F_NUMA_BALANCING)
     if p.cpunodebind:
         args.append(f"--cpunodebind={p.cpunodebind}")
     if p.physcpubind:

@@ -44,6 +44,8 @@ class Placement:
     policy: str = "default"  # numactl's names: default, local, bind, preferred, preferred-many, interleave, weighted-interleave
     nodes: str | None = None  # a numactl node string; parsed against the machine by the engine
     weights: tuple[tuple[int, int], ...] = ()
+    # numactl -b with --membind (MPOL_F_NUMA_BALANCING): NUMA balancing may move pages among the bound nodes
+    membind_balancing: bool = False
     cpunodebind: str | None = None
     physcpubind: str | None = None
     omp_proc_bind: str = "false"
@@ -55,6 +57,8 @@ class Placement:
         if self.policy != "default":
             option = {v: k for k, v in cfg.POLICY_ITEMS.items()}.get(self.policy)
             out.append(f"{option}={self.nodes}" if option else "localalloc")
+        if self.membind_balancing:
+            out.append("membind-balancing")
         if self.weights:
             out.append("weights=" + ",".join(f"{n}={w}" for n, w in self.weights))
         if self.cpunodebind:
@@ -71,7 +75,7 @@ class Placement:
 
     def engine(self) -> dict[str, Any]:
         return {
-            "policy": {"mode": self.policy, "nodes": self.nodes, "weights": dict(self.weights)},
+            "policy": {"mode": self.policy, "nodes": self.nodes, "weights": dict(self.weights), "numa_balancing": self.membind_balancing},
             "cpunodebind": self.cpunodebind,
             "physcpubind": self.physcpubind,
             "proc_bind": self.omp_proc_bind,
@@ -173,6 +177,8 @@ class RunSpec:
         pl = items.placement
         if "weights" in pl:
             p = replace(p, weights=cfg.parse_weights(pl["weights"]))
+        if "membind-balancing" in pl:
+            p = replace(p, membind_balancing=on_off(pl["membind-balancing"], f"{where}: membind-balancing"))
         if "cpunodebind" in pl or "physcpubind" in pl:
             p = replace(p, cpunodebind=pl.get("cpunodebind"), physcpubind=pl.get("physcpubind"))
         if "omp-proc-bind" in pl:
@@ -262,10 +268,12 @@ def _region_policy(region: dict[str, Any]) -> dict[str, Any] | None:
     if not text:
         return None
     items = cfg.parse(text)
-    if items.params or items.placement or items.settings or items.policy is None:
-        raise UsageError(f"region '{region['name']}': policy '{text}' must be a memory policy only (e.g. interleave=all)")
+    flags = {k: v for k, v in items.placement.items() if k in cfg.FLAG_PLACEMENTS}
+    if items.params or len(items.placement) > len(flags) or items.settings or items.policy is None:
+        raise UsageError(f"region '{region['name']}': policy '{text}' must be a memory policy only (e.g. interleave=all, membind=0-1:membind-balancing)")
     mode, nodes = items.policy
-    return {"mode": mode, "nodes": nodes, "weights": {}}
+    balancing = on_off(flags.get("membind-balancing", "off"), f"region '{region['name']}': membind-balancing")
+    return {"mode": mode, "nodes": nodes, "weights": {}, "numa_balancing": balancing}
 
 
 @dataclass(frozen=True)
