@@ -24,8 +24,8 @@ REPO = Path(__file__).resolve().parents[2]
 SOURCE = REPO / "python"
 ARCHITECTURE = REPO / "docs" / "architecture.md"
 FEATURES = {"tasks", "vm", "kinds", "cli"}
-# Cycles another change is removing; each must still exist (a stale entry fails) and is named here.
-# (vm/kmem.py <-> vm/setup.py is gone: both take Debian's packages from vm/debian.py.)
+# Cycles tolerated while another change removes them, each with why; a stale entry fails. None
+# today (the last, vm/kmem.py <-> vm/setup.py, went when both took Debian's packages from vm/debian.py).
 KNOWN_CYCLES: list[frozenset[str]] = []
 
 
