@@ -128,7 +128,7 @@ impl Numab {
 
     /// `mpol_misplaced` for a MOF policy: the node the page should move to, if any. Updates the
     /// page's `last_cpupid` where the kernel exchanges it.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "mpol_misplaced()'s inputs, as the kernel names them")]
     fn misplaced(
         &mut self,
         tid: usize,
@@ -160,7 +160,7 @@ impl Numab {
     /// `mpol_misplaced()` for a slow-tier page in memory-tiering mode: the MORON target is the
     /// faulting CPU's node, judged by hotness (`should_numa_migrate_memory()`'s tiering branch,
     /// docs/tiering.md §5) instead of the private/shared rules; no `last_cpupid` exchange.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "the tiering branch's inputs, as the kernel names them")]
     fn promotion_target(
         &mut self,
         w: &World,
@@ -239,7 +239,7 @@ impl Numab {
     }
 
     /// `migrate_misplaced_page`/`_folio`: the refusals of §4.8, then the move. True on success.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "migrate_misplaced_folio()'s inputs and the page's place")]
     fn migrate(
         &mut self,
         w: &mut World,
@@ -296,7 +296,7 @@ impl Numab {
     }
 
     /// `task_numa_fault(last_cpupid, mem_node, npages, flags)` (§4.9).
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "task_numa_fault()'s arguments, the world and the clock")]
     fn task_numa_fault(
         &mut self,
         w: &mut World,

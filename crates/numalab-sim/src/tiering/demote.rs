@@ -128,7 +128,7 @@ impl Demotion {
     /// Direct reclaim for an allocation that found no node above `min`: demote up to
     /// `SWAP_CLUSTER_MAX` base pages (at least `npages`) from the nodes the allocation may
     /// use, in its walk's order. Returns the pages demoted and the time it took the thread.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "the allocation's inputs and the state reclaim changes")]
     pub fn direct_reclaim(
         &mut self,
         a: &mut Allocator,
