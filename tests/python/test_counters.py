@@ -62,3 +62,9 @@ def test_vm_check_and_report_lists_are_the_registrys():
     assert check.TIER_COUNTERS == ("pgpromote_success", "pgpromote_candidate", "pgdemote_kswapd", "pgdemote_direct")
     assert is_tiering_counter("pgdemote_khugepaged") and not is_tiering_counter("pgdemote_proactive")
     assert not is_tiering_counter("numa_pages_migrated")
+
+
+def test_host_documents_read_the_registry():
+    from numalab.results.agent import BALANCING_COUNTERS
+
+    assert BALANCING_COUNTERS == VMSTAT_KEYS == counters.names("vmstat", "balancing")

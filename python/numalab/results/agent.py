@@ -10,8 +10,8 @@ What a host run can and cannot say, compared with a simulated one (docs/architec
 * pages per node: the last sample of ``/proc/PID/numa_maps``, in base pages (bytes / page size);
   a command that ends before the first sample has none;
 * numastat and vmstat: the kernel's counters, as deltas over the run (system-wide: other
-  processes count too); the agent keeps vmstat's NUMA counters (``numa_*``, ``pgmigrate_*``,
-  ``pgpromote_*``, ``pgdemote_*``);
+  processes count too); the agent keeps the vmstat counters of numalab's registry
+  (:mod:`numalab.counters`: ``numa_*``, ``pgmigrate_*``, ``pgpromote_*``, ``pgdemote_*``, ``thp_*``);
 * the access map: there is no per-access count on a real host. With automatic NUMA balancing on,
   the kernel keeps per-task NUMA hinting-fault statistics by memory node
   (``show_numa_stats()``, kernel/sched/fair.c, printed in ``/proc/PID/task/TID/sched``); each
@@ -29,14 +29,14 @@ import shlex
 from pathlib import Path
 from typing import Any, Iterable
 
+from numalab import counters
 from numalab.exceptions import NumalabError
 from numalab.machine.bitmaps import parse_cpulist
 from numalab.results.metrics import access_metrics, balancing_metrics
 from numalab.results.result import SCHEMA
 
 #: The counters of automatic NUMA balancing a timeline point carries (mm/vmstat.c names).
-BALANCING_COUNTERS = ("numa_pte_updates", "numa_huge_pte_updates", "numa_hint_faults", "numa_hint_faults_local",
-                      "numa_pages_migrated", "pgmigrate_success", "pgmigrate_fail")
+BALANCING_COUNTERS = counters.names("vmstat", "balancing")
 #: The scanner knobs a document reports (names as ``numalab-agent knobs get`` gives them).
 SCANNER_KNOBS = ("scan_delay_ms", "scan_period_min_ms", "scan_period_max_ms", "scan_size_mb")
 DEFAULT_PAGE_BYTES = 4096
