@@ -251,7 +251,7 @@ fn platform(machine: &PyMachine, pes: Option<usize>, comm_layer: &str, p: &mut P
 /// `numalab_gain_margin`, `numalab_locality`).
 #[pyfunction]
 #[pyo3(signature = (graph, machine, balancer, iterations = 100, lb_period = 10, comm_layer = "shm", pes = None, seed = 0, params = None))]
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "the Python function's keyword arguments, one to one")]
 pub fn taskgraph_simulate<'py>(
     py: Python<'py>,
     graph: &PyTaskGraph,
@@ -315,7 +315,7 @@ pub fn taskgraph_migration_time_ns(
 /// `mapping` (default: Charm++'s block map).
 #[pyfunction]
 #[pyo3(signature = (graph, machine, balancer, mapping = None, pes = None, lb_period = 10, comm_layer = "shm", params = None))]
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "the Python function's keyword arguments, one to one")]
 pub fn taskgraph_balance<'py>(
     py: Python<'py>,
     graph: &PyTaskGraph,
