@@ -1,6 +1,6 @@
 """Derived metrics, computed once from a result document (docs/architecture.md, "Result"):
-access-map percentages, local/remote shares, per-node concentration, balancing figures, speedup,
-slowdown and unfairness. The CLI, the report and the API all take them from here."""
+access-map percentages, local/remote shares, per-node concentration, balancing figures and
+speedup. The CLI, the report and the API all take them from here."""
 
 from __future__ import annotations
 
@@ -72,8 +72,3 @@ def speedup(baseline_time_s: float, time_s: float) -> float | None:
         return None
     return baseline_time_s / time_s
 
-
-def fairness(shared_times: list[float], alone_times: list[float]) -> dict[str, float]:
-    """Per-process slowdown IS_i = T_shared / T_alone and unfairness = max IS / min IS."""
-    slow = [s / a for s, a in zip(shared_times, alone_times)]
-    return {"max_slowdown": max(slow), "unfairness": max(slow) / min(slow)}
