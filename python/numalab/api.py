@@ -30,6 +30,7 @@ PLACEMENT_KEYWORDS = {
     "weighted_interleave": "weighted-interleave",
     "weights": "weights",
     "membind": "membind",
+    "membind_balancing": "membind-balancing",
     "preferred": "preferred",
     "preferred_many": "preferred-many",
     "localalloc": "localalloc",
@@ -38,6 +39,8 @@ PLACEMENT_KEYWORDS = {
     "omp_proc_bind": "omp-proc-bind",
     "omp_places": "omp-places",
 }
+#: Placement keywords that are switches (numactl -l, and -b with -m).
+FLAG_KEYWORDS = ("localalloc", "membind_balancing")
 #: Run settings beside the placement: automatic NUMA balancing's scanner and tiering knobs, the
 #: tiering switches, and the engine's settings, as keywords.
 SETTING_KEYWORDS = {
@@ -67,8 +70,8 @@ def simulate(
     ``placement`` (default: the kernel's default policy, unbound threads): a config string as ``numalab compare`` takes it (``"interleave=all"``,
     ``"membind=0:cpunodebind=0"``, ``"balancing:scan-size-mb=128"``, ``"kernel=3.13"``) or a
     :class:`Placement`. numactl's options are keywords too: ``interleave``,
-    ``weighted_interleave`` (with ``weights={0: 5, 1: 2}`` or ``"0=5,1=2"``), ``membind``,
-    ``preferred``, ``preferred_many``, ``localalloc=True``, ``cpunodebind``, ``physcpubind``
+    ``weighted_interleave`` (with ``weights={0: 5, 1: 2}`` or ``"0=5,1=2"``), ``membind`` (with
+    ``membind_balancing=True``, numactl's ``-b``), ``preferred``, ``preferred_many``, ``localalloc=True``, ``cpunodebind``, ``physcpubind``
     (node and CPU lists as numactl's strings, ``"0-3,5"``, ``"all"``, or a list of numbers), and
     ``omp_proc_bind``, ``omp_places``. ``balancing``: automatic NUMA balancing as
     ``kernel.numa_balancing`` takes it (``True``, ``"on"``, ``2``, ``{"numa_balancing": 2}``);
@@ -229,11 +232,11 @@ def _keyword_items(params: dict[str, Any], balancing: Any) -> list[str]:
         if key not in params:
             continue
         value = params.pop(key)
-        if key == "localalloc":
+        if key in FLAG_KEYWORDS:
             if not isinstance(value, bool):
-                raise UsageError(f"localalloc: expected True or False, got {value!r}")
+                raise UsageError(f"{key}: expected True or False, got {value!r}")
             if value:
-                items.append("localalloc")
+                items.append(item)
         elif value is not None:
             items.append(f"{item}={_weights(value) if key == 'weights' else _list(key, value)}")
     if balancing is not None:

@@ -25,6 +25,7 @@ SMALL = {"threads": 16, "n": 4000, "reps": 2}
     ({"localalloc": True, "physcpubind": "0-7"}, "localalloc:physcpubind=0-7"),
     ({"weighted_interleave": "0,1", "weights": {0: 5, 1: 2}}, "weighted-interleave=0,1:weights=0=5,1=2"),
     ({"omp_proc_bind": "spread", "omp_places": "cores"}, "omp-proc-bind=spread:omp-places=cores"),
+    ({"membind": "0-1", "membind_balancing": True, "balancing": True}, "membind=0-1:membind-balancing:balancing"),
 ])
 def test_placement_keywords_are_the_config_strings_runs(keywords, config):
     by_keyword = numalab.simulate(M, W, **keywords, **SMALL)
