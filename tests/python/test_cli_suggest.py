@@ -51,9 +51,12 @@ def test_unknown_options_of_any_command(cli, args, expected):
     assert _one_line(cli, *args) == "numalab: " + expected
 
 
-@pytest.mark.parametrize(("args", "suggestion"), [(("simm",), "sim"), (("comapre", "-h"), "compare"), (("results", "lst"), "list")])
+@pytest.mark.parametrize(("args", "suggestion"), [(("simm",), "sim"), (("comapre", "-h"), "compare"), (("results", "lst"), "list"),
+                                                   (("vm", "chek"), "check")])
 def test_unknown_commands(cli, args, suggestion):
-    assert _one_line(cli, *args).endswith(f"; did you mean {suggestion}?")
+    err = _one_line(cli, *args)
+    assert err.startswith(f"numalab: no such command '{args[-2] if args[-1] == '-h' else args[-1]}' for numalab")
+    assert err.endswith(f"; did you mean {suggestion}?")
 
 
 def test_workload_and_machine_names(cli):

@@ -30,7 +30,6 @@ class _HelpFormatter(click.HelpFormatter):
 click.Context.formatter_class = _HelpFormatter
 
 app = typer.Typer(
-    cls=suggest.Group,
     name="numalab",
     help="Where should the memory and the threads go? Simulate, measure and compare NUMA placement.",
     no_args_is_help=True,
@@ -91,7 +90,7 @@ def run(argv: list[str] | None = None) -> None:
     except click.NoSuchOption as e:
         _fail(suggest.no_such_option(e), 2)
     except click.UsageError as e:
-        _fail(e.format_message(), 2)
+        _fail(suggest.usage_message(e), 2)
     except click.ClickException as e:
         _fail(e.format_message(), e.exit_code)
     except USAGE_ERRORS as e:

@@ -10,10 +10,9 @@ import typer
 
 from numalab.cli.study import RESULTS
 from numalab.console.text import printable
-from numalab.cli.suggest import Group
 from numalab.exceptions import UsageError
 
-app = typer.Typer(cls=Group, help="List, show and export the runs of a results store.", no_args_is_help=True, add_completion=False, rich_markup_mode=None)
+app = typer.Typer(help="List, show and export the runs of a results store.", no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 STUDY = typer.Option(None, "--study", "-s", help="Only this study's runs.")
 
 

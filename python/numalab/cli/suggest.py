@@ -8,10 +8,10 @@ command's own options and the parameters the workload (or graph) has, together."
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Iterable, Optional
 
 import click
-from typer.core import TyperGroup
 
 from numalab.exceptions import UsageError
 
@@ -64,11 +64,13 @@ def check_params(given: Iterable[str], accepted: Iterable[str], owner: str) -> N
     raise UsageError(f"{flag} is {what} of {owner} ({listed}){hint(flag, options + params)}")
 
 
-class Group(TyperGroup):
-    """A command group that suggests the nearest command for a mistyped one."""
+_NO_SUCH_COMMAND = re.compile(r"^No such command '(.+)'\.")
 
-    def resolve_command(self, ctx: click.Context, args: list[str]):  # type: ignore[override]
-        name = args[0] if args else ""
-        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
-            raise click.UsageError(f"no such command '{name}' for {ctx.command_path}{hint(name, self.list_commands(ctx))}", ctx)
-        return super().resolve_command(ctx, args)
+
+def usage_message(e: click.UsageError) -> str:
+    """click's usage error as one line; a mistyped command of any group gets its nearest command."""
+    found = _NO_SUCH_COMMAND.match(e.message)
+    if found and e.ctx is not None and isinstance(e.ctx.command, click.Group):
+        name = found.group(1)
+        return f"no such command '{name}' for {e.ctx.command_path}" + hint(name, e.ctx.command.list_commands(e.ctx))
+    return e.format_message()
