@@ -69,7 +69,7 @@ def bad(cli, *args):
 
 
 def test_bad_input_is_one_line_exit_2(cli):
-    assert "unknown workload 'stram' (did you mean stream" in bad(cli, "sim", "--machine", "vm-4", "--workload", "stram")
+    assert "unknown workload 'stram' (known: " in bad(cli, "sim", "--machine", "vm-4", "--workload", "stram")
     assert "does not define class 'D'" in bad(cli, "sim", "--machine", "vm-4", "--workload", "cg", "--class", "D")
     assert "--bogus is neither an option of numalab sim nor a parameter of workload" in bad(cli, "sim", *SMALL, "--bogus", "1")
     assert "node 9" in bad(cli, "sim", *SMALL, "--membind", "9")

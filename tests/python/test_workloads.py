@@ -145,7 +145,7 @@ def test_bad_parameter_value():
 
 
 def test_unknown_workload_suggests_close_names():
-    with pytest.raises(UsageError, match=r"unknown workload 'cgg' \(did you mean cg"):
+    with pytest.raises(UsageError, match=r"unknown workload 'cgg' \(known: .*\); did you mean cg\?$"):
         resolve("cgg", {})
     with pytest.raises(UsageError, match="known: .*ft.*or a path to a .toml descriptor"):
         resolve("nosuchthing", {})

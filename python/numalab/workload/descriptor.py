@@ -220,10 +220,10 @@ def find(name_or_path: str) -> Path:
     if not p.is_file():
         import difflib
 
-        close = difflib.get_close_matches(name_or_path, library_names(), n=3, cutoff=0.5)
-        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        close = difflib.get_close_matches(name_or_path, library_names(), n=1, cutoff=0.5)
+        hint = f"; did you mean {close[0]}?" if close else ""
         raise UsageError(
-            f"unknown workload '{name_or_path}'{hint}; known: {', '.join(library_names())}, or a path to a .toml descriptor"
+            f"unknown workload '{name_or_path}' (known: {', '.join(library_names())}, or a path to a .toml descriptor){hint}"
         )
     return p
 
