@@ -14,7 +14,7 @@ from pathlib import Path
 
 from numalab._core import Machine, TopologyError
 from numalab.exceptions import UsageError
-from numalab.machine.limits import spec_bad_value, spec_too_large
+from numalab.machine.limits import spec_too_large
 from numalab.machine.tomlfile import load_toml, where
 
 PRESET_DIR = Path(__file__).parent / "presets"
@@ -43,7 +43,7 @@ def list_presets() -> list[PresetInfo]:
 def load_spec_file(path: Path) -> Machine:
     """Load a machine spec TOML file; errors name the file, line and key."""
     data, text = load_toml(path)
-    too_large = spec_bad_value(data) or spec_too_large(data)
+    too_large = spec_too_large(data)
     if too_large is not None:
         key, reason = too_large
         raise UsageError(f"{where(path, text, key)}: {key}: {reason}")
