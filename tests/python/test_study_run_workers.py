@@ -18,15 +18,15 @@ def four_cpus(monkeypatch):
 
 def test_workers_are_clamped_to_cpus_and_runs(four_cpus):
     n, note = executors.local_workers(16, 100)
-    assert n == 4 and note == "--workers 16: this machine has 4 CPUs, so 4 workers will run"
+    assert n == 4 and note == "--jobs 16: this machine has 4 CPUs, so 4 workers will run"
     n, note = executors.local_workers(16, 3)
-    assert n == 3 and note == "--workers 16: there are 3 runs to do, so 3 workers will run"
+    assert n == 3 and note == "--jobs 16: there are 3 runs to do, so 3 workers will run"
     n, note = executors.local_workers(3, 1)
-    assert n == 1 and note == "--workers 3: there is 1 run to do, so 1 worker will run"
+    assert n == 1 and note == "--jobs 3: there is 1 run to do, so 1 worker will run"
     assert executors.local_workers(2, 100) == (2, None)
     assert executors.local_workers(None, 100) == (4, None)
     assert executors.local_workers(None, 2) == (2, None)  # not asked: no note
-    with pytest.raises(UsageError, match="--workers must be >= 1"):
+    with pytest.raises(UsageError, match="--jobs must be >= 1"):
         executors.local_workers(0, 5)
 
 
@@ -45,7 +45,7 @@ def test_the_study_command_says_it_and_runs_with_fewer(cli, tmp_path, monkeypatc
     code, out, err = cli("study", str(study), "--results", str(tmp_path / "r"), "--workers", "64")
     assert code == 0 and "2 of 2 runs done: 2 ok" in out, err
     notes = [line for line in err.splitlines() if line.startswith("numalab: note:")]
-    assert len(notes) == 1 and "--workers 64:" in notes[0] and "will run" in notes[0]
+    assert len(notes) == 1 and "--jobs 64:" in notes[0] and "will run" in notes[0]
     assert started and started[0] <= 2
     # nothing left to run: no workers, no note
     code, out, err = cli("study", str(study), "--results", str(tmp_path / "r"), "--workers", "64")

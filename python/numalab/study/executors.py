@@ -39,7 +39,7 @@ class LocalBackend:
 
     def __init__(self, workers: int):
         if workers < 1:
-            raise UsageError(f"--workers must be >= 1, got {workers}")
+            raise UsageError(f"--jobs must be >= 1, got {workers}")
         self.slots = workers
         self.pool = self._new_pool()
 
@@ -158,7 +158,7 @@ def local_workers(requested: Optional[int], todo: Optional[int] = None) -> tuple
     (simulations are CPU-bound: more processes only share them) nor than the runs. Returns the
     number and, when it is less than asked, a note saying why."""
     if requested is not None and requested < 1:
-        raise UsageError(f"--workers must be >= 1, got {requested}")
+        raise UsageError(f"--jobs must be >= 1, got {requested}")
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     limits = [cpus] + ([max(1, todo)] if todo is not None else [])
     n = min([requested or cpus, *limits])
@@ -168,7 +168,7 @@ def local_workers(requested: Optional[int], todo: Optional[int] = None) -> tuple
         why = f"this machine has {cpus} CPU{'s' if cpus != 1 else ''}"
     else:
         why = f"there {'is' if todo == 1 else 'are'} {todo} run{'s' if todo != 1 else ''} to do"
-    return n, f"--workers {requested}: {why}, so {n} worker{'s' if n != 1 else ''} will run"
+    return n, f"--jobs {requested}: {why}, so {n} worker{'s' if n != 1 else ''} will run"
 
 
 _ADDRESS = re.compile(r"^(?:(tcp|tls|ucx|ws|wss|inproc)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(?::(\d+))?/?$")
