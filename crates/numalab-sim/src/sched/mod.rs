@@ -15,6 +15,7 @@ mod balance;
 mod domains;
 mod fork;
 mod noise;
+pub mod pelt;
 mod wake;
 
 use numalab_model::{CpuSet, Machine};
