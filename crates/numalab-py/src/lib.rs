@@ -44,6 +44,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SimulationError", py.get_type::<error::SimulationError>())?;
     m.add("HostError", py.get_type::<error::HostError>())?;
     m.add("KERNEL_PROFILES", numalab_sim::Kernel::ALL.map(|(name, _)| name).to_vec())?;
+    let thp: std::collections::BTreeMap<&str, &str> =
+        numalab_sim::Kernel::ALL.iter().map(|(name, k)| (*name, k.profile().thp.enabled_default.name())).collect();
+    m.add("KERNEL_THP_DEFAULTS", thp)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

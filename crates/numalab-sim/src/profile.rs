@@ -388,8 +388,31 @@ pub enum MigrateFilter {
 /// Transparent huge pages (`mm/mempolicy.c`, `mm/huge_memory.c`), `crate::khugepaged`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ThpRules {
+    /// `/sys/kernel/mm/transparent_hugepage/enabled` as the release's distribution kernels
+    /// shipped it (`--thp` default, docs/allocation.md §3.2; `mm/huge_memory.c:
+    /// hugepage_vma_check()` reads it). Python applies it (`numalab._core.KERNEL_THP_DEFAULTS`).
+    pub enabled_default: ThpEnabled,
     /// Where a huge-page fault may look for memory.
     pub fault: ThpFault,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThpEnabled {
+    /// `CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS`.
+    Always,
+    /// `CONFIG_TRANSPARENT_HUGEPAGE_MADVISE`.
+    Madvise,
+}
+
+impl ThpEnabled {
+    /// The sysfs spelling (`--thp` value).
+    pub fn name(self) -> &'static str {
+        match self {
+            ThpEnabled::Always => "always",
+            ThpEnabled::Madvise => "madvise",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -467,7 +490,8 @@ pub const PROFILE_3_13: KernelProfile = KernelProfile {
         migrate_ratelimit: true,
         shared_fault_in_active_nodes_local: false,
     },
-    thp: ThpRules { fault: ThpFault::Zonelist },
+    // Ubuntu 14.04 and RHEL 7 shipped CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS.
+    thp: ThpRules { enabled_default: ThpEnabled::Always, fault: ThpFault::Zonelist },
     sysctls: SysctlRules {
         migrate_deferred: true,
         memory_tiering: false,
@@ -528,7 +552,8 @@ pub const PROFILE_6_13: KernelProfile = KernelProfile {
         migrate_ratelimit: false,
         shared_fault_in_active_nodes_local: true,
     },
-    thp: ThpRules { fault: ThpFault::ThisNodeUnlessMadvised },
+    // Ubuntu since 18.04: CONFIG_TRANSPARENT_HUGEPAGE_MADVISE (Launchpad bug 1703742).
+    thp: ThpRules { enabled_default: ThpEnabled::Madvise, fault: ThpFault::ThisNodeUnlessMadvised },
     sysctls: SysctlRules {
         migrate_deferred: false,
         memory_tiering: true,

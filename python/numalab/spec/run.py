@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
-from numalab._core import KERNEL_PROFILES, Machine
+from numalab._core import KERNEL_PROFILES, KERNEL_THP_DEFAULTS, Machine
 from numalab._core import RunSpec as EngineRun
 from numalab.exceptions import UsageError
 from numalab.spec import config as cfg
@@ -26,9 +26,8 @@ PROC_BIND = ("false", "true", "close", "spread", "primary", "master")
 PLACES = ("threads", "cores", "sockets")
 THP = ("always", "madvise", "never")
 # /sys/kernel/mm/transparent_hugepage/enabled as each profile's distribution kernels shipped it
-# (docs/allocation.md §3.2): 3.13 = Ubuntu 14.04 and RHEL 7 (CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS);
-# 6.13 = Ubuntu since 18.04 (CONFIG_TRANSPARENT_HUGEPAGE_MADVISE, Launchpad bug 1703742).
-THP_DEFAULT = {"3.13": "always", "6.13": "madvise"}
+# (docs/allocation.md §3.2): a rule of the engine's profile (numalab_sim::profile, thp.enabled_default).
+THP_DEFAULT = dict(KERNEL_THP_DEFAULTS)
 #: The smallest extent a 2 MiB THP fault can fill (HPAGE_PMD_SIZE on x86-64).
 THP_BYTES = 2 << 20
 MAX_SEED = 2**64 - 1  # the engine's seed is a u64
