@@ -19,6 +19,7 @@ pub mod error;
 pub mod footprint;
 pub mod input;
 pub mod khugepaged;
+pub mod malloc;
 pub mod mempolicy;
 pub mod openmp;
 pub mod output;
