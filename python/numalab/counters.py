@@ -29,6 +29,3 @@ def names(kind: str, topic: str | None = None, simulated: bool | None = None) ->
         if c["kind"] == kind and (topic is None or c["topic"] == topic) and (simulated is None or c["simulated"] == simulated)
     )
 
-
-def is_counter(kind: str, name: str) -> bool:
-    return name in names(kind)

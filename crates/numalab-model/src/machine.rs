@@ -161,11 +161,6 @@ impl Machine {
         self.nodes.iter().position(|n| n.os_index == os_index)
     }
 
-    /// Logical index of the PU with this OS index.
-    pub fn pu_logical(&self, os_index: u32) -> Option<usize> {
-        self.pus.iter().position(|p| p.os_index == os_index)
-    }
-
     /// CPUs of the nodes in `nodes` (what `numactl --cpunodebind` binds to).
     pub fn cpus_of_nodes(&self, nodes: &NodeSet) -> CpuSet {
         self.nodes.iter().filter(|n| nodes.contains(n.os_index)).fold(CpuSet::new(), |acc, n| acc.union(&n.cpuset))
@@ -173,11 +168,6 @@ impl Machine {
 
     pub fn total_memory_bytes(&self) -> u64 {
         self.nodes.iter().map(|n| n.local_memory_bytes).sum()
-    }
-
-    /// Latency multiplier of the loaded-latency curve at utilisation `rho` (clamped to the curve).
-    pub fn loaded_latency_factor(&self, rho: f64) -> f64 {
-        curve_factor(&self.loaded_latency, rho)
     }
 }
 

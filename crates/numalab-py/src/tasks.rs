@@ -310,42 +310,10 @@ pub fn taskgraph_migration_time_ns(
     Ok(n_objects as f64 * plat.migration_total_ns(src_pe, dst_pe, state_bytes as f64))
 }
 
-/// One balancing step alone, for timing balancers: the new mapping, the balancer's wall-clock
-/// seconds and the number of objects that moved. Loads are the graph's, plus messaging under
-/// `mapping` (default: Charm++'s block map).
-#[pyfunction]
-#[pyo3(signature = (graph, machine, balancer, mapping = None, pes = None, lb_period = 10, comm_layer = "shm", params = None))]
-#[allow(clippy::too_many_arguments, reason = "the Python function's keyword arguments, one to one")]
-pub fn taskgraph_balance<'py>(
-    py: Python<'py>,
-    graph: &PyTaskGraph,
-    machine: &PyMachine,
-    balancer: &Bound<'py, PyAny>,
-    mapping: Option<Vec<u32>>,
-    pes: Option<usize>,
-    lb_period: usize,
-    comm_layer: &str,
-    params: Option<&Bound<'py, PyDict>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let pv = params_value(params, "params")?;
-    let mut p = Params::new("params", &pv).map_err(task_err)?;
-    let plat = platform(machine, pes, comm_layer, &mut p)?;
-    let mut lb = balancer_of(balancer, &mut p)?;
-    balance::accept_other_params(&mut p);
-    p.finish().map_err(task_err)?;
-    let g = &graph.inner;
-    let out = error::guarded(py, "the balancer", || {
-        numalab_tasks::simulate::balance_once(g, &plat, lb.get(), mapping, lb_period)
-    })?;
-    let res = out.map_err(|e| lb.error(e))?;
-    to_py(py, &serde_json::to_value(&res).map_err(|e| error::internal("balance result", e))?)
-}
-
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTaskGraph>()?;
     m.add_function(wrap_pyfunction!(taskgraph_simulate, m)?)?;
     m.add_function(wrap_pyfunction!(taskgraph_migration_time_ns, m)?)?;
-    m.add_function(wrap_pyfunction!(taskgraph_balance, m)?)?;
     m.add("TASK_BALANCERS", balance::NAMES.to_vec())?;
     Ok(())
 }

@@ -128,12 +128,6 @@ pub struct BalancingCost {
     pub task_moves_s: f64,
 }
 
-impl BalancingCost {
-    pub fn total_s(&self) -> f64 {
-        self.scan_s + self.hint_faults_s + self.migration_s + self.task_moves_s
-    }
-}
-
 #[derive(Clone, Debug, Serialize)]
 pub struct TimelinePoint {
     pub t_s: f64,
