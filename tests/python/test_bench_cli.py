@@ -4,6 +4,7 @@ order, statistics, rows in the results store that ``numalab report`` renders."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -65,6 +66,21 @@ def test_json_and_the_relative_error_stop(cli, tmp_path):
     assert c["ci95_low_s"] <= c["mean_s"] <= c["ci95_high_s"]
     with Store(tmp_path, create=False) as store:
         assert len(store.rows("bench")) == 3
+    assert doc["stopped_by"] == "--max-repeat"
+    assert err.strip().splitlines()[-1].startswith("numalab: note: the asked relative error was not reached after 3 rounds "
+                                                   "(--max-repeat reached); relative errors: default ")
+
+
+def test_an_unreachable_precision_stops_at_max_time(cli, tmp_path):
+    """--rel-error 0.0001 on a fast command: the default --max-repeat (100) or --max-time ends it."""
+    began = time.monotonic()
+    code, out, err = cli("bench", "-c", "default", "--repeat", "2", "--rel-error", "0.0001", "--max-time", "0.5",
+                         "--results", str(tmp_path), "--", "true")
+    assert code == 0, err
+    assert time.monotonic() - began < 30
+    assert "(--max-time reached)" in err.strip().splitlines()[-1]
+    code, out, err = cli("bench", "-c", "default", "--rel-error", "5", "--max-time", "nan", "--results", str(tmp_path), "--", "true")
+    assert code == 2 and err.strip() == "numalab: --max-time must be in (0, 604800] seconds, got nan"
 
 
 def test_a_failing_command_stops_the_bench_and_is_stored_as_failed(cli, tmp_path):

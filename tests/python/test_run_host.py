@@ -4,9 +4,12 @@ under the placement, its output and exit status are its own, and the document sa
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -135,3 +138,77 @@ def test_agent_inputs_that_never_end_or_cannot_be_written_are_one_line(tmp_path)
                        capture_output=True, text=True, timeout=20)
     assert r.returncode == 2 and r.stderr.startswith(f"numalab-agent: cannot write {tmp_path / 'missing/records.jsonl'}: ")
     assert len(r.stderr.splitlines()) == 1 and not ran.exists()
+
+
+def test_a_program_that_ends_before_the_first_sample_has_its_pages_from_the_exit_snapshot(tmp_path):
+    """dd touches a 16 MiB buffer and exits in a few ms, long before the first sample at 1 s: the
+    agent reads numa_maps and the threads at its exit stop (ptrace), before its memory goes."""
+    out = tmp_path / "doc.json"
+    r = numalab("run", "-o", str(out), "--", "dd", "if=/dev/zero", "of=/dev/null", "bs=16M", "count=1")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["agent"]["samples"] == 0 and doc["agent"]["exit_snapshot"] is True
+    assert doc["pages"]["basis"] == "exit_snapshot" and doc["pages"]["t_s"] is not None
+    assert sum(doc["pages"]["bytes_per_node"]) >= 16 << 20
+    assert doc["threads"] and {t["snapshot"] for t in doc["threads"]} == {"exit"}
+    assert doc["timeline"][-1]["snapshot"] == "exit"
+    assert "pages per node are not known" not in r.stderr
+
+
+def _pid_in(path: Path, p: subprocess.Popen) -> int:
+    deadline = time.monotonic() + 30
+    while not (path.exists() and path.read_text().strip()):
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+        time.sleep(0.02)
+    return int(path.read_text())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+
+
+@pytest.mark.parametrize("command, sig, code", [("run", signal.SIGTERM, 143), ("run", signal.SIGINT, 130),
+                                                ("bench", signal.SIGTERM, 143), ("run", signal.SIGHUP, 129)])
+def test_a_signal_to_numalab_stops_the_program_even_one_that_ignores_it(tmp_path, command, sig, code):
+    pidfile = tmp_path / "pid"
+    prog = ["sh", "-c", f"trap '' TERM INT HUP; echo $$ > {pidfile}; exec sleep 60"]
+    extra = ["-c", "default", "--results", str(tmp_path / "res")] if command == "bench" else []
+    p = subprocess.Popen([sys.executable, "-m", "numalab.cli.main", command, "--kill-grace", "1", *extra, "--", *prog],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        pid = _pid_in(pidfile, p)
+        began = time.monotonic()
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=30)
+        assert time.monotonic() - began < 10
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+    assert p.returncode == code, err
+    assert not _alive(pid), "the measured program survived"
+    assert subprocess.run(["pgrep", "-s", str(p.pid)], capture_output=True).stdout == b"", "something of the run is left"
+    last = err.strip().splitlines()[-1]
+    assert last == ("numalab: interrupted" if sig == signal.SIGINT else f"numalab: terminated by {sig.name}"), err
+
+
+def test_records_and_documents_to_special_files(tmp_path):
+    # /dev/full: one line, exit 1, no traceback, and quickly (nothing is read back from it).
+    for option in ("--record", "-o"):
+        r = numalab("run", option, "/dev/full", "--", "true")
+        assert r.returncode == 1 and r.stderr.strip().splitlines() == [
+            f"numalab: {'--record' if option == '--record' else '--output'} /dev/full: cannot write (No space left on device)"], r.stderr
+    # /dev/stdout into a pipe: the records arrive and the run ends.
+    cmd = [sys.executable, "-m", "numalab.cli.main", "run", "--record", "/dev/stdout", "--", "true"]
+    piped = subprocess.run(f"{shlex.join(cmd)} | cat", shell=True, capture_output=True, text=True, timeout=60)
+    kinds = [json.loads(line)["type"] for line in piped.stdout.splitlines()]
+    assert piped.returncode == 0 and kinds[0] == "start" and kinds[-1] == "summary", piped.stderr
+    # A directory and an unwritable place: one line, exit 2.
+    r = numalab("run", "--record", str(tmp_path), "--", "true")
+    assert r.returncode == 2 and r.stderr.startswith("numalab: --record") and len(r.stderr.splitlines()) == 1
+    r = numalab("run", "-o", "/proc/version", "--", "true")
+    assert r.returncode in (1, 2) and r.stderr.startswith("numalab: ") and len(r.stderr.splitlines()) == 1, r.stderr

@@ -8,7 +8,7 @@ use crate::placement::PlacementArg;
 pub const USAGE: &str = "\
 usage: numalab-agent topo [--root DIR]
        numalab-agent run [placement] [--interval-ms N] [--maps-budget-pct P] [--output FILE] [--root DIR]
-                         [--] CMD [ARGS...]
+                         [--grace-ms N] [--] CMD [ARGS...]
        numalab-agent knobs get [--root DIR]
        numalab-agent knobs set NAME=VALUE... --journal FILE [--root DIR]
        numalab-agent knobs restore --journal FILE [--root DIR]
@@ -20,7 +20,11 @@ placement (numactl's options and node strings: all, 0-3,5, !1, +0-1; =NODES adds
   -C, --physcpubind=CPUS
 run samples /proc/PID/task/*/sched, /proc/vmstat and node numastat every --interval-ms (default
 1000) and /proc/PID/numa_maps as often as --maps-budget-pct (default 0.5% of one CPU) allows, and
-writes JSON Lines to stdout or --output FILE.
+writes JSON Lines to stdout or --output FILE. The command runs in its own process group (the
+terminal's foreground when the agent has it); SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to
+that group, and --grace-ms (default 5000) after the first of them the group is killed (SIGKILL).
+The agent traces the command (ptrace) to read numa_maps and every thread once more at its exit,
+before its memory is torn down; where ptrace is refused the command runs untraced.
 --root DIR reads sys/ and proc/ system files under DIR instead of / (for captured trees).";
 
 #[derive(Debug, Clone, PartialEq)]
@@ -41,10 +45,12 @@ pub struct RunArgs {
     pub maps_budget_pct: f64,
     pub output: Option<PathBuf>,
     pub root: PathBuf,
+    pub grace_ms: u64,
     pub command: Vec<String>,
 }
 
 pub const DEFAULT_INTERVAL_MS: u64 = 1000;
+pub const DEFAULT_GRACE_MS: u64 = 5000;
 pub const DEFAULT_MAPS_BUDGET_PCT: f64 = 0.5;
 
 /// A usage error: one line, exit code 2.
@@ -58,7 +64,7 @@ fn err<T>(m: impl Into<String>) -> Res<T> {
 }
 
 /// Options of `run` that take a value: (short, long).
-const VALUED: [(&str, &str); 11] = [
+const VALUED: [(&str, &str); 12] = [
     ("-i", "--interleave"),
     ("-w", "--weighted-interleave"),
     ("-m", "--membind"),
@@ -70,6 +76,7 @@ const VALUED: [(&str, &str); 11] = [
     ("", "--maps-budget-pct"),
     ("", "--output"),
     ("", "--root"),
+    ("", "--grace-ms"),
 ];
 
 /// Split `arg` into (long name, attached value) if it is one of the valued options.
@@ -178,6 +185,7 @@ fn parse_run(args: &[String]) -> Res<RunArgs> {
         maps_budget_pct: DEFAULT_MAPS_BUDGET_PCT,
         output: None,
         root: PathBuf::from("/"),
+        grace_ms: DEFAULT_GRACE_MS,
         command: Vec::new(),
     };
     let mut i = 0;
@@ -236,6 +244,12 @@ fn parse_run(args: &[String]) -> Res<RunArgs> {
                 r.maps_budget_pct = match v.parse::<f64>() {
                     Ok(p) if p > 0.0 && p <= 100.0 => p,
                     _ => return err(format!("run: --maps-budget-pct must be a percentage in (0, 100], got '{v}'")),
+                }
+            }
+            "--grace-ms" => {
+                r.grace_ms = match v.parse::<u64>() {
+                    Ok(n) if n <= 3_600_000 => n,
+                    _ => return err(format!("run: --grace-ms must be a whole number of ms in 0..3600000, got '{v}'")),
                 }
             }
             "--output" => r.output = Some(PathBuf::from(v)),

@@ -3,15 +3,15 @@
 //! `/proc/PID/*` always comes from the live `/proc` (the process is real); the system-wide files
 //! (`proc/vmstat`, `sys/devices/system/node/nodeN/numastat`) come from the agent's `--root`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use numalab_linux::numa_maps::{bytes_per_node, pages_per_node};
 use numalab_linux::vmstat::delta;
 use numalab_linux::{
-    read_numa_maps, read_numastat, read_status, read_threads_sched, read_vmstat, Counters, LinuxError, NumaMapping,
-    TaskSched,
+    read_numa_maps, read_numastat, read_status, read_task_sched, read_threads_sched, read_vmstat, Counters, LinuxError,
+    NumaMapping, TaskSched,
 };
 use serde_json::{json, Map, Value};
 
@@ -133,6 +133,11 @@ pub struct Sampler {
     next_maps_t_s: f64,
     /// Distinct problems met while sampling, in order.
     pub errors: Vec<String>,
+    /// Whether the last pages came from the snapshot at the command's exit (run.rs) rather than
+    /// from a sample.
+    pub pages_at_exit: bool,
+    /// Threads whose last statistics were read at their exit.
+    pub threads_at_exit: BTreeSet<u32>,
 }
 
 impl Sampler {
@@ -159,6 +164,35 @@ impl Sampler {
             maps_budget,
             next_maps_t_s: 0.0,
             errors: Vec::new(),
+            pages_at_exit: false,
+            threads_at_exit: BTreeSet::new(),
+        }
+    }
+
+    /// The snapshot at the command's exit, taken while it is stopped before its memory is torn
+    /// down (the `PTRACE_EVENT_EXIT` stop): numa_maps whatever its budget, every thread still
+    /// there, the system counters. Its record is a sample with `"snapshot": "exit"`; it does not
+    /// count as a sample.
+    pub fn exit_snapshot(&mut self, t_s: f64) -> (Value, Vec<String>) {
+        self.next_maps_t_s = 0.0;
+        let (mut record, problems) = self.sample(t_s);
+        self.samples -= 1;
+        if self.last_pages_t_s == Some(t_s) {
+            self.pages_at_exit = true;
+        }
+        if let Some(threads) = record["threads"].as_array() {
+            self.threads_at_exit.extend(threads.iter().filter_map(|t| t["tid"].as_u64()).map(|t| t as u32));
+        }
+        record["snapshot"] = json!("exit");
+        (record, problems)
+    }
+
+    /// The last statistics of thread `tid`, read at its exit stop (it is gone a moment later).
+    pub fn thread_exit(&mut self, tid: u32) {
+        if let Ok(t) = read_task_sched(&self.proc_root, self.pid, tid) {
+            self.threads.insert(tid, t);
+            self.threads_at_exit.insert(tid);
+            self.processors.extend(read_processors(&self.proc_root, self.pid, std::iter::once(tid)));
         }
     }
 

@@ -1,16 +1,18 @@
 //! What no safe wrapper offers: the `set_mempolicy(2)` system call, a hook that runs in the child
-//! between fork and exec, and a plain `execve(2)`. Everything else uses `nix`.
+//! between fork and exec, a plain `execve(2)` and borrowing the terminal's descriptor in the
+//! child. Everything else uses `nix`.
 #![allow(unsafe_code)]
 
 use std::ffi::{CString, OsStr};
 use std::io;
+use std::os::fd::{BorrowedFd, RawFd};
 use std::os::raw::c_char;
 use std::os::unix::ffi::OsStrExt;
 use std::process::Command;
 
 use nix::sched::{sched_setaffinity, CpuSet};
 use nix::sys::signal::{SigSet, SigmaskHow};
-use nix::unistd::Pid;
+use nix::unistd::{getpid, tcsetpgrp, Pid};
 
 /// `MPOL_*` mode flags (include/uapi/linux/mempolicy.h).
 pub const MPOL_F_STATIC_NODES: i32 = 1 << 15;
@@ -50,17 +52,38 @@ pub struct ChildSetup {
     pub cpus: Option<CpuSet>,
     /// Signals the agent blocks for itself; the child must start with them unblocked.
     pub unblock: SigSet,
+    /// The terminal to make the child's process group the foreground of (the agent's, when the
+    /// agent is in the foreground): ^C and ^\ then reach the command as they would from a shell.
+    /// SIGTTOU must be blocked (it is in `unblock`), since the child's new group is not yet the
+    /// foreground when it asks.
+    pub terminal: Option<RawFd>,
+    /// `PTRACE_TRACEME`: the agent traces the command, to see it at its exit (run.rs).
+    pub trace: bool,
 }
+
+/// The errno a failed `PTRACE_TRACEME` is reported with through `spawn()`, so the agent can tell
+/// it from the other set-up calls (none of which returns it) and run the command untraced.
+pub const TRACEME_REFUSED: i32 = libc::ENOTSUP;
 
 impl ChildSetup {
     /// Apply to the calling thread (the child after fork, or a scratch thread for a dry run).
     pub fn apply(&self) -> io::Result<()> {
+        if let Some(fd) = self.terminal {
+            // SAFETY: `fd` is the agent's standard input, open for the whole fork-exec; the
+            // borrow lives for this call only.
+            let tty = unsafe { BorrowedFd::borrow_raw(fd) };
+            // Not fatal: a terminal that went away leaves the command in the background.
+            let _ = tcsetpgrp(tty, getpid());
+        }
         nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_UNBLOCK, Some(&self.unblock), None)?;
         if let Some(p) = &self.policy {
             set_mempolicy(p)?;
         }
         if let Some(c) = &self.cpus {
             sched_setaffinity(Pid::from_raw(0), c)?;
+        }
+        if self.trace && nix::sys::ptrace::traceme().is_err() {
+            return Err(io::Error::from_raw_os_error(TRACEME_REFUSED));
         }
         Ok(())
     }
@@ -119,9 +142,9 @@ impl Exec {
 pub fn apply_before_exec(cmd: &mut Command, setup: ChildSetup, exec: Exec) {
     use std::os::unix::process::CommandExt;
     // SAFETY: the hook runs in the forked child, where only async-signal-safe work is allowed. It
-    // makes four system calls (rt_sigprocmask, set_mempolicy, sched_setaffinity, execve) on data
-    // built before the fork, allocates nothing and takes no lock; errors are plain errno values,
-    // which std passes back to spawn() in the parent.
+    // makes plain system calls (tcsetpgrp's ioctl, rt_sigprocmask, set_mempolicy,
+    // sched_setaffinity, ptrace, execve) on data built before the fork, allocates nothing and
+    // takes no lock; errors are plain errno values, which std passes back to spawn() in the parent.
     unsafe {
         cmd.pre_exec(move || {
             setup.apply()?;

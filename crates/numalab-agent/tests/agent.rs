@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 const AGENT: &str = env!("CARGO_BIN_EXE_numalab-agent");
 
@@ -234,7 +234,7 @@ mod sampling {
         assert!(start["vmstat"]["numa_hit"].as_u64().unwrap() > 0);
         assert!(start["numastat"]["0"]["numa_hit"].as_u64().unwrap() > 0);
         let samples: Vec<&Value> = recs.iter().filter(|r| r["type"] == "sample").collect();
-        assert!(samples.len() >= 3, "{} samples", samples.len());
+        assert!(samples.len() >= 4, "{} samples", samples.len());
         let pid = start["pid"].as_u64().unwrap();
         for s in &samples {
             assert_eq!(s["pid"].as_u64(), Some(pid));
@@ -249,14 +249,18 @@ mod sampling {
             assert!(s["mems_allowed"].as_str().unwrap().starts_with('0'), "{s}");
             assert!(t["numa_preferred_nid"].is_i64(), "NUMA block of /proc/PID/task/TID/sched: {t}");
         }
+        // The last record before the summary is the snapshot at the exit stop, not a sample.
+        assert_eq!(samples.last().unwrap()["snapshot"], "exit");
+        assert!(samples[..samples.len() - 1].iter().all(|s| s["snapshot"].is_null()));
         let sum = summary(&recs);
-        assert_eq!(sum["samples"].as_u64().unwrap() as usize, samples.len());
+        assert_eq!(sum["samples"].as_u64().unwrap() as usize, samples.len() - 1);
+        assert_eq!((&sum["pages_basis"], &sum["threads"][0]["snapshot"]), (&json!("exit_snapshot"), &json!("exit")));
         assert!(sum["vmstat_delta"]["numa_hit"].as_u64().unwrap() > 0, "sleep allocated pages");
         assert!(sum["pages_per_node"]["0"].as_u64().unwrap() > 0, "the last pages seen");
         assert!(sum["rusage"]["maxrss_kib"].as_u64().unwrap() > 0);
         assert!(sum["wall_s"].as_f64().unwrap() >= 0.4);
         assert_eq!(sum["threads"][0]["comm"], "sleep");
-        assert_eq!(sum["maps_reads"], sum["samples"]);
+        assert_eq!(sum["maps_reads"].as_u64(), sum["samples"].as_u64().map(|n| n + 1));
     }
 
     #[test]
@@ -264,7 +268,7 @@ mod sampling {
         let (o, recs) =
             run_recorded("budget", &["--interval-ms", "50", "--maps-budget-pct", "0.0001"], &["sleep", "0.4"]);
         assert!(o.status.success(), "{}", text(&o.stderr));
-        let samples: Vec<&Value> = recs.iter().filter(|r| r["type"] == "sample").collect();
+        let samples: Vec<&Value> = recs.iter().filter(|r| r["type"] == "sample" && r["snapshot"].is_null()).collect();
         assert!(samples.len() >= 3);
         assert!(samples[0]["mappings"].is_array(), "the first sample maps the process");
         for s in &samples[1..] {
@@ -273,7 +277,21 @@ mod sampling {
             assert!(s["pages_per_node"]["0"].as_u64().unwrap() > 0);
             assert!(!s["threads"].as_array().unwrap().is_empty(), "threads are sampled every time");
         }
-        assert_eq!(summary(&recs)["maps_reads"], 1);
+        // The first sample's read, and the exit snapshot's, which no budget holds back.
+        assert_eq!(summary(&recs)["maps_reads"], 2);
+    }
+
+    #[test]
+    fn a_command_that_ends_before_the_first_sample_is_read_at_its_exit() {
+        let (o, recs) = run_recorded("exit", &[], &["dd", "if=/dev/zero", "of=/dev/null", "bs=8M", "count=1"]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert_eq!(recs[0]["exit_snapshot"], true);
+        let sum = summary(&recs);
+        assert_eq!((sum["samples"].as_u64(), &sum["pages_basis"]), (Some(0), &json!("exit_snapshot")));
+        assert!(
+            sum["bytes_per_node"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum::<u64>() >= 8 << 20
+        );
+        assert_eq!(sum["threads"][0]["snapshot"], "exit");
     }
 }
 

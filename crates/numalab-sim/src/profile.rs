@@ -53,7 +53,7 @@ pub struct KernelProfile {
 /// The page allocator (`mm/page_alloc.c`), `crate::alloc`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct AllocRules {
-    /// `get_page_from_freelist()`'s fast path at the `low` watermark.
+    /// The fast path at the `low` watermark (`mm/page_alloc.c: get_page_from_freelist()`).
     pub fast_path: FastPath,
     /// Upper clamp of `min_free_kbytes` (`mm/page_alloc.c: init_per_zone_wmark_min()`).
     pub min_free_kbytes_max: u64,
@@ -93,25 +93,31 @@ pub enum ZonelistTieBreak {
 /// CFS (`kernel/sched/fair.c`, `kernel/sched/topology.c`), `crate::sched`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SchedRules {
-    /// A task's time slice among `n` sharing a CPU.
+    /// A task's time slice among `n` sharing a CPU (`kernel/sched/fair.c: sched_slice()`;
+    /// v6.13 `update_deadline()` with `sysctl_sched_base_slice`).
     pub slice: TimeSlice,
-    /// `select_task_rq_fair()` with `SD_BALANCE_EXEC`: does the exec'ing task count on its CPU.
+    /// Exec placement: does the exec'ing task count on its CPU (`kernel/sched/core.c:
+    /// sched_exec()`, `kernel/sched/fair.c: find_idlest_group()`).
     pub exec_load: ExecLoad,
-    /// `find_idlest_group()` of fork and exec placement.
+    /// Fork and exec placement (`kernel/sched/fair.c: find_idlest_group()`).
     pub idlest_group: IdlestGroup,
-    /// `record_wakee()`: what happens to `wakee_flips` every second.
+    /// What happens to `wakee_flips` every second (`kernel/sched/fair.c: record_wakee()`).
     pub wakee_decay: WakeeDecay,
-    /// `wake_wide()`.
+    /// A 1:N waker (`kernel/sched/fair.c: wake_wide()`).
     pub wake_wide: WakeWide,
-    /// `wake_affine()` and where `wake_wide()` enters it.
+    /// Pulling a wakee to the waker and where `wake_wide()` enters it (`kernel/sched/fair.c:
+    /// select_task_rq_fair()`, `wake_affine()`).
     pub wake_affine: WakeAffine,
-    /// `select_idle_sibling()` when the target's LLC has no idle core.
+    /// When the target's LLC has no idle core (`kernel/sched/fair.c: select_idle_sibling()`).
     pub idle_sibling: IdleSibling,
-    /// `find_busiest_group()`: the busiest group and `calculate_imbalance()`.
+    /// The busiest group and the imbalance (`kernel/sched/fair.c: find_busiest_group()`,
+    /// `update_sd_pick_busiest()`, `calculate_imbalance()`).
     pub busiest_group: BusiestGroup,
-    /// The MC (LLC) domain's parameters.
+    /// The MC (LLC) domain's parameters (v3.13 `include/linux/topology.h: SD_MC_INIT`, v6.13
+    /// `kernel/sched/topology.c: sd_init()`).
     pub mc: McDomain,
-    /// Every NUMA domain's parameters.
+    /// Every NUMA domain's parameters (v3.13 `kernel/sched/core.c: sd_numa_init()`, v6.13
+    /// `kernel/sched/topology.c: sd_init()`, `build_sched_domains()`).
     pub numa: NumaDomain,
 }
 
@@ -189,8 +195,11 @@ pub enum BusiestGroup {
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct McDomain {
+    /// `sd->min_interval`, `max_interval` and the initial `balance_interval`.
     pub intervals: DomainIntervals,
+    /// `sd->busy_factor`: the interval's multiplier on a busy CPU.
     pub busy_factor: f64,
+    /// `sd->imbalance_pct`.
     pub imbalance_pct: f64,
     /// Whether MC's groups carry `SD_PREFER_SIBLING`.
     pub groups_prefer_sibling: PreferSibling,
@@ -215,8 +224,11 @@ pub enum PreferSibling {
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct NumaDomain {
+    /// `sd->busy_factor`.
     pub busy_factor: f64,
+    /// `sd->imbalance_pct`.
     pub imbalance_pct: f64,
+    /// `sd->imb_numa_nr`: tasks a node may run before an imbalance counts.
     pub imb_numa_nr: ImbNumaNr,
 }
 
@@ -233,51 +245,55 @@ pub enum ImbNumaNr {
 /// `crate::balancing` (docs/balancing.md).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct NumaBalancingRules {
-    /// `task_numa_migrate()`: `env.imbalance_pct = 100 + (sd->imbalance_pct - 100) / 2`.
+    /// `env.imbalance_pct = 100 + (sd->imbalance_pct - 100) / 2` (`kernel/sched/fair.c:
+    /// task_numa_migrate()`).
     pub imbalance_pct: i64,
-    /// `init_numa_balancing()` (4.20+) staggers the first scan of a process's other threads.
+    /// `kernel/sched/fair.c: init_numa_balancing()` (4.20+) staggers the first scan of a process's other threads.
     pub stagger_new_threads: bool,
-    /// `update_scan_period()` (4.19+) resets the scan period of a task moved across nodes.
+    /// `kernel/sched/fair.c: update_scan_period()` (4.19+) resets the scan period of a task moved across nodes.
     pub reset_scan_on_move: bool,
-    /// `mm/mempolicy.c` (5.12+): `MPOL_BIND | MPOL_F_NUMA_BALANCING` is migrate-on-fault.
+    /// `mm/mempolicy.c: vma_policy_mof()`, `mpol_misplaced()` (5.12+): `MPOL_BIND |
+    /// MPOL_F_NUMA_BALANCING` is migrate-on-fault.
     pub bind_numa_balancing: bool,
-    /// `task_tick_numa()`'s test of `runtime - node_stamp > period`.
+    /// `kernel/sched/fair.c: task_tick_numa()`'s test of `runtime - node_stamp > period`.
     pub tick_compare: TickCompare,
-    /// The first scan period of a task (`task_numa_work()`, `task_tick_numa()`).
+    /// The first scan period of a task (`kernel/sched/fair.c: task_numa_work()`,
+    /// `task_tick_numa()`).
     pub first_period: FirstPeriod,
-    /// `task_scan_max()`.
+    /// The longest scan period (`kernel/sched/fair.c: task_scan_max()`).
     pub scan_max: ScanMax,
-    /// `change_pte_range()` (4.10+): a single-threaded process's pages on its CPU's node stay
+    /// `mm/mprotect.c: change_pte_range()` (4.10+): a single-threaded process's pages on its CPU's node stay
     /// unmarked.
     pub skip_local_single_thread: bool,
-    /// `vma_is_accessible()` filter on the PIDs that faulted in a VMA
-    /// (`vma_set_access_pid_bit()`, 6.4+; `prev_scan_seq`, forced pass, 6.7+).
+    /// The filter on the PIDs that faulted in a VMA (`kernel/sched/fair.c: vma_is_accessed()`,
+    /// `include/linux/mm.h: vma_set_access_pid_bit()`, 6.4+; `prev_scan_seq`, forced pass, 6.7+).
     pub vma_pid_filter: bool,
-    /// `task_numa_work()`'s scan budget.
+    /// The scan budget (`kernel/sched/fair.c: task_numa_work()`).
     pub scan_budget: ScanBudget,
-    /// `task_numa_work()` (4.5+): `curr->node_stamp += 32 * diff`, so a task that scanned runs
+    /// `kernel/sched/fair.c: task_numa_work()` (4.5+): `curr->node_stamp += 32 * diff`, so a task that scanned runs
     /// 32 times as long before its next scan.
     pub scan_cost_defers: bool,
-    /// `task_numa_placement()`.
+    /// The preferred node (`kernel/sched/fair.c: task_numa_placement()`).
     pub placement: NumaPlacement,
-    /// When `task_numa_fault()` calls `task_numa_placement()`.
+    /// When `kernel/sched/fair.c: task_numa_fault()` calls `task_numa_placement()`.
     pub placement_call: PlacementCall,
-    /// `score_nearby_nodes()` (3.19+) in the group weights.
+    /// `kernel/sched/fair.c: score_nearby_nodes()` (3.19+) in the group weights.
     pub score_nearby: bool,
-    /// `update_task_scan_period()`.
+    /// The scan period's adaptation (`kernel/sched/fair.c: update_task_scan_period()`).
     pub scan_period_adapt: ScanPeriodAdapt,
-    /// `numa_migrate_preferred()`'s retry interval.
+    /// The retry interval (`kernel/sched/fair.c: numa_migrate_preferred()`).
     pub migrate_retry: MigrateRetry,
-    /// `task_numa_migrate()`.
+    /// Moving a task to its preferred node (`kernel/sched/fair.c: task_numa_migrate()`).
     pub task_migrate: TaskMigrate,
-    /// `mpol_misplaced()` (5.x): the default policy leaves a page on the faulting CPU's node
+    /// `mm/mempolicy.c: mpol_misplaced()` (5.x): the default policy leaves a page on the faulting CPU's node
     /// before the cpupid exchange.
     pub local_page_stays: bool,
-    /// The MORON filter of `mpol_misplaced()`.
+    /// The MORON filter (v3.13 `mm/mempolicy.c: mpol_misplaced()`, v4.19+
+    /// `kernel/sched/fair.c: should_numa_migrate_memory()`).
     pub migrate_filter: MigrateFilter,
-    /// `numamigrate_update_ratelimit()` (removed in 3.17): 128 MiB per 100 ms per node.
+    /// `mm/migrate.c: numamigrate_update_ratelimit()` (removed in 3.17): 128 MiB per 100 ms per node.
     pub migrate_ratelimit: bool,
-    /// `task_numa_fault()` (3.15+): a shared fault inside the group's active nodes is local.
+    /// `kernel/sched/fair.c: task_numa_fault()` (3.15+): a shared fault inside the group's active nodes is local.
     pub shared_fault_in_active_nodes_local: bool,
 }
 
@@ -392,7 +408,8 @@ pub struct ThpRules {
     /// shipped it (`--thp` default, docs/allocation.md §3.2; `mm/huge_memory.c:
     /// hugepage_vma_check()` reads it). Python applies it (`numalab._core.KERNEL_THP_DEFAULTS`).
     pub enabled_default: ThpEnabled,
-    /// Where a huge-page fault may look for memory.
+    /// Where a huge-page fault may look for memory (v3.13 `mm/mempolicy.c: alloc_pages_vma()`,
+    /// v6.13 `alloc_pages_mpol()`).
     pub fault: ThpFault,
 }
 
@@ -427,11 +444,14 @@ pub enum ThpFault {
 /// The sysctls a release has (`crate::input::Balancing::check`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SysctlRules {
-    /// `kernel.numa_balancing_migrate_deferred` (3.13 only).
+    /// `kernel.numa_balancing_migrate_deferred` (3.13 only; `kernel/sysctl.c`,
+    /// `kernel/sched/fair.c: sysctl_numa_balancing_migrate_deferred`).
     pub migrate_deferred: bool,
-    /// `kernel.numa_balancing = 2`, memory tiering (5.18+).
+    /// `kernel.numa_balancing = 2`, memory tiering (5.18+; `kernel/sched/core.c:
+    /// sysctl_numa_balancing()`).
     pub memory_tiering: bool,
-    /// `/sys/kernel/mm/numa/demotion_enabled` (5.15+).
+    /// `/sys/kernel/mm/numa/demotion_enabled` (5.15+; `mm/memory-tiers.c:
+    /// demotion_enabled_store()`).
     pub demotion_enabled: bool,
     /// `/sys/kernel/mm/mempolicy/weighted_interleave/auto` (6.16+; accepted with 6.13, whose
     /// weighted interleave it completes).

@@ -14,9 +14,11 @@ from __future__ import annotations
 import json
 import platform
 import shlex
+import signal
 import socket
 import statistics
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,7 +27,7 @@ from typing import Any, Callable, List, Optional
 import typer
 
 from numalab.cli import options as o
-from numalab.cli.run import COMMAND, CONTEXT, INTERVAL, check_command, check_interval
+from numalab.cli.run import COMMAND, CONTEXT, INTERVAL, KILL_GRACE, check_command, check_grace, check_interval
 from numalab.cli.study import RESULTS
 from numalab.console.tables import pct, render, table
 from numalab.exceptions import USAGE_ERRORS, NumalabError, UsageError
@@ -35,6 +37,11 @@ from numalab.spec import Placement, RunSpec
 from numalab.spec import config as cfg
 
 __all__ = ["bench", "CONTEXT"]
+
+#: With --rel-error: at most this many rounds, and no new round after this many seconds.
+MAX_REPEAT = 100
+MAX_TIME_S = 3600.0
+MAX_TIME = typer.Option(MAX_TIME_S, "--max-time", help="With --rel-error: start no new round after this many seconds (default 3600).")
 
 #: Config items that set up the simulator, not a real run.
 SIM_ONLY = ("seed", "sample-rate", "kernel", "thp")
@@ -60,11 +67,13 @@ def bench(
     repeat: int = typer.Option(5, "--repeat", help="Runs per configuration (the minimum, with --rel-error)."),
     warmup: bool = typer.Option(False, "--warmup", help="Run each configuration once, untimed, before the timed runs."),
     rel_error: Optional[float] = typer.Option(None, "--rel-error", help="Add rounds until each 95% interval is within X% of its mean (e.g. 10)."),
-    max_repeat: int = typer.Option(100, "--max-repeat", help="With --rel-error: at most this many runs per configuration."),
+    max_repeat: int = typer.Option(MAX_REPEAT, "--max-repeat", help="With --rel-error: at most this many runs per configuration."),
+    max_time: float = MAX_TIME,
     name: str = typer.Option("bench", "--name", help="Study name the runs are stored under (numalab report --study NAME)."),
     results: Path = RESULTS,
     show_output: bool = typer.Option(False, "--show-output", help="Let the command's standard output through (default: discarded; to stderr with --json)."),
     interval_ms: int = INTERVAL,
+    kill_grace: float = KILL_GRACE,
     as_json: bool = o.JSON,
 ) -> None:
     """Time CMD under each placement of --configs, --repeat times each, in interleaved order.
@@ -77,15 +86,17 @@ def bench(
     """
     labels = o.config_labels(configs)
     plan = [Config(label, host_placement(label), {}) for label in labels]
-    check_repeats(repeat, rel_error, max_repeat)
+    check_repeats(repeat, rel_error, max_repeat, max_time)
     check_interval(interval_ms)
+    check_grace(kill_grace)
     check_command(list(command))
     host.agent_path()
     enabled = balancing_mode(host.knobs()) != 0
     for c in plan:
         c.balancing = {"enabled": enabled}
     outcome = measure(plan, list(command), name=name, results=results, repeat=repeat, warmup=warmup, rel_error=rel_error,
-                      max_repeat=max_repeat, interval_ms=interval_ms, output=command_output(show_output, as_json), kind="bench")
+                      max_repeat=max_repeat, max_time_s=max_time, interval_ms=interval_ms,
+                      output=command_output(show_output, as_json), kind="bench", kill_grace_s=kill_grace)
     report(plan, outcome, as_json)
 
 
@@ -120,9 +131,11 @@ def command_output(show: bool, as_json: bool) -> str:
     return "stderr" if as_json else "inherit"
 
 
-def check_repeats(repeat: int, rel_error: Optional[float], max_repeat: int) -> None:
+def check_repeats(repeat: int, rel_error: Optional[float], max_repeat: int, max_time: float = MAX_TIME_S) -> None:
     if repeat < 1:
         raise UsageError(f"--repeat must be >= 1, got {repeat}")
+    if not 0 < max_time <= 7 * 86400:  # also refuses nan
+        raise UsageError(f"--max-time must be in (0, 604800] seconds, got {max_time}")
     if rel_error is not None:
         if not 0 < rel_error < 100:
             raise UsageError(f"--rel-error is a percentage in (0, 100), got {rel_error}")
@@ -138,11 +151,13 @@ class Outcome:
     db: Path
     rounds: int
     converged: bool | None  # None without --rel-error
+    stopped_by: str | None = None  # "--max-repeat" or "--max-time" when the target was not reached
 
 
 def measure(plan: list[Config], command: list[str], *, name: str, results: Path, repeat: int, warmup: bool,
             rel_error: Optional[float], max_repeat: int, interval_ms: int, output: str, kind: str,
-            knob_root: Path = Path("/"), extra_source: str = "") -> Outcome:
+            knob_root: Path = Path("/"), extra_source: str = "", max_time_s: float = MAX_TIME_S,
+            kill_grace_s: float = host.DEFAULT_KILL_GRACE_S) -> Outcome:
     """Run the plan in interleaved rounds, storing each run as it ends. Stops at the first run
     that fails (its row is stored with status failed) or is interrupted."""
     from numalab.results.derived import columns
@@ -171,7 +186,8 @@ def measure(plan: list[Config], command: list[str], *, name: str, results: Path,
 
     def one(c: Config, quiet_note: str) -> host.HostRun:
         expected = c.prepare() if c.prepare is not None else None
-        r = host.run(command, c.placement, interval_ms=interval_ms, knob_root=knob_root, stdout=output, expect_knobs=expected)
+        r = host.run(command, c.placement, interval_ms=interval_ms, knob_root=knob_root, stdout=output, expect_knobs=expected,
+                     kill_grace_s=kill_grace_s)
         _note(f"{quiet_note}: {r.doc['time_s']:.4f} s" + ("" if r.doc["status"] == "ok" else f" ({r.doc['error']})"))
         return r
 
@@ -181,7 +197,8 @@ def measure(plan: list[Config], command: list[str], *, name: str, results: Path,
         if warmup:
             for c in plan:
                 _stop_if_bad(one(c, f"{kind}: warm-up {c.label}"), c, None, None)
-        r, converged = 0, None
+        r, converged, stopped_by = 0, None, None
+        began = time.monotonic()
         while r < rounds:
             for i, c in enumerate(plan):
                 result = one(c, f"{kind}: [{r + 1}/{rounds}] {c.label}")
@@ -195,15 +212,21 @@ def measure(plan: list[Config], command: list[str], *, name: str, results: Path,
             r += 1
             if r == rounds and rel_error is not None:
                 converged = all(_within(c.times, rel_error) for c in plan)
-                if not converged and rounds < max_repeat:
+                if converged:
+                    break
+                if rounds >= max_repeat:
+                    stopped_by = "--max-repeat"
+                elif time.monotonic() - began >= max_time_s:
+                    stopped_by = "--max-time"
+                else:
                     rounds += 1
                     store.register_study(resolved(rounds))
-        return Outcome(name, store.path, rounds, converged)
+        return Outcome(name, store.path, rounds, converged, stopped_by)
 
 
 def _stop_if_bad(result: host.HostRun, c: Config, store: Any, name: Optional[str]) -> None:
     if result.interrupted:
-        raise KeyboardInterrupt
+        raise host.Terminated(signal.SIGINT)
     if result.doc["status"] != "ok":
         raise NumalabError(f"the command failed under '{c.label}' ({result.doc['error']}); stopped, since the time of a "
                            "failing run measures nothing" + (f" (runs so far are stored as '{name}')" if store else ""))
@@ -266,11 +289,21 @@ def _mean(values: Any) -> float | None:
     return statistics.fmean(xs) if xs else None
 
 
+def not_reached(rows: list[dict[str, Any]], outcome: Outcome) -> str:
+    """The target precision was not reached: which configurations, how close, and which cap stopped."""
+    worst = ", ".join(f"{r['label']} {pct(r['rel_error_pct'])}" for r in rows if r["rel_error_pct"] is None or r["rel_error_pct"] > 0)
+    return (f"numalab: note: the asked relative error was not reached after {outcome.rounds} rounds ({outcome.stopped_by} "
+            f"reached); relative errors: {worst}")
+
+
 def report(plan: list[Config], outcome: Outcome, as_json: bool, balancing: bool = False) -> None:
     rows = summarize(plan)
     if as_json:
         typer.echo(json.dumps({"study": outcome.name, "store": str(outcome.db), "rounds": outcome.rounds,
-                               "converged": outcome.converged, "configs": rows}, indent=2, sort_keys=True))
+                               "converged": outcome.converged, "stopped_by": outcome.stopped_by, "configs": rows},
+                              indent=2, sort_keys=True))
+        if outcome.converged is False:
+            _note(not_reached(rows, outcome))
         return
     f = lambda v, d=4: "-" if v is None else f"{v:.{d}f}"  # noqa: E731
     cols = ["config", "runs", "mean_s", "median_s", "ci95_s", "rel_error_pct", "speedup"]
@@ -285,5 +318,5 @@ def report(plan: list[Config], outcome: Outcome, as_json: bool, balancing: bool 
         body.append(line)
     typer.echo(render(table(cols, body, "wall time per configuration (s); 95% interval (Student's t); speedup = mean(first) / mean")))
     if outcome.converged is False:
-        typer.echo(f"not every interval is within the asked relative error after {outcome.rounds} runs (--max-repeat)")
+        _note(not_reached(rows, outcome))
     typer.echo(f"stored as study '{outcome.name}' in {outcome.db}: numalab report {outcome.db.parent} --study {outcome.name} -o {outcome.name}.html")

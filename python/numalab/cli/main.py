@@ -7,6 +7,7 @@ name, malformed file). A traceback is shown only with ``--debug`` or ``NUMALAB_B
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import traceback
 
@@ -16,6 +17,7 @@ import typer
 from numalab.cli import bench, compare, report, results, schema, sim, study, suggest, topo, tune, vm, workloads
 from numalab.cli import run as run_cmd
 from numalab.exceptions import USAGE_ERRORS, NumalabError
+from numalab.runner.host import Terminated
 from numalab.console.text import printable
 import numalab.kinds  # noqa: F401  (registers every study kind: study, report and the workers find them)
 
@@ -99,6 +101,8 @@ def run(argv: list[str] | None = None) -> None:
         _fail(str(e.args[0]) if e.args else str(e), 1)
     except KeyboardInterrupt:
         _fail("interrupted", 130)
+    except Terminated as e:
+        _fail("interrupted" if e.signum == signal.SIGINT else f"terminated by {signal.Signals(e.signum).name}", e.exit_code)
     except BrokenPipeError:
         sys.exit(0)
 

@@ -4,6 +4,7 @@ numactl placement and report where its memory went (``runner/host.py``)."""
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 from typing import List, Optional
 
@@ -20,6 +21,7 @@ COMMAND = typer.Argument(..., metavar="CMD [ARGS]...", help="The command to run 
 RECORD = typer.Option(None, "--record", help="Keep the agent's raw records (JSON Lines) in FILE.")
 OUTPUT = typer.Option(None, "--output", "-o", help="Write the result document (JSON) to FILE.")
 INTERVAL = typer.Option(host.DEFAULT_INTERVAL_MS, "--interval-ms", help="Sample the command's pages and threads every N ms.")
+KILL_GRACE = typer.Option(host.DEFAULT_KILL_GRACE_S, "--kill-grace", help="Seconds the command (and its process group) has to end after numalab is sent SIGINT, SIGTERM or SIGHUP, before it is killed.")
 JSON = typer.Option(False, "--json", help="Print the result document as JSON on stdout; the command's own stdout then goes to stderr, so stdout is the document alone.")
 
 
@@ -30,6 +32,7 @@ def run(
     record: Optional[Path] = RECORD,
     output: Optional[Path] = OUTPUT,
     interval_ms: int = INTERVAL,
+    kill_grace: float = KILL_GRACE,
     as_json: bool = JSON,
 ) -> None:
     """Run CMD on this host under a numactl-style placement, through numalab-agent.
@@ -43,6 +46,7 @@ def run(
     """
     place = placement
     check_interval(interval_ms)
+    check_grace(kill_grace)
     host.check_placement(place)
     from numalab.results.frame import writable_file
 
@@ -53,19 +57,24 @@ def run(
     check_command(list(command))
     try:
         result = host.run(list(command), place, record=record, interval_ms=interval_ms,
-                          stdout="stderr" if as_json else "inherit")
+                          stdout="stderr" if as_json else "inherit", kill_grace_s=kill_grace)
     except host.AgentFailed as e:
         raise typer.Exit(e.code) from None  # the agent has said why, on stderr
     text = json.dumps(result.doc, indent=2, sort_keys=True)
     if output is not None:
-        output.write_text(text + "\n")
+        from numalab.results.outfile import write_text_atomic
+
+        write_text_atomic(output, text + "\n", "--output")
     if as_json:
         typer.echo(text)
     else:
         typer.echo(summary(result.doc), err=True)
     if result.doc["pages"]["t_s"] is None:
-        typer.echo(f"numalab: note: the command ended before numalab-agent read its pages (every {interval_ms} ms), so pages "
-                   "per node are not known; a smaller --interval-ms samples sooner", err=True)
+        typer.echo(f"numalab: note: the command ended before numalab-agent read its pages (every {interval_ms} ms) and "
+                   "could not trace it to read them at its exit, so pages per node are not known; a smaller --interval-ms "
+                   "samples sooner", err=True)
+    if result.interrupted:
+        raise host.Terminated(signal.SIGINT)  # ends numalab as a shell's job: 130, whatever the command's status
     if result.exit_code:
         raise typer.Exit(result.exit_code)
 
@@ -82,3 +91,8 @@ def check_command(argv: list[str]) -> None:
 def check_interval(ms: int) -> None:
     if not 1 <= ms <= 3_600_000:
         raise UsageError(f"--interval-ms must be 1..3600000 ms, got {ms}")
+
+
+def check_grace(seconds: float) -> None:
+    if not 0 <= seconds <= 3600:  # also refuses nan
+        raise UsageError(f"--kill-grace must be 0..3600 seconds, got {seconds}")

@@ -207,13 +207,16 @@ def guarded(root: Path, jpath: Path) -> Iterator[None]:
     """Restore the knobs however the sweep ends; SIGTERM and SIGHUP end it like Ctrl-C."""
 
     def stop(signum: int, frame: Any) -> None:
-        raise host.Terminated()
+        raise host.Terminated(signum)
 
     old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
     jpath.parent.mkdir(parents=True, exist_ok=True)
     why = ""
     try:
         yield
+    except host.Terminated as e:
+        why = "interrupted: " if e.signum == signal.SIGINT else "terminated: "
+        raise
     except KeyboardInterrupt:
         why = "interrupted: "
         raise

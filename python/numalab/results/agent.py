@@ -7,8 +7,11 @@ the NUMA balancing knobs (``numalab-agent knobs get``) and the kernel release.
 
 What a host run can and cannot say, compared with a simulated one (docs/architecture.md §4):
 
-* pages per node: the last sample of ``/proc/PID/numa_maps``, in base pages (bytes / page size);
-  a command that ends before the first sample has none;
+* pages per node: ``/proc/PID/numa_maps`` as the agent read it at the command's exit (it traces
+  the command and stops it there, before its memory is torn down: ``pages.basis: exit_snapshot``),
+  else at its last sample (``sample``), in base pages (bytes / page size); where ptrace is refused
+  a command that ends before the first sample has none (``none``). Each thread's statistics are
+  likewise the last read, at its exit (``snapshot: exit``) or at a sample (``sample``);
 * numastat and vmstat: the kernel's counters, as deltas over the run (system-wide: other
   processes count too); the agent keeps the vmstat counters of numalab's registry
   (:mod:`numalab.counters`: ``numa_*``, ``pgmigrate_*``, ``pgpromote_*``, ``pgdemote_*``, ``thp_*``);
@@ -131,6 +134,7 @@ def document(
             "per_node": [_by_node(summary.get("bytes_per_node"), n) // page for n in nodes],
             "bytes_per_node": [_by_node(summary.get("bytes_per_node"), n) for n in nodes],
             "t_s": summary.get("pages_t_s"),
+            "basis": summary.get("pages_basis") or ("sample" if summary.get("pages_t_s") is not None else "none"),
         },
         "numastat": {f"node{n}": dict((summary.get("numastat_delta") or {}).get(str(n), {})) for n in nodes},
         "vmstat": dict(sorted((summary.get("vmstat_delta") or {}).items())),
@@ -149,6 +153,8 @@ def document(
             "exit_code": exit_code,
             "signal": signal,
             "forwarded_signals": summary.get("forwarded_signals") or [],
+            "killed_after_grace": bool(summary.get("killed_after_grace")),
+            "exit_snapshot": bool(start.get("exit_snapshot")),
             "rusage": summary.get("rusage"),
             "errors": summary.get("errors") or [],
         },
@@ -260,6 +266,7 @@ def _thread(t: dict[str, Any], pid: Any, cpus: list[tuple[float, int]], node_of:
         "nr_migrations": t.get("nr_migrations"),
         "voluntary_switches": t.get("nr_voluntary_switches"),
         "involuntary_switches": t.get("nr_involuntary_switches"),
+        "snapshot": t.get("snapshot") or "sample",
     }
     if cpus:
         nodes = [node_of.get(c, -1) for _, c in cpus]
@@ -282,6 +289,8 @@ def _point(s: dict[str, Any], nodes: list[int], page: int, on: bool) -> dict[str
     }
     if on:
         point["access_map"] = fault_matrix(s.get("threads") or [], nodes)
+    if s.get("snapshot"):
+        point["snapshot"] = s["snapshot"]  # "exit": read at the command's exit stop
     return point
 
 

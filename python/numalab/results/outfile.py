@@ -73,7 +73,8 @@ def write_atomic(path: Path, write: Callable[[IO[bytes]], object], option: str) 
     """Call ``write`` with a binary file, then put what it wrote at ``path`` in one step."""
     real = _real(path)
     try:
-        st = os.stat(real)
+        # The path itself, not its realpath: /dev/stdout into a pipe resolves to "pipe:[N]", no file.
+        st = os.stat(path)
     except OSError:
         st = None
     if st is not None and not stat.S_ISREG(st.st_mode):
@@ -102,7 +103,7 @@ def write_text_atomic(path: Path, text: str, option: str) -> None:
 
 def _write_in_place(path: Path, real: Path, write: Callable[[IO[bytes]], object], option: str) -> None:
     try:
-        with open(real, "wb") as f:
+        with open(path, "wb") as f:
             write(f)
             f.flush()
     except OSError as e:

@@ -18,10 +18,12 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from numalab.exceptions import NumalabError, UsageError
 from numalab.results import agent as records
@@ -45,6 +47,10 @@ AGENT_POLICY = {
     "preferred-many": "--preferred-many",
 }
 DEFAULT_INTERVAL_MS = 1000
+#: Seconds the command has to end after a stop signal before it is killed (--kill-grace).
+DEFAULT_KILL_GRACE_S = 5.0
+#: Seconds past the grace period the agent has to write its summary and end.
+AGENT_MARGIN_S = 5.0
 #: Where the command's standard output goes, by the name ``run`` takes (2: this process's stderr).
 STDOUT: dict[str, int | None] = {"inherit": None, "devnull": subprocess.DEVNULL, "stderr": 2}
 
@@ -61,8 +67,34 @@ class AgentFailed(NumalabError):
         return type(self), (self.args[0], self.code)
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP to numalab (not to the command): stop the run, then end like Ctrl-C."""
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP to numalab (not to the command), or a run ended by SIGINT: stop, then end
+    as a shell does, with 128 + the signal's number. Not an ``Exception``, so no ``except Exception`` swallows it,
+    and not a ``KeyboardInterrupt``, which typer turns into a silent exit 130."""
+
+    def __init__(self, signum: int = signal.SIGTERM):
+        super().__init__(signum)
+        self.signum = int(signum)
+        self.exit_code = 128 + self.signum
+
+
+@contextmanager
+def terminable() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise :class:`Terminated` while the block runs (in the main thread), so
+    the agent and the command are stopped instead of being left running."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Terminated(signum)
+
+    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 class CommandNotFound(UsageError):
@@ -210,6 +242,7 @@ def run(
     knob_root: Path = Path("/"),
     stdout: str = "inherit",
     expect_knobs: dict[str, int] | None = None,
+    kill_grace_s: float = DEFAULT_KILL_GRACE_S,
 ) -> HostRun:
     """Run ``command`` under ``placement``; ``record`` keeps the agent's JSON Lines.
 
@@ -220,21 +253,45 @@ def run(
 
     ``expect_knobs``: the knob values just written (``numalab tune``); every knob is read back
     before the command starts and the run is refused if one differs. The read-back is the
-    document's ``placement.balancing.knobs``."""
+    document's ``placement.balancing.knobs``.
+
+    The command runs in a process group of its own. SIGINT, SIGTERM or SIGHUP to numalab reach
+    it through the agent; ``kill_grace_s`` later the agent kills the group (SIGKILL), and numalab
+    kills the agent if it is still there a few seconds after that. SIGTERM and SIGHUP then end
+    numalab (:class:`Terminated`); after SIGINT the run's document is still built."""
     check_command(command)
     exe = agent_path()
     topo = topology()
     before = knobs(knob_root)
     check_knobs(before, expect_knobs or {}, knob_root)
     with tempfile.TemporaryDirectory(prefix="numalab-run-") as tmp:
-        out = record if record is not None else Path(tmp) / "records.jsonl"
-        args = [str(exe), "run", "--interval-ms", str(interval_ms), "--output", str(out), *agent_args(placement), "--", *command]
-        code, interrupted = _wait(subprocess.Popen(args, env={**os.environ, **omp_env(placement)}, stdout=STDOUT[stdout]))
+        # The agent writes to a private file, copied to ``record`` at the end: the records are read
+        # back from it, which a device or pipe given as --record (/dev/full, /dev/stdout) cannot do.
+        out = Path(tmp) / "records.jsonl"
+        args = [str(exe), "run", "--interval-ms", str(interval_ms), "--grace-ms", str(round(kill_grace_s * 1000)),
+                "--output", str(out), *agent_args(placement), "--", *command]
+        with terminable():
+            code, interrupted = _wait(subprocess.Popen(args, env={**os.environ, **omp_env(placement)}, stdout=STDOUT[stdout]),
+                                      kill_grace_s)
+        if record is not None and out.exists():
+            keep_records(out, record)
         recs = records.read_records(out) if out.exists() else []
     if not any(r["type"] == "start" for r in recs):
         raise AgentFailed(f"{AGENT} did not run the command (exit status {code})", code)
     doc = records.document(recs, topo, before, platform.release(), placement.omp_proc_bind, placement.omp_places)
     return HostRun(doc, code, interrupted or code == 128 + signal.SIGINT)
+
+
+def keep_records(src: Path, record: Path) -> None:
+    """Copy the agent's records to ``record`` (--record), whole or not at all; a device or pipe
+    there (``/dev/stdout``) is written in place."""
+    from numalab.results.outfile import write_atomic
+
+    def copy(f: Any) -> None:
+        with open(src, "rb") as r:
+            shutil.copyfileobj(r, f)
+
+    write_atomic(record, copy, "--record")
 
 
 def check_knobs(read: dict[str, Any], expected: dict[str, int], root: Path) -> None:
@@ -247,23 +304,24 @@ def check_knobs(read: dict[str, Any], expected: dict[str, int], root: Path) -> N
                            "refusing to measure (is another program changing them?)")
 
 
-def _wait(proc: subprocess.Popen) -> tuple[int, bool]:
-    """Wait for the agent. Ctrl-C went to the command too: keep waiting for its status. Any other
-    exception stops the agent (which passes SIGTERM on to the command) before it propagates."""
+def _wait(proc: subprocess.Popen, grace_s: float) -> tuple[int, bool]:
+    """Wait for the agent. SIGINT (Ctrl-C, or kill -INT) is passed on to the agent, which passes it
+    to the command's group and kills the group after the grace period; the wait then goes on for
+    the command's status. Any other exception (SIGTERM, SIGHUP as :class:`Terminated`) is passed on
+    the same way before it propagates; an agent still there after the grace period is killed."""
     interrupted = False
     try:
         while True:
             try:
                 return proc.wait(), interrupted
-            except KeyboardInterrupt as e:
-                if isinstance(e, Terminated):
-                    raise
+            except KeyboardInterrupt:
                 interrupted = True
-    except BaseException:
-        proc.terminate()
+                proc.send_signal(signal.SIGINT)
+    except BaseException as e:
+        proc.send_signal(e.signum if isinstance(e, Terminated) else signal.SIGTERM)
         try:
-            proc.wait(timeout=10)
+            proc.wait(timeout=grace_s + AGENT_MARGIN_S)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            proc.kill()  # its command dies with it (PTRACE_O_EXITKILL) when it was traced
             proc.wait()
         raise
