@@ -90,3 +90,29 @@ def test_kmem_and_setup_share_debian_without_importing_each_other():
     assert not any(m.startswith("numalab.vm.setup") for m in imports("kmem") | imports("debian"))
     assert "numalab.vm.kmem" not in imports("debian")
     assert "numalab.vm.debian" in imports("kmem") and "numalab.vm.debian" in imports("setup")
+
+
+def test_a_second_setup_waits_for_the_first_and_says_so(tmp_path):
+    """Two setups on one empty cache (two `vm run`, parallel test workers): one downloads at a time."""
+    import threading
+
+    from numalab.vm import cache
+
+    said: list[str] = []
+    order: list[str] = []
+    with cache.locked(tmp_path):
+        t = threading.Thread(target=lambda: _second(tmp_path, said, order))
+        t.start()
+        t.join(0.5)
+        assert t.is_alive() and order == [], "the second setup did not wait"
+        order.append("first done")
+    t.join(10)
+    assert order == ["first done", "second"]
+    assert said == [f"waiting for another numalab vm setup using {tmp_path}"]
+
+
+def _second(root: Path, said: list[str], order: list[str]) -> None:
+    from numalab.vm import cache
+
+    with cache.locked(root, said.append):
+        order.append("second")

@@ -7,10 +7,13 @@ reader sees either nothing or the whole file.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable, Iterator
 
 
 def cache_dir() -> Path:
@@ -42,3 +45,17 @@ def sha256_file(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+@contextmanager
+def locked(root: Path, say: Callable[[str], None] = lambda s: None, name: str = ".setup.lock") -> Iterator[None]:
+    """Hold an exclusive lock on ``root/name`` (flock, released when the file closes, also if the
+    process dies): one ``vm setup`` downloads at a time, and the others find its files after it."""
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / name, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"waiting for another numalab vm setup using {root}")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        yield

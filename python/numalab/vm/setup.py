@@ -22,7 +22,7 @@ from typing import Callable
 
 from numalab.exceptions import UsageError
 from numalab.vm import elf, kmem
-from numalab.vm.cache import atomic_write, cache_dir
+from numalab.vm.cache import atomic_write, cache_dir, locked
 from numalab.vm.debian import SetupError, apt, download, unpack
 
 QEMU = "qemu-system-x86_64"
@@ -204,8 +204,8 @@ def setup(kernel: Path | None = None, say: Say = lambda s: None) -> Guest:
     say("accel:   tcg (the default); " + ("/dev/kvm opens, --accel kvm may work" if kvm_usable() else "/dev/kvm absent or not usable"))
     if kernel is not None and not kernel.expanduser().is_file():
         raise UsageError(f"--kernel {kernel}: no such file")
-    root.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="setup.", dir=root) as tmp:
+    # Two setups at once (two `vm run` on an empty cache, parallel tests) download once.
+    with locked(root, say), tempfile.TemporaryDirectory(prefix="setup.", dir=root) as tmp:
         work = Path(tmp)
         if kernel is not None:
             kernel = kernel.expanduser().resolve()
