@@ -67,12 +67,21 @@ impl Bitmap {
         self.words.iter().map(|w| w.count_ones() as usize).sum()
     }
 
-    /// Set bits in ascending order.
+    /// Set bits in ascending order. Zero words are skipped and a word's bits found by counting
+    /// trailing zeros: a PU's set is as wide as its index, so testing every bit made machines of
+    /// 65,536 PUs cost billions of steps.
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        self.words
-            .iter()
-            .enumerate()
-            .flat_map(|(wi, &w)| (0..64u32).filter(move |b| w & (1u64 << b) != 0).map(move |b| wi as u32 * 64 + b))
+        self.words.iter().enumerate().filter(|(_, &w)| w != 0).flat_map(|(wi, &w)| {
+            let mut rest = w;
+            std::iter::from_fn(move || {
+                if rest == 0 {
+                    return None;
+                }
+                let b = rest.trailing_zeros();
+                rest &= rest - 1;
+                Some(wi as u32 * 64 + b)
+            })
+        })
     }
 
     pub fn first(&self) -> Option<u32> {
@@ -80,7 +89,9 @@ impl Bitmap {
     }
 
     pub fn last(&self) -> Option<u32> {
-        self.iter().last()
+        // Words are trimmed: the last one, if any, is not zero.
+        let (wi, w) = self.words.iter().enumerate().rev().find(|(_, &w)| w != 0)?;
+        Some(wi as u32 * 64 + 63 - w.leading_zeros())
     }
 
     /// The `n`-th set bit counting from 0 (the kernel's interleave pick), if any.
@@ -179,17 +190,43 @@ impl Bitmap {
         words32.iter().rev().map(|w| format!("0x{w:08x}")).collect::<Vec<_>>().join(",")
     }
 
-    /// Parse hwloc's cpuset string (see [`Bitmap::to_hwloc_string`]).
+    /// Parse hwloc's cpuset string (see [`Bitmap::to_hwloc_string`]), indexes below [`MAX_INDEX`].
     pub fn parse_hwloc(s: &str) -> Result<Self, String> {
+        Self::parse_hwloc_below(s, MAX_INDEX)
+    }
+
+    /// Parse hwloc's cpuset string, refusing a set bit at or above `limit` before the set is
+    /// built. Words are listed most significant first; an empty word between commas is zero.
+    /// Errors quote the input, shortened.
+    pub fn parse_hwloc_below(s: &str, limit: u32) -> Result<Self, String> {
+        let text = s.trim();
+        if text.starts_with(INFINITE_PREFIX) {
+            return Err(format!("'{s}' is an infinite set; numalab needs the actual CPUs or nodes"));
+        }
         let mut b = Self::new();
-        let parts: Vec<&str> = s.trim().split(',').collect();
-        for (k, part) in parts.iter().rev().enumerate() {
-            let hex = part.trim().trim_start_matches("0x");
-            let v = u32::from_str_radix(hex, 16).map_err(|_| format!("bad hwloc bitmap word '{part}' in '{s}'"))?;
-            if v != 0 && k as u64 * 32 + u64::from(32 - v.leading_zeros()) > u64::from(MAX_INDEX) {
+        for (k, word) in text.split(',').rev().enumerate() {
+            let word = word.trim();
+            if word.is_empty() {
+                continue;
+            }
+            let hex = word.strip_prefix("0x").or_else(|| word.strip_prefix("0X")).unwrap_or(word);
+            if hex.is_empty() || !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
                 return Err(format!(
-                    "hwloc bitmap '{s}' sets a bit at or above {MAX_INDEX} (Linux has at most 8192 CPUs)"
+                    "bad bitmap word '{}' in '{}' (expected hex words like 0x000000ff)",
+                    shorten(word),
+                    shorten(s)
                 ));
+            }
+            let digits = hex.trim_start_matches('0');
+            let v = match u32::from_str_radix(if digits.is_empty() { "0" } else { digits }, 16) {
+                Ok(v) => v,
+                Err(_) => {
+                    return Err(format!("bitmap word '{}' in '{}' has more than 32 bits", shorten(word), shorten(s)))
+                }
+            };
+            let top = k as u64 * 32 + u64::from(32 - v.leading_zeros());
+            if v != 0 && top > u64::from(limit) {
+                return Err(format!("'{}' sets bit {}, beyond the limit of {limit}", shorten(s), top - 1));
             }
             for bit in 0..32u32 {
                 if v & (1 << bit) != 0 {
@@ -198,6 +235,18 @@ impl Bitmap {
             }
         }
         Ok(b)
+    }
+}
+
+/// hwloc's prefix for a set whose bits run to infinity (an unrestricted allowed set).
+pub const INFINITE_PREFIX: &str = "0xf...f";
+
+/// Errors quote the input, but not a megabyte of it (60 characters at most).
+pub fn shorten(text: &str) -> String {
+    if text.chars().count() <= 60 {
+        text.to_string()
+    } else {
+        format!("{}...", text.chars().take(57).collect::<String>())
     }
 }
 
@@ -271,6 +320,21 @@ mod tests {
         let mut words = vec!["0x00000001"];
         words.extend(std::iter::repeat_n("0x0", 2048));
         assert!(Bitmap::parse_hwloc(&words.join(",")).unwrap_err().contains("65536"));
+    }
+
+    #[test]
+    fn hwloc_errors_name_the_word_and_the_limit() {
+        let e = Bitmap::parse_hwloc("0xzz,0x1").unwrap_err();
+        assert_eq!(e, "bad bitmap word '0xzz' in '0xzz,0x1' (expected hex words like 0x000000ff)");
+        assert!(Bitmap::parse_hwloc("+ff").unwrap_err().starts_with("bad bitmap word '+ff'"));
+        assert!(Bitmap::parse_hwloc("0x1ffffffff").unwrap_err().contains("has more than 32 bits"));
+        assert!(Bitmap::parse_hwloc("0xf...f,0x0").unwrap_err().contains("is an infinite set"));
+        assert_eq!(Bitmap::parse_hwloc_below("0x10", 4).unwrap_err(), "'0x10' sets bit 4, beyond the limit of 4");
+        assert_eq!(Bitmap::parse_hwloc_below("0x8", 4).unwrap().to_list_string(), "3");
+        assert_eq!(Bitmap::parse_hwloc("0x1,,0X0000000f").unwrap().to_list_string(), "0-3,64");
+        assert_eq!(Bitmap::parse_hwloc("ff").unwrap().to_list_string(), "0-7");
+        let long = format!("0xzz{}", ",0x0".repeat(40));
+        assert!(Bitmap::parse_hwloc(&long).unwrap_err().contains("..."));
     }
 
     #[test]

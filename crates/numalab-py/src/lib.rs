@@ -36,7 +36,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<spec::PyRunSpec>()?;
     m.add_function(wrap_pyfunction!(spec::balancing_knobs, m)?)?;
     tasks::register(m)?;
-    m.add_function(wrap_pyfunction!(vocab::counters, m)?)?;
+    vocab::register(m)?;
     m.add("SpecError", py.get_type::<spec::SpecError>())?;
     m.add("NumalabError", py.get_type::<error::NumalabError>())?;
     m.add("TopologyError", py.get_type::<error::TopologyError>())?;
