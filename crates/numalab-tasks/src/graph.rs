@@ -7,6 +7,17 @@ use serde::Serialize;
 
 use crate::error::TaskError;
 
+/// Largest load of one object per iteration: 10^15 ns, eleven days. A Charm++ object runs for
+/// micro- to milliseconds between balancing steps; the bound keeps every sum of loads (a million
+/// objects, thousands of iterations) finite and exact enough in f64.
+pub const MAX_LOAD_NS: f64 = 1e15;
+/// Largest state of one object (its PUP size): 2^48 bytes, beyond any machine's memory.
+pub const MAX_STATE_BYTES: u64 = 1 << 48;
+/// Largest traffic of one edge per iteration: 2^40 messages and 2^48 bytes, so that sums over
+/// every edge and iteration stay far inside u64 and exact in f64.
+pub const MAX_EDGE_MSGS: u64 = 1 << 40;
+pub const MAX_EDGE_BYTES: u64 = 1 << 48;
+
 /// `a` sends `msgs` messages totalling `bytes` bytes to `b` every iteration (`a == b` is a
 /// message to itself, which a PE delivers from its own queue).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -59,10 +70,22 @@ impl TaskGraph {
                 n
             )));
         }
-        if let Some(i) = self.loads_ns.iter().position(|l| !l.is_finite() || *l < 0.0) {
+        if let Some(i) = self.loads_ns.iter().position(|l| !l.is_finite() || *l < 0.0 || *l > MAX_LOAD_NS) {
             return Err(TaskError::param(format!(
-                "graph '{}': object {i} has load {} ns (accepted: a finite number >= 0)",
+                "graph '{}': object {i} has load {} ns (accepted: a finite number from 0 to {MAX_LOAD_NS:e})",
                 self.name, self.loads_ns[i]
+            )));
+        }
+        if let Some(i) = self.state_bytes.iter().position(|s| *s > MAX_STATE_BYTES) {
+            return Err(TaskError::param(format!(
+                "graph '{}': object {i} has state {} bytes (accepted: at most 2^48)",
+                self.name, self.state_bytes[i]
+            )));
+        }
+        if let Some(e) = self.edges.iter().find(|e| e.msgs > MAX_EDGE_MSGS || e.bytes > MAX_EDGE_BYTES) {
+            return Err(TaskError::param(format!(
+                "graph '{}': edge {} -> {} carries {} messages and {} bytes per iteration (accepted: at most 2^40 and 2^48)",
+                self.name, e.a, e.b, e.msgs, e.bytes
             )));
         }
         if let Some(e) = self.edges.iter().find(|e| e.a as usize >= n || e.b as usize >= n) {

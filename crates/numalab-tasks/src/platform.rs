@@ -111,23 +111,30 @@ impl Platform {
             return Err(TaskError::param(format!("pes = {n_pes} (accepted: 1 to {n_cores}, the cores of {})", m.name)));
         }
         let n_nodes = m.nodes.len();
+        // Node OS index -> logical index, once: looking nodes up per core and per node pair made
+        // a 1,024-node machine take minutes.
+        let node_of: std::collections::HashMap<u32, usize> =
+            m.nodes.iter().enumerate().map(|(i, n)| (n.os_index, i)).collect();
         let mut pe_node = Vec::with_capacity(n_pes);
         let mut pe_cpu = Vec::with_capacity(n_pes);
         for c in &m.cores[..n_pes] {
-            let node = m.node_logical(c.node).ok_or_else(|| {
+            let node = *node_of.get(&c.node).ok_or_else(|| {
                 TaskError::param(format!("core {} names node {}, which the machine lacks", c.os_index, c.node))
             })?;
             pe_node.push(node);
             pe_cpu.push(c.cpuset.iter().next().unwrap_or(c.os_index));
         }
-        let mlp = |node: usize| {
-            let cs: Vec<f64> = m.cores.iter().filter(|c| m.node_logical(c.node) == Some(node)).map(|c| c.mlp).collect();
-            if cs.is_empty() {
-                m.cores.iter().map(|c| c.mlp).fold(1.0, f64::max)
-            } else {
-                cs.iter().sum::<f64>() / cs.len() as f64
+        // Mean outstanding lines of each node's cores (the machine's largest for a CPU-less node).
+        let (mut mlp_sum, mut mlp_n) = (vec![0.0; n_nodes], vec![0usize; n_nodes]);
+        for c in &m.cores {
+            if let Some(&i) = node_of.get(&c.node) {
+                mlp_sum[i] += c.mlp;
+                mlp_n[i] += 1;
             }
-        };
+        }
+        let mlp_max = m.cores.iter().map(|c| c.mlp).fold(1.0, f64::max);
+        let mlp: Vec<f64> =
+            (0..n_nodes).map(|i| if mlp_n[i] == 0 { mlp_max } else { mlp_sum[i] / mlp_n[i] as f64 }).collect();
         let lat_ok = m.idle_latency_ns.len() == n_nodes
             && m.idle_latency_ns.iter().all(|r| r.len() == n_nodes && r.iter().all(|x| x.is_finite() && *x > 0.0));
         let mut link_gbps = Vec::with_capacity(2 * m.links.len());
@@ -153,7 +160,7 @@ impl Platform {
                     .map(|hops| hops.iter().map(|h| 2 * h.link as usize + h.dir as usize).collect())
                     .unwrap_or_default();
                 let lat = if lat_ok { m.idle_latency_ns[i][j] } else { 100.0 * nf[i][j] };
-                let mut r = mlp(i) * LINE_BYTES / lat;
+                let mut r = mlp[i] * LINE_BYTES / lat;
                 // The controller's bandwidth is reached with a fixed number of requests in flight;
                 // from farther away each takes nf times longer (Little's law again).
                 if m.nodes[j].bandwidth_gbps > 0.0 {
