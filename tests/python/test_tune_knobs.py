@@ -277,3 +277,16 @@ def test_knob_writes_do_not_follow_symbolic_links(cli, root, tmp_path):
     assert victim.read_text() == "44\n"
     assert (root / PROCFS).read_text() == "0\n"  # nothing was written: every file is checked first
     assert not (root / ".numalab-knobs-journal.json").exists()
+
+
+def test_one_knob_table_for_the_engine_the_agent_and_python(root):
+    """numalab_model::knobs: the simulator's tunables (through _core), the agent's knobs and the
+    scanner knobs tune writes and a host document reports are the same names."""
+    from numalab._core import balancing_knobs
+    from numalab.results import agent
+
+    got = host.knobs(root)
+    assert sorted(k["name"] for k in got["knobs"]) + sorted(got["absent"]) == \
+        sorted(ORIGINAL) + ["hot_threshold_ms", "promote_rate_limit_mbps"]
+    assert {k["name"] for k in got["knobs"]} | set(got["absent"]) == {"numa_balancing", *(k["name"] for k in balancing_knobs())}
+    assert agent.SCANNER_KNOBS == tune.KNOBS == tuple(k for k in ORIGINAL if k != "numa_balancing")

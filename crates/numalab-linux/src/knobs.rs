@@ -1,18 +1,6 @@
 //! Automatic NUMA balancing knobs (docs/balancing.md), read and written under a root path, and a
-//! journal so every change can be undone.
-//!
-//! Where each knob lives depends on the kernel:
-//! - `kernel/numa_balancing` (procfs, `/proc/sys/kernel/numa_balancing`) on every kernel since 3.8;
-//!   0 off, 1 normal balancing; 2 memory tiering and 3 both since 5.18 ("NUMA balancing: optimize
-//!   page placement for memory tiering system", `NUMA_BALANCING_MEMORY_TIERING`).
-//! - The scanner's knobs were sysctls `kernel/numa_balancing_scan_{delay_ms,period_min_ms,
-//!   period_max_ms,size_mb}` until Linux 5.12. Linux 5.13 moved them to debugfs,
-//!   `sched/numa_balancing/{scan_delay_ms,scan_period_min_ms,scan_period_max_ms,scan_size_mb}`
-//!   (commit 8a99b6833c88 "sched: Move SCHED_DEBUG sysctl to debugfs"; `sched_init_debug()` in
-//!   kernel/sched/debug.c creates them).
-//! - Memory tiering's hot-page selection (6.1) added `sched/numa_balancing/hot_threshold_ms`
-//!   (debugfs) and the sysctl `kernel/numa_balancing_promote_rate_limit_MBps` (procfs,
-//!   `sched_fair_sysctls[]` in kernel/sched/fair.c).
+//! journal so every change can be undone. The knobs themselves (names, ranges, where each kernel
+//! keeps them) are `numalab_model::knobs`.
 //!
 //! A knob is looked for at its procfs path first, then at its debugfs path; a kernel has at most
 //! one of them. Debugfs is readable only by root and only where it is mounted
@@ -25,62 +13,11 @@ use std::path::{Path, PathBuf};
 
 use nix::fcntl::OFlag;
 use nix::sys::statfs::{fstatfs, DEBUGFS_MAGIC, PROC_SUPER_MAGIC, SYSFS_MAGIC};
-
+pub use numalab_model::knobs::{Knob, KNOBS};
 use serde_json::{json, Value};
 
 use crate::error::LinuxError;
 use crate::io::{parse_err, read};
-
-/// A knob: numalab's name for it and its two possible homes under the root.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Knob {
-    pub name: &'static str,
-    pub procfs: Option<&'static str>,
-    pub debugfs: Option<&'static str>,
-    /// Largest accepted value (the kernel's `extra2`, or `u32::MAX` for debugfs u32 files).
-    pub max: u64,
-}
-
-/// Every knob numalab can read and set, in documentation order.
-pub const KNOBS: [Knob; 7] = [
-    Knob { name: "numa_balancing", procfs: Some("proc/sys/kernel/numa_balancing"), debugfs: None, max: 3 },
-    Knob {
-        name: "scan_delay_ms",
-        procfs: Some("proc/sys/kernel/numa_balancing_scan_delay_ms"),
-        debugfs: Some("sys/kernel/debug/sched/numa_balancing/scan_delay_ms"),
-        max: u32::MAX as u64,
-    },
-    Knob {
-        name: "scan_period_min_ms",
-        procfs: Some("proc/sys/kernel/numa_balancing_scan_period_min_ms"),
-        debugfs: Some("sys/kernel/debug/sched/numa_balancing/scan_period_min_ms"),
-        max: u32::MAX as u64,
-    },
-    Knob {
-        name: "scan_period_max_ms",
-        procfs: Some("proc/sys/kernel/numa_balancing_scan_period_max_ms"),
-        debugfs: Some("sys/kernel/debug/sched/numa_balancing/scan_period_max_ms"),
-        max: u32::MAX as u64,
-    },
-    Knob {
-        name: "scan_size_mb",
-        procfs: Some("proc/sys/kernel/numa_balancing_scan_size_mb"),
-        debugfs: Some("sys/kernel/debug/sched/numa_balancing/scan_size_mb"),
-        max: u32::MAX as u64,
-    },
-    Knob {
-        name: "hot_threshold_ms",
-        procfs: None,
-        debugfs: Some("sys/kernel/debug/sched/numa_balancing/hot_threshold_ms"),
-        max: u32::MAX as u64,
-    },
-    Knob {
-        name: "promote_rate_limit_MBps",
-        procfs: Some("proc/sys/kernel/numa_balancing_promote_rate_limit_MBps"),
-        debugfs: None,
-        max: u32::MAX as u64,
-    },
-];
 
 /// Which file system a knob was found in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,14 +51,11 @@ impl KnobValue {
     }
 }
 
-/// The knob called `name`, or an error listing the names.
+/// The knob called `name` (any letter case), or an error listing the names.
 pub fn knob(name: &str) -> Result<&'static Knob, LinuxError> {
-    KNOBS.iter().find(|k| k.name == name).ok_or_else(|| LinuxError::Parse {
+    numalab_model::knobs::knob(name).ok_or_else(|| LinuxError::Parse {
         path: name.to_string(),
-        message: format!(
-            "unknown NUMA balancing knob (known: {})",
-            KNOBS.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
-        ),
+        message: format!("unknown NUMA balancing knob (known: {})", numalab_model::knobs::names()),
     })
 }
 
@@ -165,7 +99,7 @@ pub fn read_knobs(root: &Path) -> Result<(Vec<KnobValue>, Vec<&'static str>), Li
 /// Check a value for knob `name` without writing anything.
 pub fn check_value(name: &str, value: u64) -> Result<(), LinuxError> {
     let k = knob(name)?;
-    if value > k.max {
+    if value > u64::from(k.max) {
         return Err(LinuxError::Parse {
             path: name.to_string(),
             message: format!("value {value} is out of range (0..={})", k.max),

@@ -5,11 +5,13 @@
 //! - [`bitmap::CpuSet`] / [`bitmap::NodeSet`] and numactl's node-string grammar ([`nodestring`]).
 //! - [`policy::MemPolicy`]: the kernel's memory policies under numactl's names.
 //! - [`counters`]: the registry of kernel counters numalab reports, and `NodeFaults`.
+//! - [`knobs`]: the automatic NUMA balancing knobs: names, defaults, ranges, where a kernel keeps them.
 //! - [`rng::Rng`]: the seeded generator both simulators draw from (bit-for-bit per seed).
 
 pub mod bitmap;
 pub mod counters;
 pub mod error;
+pub mod knobs;
 pub mod machine;
 pub mod nodestring;
 pub mod policy;

@@ -147,7 +147,8 @@ impl PyRunSpec {
     }
 }
 
-/// The balancing knobs (name, default, min, max, help), defined once in `numalab_sim::input`.
+/// The balancing tunables (name, default, min, max, help, procfs, debugfs, tiering), defined once
+/// in `numalab_model::knobs` (the simulator and the Linux knob writers read the same table).
 #[pyfunction]
 pub fn balancing_knobs<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
     to_py(py, &serde_json::to_value(BALANCING_KNOBS).map_err(|e| error::internal("knobs", e))?)

@@ -277,63 +277,10 @@ impl Default for Costs {
     }
 }
 
-/// One scanner tunable of automatic NUMA balancing: the kernel's name, default and the values
-/// numalab accepts (docs/balancing.md §1). The kernel stores each as an unsigned int
-/// (`kernel/sched/fair.c`: `sysctl_numa_balancing_scan_*`; debugfs `sched/numa_balancing/*` in 6.x).
-#[derive(Clone, Copy, Debug, Serialize)]
-pub struct Knob {
-    /// The file name under `/sys/kernel/debug/sched/numa_balancing/` (6.x).
-    pub name: &'static str,
-    pub default: u32,
-    pub min: u32,
-    pub max: u32,
-    pub help: &'static str,
-}
-
-/// The scanner tunables, defined once: the CLI options, study keys and the engine's checks all
-/// come from this table. Defaults are the kernel's (`kernel/sched/fair.c`, 3.13 and 6.13 alike).
-pub const BALANCING_KNOBS: [Knob; 6] = [
-    Knob {
-        name: "scan_delay_ms",
-        default: 1000,
-        min: 0,
-        max: u32::MAX,
-        help: "first scan of a new process after this much of its CPU time",
-    },
-    Knob {
-        name: "scan_period_min_ms",
-        default: 1000,
-        min: 0,
-        max: u32::MAX,
-        help: "shortest time between two scans of a process's whole address space",
-    },
-    Knob {
-        name: "scan_period_max_ms",
-        default: 60000,
-        min: 0,
-        max: u32::MAX,
-        help: "longest time between two scans of a process's whole address space",
-    },
-    // task_numa_work returns at once when the scan size is 0 pages: 0 would switch scanning off.
-    Knob { name: "scan_size_mb", default: 256, min: 1, max: u32::MAX, help: "address space marked per scan window" },
-    // Memory tiering (numa_balancing = 2, 5.18+): kernel/sched/fair.c
-    // `sysctl_numa_balancing_hot_threshold` (MSEC_PER_SEC) and
-    // `sysctl_numa_balancing_promote_rate_limit` (65536 MB/s), docs/tiering.md §5.
-    Knob {
-        name: "hot_threshold_ms",
-        default: 1000,
-        min: 0,
-        max: u32::MAX,
-        help: "memory tiering: a slow-tier page faulted within this long after its scan is hot",
-    },
-    Knob {
-        name: "promote_rate_limit_mbps",
-        default: 65536,
-        min: 0,
-        max: u32::MAX,
-        help: "memory tiering: promotion candidates per second into one node, in MB",
-    },
-];
+/// The scanner and tiering tunables, defined once in `numalab_model::knobs` (shared with the
+/// Linux readers and writers): the CLI options, study keys and the engine's checks all come from
+/// this table, in its order (the memory-tiering ones last).
+pub use numalab_model::knobs::{Knob, TUNABLES as BALANCING_KNOBS};
 
 /// Automatic NUMA balancing (`kernel.numa_balancing` and its scan tunables, docs/balancing.md §1),
 /// with the kernel's names and defaults. Off by default: the placement studies numalab re-runs

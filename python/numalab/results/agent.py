@@ -37,11 +37,13 @@ from numalab.exceptions import NumalabError
 from numalab.machine.bitmaps import parse_cpulist
 from numalab.results.metrics import access_metrics, balancing_metrics
 from numalab.results.result import SCHEMA
+from numalab.spec.balancing import SCAN_KNOBS
 
 #: The counters of automatic NUMA balancing a timeline point carries (mm/vmstat.c names).
 BALANCING_COUNTERS = counters.names("vmstat", "balancing")
-#: The scanner knobs a document reports (names as ``numalab-agent knobs get`` gives them).
-SCANNER_KNOBS = ("scan_delay_ms", "scan_period_min_ms", "scan_period_max_ms", "scan_size_mb")
+#: The scanner knobs a document reports: the engine's table (``numalab_model::knobs``, through
+#: ``_core``), whose names ``numalab-agent knobs get`` gives too.
+SCANNER_KNOBS = SCAN_KNOBS
 DEFAULT_PAGE_BYTES = 4096
 
 

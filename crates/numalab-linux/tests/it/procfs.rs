@@ -196,7 +196,7 @@ mod knobs {
         let scan = knobs.iter().find(|k| k.name == "scan_period_min_ms").unwrap();
         assert_eq!((scan.location, scan.value), (KnobLocation::Procfs, 1000));
         assert_eq!(scan.path, "proc/sys/kernel/numa_balancing_scan_period_min_ms");
-        assert_eq!(absent, ["hot_threshold_ms", "promote_rate_limit_MBps"]);
+        assert_eq!(absent, ["hot_threshold_ms", "promote_rate_limit_mbps"]);
     }
 
     #[test]
