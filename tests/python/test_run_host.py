@@ -207,6 +207,11 @@ def test_records_and_documents_to_special_files(tmp_path):
     piped = subprocess.run(f"{shlex.join(cmd)} | cat", shell=True, capture_output=True, text=True, timeout=60)
     kinds = [json.loads(line)["type"] for line in piped.stdout.splitlines()]
     assert piped.returncode == 0 and kinds[0] == "start" and kinds[-1] == "summary", piped.stderr
+    # A FIFO nobody reads: refused before the run instead of waiting forever at its end.
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    r = numalab("run", "--record", str(fifo), "--", "true")
+    assert r.returncode == 2 and r.stderr == f"numalab: --record {fifo}: a FIFO that nobody reads (the write would wait forever)\n"
     # A directory and an unwritable place: one line, exit 2.
     r = numalab("run", "--record", str(tmp_path), "--", "true")
     assert r.returncode == 2 and r.stderr.startswith("numalab: --record") and len(r.stderr.splitlines()) == 1

@@ -52,8 +52,10 @@ def run(
 
     if record is not None:
         writable_file(record, "--record", "run.jsonl")
+        no_waiting(record, "--record")
     if output is not None:
         writable_file(output, "--output", "run.json")
+        no_waiting(output, "--output")
     check_command(list(command))
     try:
         result = host.run(list(command), place, record=record, interval_ms=interval_ms,
@@ -96,3 +98,19 @@ def check_interval(ms: int) -> None:
 def check_grace(seconds: float) -> None:
     if not 0 <= seconds <= 3600:  # also refuses nan
         raise UsageError(f"--kill-grace must be 0..3600 seconds, got {seconds}")
+
+
+def no_waiting(path: Path, option: str) -> None:
+    """A FIFO with no reader would make the write at the end wait forever: refuse it now. (A pipe
+    that has a reader, as ``/dev/stdout`` into ``| jq``, opens at once.)"""
+    import errno
+    import os
+    import stat
+
+    try:
+        if not stat.S_ISFIFO(os.stat(path).st_mode):
+            return
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError as e:
+        if e.errno == errno.ENXIO:
+            raise UsageError(f"{option} {path}: a FIFO that nobody reads (the write would wait forever)") from None
