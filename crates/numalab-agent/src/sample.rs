@@ -326,4 +326,26 @@ mod tests {
         assert_eq!(parse_stat_processor(&format!("4242 (a) (b c) {tail}")), Some(1));
         assert_eq!(parse_stat_processor("4242 (cat) R 1"), None);
     }
+
+    /// A thread's `faults` are the engine's `NodeFaults` (one type in numalab_model), so measured and
+    /// simulated documents share their keys.
+    #[test]
+    fn thread_faults_have_the_engines_keys() {
+        use numalab_linux::{NodeFaults, TaskNuma, TaskSched};
+
+        let f = NodeFaults { node: 1, task_private: 2, task_shared: 3, group_private: 4, group_shared: 5 };
+        let numa = TaskNuma { faults: vec![f.clone()], ..TaskNuma::default() };
+        let t = TaskSched {
+            tid: 7,
+            comm: "x".into(),
+            sum_exec_runtime_ns: 0,
+            nr_migrations: 0,
+            nr_voluntary_switches: 0,
+            nr_involuntary_switches: 0,
+            numa: Some(numa),
+        };
+        let v = super::thread_json(&t, None);
+        assert_eq!(v["faults"][0], serde_json::to_value(&f).unwrap());
+        assert_eq!(v["faults"][0]["group_shared"], 5);
+    }
 }
