@@ -53,3 +53,12 @@ def test_config_item_round_trips_and_reaches_the_engine():
 
 def test_a_host_run_passes_numactls_b_to_the_agent():
     assert agent_args(Placement(policy="bind", nodes="0", membind_balancing=True)) == ["--membind=0", "--balancing"]
+
+
+def test_a_host_document_says_membind_balancing_as_a_simulated_one_does():
+    from numalab.results.agent import _placement
+
+    start = {"placement": {"policy": "bind", "nodes": "0-1", "flags": ["balancing"], "numactl": ["--membind=0-1", "--balancing"]}}
+    assert _placement(start, False, 0, None, "6.8.0", "false", None)["membind_balancing"] is True
+    start["placement"]["flags"] = []
+    assert "membind_balancing" not in _placement(start, False, 0, None, "6.8.0", "false", None)

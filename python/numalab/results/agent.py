@@ -225,6 +225,8 @@ def _placement(start: dict[str, Any], on: bool, mode: int, knobs: dict[str, Any]
         "omp_places": omp_places if omp_proc_bind != "false" else None,
         "numactl": p.get("numactl") or [],
         "numa_maps_policy": p.get("numa_maps_policy"),
+        # numactl -b (MPOL_F_NUMA_BALANCING), under the key a simulated document uses; only when set.
+        **({"membind_balancing": True} if "balancing" in (p.get("flags") or []) else {}),
         "balancing": balancing,
     }
 
