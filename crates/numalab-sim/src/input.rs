@@ -114,6 +114,24 @@ pub struct RegionSpec {
     /// Virtual start address; `None` = placed by the engine's mmap layout.
     #[serde(default)]
     pub address: Option<u64>,
+    /// How the program allocates it (docs/allocation.md §3.5); `None`: untouched until its
+    /// first write, as a static array.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alloc: Option<AllocSpec>,
+}
+
+/// A region's allocation through the C library (`crate::malloc`).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AllocSpec {
+    pub kind: crate::malloc::Kind,
+    pub by: crate::malloc::By,
+    /// Allocations (one per row, say), of `bytes / chunks` bytes each (rounded up).
+    #[serde(default = "one_u64")]
+    pub chunks: u64,
+    /// Freed before the program's first phase (a scratch buffer): no phase may use it.
+    #[serde(default)]
+    pub freed: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -149,9 +167,26 @@ impl WorkloadSpec {
         if self.threads == 0 || self.processes == 0 {
             return bad("threads and processes must be at least 1".into());
         }
-        for r in &self.regions {
+        for (i, r) in self.regions.iter().enumerate() {
             if r.bytes == 0 || r.planes == 0 {
                 return bad(format!("region '{}' has zero size or zero planes", r.name));
+            }
+            let Some(a) = &r.alloc else { continue };
+            let most = r.bytes.min(crate::malloc::MAX_CHUNKS);
+            if a.chunks == 0 || a.chunks > most {
+                return bad(format!("region '{}': alloc chunks must be 1..{most}, got {}", r.name, a.chunks));
+            }
+            if let crate::malloc::By::Thread(t) = a.by {
+                if t >= self.threads {
+                    return bad(format!(
+                        "region '{}' is allocated by thread {t}; threads are 0..{}",
+                        r.name,
+                        self.threads - 1
+                    ));
+                }
+            }
+            if a.freed && self.phases.iter().flat_map(|p| &p.accesses).any(|x| x.region == i) {
+                return bad(format!("region '{}' is freed before the program starts, yet a phase uses it", r.name));
             }
         }
         for p in &self.phases {

@@ -130,6 +130,8 @@ pub struct Malloc {
     /// First writer of every page of the address space written so far: start page -> (end
     /// page, thread, why), non-overlapping runs.
     pages: BTreeMap<u64, (u64, u32, Why)>,
+    /// The page of the last one-page write (already in `pages`).
+    last: Option<u64>,
 }
 
 struct Arena {
@@ -154,6 +156,10 @@ struct Chunk {
     size: u64,
     mmapped: bool,
 }
+
+/// Allocations per region at most: the model does a few map operations per chunk (about a
+/// second for 2^22 chunks).
+pub const MAX_CHUNKS: u64 = 1 << 22;
 
 /// `new_heap`'s size for `size` bytes plus `top_pad` where it fits (`None`: over `HEAP_MAX_SIZE`).
 fn heap_size(size: u64) -> Option<u64> {
@@ -195,6 +201,7 @@ impl Malloc {
             n_mmaps: 0,
             next_map: MAP_BASE,
             pages: BTreeMap::new(),
+            last: None,
         }
     }
 
@@ -458,6 +465,7 @@ impl Malloc {
 
     /// Pages given back to the kernel: their next write is a first touch again.
     fn unmap(&mut self, from: u64, to: u64) {
+        self.last = None;
         let (p0, p1) = (from.div_ceil(PAGE), to / PAGE);
         if p1 <= p0 {
             return;
@@ -478,6 +486,13 @@ impl Malloc {
     /// Thread `t` writes bytes `from..to`: pages not written before are first-touched by it.
     fn touch(&mut self, from: u64, to: u64, t: u32, why: Why) {
         let (p0, p1) = (from / PAGE, to.div_ceil(PAGE));
+        // Consecutive headers mostly fall on the page written last.
+        if p1 == p0 + 1 && self.last == Some(p0) {
+            return;
+        }
+        if p1 == p0 + 1 {
+            self.last = Some(p0);
+        }
         let mut p = p0;
         while p < p1 {
             // The run holding p, if any, else the next run's start.

@@ -184,6 +184,10 @@ pub struct SimOutput {
     /// (`numalab sim --explain-thp`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub thp: Vec<crate::khugepaged::ThpRegionOut>,
+    /// Per region allocated through the C library: the pages its allocation wrote, by thread
+    /// and node (`numalab sim --explain-alloc`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub alloc: Vec<crate::engine::alloc::AllocRegionOut>,
 }
 
 /// Accumulates the access map and the timeline while the engine runs.
@@ -310,6 +314,7 @@ impl Recorder {
             engine: EngineInfo { sample_rate, sample_stride: stride, bandwidth_waits, epochs, samples },
             memory_tiers: Vec::new(),
             thp: Vec::new(),
+            alloc: Vec::new(),
         }
     }
 }

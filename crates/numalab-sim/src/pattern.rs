@@ -363,7 +363,15 @@ mod tests {
         use crate::input::RegionSpec;
         // 10 planes of 1000 bytes over 4 threads: whole planes give 3, 3, 2, 2 planes; with
         // 10 rows per plane (collapse(2)) every thread gets 25 rows = 2.5 planes.
-        let spec = RegionSpec { name: "u".into(), bytes: 10_000, planes: 10, thp: false, policy: None, address: None };
+        let spec = RegionSpec {
+            name: "u".into(),
+            bytes: 10_000,
+            planes: 10,
+            thp: false,
+            policy: None,
+            address: None,
+            alloc: None,
+        };
         let r = crate::pages::layout(&[spec], vec![None]).pop().unwrap();
         let mut a = AccessSpec {
             region: 0,

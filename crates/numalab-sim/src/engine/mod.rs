@@ -3,6 +3,7 @@
 //! thread works through its page visits on its own clock until the epoch ends, a barrier stops
 //! it, or its program ends. First writes allocate pages under the policy in force.
 
+pub mod alloc;
 pub(crate) mod check;
 mod phases;
 mod visits;
@@ -123,6 +124,8 @@ pub struct Engine<'a> {
     thp: crate::khugepaged::Thp,
     /// Dynamic schedules' chunk orders by (process, phase execution, chunks), most recent last.
     chunk_orders: std::cell::RefCell<Vec<ChunkOrder>>,
+    /// What the C library's allocations wrote (docs/allocation.md §3.5).
+    alloc_out: Vec<alloc::AllocRegionOut>,
 }
 
 /// A dynamic schedule's chunk order, by (process, phase execution, chunks).
@@ -143,11 +146,15 @@ impl<'a> Engine<'a> {
         let mut sched = Sched::new(m, p, cfg.kernel, nproc, nt).map_err(SimError::Input)?;
         sched.set_options(cfg.noise.then_some(cfg.seed), cfg.explain_sched);
         let n = m.nodes.len();
+        // The C library's allocations (docs/allocation.md §3.5), once for identical processes.
+        let allocs = alloc::layouts(w, m.pus.len());
+        let specs = allocs.as_deref().map(|l| alloc::specs(w, l));
+        let specs = specs.as_deref().unwrap_or(&w.regions);
         let mut procs: Vec<Process> = (0..nproc)
             .map(|_| {
                 let pols = w.regions.iter().map(|r| r.policy.as_ref().map(|pol| Resolved::new(pol, m))).collect();
                 Process {
-                    regions: pages::layout(&w.regions, pols),
+                    regions: pages::layout(specs, pols),
                     task_policy: Resolved::new(&p.policy, m),
                     arrived: 0,
                     phase_lines: vec![None; w.phases.len()],
@@ -238,7 +245,7 @@ impl<'a> Engine<'a> {
             let regions: Vec<Vec<&Region>> = procs.iter().map(|p| p.regions.iter().collect()).collect();
             crate::khugepaged::Thp::new(cfg.kernel, &cfg.thp_madvised, &regions, m.nodes.len())
         };
-        Ok(Engine {
+        let mut engine = Engine {
             thp,
             m,
             w,
@@ -264,7 +271,12 @@ impl<'a> Engine<'a> {
             numab,
             tiering,
             chunk_orders: Default::default(),
-        })
+            alloc_out: Vec::new(),
+        };
+        if let Some(l) = allocs {
+            engine.alloc_out = engine.apply_alloc(&l);
+        }
+        Ok(engine)
     }
 
     pub fn run(mut self) -> SimOutput {
@@ -374,6 +386,7 @@ impl<'a> Engine<'a> {
         let t = &self.thp;
         let thp_counts = [t.fault_alloc, t.fault_fallback, t.collapse_alloc, t.collapse_alloc_failed];
         out.thp = self.thp.report();
+        out.alloc = std::mem::take(&mut self.alloc_out);
         if let Some(t) = self.tiering.as_ref() {
             out.vmstat.pgdemote_kswapd = t.pgdemote_kswapd;
             out.vmstat.pgdemote_direct = t.pgdemote_direct;

@@ -48,6 +48,7 @@ impl Rig {
                 thp: false,
                 policy: None,
                 address: None,
+                alloc: None,
             })
             .collect();
         let mut regions = pages::layout(&specs, vec![None; specs.len()]);
@@ -975,7 +976,15 @@ fn dgemv(n: u64, reps: u64) -> WorkloadSpec {
         params: Default::default(),
         processes: 1,
         threads: 16,
-        regions: vec![RegionSpec { name: "A".into(), bytes, planes: n, thp: false, policy: None, address: None }],
+        regions: vec![RegionSpec {
+            name: "A".into(),
+            bytes,
+            planes: n,
+            thp: false,
+            policy: None,
+            address: None,
+            alloc: None,
+        }],
         phases: vec![
             PhaseSpec {
                 name: "init".into(),

@@ -41,6 +41,7 @@ pub fn stream_like(mib: u64, threads: u32, init: Pattern, reps: u64) -> Workload
             thp: false,
             policy: None,
             address: None,
+            alloc: None,
         }],
         phases: vec![
             PhaseSpec {

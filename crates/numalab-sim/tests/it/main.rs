@@ -1,6 +1,7 @@
 //! Integration tests of the engine (one binary): the checks of docs/allocation.md §10 and docs/contention.md §10 and
 //! the kernel rules of docs/balancing.md §18 that the engine covers.
 
+mod alloc;
 mod balancing;
 mod common;
 mod limits;

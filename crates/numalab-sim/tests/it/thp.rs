@@ -21,6 +21,7 @@ fn run(kernel: Kernel, madvised: bool, reps: u64) -> SimOutput {
         thp,
         policy: None,
         address: None,
+        alloc: None,
     };
     let phase = |name: &str, region: usize, cycles: f64, wr: f64| PhaseSpec {
         name: name.into(),
