@@ -50,3 +50,16 @@ def test_cpulist_errors(text, message):
 def test_formatting_refuses_impossible_indexes():
     with pytest.raises(ValueError, match="index -1 is outside 0..65536"):
         format_cpulist([-1])
+
+
+def test_a_bad_cpulist_in_an_hwloc_file_is_one_line_naming_the_info(cli, tmp_path):
+    code, _, err = cli("topo", "--machine", "vm-4", "--export-xml", str(tmp_path / "m.xml"))
+    assert code == 0, err
+    text = (tmp_path / "m.xml").read_text()
+    at = text.index("<info ")
+    bad = '<info name="numalab.core_frequencies_hz" value="[[&quot;0-x&quot;, 2000000000]]"/>\n'
+    (tmp_path / "bad.xml").write_text(text[:at] + bad + text[at:])
+    code, out, err = cli("topo", "--machine", str(tmp_path / "bad.xml"))
+    assert code == 2 and out == "", err
+    assert err.strip().endswith("info[name=numalab.core_frequencies_hz]: cpulist '0-x': bad token '0-x': expected a number or a range a-b"), err
+    assert len(err.strip().splitlines()) == 1

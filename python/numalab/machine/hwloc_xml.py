@@ -909,7 +909,11 @@ class _Importer:
             for entry in exact:
                 if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str) and _numbers(entry[1:], 1)):
                     raise self.fail(self.infos["numalab.core_frequencies_hz"], "value must be a JSON list of [cpulist, hz] pairs")
-                for cpu in parse_cpulist(entry[0]):
+                try:
+                    cpus = parse_cpulist(entry[0])
+                except ValueError as e:
+                    raise self.fail(self.infos["numalab.core_frequencies_hz"], f"cpulist '{shorten(entry[0])}': {e}") from None
+                for cpu in cpus:
                     out[cpu] = float(entry[1])
             return out
         kinds = []
