@@ -81,18 +81,31 @@ pub fn run(args: RunArgs) -> Result<i32, Failure> {
     if args.command.iter().any(|a| a.contains('\0')) {
         return Err(Failure::Usage(format!("{}: an argument holds a NUL byte", args.command[0])));
     }
-    let (child, traced) = match spawn(true) {
-        Ok(c) => (c, true),
-        // ptrace refused (a container's seccomp profile, a sandbox): run untraced, sampled only.
-        Err(e) if e.raw_os_error() == Some(TRACEME_REFUSED) => {
-            (spawn(false).map_err(|e| exec_failure(&args.command[0], &e))?, false)
+    // A child that took the terminal and then failed leaves it to a group that is gone: take it
+    // back before saying why, or numalab would be in the background of its own terminal.
+    let take_terminal_back = || {
+        if let Some(tty) = terminal {
+            let _ = tcsetpgrp(tty, getpgrp());
         }
-        Err(e) => return Err(exec_failure(&args.command[0], &e)),
     };
+    let spawned = match spawn(true) {
+        Ok(c) => Ok((c, true)),
+        // ptrace refused (a container's seccomp profile, a sandbox): run untraced, sampled only.
+        Err(e) if e.raw_os_error() == Some(TRACEME_REFUSED) => spawn(false).map(|c| (c, false)),
+        Err(e) => Err(e),
+    };
+    let (child, traced) = spawned.map_err(|e| {
+        take_terminal_back();
+        exec_failure(&args.command[0], &e)
+    })?;
     let pid = child.id();
     let main = Pid::from_raw(pid as i32);
     if traced {
-        start_tracing(main)?;
+        if let Err(f) = start_tracing(main) {
+            let _ = killpg(main, Signal::SIGKILL);
+            take_terminal_back();
+            return Err(f);
+        }
     }
 
     out.line(&start_record(&args, &placement, pid, started_unix_s, &baseline, traced));
@@ -104,8 +117,10 @@ pub fn run(args: RunArgs) -> Result<i32, Failure> {
     let mut killed_after_grace = false;
     let mut tracer = Tracer { main, threads: BTreeSet::from([main]) };
     let status = loop {
-        let event =
-            tracer.reap(&mut sampler, start).map_err(|e| Failure::Runtime(format!("waiting for the command: {e}")))?;
+        let event = tracer.reap(&mut sampler, start).map_err(|e| {
+            take_terminal_back();
+            Failure::Runtime(format!("waiting for the command: {e}"))
+        })?;
         match event {
             Reaped::Exit(st) => break st,
             Reaped::Snapshot(record, problems) => {
@@ -159,9 +174,7 @@ pub fn run(args: RunArgs) -> Result<i32, Failure> {
         // Children the command left in its group go with it when it was stopped by a signal.
         let _ = killpg(main, Signal::SIGKILL);
     }
-    if let Some(tty) = terminal {
-        let _ = tcsetpgrp(tty, getpgrp());
-    }
+    take_terminal_back();
     if let Some(p) = sampler.read_final_counters() {
         eprintln!("numalab-agent: {p}");
     }
