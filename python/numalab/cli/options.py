@@ -36,6 +36,7 @@ SEED = typer.Option("1", "--seed", help="Random seed, 0..2^64-1 (the engine's u6
 SAMPLE_RATE = typer.Option("1", "--sample-rate", help="Fraction of page visits simulated (0 < r <= 1).")
 KERNEL = typer.Option("6.13", "--kernel", help="Kernel rules to follow: 3.13 or 6.13.")
 THP = typer.Option(None, "--thp", help="Transparent huge pages: always, madvise (only regions the program marks MADV_HUGEPAGE) or never (default: what the --kernel profile's distributions shipped: always for 3.13, madvise for 6.13).")
+EXPLAIN_ALLOC = typer.Option(False, "--explain-alloc", help="Say which thread first touched each region's pages and why: the C library's writes at allocation (chunk headers, calloc's clearing) or the program's first write.")
 EXPLAIN_THP = typer.Option(False, "--explain-thp", help="Say where transparent huge pages changed placement: 2 MiB pages shared by two threads' blocks, fallbacks to 4 KiB pages, khugepaged collapses.")
 NPB_VERSION = typer.Option("3.4.2", "--npb-version", help="NAS Parallel Benchmarks release the NPB workloads follow: 3.3.1 or 3.4.2 (docs/workloads.md §4.1).")
 JSON = typer.Option(False, "--json", help="Print the result document(s) as JSON.")

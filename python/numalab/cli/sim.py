@@ -29,6 +29,7 @@ def sim(
     explain_balancing: bool = o.EXPLAIN_NUMA_BALANCING,
     explain_sched: bool = o.EXPLAIN_SCHED,
     explain_thp: bool = o.EXPLAIN_THP,
+    explain_alloc: bool = o.EXPLAIN_ALLOC,
     noise: str = o.NOISE,
     omp_wait_policy: str = o.WAIT_POLICY,
     npb_version: str = o.NPB_VERSION,
@@ -54,5 +55,9 @@ def sim(
             from numalab.cli.thp_explain import thp_text
 
             typer.echo("\n" + thp_text(result.doc, bound.workload, spec.thp))
+        if explain_alloc:
+            from numalab.cli.alloc_explain import alloc_text
+
+            typer.echo("\n" + alloc_text(result.doc, bound.workload))
     if result.status != "ok":
         raise typer.Exit(1)

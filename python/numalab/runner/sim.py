@@ -58,6 +58,8 @@ def document(bound: BoundRun, out: dict[str, Any]) -> dict[str, Any]:
         doc["sched_events"] = out.get("sched_events", [])
     if out.get("thp"):
         doc["thp"] = thp_doc(s, nodes, out["thp"])
+    if out.get("alloc"):
+        doc["alloc"] = alloc_doc(nodes, out["alloc"])
     doc["metrics"] = derived_metrics(doc)
     return doc
 
@@ -93,3 +95,12 @@ def thp_doc(s: Any, nodes: list[int], regions: list[dict[str, Any]]) -> dict[str
             for r in regions
         ],
     }
+
+
+def alloc_doc(nodes: list[int], regions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per region allocated through the C library: its chunks, and the pages each thread wrote
+    while allocating, by node (docs/allocation.md §3.5)."""
+    return [
+        dict(r, touched=[dict(t, per_node={f"node{n}": c for n, c in zip(nodes, t["per_node"]) if c}) for t in r["touched"]])
+        for r in regions
+    ]

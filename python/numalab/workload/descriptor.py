@@ -32,6 +32,10 @@ A descriptor is a TOML file (the library is in ``library/``; users pass their ow
     thp = false                            # 2 MiB pages
     policy = "interleave=all"              # optional per-region policy, as mbind would set it
     per_thread = false                     # bytes is per thread; each thread owns its slice
+    alloc = "malloc"                       # optional: static | malloc | calloc | mmap (how the program gets it)
+    alloc_by = "master"                    # master | each-thread | a thread index (0 = the main thread)
+    alloc_chunks = "n"                     # allocations of bytes / alloc_chunks each (one per row, say)
+    alloc_freed = false                    # freed before the first phase (a scratch buffer no phase uses)
 
     [[phases]]
     name = "mult"
@@ -55,6 +59,17 @@ sweeps it all), ``private`` (= block), ``dynamic`` (chunks of ``chunk`` planes s
 and dealt round-robin), ``gather``/``scatter`` (``count`` random 64-byte lines per thread; ``rd``
 and ``wr`` are per line). ``rows`` makes a static split (block, private, stencil) divide
 ``planes x rows`` units, as ``collapse(2)`` over (plane, row) does. ``passes`` repeats a sweep. The first *write* to a page places it.
+
+Allocation (docs/allocation.md §3.5). Without ``alloc`` a region is untouched until its first
+write, as a static array (``alloc = "static"`` says so explicitly). ``malloc`` and ``calloc`` go
+through glibc's allocator as the engine models it (``crates/numalab-sim/src/malloc.rs``): each
+chunk's header is written by the allocating thread at allocation time, below the mmap threshold
+(128 KiB, raised by frees up to 32 MiB) on the ``brk`` heap for the main thread and in a per-thread
+arena for the others, above it in a mapping of its own (only its first page written); ``calloc``
+clears memory that is not fresh. ``mmap`` writes nothing. ``alloc_by = "each-thread"`` gives each
+thread its ``schedule(static)`` share of the chunks. A region allocated in ``alloc_chunks`` pieces
+spans its chunks with their headers, so it may be a page or so longer than ``bytes``. At most
+``MAX_CHUNKS`` (2^22) allocations per region; ``address`` only with ``static`` or ``mmap``.
 
 Caches: ``rd``/``wr`` are the traffic when the access's re-use misses; an optional
 ``cached = { rd = 1.0, wr = 0.0, window = "2 * 8 * n * n", shared = false }`` gives the traffic
@@ -120,6 +135,9 @@ MAX_ADDRESS = 1 << 56
 MAX_COUNT = 1 << 40
 MAX_PASSES = 1 << 20
 MAX_SMALL = 1 << 40  # pipeline_steps, halo, chunk, rows
+#: Allocations per region (crates/numalab-sim/src/malloc.rs: MAX_CHUNKS).
+MAX_CHUNKS = 1 << 22
+ALLOC_KINDS = ("static", "malloc", "calloc", "mmap")
 #: Phase executions per process over the program: an empty phase costs the engine ~0.6 us.
 MAX_PHASE_RUNS = 1 << 22
 #: Compute cycles per thread over the program: the engine works ~1,500 simulated seconds per
@@ -171,6 +189,10 @@ class RegionDesc(_Strict):
     policy: str | None = None
     per_thread: Expr = False
     address: Expr | None = None
+    alloc: Expr | None = None
+    alloc_by: Expr | None = None
+    alloc_chunks: Expr | None = None
+    alloc_freed: Expr | None = None
 
 
 class StepDesc(_Strict):
@@ -424,7 +446,12 @@ class _Resolver:
             if names.index(n) != i:
                 raise UsageError(f"{where(self.path, self.text, f'regions[{i}]')}: regions[{i}]: region '{n}' is defined twice")
         _check_overlap(regions, self)
+        freed = {i for i, r in enumerate(regions) if r.get("alloc", {}).get("freed")}
         phases = [self.phase(i, p, names) for i, p in enumerate(self.desc.phases)]
+        for i, p in enumerate(phases):
+            for j, a in enumerate(p["accesses"]):
+                if a["region"] in freed:
+                    raise self.refuse(f"phases[{i}].access[{j}]", f"region '{names[a['region']]}' is freed before the program starts (alloc_freed)")
         pnames = [p["name"] for p in phases]
         for i, n in enumerate(pnames):
             if pnames.index(n) != i:
@@ -486,12 +513,46 @@ class _Resolver:
             "policy": r.policy,
             "address": int(self.num(r.address, f"{key}.address", 0)) if r.address is not None else None,
         }
+        alloc = self.alloc(key, r, total)
+        if alloc is not None:
+            if out["address"] is not None and alloc["kind"] in ("malloc", "calloc"):
+                raise self.refuse(f"{key}.address", f"region '{r.name}' is {alloc['kind']}'d: the C library places it, not address")
+            out["alloc"] = alloc
         if out["address"] is not None and out["address"] + total > MAX_ADDRESS:
             raise self.refuse(
                 f"{key}.address", f"region '{r.name}' ends at {out['address'] + total:#x}, beyond the 2^56-byte address "
                 "space of x86-64 (five-level paging)"
             )
         return out
+
+    def alloc(self, key: str, r: RegionDesc, total: int) -> dict[str, Any] | None:
+        """The region's allocation for the engine, or None (untouched until written, as before)."""
+        if r.alloc is None:
+            for k in ("alloc_by", "alloc_chunks", "alloc_freed"):
+                if getattr(r, k) is not None:
+                    raise self.refuse(f"{key}.{k}", f"{k} needs alloc (one of: {', '.join(ALLOC_KINDS)})")
+            return None
+        kind = self.ev(r.alloc, f"{key}.alloc")
+        if kind not in ALLOC_KINDS:
+            raise self.refuse(f"{key}.alloc", f"{kind!r} is not one of: {', '.join(ALLOC_KINDS)}")
+        by: Any = "master" if r.alloc_by is None else self.ev(r.alloc_by, f"{key}.alloc_by")
+        threads = int(self.env["threads"])
+        if isinstance(by, str) and by.isascii() and by.isdigit():
+            by = int(by)  # a thread index given as a parameter's text
+        if isinstance(by, bool) or not (by in ("master", "each-thread") or isinstance(by, int)):
+            raise self.refuse(f"{key}.alloc_by", f"expected master, each-thread or a thread index, got {by!r}")
+        if isinstance(by, int):
+            if not 0 <= by < threads:
+                raise self.refuse(f"{key}.alloc_by", f"thread {by} does not exist (threads are 0..{threads - 1})")
+            by = "master" if by == 0 else {"thread": by}
+        most = min(total, MAX_CHUNKS)
+        chunks = 1 if r.alloc_chunks is None else self.num(r.alloc_chunks, f"{key}.alloc_chunks", 1, most, " (allocations per region)")
+        if chunks != int(chunks):
+            raise self.refuse(f"{key}.alloc_chunks", f"expected a whole number of allocations, got {chunks}")
+        freed = False if r.alloc_freed is None else self.ev(r.alloc_freed, f"{key}.alloc_freed")
+        if freed not in (0, 1):  # TOML's true/false arrive as 1/0 (Expr's union)
+            raise self.refuse(f"{key}.alloc_freed", f"expected true or false, got {freed!r}")
+        return {"kind": kind, "by": by, "chunks": int(chunks), "freed": bool(freed)}
 
     def phase(self, i: int, p: PhaseDesc, regions: list[str]) -> dict[str, Any]:
         key = f"phases[{i}]"
