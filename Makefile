@@ -5,6 +5,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 NUMALAB := $(VENV)/bin/numalab
+# pytest workers (pytest-xdist): one per CPU by default; `make test PYTEST_WORKERS=0` runs serially.
+PYTEST_WORKERS ?= auto
 STAMP := $(VENV)/.deps-stamp
 RUST_SRC := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml
 
@@ -16,7 +18,7 @@ help: ## list the targets
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.7,<2" "pytest>=8" "typer==0.20.0" "click==8.1.8" "rich>=13" "pydantic>=2.7,<3" "numpy>=1.26" "pandas>=2.1" "matplotlib>=3.8" "dask[distributed]>=2024.1" "pyarrow>=14" "defusedxml>=0.7" "hypothesis>=6.100" "scipy>=1.11" "pymetis>=2025.2" "ruff==0.17.6" "mypy==2.4.1"
+	$(PIP) install -q "maturin>=1.7,<2" "pytest>=8" "pytest-xdist>=3.6" "typer==0.20.0" "click==8.1.8" "rich>=13" "pydantic>=2.7,<3" "numpy>=1.26" "pandas>=2.1" "matplotlib>=3.8" "dask[distributed]>=2024.1" "pyarrow>=14" "defusedxml>=0.7" "hypothesis>=6.100" "scipy>=1.11" "pymetis>=2025.2" "ruff==0.17.6" "mypy==2.4.1"
 	touch $@
 
 venv: $(STAMP) ## create .venv with the Python dependencies (from PyPI)
@@ -34,7 +36,8 @@ kernels: ## build the C/OpenMP kernels (kernels/dgemv, stream, stencil, barrier;
 agent: ## build the static numalab-agent (target/x86_64-unknown-linux-gnu/release/)
 	RUSTFLAGS='-C target-feature=+crt-static -C strip=debuginfo' cargo build --release --quiet -p numalab-agent --target x86_64-unknown-linux-gnu
 
-run: build ## build, then run the example study and write its report (the main job)
+# The example study is simulated: it needs the Rust core only (not the agent or the C kernels).
+run: $(VENV)/.build-stamp ## build the Rust core, then run the example study and write its report (the main job)
 	$(NUMALAB) topo --machine e5-2620v4-2s
 	$(NUMALAB) study studies/example.toml --results results
 	$(NUMALAB) report studies/example.toml --results results -o results/example.md --format md
@@ -44,11 +47,14 @@ run: build ## build, then run the example study and write its report (the main j
 
 test: test-rust test-python ## run every test (Rust, then Python)
 
+# numalab-py (the Python bindings) has no Rust tests: pytest tests the module it builds. Excluding
+# it spares compiling PyO3 a second time, in the test profile.
 test-rust: kernels ## cargo tests of every crate
-	cargo test --workspace --quiet
+	cargo test --workspace --exclude numalab-py --quiet
 
-test-python: build ## pytest (unit, CLI, integration)
-	$(PY) -m pytest
+# Tests that reuse one guest's runs share a worker (xdist_group marks; --dist loadgroup).
+test-python: build ## pytest (unit, CLI, integration), in parallel (PYTEST_WORKERS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
 
 bench: build ## print the benchmark figures (simulator speed, ...)
 	@ls bench/*.py >/dev/null 2>&1 && for b in bench/*.py; do $(PY) $$b; done || echo "no benchmarks yet"

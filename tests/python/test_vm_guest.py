@@ -1,6 +1,8 @@
 """numalab vm with a real guest: QEMU boots Debian's kernel with the vm-4 / vm-8 topology.
 
-Each test boots at least one guest (about 5-15 s of TCG each). They are marked ``needs_qemu`` and
+Each test boots at least one guest (about 5-15 s of TCG each). Under pytest-xdist (``make test``)
+the tests that read the same runs share a worker (``xdist_group``: the scheduler cases of one
+machine with their orderings, the tiering cases with the tiered guest), so each run is made once. They are marked ``needs_qemu`` and
 skipped only when ``qemu-system-x86_64`` is absent and cannot be installed (``.ci/run`` installs
 it in CI; as root with apt-get the fixture installs it too). The agent and the C kernels are
 built if missing (``make agent``, ``make kernels``).
@@ -36,7 +38,7 @@ def _install_qemu() -> None:
                    capture_output=True, check=False, timeout=900)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def guest():
     _install_qemu()
     if not shutil.which(vm_setup.QEMU):
@@ -65,7 +67,20 @@ def compared(name: str) -> check.Comparison:
     return _COMPARED[name]
 
 
-@pytest.mark.parametrize("name", list(check.CASES))
+def _group(name: str) -> str | None:
+    """The xdist group of the tests that reuse case ``name``'s run, if any."""
+    c = check.CASES[name]
+    if c.sched:
+        return f"vm-sched-{c.machine}"
+    return "vm-tier" if c.name.startswith("tier-") else None
+
+
+def _case(name: str):
+    group = _group(name)
+    return pytest.param(name, marks=pytest.mark.xdist_group(group)) if group else name
+
+
+@pytest.mark.parametrize("name", [_case(n) for n in check.CASES])
 def test_guest_and_simulator_agree(guest, name):
     c = compared(name)
     text = check.report(c)
@@ -76,7 +91,7 @@ def test_guest_and_simulator_agree(guest, name):
     assert abs(c.vm.total - c.sim.total) <= 0.02 * c.sim.total, text
 
 
-@pytest.mark.parametrize("machine", ["vm-4", "vm-8"])
+@pytest.mark.parametrize("machine", [pytest.param(m, marks=pytest.mark.xdist_group(f"vm-sched-{m}")) for m in ("vm-4", "vm-8")])
 def test_sched_unbound_threads_move_more_than_bound_ones_in_the_guest_and_the_simulator(guest, machine):
     """kernels/barrier.c on every vCPU: bound threads stay on their node; unbound ones sleeping at
     barriers (OMP_WAIT_POLICY=passive) or sharing CPUs change CPU and node more often per thread
@@ -204,11 +219,19 @@ def test_vm_shell_is_a_shell_in_the_guest(guest):
             watchdog.start()
             try:
                 assert p.stdout is not None
-                while b"built-in shell" not in seen:  # busybox's banner: the shell reads its console now
-                    chunk = p.stdout.read1(4096)
-                    assert chunk, seen.decode(errors="replace")[-2000:]
-                    seen += chunk
-                os.write(master, b"cat /sys/devices/system/node/online /proc/sys/kernel/numa_balancing\nexit\n")
+
+                def read_until(text: bytes) -> None:
+                    nonlocal seen
+                    while text not in seen:
+                        chunk = p.stdout.read1(4096)
+                        assert chunk, seen.decode(errors="replace")[-2000:]
+                        seen += chunk
+
+                read_until(b"built-in shell")  # busybox's banner: the shell reads its console now
+                # One line at a time, as a person types: the answer, then `exit`.
+                os.write(master, b"echo nodes=$(cat /sys/devices/system/node/online) balancing=$(cat /proc/sys/kernel/numa_balancing)\n")
+                read_until(b"nodes=0-3 balancing=0")
+                os.write(master, b"exit\n")
                 rest, _ = p.communicate(timeout=120)
             finally:
                 watchdog.cancel()
@@ -220,9 +243,10 @@ def test_vm_shell_is_a_shell_in_the_guest(guest):
             os.close(terminal)
     text = (seen + rest).decode(errors="replace")
     assert p.returncode == 0, text[-2000:]
-    assert "available: 4 nodes (0-3)" in text and "\n0-3" in text.replace("\r", "")
+    assert "available: 4 nodes (0-3)" in text and "nodes=0-3 balancing=0" in text
 
 
+@pytest.mark.xdist_group("vm-tier")
 def test_tiered_guest_gets_numa_balancing_2_demotion_and_its_hmat(guest):
     """vm-tier (docs/tiering.md §11): the CPU-less node carries the preset's HMAT figures in the guest
     and is a lower memory tier (onlined by dax/kmem), numa_balancing=2 and demotion_enabled reach the

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Wall time of `make run` and `make test` as a newcomer meets them (README, Performance): each in a
+# fresh clone (a new .venv and Rust build; pip's and cargo's download caches as they are) with an
+# empty `numalab vm` cache, as CI runs, then again in the same clone (warm). Not run by `make bench`
+# (it takes as long as both targets do). Usage: bench/make_wall.sh [run|test]... (default: both)
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d -t numalab-wall.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+export NUMALAB_VM_CACHE="$work/vm-cache"
+
+timed() {  # timed TARGET CLONE LABEL: run `make TARGET` in CLONE, print its wall time
+  local start=$SECONDS load
+  load=$(cut -d' ' -f1 /proc/loadavg)
+  if ! make -C "$2" "$1" >"$work/$1.log" 2>&1; then
+    tail -30 "$work/$1.log"; echo "make $1 failed ($3)"; exit 1
+  fi
+  printf 'make %-4s %-12s %4d s  (load average %s at the start, %s CPUs)\n' "$1" "$3" $((SECONDS - start)) "$load" "$(nproc)"
+}
+
+for target in "${@:-run test}"; do
+  for t in $target; do
+    clone="$work/clone-$t"
+    git clone -q "$repo" "$clone"
+    timed "$t" "$clone" "fresh clone"
+    timed "$t" "$clone" "warm"
+  done
+done
