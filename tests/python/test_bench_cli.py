@@ -4,6 +4,9 @@ order, statistics, rows in the results store that ``numalab report`` renders."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -117,3 +120,22 @@ def test_missing_command_and_bad_repeats(cli, tmp_path):
     assert code == 2 and "--repeat must be >= 1" in err
     code, _, err = cli("bench", "-c", "default", "--repeat", "1", "--rel-error", "5", "--", "true")
     assert code == 2 and "needs --repeat >= 2" in err
+
+
+def test_sigterm_between_runs_ends_the_bench_as_a_shell_job(tmp_path):
+    """A bench of many short runs: SIGTERM lands between runs as often as during one; 143 either way."""
+    p = subprocess.Popen([sys.executable, "-m", "numalab.cli.main", "bench", "-c", "default", "--repeat", "100000",
+                          "--results", str(tmp_path), "--", "true"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "numalab.db").exists():
+            assert p.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(1.0)  # some runs are done
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 143 and err.strip().splitlines()[-1] == "numalab: terminated by SIGTERM", err

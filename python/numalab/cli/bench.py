@@ -94,9 +94,11 @@ def bench(
     enabled = balancing_mode(host.knobs()) != 0
     for c in plan:
         c.balancing = {"enabled": enabled}
-    outcome = measure(plan, list(command), name=name, results=results, repeat=repeat, warmup=warmup, rel_error=rel_error,
-                      max_repeat=max_repeat, max_time_s=max_time, interval_ms=interval_ms,
-                      output=command_output(show_output, as_json), kind="bench", kill_grace_s=kill_grace)
+    # SIGTERM between two runs ends the bench as one during a run does (143, the store closed).
+    with host.terminable():
+        outcome = measure(plan, list(command), name=name, results=results, repeat=repeat, warmup=warmup,
+                          rel_error=rel_error, max_repeat=max_repeat, max_time_s=max_time, interval_ms=interval_ms,
+                          output=command_output(show_output, as_json), kind="bench", kill_grace_s=kill_grace)
     report(plan, outcome, as_json)
 
 
