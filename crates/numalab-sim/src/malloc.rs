@@ -360,7 +360,10 @@ impl Malloc {
         let old_top = self.arenas[a].top;
         let high = self.arenas[a].high;
         if self.arenas[a].end - self.arenas[a].top < nb + MINSIZE {
-            if nb >= self.mmap_threshold && self.n_mmaps < MMAP_MAX {
+            // Past n_mmaps_max glibc grows the heap, or fails where no heap can hold the chunk;
+            // the model maps such a chunk anyway.
+            let no_heap = !self.arenas[a].main && heap_size(nb + MINSIZE + HEAP_INFO).is_none();
+            if nb >= self.mmap_threshold && (self.n_mmaps < MMAP_MAX || no_heap) {
                 return self.mmap_chunk(t, nb);
             }
             self.grow(a, t, nb);

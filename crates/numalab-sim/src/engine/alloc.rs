@@ -97,20 +97,30 @@ impl Engine<'_> {
                     let (e0, e1) = (e0.min(units - 1), e1.min(units - 1));
                     let before: Vec<bool> =
                         (e0..=e1).map(|u| self.procs[pid].regions[ri].node[u as usize] == NONE).collect();
-                    let v = Visit {
-                        region: ri as u32,
-                        unit: e0,
-                        first: e0,
-                        units: e1 - e0 + 1,
-                        lines: 0.0,
-                        write: true,
-                        rd_share: 0.0,
-                    };
-                    let Some(cost_s) = self.first_touch(tid, &v, cpu_node, 1.0) else { return out };
-                    if t.thread == 0 {
-                        master_s += cost_s;
-                    } else {
-                        self.threads[tid].clock += cost_s;
+                    // One write per run of unplaced entries (with THP two threads' runs may share one).
+                    let mut u = e0;
+                    while u <= e1 {
+                        if !before[(u - e0) as usize] {
+                            u += 1;
+                            continue;
+                        }
+                        let end = (u..=e1).find(|&x| !before[(x - e0) as usize]).unwrap_or(e1 + 1);
+                        let v = Visit {
+                            region: ri as u32,
+                            unit: u,
+                            first: u,
+                            units: end - u,
+                            lines: 0.0,
+                            write: true,
+                            rd_share: 0.0,
+                        };
+                        let Some(cost_s) = self.first_touch(tid, &v, cpu_node, 1.0) else { return out };
+                        if t.thread == 0 {
+                            master_s += cost_s;
+                        } else {
+                            self.threads[tid].clock += cost_s;
+                        }
+                        u = end;
                     }
                     let r = &self.procs[pid].regions[ri];
                     let mut per_node = vec![0u64; n];

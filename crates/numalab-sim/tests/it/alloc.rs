@@ -86,3 +86,18 @@ fn static_regions_behave_as_without_an_allocation() {
     assert_eq!((a.time_s, &a.pages_per_node, &a.access_map), (b.time_s, &b.pages_per_node, &b.access_map));
     assert!(b.alloc[0].touched.is_empty());
 }
+
+#[test]
+fn huge_pages_written_by_two_threads_allocations_are_placed_whole() {
+    // 16 threads each malloc their share of 4 KiB rows: each 2 MiB page holds headers of two or
+    // more threads; the first to write it gets it whole, and every huge page is placed.
+    let mut w = stream_like(64, 16, Pattern::Block, 0);
+    w.regions[0].thp = true;
+    let rows = w.regions[0].bytes / 4096;
+    let out = run(&with_alloc(w, Kind::Malloc, By::EachThread, rows));
+    let r = &out.alloc[0];
+    let huge = r.bytes.div_ceil(2 << 20);
+    assert_eq!(out.pages_per_node.iter().sum::<u64>(), huge * 512);
+    assert_eq!(r.touched.iter().map(|t| t.pages).sum::<u64>(), huge * 512);
+    assert_eq!(r.arenas, (0..16).collect::<Vec<u32>>());
+}
