@@ -113,6 +113,8 @@ pub struct SchedRules {
     /// The busiest group and the imbalance (`kernel/sched/fair.c: find_busiest_group()`,
     /// `update_sd_pick_busiest()`, `calculate_imbalance()`).
     pub busiest_group: BusiestGroup,
+    /// Per-entity load tracking and which decision reads which of its signals.
+    pub load: LoadRules,
     /// The MC (LLC) domain's parameters (v3.13 `include/linux/topology.h: SD_MC_INIT`, v6.13
     /// `kernel/sched/topology.c: sd_init()`).
     pub mc: McDomain,
@@ -173,6 +175,35 @@ pub enum WakeAffine {
     /// v4.14+ `want_affine = !wake_wide(p) && ...`, then `wake_affine_idle()` and
     /// `wake_affine_weight()` (strictly lower load).
     IdleThenWeight,
+}
+
+/// Per-entity load tracking (`crate::sched::pelt`) and what the decisions read from it
+/// (docs/scheduler.md §9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct LoadRules {
+    /// The form of the per-task averages.
+    pub tracking: PeltForm,
+    /// The CPU load `wake_affine()` compares (v3.13 `wake_affine()`: `source_load()` /
+    /// `target_load()` with `wake_idx` 0; v6.13 `wake_affine_weight()`: `cpu_load()`).
+    pub wake_affine: CpuLoad,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum PeltForm {
+    /// v3.8-v4.2 `kernel/sched/fair.c`: `runnable_avg_sum` / `runnable_avg_period` per task,
+    /// `load_avg_contrib` from their ratio (`__update_entity_runnable_avg()`).
+    RunnableAvgSum,
+    /// v4.3+ (`kernel/sched/pelt.c` since v4.19): `load_avg`, `runnable_avg` (v5.7+) and
+    /// `util_avg` per task and run queue (`___update_load_sum()`).
+    LoadRunnableUtil,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum CpuLoad {
+    /// v3.13 `weighted_cpuload()`: `cfs_rq->runnable_load_avg`, the tasks on the run queue.
+    RunnableLoadAvg,
+    /// v6.13 `cpu_load()`: `cfs_rq->avg.load_avg`, sleeping tasks' decaying load included.
+    LoadAvgWithBlocked,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -476,6 +507,7 @@ pub const PROFILE_3_13: KernelProfile = KernelProfile {
         wake_affine: WakeAffine::LoadBalanced,
         idle_sibling: IdleSibling::TargetCoreSibling,
         busiest_group: BusiestGroup::Capacity,
+        load: LoadRules { tracking: PeltForm::RunnableAvgSum, wake_affine: CpuLoad::RunnableLoadAvg },
         // include/linux/topology.h SD_MC_INIT: min 1, max 4, busy_factor 64, imbalance_pct 125,
         // balance_interval 1.
         mc: McDomain {
@@ -538,6 +570,7 @@ pub const PROFILE_6_13: KernelProfile = KernelProfile {
         wake_affine: WakeAffine::IdleThenWeight,
         idle_sibling: IdleSibling::FirstIdleInLlc,
         busiest_group: BusiestGroup::GroupType,
+        load: LoadRules { tracking: PeltForm::LoadRunnableUtil, wake_affine: CpuLoad::LoadAvgWithBlocked },
         // kernel/sched/topology.c sd_init(): min_interval = sd_weight, max = 2*sd_weight,
         // busy_factor 16, imbalance_pct 117 (SD_SHARE_LLC), balance_interval = sd_weight.
         mc: McDomain {

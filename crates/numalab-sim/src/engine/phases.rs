@@ -17,6 +17,9 @@ impl Engine<'_> {
             return;
         }
         self.threads[tid].state = State::Waiting(seq);
+        // It sleeps on the futex once libgomp's spin is over, unless released before.
+        let spin = crate::openmp::spin_s(self.cfg.omp_wait_policy, self.threads.len(), self.sched.available_cpus);
+        self.sched.sleeps_at(tid, self.threads[tid].clock + spin);
         self.procs[pid].arrived += 1;
         if self.procs[pid].arrived < self.w.threads as u64 {
             return;
@@ -28,7 +31,6 @@ impl Engine<'_> {
         let members: Vec<usize> = (0..self.threads.len()).filter(|&i| self.threads[i].pid == pid).collect();
         let release = members.iter().map(|&i| self.threads[i].clock).fold(0.0, f64::max);
         self.woke = true;
-        let spin = crate::openmp::spin_s(self.cfg.omp_wait_policy, self.threads.len(), self.sched.available_cpus);
         let mut runnable: Vec<bool> =
             self.threads.iter().map(|t| t.state == State::Running || self.spinning(t, release, spin)).collect();
         // The waker is the thread that arrived last in time (the one whose clock is the release
@@ -42,6 +44,7 @@ impl Engine<'_> {
         for i in members {
             let asleep = release - self.threads[i].clock > spin;
             self.sched.ran_until(i, (self.threads[i].clock + spin).min(release));
+            self.sched.resumes(i, release);
             self.threads[i].clock = release;
             if asleep {
                 let prev = self.sched.cpu[i];
@@ -90,6 +93,8 @@ impl Engine<'_> {
                     let t = &mut self.threads[tid];
                     t.state = State::Done;
                     t.finish_s = t.clock;
+                    let at = t.clock;
+                    self.sched.exits(tid, at);
                     return;
                 }
                 Some(s) if s.repeat == 0 || s.phases.is_empty() => {

@@ -39,7 +39,7 @@ impl std::ops::Deref for Group {
 /// Time slice of each of `n` tasks sharing a CPU: v3.13 `sched_slice()` over
 /// `__sched_period()` (latency 6 ms x (1 + log2 min(CPUs, 8)) = 24 ms, at least n x 3 ms);
 /// v6.13 EEVDF's `sysctl_sched_base_slice` 0.75 ms x the same factor 4 = 3 ms.
-fn slice_s(slice: TimeSlice, n: usize) -> f64 {
+pub(super) fn slice_s(slice: TimeSlice, n: usize) -> f64 {
     match slice {
         TimeSlice::CfsPeriod { period_s, min_granularity_s } => period_s.max(n as f64 * min_granularity_s) / n as f64,
         TimeSlice::Base { slice_s } => slice_s,

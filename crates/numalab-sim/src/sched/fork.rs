@@ -40,6 +40,7 @@ impl Sched {
         self.cpu[tid] = cpu;
         self.first_node[tid] = self.pu_node[cpu];
         self.history[tid].push((now_s, cpu));
+        self.start_load(now_s, tid);
         self.record(SchedEvent { t_s: now_s, tid, from: None, to: cpu, path, level, why });
     }
 

@@ -14,6 +14,7 @@
 mod balance;
 mod domains;
 mod fork;
+mod load;
 mod noise;
 pub mod pelt;
 mod wake;
@@ -137,6 +138,9 @@ pub struct Sched {
     /// Per thread: when it last ran before a barrier's release; `task_hot()` measures from
     /// `p->se.exec_start`, which a sleeping task keeps from its last run.
     stopped_s: Vec<f64>,
+    /// Per thread: PELT (`load.rs`), brought up to `loads_at_s`.
+    load: load::LoadTrack,
+    loads_at_s: f64,
 }
 
 impl Sched {
@@ -187,6 +191,8 @@ impl Sched {
             history: vec![Vec::new(); nthreads],
             wakee: vec![wake::Wakee::default(); nthreads],
             stopped_s: vec![f64::NEG_INFINITY; nthreads],
+            load: load::LoadTrack::new(nthreads),
+            loads_at_s: 0.0,
         };
         if p.proc_bind != ProcBind::False {
             let places = places(m, p.places, &cpus);

@@ -67,6 +67,7 @@ impl Sched {
     /// Place thread `tid`, woken at `now_s` by thread `waker`; `runnable` says which threads
     /// are runnable now. Returns the chosen CPU (the thread is placed there).
     pub fn wake(&mut self, now_s: f64, tid: usize, waker: usize, runnable: &[bool]) -> usize {
+        self.update_loads(now_s);
         self.record_wakee(now_s, waker, tid);
         let wide = self.wake_wide(waker, tid);
         let waker_tid = waker;
@@ -110,18 +111,40 @@ impl Sched {
                 WakeAffine::IdleThenWeight if idle(prev) => Some(prev),
                 WakeAffine::IdleThenWeight | WakeAffine::LoadBalanced => None,
             };
+            let bias = 100 + (d.imbalance_pct as i64 - 100) / 2;
             target = by_idle.unwrap_or_else(|| {
-                // this_eff_load = (waker load + the task) x 100; prev_eff_load = prev load x
-                // (100 + (imbalance_pct - 100) / 2) (WA_BIAS); v6.13 wake_affine_weight() takes
-                // the waker when <; v3.13 wake_affine(): "balanced" when <=, and always when the
-                // waker's CPU has no load ("if (this_load > 0) ... else balanced = true"), unless
-                // wake_wide().
-                let this = (nr[waker] + 1) as f64 * 100.0;
-                let prev_eff = nr[prev] as f64 * (100.0 + (d.imbalance_pct - 100.0) / 2.0);
+                // The loads are PELT's (load.rs), as the profile's `load.wake_affine` says; the
+                // woken task is on no run queue (`on_rq` 0) while this runs.
+                let mut queued = runnable.to_vec();
+                queued[tid] = false;
+                let this_load = self.cpu_load(waker, &queued, self.rules.load.wake_affine) as i64;
+                let prev_load = self.cpu_load(prev, &queued, self.rules.load.wake_affine) as i64;
                 let pick = match self.rules.wake_affine {
-                    WakeAffine::LoadBalanced => !wide && (nr[waker] == 0 || this <= prev_eff),
-                    WakeAffine::IdleThenWeight => this < prev_eff,
+                    // v3.13 kernel/sched/fair.c: wake_affine(): with this_load > 0,
+                    // this_eff_load = 100 x (this_load + weight) and prev_eff_load =
+                    // (100 + (imbalance_pct - 100) / 2) x load, "balanced" when <=; balanced
+                    // too when this_load is 0; else affine only if "this_load <= load &&
+                    // this_load + target_load(prev_cpu, idx) <= tl_per_task" (the waker CPU's
+                    // load per task, cpu_avg_load_per_task()). weight is the task's
+                    // se.load.weight (1024), not its average. wake_wide() refuses.
+                    WakeAffine::LoadBalanced => {
+                        let weight = super::pelt::NICE_0_WEIGHT as i64;
+                        let balanced = this_load == 0 || 100 * (this_load + weight) <= bias * prev_load;
+                        let nr_this = nr[waker] as i64;
+                        let tl_per_task = if nr_this > 0 { this_load / nr_this } else { 0 };
+                        !wide && (balanced || (this_load <= prev_load && this_load + prev_load <= tl_per_task))
+                    }
+                    // v6.13 kernel/sched/fair.c: wake_affine_weight(): this_eff_load =
+                    // (cpu_load(this) + task_h_load(p)) x 100, prev_eff_load = (cpu_load(prev) -
+                    // task_h_load(p)) x (100 + (imbalance_pct - 100) / 2) (WA_BIAS; equal
+                    // capacities); the waker's CPU when strictly lower. cpu_load(prev) still holds
+                    // the sleeper's decaying load; task_h_load(p) is its load when it slept.
+                    WakeAffine::IdleThenWeight => {
+                        let task_load = self.load_at_sleep(tid) as i64;
+                        (this_load + task_load) * 100 < (prev_load - task_load) * bias
+                    }
                 };
+                why.push(format!("wake_affine load {this_load} (waker CPU) vs {prev_load} (prev CPU), bias {bias}%"));
                 if pick {
                     waker
                 } else {

@@ -141,20 +141,23 @@ fn a_woken_thread_whose_cpu_was_taken_goes_to_an_idle_sibling_in_its_llc() {
 #[test]
 fn wake_affine_pulls_a_wakee_to_the_wakers_node_unless_the_waker_wakes_many() {
     // Thread 0 (the waker) runs on CPU 0; thread 1 slept on CPU 5, where threads 2 and 3 now
-    // queue. wake_affine: (1 + 1) x 100 below 2 x 108.5 (6.13) or at most 2 x 112.5 (3.13): the
-    // waker's CPU, then select_idle_sibling() finds CPU 1 idle in node 0.
+    // queue. New threads start at full load (PELT: 1024 in 6.13, 1023 in 3.13). wake_affine:
+    // 6.13 wake_affine_weight() (1024 + 1024) x 100 below (3 x 1024 - 1024) x 108 (the sleeper's
+    // load still on CPU 5); 3.13 100 x (1023 + 1024) at most 112 x 2 x 1023: the waker's CPU,
+    // then select_idle_sibling() finds CPU 1 idle in node 0.
     for kernel in [Kernel::V3_13, Kernel::V6_13] {
         let place = |s: &mut Sched| s.cpu = vec![0, 5, 5, 5, 2, 3, 6, 7];
         let runnable = [true, false, true, true, false, false, false, false];
-        let mut s = Sched::new(&two_nodes(), &unbound(), kernel, 1, 8).unwrap();
-        s.set_options(None, true);
+        let mut s = create(&two_nodes(), kernel, 8);
         place(&mut s);
+        for t in [1, 4, 5, 6, 7] {
+            s.sleeps_at(t, 0.5e-3);
+        }
         assert_eq!(s.wake(1e-3, 1, 0, &runnable), 1, "{kernel:?}");
         // wake_wide(): thread 1 woke 5 different threads in turn (wakee_flips 5 > sd_llc_size 4),
         // thread 0 25 (> 4 x 5), as a barrier's last thread does: the waker's CPU is left out,
         // and the wakee goes to an idle CPU beside its previous one (CPU 6, node 1).
-        let mut s = Sched::new(&two_nodes(), &unbound(), kernel, 1, 8).unwrap();
-        s.set_options(None, true);
+        let mut s = create(&two_nodes(), kernel, 8);
         for (waker, n) in [(1, 5), (0, 24)] {
             for k in 0..n {
                 place(&mut s);
@@ -165,6 +168,52 @@ fn wake_affine_pulls_a_wakee_to_the_wakers_node_unless_the_waker_wakes_many() {
         assert_eq!(s.wake(1e-3, 1, 0, &runnable), 6, "{kernel:?}");
         assert!(s.log.last().unwrap().why.starts_with("wake_wide"), "{}", s.log.last().unwrap().why);
     }
+}
+
+#[test]
+fn wake_affine_reads_pelt_loads_not_task_counts() {
+    // As above, but threads 2 and 3 on CPU 5 slept for 64 ms and have just woken: two tasks
+    // queue there, as many as before, but their PELT load has decayed to about a quarter
+    // (y^64). Counting tasks, the waker's CPU would win ((1 + 1) x 100 < 2 x 108.5). With PELT:
+    // 6.13 wake_affine_weight() (1024 + 1024) x 100 is not below (about 1000 blocked + 2 x 256
+    // - 1024) x 108; 3.13 wake_affine() 100 x (1023 + 1024) is above 112 x (2 x ~140) and the
+    // waker's load is not below prev's. Both keep prev's side: select_idle_sibling() then takes
+    // the first idle core after CPU 5 in node 1 (CPU 6).
+    for kernel in [Kernel::V3_13, Kernel::V6_13] {
+        let mut s = create(&two_nodes(), kernel, 8);
+        s.cpu = vec![0, 5, 5, 5, 2, 3, 6, 7];
+        for t in [2, 3] {
+            s.sleeps_at(t, 1e-3);
+        }
+        for t in [4, 5, 6, 7] {
+            s.sleeps_at(t, 0.5e-3);
+        }
+        s.sleeps_at(1, 64e-3);
+        for t in [2, 3] {
+            s.resumes(t, 65e-3);
+        }
+        let runnable = [true, false, true, true, false, false, false, false];
+        assert_eq!(s.wake(65e-3, 1, 0, &runnable), 6, "{kernel:?}");
+        let why = &s.log.last().unwrap().why;
+        assert!(why.contains("kept by the waker's CPU"), "{why}");
+    }
+}
+
+#[test]
+fn a_sleeping_threads_load_halves_every_32_ms_and_leaves_with_it() {
+    let mut s = create(&two_nodes(), Kernel::V6_13, 2);
+    let home = s.cpu[1];
+    s.sleeps_at(1, 100e-3);
+    s.resumes(0, 100e-3);
+    let before = s.pelt_load(1).unwrap();
+    assert!(before >= 1000, "{before}");
+    s.resumes(0, 100e-3 + 32.0 * 1.048576e-3);
+    let after = s.pelt_load(1).unwrap();
+    assert!(after.abs_diff(before / 2) <= 3, "{after} vs {before}");
+    // Its blocked load stays on its CPU's run queue until it moves.
+    assert_eq!(s.cpu_load_avg(home), after + if s.cpu[0] == home { s.pelt_load(0).unwrap() } else { 0 });
+    s.cpu[1] = if home == 0 { 1 } else { 0 };
+    assert_eq!(s.cpu_load_avg(home), if s.cpu[0] == home { s.pelt_load(0).unwrap() } else { 0 });
 }
 
 #[test]

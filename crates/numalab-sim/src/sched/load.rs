@@ -1,0 +1,208 @@
+//! Each thread's PELT signals (`sched/pelt.rs`) as it runs, sleeps at barriers and moves, and
+//! the run queues' signals the decisions read (docs/scheduler.md §9).
+//!
+//! A thread is runnable from its creation or wake-up until it falls asleep at a barrier
+//! (arrival plus libgomp's spin, `sleeps_at`) or exits; while runnable it has `1/n` of its CPU
+//! when `n` runnable threads share it (its `running` share). The signals are brought up to date
+//! at the events that read or change them (creation, release from a barrier, wake-up, exit),
+//! not at every epoch: between them a thread's state is known (runnable until `sleep_at`), so
+//! one update over the whole stretch gives the same sums; only the `running` share is taken
+//! from the stretch's start. A run queue's signals are the
+//! sums of the threads attached to it, sleeping ones included with their decaying values in
+//! v6.13 (`cfs_rq->avg` keeps a blocked task's load and utilisation until it migrates or exits:
+//! `attach/detach_entity_load_avg()`, `remove_entity_load_avg()`); v3.13's
+//! `cfs_rq->runnable_load_avg` counts the tasks on the run queue only (a sleeper moves to
+//! `blocked_load_avg`, `dequeue_entity_load_avg()`).
+
+use super::pelt::{RunnableAvg313, SchedAvg, CAPACITY};
+use super::Sched;
+use crate::profile::{CpuLoad, PeltForm};
+
+/// A thread's PELT state in its version's form.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum TaskPelt {
+    V6(SchedAvg),
+    V313(RunnableAvg313),
+}
+
+impl TaskPelt {
+    /// The task's load: v6.13 `se->avg.load_avg` (`task_h_load()` without groups), v3.13
+    /// `se->avg.load_avg_contrib`.
+    pub(super) fn load(&self) -> u64 {
+        match self {
+            TaskPelt::V6(sa) => sa.load_avg,
+            TaskPelt::V313(sa) => sa.load_avg_contrib,
+        }
+    }
+
+    fn util(&self) -> u64 {
+        match self {
+            TaskPelt::V6(sa) => sa.util_avg,
+            TaskPelt::V313(_) => 0,
+        }
+    }
+
+    fn update(&mut self, now_ns: u64, runnable: bool, running: u64) {
+        match self {
+            TaskPelt::V6(sa) => sa.update(now_ns, runnable, running),
+            TaskPelt::V313(sa) => sa.update(now_ns, runnable),
+        }
+    }
+}
+
+/// Per thread: the PELT state and what decides it.
+#[derive(Clone, Debug)]
+pub(super) struct LoadTrack {
+    /// None before the thread is created.
+    pub pelt: Vec<Option<TaskPelt>>,
+    /// When the thread falls (fell) asleep at the barrier it waits at; infinity while it runs.
+    sleep_at: Vec<f64>,
+    /// Its load when it fell asleep (what `task_h_load()` reads at its wake-up: a sleeping
+    /// task's own average is not updated until it is enqueued again).
+    load_at_sleep: Vec<u64>,
+    exited: Vec<bool>,
+}
+
+fn ns(t_s: f64) -> u64 {
+    (t_s.max(0.0) * 1e9).round() as u64
+}
+
+impl LoadTrack {
+    pub(super) fn new(threads: usize) -> Self {
+        LoadTrack {
+            pelt: vec![None; threads],
+            sleep_at: vec![f64::INFINITY; threads],
+            load_at_sleep: vec![0; threads],
+            exited: vec![false; threads],
+        }
+    }
+
+    fn runnable_at(&self, t: usize, now_s: f64) -> bool {
+        self.pelt[t].is_some() && !self.exited[t] && now_s < self.sleep_at[t]
+    }
+}
+
+impl Sched {
+    /// Runnable threads per CPU at `now_s`, by the threads' own states.
+    fn runnable_per_cpu(&self, now_s: f64) -> Vec<u64> {
+        let mut n = vec![0u64; self.pu_node.len()];
+        for t in 0..self.cpu.len() {
+            if self.load.runnable_at(t, now_s) {
+                n[self.cpu[t]] += 1;
+            }
+        }
+        n
+    }
+
+    /// Bring every created thread's signals up to `now_s`: runnable until it fell asleep, then
+    /// blocked (`update_load_avg()`, `__update_load_avg_blocked_se()`; v3.13
+    /// `update_entity_load_avg()`).
+    pub(super) fn update_loads(&mut self, now_s: f64) {
+        // Never backwards, and nothing to do at the same instant (a barrier's release resumes
+        // and wakes every member at one time).
+        if now_s <= self.loads_at_s {
+            return;
+        }
+        // Each runnable thread's share over the interval: from the states at its start.
+        let nr = self.runnable_per_cpu(self.loads_at_s);
+        for t in 0..self.cpu.len() {
+            let Some(mut p) = self.load.pelt[t] else { continue };
+            if self.load.exited[t] {
+                continue;
+            }
+            let share = CAPACITY / nr[self.cpu[t]].max(1);
+            let sleep = self.load.sleep_at[t];
+            if sleep < now_s {
+                if sleep > self.loads_at_s {
+                    p.update(ns(sleep), true, share);
+                    self.load.load_at_sleep[t] = p.load();
+                }
+                p.update(ns(now_s), false, 0);
+            } else {
+                p.update(ns(now_s), true, share);
+            }
+            self.load.pelt[t] = Some(p);
+        }
+        self.loads_at_s = self.loads_at_s.max(now_s);
+    }
+
+    /// A new thread on `cpu` at `now_s` (`wake_up_new_task()`): v6.13
+    /// `init_entity_runnable_average()` and `post_init_entity_util_avg()` from the CPU's
+    /// utilisation; v3.13 `init_task_runnable_average()` with its first slice among the CPU's
+    /// runnable tasks.
+    pub(super) fn start_load(&mut self, now_s: f64, tid: usize) {
+        self.update_loads(now_s);
+        let cpu = self.cpu[tid];
+        let p = match self.rules.load.tracking {
+            PeltForm::LoadRunnableUtil => {
+                TaskPelt::V6(SchedAvg::new_task(ns(now_s), self.cpu_util(cpu), self.cpu_load_all(cpu)))
+            }
+            PeltForm::RunnableAvgSum => {
+                let n = self.runnable_per_cpu(now_s)[cpu] as usize + 1;
+                TaskPelt::V313(RunnableAvg313::new_task(ns(now_s), ns(super::balance::slice_s(self.rules.slice, n))))
+            }
+        };
+        self.load.pelt[tid] = Some(p);
+    }
+
+    /// Thread `tid`, arriving at a barrier, falls asleep at `t_s` unless released before.
+    pub fn sleeps_at(&mut self, tid: usize, t_s: f64) {
+        self.load.sleep_at[tid] = t_s;
+    }
+
+    /// Thread `tid` runs again from `now_s` (released from a barrier, awake or woken).
+    pub fn resumes(&mut self, tid: usize, now_s: f64) {
+        self.update_loads(now_s);
+        self.load.sleep_at[tid] = f64::INFINITY;
+    }
+
+    /// Thread `tid` exited at `t_s`: its load leaves its run queue (`task_dead_fair()`,
+    /// `remove_entity_load_avg()`; v3.13 `dequeue_entity_load_avg()`).
+    pub fn exits(&mut self, tid: usize, t_s: f64) {
+        self.update_loads(t_s);
+        self.load.exited[tid] = true;
+    }
+
+    /// Thread `tid`'s load at the last update (None before it is created).
+    pub fn pelt_load(&self, tid: usize) -> Option<u64> {
+        self.load.pelt[tid].map(|p| p.load())
+    }
+
+    /// `cpu`'s `cfs_rq` load average at the last update, sleeping threads included (v6.13
+    /// `cpu_load()`; in v3.13, `runnable_load_avg` plus `blocked_load_avg`).
+    pub fn cpu_load_avg(&self, cpu: usize) -> u64 {
+        self.cpu_load_all(cpu)
+    }
+
+    /// The load of thread `tid` when it fell asleep.
+    pub(super) fn load_at_sleep(&self, tid: usize) -> u64 {
+        self.load.load_at_sleep[tid]
+    }
+
+    /// Sum of the load of every thread attached to `cpu`, sleeping ones included.
+    fn cpu_load_all(&self, cpu: usize) -> u64 {
+        self.attached(cpu).map(|(_, p)| p.load()).sum()
+    }
+
+    fn attached(&self, cpu: usize) -> impl Iterator<Item = (usize, &TaskPelt)> + '_ {
+        (0..self.cpu.len()).filter(move |&t| self.cpu[t] == cpu && !self.load.exited[t]).filter_map(|t| {
+            let p = self.load.pelt[t].as_ref()?;
+            Some((t, p))
+        })
+    }
+
+    /// A CPU's load as a decision reads it (`which`, from the profile), at the last update.
+    /// `runnable`: the threads on a run queue now (v3.13 counts only those).
+    pub(super) fn cpu_load(&self, cpu: usize, runnable: &[bool], which: CpuLoad) -> u64 {
+        match which {
+            CpuLoad::LoadAvgWithBlocked => self.cpu_load_all(cpu),
+            CpuLoad::RunnableLoadAvg => self.attached(cpu).filter(|(t, _)| runnable[*t]).map(|(_, p)| p.load()).sum(),
+        }
+    }
+
+    /// v6.13 `cpu_util_cfs()`: the utilisation of every thread attached to `cpu`, sleeping
+    /// ones included, capped at the CPU's capacity (`cpu_util()`; no `util_est` here).
+    pub(super) fn cpu_util(&self, cpu: usize) -> u64 {
+        self.attached(cpu).map(|(_, p)| p.util()).sum::<u64>().min(CAPACITY)
+    }
+}
