@@ -8,7 +8,7 @@ use std::path::Path;
 
 use numalab_tasks::balance::{self, Balancer, LbInput};
 use numalab_tasks::gen::{self, Params};
-use numalab_tasks::{CommLayer, CostParams, Platform, SimOptions, TaskError, TaskGraph};
+use numalab_tasks::{CommLayer, CostParams, LbTimer, NoiseParams, Platform, SimOptions, TaskError, TaskGraph};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use serde_json::Value;
@@ -246,7 +246,9 @@ fn platform(machine: &PyMachine, pes: Option<usize>, comm_layer: &str, p: &mut P
 
 /// Simulate `iterations` bulk-synchronous iterations of `graph` on `machine`'s first `pes` cores,
 /// balancing every `lb_period` iterations with `balancer`. `params`: cost constants
-/// (`shm_msg_ns`, `net_dgram_ns`, `net_dgram_bytes`, `migration_fixed_ns`), `load_noise`, and
+/// (`shm_msg_ns`, `net_dgram_ns`, `net_dgram_bytes`, `migration_fixed_ns`), `load_noise`, the LB
+/// database's measurement noise (`os_noise`: 0 off, 1 the machine's estimates) and timer
+/// (`lb_timer`: wall or cpu), and
 /// balancer options (`greedy_refine_tolerance`, `refine_overload`, `numalab_tolerance`,
 /// `numalab_gain_margin`, `numalab_locality`).
 #[pyfunction]
@@ -268,10 +270,12 @@ pub fn taskgraph_simulate<'py>(
     let mut p = Params::new("params", &pv).map_err(task_err)?;
     let plat = platform(machine, pes, comm_layer, &mut p)?;
     let load_noise = p.f64("load_noise", 0.0, 0.0).map_err(task_err)?;
+    let noise = NoiseParams::read(&mut p).map_err(task_err)?;
+    let timer = LbTimer::parse(&p.choice("lb_timer", "wall", &["wall", "cpu"]).map_err(task_err)?).map_err(task_err)?;
     let mut lb = balancer_of(balancer, &mut p)?;
     balance::accept_other_params(&mut p);
     p.finish().map_err(task_err)?;
-    let opts = SimOptions { iterations, lb_period, seed, load_noise };
+    let opts = SimOptions { iterations, lb_period, seed, load_noise, noise, timer };
     let g = &graph.inner;
     let out = error::guarded(py, "the task-graph simulator", || numalab_tasks::simulate(g, &plat, lb.get(), &opts))?;
     let res = out.map_err(|e| lb.error(e))?;

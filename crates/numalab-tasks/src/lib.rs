@@ -6,6 +6,7 @@
 //! - [`platform`]: PEs on cores and nodes; message and migration costs from the machine.
 //! - [`balance`]: none, greedy, greedy-refine, refine, treematch and numalab's NUMA-aware balancer.
 //! - [`cost`]: what one iteration and one migration step cost under a mapping.
+//! - [`measure`]: loads as the runtime's timers record them (resolution, background work, wall or CPU).
 //! - [`mod@simulate`]: bulk-synchronous iterations with balancing every `lb_period` iterations.
 //!
 //! No I/O except reading a graph file; deterministic from the seed.
@@ -15,6 +16,7 @@ pub mod cost;
 pub mod error;
 pub mod gen;
 pub mod graph;
+pub mod measure;
 pub mod parse;
 pub mod platform;
 pub use numalab_model::rng;
@@ -23,5 +25,6 @@ pub mod simulate;
 pub use balance::{Balancer, LbInput};
 pub use error::TaskError;
 pub use graph::{Adjacency, Edge, TaskGraph};
+pub use measure::{LbTimer, NoiseParams};
 pub use platform::{CommLayer, CostParams, Platform};
 pub use simulate::{simulate, SimOptions, SimResult};

@@ -5,12 +5,16 @@
 //! ([`Platform::message_ns`]: the sender pays its side, the receiver its side; same PE is free),
 //! where remote traffic cannot drain faster than the links it crosses allow: a PE receiving
 //! across a link spends at least (all bytes crossing that link direction) / (its bandwidth) on
-//! remote messaging. The iteration's time is the maximum over PEs. Each object's *measured*
-//! load (what the balancer sees, as Charm++ times entry methods) is its compute load plus its own
-//! messaging sides.
+//! remote messaging. The iteration's time is the maximum over PEs. Each object's true time is
+//! its compute load plus its own messaging sides; what the balancer sees is that time as the LB
+//! database's timers record it ([`crate::measure`]: timer resolution, background work on the
+//! PE, wall or CPU timer), summed over the period since the last balancing step and handed over
+//! per iteration (the period's mean).
 //!
 //! A balancing step after iteration k (k a multiple of `lb_period`, k < iterations) hands the
-//! measured loads to the balancer and migrates what moved: each migration costs its source PE
+//! measured loads to the balancer and migrates what moved; it records the makespan the balancer
+//! could predict (the largest PE sum of measured loads under its new mapping) and the actual one
+//! (the next iteration's time on the true loads of this one under the new mapping): each migration costs its source PE
 //! the packing side and its destination PE the unpacking side ([`Platform::migration_ns`]); PEs
 //! migrate in parallel, so the step takes the busiest PE's total. Objects that may not move stay.
 //!
@@ -18,17 +22,19 @@
 //! the run's PE count) or on Charm++'s default block map ([`block_map`]).
 //!
 //! Determinism: everything but `balancer_wall_s` (the balancer's own wall-clock time) follows
-//! from the inputs and the seed, bit for bit. The seed drives `load_noise` only (a relative,
-//! uniform per-object, per-iteration perturbation of the loads; 0 by default).
+//! from the inputs and the seed, bit for bit. The seed drives `load_noise` (a relative, uniform
+//! per-object, per-iteration perturbation of the true loads; 0 by default) and the measurement
+//! noise (`noise`, off by default), each from a stream of its own.
 
 use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::balance::{Balancer, LbInput};
+use crate::balance::{pe_loads, Balancer, LbInput};
 use crate::cost::{evaluate, migration_step, Eval};
 use crate::error::TaskError;
 use crate::graph::{Adjacency, TaskGraph};
+use crate::measure::{LbTimer, Meter, NoiseParams};
 use crate::platform::Platform;
 use crate::rng::Rng;
 
@@ -43,6 +49,17 @@ pub struct SimOptions {
     pub seed: u64,
     /// Relative per-iteration load noise (0 = loads as given).
     pub load_noise: f64,
+    /// Noise of the LB database's measurements (`scale` 0: the true loads).
+    pub noise: NoiseParams,
+    /// The timer the database reads.
+    pub timer: LbTimer,
+}
+
+impl SimOptions {
+    /// No noise of any kind, the wall timer.
+    pub fn quiet(iterations: usize, lb_period: usize, seed: u64) -> Self {
+        SimOptions { iterations, lb_period, seed, load_noise: 0.0, noise: NoiseParams::default(), timer: LbTimer::Wall }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -61,6 +78,10 @@ pub struct LbCall {
     pub migrated_bytes: u64,
     pub migration_time_ns: f64,
     pub balancer_wall_s: f64,
+    /// The largest PE sum of the measured loads under the new mapping: what the balancer saw.
+    pub predicted_makespan_ns: f64,
+    /// The iteration's time on the true loads under the new mapping.
+    pub actual_makespan_ns: f64,
 }
 
 /// Messages or bytes per distance class, summed over the run.
@@ -135,6 +156,15 @@ pub fn simulate(
     let mut rng = Rng::new(opts.seed, 11);
     let mut loads = g.loads_ns.clone();
     let mut cached: Option<Eval> = None;
+    // Entry methods per object and iteration: its own step plus one per message it receives.
+    let mut entries = vec![1.0; n];
+    for e in &g.edges {
+        entries[e.b as usize] += e.msgs as f64;
+    }
+    let mut meter = Meter::new(opts.noise, opts.timer, opts.seed);
+    meter.remap(&map, np);
+    let mut period_sum = vec![0.0; n];
+    let mut period_len = 0usize;
     let mut iters = Vec::with_capacity(opts.iterations);
     let mut calls = Vec::new();
     let (mut cb, mut cm) = ([0.0; 3], [0.0; 3]);
@@ -159,9 +189,16 @@ pub fn simulate(
             cb[c] += ev.bytes[c];
             cm[c] += ev.msgs[c];
         }
-        if opts.lb_period > 0 && it % opts.lb_period == 0 && it < opts.iterations {
+        let balance_now = opts.lb_period > 0 && it % opts.lb_period == 0 && it < opts.iterations;
+        if opts.lb_period > 0 {
+            // Only balancing steps read the records; without them, measuring is wasted work.
+            meter.record(&ev.obj_measured, &entries, &mut period_sum);
+            period_len += 1;
+        }
+        if balance_now {
+            let measured: Vec<f64> = period_sum.iter().map(|s| s / period_len as f64).collect();
             let input = LbInput {
-                loads_ns: &ev.obj_measured,
+                loads_ns: &measured,
                 state_bytes: &g.state_bytes,
                 edges: &g.edges,
                 adj: &adj,
@@ -192,6 +229,12 @@ pub fn simulate(
             }
             let (moved, moved_bytes, mig) = migration_step(&map, &new, &g.state_bytes, plat);
             total += mig;
+            let predicted = pe_loads(&measured, &new, np).into_iter().fold(0.0, f64::max);
+            let actual = if moved > 0 {
+                evaluate(&g.edges, &loads, &new, plat).pe_time.into_iter().fold(0.0, f64::max)
+            } else {
+                max
+            };
             calls.push(LbCall {
                 iteration: it,
                 migrations: moved,
@@ -199,10 +242,15 @@ pub fn simulate(
                 migrated_bytes: moved_bytes,
                 migration_time_ns: mig,
                 balancer_wall_s: wall,
+                predicted_makespan_ns: predicted,
+                actual_makespan_ns: actual,
             });
             first_lb.get_or_insert(it);
+            period_sum.iter_mut().for_each(|s| *s = 0.0);
+            period_len = 0;
             if moved > 0 {
                 map = new;
+                meter.remap(&map, np);
             } else {
                 cached = Some(ev);
             }

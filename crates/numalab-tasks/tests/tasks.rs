@@ -65,7 +65,7 @@ fn lb(name: &str) -> Box<dyn Balancer + Send> {
 }
 
 fn run(g: &TaskGraph, p: &Platform, name: &str, iterations: usize, lb_period: usize) -> numalab_tasks::SimResult {
-    let opts = SimOptions { iterations, lb_period, seed: 1, load_noise: 0.0 };
+    let opts = SimOptions::quiet(iterations, lb_period, 1);
     simulate(g, p, lb(name).as_mut(), &opts).unwrap()
 }
 
@@ -282,7 +282,7 @@ fn runs_repeat_bit_for_bit_per_seed() {
     let c = gen::lb_test(200, 4, &Value::Null).unwrap();
     assert_eq!(a, b);
     assert_ne!(a.loads_ns, c.loads_ns);
-    let opts = SimOptions { iterations: 30, lb_period: 10, seed: 5, load_noise: 0.1 };
+    let opts = SimOptions { load_noise: 0.1, ..SimOptions::quiet(30, 10, 5) };
     for name in balance::NAMES {
         let strip = |r: numalab_tasks::SimResult| {
             let mut v = serde_json::to_value(r).unwrap();
@@ -322,7 +322,7 @@ fn shared_memory_beats_datagrams_and_messages_are_classified() {
     let g = gen::kneighbor(64, 3, 8192, 0, &json!({"base_ns": 1e5, "ns_per_op": 0.0})).unwrap();
     let shm = Platform::new(&m, None, CommLayer::Shm, CostParams::default()).unwrap();
     let net = Platform::new(&m, None, CommLayer::Net, CostParams::default()).unwrap();
-    let opts = SimOptions { iterations: 3, lb_period: 0, seed: 0, load_noise: 0.0 };
+    let opts = SimOptions::quiet(3, 0, 0);
     let rs = simulate(&g, &shm, lb("none").as_mut(), &opts).unwrap();
     let rn = simulate(&g, &net, lb("none").as_mut(), &opts).unwrap();
     assert!(rs.iteration_time_ns < rn.iteration_time_ns);
@@ -391,4 +391,65 @@ fn numalab_balances_10000_objects_on_64_pes_well_under_a_second() {
     let r = numalab_tasks::simulate::balance_once(&g, &p, lb.as_mut(), None, 10).unwrap();
     assert!(r.wall_s < 1.0, "{} s", r.wall_s);
     assert!(r.migrations > 0 && r.migrations < 2_000, "{}", r.migrations);
+}
+
+/// 256 independent objects of 1 to 2 ms (distinct loads, no messages) on 32 PEs, balanced after
+/// iterations 5 and 10 of 15, with the LB database's noise at `scale` read by `timer`.
+fn measured_run(name: &str, scale: f64, timer: numalab_tasks::LbTimer, seed: u64) -> numalab_tasks::SimResult {
+    let p = plat(&quad32(), None);
+    let loads: Vec<f64> = (0..256).map(|i| 1e6 + 3_911.0 * i as f64).collect();
+    let g = TaskGraph::new("distinct", loads, vec![1024; 256], vec![]).unwrap();
+    let noise = numalab_tasks::NoiseParams { scale, ..Default::default() };
+    let opts = SimOptions { noise, timer, ..SimOptions::quiet(15, 5, seed) };
+    simulate(&g, &p, lb(name).as_mut(), &opts).unwrap()
+}
+
+#[test]
+fn without_noise_greedy_second_call_moves_nothing_with_noise_it_moves_most_and_refine_few() {
+    use numalab_tasks::LbTimer::Wall;
+    let quiet = measured_run("greedy", 0.0, Wall, 1);
+    assert_eq!(quiet.lb_calls.len(), 2);
+    assert!(quiet.lb_calls[0].migrations > 200, "{:?}", quiet.lb_calls[0]);
+    assert_eq!(quiet.lb_calls[1].migrations, 0);
+    // Without noise the balancer predicts exactly what happens.
+    for c in &quiet.lb_calls {
+        assert!((c.predicted_makespan_ns - c.actual_makespan_ns).abs() < 1e-6 * c.actual_makespan_ns, "{c:?}");
+    }
+    let noisy = measured_run("greedy", 1.0, Wall, 1);
+    assert!(noisy.lb_calls[1].migrations > 256 / 2, "{:?}", noisy.lb_calls[1]);
+    let refine = measured_run("refine", 1.0, Wall, 1);
+    assert!(refine.lb_calls[1].migrations < 256 / 10, "{:?}", refine.lb_calls[1]);
+    assert!(refine.lb_calls[1].migrations < noisy.lb_calls[1].migrations / 4);
+}
+
+#[test]
+fn the_wall_timer_sees_background_work_the_cpu_timer_does_not() {
+    use numalab_tasks::LbTimer::{Cpu, Wall};
+    // Ten times the machine's noise, so every PE sees kernel threads and daemons.
+    let gap = |r: &numalab_tasks::SimResult| {
+        r.lb_calls.iter().map(|c| c.predicted_makespan_ns - c.actual_makespan_ns).sum::<f64>() / r.lb_calls.len() as f64
+    };
+    let (wall, cpu) = (measured_run("greedy", 10.0, Wall, 3), measured_run("greedy", 10.0, Cpu, 3));
+    // Both over-estimate (background time is added, never removed), the wall timer by more.
+    assert!(gap(&cpu) > 0.0, "{}", gap(&cpu));
+    assert!(gap(&wall) > 1.3 * gap(&cpu), "wall {} cpu {}", gap(&wall), gap(&cpu));
+    // The true run does not change with what the timers saw beyond the mapping they led to.
+    let quiet = measured_run("none", 0.0, Wall, 3);
+    let loud = measured_run("none", 10.0, Wall, 3);
+    assert_eq!(quiet.iteration_time_ns, loud.iteration_time_ns);
+}
+
+#[test]
+fn measured_runs_repeat_bit_for_bit_per_seed_and_differ_across_seeds() {
+    use numalab_tasks::LbTimer::Wall;
+    let strip = |r: numalab_tasks::SimResult| {
+        let mut v = serde_json::to_value(r).unwrap();
+        for c in v["lb_calls"].as_array_mut().unwrap() {
+            c.as_object_mut().unwrap().remove("balancer_wall_s");
+        }
+        v.to_string()
+    };
+    let a = strip(measured_run("greedy", 1.0, Wall, 7));
+    assert_eq!(a, strip(measured_run("greedy", 1.0, Wall, 7)));
+    assert_ne!(a, strip(measured_run("greedy", 1.0, Wall, 8)));
 }
