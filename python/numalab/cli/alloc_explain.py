@@ -84,7 +84,8 @@ def alloc_text(doc: dict[str, Any], w: dict[str, Any]) -> str:
             at_alloc = 0
             for t in r["touched"]:
                 nodes = ", ".join(f"{n} {c}" for n, c in t["per_node"].items())
-                lines.append(f"  at allocation: thread {t['thread']} first touched {t['pages']} pages ({nodes}): {_WHY[t['why']]}")
+                pages = f"{t['pages']} page" + ("s" if t["pages"] != 1 else "")
+                lines.append(f"  at allocation: thread {t['thread']} first touched {pages} ({nodes}): {_WHY[t['why']]}")
                 at_alloc += t["pages"]
             rest = r["pages"] - at_alloc
             if rest > 0:
