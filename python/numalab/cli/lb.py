@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 from types import SimpleNamespace
+from dataclasses import replace
 from typing import Any, Optional
 
 import typer
@@ -16,6 +17,7 @@ from numalab.cli import options as o
 from numalab.console.progress import Progress
 from numalab.console.tables import render, table
 from numalab.exceptions import UsageError
+from numalab.tasks.repeat import cell
 
 CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True}
 MIB = 1 << 20
@@ -31,7 +33,10 @@ def lb(
     lb_period: str = typer.Option("10", "--lb-period", help="Run the task load balancer every this many iterations (0: never)."),
     comm_layer: str = typer.Option("shm", "--comm-layer", help="shm (shared-memory pointer passing) or net (UDP datagrams, per-message overhead; udp is accepted too)."),
     pes: Optional[str] = typer.Option(None, "--pes", help="PEs, one per core from core 0 (default: every core of the machine)."),
-    seed: str = typer.Option("1", "--seed", help="Seed of the graph generator and the randomised task load balancers, 0..2^64-1."),
+    seed: str = typer.Option("1", "--seed", help="Seed of the graph generator, the noise and the randomised task load balancers, 0..2^64-1."),
+    noise: str = typer.Option("on", "--noise", help="on: the LB database measures loads with the machine's noise (timer resolution, background work per PE, as numalab sim --noise); off: it sees the true loads."),
+    lb_timer: str = typer.Option("wall", "--lb-timer", help="The LB database's timer: wall (Charm++'s default; counts background work sharing the PE) or cpu (+LBUseCpuTime; counts only the CPU time of the process)."),
+    repeat: str = typer.Option("1", "--repeat", help="Repetitions on seeds SEED, SEED+1, ... (new noise and random graphs each); with 2 or more, means with 95% intervals (Student's t)."),
     results: Optional[Path] = typer.Option(None, "--results", "-r", help="Also store every run in this results directory (numalab report reads it)."),
     name: Optional[str] = typer.Option(None, "--name", help="Study name of the stored runs (default lb-GRAPH-MACHINE)."),
     as_json: bool = o.JSON,
@@ -46,7 +51,8 @@ def lb(
     from numalab.spec.run import load_machine
     from numalab.tasks import balancers as lbs
     from numalab.cli.suggest import check_params
-    from numalab.tasks.graphs import GENERATORS, build, graph_spec
+    from numalab.tasks.graphs import GENERATORS, build, coerce, graph_spec
+    from numalab.tasks.repeat import MAX_REPEAT, seeds, summarise
     from numalab.tasks.partition import gpart_program
     from numalab.tasks.run import SIM_PARAMS, Settings, check_pes, simulate
 
@@ -59,19 +65,37 @@ def lb(
     if graph in GENERATORS:
         check_params(extra, [*GENERATORS[graph], *SIM_PARAMS], f"graph {graph}")
     gspec = graph_spec(graph, {k: v for k, v in extra.items() if k not in SIM_PARAMS})
-    settings = Settings.create(iterations, lb_period, comm_layer, pes, seed, {k: v for k, v in extra.items() if k in SIM_PARAMS})
+    settings = Settings.create(iterations, lb_period, comm_layer, pes, seed, {k: v for k, v in extra.items() if k in SIM_PARAMS}, noise, lb_timer)
+    n_repeat = coerce("--repeat", repeat, int, 1)
+    if n_repeat > MAX_REPEAT:
+        raise UsageError(f"--repeat: at most {MAX_REPEAT}, got {n_repeat}")
+    if n_repeat > 1 and results is not None:
+        raise UsageError("--repeat with --results: store repetitions through a study file (repetitions = N), which numalab report summarises")
     if name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
         raise UsageError(f"--name: '{name}' is not a study name (letters, digits, '.', '_', '-')")
     m = load_machine(machine)
     check_pes(m, settings)
     for b in balancer_specs:
         lbs.check_available(b)
-    g = build(gspec, settings.seed)
-    docs = []
-    with Progress("simulating", len(balancer_specs), unit="balancers", quiet=as_json, plain=False) as progress:
-        for b in balancer_specs:
-            docs.append(simulate(m, gspec, b, settings, graph=g))
-            progress.step(b.label())
+    runs: list[list[dict[str, Any]]] = []
+    with Progress("simulating", len(balancer_specs) * n_repeat, unit="runs", quiet=as_json, plain=False) as progress:
+        for s in seeds(settings.seed, n_repeat):
+            st = replace(settings, seed=s)
+            g = build(gspec, s)
+            runs.append([])
+            for b in balancer_specs:
+                runs[-1].append(simulate(m, gspec, b, st, graph=g))
+                progress.step(b.label())
+    docs = runs[0]
+    if n_repeat > 1:
+        summary = summarise(runs)
+        if as_json:
+            typer.echo(json.dumps({"machine": m.name, "graph": docs[0]["graph"], "settings": docs[0]["settings"], "repeat": n_repeat,
+                                   "summary": summary, "runs": [d for rep in runs for d in rep]}, indent=2, sort_keys=True))
+            return
+        typer.echo(header(docs[0]) + f"; {n_repeat} repetitions, seeds {settings.seed}..{summary[0]['seeds'][-1]}")
+        typer.echo(render(repeat_table(summary)))
+        return
     if results is not None:
         where = store(results, name, machine, gspec, settings, balancer_specs, docs)
         if not as_json:
@@ -92,7 +116,22 @@ def header(doc: dict[str, Any]) -> str:
     period = f"task load balancer every {s['lb_period']}" if s["lb_period"] else "no task load balancer"
     sim = "".join(f", {k} {v:g}" for k, v in s["params"].items())
     return (f"{g['name']}{' ' + params if params else ''}: {g['n_objects']} objects, {g['n_edges']} edges on {doc['machine']}, "
-            f"{doc['n_pes']} PEs, {s['iterations']} iterations, {period}, comm layer {s['comm_layer']}, seed {s['seed']}{sim}")
+            f"{doc['n_pes']} PEs, {s['iterations']} iterations, {period}, comm layer {s['comm_layer']}, seed {s['seed']}{sim}"
+            + (f", measured loads {'with' if s.get('noise', True) else 'without'} noise ({s.get('lb_timer', 'wall')} timer)"
+               if "noise" in s else ""))
+
+
+def repeat_table(summary: list[dict[str, Any]]) -> Any:
+    rows = []
+    for s in summary:
+        m = s["metrics"]
+        rows.append([s["balancer"], cell(m["iteration_time_ns"], 1e6, 3), cell(m["efficiency"], 1, 3), cell(m["migrations_per_call"], 1, 1),
+                     cell(m["migrated_bytes_per_call"], MIB, 3), cell(m["predicted_makespan_ns"], 1e6, 3), cell(m["actual_makespan_ns"], 1e6, 3),
+                     cell(m["comm_remote_pct"], 1, 1)])
+    return table(["balancer", "iteration_ms", "efficiency", "migrations/call", "migrated_mib/call", "predicted_ms/call", "actual_ms/call",
+                  "remote_%"], rows,
+                 "mean ± half-width of the 95% interval (Student's t over the seeds); predicted: the makespan on the loads the LB "
+                 "database measured, actual: on the true loads")
 
 
 def document_summary(doc: dict[str, Any]) -> str:
@@ -117,11 +156,13 @@ def summary_table(docs: list[dict[str, Any]]) -> Any:
         it = m["iteration_time_ns"]
         rows.append([d["balancer"]["label"], f"{it / 1e6:.3f}", f"{base / it:.2f}" if it > 0 else "-", f"{m['efficiency']:.3f}",
                      m["lb_calls"], f"{m['migrations_per_call']:.1f}", f"{m['migrated_pct_per_call']:.1f}",
-                     f"{m['migrated_bytes_per_call'] / MIB:.3f}", f"{m['migration_time_ns'] / 1e6:.3f}", f"{m['balancer_wall_s'] * 1e3:.2f}"])
+                     f"{m['migrated_bytes_per_call'] / MIB:.3f}", f"{m['migration_time_ns'] / 1e6:.3f}", f"{m['balancer_wall_s'] * 1e3:.2f}",
+                     *(f"{m[k] / 1e6:.3f}" if k in m else "-" for k in ("predicted_makespan_ns", "actual_makespan_ns"))])
     speedup = f"speedup_vs_{_baseline(docs)['balancer']['label']}"
     return table(["balancer", "iteration_ms", speedup, "efficiency", "lb_calls", "migrations/call", "migrated_%/call", "migrated_mib/call",
-                  "migration_ms", "lb_ms"], rows,
-                 "iteration time (mean), efficiency (average / maximum PE load); per task load balancer call: objects migrated, % of objects, MiB; lb_ms: the balancer's own time")
+                  "migration_ms", "lb_ms", "predicted_ms/call", "actual_ms/call"], rows,
+                 "iteration time (mean), efficiency (average / maximum PE load); per task load balancer call: objects migrated, % of objects, MiB; "
+                 "lb_ms: the balancer's own time; predicted: the makespan on the loads the LB database measured, actual: on the true loads")
 
 
 def comm_table(docs: list[dict[str, Any]]) -> Any:
@@ -144,7 +185,7 @@ def store(results: Path, name: Optional[str], machine: str, gspec: Any, settings
 
     study = name or re.sub(r"[^A-Za-z0-9._-]+", "-", f"lb-{Path(gspec.name).stem}-{Path(machine).stem}").strip("-")
     params = {**gspec.as_dict(), "iterations": settings.iterations, "lb_period": settings.lb_period, "comm_layer": settings.comm_layer,
-              "pes": settings.pes, **dict(settings.params)}
+              "pes": settings.pes, "noise": "on" if settings.noise else "off", "lb_timer": settings.lb_timer, **dict(settings.params)}
     case = f"{gspec.describe()} on {machine}, {settings.comm_layer}" + (f", {settings.pes} PEs" if settings.pes else "")
     configs = [{"kind": "taskgraph", "experiment": "lb", "machine": machine, "workload": gspec.name, "params": params,
                 "balancer": b.label(), "placement": None, "balancing": {}, "kernel": None, "seed": settings.seed} for b in balancer_specs]
@@ -154,6 +195,7 @@ def store(results: Path, name: Optional[str], machine: str, gspec: Any, settings
     source = (f"# numalab lb --graph {gspec.name} --machine {machine} --balancers {','.join(b.label() for b in balancer_specs)} "
               f"--iterations {settings.iterations} --lb-period {settings.lb_period} --comm-layer {settings.comm_layer}"
               + (f" --pes {settings.pes}" if settings.pes else "") + f" --seed {settings.seed}"
+              + f" --noise {'on' if settings.noise else 'off'} --lb-timer {settings.lb_timer}"
               + "".join(f" --{k.replace('_', '-')} {v:g}" for k, v in settings.params) + "\n")
     resolved = SimpleNamespace(name=study, file=SimpleNamespace(path=f"/numalab-lb/{study}", text=source), runs=runs)
     with Store(results) as st:

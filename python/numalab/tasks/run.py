@@ -19,6 +19,8 @@ from numalab.tasks.graphs import GraphSpec, build, coerce
 
 SCHEMA = "numalab.taskgraph/1"
 COMM_LAYERS = ("shm", "net")
+#: The LB database's timers (Charm++'s default wall clock; +LBUseCpuTime: CPU time).
+LB_TIMERS = ("wall", "cpu")
 CLASSES = ("same_pe", "same_node", "remote")
 #: Study S3's setting (Pilla et al.'s scripts): 50 steps, balancing every 10.
 DEFAULT_ITERATIONS = 50
@@ -39,8 +41,10 @@ SIM_PARAMS: dict[str, tuple[float, float | None]] = {
 @dataclass(frozen=True)
 class Settings:
     """How the graph runs: iterations, balancing period (0: never), communication layer, PEs
-    (None: one per core of the machine), the seed of the graph generator, the load noise and the
-    randomised balancers, and the simulator parameters given (``SIM_PARAMS``)."""
+    (None: one per core of the machine), the seed of the graph generator, the load noise, the
+    measurement noise and the randomised balancers, the simulator parameters given
+    (``SIM_PARAMS``), whether the LB database's measurements carry the machine's noise (timer
+    resolution and background work, as ``numalab sim --noise``) and which timer it reads."""
 
     iterations: int = DEFAULT_ITERATIONS
     lb_period: int = DEFAULT_LB_PERIOD
@@ -48,10 +52,12 @@ class Settings:
     pes: int | None = None
     seed: int = 1
     params: tuple[tuple[str, float], ...] = ()
+    noise: bool = True
+    lb_timer: str = "wall"
 
     @staticmethod
     def create(iterations: Any = DEFAULT_ITERATIONS, lb_period: Any = DEFAULT_LB_PERIOD, comm_layer: Any = "shm", pes: Any = None,
-               seed: Any = 1, params: dict[str, Any] | None = None) -> "Settings":
+               seed: Any = 1, params: dict[str, Any] | None = None, noise: Any = True, lb_timer: Any = "wall") -> "Settings":
         it = coerce("--iterations", iterations, int, 1)
         period = coerce("--lb-period", lb_period, int, 0)
         layer = str(comm_layer)
@@ -63,7 +69,21 @@ class Settings:
         s = coerce("--seed", seed, int, 0)
         if s >= 1 << 64:
             raise UsageError(f"--seed: must be < 2^64, got {s}")
-        return Settings(it, period, layer, n_pes, s, sim_params(params or {}))
+        timer = str(lb_timer)
+        if timer not in LB_TIMERS:
+            raise UsageError(f"--lb-timer: '{timer}' is not one of wall, cpu (wall: Charm++'s default wall clock, cpu: +LBUseCpuTime)")
+        return Settings(it, period, layer, n_pes, s, sim_params(params or {}), on_off("--noise", noise), timer)
+
+
+def on_off(option: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).lower()
+    if text in ("on", "true", "1", "yes"):
+        return True
+    if text in ("off", "false", "0", "no"):
+        return False
+    raise UsageError(f"{option}: expected on or off, got '{value}'")
 
 
 def sim_params(given: dict[str, Any]) -> tuple[tuple[str, float], ...]:
@@ -91,7 +111,7 @@ def simulate(machine: Any, graph_spec: GraphSpec, balancer: lb.BalancerSpec, set
     check_pes(machine, settings)
     g = graph if graph is not None else build(graph_spec, settings.seed)
     how, lb_params = lb.resolve(balancer, settings.seed)
-    params = {**dict(settings.params), **(lb_params or {})}
+    params = {**dict(settings.params), **(lb_params or {}), "os_noise": 1.0 if settings.noise else 0.0, "lb_timer": settings.lb_timer}
     start = time.perf_counter()
     raw = _core.taskgraph_simulate(g, machine, how, iterations=settings.iterations, lb_period=settings.lb_period,
                                    comm_layer=settings.comm_layer, pes=settings.pes, seed=settings.seed, params=params or None)
@@ -120,6 +140,8 @@ def document(machine: Any, graph_spec: GraphSpec, g: Any, balancer: lb.BalancerS
         "migrated_bytes_per_call": mean("migrated_bytes"),
         "migration_time_ns": sum(float(c["migration_time_ns"]) for c in calls),
         "balancer_wall_s": sum(float(c["balancer_wall_s"]) for c in calls),
+        "predicted_makespan_ns": mean("predicted_makespan_ns"),
+        "actual_makespan_ns": mean("actual_makespan_ns"),
         **{f"comm_{k}_bytes": v for k, v in comm_bytes.items()},
         **{f"comm_{k}_msgs": v for k, v in comm_msgs.items()},
         "comm_remote_pct": 100.0 * comm_bytes["remote"] / total_bytes if total_bytes else 0.0,

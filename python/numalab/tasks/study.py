@@ -27,7 +27,7 @@ from numalab.tasks import balancers as lb
 from numalab.tasks.graphs import GENERATORS, graph_spec
 from numalab.tasks.run import MIGRATE, SIM_PARAMS, Settings, check_pes
 
-SETTINGS = ("iterations", "lb_period", "comm_layer", "pes")
+SETTINGS = ("iterations", "lb_period", "comm_layer", "pes", "noise", "lb_timer")
 MIGRATE_PARAMS = {"objects": 20, "state_bytes": 1024}
 
 
@@ -140,7 +140,7 @@ def _config(sf: Any, prefix: str, e: Any, machine: str, m_i: int, values: dict[s
         named = next((k for k in [*SETTINGS, *SIM_PARAMS] if k in values and k.replace("_", "-") in str(err)), None)
         raise located(sf.path, sf.text, origin.get(named, f"{prefix}.params") if named else f"{prefix}.params", str(err)) from None
     params = {**g.as_dict(), "iterations": st.iterations, "lb_period": st.lb_period, "comm_layer": st.comm_layer, "pes": st.pes,
-              **dict(st.params)}
+              "noise": "on" if st.noise else "off", "lb_timer": st.lb_timer, **dict(st.params)}
     return _finish(e, machine, e.graph, params, b, seed)
 
 
@@ -190,6 +190,6 @@ def run_config(config: dict[str, Any]) -> Any:
     if config["workload"] == MIGRATE:
         return SimpleNamespace(doc=migration_cost(machine, p.pop("objects"), p.pop("state_bytes"), p))
     sim = {k: p.pop(k) for k in list(p) if k in SIM_PARAMS}
-    settings = Settings.create(**{k: p.pop(k) for k in SETTINGS}, seed=config["seed"], params=sim)
+    settings = Settings.create(**{k: p.pop(k) for k in SETTINGS if k in p}, seed=config["seed"], params=sim)
     g = spec_of(config["workload"], p)
     return SimpleNamespace(doc=simulate(machine, g, lb.parse(config["balancer"]), settings))
