@@ -69,8 +69,11 @@ pub(super) fn specs(w: &WorkloadSpec, layouts: &[Option<Layout>]) -> Vec<RegionS
         .iter()
         .zip(layouts)
         .map(|(r, l)| match l {
-            Some(l) => RegionSpec { bytes: l.span.max(1), ..r.clone() },
-            None => r.clone(),
+            // A static array is one block of `bytes` whatever `chunks` says.
+            Some(l) if r.alloc.is_some_and(|a| a.kind != Kind::Static) => {
+                RegionSpec { bytes: l.span.max(1), ..r.clone() }
+            }
+            _ => r.clone(),
         })
         .collect()
 }
