@@ -21,6 +21,18 @@ pub const MAX_ENGINE_BYTES: u64 = 4 << 30;
 /// thread count: CG class S takes 2 s with 1,024 threads and 12 s with 4,096 on the 384-CPU
 /// epyc9654-2s-nps1 preset, so 16,384 is minutes of scheduling alone (and 43 threads per CPU).
 pub const MAX_THREADS: u64 = 1 << 14;
+/// Threads per PU of the machine (all processes together). Every scheduler tick visits every
+/// runnable thread of a CPU's queue, so the cost grows with threads per CPU as well as in all:
+/// STREAM with 4,096 threads on 4 PUs takes 10 s and 16,384 a minute; 64 per PU, far beyond
+/// the oversubscription of any study, ends in about 3 s.
+pub const MAX_THREADS_PER_PU: u64 = 64;
+/// Phase executions of one process over the program (repeats included): an empty phase costs the
+/// engine about 0.6 us, so 2^22 is a few seconds.
+pub const MAX_PHASE_RUNS: f64 = (1u64 << 22) as f64;
+/// Compute cycles per thread over the program: the engine's cost grows with the simulated time
+/// (scheduler ticks, balancing scans, noise), some 1,500 simulated seconds per second of its own,
+/// so 2^44 cycles (7,000 s at 2.5 GHz) is a few seconds of work.
+pub const MAX_CYCLES_PER_THREAD: f64 = (1u64 << 44) as f64;
 /// Page visits simulated over the run (after sampling). The engine serves some 10^7-10^8 a
 /// second; 10^11 is an hour or more of work, a size nobody means: a smaller size or `--sample-rate` helps.
 pub const MAX_SAMPLES: f64 = 1e11;
@@ -55,6 +67,9 @@ pub struct Estimate {
     pub entry_bytes: f64,
     /// Page visits the run will simulate.
     pub samples: f64,
+    /// Phase executions of one process, and compute cycles per thread, up to where the run ends.
+    pub phase_runs: f64,
+    pub cycles_per_thread: f64,
 }
 
 impl Estimate {
@@ -120,6 +135,30 @@ impl Estimate {
                 "the simulation would visit {:.2e} pages, more than its limit of {MAX_SAMPLES:.0e} (an hour or more of work); \
                  use a smaller size, fewer repetitions or a lower --sample-rate",
                 self.samples
+            ));
+        }
+        let per_pu_limit = MAX_THREADS_PER_PU * m.pus.len() as u64;
+        if self.threads > per_pu_limit as f64 {
+            return bad(format!(
+                "{} threads in all on {} CPUs: numalab simulates at most {MAX_THREADS_PER_PU} threads per CPU \
+                 ({per_pu_limit} here); use fewer threads or processes, or a larger machine",
+                self.threads,
+                m.pus.len()
+            ));
+        }
+        if self.phase_runs > MAX_PHASE_RUNS {
+            return bad(format!(
+                "the program runs {:.3e} phases per process (repeats included), more than the limit of 2^22 \
+                 ({MAX_PHASE_RUNS:.0}); use fewer repetitions",
+                self.phase_runs
+            ));
+        }
+        if self.cycles_per_thread > MAX_CYCLES_PER_THREAD {
+            return bad(format!(
+                "the program computes {:.3e} cycles per thread (phases' cycles x repeats / threads), more than the \
+                 limit of 2^44 ({MAX_CYCLES_PER_THREAD:.3e}, about two simulated hours at 2.5 GHz); use a smaller \
+                 size, fewer repetitions or more threads",
+                self.cycles_per_thread
             ));
         }
         Ok(())
@@ -188,7 +227,8 @@ pub fn estimate(m: &Machine, w: &WorkloadSpec, cfg: &SimConfig) -> Estimate {
     };
     let costs: Vec<(f64, f64)> = (0..w.phases.len()).map(phase_cost).collect();
     let sweep_bytes = procs * RANGE_BYTES * costs.iter().map(|c| c.0).fold(0.0, f64::max);
-    let samples = procs * visits_until_full(m, w, &costs);
+    let until = until_full(m, w, &costs);
+    let samples = procs * until.visits;
     let n = m.nodes.len() as f64;
     let timeline_bytes = (cfg.timeline_points as f64 + 1.0) * (POINT_BYTES + 8.0 * n * (n + 1.0));
     Estimate {
@@ -201,19 +241,28 @@ pub fn estimate(m: &Machine, w: &WorkloadSpec, cfg: &SimConfig) -> Estimate {
         timeline_bytes,
         threads,
         samples,
+        phase_runs: until.runs,
+        cycles_per_thread: until.cycles / nt.max(1.0),
     }
 }
 
-/// Page visits of one process over the program, up to the phase whose first writes fill the
+/// Page visits, phase executions and compute cycles (all threads) of one process.
+struct Work {
+    visits: f64,
+    runs: f64,
+    cycles: f64,
+}
+
+/// The work of one process over the program, up to the phase whose first writes fill the
 /// machine's memory: a run that cannot fit ends out of memory there, whatever comes after.
-fn visits_until_full(m: &Machine, w: &WorkloadSpec, costs: &[(f64, f64)]) -> f64 {
+fn until_full(m: &Machine, w: &WorkloadSpec, costs: &[(f64, f64)]) -> Work {
     let memory = m.total_memory_bytes() as f64;
     let procs = w.processes as f64;
     let mut written = vec![false; w.regions.len()];
     let mut placed = 0.0;
-    let mut visits = 0.0;
+    let (mut visits, mut runs, mut cycles) = (0.0, 0.0, 0.0);
     for step in w.program.iter().filter(|s| s.repeat > 0) {
-        let mut first_rep = 0.0;
+        let (mut first_rep, mut step_cycles, mut step_runs) = (0.0, 0.0, 0.0);
         for &p in &step.phases {
             let Some(&(_, v)) = costs.get(p) else { continue };
             let phase = &w.phases[p];
@@ -228,12 +277,20 @@ fn visits_until_full(m: &Machine, w: &WorkloadSpec, costs: &[(f64, f64)]) -> f64
             }
             if placed + new > memory {
                 // Out of memory part-way through this phase's first writes.
-                return visits + first_rep + v * ((memory - placed) / new).clamp(0.0, 1.0);
+                return Work {
+                    visits: visits + first_rep + v * ((memory - placed) / new).clamp(0.0, 1.0),
+                    runs: runs + step_runs + 1.0,
+                    cycles: cycles + step_cycles + phase.cycles,
+                };
             }
             placed += new;
             first_rep += v;
+            step_cycles += phase.cycles;
+            step_runs += 1.0;
         }
         visits += first_rep * step.repeat as f64;
+        runs += step.phases.len() as f64 * step.repeat as f64;
+        cycles += step_cycles * step.repeat as f64;
     }
-    visits
+    Work { visits, runs, cycles }
 }

@@ -279,17 +279,45 @@ fn data_far_beyond_the_machine_ends_out_of_memory_at_once() {
 }
 
 #[test]
-fn thread_limit_is_exact() {
-    use numalab_sim::footprint::{estimate, MAX_THREADS};
+fn thread_limits_are_exact() {
+    use numalab_sim::footprint::{estimate, MAX_THREADS, MAX_THREADS_PER_PU};
     let m = machine4();
-    let mut w = one_region(1 << 20, 256, false, MAX_THREADS as u32, Pattern::Block);
+    // 64 threads per CPU of the machine, all processes together: 1,024 on its 16 CPUs.
+    let per_machine = MAX_THREADS_PER_PU as u32 * m.pus.len() as u32;
+    let mut w = one_region(1 << 20, 256, false, per_machine, Pattern::Block);
     assert!(estimate(&m, &w, &cfg()).check(&m).is_ok());
-    w.threads = MAX_THREADS as u32 / 4;
+    w.threads = per_machine / 4;
     w.processes = 4;
     assert!(estimate(&m, &w, &cfg()).check(&m).is_ok());
     w.processes = 5;
     let e = estimate(&m, &w, &cfg()).check(&m).unwrap_err();
-    assert!(e.to_string().contains("20480 threads in all"), "{e}");
+    assert!(e.to_string().contains("1280 threads in all on 16 CPUs") && e.to_string().contains("(1024 here)"), "{e}");
+    // The absolute limit, whatever the machine.
+    w.threads = MAX_THREADS as u32 / 4;
+    let e = estimate(&m, &w, &cfg()).check(&m).unwrap_err();
+    assert!(e.to_string().contains("20480 threads in all: numalab simulates at most 16384"), "{e}");
+}
+
+#[test]
+fn phase_executions_and_cycles_are_bounded_up_to_where_the_run_ends() {
+    use numalab_sim::footprint::estimate;
+    let m = machine4();
+    // Each step runs 2 phases of 1e6 cycles over 4 threads.
+    let mut w = one_region(1 << 20, 256, false, 4, Pattern::Block);
+    w.program[0].repeat = 1 << 21;
+    assert!(estimate(&m, &w, &cfg()).check(&m).is_ok());
+    w.program[0].repeat = (1 << 21) + 1;
+    let e = estimate(&m, &w, &cfg()).check(&m).unwrap_err().to_string();
+    assert!(e.contains("phases per process") && e.contains("2^22"), "{e}");
+    w.program[0].repeat = 1;
+    w.phases[0].cycles = 2.0 * 4.0 * (1u64 << 44) as f64;
+    let e = estimate(&m, &w, &cfg()).check(&m).unwrap_err().to_string();
+    assert!(e.contains("cycles per thread") && e.contains("2^44"), "{e}");
+    // Data beyond the machine ends out of memory in the first phase: what follows is not counted.
+    let mut w = one_region(1 << 40, 256, false, 4, Pattern::Block);
+    w.phases[1].cycles = 1e300;
+    w.program[0].repeat = u64::MAX;
+    assert!(estimate(&m, &w, &cfg()).check(&m).is_ok());
 }
 
 #[test]
