@@ -329,12 +329,16 @@ impl MachineSpec {
         let mut cores = Vec::with_capacity(rows.len());
         let mut pus = Vec::new();
         let mut per_package: BTreeMap<u32, u32> = BTreeMap::new();
+        // Each listed core's cpuset, parsed once (the first core listing a set wins): looking it up
+        // per core by reparsing every list cost the square of the core count.
+        let mut listed: std::collections::HashMap<CpuSet, Option<u32>> = std::collections::HashMap::new();
+        for c in self.cores.iter().flatten() {
+            if let Ok(set) = CpuSet::parse_list(&c.cpus) {
+                listed.entry(set).or_insert(c.os_index);
+            }
+        }
         for (li, (package, node, _first, set)) in rows.into_iter().enumerate() {
-            let explicit = self
-                .cores
-                .as_ref()
-                .and_then(|cs| cs.iter().find(|c| CpuSet::parse_list(&c.cpus).ok().as_ref() == Some(&set)))
-                .and_then(|c| c.os_index);
+            let explicit = listed.get(&set).copied().flatten();
             let counter = per_package.entry(package).or_insert(0);
             let os_index = explicit.unwrap_or(*counter);
             *counter += 1;

@@ -59,10 +59,18 @@ def load(spec: str | Path) -> Machine:
         return load_hwloc_xml(Path(s), mib)
     if s.endswith(".toml"):
         return load_spec_file(Path(s))
-    if "/" in s or Path(s).exists():
+    if "/" in s or _exists(s):
         # A path that is neither kind: say so, rather than "unknown preset '/tmp/x'".
         raise UsageError(f"{s}: a machine file must be a preset-format .toml or an hwloc .xml (lstopo --of xml)")
     return load_preset(s)
+
+
+def _exists(name: str) -> bool:
+    """Whether a file of this name exists; a name the file system refuses (too long) does not."""
+    try:
+        return Path(name).exists()
+    except OSError:
+        return False
 
 
 __all__ = ["MEMORY_OPTION", "Machine", "load", "with_memory_per_node", "load_preset", "load_spec_file", "list_presets", "preset_names"]

@@ -27,6 +27,7 @@ import json
 import math
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -43,7 +44,8 @@ from numalab._core import Machine, TopologyError
 from numalab.exceptions import UsageError
 from numalab.machine import estimates as est
 from numalab.machine import limits
-from numalab.machine.bitmaps import format_cpulist, parse_cpulist, parse_hwloc, shorten
+from numalab.machine.bitmaps import format_cpulist, parse_cpulist, shorten
+from numalab.machine.bitmaps import parse_hwloc as _parse_hwloc_text
 from numalab.machine.hwloc_export import DISTANCES_KIND_LATENCY, MIB, SLIT_NAME, to_hwloc_xml
 
 __all__ = ["load_hwloc_xml", "load_tree", "to_hwloc_xml"]
@@ -62,6 +64,30 @@ _DIGITS = re.compile(r"[0-9]+")
 _DECIMAL = re.compile(r"[0-9]+(\.[0-9]+)?")
 #: (limit, reason) pairs for :meth:`_Importer.int_attr`.
 U64, U64_REASON = 1 << 64, "hwloc stores it in 64 bits"
+class Bits(str):
+    """A bitmap attribute given by its set rather than as hwloc's text (the synthetic builder's
+    trees): hwloc writes a PU's bitmap as wide as its index, so writing and parsing back every
+    PU's would cost the square of the PU count (65,536 PUs: minutes and gigabytes). The text is
+    the set as a cpulist, for messages; :func:`parse_hwloc` takes the set as is."""
+
+    bits: frozenset[int]
+
+    def __new__(cls, bits: Iterable[int]) -> "Bits":
+        frozen = frozenset(bits)
+        self = super().__new__(cls, f"cpulist {format_cpulist(frozen)}")
+        self.bits = frozen
+        return self
+
+
+def parse_hwloc(text: str, limit: int | None = None) -> set[int]:
+    """An attribute's set: a :class:`Bits` as is, hwloc's text parsed (bitmaps.parse_hwloc)."""
+    if isinstance(text, Bits):
+        if limit is not None and text.bits and max(text.bits) >= limit:
+            raise ValueError(f"'{shorten(text)}' sets bit {max(text.bits)}, beyond the limit of {limit}")
+        return set(text.bits)
+    return _parse_hwloc_text(text, limit)
+
+
 CPU_LIMIT = (limits.MAX_CPUS, limits.CPU_REASON)
 NODE_LIMIT = (limits.MAX_NODES, limits.NODE_REASON)
 #: Package and core numbers are names, not bit positions (ia64's physical_package_id reaches 65536).
@@ -170,9 +196,9 @@ class _TreeBuilder(ContentHandler):
 
 def _read(path: Path) -> bytes:
     """The file's bytes, at most MAX_XML_BYTES of them (pipes such as ``<(lstopo --of xml)`` too)."""
-    if path.is_dir():
-        raise UsageError(f"{path}: cannot read: Is a directory (expected an hwloc XML file, as lstopo --of xml writes)")
     try:
+        if path.is_dir():
+            raise UsageError(f"{path}: cannot read: Is a directory (expected an hwloc XML file, as lstopo --of xml writes)")
         with path.open("rb") as f:
             data = f.read(limits.MAX_XML_BYTES + 1)
     except OSError as e:
@@ -215,6 +241,9 @@ def _parse_xml(path: Path) -> _El:
         ) from None
     except DefusedXmlException as e:
         raise UsageError(f"{path}:{builder.line()}: refused: {e} (hwloc files reference no external entities)") from None
+    except (LookupError, UnicodeError) as e:
+        # The XML declaration names an encoding Python does not know (or the bytes break it).
+        raise UsageError(f"{path}:1: malformed XML: {e} (lstopo writes UTF-8)") from None
     if not builder.roots:
         raise UsageError(f"{path}:1: malformed XML: no element found")
     root = builder.roots[0]

@@ -11,6 +11,10 @@ include/linux/numa.h).
 
 from __future__ import annotations
 
+import datetime
+import math
+from typing import Any
+
 #: CPU (PU) OS indexes must be below this: 8 x the largest NR_CPUS Linux builds with (8192).
 MAX_CPUS = 1 << 16
 #: NUMA node OS indexes must be below this: 4 x the largest MAX_NUMNODES (1 << 10).
@@ -27,6 +31,35 @@ MAX_XML_DEPTH = 256
 
 CPU_REASON = f"CPU indexes must be below {MAX_CPUS} (Linux builds with at most 8192 CPUs, NR_CPUS)"
 NODE_REASON = f"NUMA node indexes must be below {MAX_NODES} (Linux builds with at most 1024 nodes, MAX_NUMNODES)"
+
+
+#: Largest magnitude of a number in a machine description: the model's integers are u64 and its
+#: sizes in bytes must fit one (a node of 2^64 bytes is 16 EiB, beyond any address space).
+MAX_SPEC_NUMBER = 2**64
+
+
+def spec_bad_value(spec: Any, path: str = "") -> tuple[str, str] | None:
+    """(key, reason) for the first value of a parsed TOML/JSON machine description that no field
+    takes: a date or time, a non-finite number, or a number beyond 2^64; None when all are fine.
+    Checked before the model converts them, which would overflow or misreport the type."""
+    if isinstance(spec, dict):
+        for k, v in spec.items():
+            found = spec_bad_value(v, f"{path}.{k}" if path else str(k))
+            if found:
+                return found
+    elif isinstance(spec, list):
+        for i, v in enumerate(spec):
+            found = spec_bad_value(v, f"{path}[{i}]")
+            if found:
+                return found
+    elif isinstance(spec, (datetime.date, datetime.time)):
+        return path, f"a date or time ({spec.isoformat()}) is not accepted here; expected a number"
+    elif isinstance(spec, float) and not math.isfinite(spec):
+        return path, f"{spec} is not a finite number"
+    elif isinstance(spec, (int, float)) and not isinstance(spec, bool) and abs(spec) >= MAX_SPEC_NUMBER:
+        shown = f"{spec:.3g}" if isinstance(spec, float) or spec.bit_length() > 200 else str(spec)
+        return path, f"{shown} is out of range (numbers in a machine description are below 2^64)"
+    return None
 
 
 def spec_too_large(spec: dict) -> tuple[str, str] | None:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from numalab._core import Machine, TopologyError
 from numalab.exceptions import UsageError
-from numalab.machine.limits import spec_too_large
+from numalab.machine.limits import spec_bad_value, spec_too_large
 from numalab.machine.tomlfile import load_toml, where
 
 PRESET_DIR = Path(__file__).parent / "presets"
@@ -43,7 +44,7 @@ def list_presets() -> list[PresetInfo]:
 def load_spec_file(path: Path) -> Machine:
     """Load a machine spec TOML file; errors name the file, line and key."""
     data, text = load_toml(path)
-    too_large = spec_too_large(data)
+    too_large = spec_bad_value(data) or spec_too_large(data)
     if too_large is not None:
         key, reason = too_large
         raise UsageError(f"{where(path, text, key)}: {key}: {reason}")
@@ -55,11 +56,17 @@ def load_spec_file(path: Path) -> Machine:
         raise TopologyError(f"{where(path, text, key)}: {e.args[0]}", key) from None
 
 
+#: What a preset name can be (the files in presets/): a name of any other shape is unknown without
+#: asking the file system, which refuses names longer than NAME_MAX (255) with an error of its own.
+_PRESET_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
 def load_preset(name: str) -> Machine:
     path = PRESET_DIR / f"{name}.toml"
-    if not path.is_file():
+    if not _PRESET_NAME.fullmatch(name) or not path.is_file():
         names = preset_names()
-        close = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
+        close = difflib.get_close_matches(name[:64], names, n=1, cutoff=0.5)
         hint = f"; did you mean {close[0]}?" if close else ""
-        raise UsageError(f"unknown machine preset '{name}' (`numalab topo --list` lists all {len(names)}){hint}")
+        shown = name if len(name) <= 60 else f"{name[:57]}... ({len(name)} characters)"
+        raise UsageError(f"unknown machine preset '{shown}' (`numalab topo --list` lists all {len(names)}){hint}")
     return load_spec_file(path)

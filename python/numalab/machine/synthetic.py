@@ -407,7 +407,7 @@ class _Builder:
         parent.children.insert(0, self.El("object", attrs, 0))  # type: ignore[attr-defined]
 
     def sets(self, cpus: set[int]) -> dict[str, str]:
-        from numalab.machine.bitmaps import format_hwloc
+        from numalab.machine.hwloc_xml import Bits
 
-        text = format_hwloc(cpus)
+        text = Bits(cpus)
         return {"cpuset": text, "complete_cpuset": text}

@@ -26,6 +26,7 @@ policies, is an error: the string would not say which one applies.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 
 from numalab.exceptions import UsageError
@@ -134,13 +135,19 @@ def _policy_item(policy: tuple[str, str | None]) -> str:
     return f"{option}={nodes}" if nodes else {"local": "localalloc"}.get(name, name)
 
 
+_DIGITS = re.compile(r"[0-9]{1,4}")
+
+
 def parse_weights(text: str) -> tuple[tuple[int, int], ...]:
     """``0=5,1=2`` (or ``0:5,1:2``) -> ((0, 5), (1, 2)); the range (1..255) is the engine's rule."""
     out: dict[int, int] = {}
     for piece in str(text).split(","):
         node, sep, w = piece.replace("=", ":").partition(":")
-        if not sep or not node.strip().isdigit() or not w.strip().isdigit():
-            raise UsageError(f"weights: bad item '{piece}' (expected NODE=WEIGHT, e.g. 0=5,1=2)")
+        shown = piece if len(piece) <= 40 else piece[:37] + "..."
+        # ASCII digits only (str.isdigit also takes '５' and '²'), and short enough to be a node
+        # index (below 2^12) and a weight (1..255, checked by the engine) before int() reads them.
+        if not sep or not _DIGITS.fullmatch(node.strip()) or not _DIGITS.fullmatch(w.strip()):
+            raise UsageError(f"weights: bad item '{shown}' (expected NODE=WEIGHT in ASCII digits, e.g. 0=5,1=2; weights 1 to 255)")
         if int(node) in out:
             raise UsageError(f"weights: node {int(node)} is given twice")
         out[int(node)] = int(w)
