@@ -1,0 +1,113 @@
+"""The numbers of a calibration, from the raw document's kernel outputs (no I/O).
+
+Every figure is the median of its samples with the lowest and highest sample as its range: the
+samples are the chase's repetitions (``ns_per_load``) and the STREAM processes (``gbps``)."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+#: Bytes one load of a cache line moves (x86-64 line size), for Little's law.
+LINE_BYTES = 64
+
+
+@dataclass(frozen=True)
+class Figure:
+    value: float  # median of the samples
+    low: float
+    high: float
+    samples: int
+
+    def as_json(self) -> dict[str, float | int]:
+        return {"median": self.value, "low": self.low, "high": self.high, "samples": self.samples}
+
+
+def figure(samples: list[float]) -> Figure:
+    if not samples:
+        raise ValueError("a figure needs at least one sample")
+    return Figure(statistics.median(samples), min(samples), max(samples), len(samples))
+
+
+def latencies(runs: list[dict[str, Any]]) -> dict[tuple[int, int, str], Figure]:
+    """(CPU node, memory node, pages "4k"/"2m") -> ns per dependent load."""
+    samples: dict[tuple[int, int, str], list[float]] = {}
+    for r in runs:
+        if r["kind"] == "latency":
+            samples.setdefault((r["cpu_node"], r["mem_node"], r["pages"]), []).extend(r["output"]["ns_per_load"])
+    return {k: figure(v) for k, v in sorted(samples.items())}
+
+
+def bandwidths(runs: list[dict[str, Any]]) -> dict[tuple[int, int, str, int], Figure]:
+    """(CPU node, memory node, mode, threads) -> GB/s (STREAM's byte counting)."""
+    samples: dict[tuple[int, int, str, int], list[float]] = {}
+    for r in runs:
+        if r["kind"] == "bandwidth":
+            samples.setdefault((r["cpu_node"], r["mem_node"], r["mode"], r["threads"]), []).append(r["output"]["gbps"])
+    return {k: figure(v) for k, v in sorted(samples.items())}
+
+
+@dataclass(frozen=True)
+class LoadedPoint:
+    load_threads: int
+    load_gbps: float  # the STREAM load's median bandwidth (0 with no load)
+    latency: Figure  # the probe's ns per load meanwhile
+
+
+def loaded(runs: list[dict[str, Any]]) -> dict[int, list[LoadedPoint]]:
+    """Memory node -> the probe's latency at each load level, by rising load."""
+    probe: dict[tuple[int, int], list[float]] = {}
+    load: dict[tuple[int, int], list[float]] = {}
+    for r in runs:
+        if r["kind"] == "loaded":
+            key = (r["mem_node"], r["load_threads"])
+            probe.setdefault(key, []).extend(r["probe"]["ns_per_load"])
+            load.setdefault(key, []).append(r["load"]["gbps"] if r.get("load") else 0.0)
+    out: dict[int, list[LoadedPoint]] = {}
+    for (m, k), ns in sorted(probe.items()):
+        out.setdefault(m, []).append(LoadedPoint(k, statistics.median(load[(m, k)]), figure(ns)))
+    return out
+
+
+def idle_latency(lat: dict[tuple[int, int, str], Figure], cpu: int, mem: int) -> tuple[Figure, str] | None:
+    """The pair's idle latency: with 2 MiB pages when measured (few TLB misses, as the model's
+    latency means), else with 4 KiB pages."""
+    for pages in ("2m", "4k"):
+        if (cpu, mem, pages) in lat:
+            return lat[(cpu, mem, pages)], pages
+    return None
+
+
+def curve(points: list[LoadedPoint], node_gbps: float) -> list[tuple[float, float]]:
+    """``[utilisation, latency / idle]`` from the loaded points: utilisation is the load's bandwidth
+    plus the probe's own (one line per load) over the node's bandwidth, capped at 1; the factor is
+    relative to the point with no load, at least 1 (a lower reading is noise: the model's curve
+    never goes below idle). Starts at ``[0, 1]``; utilisation rises."""
+    if not points:
+        return [(0.0, 1.0)]
+    idle = points[0].latency.value
+    out = [(0.0, 1.0)]
+    for p in points[1:]:
+        probe_gbps = LINE_BYTES / p.latency.value  # bytes per ns = GB/s
+        u = min(1.0, (p.load_gbps + probe_gbps) / node_gbps)
+        f = max(1.0, p.latency.value / idle)
+        if u > out[-1][0]:
+            out.append((u, max(f, out[-1][1])))
+    return out
+
+
+def loaded_latency_at(points: list[LoadedPoint], gbps: float) -> float:
+    """The probe's latency at a load of ``gbps``: linear between the measured loads, flat beyond."""
+    xs = [(p.load_gbps, p.latency.value) for p in points]
+    if gbps <= xs[0][0]:
+        return xs[0][1]
+    for (x0, y0), (x1, y1) in zip(xs, xs[1:]):
+        if x0 <= gbps <= x1 and x1 > x0:
+            return y0 + (y1 - y0) * (gbps - x0) / (x1 - x0)
+    return xs[-1][1]
+
+
+def concurrency(one_core_gbps: float, latency_ns: float) -> float:
+    """Little's law: lines in flight = bandwidth x latency / line size (GB/s x ns = bytes)."""
+    return one_core_gbps * latency_ns / LINE_BYTES

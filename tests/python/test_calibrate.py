@@ -1,0 +1,214 @@
+"""numalab calibrate (docs/calibrate.md): captured kernel outputs give the expected preset TOML,
+the plan picks and refuses pairs as documented, and a real --quick calibration of this host loads
+with --machine in topo and sim."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from numalab.calibrate import figures as fg
+from numalab.calibrate import plan
+from numalab.calibrate.preset import preset_toml
+from numalab.exceptions import UsageError
+from numalab.machine.presets import load_spec_file
+from numalab.study.uncertainty import machine_parameters
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures" / "calibrate"
+CASES = ["one-node", "two-node"]
+
+
+def numalab(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "numalab.cli.main", *args], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, **(env or {})})
+
+
+def raw(case: str) -> dict:
+    return json.loads((FIXTURES / f"{case}.raw.json").read_text())
+
+
+# ---- captured outputs -> TOML (pure) --------------------------------------------------------
+
+@pytest.mark.parametrize("case", CASES)
+def test_captured_outputs_give_the_expected_toml(case):
+    assert preset_toml(raw(case), case) == (FIXTURES / f"{case}.toml").read_text()
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_preset_loads_and_its_ranges_hold_its_numbers(case):
+    path = FIXTURES / f"{case}.toml"
+    m = json.loads(load_spec_file(path).to_json())
+    assert m["name"] == case
+    params = machine_parameters(case, tomllib.loads(path.read_text()), str(path))
+    assert {p.path for p in params} >= {"core.mlp", "latency.loaded_curve"}
+
+
+def test_two_nodes_remote_latency_links_and_unmeasured_cells():
+    text = preset_toml(raw("two-node"), "two-node")
+    data = tomllib.loads(text)
+    lat = data["latency"]["matrix_ns"]
+    # measured: 0->0 80.2 (2 MiB pages, median of 80.2 79.9 81.5 80.0 80.4), 1->0 135.5, 1->1 81.1;
+    # 0->1 was skipped (cgroup), so it takes the reverse pair's measurement
+    assert lat == [[80.2, 135.5], [135.5, 81.1]]
+    assert data["bandwidth"]["node_gbps"] == [21.0, 20.9]  # best read-only thread count (2 threads)
+    assert data["links"] == [{"nodes": [0, 1], "gbps": [14.2, 14.2]}]  # CPU 1 reading node 0, 2 threads
+    assert data["core"]["frequency_ghz"] == 2.6
+    assert "# skipped: 0:1: node 1 is not in this process's allowed memory nodes" in text
+    assert "latency.matrix_ns[0][1]" not in data["estimates"]  # not measured: no measured range
+    assert data["estimates"]["latency.matrix_ns[1][0]"]["low"] == 134.9
+
+
+def test_a_document_that_is_not_a_calibration_is_refused():
+    with pytest.raises(ValueError, match="not a calibration document"):
+        preset_toml({"format": "other"}, "x")
+
+
+# ---- figures ------------------------------------------------------------------------------------
+
+def test_figure_is_the_median_with_the_extremes_as_range():
+    f = fg.figure([5.0, 1.0, 3.0, 9.0])
+    assert (f.value, f.low, f.high, f.samples) == (4.0, 1.0, 9.0, 4)
+
+
+def test_curve_starts_idle_rises_and_caps_utilisation():
+    pts = [fg.LoadedPoint(0, 0.0, fg.figure([100.0])), fg.LoadedPoint(1, 5.0, fg.figure([120.0])),
+           fg.LoadedPoint(3, 30.0, fg.figure([90.0]))]
+    # probe: 64 B / 120 ns = 0.5333 GB/s; 5.5333 / 10 = 0.5533; the third point is past the node's
+    # 10 GB/s (capped at 1) and faster than idle (noise): kept at the factor before it
+    assert fg.curve(pts, 10.0) == [(0.0, 1.0), (pytest.approx(0.55333, abs=1e-4), 1.2), (1.0, 1.2)]
+
+
+def test_littles_law_and_loaded_latency_interpolation():
+    pts = [fg.LoadedPoint(0, 0.0, fg.figure([100.0])), fg.LoadedPoint(1, 10.0, fg.figure([200.0]))]
+    assert fg.loaded_latency_at(pts, 5.0) == 150.0
+    assert fg.loaded_latency_at(pts, 50.0) == 200.0
+    assert fg.concurrency(6.4, 100.0) == pytest.approx(10.0)  # 6.4 GB/s x 100 ns = 640 B = 10 lines
+
+
+# ---- the plan --------------------------------------------------------------------------------
+
+def facts(nodes: int = 4, cores_per_node: int = 2) -> dict:
+    dist = [[10 if a == b else 10 + 6 * abs(a - b) for b in range(nodes)] for a in range(nodes)]
+    cpus = lambda n: f"{n * cores_per_node}-{n * cores_per_node + cores_per_node - 1}"  # noqa: E731
+    return {
+        "numa_disabled": False,
+        "nodes": [{"os_index": n, "package": 0, "cpus": cpus(n), "distances": dist[n], "memory_bytes": 8 << 30,
+                   "memory_free_bytes": 4 << 30} for n in range(nodes)],
+        "cores": [{"cpus": str(c), "os_index": c, "package": 0} for c in range(nodes * cores_per_node)],
+        "caches": [{"cpus": "0-7", "level": 3, "size_bytes": 64 << 20, "type": "Unified"}],
+    }
+
+
+def test_pairs_all_local_sampled_and_explicit():
+    f = facts()
+    assert plan.choose_pairs("local", f["nodes"]) == [(0, 0), (1, 1), (2, 2), (3, 3)]
+    assert len(plan.choose_pairs("all", f["nodes"])) == 16
+    sampled = plan.choose_pairs(6, f["nodes"])
+    # the 4 local pairs, then the nearest (distance 16) and the farthest (distance 28) remote pair
+    assert sampled == [(0, 0), (1, 1), (2, 2), (3, 3), (0, 1), (3, 0)]
+    assert plan.choose_pairs(plan.parse_pairs("0:1,1:0,0:1", [0, 1, 2, 3]), f["nodes"]) == [(0, 1), (1, 0)]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("0", "a count must be at least 1"),
+    ("0-1", "'0-1' is not CPU_NODE:MEM_NODE"),
+    ("0:7", "node 7 does not exist"),
+])
+def test_bad_pairs_are_one_line(text, message):
+    with pytest.raises(UsageError, match=message):
+        plan.parse_pairs(text, [0, 1, 2, 3])
+
+
+def test_restricted_cpus_and_mems_skip_pairs_and_say_why():
+    p = plan.make_plan(facts(), "all", True, allowed_cpus={0, 1, 2}, allowed_mems={0, 1, 2})
+    assert p.cpus[1] == [2] and p.cpus[2] == [] and p.cpus[0] == [0, 1]
+    assert set(p.pairs) == {(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)}
+    assert "2:0: none of node 2's CPUs (4-5) is in this process's allowed CPUs (cgroup cpuset or taskset)" in p.skipped
+    assert "0:3: node 3 is not in this process's allowed memory nodes (cgroup cpuset.mems)" in p.skipped
+    assert p.thread_levels(0) == [1, 2] and p.load_levels(0) == [0, 1] and p.load_levels(1) == [0]
+
+
+def test_nothing_bindable_is_refused_in_one_line():
+    with pytest.raises(UsageError) as e:
+        plan.make_plan(facts(nodes=1), "all", True, allowed_cpus={9}, allowed_mems={0})
+    assert str(e.value) == ("calibrate: cannot bind any (CPU node, memory node) pair, nothing measured; skipped 0:0: "
+                            "none of node 0's CPUs (0-1) is in this process's allowed CPUs (cgroup cpuset or taskset)")
+
+
+def test_full_plan_sizes_buffers_past_the_last_level_cache():
+    p = plan.make_plan(facts(nodes=1, cores_per_node=8), "all", False, set(range(8)), {0})
+    assert p.chase_mib == 256 and p.chase_loads == 256 * 2**20 // 64  # 2 x 64 MiB LLC < the 256 MiB floor
+    assert p.stream_n * 24 >= 4 * (64 << 20)
+    assert p.thread_levels(0) == [1, 2, 4, 8] and p.load_levels(0) == [0, 1, 2, 4, 7]
+
+
+# ---- the command ------------------------------------------------------------------------------
+
+def test_from_raw_writes_the_fixture_preset(tmp_path):
+    out = tmp_path / "one-node.toml"
+    r = numalab("calibrate", "--from-raw", str(FIXTURES / "one-node.raw.json"), "--output", str(out))
+    assert r.returncode == 0, r.stderr
+    assert out.read_text() == (FIXTURES / "one-node.toml").read_text()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--output", "x.txt"], "numalab: --output x.txt: the preset must be a .toml file (--machine reads presets by that suffix)"),
+    (["--from-raw", "missing.json"], "numalab: --from-raw missing.json: cannot read: No such file or directory"),
+])
+def test_usage_errors_are_one_line(tmp_path, args, message):
+    r = numalab("calibrate", *args, cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.strip() == message
+
+
+def test_an_agent_that_cannot_bind_stops_the_calibration_in_one_line(tmp_path):
+    agent = tmp_path / "agent"
+    agent.write_text("#!/bin/sh\necho 'numalab-agent: set_mempolicy: Operation not permitted' >&2\nexit 1\n")
+    agent.chmod(0o755)
+    r = numalab("calibrate", "--quick", "--json", "-o", "c.toml", cwd=tmp_path, env={"NUMALAB_AGENT": str(agent)})
+    if "is not built" in r.stderr:
+        pytest.skip(r.stderr.strip())
+    assert r.returncode == 1
+    assert r.stderr.strip().startswith("numalab: calibrate: cannot bind latency ")
+    assert r.stderr.strip().endswith("set_mempolicy: Operation not permitted; nothing written (every run of the calibration is skipped)")
+    assert not (tmp_path / "c.toml").exists()
+
+
+# ---- this host --------------------------------------------------------------------------------
+
+def test_quick_calibration_of_this_host_loads_in_topo_and_sim(tmp_path):
+    from numalab.calibrate.measure import kernel
+    from numalab.exceptions import NumalabError
+    from numalab.runner.host import agent_path
+
+    try:
+        agent_path(), kernel("chase"), kernel("stream")
+    except NumalabError as e:
+        pytest.skip(str(e))
+    out = tmp_path / "here.toml"
+    t0 = time.monotonic()
+    r = numalab("calibrate", "--quick", "--json", "--output", str(out))
+    elapsed = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    lat = doc["figures"]["latency_ns"]
+    assert {x["pages"] for x in lat} == {"4k", "2m"} and all(x["median"] > 0 for x in lat)
+    assert {x["mode"] for x in doc["figures"]["bandwidth_gbps"]} == {"read", "triad", "write"}
+    # written from the same raw outputs, the file is what --from-raw gives
+    again = tmp_path / "here2.toml"
+    (tmp_path / "raw.json").write_text(json.dumps(doc["raw"]))
+    assert numalab("calibrate", "--from-raw", str(tmp_path / "raw.json"), "-o", str(again)).returncode == 0
+    assert again.read_text().replace("here2", "here") == out.read_text()
+    topo = numalab("topo", "--machine", str(out))
+    assert topo.returncode == 0, topo.stderr
+    assert "calibration: measured by numalab calibrate" in topo.stdout
+    sim = numalab("sim", "--machine", str(out), "--workload", "stream")
+    assert sim.returncode == 0, sim.stderr
+    print(f"numalab calibrate --quick: {elapsed:.1f} s")
