@@ -9,13 +9,12 @@ work=$(mktemp -d -t numalab-wall.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 export NUMALAB_VM_CACHE="$work/vm-cache"
 
-timed() {  # timed TARGET CLONE LABEL: run `make TARGET` in CLONE, print its wall time
-  local start=$SECONDS load
+timed() {  # timed TARGET CLONE LABEL: run `make TARGET` in CLONE, print its wall time (and a failure)
+  local start=$SECONDS load status=ok
   load=$(cut -d' ' -f1 /proc/loadavg)
-  if ! make -C "$2" "$1" >"$work/$1.log" 2>&1; then
-    tail -30 "$work/$1.log"; echo "make $1 failed ($3)"; exit 1
-  fi
-  printf 'make %-4s %-12s %4d s  (load average %s at the start, %s CPUs)\n' "$1" "$3" $((SECONDS - start)) "$load" "$(nproc)"
+  make -C "$2" "$1" >"$work/$1.log" 2>&1 || status="FAILED, last lines:"
+  printf 'make %-4s %-12s %4d s  (load average %s at the start, %s CPUs) %s\n' "$1" "$3" $((SECONDS - start)) "$load" "$(nproc)" "$status"
+  [ "$status" = ok ] || tail -15 "$work/$1.log"
 }
 
 for target in "${@:-run test}"; do
