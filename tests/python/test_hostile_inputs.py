@@ -352,3 +352,10 @@ def test_many_threads_on_a_small_machine_are_refused_with_the_per_cpu_limit(cli)
     code, out, err = cli("sim", "--machine", "synthetic:core:4 pu:1?memory-per-node-mib=4096", "--workload", "stream",
                          "--threads", "256", "--noise", "off")
     assert code == 0, err
+
+
+@pytest.mark.parametrize("value, needle", [("100000000000000000000", "expected an integer below 2^63"),
+                                           ("５", "expected an integer, got '５'"), ("1" * 5000, "expected an integer, got '111")])
+def test_graph_parameters_take_ascii_numbers_below_2_63(cli, value, needle):
+    code, out, err = cli("lb", "--machine", "e5620-2s", "--graph", "lb_test", "--n-objects", value, "--iterations", "2")
+    assert len(one_line(code, out, err, f"n_objects: {needle}")) < 200

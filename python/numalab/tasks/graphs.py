@@ -92,20 +92,31 @@ def coerce(what: str, value: Any, kind: type, minimum: float | None = None) -> A
     if isinstance(value, bool):
         raise UsageError(f"{what}: expected a number, got {value!r}")
     try:
+        # Text in ASCII only (int() and float() also read '５' and '٣'), and no longer than a
+        # number the core can take, so nothing huge is built from it.
+        if isinstance(value, str) and not (value.isascii() and len(value) <= 40):
+            raise ValueError
         if kind is int:
             if isinstance(value, float) and not value.is_integer():
                 raise ValueError
             v: Any = int(str(value).replace("_", "")) if isinstance(value, str) else int(value)
+            if abs(v) >= 1 << 63:
+                raise UsageError(f"{what}: expected an integer below 2^63, got {_short(str(value))}")
         else:
             v = float(value)
             if v != v or v in (float("inf"), float("-inf")):
                 raise ValueError
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         noun = "an integer" if kind is int else "a number"
-        raise UsageError(f"{what}: expected {noun}, got '{value}'") from None
+        raise UsageError(f"{what}: expected {noun}, got '{_short(str(value))}'") from None
     if minimum is not None and v < minimum:
         raise UsageError(f"{what}: must be >= {minimum:g}, got {v}")
     return v
+
+
+def _short(text: str) -> str:
+    """A value as quoted in a message: long ones cut, so the message stays one line."""
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def file_kind(path: Path) -> str:
