@@ -186,6 +186,19 @@ pub struct LoadRules {
     /// The CPU load `wake_affine()` compares (v3.13 `wake_affine()`: `source_load()` /
     /// `target_load()` with `wake_idx` 0; v6.13 `wake_affine_weight()`: `cpu_load()`).
     pub wake_affine: CpuLoad,
+    /// What fork and exec's `find_idlest_group()` sums per group.
+    pub idlest_group: GroupSignals,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum GroupSignals {
+    /// v3.13 `find_idlest_group()`: `source_load()` / `target_load()` with `forkexec_idx` 0,
+    /// i.e. `weighted_cpuload()` (`runnable_load_avg`), per CPU of group power.
+    RunnableLoadAvg,
+    /// v6.13 `update_sg_wakeup_stats()`: `cpu_load_without()`, `cpu_util_without()`,
+    /// `cpu_runnable_without()` (sleepers' decaying values included), read by
+    /// `group_classify()` and `update_pick_idlest()`.
+    LoadUtilRunnable,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -507,7 +520,11 @@ pub const PROFILE_3_13: KernelProfile = KernelProfile {
         wake_affine: WakeAffine::LoadBalanced,
         idle_sibling: IdleSibling::TargetCoreSibling,
         busiest_group: BusiestGroup::Capacity,
-        load: LoadRules { tracking: PeltForm::RunnableAvgSum, wake_affine: CpuLoad::RunnableLoadAvg },
+        load: LoadRules {
+            tracking: PeltForm::RunnableAvgSum,
+            wake_affine: CpuLoad::RunnableLoadAvg,
+            idlest_group: GroupSignals::RunnableLoadAvg,
+        },
         // include/linux/topology.h SD_MC_INIT: min 1, max 4, busy_factor 64, imbalance_pct 125,
         // balance_interval 1.
         mc: McDomain {
@@ -570,7 +587,11 @@ pub const PROFILE_6_13: KernelProfile = KernelProfile {
         wake_affine: WakeAffine::IdleThenWeight,
         idle_sibling: IdleSibling::FirstIdleInLlc,
         busiest_group: BusiestGroup::GroupType,
-        load: LoadRules { tracking: PeltForm::LoadRunnableUtil, wake_affine: CpuLoad::LoadAvgWithBlocked },
+        load: LoadRules {
+            tracking: PeltForm::LoadRunnableUtil,
+            wake_affine: CpuLoad::LoadAvgWithBlocked,
+            idlest_group: GroupSignals::LoadUtilRunnable,
+        },
         // kernel/sched/topology.c sd_init(): min_interval = sd_weight, max = 2*sd_weight,
         // busy_factor 16, imbalance_pct 117 (SD_SHARE_LLC), balance_interval = sd_weight.
         mc: McDomain {

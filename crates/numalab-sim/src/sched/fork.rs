@@ -5,8 +5,64 @@
 //! level) or names a group, whose `find_idlest_cpu()` becomes the CPU to look from, and the walk
 //! goes on below that domain's weight.
 
+use super::load::CpuSig;
+use super::pelt::{RunnableAvg313, CAPACITY};
 use super::{GroupLoad, Sched, SchedEvent};
-use crate::profile::{ExecLoad, IdlestGroup};
+use crate::profile::{ExecLoad, GroupSignals, IdlestGroup};
+
+/// A group's figures as fork placement sums them (v6.13 `update_sg_wakeup_stats()`, v3.13
+/// `find_idlest_group()`'s loop): runnable tasks and idle CPUs, and PELT (`load.rs`).
+#[derive(Clone, Copy, Debug)]
+struct WakeupStats {
+    g: GroupLoad,
+    /// The profile's `load.idlest_group`: v3.13 `weighted_cpuload()`, v6.13 `cpu_load()`.
+    load: u64,
+    util: u64,
+    runnable: u64,
+}
+
+impl WakeupStats {
+    fn of(s: &Sched, cpus: &[usize], nr: &[usize], sig: &[CpuSig]) -> Self {
+        let load = |c: usize| match s.rules.load.idlest_group {
+            GroupSignals::RunnableLoadAvg => sig[c].runnable_load,
+            GroupSignals::LoadUtilRunnable => sig[c].load,
+        };
+        WakeupStats {
+            g: GroupLoad::of(cpus, nr, &s.pu_core),
+            load: cpus.iter().map(|&c| load(c)).sum(),
+            util: cpus.iter().map(|&c| sig[c].util).sum(),
+            runnable: cpus.iter().map(|&c| sig[c].runnable).sum(),
+        }
+    }
+
+    /// `group_capacity`: every CPU at full capacity (no RT, IRQ or thermal pressure here).
+    fn capacity(&self) -> u64 {
+        CAPACITY * self.g.weight as u64
+    }
+
+    /// `avg_load = group_load x SCHED_CAPACITY_SCALE / group_capacity` (v3.13: `x
+    /// SCHED_POWER_SCALE / power`, the same with equal CPUs).
+    fn avg_load(&self) -> u64 {
+        self.load * CAPACITY / self.capacity()
+    }
+
+    /// v6.13 `group_classify()` (no misfit, asymmetric or SMT-balance types here): 2
+    /// overloaded (`group_is_overloaded()`: more tasks than CPUs and utilisation or runnable
+    /// above the capacity by `imbalance_pct`), 1 fully busy (`!group_has_capacity()`), 0 has
+    /// spare (fewer tasks than CPUs, or utilisation below the capacity by `imbalance_pct` and
+    /// runnable not above it).
+    fn kind(&self, pct: u64) -> u8 {
+        let cap = self.capacity();
+        let runnable_high = cap * pct < self.runnable * 100;
+        if self.g.nr > self.g.weight && (cap * 100 < self.util * pct || runnable_high) {
+            2
+        } else if self.g.nr < self.g.weight || (!runnable_high && cap * 100 > self.util * pct) {
+            0
+        } else {
+            1
+        }
+    }
+}
 
 impl Sched {
     /// Place thread `tid` when it is created; `parent` is the creating thread (None for a
@@ -27,15 +83,21 @@ impl Sched {
                 // sched_setaffinity before exec moves it there; CPU 0 without binding).
                 None => (allowed[0], "exec"),
             };
-            // v3.13 counts the exec'ing task on its CPU (it is running there); v6.13's
+            let mut sig = self.cpu_signals(now_s, live);
+            // v3.13 counts the exec'ing task on its CPU (it is running there, with the load of
+            // a task just forked by the shell: init_task_runnable_average()); v6.13's
             // find_idlest_group() discounts it (cpu_util_without(), idle_cpu_without()).
             if parent.is_none() {
                 match self.rules.exec_load {
-                    ExecLoad::CountsExecer => load[start] += 1,
+                    ExecLoad::CountsExecer => {
+                        load[start] += 1;
+                        let slice = super::balance::slice_s(self.rules.slice, 1);
+                        sig[start].runnable_load += RunnableAvg313::new_task(0, (slice * 1e9) as u64).load_avg_contrib;
+                    }
                     ExecLoad::DiscountsExecer => {}
                 }
             }
-            self.select_task_rq(start, &allowed, &load, path)
+            self.select_task_rq(start, &allowed, &load, &sig, path)
         };
         self.cpu[tid] = cpu;
         self.first_node[tid] = self.pu_node[cpu];
@@ -50,6 +112,7 @@ impl Sched {
         start: usize,
         allowed: &[usize],
         load: &[usize],
+        sig: &[CpuSig],
         path: &'static str,
     ) -> (usize, &'static str, String, String) {
         let mut cpu = if allowed.contains(&start) { start } else { allowed[0] };
@@ -67,7 +130,7 @@ impl Sched {
                 sd = child;
                 continue;
             }
-            match self.find_idlest_group(l, cpu, allowed, load) {
+            match self.find_idlest_group(l, cpu, allowed, load, sig) {
                 Err(reason) => {
                     why.push(format!("{}: {reason}", d.name));
                     sd = child;
@@ -93,31 +156,45 @@ impl Sched {
     }
 
     /// `find_idlest_group()`: Ok(the idlest group's allowed CPUs) or Err(why the local group
-    /// stays).
-    fn find_idlest_group(&self, l: usize, cpu: usize, allowed: &[usize], load: &[usize]) -> Result<Vec<usize>, String> {
+    /// stays). Loads, utilisation and runnable are PELT's (`WakeupStats`); integer arithmetic
+    /// as the kernel's.
+    fn find_idlest_group(
+        &self,
+        l: usize,
+        cpu: usize,
+        allowed: &[usize],
+        load: &[usize],
+        sig: &[CpuSig],
+    ) -> Result<Vec<usize>, String> {
         let d = &self.domains[l];
-        let stats = |cpus: &Vec<usize>| GroupLoad::of(cpus, load, &self.pu_core);
+        let pct = d.imbalance_pct as u64;
+        let stats = |cpus: &Vec<usize>| WakeupStats::of(self, cpus, load, sig);
         let groups = &d.groups_of[cpu];
         let local_cpus = &groups[0];
         let local = stats(local_cpus);
-        let mut idlest: Option<(GroupLoad, Vec<usize>)> = None;
+        let mut idlest: Option<(WakeupStats, Vec<usize>)> = None;
         for g in &groups[1..] {
             let st = stats(g);
-            let cpus = g.clone();
             // Groups the task may not run in are skipped (cpumask_intersects with p->cpus_ptr).
-            let cpus: Vec<usize> = cpus.into_iter().filter(|c| allowed.contains(c)).collect();
+            let cpus: Vec<usize> = g.iter().copied().filter(|c| allowed.contains(c)).collect();
             if cpus.is_empty() {
                 continue;
             }
             let better = match &idlest {
                 None => true,
                 Some((b, _)) => match self.rules.idlest_group {
-                    IdlestGroup::LoadAverage => st.avg() < b.avg(),
-                    // update_pick_idlest(): lower type; spare: more idle CPUs; else lower load.
-                    IdlestGroup::GroupType => {
-                        (st.kind(), std::cmp::Reverse(st.idle), (st.avg() * 1e6) as u64)
-                            < (b.kind(), std::cmp::Reverse(b.idle), (b.avg() * 1e6) as u64)
-                    }
+                    // v3.13: "if (avg_load < min_load)", the first group on ties.
+                    IdlestGroup::LoadAverage => st.avg_load() < b.avg_load(),
+                    // v6.13 update_pick_idlest(): a lower type; fully busy or overloaded: a
+                    // lower avg_load; has spare: more idle CPUs, then a lower group_util.
+                    IdlestGroup::GroupType => match st.kind(pct).cmp(&b.kind(pct)) {
+                        std::cmp::Ordering::Less => true,
+                        std::cmp::Ordering::Greater => false,
+                        std::cmp::Ordering::Equal if st.kind(pct) > 0 => st.avg_load() < b.avg_load(),
+                        std::cmp::Ordering::Equal => {
+                            st.g.idle > b.g.idle || (st.g.idle == b.g.idle && st.util < b.util)
+                        }
+                    },
                 },
             };
             if better {
@@ -130,27 +207,33 @@ impl Sched {
             IdlestGroup::LoadAverage => {
                 // v3.13: imbalance = 100 + (sd->imbalance_pct - 100) / 2;
                 // "if (!idlest || 100*this_load < imbalance*min_load) return NULL".
-                let imbalance = 100.0 + (d.imbalance_pct - 100.0) / 2.0;
-                if 100.0 * local.avg() < imbalance * idl.avg() {
+                let imbalance = 100 + (pct - 100) / 2;
+                if 100 * local.avg_load() < imbalance * idl.avg_load() {
                     return Err(format!(
-                        "local load {:.2}/CPU below {imbalance}% of the idlest group's {:.2}",
-                        local.avg(),
-                        idl.avg()
+                        "local load {}/CPU below {imbalance}% of the idlest group's {}",
+                        local.avg_load(),
+                        idl.avg_load()
                     ));
                 }
                 Ok(cpus)
             }
             IdlestGroup::GroupType => {
-                if local.kind() < idl.kind() {
+                let (lk, ik) = (local.kind(pct), idl.kind(pct));
+                if lk < ik {
                     return Err("local group less busy (group type)".into());
                 }
-                if idl.kind() < local.kind() {
+                if ik < lk {
                     return Ok(cpus);
                 }
-                if local.kind() > 0 {
-                    // Both fully busy or overloaded: keep local unless clearly more loaded.
-                    if 100.0 * local.avg() <= d.imbalance_pct * idl.avg() {
-                        return Err(format!("within imbalance_pct {}", d.imbalance_pct));
+                if lk > 0 {
+                    // Both fully busy or overloaded: imbalance = NICE_0_LOAD x (imbalance_pct -
+                    // 100) / 100; across NUMA, stay while the idlest's load plus it is not
+                    // below the local one; stay if the idlest is not lighter by it; stay within
+                    // imbalance_pct.
+                    let imbalance = super::pelt::NICE_0_WEIGHT * (pct - 100) / 100;
+                    let (la, ia) = (local.avg_load(), idl.avg_load());
+                    if (d.numa && ia + imbalance >= la) || ia >= la + imbalance || 100 * la <= pct * ia {
+                        return Err(format!("avg_load {la} local vs {ia}, within imbalance {imbalance}"));
                     }
                     return Ok(cpus);
                 }
@@ -159,16 +242,16 @@ impl Sched {
                     // adjust_numa_imbalance(|idle diff|, local running + 1, imb_numa_nr), with
                     // imb_numa_nr capped by the task's allowed CPUs in the local group.
                     let imb_nr = d.imb_numa_nr.min(local_allowed.max(1));
-                    let imbalance = local.idle.abs_diff(idl.idle);
-                    if adjust_numa_imbalance(imbalance, local.nr + 1, imb_nr) == 0 {
+                    let imbalance = local.g.idle.abs_diff(idl.g.idle);
+                    if adjust_numa_imbalance(imbalance, local.g.nr + 1, imb_nr) == 0 {
                         return Err(format!(
                             "NUMA imbalance allowance: {} running + 1 <= imb_numa_nr {imb_nr}, idle-CPU difference {imbalance}",
-                            local.nr
+                            local.g.nr
                         ));
                     }
                 }
-                if local.idle >= idl.idle {
-                    return Err(format!("local group has as many idle CPUs ({})", local.idle));
+                if local.g.idle >= idl.g.idle {
+                    return Err(format!("local group has as many idle CPUs ({})", local.g.idle));
                 }
                 Ok(cpus)
             }

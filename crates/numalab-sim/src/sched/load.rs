@@ -50,6 +50,19 @@ impl TaskPelt {
     }
 }
 
+/// A CPU's run-queue signals at the last update (sums over its threads, `load.rs` header).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct CpuSig {
+    /// v6.13 `cpu_load()`: every attached thread's `load_avg`, sleepers included.
+    pub load: u64,
+    /// v6.13 `cpu_util_cfs()`, capped at the capacity.
+    pub util: u64,
+    /// v6.13 `cpu_runnable()`: `cfs_rq->avg.runnable_avg`.
+    pub runnable: u64,
+    /// v3.13 `weighted_cpuload()`: `runnable_load_avg`, queued threads only.
+    pub runnable_load: u64,
+}
+
 /// Per thread: the PELT state and what decides it.
 #[derive(Clone, Debug)]
 pub(super) struct LoadTrack {
@@ -172,6 +185,29 @@ impl Sched {
     /// `cpu_load()`; in v3.13, `runnable_load_avg` plus `blocked_load_avg`).
     pub fn cpu_load_avg(&self, cpu: usize) -> u64 {
         self.cpu_load_all(cpu)
+    }
+
+    /// Every CPU's signals at `now_s` (brought up to date first); `queued`: the threads on a
+    /// run queue now.
+    pub(super) fn cpu_signals(&mut self, now_s: f64, queued: &[bool]) -> Vec<CpuSig> {
+        self.update_loads(now_s);
+        let mut out = vec![CpuSig::default(); self.pu_node.len()];
+        for t in 0..self.cpu.len() {
+            let Some(p) = self.load.pelt[t].filter(|_| !self.load.exited[t]) else { continue };
+            let c = &mut out[self.cpu[t]];
+            c.load += p.load();
+            c.util += p.util();
+            if let TaskPelt::V6(sa) = p {
+                c.runnable += sa.runnable_avg;
+            }
+            if queued[t] {
+                c.runnable_load += p.load();
+            }
+        }
+        for c in &mut out {
+            c.util = c.util.min(CAPACITY);
+        }
+        out
     }
 
     /// The load of thread `tid` when it fell asleep.

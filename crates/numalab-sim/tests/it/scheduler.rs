@@ -200,6 +200,28 @@ fn wake_affine_reads_pelt_loads_not_task_counts() {
 }
 
 #[test]
+fn a_fork_avoids_the_cpu_of_a_sleeper_by_its_blocked_utilisation_in_6_13() {
+    // Thread 0 runs on CPU 0, thread 1 fell asleep on CPU 1 at 1 ms; thread 0 forks thread 2 at
+    // 10 ms. 6.13: the NUMA level keeps it on node 0 (adjust_numa_imbalance(1, 2, 2) = 0); at
+    // MC, CPUs 1, 2 and 3 are idle single-CPU groups of type has_spare with one idle CPU each,
+    // and update_pick_idlest() takes the lowest group_util: CPU 1 still carries the sleeper's
+    // decaying util_avg, so CPU 2 (counting tasks, CPU 1 would come first). 3.13's
+    // runnable_load_avg leaves the sleeper out: node 0's 1023 / 4 against node 1's 0 moves the
+    // fork to node 1 (CPU 4, then CPU 5 at MC: "100 x 0 < 112 x 0" is false, §3).
+    for (kernel, want) in [(Kernel::V6_13, 2), (Kernel::V3_13, 5)] {
+        let mut s = Sched::new(&two_nodes(), &unbound(), kernel, 1, 3).unwrap();
+        s.set_options(None, true);
+        s.place_new(0, None, &[false, false, false]);
+        s.place_new(1, Some(0), &[true, false, false]);
+        s.cpu[0] = 0;
+        s.cpu[1] = 1;
+        s.sleeps_at(1, 1e-3);
+        s.place_new_at(10e-3, 2, Some(0), &[true, false, false]);
+        assert_eq!(s.cpu[2], want, "{kernel:?}: {}", s.log.last().unwrap().why);
+    }
+}
+
+#[test]
 fn a_sleeping_threads_load_halves_every_32_ms_and_leaves_with_it() {
     let mut s = create(&two_nodes(), Kernel::V6_13, 2);
     let home = s.cpu[1];
