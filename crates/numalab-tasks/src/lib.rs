@@ -4,6 +4,7 @@
 //! - [`gen`]: lb_test, kNeighbor and jacobi2D built as their Charm++ code builds them.
 //! - [`parse`]: user graphs, numalab's edge list and the text form of Charm++'s LB dump.
 //! - [`platform`]: PEs on cores and nodes; message and migration costs from the machine.
+//! - [`atsync`]: the barrier before each balancing step (a reduction and a broadcast over the PEs).
 //! - [`balance`]: none, greedy, greedy-refine, refine, treematch and numalab's NUMA-aware balancer.
 //! - [`cost`]: what one iteration and one migration step cost under a mapping.
 //! - [`measure`]: loads as the runtime's timers record them (resolution, background work, wall or CPU).
@@ -11,6 +12,7 @@
 //!
 //! No I/O except reading a graph file; deterministic from the seed.
 
+pub mod atsync;
 pub mod balance;
 pub mod cost;
 pub mod error;

@@ -16,7 +16,8 @@
 //! could predict (the largest PE sum of measured loads under its new mapping) and the actual one
 //! (the next iteration's time on the true loads of this one under the new mapping): each migration costs its source PE
 //! the packing side and its destination PE the unpacking side ([`Platform::migration_ns`]); PEs
-//! migrate in parallel, so the step takes the busiest PE's total. Objects that may not move stay.
+//! migrate in parallel, so the step takes the busiest PE's total. The step also waits for the
+//! `AtSync` barrier ([`crate::atsync`]: statistics up the PE tree, resumption down it). Objects that may not move stay.
 //!
 //! Objects start on the graph's own PEs when it has them (an LB dump's `from_proc`, taken modulo
 //! the run's PE count) or on Charm++'s default block map ([`block_map`]).
@@ -30,6 +31,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::atsync::barrier_ns;
 use crate::balance::{pe_loads, Balancer, LbInput};
 use crate::cost::{evaluate, migration_step, Eval};
 use crate::error::TaskError;
@@ -78,6 +80,8 @@ pub struct LbCall {
     pub migrated_bytes: u64,
     pub migration_time_ns: f64,
     pub balancer_wall_s: f64,
+    /// The AtSync barrier's reduction and broadcast, ns (in `total_time_ns`).
+    pub atsync_ns: f64,
     /// The largest PE sum of the measured loads under the new mapping: what the balancer saw.
     pub predicted_makespan_ns: f64,
     /// The iteration's time on the true loads under the new mapping.
@@ -97,7 +101,7 @@ pub struct SimResult {
     pub balancer: String,
     /// Mean iteration time (iterations only; migrations are in `total_time_ns`).
     pub iteration_time_ns: f64,
-    /// All iterations plus every balancing step's migration time.
+    /// All iterations plus every balancing step's AtSync barrier and migration time.
     pub total_time_ns: f64,
     pub iterations: Vec<IterationRecord>,
     /// Average over maximum PE load, mean over the iterations after the first balancing step (all
@@ -165,6 +169,7 @@ pub fn simulate(
     meter.remap(&map, np);
     let mut period_sum = vec![0.0; n];
     let mut period_len = 0usize;
+    let atsync = barrier_ns(plat);
     let mut iters = Vec::with_capacity(opts.iterations);
     let mut calls = Vec::new();
     let (mut cb, mut cm) = ([0.0; 3], [0.0; 3]);
@@ -228,7 +233,7 @@ pub fn simulate(
                 }
             }
             let (moved, moved_bytes, mig) = migration_step(&map, &new, &g.state_bytes, plat);
-            total += mig;
+            total += mig + atsync;
             let predicted = pe_loads(&measured, &new, np).into_iter().fold(0.0, f64::max);
             let actual = if moved > 0 {
                 evaluate(&g.edges, &loads, &new, plat).pe_time.into_iter().fold(0.0, f64::max)
@@ -242,6 +247,7 @@ pub fn simulate(
                 migrated_bytes: moved_bytes,
                 migration_time_ns: mig,
                 balancer_wall_s: wall,
+                atsync_ns: atsync,
                 predicted_makespan_ns: predicted,
                 actual_makespan_ns: actual,
             });

@@ -453,3 +453,48 @@ fn measured_runs_repeat_bit_for_bit_per_seed_and_differ_across_seeds() {
     assert_eq!(a, strip(measured_run("greedy", 1.0, Wall, 7)));
     assert_ne!(a, strip(measured_run("greedy", 1.0, Wall, 8)));
 }
+
+/// Charm++'s DefaultArrayMap::procNum (src/ck-core/cklocation.C) for a flat index.
+fn default_array_map(flati: usize, n: usize, np: usize) -> u32 {
+    let (rem, floor) = (n % np, n / np);
+    let first_set = rem * (floor + 1);
+    (if flati < first_set { flati / (floor + 1) } else { rem + (flati - first_set) / floor }) as u32
+}
+
+#[test]
+fn objects_start_on_charms_default_block_map() {
+    use numalab_tasks::simulate::block_map;
+    for (n, np) in [(200, 16), (200, 32), (10, 32), (32, 32), (33, 32), (1000, 7)] {
+        let want: Vec<u32> = (0..n).map(|i| default_array_map(i, n, np)).collect();
+        assert_eq!(block_map(n, np), want, "{n} objects on {np} PEs");
+    }
+    // A 2-D array (jacobi2D's chares) maps by its row-major flat index: chare (x, y) is x * cy + y.
+    let p = plat(&ladder16(), None);
+    let g = gen::jacobi2d(1000, 1000, 100, 1, &Value::Null).unwrap();
+    let r = run(&g, &p, "none", 1, 0);
+    assert_eq!(r.mapping_initial, (0..100).map(|i| default_array_map(i, 100, 16)).collect::<Vec<_>>());
+    // 100 chares on 16 PEs: the first 4 PEs hold 7, the others 6; chare (1, 3) is flat 13, on PE 1.
+    assert_eq!(r.mapping_initial[13], 1);
+    assert_eq!(r.mapping_initial[28], 4);
+}
+
+#[test]
+fn the_atsync_barrier_costs_each_step_a_tree_reduction_and_broadcast() {
+    use numalab_tasks::atsync::barrier_ns;
+    let m = quad32();
+    let shm: Vec<f64> = [1, 2, 4, 5, 8, 21, 32].iter().map(|&n| barrier_ns(&plat(&m, Some(n)))).collect();
+    assert_eq!(shm[0], 0.0);
+    // Deeper trees take longer: 2..5 PEs are one level (PE 0's four children), 21 two, 32 three.
+    assert!(shm.windows(2).all(|w| w[1] >= w[0]), "{shm:?}");
+    assert!(shm[3] < shm[5] && shm[5] < shm[6], "{shm:?}");
+    let net = barrier_ns(&Platform::new(&m, None, CommLayer::Net, CostParams::default()).unwrap());
+    assert!(net > shm[6], "net {net} shm {}", shm[6]);
+    // Every balancing step pays it, inside the run's total time.
+    let p = plat(&m, None);
+    let g = TaskGraph::new("equal", vec![1e6; 64], vec![64; 64], vec![]).unwrap();
+    let r = run(&g, &p, "none", 6, 2);
+    assert_eq!(r.lb_calls.len(), 2);
+    assert!(r.lb_calls.iter().all(|c| c.atsync_ns == shm[6]));
+    let iters: f64 = r.iterations.iter().map(|i| i.time_ns).sum();
+    assert_eq!(r.total_time_ns, iters + 2.0 * shm[6]);
+}

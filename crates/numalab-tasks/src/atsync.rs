@@ -1,0 +1,44 @@
+//! The `AtSync` barrier before each balancing step. Every object calls `AtSync()`; once all of a
+//! PE's objects have, the PE's LB database reports to the central balancer on PE 0
+//! (`CentralLB::AtSync` -> `ProcessAtSync` -> `ReceiveStats`), and after the step PE 0 resumes
+//! every PE (`CentralLB::ResumeClients`, a broadcast). Both travel Converse's spanning tree of
+//! PEs: PE n's parent is (n - 1) / 4 and its children 4n + 1 .. 4n + 4 (`CmiSpanTreeParent`,
+//! `CMK_SPANTREE_MAXSPAN` = 4 in every machine layer's conv-mach.h).
+//!
+//! Here both are control messages of [`CONTROL_MSG_BYTES`]: a reduction up the tree (a parent
+//! forwards once its last child's message has arrived) and a broadcast down it (a parent sends
+//! to its children one after another). What the statistics themselves weigh is not counted.
+
+use crate::platform::Platform;
+
+/// Children per PE in Converse's spanning tree (`CMK_SPANTREE_MAXSPAN`).
+pub const SPAN: usize = 4;
+/// Bytes of one control message: Charm++'s message envelope and a small payload [est. 100 B].
+pub const CONTROL_MSG_BYTES: f64 = 100.0;
+
+/// Time from the last PE reaching the barrier until every PE has been resumed: one reduction to
+/// PE 0 and one broadcast from it, in ns (0 with one PE).
+pub fn barrier_ns(plat: &Platform) -> f64 {
+    let np = plat.n_pes();
+    let hop = |from: usize, to: usize| plat.message_ns(from, to, 1.0, CONTROL_MSG_BYTES);
+    // Children have larger indexes than their parent: one pass from the last PE settles each.
+    let mut up = vec![0.0f64; np];
+    for c in (1..np).rev() {
+        let p = (c - 1) / SPAN;
+        let (s, r) = hop(c, p);
+        up[p] = up[p].max(up[c] + s + r);
+    }
+    // A parent sends to its children in order, so child k waits for the k sends before it.
+    let (mut down, mut sent) = (vec![0.0f64; np], vec![0.0f64; np]);
+    for c in 1..np {
+        let p = (c - 1) / SPAN;
+        if (c - 1) % SPAN == 0 {
+            sent[p] = down[p];
+        }
+        let (s, r) = hop(p, c);
+        sent[p] += s;
+        down[c] = sent[p] + r;
+    }
+    let last = down.iter().copied().fold(0.0, f64::max);
+    up[0] + last
+}
