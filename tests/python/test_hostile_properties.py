@@ -203,3 +203,33 @@ def test_random_graph_files_load_or_end_in_a_usage_error(lines):
     except USAGE_ERRORS:
         return
     assert g is not None
+
+
+# ---------------------------------------------------------------- preset TOML
+
+_PRESET_KEYS = ["page_size_bytes = 4096", "packages = 8", "cores_per_node = 2", "node_gib = 4.0", "local_ns = 95.0",
+                "{ nodes = [0, 1], gbps = 4.0 }"]
+_PRESET_VALUES = st.sampled_from([
+    "0", "-1", "1", "99999999999999999999", "18446744073709551616", "1e308", "-1e308", "nan", "inf", "1979-05-27",
+    "07:32:00", "1979-05-27T07:32:00Z", '"x"', "true", "[1, 2]", "{ a = 1 }", "65536", "4096.5", "1e-300",
+])
+
+
+@given(st.lists(st.tuples(st.sampled_from(_PRESET_KEYS), _PRESET_VALUES), min_size=1, max_size=3))
+@checks(150, deadline_ms=5000)
+def test_random_preset_values_load_or_end_in_a_usage_error(changes):
+    from numalab.machine.presets import PRESET_DIR, load_spec_file
+
+    text = (PRESET_DIR / "numa16.toml").read_text(encoding="utf-8")
+    for key, value in changes:
+        if key.startswith("{"):
+            text = text.replace(key, "{ nodes = [0, " + value + "], gbps = 4.0 }", 1)
+        else:
+            name = key.split(" = ")[0]
+            text = text.replace(key, f"{name} = {value}", 1)
+    path = SCRATCH / "m.toml"
+    path.write_text(text, encoding="utf-8")
+    try:
+        load_spec_file(path)
+    except USAGE_ERRORS as e:
+        assert "\n" not in str(e).strip() and str(path) in str(e)
