@@ -195,6 +195,11 @@ def test_deep_nesting_in_toml_is_refused_before_parsing(cli, tmp_path):
     one_line(*sim(cli, p), f"{p}:3:", "nested more than 64 deep")
     p = descriptor(tmp_path, extra="x = " + "{ a = " * 5000 + "1" + " }" * 5000)
     one_line(*sim(cli, p), "nested more than 64 deep")
+    # Dotted keys and table headers nest without brackets.
+    p = descriptor(tmp_path, extra="x." + "a." * 5000 + "b = 1")
+    one_line(*sim(cli, p), "x.a.a...: tables nested more than 64 deep")
+    p = descriptor(tmp_path, region='bytes = "8 * n"\n[estimates.' + "a." * 5000 + "b]")
+    one_line(*sim(cli, p), "estimates.a.a...: tables nested more than 64 deep")
     # Brackets inside strings and comments are not nesting.
     p = descriptor(tmp_path, extra='description = "' + "[" * 200 + '"  # ' + "{" * 200)
     code, _, err = sim(cli, p, "--noise", "off")

@@ -50,7 +50,7 @@ def loads(text: str, path: Path | str) -> dict[str, Any]:
         line, col = deep
         raise UsageError(f"{path}:{line}:{col}: malformed TOML: arrays or tables nested more than {MAX_TOML_DEPTH} deep")
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         # tomllib says "... (at line L, column C)"; put the location first, as compilers do.
         msg = str(e)
@@ -61,6 +61,29 @@ def loads(text: str, path: Path | str) -> dict[str, Any]:
         raise UsageError(f"{path}: malformed TOML: {msg}") from None
     except RecursionError:
         raise UsageError(f"{path}: malformed TOML: nested too deeply") from None
+    # Dotted keys and table headers (a.b.c... = 1, [a.b.c...]) nest without brackets.
+    deep_key = _deep_key(data)
+    if deep_key is not None:
+        at = locate(text, deep_key)
+        raise UsageError(
+            f"{path}{f':{at}' if at else ''}: {deep_key}...: tables nested more than {MAX_TOML_DEPTH} deep"
+        )
+    return data
+
+
+def _deep_key(data: Any) -> str | None:
+    """The first key path (its first segments) whose tables or arrays nest deeper than
+    MAX_TOML_DEPTH, found without recursion; None when none does."""
+    stack: list[tuple[Any, int, str]] = [(data, 0, "")]
+    while stack:
+        value, depth, key = stack.pop()
+        if depth > MAX_TOML_DEPTH:
+            return ".".join(key.split(".")[:3])
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1, f"{key}.{k}" if key else str(k)) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1, key) for v in value)
+    return None
 
 
 _NEST = re.compile(r"""["'\[\]{}\n#]""")
