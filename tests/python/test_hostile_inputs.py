@@ -364,3 +364,19 @@ def test_many_threads_on_a_small_machine_are_refused_with_the_per_cpu_limit(cli)
 def test_graph_parameters_take_ascii_numbers_below_2_63(cli, value, needle):
     code, out, err = cli("lb", "--machine", "e5620-2s", "--graph", "lb_test", "--n-objects", value, "--iterations", "2")
     assert len(one_line(code, out, err, f"n_objects: {needle}")) < 200
+
+
+@pytest.mark.parametrize(
+    "value, needle",
+    [
+        ("５", "n must be a whole number (ASCII digits), got '５'"),
+        ("1_000", "n must be a whole number (ASCII digits)"),
+        ("1e400", "n must be a whole number (ASCII digits)"),
+        ("9" * 30, "n must be a whole number of magnitude at most 2^63"),
+        ("9" * 5000, "n must be a whole number of magnitude at most 2^63, got '999"),
+        ("9223372036854775807", "regions[0].bytes: cannot evaluate '8 * n'"),
+    ],
+)
+def test_workload_parameters_from_the_command_line_are_bounded(cli, value, needle):
+    line = one_line(*sim(cli, "stream", "--n", value), needle)
+    assert len(line) < 300

@@ -385,7 +385,8 @@ def coerce(v: Any, default: Any, key: str, name: str) -> Any:
         if isinstance(v, str):
             # ASCII digits only: int() would also take '５' and '1_000'.
             if not _INT_TEXT.fullmatch(v.strip()):
-                raise bad("a whole number (ASCII digits)")
+                long = re.fullmatch(r"[+-]?[0-9]+", v.strip())
+                raise bad("a whole number of magnitude at most 2^63" if long else "a whole number (ASCII digits)")
             v = int(v.strip())
         if not isinstance(v, int):
             raise bad("a whole number")
