@@ -212,3 +212,50 @@ def test_quick_calibration_of_this_host_loads_in_topo_and_sim(tmp_path):
     sim = numalab("sim", "--machine", str(out), "--workload", "stream")
     assert sim.returncode == 0, sim.stderr
     print(f"numalab calibrate --quick: {elapsed:.1f} s")
+
+
+# ---- numalab check --host -------------------------------------------------------------------
+
+def test_host_check_cases_on_one_and_on_several_nodes():
+    from numalab.calibrate import hostcheck
+
+    one = [c.name for c in hostcheck.cases([0], 2)]
+    assert one == ["dgemv init=serial", "dgemv init=parallel", "stream threads=1", "stream threads=2"]
+    two = hostcheck.cases([0, 1], 6)
+    assert [c.name for c in two][2:] == ["stream threads=1", "stream threads=2", "stream threads=4", "stream threads=6",
+                                         "stream interleave=all", "stream membind=0"]
+    assert two[-1].config == "membind=0" and two[-1].params["threads"] == 6
+
+
+def test_host_check_gives_the_kernel_the_simulators_parameters():
+    from numalab.calibrate import hostcheck
+
+    argv = hostcheck.kernel_argv("stream", {"n": 100, "ntimes": 3, "threads": 2})
+    assert argv[0].endswith("kernels/stream") and argv[1:] == ["--init=parallel", "--mode=triad", "--n=100", "--reps=3", "--threads=2"]
+    o = hostcheck.Outcome(hostcheck.Case("x", "stream", {}), measured_s=2.0, predicted_s=1.5)
+    assert o.error_pct == -25.0
+
+
+def test_check_without_host_is_one_line():
+    r = numalab("check")
+    assert r.returncode == 2
+    assert r.stderr == "numalab: check: give --host (run the kernels here and in the simulator); `numalab vm check` checks the guest\n"
+
+
+def test_check_host_reports_every_case_on_this_host():
+    from numalab.calibrate.measure import kernel
+    from numalab.exceptions import NumalabError
+    from numalab.runner.host import agent_path
+
+    try:
+        agent_path(), kernel("dgemv"), kernel("stream")
+    except NumalabError as e:
+        pytest.skip(str(e))
+    r = numalab("check", "--host", "--machine", str(FIXTURES / "one-node.toml"), "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    cpus = len(os.sched_getaffinity(0))
+    assert len(doc["cases"]) == 2 + len({1, cpus} | {2**i for i in range(cpus.bit_length()) if 2**i < cpus})
+    for c in doc["cases"]:
+        assert c["measured_s"] > 0 and c["predicted_s"] > 0
+        assert c["error_pct"] == pytest.approx((c["predicted_s"] - c["measured_s"]) / c["measured_s"] * 100)

@@ -18,7 +18,7 @@ from numalab.calibrate.plan import MIB, Plan
 from numalab.calibrate.preset import FORMAT
 from numalab.console.progress import Progress
 from numalab.exceptions import NumalabError, UsageError
-from numalab.runner.host import REPO, agent_args, agent_path
+from numalab.runner.host import REPO, agent_args, agent_path, omp_env
 from numalab.spec import Placement
 
 KERNELS = REPO / "kernels"
@@ -67,6 +67,15 @@ def run_bound(argv: list[str], cpus: list[int], mem: int, what: str) -> dict[str
     with tempfile.TemporaryDirectory(prefix="numalab-calibrate-") as tmp:
         args, env = _command(argv, cpus, mem, Path(tmp) / "records.jsonl")
         p = subprocess.run(args, env=env, capture_output=True, text=True)
+        return _result(what, p.returncode, p.stdout, p.stderr)
+
+
+def run_placed(argv: list[str], placement: Placement, what: str) -> dict[str, Any]:
+    """Run a kernel under ``placement`` as ``numalab run`` would apply it; its JSON line."""
+    with tempfile.TemporaryDirectory(prefix="numalab-check-") as tmp:
+        args = [str(agent_path()), "run", "--interval-ms", str(AGENT_INTERVAL_MS), "--output", str(Path(tmp) / "records.jsonl"),
+                *agent_args(placement), "--", *argv]
+        p = subprocess.run(args, env={**os.environ, **omp_env(placement)}, capture_output=True, text=True)
         return _result(what, p.returncode, p.stdout, p.stderr)
 
 

@@ -59,6 +59,8 @@ from numalab.cli import sensitivity  # noqa: E402
 app.command("sensitivity", context_settings=_PASS_THROUGH)(sensitivity.sensitivity)
 from numalab.cli import calibrate  # noqa: E402
 app.command("calibrate")(calibrate.calibrate)
+from numalab.cli import check  # noqa: E402
+app.command("check")(check.check)
 
 _debug = False
 
