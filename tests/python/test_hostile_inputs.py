@@ -380,3 +380,11 @@ def test_graph_parameters_take_ascii_numbers_below_2_63(cli, value, needle):
 def test_workload_parameters_from_the_command_line_are_bounded(cli, value, needle):
     line = one_line(*sim(cli, "stream", "--n", value), needle)
     assert len(line) < 300
+
+
+@pytest.mark.parametrize("args, objects", [(("lb_test", "--n-objects", "10000000"), 10000000),
+                                           (("jacobi2d", "--nx", "100000", "--ny", "100000", "--block", "10"), 100000000)])
+def test_generated_graphs_are_bounded_as_files_are(cli, args, objects):
+    # Ten million objects took over a minute and 2 GB for two iterations.
+    code, out, err = lb(cli, args[0], *args[1:], "--iterations", "2")
+    one_line(code, out, err, f"{objects} objects", "at most 1000000 objects")

@@ -82,7 +82,23 @@ def graph_spec(name: str, given: dict[str, Any] | None = None) -> GraphSpec:
     for key, (kind, default, minimum) in table.items():
         if key in given or default is not None:
             out.append((key, coerce(f"graph {name}: {key}", given.get(key, default), kind, minimum)))
+    objects = _objects(name, dict(out))
+    if objects > MAX_OBJECTS:
+        raise UsageError(f"graph {name}: {objects} objects; numalab simulates graphs of at most {MAX_OBJECTS} objects, "
+                         "as many as a graph file may declare (a million objects take seconds per iteration)")
     return GraphSpec(name, tuple(out))
+
+
+#: Objects of a generated graph, as of a graph file (crates/numalab-tasks/src/parse.rs:
+#: MAX_FILE_OBJECTS): ten million took over a minute and 2 GB for two iterations.
+MAX_OBJECTS = 1_000_000
+
+
+def _objects(name: str, p: dict[str, Any]) -> int:
+    """Objects the generator will make (jacobi2d: one chare per block of the grid)."""
+    if name == "jacobi2d":
+        return -(-p["nx"] // p["block"]) * -(-p["ny"] // p["block"])
+    return int(p.get("n_objects", 0))
 
 
 def coerce(what: str, value: Any, kind: type, minimum: float | None = None) -> Any:
