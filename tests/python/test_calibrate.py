@@ -259,3 +259,52 @@ def test_check_host_reports_every_case_on_this_host():
     for c in doc["cases"]:
         assert c["measured_s"] > 0 and c["predicted_s"] > 0
         assert c["error_pct"] == pytest.approx((c["predicted_s"] - c["measured_s"]) / c["measured_s"] * 100)
+
+
+def test_a_2mib_run_that_got_no_huge_page_counts_as_4kib():
+    doc = raw("one-node")
+    for r in doc["runs"]:
+        if r["kind"] == "latency" and r["pages"] == "2m":
+            r["output"]["anon_huge_kib"] = 0  # THP "never": madvise(MADV_HUGEPAGE) granted nothing
+    got = fg.latencies(doc["runs"])
+    assert list(got) == [(0, 0, "4k")] and got[(0, 0, "4k")].samples == 6
+    assert "(kernels/chase), 4 KiB pages (no 2 MiB page was granted)" in preset_toml(doc, "x")
+
+
+# ---- the kernels ------------------------------------------------------------------------------
+
+def built(name: str) -> Path:
+    p = REPO / "kernels" / name
+    if not p.is_file():
+        pytest.skip(f"kernels/{name} is not built (make kernels)")
+    return p
+
+
+def test_chase_follows_one_cycle_through_every_line():
+    chase = built("chase")
+    lines = 1 * 2**20 // 64
+    # Sattolo's shuffle: one cycle, so the chase is back at line 0 after exactly `lines` loads, not before
+    whole = json.loads(subprocess.run([chase, "--size-mib", "1", "--reps", "2"], capture_output=True, text=True, check=True).stdout)
+    assert whole["lines"] == lines and whole["loads"] == lines and whole["checksum"] == 0 and len(whole["ns_per_load"]) == 2
+    short = json.loads(subprocess.run([chase, "--size-mib", "1", "--loads", str(lines - 1), "--reps", "1"],
+                                      capture_output=True, text=True, check=True).stdout)
+    assert short["checksum"] != 0
+    bad = subprocess.run([chase, "--reps", "0"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("chase: --reps must be a whole number in 1..1000, got '0'")
+
+
+@pytest.mark.parametrize("mode, gflops_per_gb", [("read", 1 / 8), ("write", 0.0), ("triad", 2 / 24)])
+def test_stream_modes_count_their_bytes(mode, gflops_per_gb):
+    stream = built("stream")
+    out = json.loads(subprocess.run([stream, "--mode", mode, "--n", "100000", "--reps", "2", "--threads", "1"],
+                                    capture_output=True, text=True, check=True).stdout)
+    assert out["reps"] == 2 and out["gbps"] > 0
+    assert out["gflops"] == pytest.approx(out["gbps"] * gflops_per_gb, rel=1e-3, abs=1e-4)
+
+
+def test_stream_seconds_repeats_until_the_time_is_up():
+    out = json.loads(subprocess.run([built("stream"), "--mode=read", "--seconds", "0.3", "--n", "10000", "--reps", "1",
+                                     "--threads", "1"], capture_output=True, text=True, check=True).stdout)
+    assert out["time_s"] >= 0.3 and out["reps"] > 1
+    bad = subprocess.run([built("stream"), "--mode", "copy"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr == "stream: --mode must be triad, read or write, got 'copy'\n"

@@ -31,11 +31,14 @@ def figure(samples: list[float]) -> Figure:
 
 
 def latencies(runs: list[dict[str, Any]]) -> dict[tuple[int, int, str], Figure]:
-    """(CPU node, memory node, pages "4k"/"2m") -> ns per dependent load."""
+    """(CPU node, memory node, pages "4k"/"2m") -> ns per dependent load. A run that asked for
+    2 MiB pages and got none (THP "never", or no THP in the kernel: the chase's ``anon_huge_kib``
+    is 0) counts as a 4 KiB run."""
     samples: dict[tuple[int, int, str], list[float]] = {}
     for r in runs:
         if r["kind"] == "latency":
-            samples.setdefault((r["cpu_node"], r["mem_node"], r["pages"]), []).extend(r["output"]["ns_per_load"])
+            pages = "4k" if r["output"].get("anon_huge_kib", 1) == 0 else r["pages"]
+            samples.setdefault((r["cpu_node"], r["mem_node"], pages), []).extend(r["output"]["ns_per_load"])
     return {k: figure(v) for k, v in sorted(samples.items())}
 
 
