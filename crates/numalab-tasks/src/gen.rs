@@ -223,8 +223,10 @@ pub fn lb_test(n: usize, seed: u64, params: &Value) -> Result<TaskGraph, TaskErr
 /// on each side (`Block::Block`), `CALCPERSTEP = 100` internal iterations per step. Element `i`
 /// computes an N x N double loop with `N = (i*i / n) * 100` in integer arithmetic
 /// (`Block::startInternalIteration`): a deterministic, extreme imbalance growing with the index.
-/// One simulated iteration is one step: load = `calc_per_step * (N^2 * ns_per_op + base_ns)`,
-/// messages = `calc_per_step` per neighbour.
+/// One simulated iteration is one step: load = `calc_per_step * (N^2 * ns_per_op + base_ns)`.
+/// Every message comes back: `Block::recvMsgs` returns it to its sender (`recvReplies`), which
+/// reuses it for the next internal iteration. So each neighbour gets `calc_per_step` messages of
+/// the element's own and `calc_per_step` returned ones per step, all of `msg_bytes`.
 ///
 /// Parameters: `calc_per_step` (100), `ns_per_op` (1.0: estimate, one integer multiply-add of the
 /// inner loop per nanosecond), `base_ns` (0: extra work per internal iteration, the "work"
@@ -254,7 +256,8 @@ pub fn kneighbor(n: usize, k: usize, msg_bytes: u64, seed: u64, params: &Value) 
     for i in 0..n {
         for d in 1..=k {
             for j in [(i + n - d) % n, (i + d) % n] {
-                edges.push(Edge { a: i as u32, b: j as u32, msgs: calc, bytes: calc * msg_bytes });
+                // i's own messages to j and j's messages returned to j.
+                edges.push(Edge { a: i as u32, b: j as u32, msgs: 2 * calc, bytes: 2 * calc * msg_bytes });
             }
         }
     }

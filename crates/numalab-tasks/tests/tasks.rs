@@ -498,3 +498,19 @@ fn the_atsync_barrier_costs_each_step_a_tree_reduction_and_broadcast() {
     let iters: f64 = r.iterations.iter().map(|i| i.time_ns).sum();
     assert_eq!(r.total_time_ns, iters + 2.0 * shm[6]);
 }
+
+#[test]
+fn kneighbor_messages_come_back_to_their_sender() {
+    // kNeighbor.C: Block::recvMsgs returns every message to its sender (recvReplies), so per step
+    // each element sends calc_per_step messages to each of its 2k neighbours and returns as many.
+    let (n, k, calc, bytes) = (20usize, 2usize, 100u64, 8192u64);
+    let g = gen::kneighbor(n, k, bytes, 0, &Value::Null).unwrap();
+    assert_eq!(g.edges.len(), 2 * k * n);
+    let msgs: u64 = g.edges.iter().map(|e| e.msgs).sum();
+    assert_eq!(msgs, 2 * (2 * k * n) as u64 * calc);
+    for i in 0..n as u32 {
+        let out: u64 = g.edges.iter().filter(|e| e.a == i).map(|e| e.bytes).sum();
+        let inn: u64 = g.edges.iter().filter(|e| e.b == i).map(|e| e.bytes).sum();
+        assert_eq!((out, inn), (2 * 2 * k as u64 * calc * bytes, 2 * 2 * k as u64 * calc * bytes));
+    }
+}
