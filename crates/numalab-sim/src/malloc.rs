@@ -158,7 +158,7 @@ struct Chunk {
 }
 
 /// Allocations per region at most: the model does a few map operations per chunk (about a
-/// second for 2^22 chunks).
+/// second for 2^22 chunks of 4 KiB).
 pub const MAX_CHUNKS: u64 = 1 << 22;
 
 /// `new_heap`'s size for `size` bytes plus `top_pad` where it fits (`None`: over `HEAP_MAX_SIZE`).
@@ -511,17 +511,18 @@ impl Malloc {
 
     /// Insert a run, merged with an adjacent one of the same writer and reason.
     fn insert(&mut self, s: u64, e: u64, t: u32, why: Why) {
-        let (mut s, mut e) = (s, e);
-        if let Some((&ps, &(pe, pt, pw))) = self.pages.range(..s).next_back() {
-            if pe == s && pt == t && pw == why {
-                self.pages.remove(&ps);
-                s = ps;
-            }
-        }
+        let mut e = e;
         if let Some(&(ne, nt, nw)) = self.pages.get(&e) {
             if nt == t && nw == why {
                 self.pages.remove(&e);
                 e = ne;
+            }
+        }
+        // Extending the run before in place (headers row after row) spares a remove and an insert.
+        if let Some((_, prev)) = self.pages.range_mut(..s).next_back() {
+            if prev.0 == s && prev.1 == t && prev.2 == why {
+                prev.0 = e;
+                return;
             }
         }
         self.pages.insert(s, (e, t, why));
