@@ -188,6 +188,18 @@ pub struct LoadRules {
     pub wake_affine: CpuLoad,
     /// What fork and exec's `find_idlest_group()` sums per group.
     pub idlest_group: GroupSignals,
+    /// How far `select_idle_sibling()` scans the LLC for an idle CPU.
+    pub idle_scan: IdleScan,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum IdleScan {
+    /// v3.13 `select_idle_sibling()`: every group of the LLC domain, no limit.
+    Unlimited,
+    /// v5.20+ `SIS_UTIL` (on by default): `select_idle_cpu()` looks at most at
+    /// `sd_share->nr_idle_scan` CPUs, which the periodic balance of the LLC domain sets from its
+    /// summed `util_avg` (`update_idle_cpu_scan()`): none from 85 % (1 / 1.17) up.
+    SisUtil,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -524,6 +536,7 @@ pub const PROFILE_3_13: KernelProfile = KernelProfile {
             tracking: PeltForm::RunnableAvgSum,
             wake_affine: CpuLoad::RunnableLoadAvg,
             idlest_group: GroupSignals::RunnableLoadAvg,
+            idle_scan: IdleScan::Unlimited,
         },
         // include/linux/topology.h SD_MC_INIT: min 1, max 4, busy_factor 64, imbalance_pct 125,
         // balance_interval 1.
@@ -591,6 +604,7 @@ pub const PROFILE_6_13: KernelProfile = KernelProfile {
             tracking: PeltForm::LoadRunnableUtil,
             wake_affine: CpuLoad::LoadAvgWithBlocked,
             idlest_group: GroupSignals::LoadUtilRunnable,
+            idle_scan: IdleScan::SisUtil,
         },
         // kernel/sched/topology.c sd_init(): min_interval = sd_weight, max = 2*sd_weight,
         // busy_factor 16, imbalance_pct 117 (SD_SHARE_LLC), balance_interval = sd_weight.

@@ -12,8 +12,9 @@
 //! (`newidle_balance()`, `SD_BALANCE_NEWIDLE`, set on every level in both versions).
 
 use super::fork::adjust_numa_imbalance;
+use super::pelt::CAPACITY;
 use super::{Domain, GroupLoad, Sched, HZ, MIGRATION_COST_S};
-use crate::profile::{BusiestGroup, TimeSlice};
+use crate::profile::{BusiestGroup, IdleScan, TimeSlice};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Idle {
@@ -162,6 +163,9 @@ impl Sched {
         nr: &mut [usize],
         live: &[bool],
     ) -> Vec<usize> {
+        if l == 0 && idle != Idle::Newly && self.rules.load.idle_scan == IdleScan::SisUtil {
+            self.update_idle_cpu_scan(now_s, dst, live);
+        }
         let d = &self.domains[l];
         let span = &d.span_of[dst];
         let groups: Vec<(Group, Vec<usize>)> = d.groups_of[dst]
@@ -317,6 +321,22 @@ impl Sched {
             }
         }
         Vec::new()
+    }
+
+    /// v6.13 `update_idle_cpu_scan()` (from `update_sd_lb_stats()` of the LLC domain, periodic
+    /// balancing only): with `x = sum_util / llc_weight` and `pct` the domain's
+    /// `imbalance_pct`, `nr_idle_scan = llc_weight x (1024 - min(x^2 x pct^2 / (10000 x
+    /// 1024), 1024)) / 1024`: the whole LLC when idle, nothing from 85 % utilisation up.
+    fn update_idle_cpu_scan(&mut self, now_s: f64, dst: usize, live: &[bool]) {
+        let sig = self.cpu_signals(now_s, live);
+        let llc = &self.domains[0].span_of[dst];
+        let llc_weight = llc.len() as u64;
+        let sum_util: u64 = llc.iter().map(|&c| sig[c].util).sum();
+        let x = sum_util / llc_weight.max(1);
+        let pct = self.domains[0].imbalance_pct as u64;
+        let tmp = (x * x * pct * pct / (10000 * CAPACITY)).min(CAPACITY);
+        let y = (CAPACITY - tmp) * llc_weight / CAPACITY;
+        self.nr_idle_scan[self.pu_node[dst]] = y as usize;
     }
 
     fn balanced(&mut self, l: usize, cpu: usize, idle: Idle) {

@@ -141,6 +141,11 @@ pub struct Sched {
     /// Per thread: PELT (`load.rs`), brought up to `loads_at_s`.
     load: load::LoadTrack,
     loads_at_s: f64,
+    /// Per node (LLC): v6.13 `sd_share->nr_idle_scan` (SIS_UTIL), set by the LLC domain's
+    /// periodic balance; an idle LLC's value (its CPUs) until then.
+    nr_idle_scan: Vec<usize>,
+    /// Some core has several PUs (`sched_smt_active()`).
+    smt: bool,
 }
 
 impl Sched {
@@ -169,6 +174,9 @@ impl Sched {
                     .collect()
             })
             .collect();
+        let nodes = pu_node.iter().copied().max().map_or(0, |n| n + 1);
+        let nr_idle_scan = (0..nodes).map(|n| pu_node.iter().filter(|&&x| x == n).count()).collect();
+        let smt = (0..pu_core.len()).any(|c| (0..c).any(|q| pu_core[q] == pu_core[c]));
         let mut s = Sched {
             rules: &kernel.profile().sched,
             pu_node,
@@ -193,6 +201,8 @@ impl Sched {
             stopped_s: vec![f64::NEG_INFINITY; nthreads],
             load: load::LoadTrack::new(nthreads),
             loads_at_s: 0.0,
+            nr_idle_scan,
+            smt,
         };
         if p.proc_bind != ProcBind::False {
             let places = places(m, p.places, &cpus);

@@ -12,7 +12,7 @@
 //! - `select_idle_sibling()` then looks for an idle CPU around the target in its LLC (the node).
 
 use super::{Sched, SchedEvent};
-use crate::profile::{IdleSibling, WakeAffine, WakeWide, WakeeDecay};
+use crate::profile::{IdleScan, IdleSibling, WakeAffine, WakeWide, WakeeDecay};
 
 /// `record_wakee()`'s decay period: `HZ` jiffies, one second.
 const WAKEE_FLIP_DECAY_S: f64 = 1.0;
@@ -169,18 +169,30 @@ impl Sched {
             prev
         } else {
             let n = self.pu_node.len();
-            let llc: Vec<usize> = (1..n)
+            // The target's LLC in for_each_cpu_wrap() order from target + 1.
+            let order: Vec<usize> = (1..=n)
                 .map(|k| (target + k) % n)
-                .filter(|&c| allowed.contains(&c) && self.pu_node[c] == self.pu_node[target] && idle(c))
+                .filter(|&c| allowed.contains(&c) && self.pu_node[c] == self.pu_node[target])
                 .collect();
+            let llc: Vec<usize> = order.iter().copied().filter(|&c| idle(c)).collect();
             let core_idle =
                 |c: usize| (0..nr.len()).filter(|&q| self.pu_core[q] == self.pu_core[c]).all(|q| nr[q] == 0);
-            match llc.iter().copied().find(|&c| core_idle(c)) {
+            // v6.13 select_idle_cpu(): select_idle_core() (no limit) only with SMT active and an
+            // idle core; otherwise SIS_UTIL's limit: "nr = sd_share->nr_idle_scan + 1; if (nr
+            // == 1) return -1;" and "if (--nr <= 0) return -1;" before each CPU looked at.
+            let sis_util = self.rules.load.idle_scan == IdleScan::SisUtil;
+            let idle_core = if sis_util && !self.smt { None } else { llc.iter().copied().find(|&c| core_idle(c)) };
+            match idle_core {
                 Some(c) => c,
-                // No idle core: v6.13 select_idle_cpu() takes the first idle CPU of the LLC; v3.13
-                // goes down to the SMT domain of the target, whose groups are its own core's
-                // threads.
+                // No idle core: v6.13 select_idle_cpu() takes the first idle CPU of the LLC it
+                // looks at; v3.13 goes down to the SMT domain of the target, whose groups are its
+                // own core's threads.
                 None => match self.rules.idle_sibling {
+                    IdleSibling::FirstIdleInLlc if sis_util => {
+                        let limit = self.nr_idle_scan[self.pu_node[target]];
+                        why.push(format!("SIS_UTIL scans {limit} CPU(s)"));
+                        order.iter().take(limit).copied().find(|&c| idle(c)).unwrap_or(target)
+                    }
                     IdleSibling::FirstIdleInLlc => llc.first().copied().unwrap_or(target),
                     IdleSibling::TargetCoreSibling => {
                         llc.iter().copied().find(|&c| self.pu_core[c] == self.pu_core[target]).unwrap_or(target)

@@ -221,6 +221,45 @@ fn a_fork_avoids_the_cpu_of_a_sleeper_by_its_blocked_utilisation_in_6_13() {
     }
 }
 
+/// One node of four cores, one PU per core (one LLC).
+fn one_node() -> Machine {
+    let spec = r#"{"name": "1n", "description": "one node of four cores",
+        "topology": {"packages": 1, "nodes_per_package": 1, "cores_per_node": 4},
+        "memory": {"node_gib": 1},
+        "distances": [[10]],
+        "latency": {"local_ns": 100},
+        "bandwidth": {"node_gbps": 10},
+        "links": [],
+        "core": {"frequency_ghz": 2.0, "mlp": 10}}"#;
+    MachineSpec::from_json(spec).unwrap().resolve().unwrap()
+}
+
+#[test]
+fn sis_util_stops_6_13s_idle_scan_in_a_busy_llc() {
+    // Threads 0-3 ran 100 ms on CPUs 0-3; thread 3 fell asleep at 99 ms (CPU 3 idle, its
+    // utilisation still there); thread 4 slept on CPU 1 since 50 ms. The periodic balance at
+    // 100 ms sets SIS_UTIL's nr_idle_scan from the LLC's summed util_avg (about 4 x 1000 of 4 x
+    // 1024: x^2 x 117^2 / (10000 x 1024) is above 1024, so 0). Thread 0 wakes thread 4: neither
+    // CPU 0 nor CPU 1 is idle, and 6.13's select_idle_cpu() looks at no CPU: it stays on the
+    // target. 3.13 scans the LLC without limit and finds CPU 3.
+    for (kernel, sis_util) in [(Kernel::V6_13, true), (Kernel::V3_13, false)] {
+        let mut s = create(&one_node(), kernel, 5);
+        s.cpu = vec![0, 1, 2, 3, 1];
+        s.sleeps_at(4, 50e-3);
+        s.sleeps_at(3, 99e-3);
+        let live = [true, true, true, false, false];
+        assert!(s.balance(100e-3, &live).is_empty());
+        let cpu = s.wake(100e-3, 4, 0, &[true, true, true, false, true]);
+        let why = &s.log.last().unwrap().why;
+        if sis_util {
+            assert_ne!(cpu, 3, "{kernel:?}: {why}");
+            assert!(cpu <= 1, "{kernel:?}: {why}");
+        } else {
+            assert_eq!(cpu, 3, "{kernel:?}: {why}");
+        }
+    }
+}
+
 #[test]
 fn a_sleeping_threads_load_halves_every_32_ms_and_leaves_with_it() {
     let mut s = create(&two_nodes(), Kernel::V6_13, 2);
