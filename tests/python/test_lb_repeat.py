@@ -82,3 +82,43 @@ def test_repeat_table_and_errors(cli, tmp_path):
                           (("--repeat", "2", "--results", str(tmp_path)), "numalab: --repeat with --results:")]:
         code, out, err = cli("lb", *SMALL, *args)
         assert code == 2 and err.startswith(message) and err.count("\n") == 1, err
+
+
+
+STUDY = """
+name = "tg-noise"
+kind = "taskgraph"
+seeds = [1]
+
+[[experiments]]
+name = "timers"
+machine = "numa16"
+graph = "lb_test"
+params = { n_objects = 40, iterations = 6, lb_period = 3 }
+sweep = { lb_timer = ["wall", "cpu"], noise = ["off", "on"] }
+balancers = ["greedy"]
+column = "lb_timer"
+baseline = { lb_timer = "wall" }
+"""
+
+
+def test_a_study_sweeps_noise_and_the_lb_timer(cli, tmp_path):
+    from numalab.results.store import Store
+
+    study = tmp_path / "tg.toml"
+    study.write_text(STUDY)
+    results = tmp_path / "results"
+    code, out, err = cli("study", str(study), "--results", str(results), "--workers", "1")
+    assert code == 0, err + out
+    with Store(results, create=False) as store:
+        rows = store.rows("tg-noise")
+    assert len(rows) == 4 and all(r["status"] == "ok" for r in rows)
+    by = {(r["case"].split()[-1], r["label"]): r for r in rows}
+    assert set(by) == {("noise=off", "lb_timer=wall"), ("noise=off", "lb_timer=cpu"), ("noise=on", "lb_timer=wall"),
+                       ("noise=on", "lb_timer=cpu")}
+    # Without noise both timers see the true loads; with it, the wall timer sees more background work.
+    off_wall, off_cpu = by[("noise=off", "lb_timer=wall")], by[("noise=off", "lb_timer=cpu")]
+    assert off_wall["predicted_makespan_ns"] == off_cpu["predicted_makespan_ns"]
+    on_wall, on_cpu = by[("noise=on", "lb_timer=wall")], by[("noise=on", "lb_timer=cpu")]
+    assert on_wall["predicted_makespan_ns"] != on_cpu["predicted_makespan_ns"]
+    assert on_cpu["predicted_makespan_ns"] != off_cpu["predicted_makespan_ns"]
