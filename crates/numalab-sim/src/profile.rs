@@ -196,7 +196,7 @@ pub struct LoadRules {
 pub enum IdleScan {
     /// v3.13 `select_idle_sibling()`: every group of the LLC domain, no limit.
     Unlimited,
-    /// v5.20+ `SIS_UTIL` (on by default): `select_idle_cpu()` looks at most at
+    /// v6.0+ `SIS_UTIL` (on by default): `select_idle_cpu()` looks at most at
     /// `sd_share->nr_idle_scan` CPUs, which the periodic balance of the LLC domain sets from its
     /// summed `util_avg` (`update_idle_cpu_scan()`): none from 85 % (1 / 1.17) up.
     SisUtil,

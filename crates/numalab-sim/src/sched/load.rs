@@ -161,6 +161,12 @@ impl Sched {
     /// Thread `tid`, arriving at a barrier, falls asleep at `t_s` unless released before.
     pub fn sleeps_at(&mut self, tid: usize, t_s: f64) {
         self.load.sleep_at[tid] = t_s;
+        // Already past (the signals were brought beyond it): its load as it stands.
+        if t_s <= self.loads_at_s {
+            if let Some(p) = self.load.pelt[tid] {
+                self.load.load_at_sleep[tid] = p.load();
+            }
+        }
     }
 
     /// Thread `tid` runs again from `now_s` (released from a barrier, awake or woken).
