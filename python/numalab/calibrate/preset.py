@@ -76,7 +76,8 @@ def preset_toml(doc: dict[str, Any], name: str) -> str:
     w("# source: sysfs node directories (cpulist, meminfo MemTotal) and cpuK/topology (core_cpus_list)")
     w("nodes = [")
     for n in nodes:
-        w(f'  {{ os_index = {n["os_index"]}, package = {n["package"]}, cpus = "{n["cpus"]}", memory_bytes = {n["memory_bytes"]} }},')
+        size = f', memory_bytes = {n["memory_bytes"]}' if n.get("memory_bytes") is not None else ""  # no meminfo: the model's default
+        w(f'  {{ os_index = {n["os_index"]}, package = {n["package"]}, cpus = "{n["cpus"]}"{size} }},')
     w("]")
     w("cores = [")
     for c in facts["cores"]:
