@@ -129,3 +129,52 @@ def test_explain_alloc_says_who_touched_each_region_and_why(cli, tmp_path: Path)
     assert "grid: a static array, written by nobody before the program" in out
     code, out, _ = cli("sim", "--machine", "e5-2620v4-2s", "--workload", path, "--json")
     assert json.loads(out)["alloc"][0]["touched"][0]["why"] == "header"
+
+
+REUSE = """\
+name = "reuse"
+description = "a scratch buffer freed, then a grid calloc'd in its place by one worker, written in parallel"
+source = "test"
+program = [{ phases = ["init"] }]
+
+[params]
+threads = 8
+by = 3
+
+[[regions]]
+name = "scratch"
+bytes = "1024 * 1024"
+alloc = "malloc"
+alloc_by = "by"
+alloc_chunks = 16
+alloc_freed = true
+
+[[regions]]
+name = "grid"
+bytes = "1024 * 1024"
+planes = 256
+alloc = "calloc"
+alloc_by = "by"
+alloc_chunks = 16
+
+[[phases]]
+name = "init"
+cycles = 1000
+access = [{ region = "grid", pattern = "block", wr = 1.0 }]
+"""
+
+
+def test_calloc_of_reused_memory_by_a_worker_is_on_its_node(cli, tmp_path: Path) -> None:
+    p = tmp_path / "reuse.toml"
+    p.write_text(REUSE)
+    doc = run(str(p))
+    scratch, grid = doc["alloc"]
+    assert scratch["arenas"] == grid["arenas"] == [1], "thread 3's own arena"
+    assert {t["thread"] for t in grid["touched"]} == {3}
+    assert {t["why"] for t in grid["touched"]} == {"header", "zeroing"}
+    node = doc["threads"][3]["node"]
+    assert doc["pages"]["per_node"][node] == sum(doc["pages"]["per_node"]) == grid["pages"]
+    code, out, _ = cli("sim", "--machine", "e5-2620v4-2s", "--workload", str(p), "--explain-alloc")
+    assert code == 0
+    assert "calloc clearing memory that was not fresh" in out
+    assert "every page was placed at allocation: later writes, parallel or not, move none" in out
