@@ -215,7 +215,11 @@ pub fn lb_test(n: usize, seed: u64, params: &Value) -> Result<TaskGraph, TaskErr
     let mut edges: Vec<Edge> =
         out.into_iter().map(|(a, b)| Edge { a: a as u32, b: b as u32, msgs: 1, bytes: msg_bytes }).collect();
     edges.extend((0..n).map(|i| Edge { a: i as u32, b: i as u32, msgs: 1, bytes: 1 }));
-    TaskGraph::new(format!("lb_test-{topology}"), loads_ns, vec![state; n], edges)
+    let mut g = TaskGraph::new(format!("lb_test-{topology}"), loads_ns, vec![state; n], edges)?;
+    // Lb_array::Compute contributes to `pause` before AtSync, and ResumeFromSync contributes to
+    // `restart`: two reductions, each followed by a broadcast.
+    g.app_barriers = 2;
+    Ok(g)
 }
 
 /// kNeighbor, the load-balancing example (examples/charm++/load_balancing/kNeighbor/kNeighbor.C):
@@ -261,7 +265,10 @@ pub fn kneighbor(n: usize, k: usize, msg_bytes: u64, seed: u64, params: &Value) 
             }
         }
     }
-    TaskGraph::new("kneighbor", loads_ns, vec![state; n], edges)
+    let mut g = TaskGraph::new("kneighbor", loads_ns, vec![state; n], edges)?;
+    // Block::ResumeFromSync contributes to Main::resumeIter, which broadcasts commWithNeighbors.
+    g.app_barriers = 1;
+    Ok(g)
 }
 
 /// jacobi2D (examples/charm++/jacobi2d-2d-decomposition/jacobi2d.C): an `nx` x `ny` grid in

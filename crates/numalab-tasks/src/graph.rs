@@ -41,6 +41,9 @@ pub struct TaskGraph {
     pub initial_pe: Option<Vec<u32>>,
     /// Which objects may move (an LB dump's `migratable`); all when absent.
     pub migratable: Option<Vec<bool>>,
+    /// Reductions and broadcasts of the program's own around each `AtSync` (lb_test: 2,
+    /// kNeighbor: 1; 0 for a file), each as long as the LB framework's barrier.
+    pub app_barriers: u32,
 }
 
 impl TaskGraph {
@@ -52,7 +55,15 @@ impl TaskGraph {
         state_bytes: Vec<u64>,
         edges: Vec<Edge>,
     ) -> Result<Self, TaskError> {
-        let g = TaskGraph { name: name.into(), loads_ns, state_bytes, edges, initial_pe: None, migratable: None };
+        let g = TaskGraph {
+            name: name.into(),
+            loads_ns,
+            state_bytes,
+            edges,
+            initial_pe: None,
+            migratable: None,
+            app_barriers: 0,
+        };
         g.check()?;
         Ok(g)
     }

@@ -514,3 +514,17 @@ fn kneighbor_messages_come_back_to_their_sender() {
         assert_eq!((out, inn), (2 * 2 * k as u64 * calc * bytes, 2 * 2 * k as u64 * calc * bytes));
     }
 }
+
+#[test]
+fn lb_test_and_kneighbor_add_their_own_reductions_around_atsync() {
+    use numalab_tasks::atsync::barrier_ns;
+    let p = plat(&quad32(), None);
+    let one = barrier_ns(&p);
+    let lbt = gen::lb_test(64, 1, &Value::Null).unwrap();
+    let kn = gen::kneighbor(64, 1, 1024, 0, &Value::Null).unwrap();
+    let jac = gen::jacobi2d(800, 800, 100, 0, &Value::Null).unwrap();
+    for (g, rounds) in [(&lbt, 3.0), (&kn, 2.0), (&jac, 1.0)] {
+        let r = run(g, &p, "none", 4, 2);
+        assert_eq!(r.lb_calls[0].atsync_ns, rounds * one, "{}", g.name);
+    }
+}
