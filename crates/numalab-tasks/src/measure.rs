@@ -17,9 +17,10 @@
 //!   (4 wake-ups/s per machine on a random CPU, exponential of mean 1 ms, at most 20 ms). Each
 //!   lands at a uniform time of the PE's busy span, inside the object running then.
 //! - Wall or CPU timer: the wall timer counts every background microsecond inside the object's
-//!   window; the CPU timer (`getrusage`) counts only the tick, whose time the kernel charges to
-//!   the interrupted task (kernel/sched/cputime.c: `account_process_tick`), not the other
-//!   tasks' time.
+//!   window; the CPU timer (`getrusage`) counts only the tick, whose interrupt time runs in the
+//!   interrupted task's clock on kernels without `CONFIG_IRQ_TIME_ACCOUNTING` (the study's
+//!   2.6.32-era kernels; kernel/sched/core.c: `update_rq_clock_task`), not the other tasks'
+//!   time.
 //!
 //! The true loads, which the simulation runs on, are left as they are: noise changes what the
 //! balancer believes, not the work.
