@@ -99,7 +99,7 @@ pub struct Meter {
     params: NoiseParams,
     timer: LbTimer,
     rng: Rng,
-    /// Objects of each PE (rebuilt when the mapping changes) and their load prefix sums.
+    /// Objects of each PE, rebuilt when the mapping changes.
     by_pe: Vec<Vec<u32>>,
 }
 
