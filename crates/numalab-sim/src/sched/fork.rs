@@ -136,7 +136,7 @@ impl Sched {
                     sd = child;
                 }
                 Ok(cpus) => {
-                    let new = self.idlest(&cpus, load);
+                    let new = self.find_idlest_cpu(&cpus, load, sig);
                     why.push(format!("{}: idlest group -> CPU {}", d.name, self.pu_os[new]));
                     last_level = d.name.clone();
                     if new == cpu {
@@ -153,6 +153,22 @@ impl Sched {
             cpu = self.idlest(allowed, load);
         }
         (cpu, path, last_level, why.join("; "))
+    }
+
+    /// `find_idlest_cpu()` in the chosen group: an idle CPU if there is one (an idle core
+    /// first, then the lowest PU: the idle-state exit latency and `idle_stamp` tie-breaks of
+    /// v6.13 are not modelled); otherwise the least loaded by PELT, the first on ties (v6.13
+    /// `sched_balance_find_dst_group_cpu()`: `cpu_load()`; v3.13: `weighted_cpuload()`).
+    fn find_idlest_cpu(&self, cands: &[usize], nr: &[usize], sig: &[CpuSig]) -> usize {
+        if cands.iter().any(|&c| nr[c] == 0) {
+            let idle: Vec<usize> = cands.iter().copied().filter(|&c| nr[c] == 0).collect();
+            return self.idlest(&idle, nr);
+        }
+        let load = |c: usize| match self.rules.load.idlest_group {
+            GroupSignals::RunnableLoadAvg => sig[c].runnable_load,
+            GroupSignals::LoadUtilRunnable => sig[c].load,
+        };
+        *cands.iter().min_by_key(|&&c| (load(c), c)).expect("non-empty candidate list")
     }
 
     /// `find_idlest_group()`: Ok(the idlest group's allowed CPUs) or Err(why the local group

@@ -221,6 +221,27 @@ fn a_fork_avoids_the_cpu_of_a_sleeper_by_its_blocked_utilisation_in_6_13() {
     }
 }
 
+#[test]
+fn find_idlest_cpu_ranks_busy_cpus_by_pelt_load() {
+    // 6.13, 2 x 4 CPUs all busy: node 0 runs five threads (overloaded), node 1 four, and thread 9
+    // fell asleep on CPU 4 at 1 ms. At 50 ms thread 0 forks: the NUMA level picks node 1 (a lower
+    // group type), and with no idle CPU there find_idlest_cpu() takes the least cpu_load(): CPU 4
+    // still carries the sleeper's decaying load, so CPU 5 (counting tasks, CPU 4 would tie and
+    // come first).
+    let mut s = Sched::new(&two_nodes(), &unbound(), Kernel::V6_13, 1, 11).unwrap();
+    s.set_options(None, true);
+    let mut live = vec![false; 11];
+    for t in 0..10 {
+        s.place_new(t, (t > 0).then_some(0), &live);
+        live[t] = true;
+    }
+    s.cpu[..10].copy_from_slice(&[0, 1, 2, 3, 0, 4, 5, 6, 7, 4]);
+    s.sleeps_at(9, 1e-3);
+    live[9] = false;
+    s.place_new_at(50e-3, 10, Some(0), &live);
+    assert_eq!(s.cpu[10], 5, "{}", s.log.last().unwrap().why);
+}
+
 /// One node of four cores, one PU per core (one LLC).
 fn one_node() -> Machine {
     let spec = r#"{"name": "1n", "description": "one node of four cores",
