@@ -42,3 +42,29 @@ pub fn barrier_ns(plat: &Platform) -> f64 {
     let last = down.iter().copied().fold(0.0, f64::max);
     up[0] + last
 }
+
+/// One object's record in a statistics message (`LDObjData`: handle, ids, wall and CPU time,
+/// migratable flags) [est. 80 B].
+pub const OBJ_RECORD_BYTES: f64 = 80.0;
+/// One communication record (`LDCommData`: sender, receiver key, messages, bytes) [est. 64 B].
+pub const COMM_RECORD_BYTES: f64 = 64.0;
+
+/// Time for every PE's statistics to reach the central balancer on PE 0: each PE sends one
+/// message straight to it (`CentralLB::SendStats` -> `thisProxy[cur_ld_balancer].ReceiveStats`,
+/// up to 1,024 PEs) holding a record per object it hosts and per communication record its
+/// objects sent (one per sender and receiver, `LBCommTable`); PE 0 takes them one after another.
+/// `objs[p]` and `comms[p]`: records of PE p.
+pub fn stats_gather_ns(plat: &Platform, objs: &[usize], comms: &[usize]) -> f64 {
+    let (mut first, mut serial) = (f64::INFINITY, 0.0);
+    for p in 1..plat.n_pes() {
+        let bytes = CONTROL_MSG_BYTES + objs[p] as f64 * OBJ_RECORD_BYTES + comms[p] as f64 * COMM_RECORD_BYTES;
+        let (s, r) = plat.message_ns(p, 0, 1.0, bytes);
+        first = first.min(s);
+        serial += r;
+    }
+    if serial == 0.0 {
+        0.0
+    } else {
+        first + serial
+    }
+}

@@ -17,7 +17,8 @@
 //! (the next iteration's time on the true loads of this one under the new mapping): each migration costs its source PE
 //! the packing side and its destination PE the unpacking side ([`Platform::migration_ns`]); PEs
 //! migrate in parallel, so the step takes the busiest PE's total. The step also waits for the
-//! `AtSync` barrier ([`crate::atsync`]: statistics up the PE tree, resumption down it). Objects that may not move stay.
+//! `AtSync` barrier ([`crate::atsync`]: a reduction up the PE tree, resumption down it) and
+//! for every PE's statistics to reach the central balancer on PE 0. Objects that may not move stay.
 //!
 //! Objects start on the graph's own PEs when it has them (an LB dump's `from_proc`, taken modulo
 //! the run's PE count) or on Charm++'s default block map ([`block_map`]).
@@ -31,7 +32,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::atsync::barrier_ns;
+use crate::atsync::{barrier_ns, stats_gather_ns};
 use crate::balance::{pe_loads, Balancer, LbInput};
 use crate::cost::{evaluate, migration_step, Eval};
 use crate::error::TaskError;
@@ -83,6 +84,8 @@ pub struct LbCall {
     /// The AtSync barrier's reduction and broadcast and the program's own around it
     /// (`TaskGraph::app_barriers`), ns (in `total_time_ns`).
     pub atsync_ns: f64,
+    /// Every PE's statistics sent to the central balancer on PE 0, ns (in `total_time_ns`).
+    pub stats_ns: f64,
     /// The largest PE sum of the measured loads under the new mapping: what the balancer saw.
     pub predicted_makespan_ns: f64,
     /// The iteration's time on the true loads under the new mapping.
@@ -102,7 +105,7 @@ pub struct SimResult {
     pub balancer: String,
     /// Mean iteration time (iterations only; migrations are in `total_time_ns`).
     pub iteration_time_ns: f64,
-    /// All iterations plus every balancing step's AtSync barrier and migration time.
+    /// All iterations plus every balancing step's AtSync barrier, statistics gathering and migration time.
     pub total_time_ns: f64,
     pub iterations: Vec<IterationRecord>,
     /// Average over maximum PE load, mean over the iterations after the first balancing step (all
@@ -234,7 +237,15 @@ pub fn simulate(
                 }
             }
             let (moved, moved_bytes, mig) = migration_step(&map, &new, &g.state_bytes, plat);
-            total += mig + atsync;
+            let (mut objs, mut comms) = (vec![0usize; np], vec![0usize; np]);
+            for &p in &map {
+                objs[p as usize] += 1;
+            }
+            for e in &g.edges {
+                comms[map[e.a as usize] as usize] += 1;
+            }
+            let stats = stats_gather_ns(plat, &objs, &comms);
+            total += mig + atsync + stats;
             let predicted = pe_loads(&measured, &new, np).into_iter().fold(0.0, f64::max);
             let actual = if moved > 0 {
                 evaluate(&g.edges, &loads, &new, plat).pe_time.into_iter().fold(0.0, f64::max)
@@ -249,6 +260,7 @@ pub fn simulate(
                 migration_time_ns: mig,
                 balancer_wall_s: wall,
                 atsync_ns: atsync,
+                stats_ns: stats,
                 predicted_makespan_ns: predicted,
                 actual_makespan_ns: actual,
             });

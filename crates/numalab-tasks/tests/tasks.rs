@@ -496,7 +496,26 @@ fn the_atsync_barrier_costs_each_step_a_tree_reduction_and_broadcast() {
     assert_eq!(r.lb_calls.len(), 2);
     assert!(r.lb_calls.iter().all(|c| c.atsync_ns == shm[6]));
     let iters: f64 = r.iterations.iter().map(|i| i.time_ns).sum();
-    assert_eq!(r.total_time_ns, iters + 2.0 * shm[6]);
+    let steps: f64 = r.lb_calls.iter().map(|c| c.atsync_ns + c.stats_ns).sum();
+    assert!(r.lb_calls.iter().all(|c| c.stats_ns > 0.0));
+    assert_eq!(r.total_time_ns, iters + steps);
+}
+
+#[test]
+fn gathering_statistics_takes_longer_with_more_objects_and_edges() {
+    let p = plat(&quad32(), None);
+    let stats = |n: usize, ring: bool| {
+        let edges: Vec<Edge> = if ring {
+            (0..n as u32).map(|i| Edge { a: i, b: (i + 1) % n as u32, msgs: 1, bytes: 64 }).collect()
+        } else {
+            vec![]
+        };
+        let g = TaskGraph::new("g", vec![1e6; n], vec![64; n], edges).unwrap();
+        run(&g, &p, "none", 2, 1).lb_calls[0].stats_ns
+    };
+    let (small, large, large_ring) = (stats(64, false), stats(6400, false), stats(6400, true));
+    assert!(small > 0.0 && large > 2.0 * small, "{small} {large}");
+    assert!(large_ring > large, "{large} {large_ring}");
 }
 
 #[test]

@@ -140,6 +140,7 @@ def document(machine: Any, graph_spec: GraphSpec, g: Any, balancer: lb.BalancerS
         "migrated_bytes_per_call": mean("migrated_bytes"),
         "migration_time_ns": sum(float(c["migration_time_ns"]) for c in calls),
         "atsync_ns": sum(float(c.get("atsync_ns", 0.0)) for c in calls),
+        "stats_ns": sum(float(c.get("stats_ns", 0.0)) for c in calls),
         "balancer_wall_s": sum(float(c["balancer_wall_s"]) for c in calls),
         "predicted_makespan_ns": mean("predicted_makespan_ns"),
         "actual_makespan_ns": mean("actual_makespan_ns"),
