@@ -250,6 +250,14 @@ class Case:
     #: every 50 ms (numa_maps reads under TCG) is itself the background that moves unbound
     #: threads in the guest (docs/scheduler.md §10).
     interval_ms: int = 50
+    #: The guest's pages counted: ``anon`` every mapping that is not file-backed; ``largest`` only
+    #: the one holding the most pages in each sample (the workload's one region: the brk heap of
+    #: rows malloc'ed by the main thread, or a malloc'ed block's own mapping), leaving out the
+    #: stacks, libgomp's and stdio's allocations.
+    pages: str = "anon"
+    #: Both sides' pages per node after first touch within this % of the region (the simulator's
+    #: pages) on every node.
+    agree_pct: float | None = None
 
     @property
     def sched(self) -> bool:
@@ -300,6 +308,19 @@ def sched_cases(machine: str, cpus: int, reps: int) -> list[Case]:
 HOT_TCG = "hot-threshold-ms=5000"
 
 
+def alloc_cases() -> list[Case]:
+    """glibc's malloc as first touch (docs/allocation.md §3.5): kernels/alloc3d.c's 128^3 grid
+    (16 MiB) allocated as NPB 2.3-omp-C's MG does, one malloc per 1 KiB row by the master, whose
+    chunk headers put every page on the master's node before the parallel loop writes a row; and
+    as one malloc (an mmapped chunk), which the parallel loop spreads. The guest's numa_maps
+    region of the grid against the simulator's pages, node by node."""
+    grid: dict[str, Any] = {"pages": "largest", "agree_pct": 0.5, "interval_ms": 200}
+    return [
+        Case("alloc-rows", "alloc3d", {"n": 128, "reps": 5, "layout": "rows"}, BOUND, on_one_node(0, 99.0), **grid),
+        Case("alloc-block", "alloc3d", {"n": 128, "reps": 5, "layout": "block"}, BOUND, even(), **grid),
+    ]
+
+
 def tier_cases() -> list[Case]:
     """Tiered memory on ``vm-tier`` (docs/tiering.md §11): STREAM's 160 MiB (n = 7M) from node 0's
     vCPU, more than its 128 MiB DRAM node. Preferred-many to node 0 wakes node 0's kswapd when it is
@@ -329,6 +350,7 @@ CASES: dict[str, Case] = {
         *sched_cases("vm-4", 4, 1000),
         *sched_cases("vm-8", 8, 500),
         *tier_cases(),
+        *alloc_cases(),
     ]
 }
 
@@ -386,12 +408,20 @@ def anon_pages(sample: dict[str, Any], nodes: list[int]) -> list[int]:
     return out
 
 
-def vm_side(out: vm_run.VmOutput, doc: dict[str, Any]) -> Side:
+def largest_mapping_pages(sample: dict[str, Any], nodes: list[int]) -> list[int]:
+    """Base pages per node of the sample's non-file mapping that holds the most pages."""
+    maps = [m for m in sample.get("mappings") or [] if m.get("kind") != "file"]
+    per = [anon_pages({"mappings": [m]}, nodes) for m in maps]
+    return max(per, key=sum, default=[0] * len(nodes))
+
+
+def vm_side(out: vm_run.VmOutput, doc: dict[str, Any], pages: str = "anon") -> Side:
     from numalab.results.agent import parse_records
 
     nodes = doc["pages"]["nodes"]
     samples = [r for r in parse_records(out.text("agent.jsonl")) if r["type"] == "sample"]
-    series = [anon_pages(s, nodes) for s in samples if s.get("mappings")]
+    count = largest_mapping_pages if pages == "largest" else anon_pages
+    series = [count(s, nodes) for s in samples if s.get("mappings")]
     if not series:
         raise UsageError("the guest's agent took no sample of the command's pages (it ended too soon: raise --reps or --n)")
     tiers = len(doc["vm"].get("memory_tiers", {}).get("tiers") or {}) or 1
@@ -412,6 +442,7 @@ KERNEL_OPTIONS = {
     "dgemv": ({"n": "n", "reps": "reps", "threads": "threads", "init": "init"}, {}),
     "stream": ({"n": "n", "ntimes": "reps", "threads": "threads"}, {"init": "parallel"}),
     "barrier": ({"n": "n", "reps": "reps", "threads": "threads", "init": "init"}, {}),
+    "alloc3d": ({"n": "n", "reps": "reps", "threads": "threads", "layout": "layout"}, {}),
 }
 
 
@@ -458,13 +489,25 @@ def compare(
     doc = vm_run.document(out)
     if doc["status"] != "ok":
         raise vm_run.GuestCommandError(f"vm check {case.name}: the guest's {case.workload} failed ({doc['error']}): {out.text('stderr').strip()[-300:]}")
-    vm = vm_side(out, doc)
+    vm = vm_side(out, doc, case.pages)
     c = Comparison(case, sim, vm, out.kernel_release, kernel, vm_doc=doc)
     for name, side in (("sim", sim), ("vm", vm)):
         why = case.expect(side)
         if why is not None:
             c.failures[name] = why
+    if case.agree_pct is not None and (why := disagreement(sim, vm, case.agree_pct)) is not None:
+        c.failures["vm-sim"] = why
     return c
+
+
+def disagreement(sim: Side, vm: Side, pct: float) -> str | None:
+    """Why the two sides' pages per node after first touch are not within ``pct`` % of the
+    region (the simulator's pages) on every node, or None."""
+    limit = pct / 100.0 * sim.total
+    off = [(i, v - s) for i, (s, v) in enumerate(zip(sim.after_init, vm.after_init)) if abs(v - s) > limit]
+    if not off:
+        return None
+    return ", ".join(f"node{i} differs by {d} pages" for i, d in off) + f" (more than {pct:g}% of {sim.total}: {limit:.0f})"
 
 
 def orderings(results: list[Comparison]) -> dict[str, str]:
@@ -527,6 +570,10 @@ def report(c: Comparison) -> str:
     if doc:
         verdict = "  ".join(f"{side}: {'FAIL (' + c.failures[side] + ')' if side in c.failures else 'ok'}" for side in ("sim", "vm"))
         lines.append(f"expect {doc} -- {verdict}")
+    if c.case.agree_pct is not None:
+        why = c.failures.get("vm-sim")
+        lines.append(f"expect the guest and the simulator within {c.case.agree_pct:g}% of the region on every node after first "
+                     f"touch -- {'FAIL (' + why + ')' if why else 'ok'}")
     return "\n".join(lines)
 
 
