@@ -232,8 +232,8 @@ def test_host_check_gives_the_kernel_the_simulators_parameters():
 
     argv = hostcheck.kernel_argv("stream", {"n": 100, "ntimes": 3, "threads": 2})
     assert argv[0].endswith("kernels/stream") and argv[1:] == ["--init=parallel", "--mode=triad", "--n=100", "--reps=3", "--threads=2"]
-    o = hostcheck.Outcome(hostcheck.Case("x", "stream", {}), measured_s=2.0, predicted_s=1.5)
-    assert o.error_pct == -25.0
+    o = hostcheck.Outcome(hostcheck.Case("x", "stream", {}), measured_s=2.0, predicted_s=1.5, runs_s=(1.0, 2.0, 9.0))
+    assert o.error_pct == -25.0 and o.as_json()["measured_runs_s"] == [1.0, 2.0, 9.0]
 
 
 def test_check_without_host_is_one_line():
@@ -251,9 +251,10 @@ def test_check_host_reports_every_case_on_this_host():
         agent_path(), kernel("dgemv"), kernel("stream")
     except NumalabError as e:
         pytest.skip(str(e))
-    r = numalab("check", "--host", "--machine", str(FIXTURES / "one-node.toml"), "--json")
+    r = numalab("check", "--host", "--machine", str(FIXTURES / "one-node.toml"), "--repeat", "2", "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
+    assert doc["repeat"] == 2 and all(len(c["measured_runs_s"]) == 2 for c in doc["cases"])
     cpus = len(os.sched_getaffinity(0))
     assert len(doc["cases"]) == 2 + len({1, cpus} | {2**i for i in range(cpus.bit_length()) if 2**i < cpus})
     for c in doc["cases"]:

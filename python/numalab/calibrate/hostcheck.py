@@ -10,6 +10,7 @@ descriptor (stencil) are not cases."""
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -40,8 +41,9 @@ class Case:
 @dataclass(frozen=True)
 class Outcome:
     case: Case
-    measured_s: float
+    measured_s: float  # the median of the runs
     predicted_s: float
+    runs_s: tuple[float, ...] = ()  # every run's measured time
 
     @property
     def error_pct(self) -> float:
@@ -50,7 +52,8 @@ class Outcome:
 
     def as_json(self) -> dict[str, Any]:
         return {"case": self.case.name, "workload": self.case.workload, "params": self.case.params, "config": self.case.config,
-                "measured_s": self.measured_s, "predicted_s": self.predicted_s, "error_pct": self.error_pct}
+                "measured_s": self.measured_s, "measured_runs_s": list(self.runs_s), "predicted_s": self.predicted_s,
+                "error_pct": self.error_pct}
 
 
 def thread_levels(cpus: int) -> list[int]:
@@ -75,21 +78,27 @@ def kernel_argv(workload: str, resolved: dict[str, Any]) -> list[str]:
     return [str(kernel(workload))] + [f"--{k}={v}" for k, v in sorted(opts.items())]
 
 
-def run_case(case: Case, machine: str) -> Outcome:
+def run_case(case: Case, machine: str, repeat: int = 1) -> Outcome:
+    """``repeat`` host runs (their median is the measurement: one run on a busy host can be far
+    off) and one simulation (deterministic)."""
     from numalab.runner import sim
     from numalab.runner.host import check_placement
 
     spec = RunSpec.create(machine, DESCRIPTORS[case.workload], params=case.params).with_config(case.config)
     bound = spec.bind()
     check_placement(spec.placement)
-    out = run_placed(kernel_argv(case.workload, dict(bound.workload["params"])), spec.placement, case.name)
+    argv = kernel_argv(case.workload, dict(bound.workload["params"]))
+    runs = []
+    for _ in range(repeat):
+        out = run_placed(argv, spec.placement, case.name)
+        runs.append(float(out["init_s"]) + float(out["time_s"]))
     predicted = float(sim.run(bound).doc["time_s"])
-    return Outcome(case, float(out["init_s"]) + float(out["time_s"]), predicted)
+    return Outcome(case, statistics.median(runs), predicted, tuple(runs))
 
 
-def check(machine: str, nodes: list[int], cpus: int, step: Callable[[str], None]) -> list[Outcome]:
+def check(machine: str, nodes: list[int], cpus: int, step: Callable[[str], None], repeat: int = 1) -> list[Outcome]:
     results = []
     for c in cases(nodes, cpus):
         step(c.name)
-        results.append(run_case(c, machine))
+        results.append(run_case(c, machine, repeat))
     return results

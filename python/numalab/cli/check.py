@@ -16,6 +16,7 @@ from numalab.exceptions import UsageError
 def check(
     host: bool = typer.Option(False, "--host", help="Run the kernels on this host and in the simulator, and compare their times."),
     machine: str = typer.Option("host", "--machine", help="The machine the simulator uses: a calibrated preset .toml (numalab calibrate), a preset name, or host (sysfs topology, estimated timing)."),
+    repeat: int = typer.Option(3, "--repeat", min=1, max=100, help="Host runs per case; their median is the measured time (the simulation is deterministic)."),
     as_json: bool = typer.Option(False, "--json", help="Print the cases as JSON."),
 ) -> None:
     """Predicted vs measured time of a fixed set of kernel runs on this host."""
@@ -29,10 +30,11 @@ def check(
     cpus = len(os.sched_getaffinity(0))
     cases = hostcheck.cases(nodes, cpus)
     with Progress("check", len(cases), unit="cases", quiet=as_json, eta=True) as progress:
-        outcomes = hostcheck.check(machine, nodes, cpus, progress.step)
+        outcomes = hostcheck.check(machine, nodes, cpus, progress.step, repeat)
     if as_json:
-        typer.echo(json.dumps({"machine": machine, "cases": [o.as_json() for o in outcomes]}, indent=1, sort_keys=True))
+        typer.echo(json.dumps({"machine": machine, "repeat": repeat, "cases": [o.as_json() for o in outcomes]}, indent=1, sort_keys=True))
         return
-    rows = [[o.case.name, f"{o.measured_s:.3f}", f"{o.predicted_s:.3f}", f"{o.error_pct:+.1f}"] for o in outcomes]
-    typer.echo(render(table(["case", "measured s", "predicted s", "error %"], rows,
-                            f"this host, simulated on {machine}: predicted - measured, over measured")))
+    rows = [[o.case.name, f"{o.measured_s:.3f}", f"{min(o.runs_s):.3f}-{max(o.runs_s):.3f}", f"{o.predicted_s:.3f}", f"{o.error_pct:+.1f}"]
+            for o in outcomes]
+    typer.echo(render(table(["case", "measured s", "runs s", "predicted s", "error %"], rows,
+                            f"this host ({repeat} run(s) per case, median), simulated on {machine}: error = predicted - measured, over measured")))
