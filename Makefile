@@ -30,7 +30,7 @@ $(VENV)/.build-stamp: $(STAMP) $(RUST_SRC)
 
 build: $(VENV)/.build-stamp kernels agent ## build the Rust core, the agent and the kernels; install numalab into .venv (editable)
 
-kernels: ## build the C/OpenMP kernels (kernels/dgemv, stream, stencil, barrier; static if libgomp.a links)
+kernels: ## build the C/OpenMP kernels (kernels/dgemv, stream, stencil, barrier, chase; static if libgomp.a links)
 	$(MAKE) -s -C kernels
 
 agent: ## build the static numalab-agent (target/x86_64-unknown-linux-gnu/release/)
