@@ -178,7 +178,7 @@ def check_cmd(
     case: Optional[List[str]] = typer.Option(None, "--case", help="A named case (repeatable; 'all' for every one, 'sched' for the scheduler cases); see --list."),
     list_cases: bool = typer.Option(False, "--list", help="List the named cases and what each expects."),
     machine: Optional[str] = typer.Option(None, "--machine", help="Machine preset (default vm-4; with --case: overrides the case's)."),
-    workload: Optional[str] = typer.Option(None, "--workload", help="dgemv, stream or barrier: compare this workload (its parameters follow as --n 2000 --init serial ...)."),
+    workload: Optional[str] = typer.Option(None, "--workload", help="dgemv, stream, barrier or alloc3d: compare this workload (its parameters follow as --n 2000 --init serial ...)."),
     memory_per_node_mib: Optional[int] = MEMORY,
     accel: str = ACCEL,
     timeout: float = typer.Option(300.0, "--timeout", help="Kill each guest after this many seconds (more than 0, at most 604800)."),
@@ -194,16 +194,19 @@ def check_cmd(
     if list_cases:
         if as_json:
             typer.echo(json.dumps([{"name": c.name, "workload": c.workload, "params": c.params, "machine": c.machine, "config": c.config,
-                                    "expect": c.expect.__doc__, "more_than": c.more_than} for c in check.CASES.values()], indent=2))
+                                    "expect": c.expect.__doc__, "more_than": c.more_than, "agree_pct": c.agree_pct}
+                                   for c in check.CASES.values()], indent=2))
             return
         for c in check.CASES.values():
             more = f"; more thread migrations per thread and second than {c.more_than} (run together)" if c.more_than else ""
+            if c.agree_pct is not None:
+                more += f"; guest and simulator within {c.agree_pct:g}% of the region on every node"
             typer.echo(f"{c.name:<18} {c.workload} {c.params} on {c.machine}, config '{c.config}': expect {c.expect.__doc__}{more}")
         return
     if case and workload:
         raise UsageError("give --case or --workload, not both")
     if not case and not workload:
-        raise UsageError("give --case NAME (see --list) or --workload dgemv|stream|barrier")
+        raise UsageError(f"give --case NAME (see --list) or --workload {'|'.join(check.KERNEL_OPTIONS)}")
     if workload:
         if workload not in check.KERNEL_OPTIONS:
             raise UsageError(f"--workload must be {', '.join(check.KERNEL_OPTIONS)} (a C kernel in kernels/ with a simulator descriptor), got '{workload}'")

@@ -41,6 +41,7 @@ def case_json(c: Any) -> dict[str, Any]:
         "memory_tiers": {"sim": c.sim.memory_tiers, "vm": c.vm.memory_tiers},
         "threads": {side: _threads(getattr(c, side).threads, barriers) for side in ("sim", "vm")},
         "expect": case.expect.__doc__,
+        "agree_pct": case.agree_pct,
         "failures": dict(c.failures),
         "ok": c.ok,
     }
