@@ -6,7 +6,8 @@ and balancing for both sides) and an expectation that must hold on *both* sides.
 is adding a row to ``CASES``.
 
 What is compared: the command's anonymous pages per node (the guest's from ``numa_maps``
-mappings that are not file-backed, the simulator's from its page table) at two moments,
+mappings that are not file-backed, or for the allocation cases only the one holding the most
+pages, the simulator's from its page table) at two moments,
 *after first touch* (the first sample in which the process had all its pages; with balancing on
 the guest may already have moved a few by then) and *after the run* (the last sample in which it still had them all, before it frees its arrays), and the
 kernel's counters over the run (numastat summed over nodes, NUMA-balancing vmstat). The guest's
