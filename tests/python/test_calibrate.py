@@ -134,6 +134,8 @@ def test_restricted_cpus_and_mems_skip_pairs_and_say_why():
     assert "2:0: none of node 2's CPUs (4-5) is in this process's allowed CPUs (cgroup cpuset or taskset)" in p.skipped
     assert "0:3: node 3 is not in this process's allowed memory nodes (cgroup cpuset.mems)" in p.skipped
     assert p.thread_levels(0) == [1, 2] and p.load_levels(0) == [0, 1] and p.load_levels(1) == [0]
+    assert p.skipped[0] == ("CPUs 3 of node 1: outside this process's allowed CPUs (cgroup cpuset or taskset); "
+                            "node 1 measured on 2")
 
 
 def test_nothing_bindable_is_refused_in_one_line():
@@ -309,3 +311,12 @@ def test_stream_seconds_repeats_until_the_time_is_up():
     assert out["time_s"] >= 0.3 and out["reps"] > 1
     bad = subprocess.run([built("stream"), "--mode", "copy"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr == "stream: --mode must be triad, read or write, got 'copy'\n"
+
+
+def test_a_node_with_one_usable_cpu_gets_a_flat_curve_and_no_curve_range():
+    doc = raw("one-node")
+    doc["runs"] = [r for r in doc["runs"] if not (r["kind"] == "loaded" and r["load_threads"] > 0)]
+    data = tomllib.loads(text := preset_toml(doc, "x"))
+    assert data["latency"]["loaded_curve"] == [[0.0, 1.0]]
+    assert "latency.loaded_curve" not in data["estimates"]
+    assert "# estimate: no load measured (the node has one usable CPU, taken by the probe): a flat curve" in text

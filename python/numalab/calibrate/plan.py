@@ -102,6 +102,11 @@ def bindable(facts: dict[str, Any], pairs: list[tuple[int, int]], allowed_cpus: 
             siblings.extend(threads[1:])
         cpus[n["os_index"]] = sorted(firsts) + sorted(siblings)
     ok, skipped = [], []
+    for c in dict.fromkeys(c for c, _ in pairs):
+        left = sorted(set(parse_cpulist(by_node[c]["cpus"])) - set(cpus[c]))
+        if cpus[c] and left:
+            skipped.append(f"CPUs {','.join(map(str, left))} of node {c}: outside this process's allowed CPUs (cgroup cpuset or "
+                           f"taskset); node {c} measured on {','.join(map(str, sorted(cpus[c])))}")
     for c, m in pairs:
         if not parse_cpulist(by_node[c]["cpus"]):
             skipped.append(f"{c}:{m}: node {c} has no CPUs")

@@ -153,6 +153,8 @@ def preset_toml(doc: dict[str, Any], name: str) -> str:
         crv = fg.curve(pts, node_gbps)
         w(f"# measured on memory node {curve_node}; points: " + "; ".join(
             f"{p.load_threads} load thread(s) {p.load_gbps:.2f} GB/s -> {p.latency.value:.1f} ns" for p in pts))
+        if len(pts) == 1:
+            w("# estimate: no load measured (the node has one usable CPU, taken by the probe): a flat curve")
         w("loaded_curve = [")
         for u, factor in crv:
             w(f"  [{u:.4f}, {factor:.4f}],")
