@@ -170,6 +170,23 @@ def test_usage_errors_are_one_line(tmp_path, args, message):
     assert r.returncode == 2 and r.stderr.strip() == message
 
 
+def test_a_broken_raw_document_is_one_line(tmp_path):
+    doc = raw("one-node")
+    del doc["facts"]
+    (tmp_path / "a.json").write_text(json.dumps(doc))
+    r = numalab("calibrate", "--from-raw", "a.json", "-o", "a.toml", cwd=tmp_path)
+    assert (r.returncode, r.stderr) == (2, "numalab: --from-raw a.json: the calibration document has no 'facts' "
+                                           "(numalab calibrate --json writes it)\n")
+    doc = raw("one-node")
+    chase_2m = next(r for r in doc["runs"] if r["kind"] == "latency" and r["pages"] == "2m")
+    chase_2m["output"]["ns_per_load"] = [float("nan")] * 3  # json.dumps writes NaN; latency.local_ns = nan is refused
+    (tmp_path / "b.json").write_text(json.dumps(doc))
+    r = numalab("calibrate", "--from-raw", "b.json", "-o", "b.toml", cwd=tmp_path)
+    assert (r.returncode, r.stderr) == (2, "numalab: --from-raw b.json: cannot build the preset from the measurements: "
+                                           "a kernel output holds nan where a positive time or bandwidth belongs\n")
+    assert not (tmp_path / "b.toml").exists()
+
+
 def test_an_agent_that_cannot_bind_stops_the_calibration_in_one_line(tmp_path):
     agent = tmp_path / "agent"
     agent.write_text("#!/bin/sh\necho 'numalab-agent: set_mempolicy: Operation not permitted' >&2\nexit 1\n")

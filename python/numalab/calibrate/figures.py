@@ -5,6 +5,7 @@ samples are the chase's repetitions (``ns_per_load``) and the STREAM processes (
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,9 @@ class Figure:
 def figure(samples: list[float]) -> Figure:
     if not samples:
         raise ValueError("a figure needs at least one sample")
+    bad = [x for x in samples if not (isinstance(x, (int, float)) and math.isfinite(x) and x > 0)]
+    if bad:
+        raise ValueError(f"a kernel output holds {bad[0]!r} where a positive time or bandwidth belongs")
     return Figure(statistics.median(samples), min(samples), max(samples), len(samples))
 
 

@@ -31,11 +31,14 @@ def calibrate(
         doc = _read_raw(from_raw)
     else:
         doc = _measure(pairs, quick, as_json)
+    where = f"--from-raw {from_raw}" if from_raw is not None else "calibrate"
     try:
         text = preset_toml(doc, name)
-    except (KeyError, TypeError, ValueError) as e:
-        raise UsageError(f"calibrate: cannot build the preset from the measurements: {e}") from None
-    _check(text, output)
+    except KeyError as e:
+        raise UsageError(f"{where}: the calibration document has no {e} (numalab calibrate --json writes it)") from None
+    except (TypeError, ValueError, AttributeError, IndexError) as e:
+        raise UsageError(f"{where}: cannot build the preset from the measurements: {e}") from None
+    _check(text, output, UsageError if from_raw is not None else NumalabError)
     from numalab.results.outfile import write_atomic
 
     write_atomic(output, lambda f: f.write(text.encode()), "--output")
@@ -72,8 +75,9 @@ def _read_raw(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _check(text: str, output: Path) -> None:
-    """The preset must load as --machine would load it, before it replaces anything."""
+def _check(text: str, output: Path, error: type[NumalabError]) -> None:
+    """The preset must load as --machine would load it, before it replaces anything; ``error``:
+    a usage error when the measurements came from the user's file (--from-raw)."""
     from numalab.machine.presets import load_spec_file
 
     with tempfile.TemporaryDirectory(prefix="numalab-calibrate-") as tmp:
@@ -82,7 +86,7 @@ def _check(text: str, output: Path) -> None:
         try:
             load_spec_file(p)
         except Exception as e:  # noqa: BLE001 - any refusal is a calibration that cannot be used
-            raise NumalabError(f"calibrate: the preset built for {output} does not load: {e}") from None
+            raise error(f"calibrate: the preset built for {output} does not load: {e}") from None
 
 
 def summary(doc: dict[str, Any]) -> dict[str, Any]:
