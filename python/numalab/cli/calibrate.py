@@ -31,14 +31,15 @@ def calibrate(
         doc = _read_raw(from_raw)
     else:
         doc = _measure(pairs, quick, as_json)
-    where = f"--from-raw {from_raw}" if from_raw is not None else "calibrate"
+    # The user's file (--from-raw) is a usage error; this run's own kernels giving nonsense is a failure.
+    where, error = (f"--from-raw {from_raw}", UsageError) if from_raw is not None else ("calibrate", NumalabError)
     try:
         text = preset_toml(doc, name)
     except KeyError as e:
-        raise UsageError(f"{where}: the calibration document has no {e} (numalab calibrate --json writes it)") from None
+        raise error(f"{where}: the calibration document has no {e} (numalab calibrate --json writes it)") from None
     except (TypeError, ValueError, AttributeError, IndexError) as e:
-        raise UsageError(f"{where}: cannot build the preset from the measurements: {e}") from None
-    _check(text, output, UsageError if from_raw is not None else NumalabError)
+        raise error(f"{where}: cannot build the preset from the measurements: {e}") from None
+    _check(text, output, error)
     from numalab.results.outfile import write_atomic
 
     write_atomic(output, lambda f: f.write(text.encode()), "--output")
