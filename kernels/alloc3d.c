@@ -1,18 +1,22 @@
 /* alloc3d: an n x n x n grid of doubles (8 n^3 bytes), allocated either as NPB 2.3-omp-C's MG
  * allocates v (NPB2.3-omp-C MG/mg.c: main: one malloc for the n plane pointers, then per plane
  * one malloc of n row pointers and one malloc per row of n doubles, all by the master thread:
- * --layout rows) or as one malloc of the whole grid (--layout block), then first-written in
+ * --layout rows), the same with each thread allocating the planes it later writes (its own arena:
+ * --layout rows-parallel) or as one malloc of the whole grid (--layout block), then first-written in
  * parallel (omp parallel for schedule(static) over the outer index) and summed --reps times.
  * Where the pages land is the point (docs/allocation.md §3.5): glibc writes each chunk's header
  * when the master mallocs it, so small rows are placed by the master, one block by the loop.
  * Options: those of common.h (--init is ignored: the grid is always written in parallel) and
- * --layout rows|block. */
+ * --layout rows|rows-parallel|block. */
 #include "common.h"
 
+enum layout { ROWS, ROWS_PARALLEL, BLOCK };
+
 /* --layout taken out of argv; the rest goes to parse_opts. */
-static int take_layout(int *argc, char **argv)
+static enum layout take_layout(int *argc, char **argv)
 {
-    int rows = 1, out = 1;
+    enum layout layout = ROWS;
+    int out = 1;
     for (int i = 1; i < *argc; i++) {
         const char *v = NULL;
         if (!strncmp(argv[i], "--layout=", 9)) {
@@ -24,16 +28,18 @@ static int take_layout(int *argc, char **argv)
             continue;
         }
         if (!strcmp(v, "rows")) {
-            rows = 1;
+            layout = ROWS;
+        } else if (!strcmp(v, "rows-parallel")) {
+            layout = ROWS_PARALLEL;
         } else if (!strcmp(v, "block")) {
-            rows = 0;
+            layout = BLOCK;
         } else {
-            fprintf(stderr, "alloc3d: --layout must be rows or block, got '%s'\n", v);
+            fprintf(stderr, "alloc3d: --layout must be rows, rows-parallel or block, got '%s'\n", v);
             exit(2);
         }
     }
     *argc = out;
-    return rows;
+    return layout;
 }
 
 static void *must(void *p, size_t bytes)
@@ -48,7 +54,8 @@ static void *must(void *p, size_t bytes)
 int main(int argc, char **argv)
 {
     (void)alloc_doubles; /* common.h's page-aligned allocator is what this kernel avoids */
-    int rows = take_layout(&argc, argv);
+    enum layout layout = take_layout(&argc, argv);
+    int rows = layout != BLOCK;
     struct opts o = parse_opts(argc, argv, "alloc3d", "grid edge: the grid is n x n x n doubles", 128, 10, 1024);
     const long n = o.n;
     const size_t row = (size_t)n * sizeof(double);
@@ -58,6 +65,8 @@ int main(int argc, char **argv)
     double t0 = now_s();
     if (rows) {
         g = must(malloc((size_t)n * sizeof(double **)), (size_t)n * sizeof(double **));
+        /* rows-parallel: the same static split of planes as the loop that writes them. */
+#pragma omp parallel for schedule(static) if (layout == ROWS_PARALLEL)
         for (long k = 0; k < n; k++) {
             g[k] = must(malloc((size_t)n * sizeof(double *)), (size_t)n * sizeof(double *));
             for (long j = 0; j < n; j++)
@@ -92,7 +101,8 @@ int main(int argc, char **argv)
 
     double cells = (double)n * (double)n * (double)n;
     o.parallel_init = 1;
-    print_result(rows ? "alloc3d-rows" : "alloc3d-block", &o, init_s, time_s, cells * (double)o.reps,
+    static const char *names[] = {"alloc3d-rows", "alloc3d-rows-parallel", "alloc3d-block"};
+    print_result(names[layout], &o, init_s, time_s, cells * (double)o.reps,
                  8.0 * cells * (double)o.reps, checksum);
     return 0;
 }

@@ -104,7 +104,8 @@ def test_vm_check_list_as_json(cli):
     doc = _json(cli, "vm", "check", "--list", "--json")
     assert [c["name"] for c in doc] == list(check.CASES)
     assert all(c["expect"] for c in doc)
-    assert {c["name"]: c["agree_pct"] for c in doc if c["agree_pct"] is not None} == {"alloc-rows": 0.5, "alloc-block": 0.5}
+    assert {c["name"]: c["agree_pct"] for c in doc if c["agree_pct"] is not None} == {
+        "alloc-rows": 0.5, "alloc-rows-parallel": 0.5, "alloc-block": 0.5}
 
 
 def test_vm_setup_as_json(cli, monkeypatch, tmp_path):

@@ -319,16 +319,19 @@ def test_alloc_cases_count_the_grids_mapping_and_compare_node_by_node():
         {"kind": "anon", "kernelpagesize_kb": 4, "pages_per_node": {"1": 3, "2": 5}},  # a thread's stack
         {"kind": "file", "kernelpagesize_kb": 4, "pages_per_node": {"0": 9000}},
     ]}
-    assert check.largest_mapping_pages(sample, [0, 1, 2, 3]) == [4190, 2, 0, 0]
+    assert check.grid_pages(sample, [0, 1, 2, 3]) == [4190, 2, 0, 0]
     assert check.anon_pages(sample, [0, 1, 2, 3]) == [4190, 5, 5, 0]
-    assert check.largest_mapping_pages({"mappings": []}, [0, 1]) == [0, 0]
+    assert check.grid_pages({"mappings": []}, [0, 1]) == [0, 0]
+    arenas = {"mappings": [{"kind": k, "pages_per_node": {n: 1049}} for k, n in (("heap", "0"), ("anon", "1"), ("anon", "2"))]
+              + [{"kind": "stack", "pages_per_node": {"3": 4}}]}
+    assert check.grid_pages(arenas, [0, 1, 2, 3]) == [1049, 1049, 1049, 0]
     sim = check.Side([1024, 1024, 1024, 1025], [1024, 1024, 1024, 1025], {})
     near = check.Side([1044, 1004, 1024, 1025], [1044, 1004, 1024, 1025], {})  # 20 <= 0.5% of 4097
     far = check.Side([1046, 1002, 1024, 1025], [1046, 1002, 1024, 1025], {})
     assert check.disagreement(sim, near, 0.5) is None
     assert check.disagreement(sim, far, 0.5) == "node0 differs by 22 pages, node1 differs by -22 pages (more than 0.5% of 4097: 20)"
     rows, block = check.CASES["alloc-rows"], check.CASES["alloc-block"]
-    assert (rows.pages, rows.agree_pct, rows.params["layout"], block.params["layout"]) == ("largest", 0.5, "rows", "block")
+    assert (rows.pages, rows.agree_pct, rows.params["layout"], block.params["layout"]) == ("grid", 0.5, "rows", "block")
     assert check.kernel_argv("alloc3d", {"layout": "rows", "n": 128, "reps": 5, "threads": 4}) == [
         "alloc3d", "--layout=rows", "--n=128", "--reps=5", "--threads=4"]
 

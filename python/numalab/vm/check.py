@@ -6,8 +6,8 @@ and balancing for both sides) and an expectation that must hold on *both* sides.
 is adding a row to ``CASES``.
 
 What is compared: the command's anonymous pages per node (the guest's from ``numa_maps``
-mappings that are not file-backed, or for the allocation cases only the one holding the most
-pages, the simulator's from its page table) at two moments,
+mappings that are not file-backed, or for the allocation cases only the grid's: the mappings
+holding at least a quarter of the largest one's pages; the simulator's from its page table) at two moments,
 *after first touch* (the first sample in which the process had all its pages; with balancing on
 the guest may already have moved a few by then) and *after the run* (the last sample in which it still had them all, before it frees its arrays), and the
 kernel's counters over the run (numastat summed over nodes, NUMA-balancing vmstat). The guest's
@@ -251,10 +251,10 @@ class Case:
     #: every 50 ms (numa_maps reads under TCG) is itself the background that moves unbound
     #: threads in the guest (docs/scheduler.md §10).
     interval_ms: int = 50
-    #: The guest's pages counted: ``anon`` every mapping that is not file-backed; ``largest`` only
-    #: the one holding the most pages in each sample (the workload's one region: the brk heap of
-    #: rows malloc'ed by the main thread, or a malloc'ed block's own mapping), leaving out the
-    #: stacks, libgomp's and stdio's allocations.
+    #: The guest's pages counted: ``anon`` every mapping that is not file-backed; ``grid`` only
+    #: those holding at least a quarter of the largest one's pages in each sample (the workload's
+    #: one region: the brk heap of rows malloc'ed by the main thread, each thread's arena, or a
+    #: malloc'ed block's own mapping), leaving out stacks and the start-up allocations.
     pages: str = "anon"
     #: Both sides' pages per node after first touch within this % of the region (the simulator's
     #: pages) on every node.
@@ -312,12 +312,14 @@ HOT_TCG = "hot-threshold-ms=5000"
 def alloc_cases() -> list[Case]:
     """glibc's malloc as first touch (docs/allocation.md §3.5): kernels/alloc3d.c's 128^3 grid
     (16 MiB) allocated as NPB 2.3-omp-C's MG does, one malloc per 1 KiB row by the master, whose
-    chunk headers put every page on the master's node before the parallel loop writes a row; and
-    as one malloc (an mmapped chunk), which the parallel loop spreads. The guest's numa_maps
-    region of the grid against the simulator's pages, node by node."""
-    grid: dict[str, Any] = {"pages": "largest", "agree_pct": 0.5, "interval_ms": 200}
+    chunk headers put every page on the master's node before the parallel loop writes a row; the
+    same allocated by each thread for the planes it writes, from its own arena, so on its node;
+    and as one malloc (an mmapped chunk), which the parallel loop spreads. The guest's numa_maps
+    regions of the grid against the simulator's pages, node by node."""
+    grid: dict[str, Any] = {"pages": "grid", "agree_pct": 0.5, "interval_ms": 200}
     return [
         Case("alloc-rows", "alloc3d", {"n": 128, "reps": 5, "layout": "rows"}, BOUND, on_one_node(0, 99.0), **grid),
+        Case("alloc-rows-parallel", "alloc3d", {"n": 128, "reps": 5, "layout": "rows-parallel"}, BOUND, even(), **grid),
         Case("alloc-block", "alloc3d", {"n": 128, "reps": 5, "layout": "block"}, BOUND, even(), **grid),
     ]
 
@@ -409,11 +411,13 @@ def anon_pages(sample: dict[str, Any], nodes: list[int]) -> list[int]:
     return out
 
 
-def largest_mapping_pages(sample: dict[str, Any], nodes: list[int]) -> list[int]:
-    """Base pages per node of the sample's non-file mapping that holds the most pages."""
+def grid_pages(sample: dict[str, Any], nodes: list[int]) -> list[int]:
+    """Base pages per node of the sample's non-file mappings that hold at least a quarter of the
+    largest one's pages (a heap or arena of the grid holds thousands; a stack a few)."""
     maps = [m for m in sample.get("mappings") or [] if m.get("kind") != "file"]
     per = [anon_pages({"mappings": [m]}, nodes) for m in maps]
-    return max(per, key=sum, default=[0] * len(nodes))
+    most = max((sum(p) for p in per), default=0)
+    return [sum(col) for col in zip(*[p for p in per if 4 * sum(p) >= most])] if per else [0] * len(nodes)
 
 
 def vm_side(out: vm_run.VmOutput, doc: dict[str, Any], pages: str = "anon") -> Side:
@@ -421,7 +425,7 @@ def vm_side(out: vm_run.VmOutput, doc: dict[str, Any], pages: str = "anon") -> S
 
     nodes = doc["pages"]["nodes"]
     samples = [r for r in parse_records(out.text("agent.jsonl")) if r["type"] == "sample"]
-    count = largest_mapping_pages if pages == "largest" else anon_pages
+    count = grid_pages if pages == "grid" else anon_pages
     series = [count(s, nodes) for s in samples if s.get("mappings")]
     if not series:
         raise UsageError("the guest's agent took no sample of the command's pages (it ended too soon: raise --reps or --n)")
