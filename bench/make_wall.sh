@@ -12,7 +12,7 @@ export NUMALAB_VM_CACHE="$work/vm-cache"
 timed() {  # timed TARGET CLONE LABEL: run `make TARGET` in CLONE, print its wall time (and a failure)
   local start=$SECONDS load status=ok
   load=$(cut -d' ' -f1 /proc/loadavg)
-  make -C "$2" "$1" >"$work/$1.log" 2>&1 || status="FAILED, last lines:"
+  make -k -C "$2" "$1" >"$work/$1.log" 2>&1 || status="FAILED (make -k: the other targets ran), last lines:"
   printf 'make %-4s %-12s %4d s  (load average %s at the start, %s CPUs) %s\n' "$1" "$3" $((SECONDS - start)) "$load" "$(nproc)" "$status"
   [ "$status" = ok ] || tail -15 "$work/$1.log"
 }

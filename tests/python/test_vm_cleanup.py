@@ -17,8 +17,12 @@ import pytest
 
 # The harness: `numalab vm run -- true` whose QEMU is a sleeping stand-in writing its pid to a file.
 HARNESS = textwrap.dedent("""
+    import signal
     import sys
     from numalab.vm import qemu
+
+    # As from a terminal: a background job of a script inherits SIGINT ignored (and keeps it so).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from numalab.vm import run as vm_run
 
     pidfile = sys.argv[1]

@@ -31,6 +31,7 @@ def _deb(tmp_path: Path) -> Path:
 
 
 def _resource_warnings(fn) -> list[str]:
+    gc.collect()  # earlier tests' garbage (under xdist, in this worker) warns now, not below
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         try:
