@@ -2,7 +2,8 @@
 # Wall time of `make run` and `make test` as a newcomer meets them (README, Performance): each in a
 # fresh clone (a new .venv and Rust build; pip's and cargo's download caches as they are) with an
 # empty `numalab vm` cache, as CI runs, then again in the same clone (warm). Not run by `make bench`
-# (it takes as long as both targets do). Usage: bench/make_wall.sh [run|test]... (default: both)
+# (it takes as long as both targets do). Run it in the foreground: a background job inherits SIGINT
+# ignored, and the tests of Ctrl-C then fail. Usage: bench/make_wall.sh [run|test]... (default: both)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d -t numalab-wall.XXXXXX)

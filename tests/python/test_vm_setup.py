@@ -31,7 +31,9 @@ def _deb(tmp_path: Path) -> Path:
 
 
 def _resource_warnings(fn) -> list[str]:
-    gc.collect()  # earlier tests' garbage (under xdist, in this worker) warns now, not below
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        gc.collect()  # earlier tests' garbage in this process (an xdist worker) warns here, unjudged
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         try:
