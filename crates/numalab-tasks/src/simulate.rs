@@ -44,6 +44,10 @@ use crate::rng::Rng;
 /// Most iterations a run keeps a record of.
 pub const MAX_ITERATIONS: usize = 1_000_000;
 
+/// Most work a run may ask for, in object and edge visits (iterations x (objects + edges)):
+/// about ten seconds of this engine on one core, so a hostile request ends at once.
+pub const MAX_VISITS: u64 = 200_000_000;
+
 #[derive(Clone, Debug)]
 pub struct SimOptions {
     pub iterations: usize,
@@ -148,6 +152,12 @@ pub fn simulate(
     g.check()?;
     if !(1..=MAX_ITERATIONS).contains(&opts.iterations) {
         return Err(TaskError::param(format!("iterations = {} (accepted: 1 to {MAX_ITERATIONS})", opts.iterations)));
+    }
+    let visits = opts.iterations as u64 * (g.n_objects() + g.edges.len()) as u64;
+    if visits > MAX_VISITS {
+        return Err(TaskError::param(format!(
+            "iterations x (objects + edges) = {visits} (accepted: at most {MAX_VISITS}; fewer iterations or a smaller graph)"
+        )));
     }
     if !(0.0..1.0).contains(&opts.load_noise) {
         return Err(TaskError::param(format!("load_noise = {} (accepted: 0 <= load_noise < 1)", opts.load_noise)));

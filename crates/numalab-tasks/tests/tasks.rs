@@ -547,3 +547,15 @@ fn lb_test_and_kneighbor_add_their_own_reductions_around_atsync() {
         assert_eq!(r.lb_calls[0].atsync_ns, rounds * one, "{}", g.name);
     }
 }
+
+#[test]
+fn a_run_asking_for_more_than_the_visit_budget_is_refused_before_it_starts() {
+    let m = ladder16();
+    let p = plat(&m, Some(16));
+    let g = gen::lb_test(200, 7, &Value::Null).unwrap();
+    let opts = SimOptions::quiet(numalab_tasks::simulate::MAX_ITERATIONS, 10, 1);
+    let err = simulate(&g, &p, lb("greedy").as_mut(), &opts).unwrap_err().to_string();
+    assert!(err.contains("iterations x (objects + edges)"), "{err}");
+    // The study's own sizes stay well inside it.
+    assert!(50 * (g.n_objects() + g.edges.len()) as u64 <= numalab_tasks::simulate::MAX_VISITS);
+}
