@@ -37,8 +37,12 @@ def test_repeat_3_stores_rows_that_report_renders(cli, tmp_path):
     assert rows["default"][6] == "1.00"
     assert 0.01 <= float(rows["default"][2]) < 1.0  # sleep 0.01 under the agent
     # Interleaved order: each round runs every configuration once.
-    order = [line.split("] ")[1].split(":")[0] for line in err.splitlines() if line.startswith("bench: [")]
+    runs = [line for line in err.splitlines() if " runs (" in line]
+    order = [line.split(" runs (")[1].split(")")[0] for line in runs]
     assert order == ["default", "membind=0"] * 3
+    # The one progress style: run k of N, then the elapsed time.
+    assert [line.split()[1] for line in runs] == [f"{k}/6" for k in range(1, 7)]
+    assert all(", elapsed 0:00:" in line for line in runs)
     with Store(res, create=False) as store:
         assert store.studies() == ["sleepy"]
         stored = store.rows("sleepy")

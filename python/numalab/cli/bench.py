@@ -29,6 +29,7 @@ import typer
 from numalab.cli import options as o
 from numalab.cli.run import COMMAND, CONTEXT, INTERVAL, KILL_GRACE, check_command, check_grace, check_interval
 from numalab.cli.study import RESULTS
+from numalab.console.progress import clock
 from numalab.console.tables import pct, render, table
 from numalab.exceptions import USAGE_ERRORS, NumalabError, UsageError
 from numalab.results.agent import balancing_mode
@@ -190,9 +191,11 @@ def measure(plan: list[Config], command: list[str], *, name: str, results: Path,
         expected = c.prepare() if c.prepare is not None else None
         r = host.run(command, c.placement, interval_ms=interval_ms, knob_root=knob_root, stdout=output, expect_knobs=expected,
                      kill_grace_s=kill_grace_s)
-        _note(f"{quiet_note}: {r.doc['time_s']:.4f} s" + ("" if r.doc["status"] == "ok" else f" ({r.doc['error']})"))
+        _note(f"{quiet_note}: {r.doc['time_s']:.4f} s" + ("" if r.doc["status"] == "ok" else f" ({r.doc['error']})")
+              + f", elapsed {clock(time.monotonic() - started)}")
         return r
 
+    started = time.monotonic()
     with Store(results) as store:
         rounds = repeat
         store.register_study(resolved(rounds))
@@ -200,10 +203,10 @@ def measure(plan: list[Config], command: list[str], *, name: str, results: Path,
             for c in plan:
                 _stop_if_bad(one(c, f"{kind}: warm-up {c.label}"), c, None, None)
         r, converged, stopped_by = 0, None, None
-        began = time.monotonic()
+        began = time.monotonic()  # --max-time counts the measured rounds, not the warm-up
         while r < rounds:
             for i, c in enumerate(plan):
-                result = one(c, f"{kind}: [{r + 1}/{rounds}] {c.label}")
+                result = one(c, f"{kind}: {r * len(plan) + i + 1}/{rounds * len(plan)} runs ({c.label})")
                 doc = result.doc
                 outcome = {"status": doc["status"], "error": doc["error"], "wall_s": doc["time_s"],
                            "result": json.dumps(doc, sort_keys=True, separators=(",", ":")), "columns": columns(doc)}
