@@ -11,7 +11,6 @@
 //! - [`footprint`]: the engine's own memory and work for a run, estimated and bounded up front.
 
 pub mod alloc;
-pub mod balancing;
 pub mod cache;
 pub mod contention;
 pub mod engine;
@@ -21,6 +20,7 @@ pub mod input;
 pub mod khugepaged;
 pub mod malloc;
 pub mod mempolicy;
+pub mod numa_balancing;
 pub mod openmp;
 pub mod output;
 pub mod pages;

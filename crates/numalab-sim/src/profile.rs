@@ -298,7 +298,7 @@ pub enum ImbNumaNr {
 }
 
 /// Automatic NUMA balancing (`kernel/sched/fair.c`, `mm/mempolicy.c`, `mm/migrate.c`),
-/// `crate::balancing` (docs/balancing.md).
+/// `crate::numa_balancing` (docs/balancing.md).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct NumaBalancingRules {
     /// `env.imbalance_pct = 100 + (sd->imbalance_pct - 100) / 2` (`kernel/sched/fair.c:

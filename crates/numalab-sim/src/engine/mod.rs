@@ -11,11 +11,11 @@ mod visits;
 use numalab_model::Machine;
 
 use crate::alloc::Allocator;
-use crate::balancing::{MmView, Numab, World};
 use crate::contention::{Demand, Solver};
 use crate::error::SimError;
 use crate::input::{Placement, SimConfig, Sync, WorkloadSpec};
 use crate::mempolicy::Resolved;
+use crate::numa_balancing::{MmView, Numab, World};
 use crate::output::{Recorder, SimOutput};
 use crate::pages::{self, Region, NONE};
 use crate::pattern::{Sweep, Visit};

@@ -152,7 +152,10 @@ impl Sched {
             }
             PeltForm::RunnableAvgSum => {
                 let n = self.runnable_per_cpu(now_s)[cpu] as usize + 1;
-                TaskPelt::V313(RunnableAvg313::new_task(ns(now_s), ns(super::balance::slice_s(self.rules.slice, n))))
+                TaskPelt::V313(RunnableAvg313::new_task(
+                    ns(now_s),
+                    ns(super::load_balance::slice_s(self.rules.slice, n)),
+                ))
             }
         };
         self.load.pelt[tid] = Some(p);

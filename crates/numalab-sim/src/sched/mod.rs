@@ -6,15 +6,15 @@
 //! - Unbound threads are placed by CFS's paths, per kernel profile (v3.13 / v6.13):
 //!   `domains.rs` builds the scheduling domains with each version's parameters and flags,
 //!   `fork.rs` places a new task (`select_task_rq_fair` with `SD_BALANCE_FORK/EXEC`:
-//!   `find_idlest_group` / `find_idlest_cpu`), `balance.rs` runs the periodic, idle and
+//!   `find_idlest_group` / `find_idlest_cpu`), `load_balance.rs` runs the periodic, idle and
 //!   newly-idle load balancer (`rebalance_domains` / `load_balance`) with its real intervals,
 //!   `imbalance_pct`, the cache-hot test and active balancing, and `noise.rs` the seeded
 //!   background activity (timer ticks, kernel threads, daemons).
 
-mod balance;
 mod domains;
 mod fork;
 mod load;
+mod load_balance;
 mod noise;
 pub mod pelt;
 mod wake;

@@ -1,6 +1,6 @@
 //! Tiered memory (docs/tiering.md): the kernel's memory tiers ([`tiers`]), reclaim-driven
 //! demotion by kswapd and direct reclaim ([`demote`]), NUMA balancing's memory-tiering
-//! promotion state ([`promote`], used by `crate::balancing`), and weighted interleave's default
+//! promotion state ([`promote`], used by `crate::numa_balancing`), and weighted interleave's default
 //! weights ([`weights`]).
 //!
 //! What the engine cannot represent exactly, and what it does instead:

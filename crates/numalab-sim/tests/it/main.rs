@@ -2,9 +2,9 @@
 //! the kernel rules of docs/balancing.md §18 that the engine covers.
 
 mod alloc;
-mod balancing;
 mod common;
 mod limits;
+mod numa_balancing;
 mod policies;
 mod profiles;
 mod scheduler;

@@ -5,9 +5,9 @@
 
 use numalab_model::{Machine, PolicyMode};
 use numalab_sim::alloc::Allocator;
-use numalab_sim::balancing::{scan_period_bounds, MmView, Numab, World};
 use numalab_sim::input::{Balancing, Costs, Pattern, PhaseSpec, RegionSpec, StepSpec, Sync};
 use numalab_sim::mempolicy::Resolved;
+use numalab_sim::numa_balancing::{scan_period_bounds, MmView, Numab, World};
 use numalab_sim::pages::{self, Region, CPUPID_UNSET};
 use numalab_sim::sched::Sched;
 use numalab_sim::{simulate, Kernel, SimConfig, SimOutput, WorkloadSpec};
