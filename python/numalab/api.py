@@ -1,4 +1,4 @@
-"""The Python API: ``simulate`` one run, ``compare`` configurations, run a ``study`` file.
+"""The Python API: ``simulate`` one run, ``compare`` configurations, ``run_study`` a study file.
 
 Placement is written as numactl writes it, as keywords (``interleave="all"``, ``membind=[0, 1]``,
 ``cpunodebind=0``, ``localalloc=True``), or as a config string (``"interleave=all:init=serial"``,
@@ -139,7 +139,7 @@ def compare(
     return pd.DataFrame(rows)
 
 
-def study(
+def run_study(
     path: str | Path,
     results: str | Path = "results",
     jobs: int | None = None,
@@ -161,18 +161,18 @@ def study(
     from numalab.results.frame import load
     from numalab.results.store import Store
     from numalab.study import executors, expand, load_study
-    from numalab.study.sweep import check_size, run_study
+    from numalab.study import sweep
 
     if jobs is not None and jobs < 1:
         raise UsageError(f"study: jobs must be >= 1, got {jobs}")
     sf = load_study(Path(path))
-    check_size(sf.study)
+    sweep.check_size(sf.study)
     resolved = expand(sf)
     with Store(results) as store:
         store.register_study(resolved, replace=replace)
         todo = len(resolved.runs) - len(store.complete_hashes(r.hash for r in resolved.runs))
         n, _ = executors.local_workers(jobs, todo)
-        summary = run_study(resolved, store, lambda: executors.LocalBackend(n), registered=True)
+        summary = sweep.run_study(resolved, store, lambda: executors.LocalBackend(n), registered=True)
         if summary.interrupted:
             raise KeyboardInterrupt(f"study {resolved.name}: interrupted; the {summary.done} finished runs are kept in {store.path}")
         return load(store, resolved.name)
