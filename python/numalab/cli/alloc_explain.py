@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from numalab.cli.thp_explain import first_write
+
 _WHY = {
     "header": "chunk headers (malloc/malloc.c: set_head in _int_malloc / sysmalloc)",
     "zeroing": "calloc clearing memory that was not fresh (malloc/malloc.c: __libc_calloc)",
@@ -17,18 +19,6 @@ _WRITERS = {
     "private": "each page goes to the thread whose static block holds it",
     "stencil": "each page goes to the thread whose static block holds it",
 }
-
-
-def first_write(w: dict[str, Any], index: int) -> tuple[str, str] | None:
-    """(phase name, pattern) of the first access in program order that writes region ``index``."""
-    for step in w["program"]:
-        if step["repeat"] < 1:
-            continue
-        for p in step["phases"]:
-            for a in w["phases"][p]["accesses"]:
-                if a["region"] == index and a["wr"] > 0:
-                    return w["phases"][p]["name"], a["pattern"]
-    return None
 
 
 def _by(by: Any) -> str:
@@ -50,7 +40,8 @@ def _phase_text(w: dict[str, Any], index: int, rest: str) -> str:
     fw = first_write(w, index)
     if fw is None:
         return f"  {rest}: written by no phase (never placed)"
-    name, pattern = fw
+    phase, access = fw
+    name, pattern = phase["name"], access["pattern"]
     who = _WRITERS.get(pattern, "each page goes to whichever thread writes it first")
     return f"  {rest}: first written by phase '{name}' ({pattern}): {who}"
 

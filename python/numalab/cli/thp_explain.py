@@ -19,16 +19,22 @@ def _static_share(n: int, nt: int, t: int) -> tuple[int, int]:
     return (t * (q + 1), t * (q + 1) + q + 1) if t < r else (t * q + r, t * q + r + q)
 
 
-def first_writer(w: dict[str, Any], index: int) -> dict[str, Any] | None:
-    """The first access in program order that writes region ``index``."""
+def first_write(w: dict[str, Any], index: int) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(phase, access) of the first access in program order that writes region ``index``."""
     for step in w["program"]:
         if step["repeat"] < 1:
             continue
         for p in step["phases"]:
             for a in w["phases"][p]["accesses"]:
                 if a["region"] == index and a["wr"] > 0:
-                    return a
+                    return w["phases"][p], a
     return None
+
+
+def first_writer(w: dict[str, Any], index: int) -> dict[str, Any] | None:
+    """The first access in program order that writes region ``index``."""
+    found = first_write(w, index)
+    return found[1] if found else None
 
 
 def shared_pages(region: dict[str, Any], access: dict[str, Any], threads: int) -> int:
