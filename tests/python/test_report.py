@@ -17,6 +17,8 @@ from numalab.exceptions import UsageError
 from numalab.report import write_report
 from numalab.report.stats import estimate, t975
 
+from inline_backend import run_stored
+
 STUDY = """
 name = "rep"
 description = "report test"
@@ -45,15 +47,10 @@ best = true
 
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory):
-    from numalab.results.store import Store
-    from numalab.study import expand, parse_study
     from numalab.study.executors import LocalBackend
-    from numalab.study.sweep import run_study
 
     root = tmp_path_factory.mktemp("report")
-    (root / "rep.toml").write_text(STUDY)
-    with Store(root / "results") as store:
-        summary = run_study(expand(parse_study(STUDY, str(root / "rep.toml"))), store, lambda: LocalBackend(2))
+    summary = run_stored(STUDY, root / "rep.toml", root / "results", lambda: LocalBackend(2))
     assert summary.ok == 18
     return root
 

@@ -9,11 +9,9 @@ from html.parser import HTMLParser
 import pytest
 
 from numalab.report import write_report
-from numalab.results.store import Store
-from numalab.study import expand, parse_study, worker
-from numalab.study.sweep import run_study
+from numalab.study import worker
 
-from inline_backend import InlineBackend
+from inline_backend import run_stored
 
 SCRIPT = "<script>alert(1)</script>"
 STUDY = f'''
@@ -84,7 +82,6 @@ class _Doc(HTMLParser):
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory):
     root = tmp_path_factory.mktemp("esc")
-    (root / "esc.toml").write_text(STUDY)
     real = worker.simulate
 
     def failing(config):
@@ -94,8 +91,7 @@ def stored(tmp_path_factory):
 
     worker.simulate = failing
     try:
-        with Store(root / "r") as store:
-            s = run_study(expand(parse_study(STUDY, str(root / "esc.toml"))), store, InlineBackend)
+        s = run_stored(STUDY, root / "esc.toml", root / "r")
     finally:
         worker.simulate = real
     assert (s.ok, s.failed) == (2, 1)

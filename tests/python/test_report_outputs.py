@@ -12,11 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from numalab.results.store import Store
-from numalab.study import expand, parse_study
-from numalab.study.sweep import run_study
-
-from inline_backend import InlineBackend
+from inline_backend import run_stored
 
 STUDY = """
 name = "out"
@@ -37,9 +33,7 @@ placement = "interleave=all"
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory):
     root = tmp_path_factory.mktemp("outputs")
-    (root / "out.toml").write_text(STUDY)
-    with Store(root / "r") as store:
-        assert run_study(expand(parse_study(STUDY, str(root / "out.toml"))), store, InlineBackend).ok == 2
+    assert run_stored(STUDY, root / "out.toml", root / "r").ok == 2
     return root
 
 

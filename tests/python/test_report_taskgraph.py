@@ -11,6 +11,8 @@ import pytest
 import numalab.kinds  # noqa: F401  (registers the task-graph study kind)
 from numalab.report import write_report
 
+from inline_backend import run_stored
+
 STUDY = """
 name = "tgr"
 kind = "taskgraph"
@@ -66,15 +68,10 @@ column = "migrate_pct"
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory):
-    from numalab.results.store import Store
-    from numalab.study import expand, parse_study
     from numalab.study.executors import LocalBackend
-    from numalab.study.sweep import run_study
 
     root = tmp_path_factory.mktemp("tgreport")
-    (root / "tgr.toml").write_text(STUDY)
-    with Store(root / "results") as store:
-        summary = run_study(expand(parse_study(STUDY, str(root / "tgr.toml"))), store, lambda: LocalBackend(1))
+    summary = run_stored(STUDY, root / "tgr.toml", root / "results", lambda: LocalBackend(1))
     # 2 seeds x (2 machines x 3 balancers + 2 balancers + 2 PE counts x 2 layers + 2 shares) + 2 machines x 2 sizes
     assert summary.ok == 2 * (6 + 2 + 4 + 2) + 4
     md = write_report(root / "tgr.toml", root / "tgr.md", results=root / "results")

@@ -12,6 +12,8 @@ from numalab.report.data import ReportData
 from numalab.report.figures import Drawer, timeline_figure
 from numalab.report.tables import pages_grid, tiering_counters
 
+from inline_backend import run_stored
+
 STUDY = """
 name = "tiers"
 machine = "spr8480-2s-cxl"
@@ -29,15 +31,10 @@ balancing = [false, "2:demotion-enabled"]
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    from numalab.results.store import Store
-    from numalab.study import expand, parse_study
     from numalab.study.executors import LocalBackend
-    from numalab.study.sweep import run_study
 
     root = tmp_path_factory.mktemp("tiers")
-    (root / "tiers.toml").write_text(STUDY)
-    with Store(root / "results") as store:
-        assert run_study(expand(parse_study(STUDY, str(root / "tiers.toml"))), store, lambda: LocalBackend(1)).ok == 4
+    assert run_stored(STUDY, root / "tiers.toml", root / "results", lambda: LocalBackend(1)).ok == 4
     return write_report(root / "tiers.toml", root / "tiers.md", results=root / "results").read_text()
 
 

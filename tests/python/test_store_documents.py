@@ -12,10 +12,8 @@ import sqlite3
 import pytest
 
 from numalab.results.store import Store, document_problem
-from numalab.study import expand, parse_study
-from numalab.study.sweep import run_study
 
-from inline_backend import InlineBackend
+from inline_backend import run_stored
 
 STUDY = """
 name = "docs"
@@ -43,8 +41,7 @@ WHY = {"interleave": "its result document is not JSON", "bind0": "its result doc
 @pytest.fixture(scope="module")
 def good(tmp_path_factory):
     root = tmp_path_factory.mktemp("documents")
-    with Store(root / "r") as store:
-        assert run_study(expand(parse_study(STUDY, str(root / "docs.toml"))), store, InlineBackend).ok == 4
+    assert run_stored(STUDY, root / "docs.toml", root / "r").ok == 4
     return root / "r"
 
 

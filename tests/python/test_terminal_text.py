@@ -11,11 +11,8 @@ from pathlib import Path
 
 from numalab.console.tables import render, table
 from numalab.console.text import printable
-from numalab.results.store import Store
-from numalab.study import expand, parse_study
-from numalab.study.sweep import run_study
 
-from inline_backend import InlineBackend
+from inline_backend import run_stored
 
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 STUDY = r'''
@@ -49,9 +46,7 @@ def test_tables_show_control_characters_and_markup_literally():
 
 
 def _stored(tmp_path):
-    (tmp_path / "esc.toml").write_text(STUDY)
-    with Store(tmp_path / "r") as store:
-        run_study(expand(parse_study(STUDY, str(tmp_path / "esc.toml"))), store, InlineBackend)
+    run_stored(STUDY, tmp_path / "esc.toml", tmp_path / "r")
     return tmp_path / "r"
 
 
