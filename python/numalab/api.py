@@ -49,7 +49,8 @@ SETTING_KEYWORDS = {
     "weighted_interleave_auto": "weighted-interleave-auto",
     "noise": "noise",
     "omp_wait_policy": "omp-wait-policy",
-    "npb_version": "npb-version",
+    "npb": "npb",
+    "npb_version": "npb",  # the name before the C implementations
 }
 
 
@@ -76,7 +77,7 @@ def simulate(
     ``omp_proc_bind``, ``omp_places``. ``balancing``: automatic NUMA balancing as
     ``kernel.numa_balancing`` takes it (``True``, ``"on"``, ``2``, ``{"numa_balancing": 2}``);
     its knobs (``scan_period_min_ms=100``, ``hot_threshold_ms``, ...) and ``demotion_enabled``,
-    ``weighted_interleave_auto``, ``noise``, ``omp_wait_policy``, ``npb_version`` are keywords
+    ``weighted_interleave_auto``, ``noise``, ``omp_wait_policy``, ``npb`` (``npb_version`` is the old name) are keywords
     as well. A keyword and the string may not both set an option (two memory policies are an
     error, as on the command line). Every other keyword is a workload parameter
     (``threads=64``, ``n=20000``), winning over one in the string. The same rules as the CLI

@@ -79,7 +79,7 @@ def test_the_version_is_a_run_setting() -> None:
     assert old.bind().workload["version"] == "3.3.1"
     # Workloads of one release ignore it.
     assert "version" not in RunSpec.create("e5-2620v4-2s", "dgemv", npb_version="3.3.1").bind().workload
-    with pytest.raises(UsageError, match="--npb-version: '3.2' is not one of 3.3.1, 3.4.2"):
+    with pytest.raises(UsageError, match="--npb: '3.2' is not one of 3.4.2, 3.3.1, rwcp-2.3-c, snu-3.3-c"):
         spec.updated(npb_version="3.2")
 
 
@@ -89,7 +89,7 @@ def test_sim_takes_npb_version_and_reports_it(cli) -> None:
     assert code == 0, err
     assert json.loads(out)["workload"]["version"] == "3.3.1"
     code, _, err = cli(*args, "--npb-version", "4")
-    assert code == 2 and "numalab: --npb-version: '4' is not one of 3.3.1, 3.4.2" in err
+    assert code == 2 and "numalab: --npb: '4' is not one of 3.4.2, 3.3.1, rwcp-2.3-c, snu-3.3-c" in err
 
 
 def test_whole_plane_splits_leave_threads_idle() -> None:
@@ -104,7 +104,7 @@ def test_whole_plane_splits_leave_threads_idle() -> None:
 
 def test_workloads_lists_the_releases(cli) -> None:
     code, out, _ = cli("workloads", "bt")
-    assert code == 0 and "versions (--npb-version): 3.4.2, 3.3.1 (default 3.4.2)" in out
+    assert code == 0 and "implementations (--npb): 3.4.2, 3.3.1" in out
     code, out, _ = cli("workloads", "dgemv")
     assert code == 0 and "versions" not in out
 

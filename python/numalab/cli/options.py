@@ -38,7 +38,7 @@ KERNEL = typer.Option("6.13", "--kernel", help="Kernel rules to follow: 3.13 or 
 THP = typer.Option(None, "--thp", help="Transparent huge pages: always, madvise (only regions the program marks MADV_HUGEPAGE) or never (default: what the --kernel profile's distributions shipped: always for 3.13, madvise for 6.13).")
 EXPLAIN_ALLOC = typer.Option(False, "--explain-alloc", help="Say which thread first touched each region's pages and why: the C library's writes at allocation (chunk headers, calloc's clearing) or the program's first write.")
 EXPLAIN_THP = typer.Option(False, "--explain-thp", help="Say where transparent huge pages changed placement: 2 MiB pages shared by two threads' blocks, fallbacks to 4 KiB pages, khugepaged collapses.")
-NPB_VERSION = typer.Option("3.4.2", "--npb-version", help="NAS Parallel Benchmarks release the NPB workloads follow: 3.3.1 or 3.4.2 (docs/workloads.md §4.1).")
+NPB_VERSION = typer.Option("3.4.2", "--npb", "--npb-version", metavar="IMPL", help="NAS Parallel Benchmarks implementation the NPB workloads follow: 3.4.2 or 3.3.1 (NAS's Fortran), rwcp-2.3-c (RWCP's NPB2.3-omp-C) or snu-3.3-c (SNU's NPB3.3-OMP-C); --npb-version is the old spelling (docs/workloads.md §4.1).")
 JSON = typer.Option(False, "--json", help="Print the result document(s) as JSON.")
 VERBOSE = typer.Option(False, "--verbose", "-v", help="Also show the parameters derived from the ones given (class tables, defaults).")
 NUMA_BALANCING = typer.Option("off", "--balancing", help="Automatic NUMA balancing (kernel.numa_balancing): on or off, or 0-3 (2 = memory tiering: promotion of hot slow-tier pages, 3 = both; default off, as in numactl runs).")

@@ -8,6 +8,7 @@ from typing import Any, Optional
 import typer
 
 from numalab.console.text import printable
+from numalab.spec.run import NPB_DEFAULT, NPB_IMPLEMENTATIONS
 from numalab.workload import descriptor
 
 
@@ -23,6 +24,8 @@ def workloads(
             return
         for n, d in listed:
             typer.echo(printable(f"{n:10s} {d}"))
+        typer.echo(f"NPB implementations (--npb): {', '.join(NPB_IMPLEMENTATIONS)} (default {NPB_DEFAULT}; "
+                   "NAS's Fortran releases, RWCP's NPB2.3-omp-C, SNU's NPB3.3-OMP-C)")
         return
     desc, path, _ = descriptor.load(name)
     if as_json:
@@ -38,7 +41,7 @@ def workloads(
     if desc.classes:
         typer.echo(printable(f"classes: {', '.join(desc.classes)}"))
     if desc.versions:
-        typer.echo(f"versions (--npb-version): {', '.join(descriptor.versions(desc))} (default {desc.version})")
+        typer.echo(f"implementations (--npb): {', '.join(descriptor.versions(desc))} (default {desc.version})")
     if desc.source:
         typer.echo(printable(f"source: {desc.source}"))
 

@@ -46,11 +46,11 @@ PLACEMENT_ITEMS = ("cpunodebind", "physcpubind", "omp-proc-bind", "omp-places", 
 FLAG_PLACEMENTS = ("membind-balancing",)
 #: Items that may stand alone (meaning on): balancing and the tiering switches (docs/tiering.md).
 FLAG_SETTINGS = ("balancing",) + tuple(SWITCHES)
-SETTING_ITEMS = ("balancing", "kernel", "thp", "seed", "sample-rate", "noise", "omp-wait-policy", "npb-version") + tuple(SWITCHES) + tuple(k.replace("_", "-") for k in KNOBS)
+SETTING_ITEMS = ("balancing", "kernel", "thp", "seed", "sample-rate", "noise", "omp-wait-policy", "npb") + tuple(SWITCHES) + tuple(k.replace("_", "-") for k in KNOBS)
 #: The option names an item may be confused with, for "did you mean".
 KNOWN = tuple(POLICY_ITEMS) + tuple(FLAG_POLICIES) + PLACEMENT_ITEMS + SETTING_ITEMS
 #: Other spellings of an item -> its one spelling (the CLI option's name without ``--``).
-ALIASES = dict(SWITCH_ALIASES)
+ALIASES = {**SWITCH_ALIASES, "npb-version": "npb"}
 
 
 @dataclass

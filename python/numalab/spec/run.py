@@ -31,9 +31,19 @@ THP_DEFAULT = dict(KERNEL_THP_DEFAULTS)
 #: The smallest extent a 2 MiB THP fault can fill (HPAGE_PMD_SIZE on x86-64).
 THP_BYTES = 2 << 20
 MAX_SEED = 2**64 - 1  # the engine's seed is a u64
-#: NAS Parallel Benchmarks OpenMP releases the library describes (docs/workloads.md §4.1).
-NPB_VERSIONS = ("3.3.1", "3.4.2")
+#: NAS Parallel Benchmarks OpenMP implementations the library describes (docs/workloads.md §4.1):
+#: NAS's Fortran releases, RWCP's NPB2.3-omp-C (Omni project) and SNU's NPB3.3-OMP-C.
+NPB_IMPLEMENTATIONS = ("3.4.2", "3.3.1", "rwcp-2.3-c", "snu-3.3-c")
+NPB_VERSIONS = NPB_IMPLEMENTATIONS  # the name before the C implementations
 NPB_DEFAULT = "3.4.2"
+
+
+def npb_implementation(value: object) -> str:
+    """``value`` as one of NPB_IMPLEMENTATIONS, or the one-line usage error naming them."""
+    v = str(value).strip()
+    if v not in NPB_IMPLEMENTATIONS:
+        raise UsageError(f"--npb: '{value}' is not one of {', '.join(NPB_IMPLEMENTATIONS)}")
+    return v
 
 
 @dataclass(frozen=True)
@@ -116,7 +126,7 @@ class RunSpec:
     noise: bool = True
     # OMP_WAIT_POLICY (docs/scheduler.md §5): default (unset: spin ~3 ms, then sleep), active, passive.
     omp_wait_policy: str = "default"
-    # NPB release of the library's NPB descriptors; other workloads have one version and ignore it.
+    # NPB implementation of the library's NPB descriptors (--npb); other workloads have one and ignore it.
     npb_version: str = NPB_DEFAULT
     # Keep the scheduler's decisions for --explain-sched (output only, not part of the run).
     explain_sched: bool = field(default=False, compare=False)
@@ -155,11 +165,8 @@ class RunSpec:
                 if v not in WAIT_POLICIES:
                     raise UsageError(f"--omp-wait-policy: '{value}' is not one of {', '.join(WAIT_POLICIES)}")
                 s = replace(s, omp_wait_policy=v)
-            elif key == "npb_version":
-                v = str(value).strip()
-                if v not in NPB_VERSIONS:
-                    raise UsageError(f"--npb-version: '{value}' is not one of {', '.join(NPB_VERSIONS)}")
-                s = replace(s, npb_version=v)
+            elif key in ("npb", "npb_version"):  # npb_version: the name before the C implementations
+                s = replace(s, npb_version=npb_implementation(value))
             elif key == "explain_sched":
                 s = replace(s, explain_sched=bool(value))
             else:

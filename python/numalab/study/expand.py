@@ -243,7 +243,7 @@ class _Resolver:
                 raise located(self.sf.path, self.sf.text, f, f"no {f} given (set {f}, sweep.{f} or runs[i].{f})")
         try:
             spec = RunSpec.create(v["machine"], v["workload"], balancing=v["balancing"], kernel=v["kernel"], thp=v["thp"],
-                                  seed=p.seed, sample_rate=self.sf.study.sample_rate, npb_version=self.sf.study.npb_version)
+                                  seed=p.seed, sample_rate=self.sf.study.sample_rate, npb=self.sf.study.npb)
         except USAGE_ERRORS as e:
             raise self.fail(p, "balancing", str(e)) from None
         items = self._items(p, v["placement"])

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
 
 from numalab.spec.run import KERNELS, MAX_SEED, NPB_DEFAULT, NPB_VERSIONS, THP
 from numalab.study.balancing import Balancing, parse_balancing
@@ -109,7 +109,10 @@ class Study(_Strict):
     balancing: Balancing = Field(default_factory=lambda: parse_balancing(False))
     kernel: Kernel = "6.13"
     thp: Optional[Thp] = None
-    npb_version: NpbVersion = Field(NPB_DEFAULT, description="NAS Parallel Benchmarks release the library's NPB workloads follow (docs/workloads.md §4.1).")
+    npb: NpbVersion = Field(
+        NPB_DEFAULT, validation_alias=AliasChoices("npb", "npb_version"),
+        description="NAS Parallel Benchmarks implementation the library's NPB workloads follow: 3.4.2, 3.3.1, rwcp-2.3-c or snu-3.3-c (npb_version is the old name; docs/workloads.md §4.1).",
+    )
     sample_rate: float = Field(1.0, gt=0, le=1, description="Fraction of page visits simulated.")
     seeds: Optional[list[Annotated[StrictInt, Field(ge=0, le=MAX_SEED)]]] = Field(None, min_length=1, description="Seeds, 0..2^64-1; each is one repetition (default [1]).")
     repetitions: Optional[StrictInt] = Field(None, ge=1, description="Shorthand for seeds 1..N.")
