@@ -139,6 +139,10 @@ pub struct AllocSpec {
 pub struct StepSpec {
     pub phases: Vec<usize>,
     pub repeat: u64,
+    /// Inside the program's own timer (NPB's `timer_start(T_bench)` .. `timer_stop`): the
+    /// program reports the time its main thread spends in timed steps (docs/workloads.md §1.2).
+    #[serde(default)]
+    pub timed: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -162,6 +166,11 @@ fn one_u32() -> u32 {
 }
 
 impl WorkloadSpec {
+    /// The program times part of itself (a step is `timed`); otherwise it reports the whole run.
+    pub fn has_timer(&self) -> bool {
+        self.program.iter().any(|s| s.timed)
+    }
+
     pub fn check(&self) -> Result<(), SimError> {
         let bad = |m: String| Err(SimError::Input(format!("workload {}: {m}", self.name)));
         if self.threads == 0 || self.processes == 0 {

@@ -46,6 +46,9 @@ pub struct ProcessOut {
     pub pid: u32,
     pub name: String,
     pub time_s: f64,
+    /// The time the program reports: its main thread's time in `timed` steps, or `time_s`
+    /// when it has no timer (`SimOutput::reported_time_source`).
+    pub reported_time_s: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -157,7 +160,13 @@ pub struct SimOutput {
     /// `ok`, or `out-of-memory` (the run stopped: `error` says where).
     pub status: String,
     pub error: Option<String>,
+    /// The whole run: the last thread's end.
     pub time_s: f64,
+    /// The time the program itself reports (NPB's "Time in seconds", docs/workloads.md §1.2),
+    /// the longest over processes; `time_s` when the workload declares no timed step.
+    pub reported_time_s: f64,
+    /// `timer` (the workload's timed steps) or `whole-run` (no timer declared).
+    pub reported_time_source: String,
     pub processes: Vec<ProcessOut>,
     pub threads: Vec<ThreadOut>,
     pub pages_per_node: Vec<u64>,
@@ -266,6 +275,7 @@ impl Recorder {
         m: &Machine,
         w: &WorkloadSpec,
         threads: Vec<(usize, u32, u32, f64, u64)>,
+        timed: Option<Vec<f64>>,
         pages: Vec<u64>,
         alloc: Allocator,
         oom: Option<String>,
@@ -273,8 +283,9 @@ impl Recorder {
         sample_rate: f64,
         [bandwidth_waits, epochs, samples]: [u64; 3],
     ) -> SimOutput {
-        let mut procs: Vec<ProcessOut> =
-            (0..w.processes).map(|p| ProcessOut { pid: p + 1, name: w.name.clone(), time_s: 0.0 }).collect();
+        let mut procs: Vec<ProcessOut> = (0..w.processes)
+            .map(|p| ProcessOut { pid: p + 1, name: w.name.clone(), time_s: 0.0, reported_time_s: 0.0 })
+            .collect();
         let threads: Vec<ThreadOut> = threads
             .into_iter()
             .enumerate()
@@ -294,12 +305,19 @@ impl Recorder {
                 }
             })
             .collect();
+        for (i, p) in procs.iter_mut().enumerate() {
+            p.reported_time_s = timed.as_ref().map_or(p.time_s, |t| t[i]);
+        }
         let time_s = procs.iter().map(|p| p.time_s).fold(0.0, f64::max);
+        let reported_time_s = procs.iter().map(|p| p.reported_time_s).fold(0.0, f64::max);
+        let reported_time_source = if timed.is_some() { "timer" } else { "whole-run" }.to_string();
         let numastat = m.nodes.iter().zip(alloc.numastat).map(|(n, s)| (format!("node{}", n.os_index), s)).collect();
         SimOutput {
             status: if oom.is_some() { "out-of-memory".into() } else { "ok".into() },
             error: oom,
             time_s,
+            reported_time_s,
+            reported_time_source,
             processes: procs,
             threads,
             pages_per_node: pages,

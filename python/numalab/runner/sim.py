@@ -32,6 +32,9 @@ def document(bound: BoundRun, out: dict[str, Any]) -> dict[str, Any]:
         "kernel": s.kernel,
         "seed": s.seed,
         "time_s": out["time_s"],
+        # What the program prints as its time: its timed steps, or the whole run (docs/workloads.md §1.2).
+        "reported_time_s": out["reported_time_s"],
+        "reported_time_source": out["reported_time_source"],
         "processes": [dict(p, alone_time_s=None) for p in out["processes"]],
         "threads": out["threads"],
         "pages": {"per_node": out["pages_per_node"], "page_size_bytes": out["page_size_bytes"]},

@@ -44,7 +44,8 @@ A descriptor is a TOML file (the library is in ``library/``; users pass their ow
     sync = "barrier"                       # barrier | none | pipeline (pipeline_steps = K)
     access = [{ region = "A", pattern = "block", rd = 1.0 }]
 
-    program = [{ phases = ["init"] }, { phases = ["mult"], repeat = "reps" }]   # top-level key
+    program = [{ phases = ["init"] }, { phases = ["mult"], repeat = "reps", timed = true }]   # top-level key
+                                           # timed: inside the program's own timer (what it reports)
 
     version = "3.4.2"                      # optional: the release of the benchmark the text follows
     [versions."3.3.1"]                     # another release: its description, source, derived names
@@ -108,7 +109,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
 from numalab.exceptions import UsageError
 from numalab.machine.tomlfile import load_toml, where
@@ -193,6 +194,8 @@ class RegionDesc(_Strict):
 class StepDesc(_Strict):
     phases: list[str]
     repeat: Expr = 1
+    # Inside the program's own timer (docs/workloads.md §1.2): what the program reports as its time.
+    timed: StrictBool = False
 
 
 class VersionDesc(_Strict):
@@ -460,7 +463,7 @@ class _Resolver:
                 if ph not in pnames:
                     raise UsageError(f"{where(self.path, self.text, key)}: {key}: no phase named '{ph}' (phases: {', '.join(pnames)})")
                 idx.append(pnames.index(ph))
-            program.append({"phases": idx, "repeat": int(self.num(step.repeat, f"{key}.repeat", 0))})
+            program.append({"phases": idx, "repeat": int(self.num(step.repeat, f"{key}.repeat", 0)), "timed": step.timed})
         copies = int(self.env.get("copies", 1))
         threads = int(self.env["threads"])
         params = {k: v for k, v in sorted(self.env.items()) if isinstance(v, (int, float, str, bool))}

@@ -78,6 +78,10 @@ struct Thread {
     visits: u64,
     migrations: u64,
     finish_s: f64,
+    /// Time spent in `timed` program steps, and the clock at the end of the last phase
+    /// (`phases::advance`): the main thread's is what the program's own timer reads.
+    timed_s: f64,
+    mark_s: f64,
 }
 
 struct Process {
@@ -196,6 +200,8 @@ impl<'a> Engine<'a> {
                     visits: 0,
                     migrations: 0,
                     finish_s: 0.0,
+                    timed_s: 0.0,
+                    mark_s: clock,
                 });
             }
         }
@@ -354,7 +360,13 @@ impl<'a> Engine<'a> {
         // A run stopped early (out of memory) reports how far each thread got.
         for t in self.threads.iter_mut().filter(|t| t.state != State::Done) {
             t.finish_s = t.clock;
+            if self.w.program.get(t.step).is_some_and(|s| s.timed) {
+                t.timed_s += t.clock - t.mark_s;
+            }
         }
+        // The program's timer runs in its main thread (thread 0 of each process).
+        let timed: Option<Vec<f64>> =
+            self.w.has_timer().then(|| self.threads.iter().filter(|t| t.idx == 0).map(|t| t.timed_s).collect());
         let pages = self.pages_node.clone();
         let threads_out = self
             .threads
@@ -375,6 +387,7 @@ impl<'a> Engine<'a> {
             self.m,
             self.w,
             threads_out,
+            timed,
             pages,
             self.alloc,
             self.oom,

@@ -71,9 +71,14 @@ impl Engine<'_> {
     /// Move a thread's program position past the phase it finished.
     pub(super) fn advance(&mut self, tid: usize) {
         let t = &mut self.threads[tid];
+        let steps = &self.w.program;
+        // The phase just finished (its barrier included) counts to the timer when its step is timed.
+        if steps[t.step].timed {
+            t.timed_s += t.clock - t.mark_s;
+        }
+        t.mark_s = t.clock;
         t.seq += 1;
         t.pos += 1;
-        let steps = &self.w.program;
         if t.pos >= steps[t.step].phases.len() {
             t.pos = 0;
             t.rep += 1;

@@ -49,7 +49,7 @@ fn one_region(bytes: u64, planes: u64, thp: bool, threads: u32, pat: Pattern) ->
                 accesses: vec![a],
             },
         ],
-        program: vec![StepSpec { phases: vec![0, 1], repeat: 2 }],
+        program: vec![StepSpec { phases: vec![0, 1], repeat: 2, timed: false }],
     }
 }
 
@@ -125,9 +125,9 @@ fn empty_phases_and_programs_run() {
         accesses: vec![],
     });
     w.program = vec![
-        StepSpec { phases: vec![], repeat: 5 },
-        StepSpec { phases: vec![0, 1, 2], repeat: 3 },
-        StepSpec { phases: vec![2], repeat: 0 },
+        StepSpec { phases: vec![], repeat: 5, timed: false },
+        StepSpec { phases: vec![0, 1, 2], repeat: 3, timed: false },
+        StepSpec { phases: vec![2], repeat: 0, timed: false },
     ];
     let out = simulate(&m, &w, &unpinned(), &cfg()).unwrap();
     assert_eq!(out.status, "ok");
@@ -375,7 +375,7 @@ fn odd_addresses_and_unsynchronised_phases_run() {
     second.sync = Sync::None;
     second.accesses[0].region = 1;
     w.phases.push(second);
-    w.program.push(StepSpec { phases: vec![2, 0], repeat: 3 });
+    w.program.push(StepSpec { phases: vec![2, 0], repeat: 3, timed: false });
     for (a, b) in [(Some(1), Some(1)), (Some(0), Some(4096)), (Some(1 << 56), None), (None, Some(12345))] {
         w.regions[0].address = a;
         w.regions[1].address = b;

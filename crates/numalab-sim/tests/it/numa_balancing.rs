@@ -1003,7 +1003,10 @@ fn dgemv(n: u64, reps: u64) -> WorkloadSpec {
                 accesses: vec![access(0, Pattern::Block, 1.0, 0.0)],
             },
         ],
-        program: vec![StepSpec { phases: vec![0], repeat: 1 }, StepSpec { phases: vec![1], repeat: reps }],
+        program: vec![
+            StepSpec { phases: vec![0], repeat: 1, timed: false },
+            StepSpec { phases: vec![1], repeat: reps, timed: false },
+        ],
     }
 }
 

@@ -227,3 +227,60 @@ fn a_thp_fault_places_the_whole_2_mib_page_on_the_faulting_threads_node() {
     assert!(pages.iter().all(|&n| n % 512 == 0), "{pages:?}");
     assert_eq!(pages[0], 512, "thread 0 writes the first page first: {pages:?}");
 }
+
+/// Compute-only phases of known length: initialisation, one untimed iteration, `timed`
+/// iterations inside the program's timer, then an untimed verification.
+fn timed_toy(threads: u32, timed: u64) -> numalab_sim::WorkloadSpec {
+    use numalab_sim::input::{PhaseSpec, StepSpec, Sync};
+    let phase = |name: &str, cycles: f64| PhaseSpec {
+        name: name.into(),
+        cycles,
+        mlp: None,
+        sync: Sync::Barrier,
+        pipeline_steps: 1,
+        accesses: Vec::new(),
+    };
+    let mut w = stream_like(1, threads, Pattern::Block, 0);
+    w.phases = vec![phase("init", 8e7), phase("iter", 4e7), phase("verify", 2e7)];
+    w.program = vec![
+        StepSpec { phases: vec![0], repeat: 1, timed: false },
+        StepSpec { phases: vec![1], repeat: 1, timed: false },
+        StepSpec { phases: vec![1], repeat: timed, timed: true },
+        StepSpec { phases: vec![2], repeat: 1, timed: false },
+    ];
+    w
+}
+
+#[test]
+fn the_reported_time_is_the_timed_steps_only_and_the_whole_run_is_time_s() {
+    let m = machine4();
+    let p = pinned(policy(PolicyMode::Default, &[]));
+    let freq = 2e9;
+    for threads in [1u32, 4] {
+        let nt = threads as f64;
+        let out = simulate(&m, &timed_toy(threads, 5), &p, &cfg()).unwrap();
+        assert_eq!(out.reported_time_source, "timer");
+        // Five iterations of 4e7 cycles split over the threads: neither init nor the untimed
+        // iteration nor the verification.
+        let want = 5.0 * 4e7 / nt / freq;
+        assert!((out.reported_time_s - want).abs() < 1e-9, "{threads} threads: {} vs {want}", out.reported_time_s);
+        assert_eq!(out.processes[0].reported_time_s, out.reported_time_s);
+        // The whole run adds init, the untimed iteration, verification and team start-up.
+        let rest = (8e7 + 4e7 + 2e7) / nt / freq + numalab_sim::openmp::start_times(threads as usize)[0];
+        assert!((out.time_s - want - rest).abs() < 1e-9, "{threads} threads: {} vs {}", out.time_s, want + rest);
+    }
+}
+
+#[test]
+fn a_workload_without_a_timer_reports_the_whole_run() {
+    let m = machine4();
+    let p = pinned(policy(PolicyMode::Default, &[]));
+    let mut w = timed_toy(4, 5);
+    w.program[2].timed = false;
+    let out = simulate(&m, &w, &p, &cfg()).unwrap();
+    assert_eq!(out.reported_time_source, "whole-run");
+    assert_eq!(out.reported_time_s, out.time_s);
+    // A timed step repeated zero times is a timer that reads zero.
+    let out = simulate(&m, &timed_toy(4, 0), &p, &cfg()).unwrap();
+    assert_eq!((out.reported_time_source.as_str(), out.reported_time_s), ("timer", 0.0));
+}
