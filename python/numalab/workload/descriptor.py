@@ -50,6 +50,9 @@ A descriptor is a TOML file (the library is in ``library/``; users pass their ow
     version = "3.4.2"                      # optional: the release of the benchmark the text follows
     [versions."3.3.1"]                     # another release: its description, source, derived names
     derived = { kj_rows = "1" }
+    [versions."rwcp-2.3-c".regions.A]      # another implementation's allocation of a region (size, split,
+    alloc = "malloc"                       # alloc keys) and the source line that allocates and first writes it
+    first_write = "NPB2.3-omp-C/MG/mg.c: main, line 208: ..."
 
 Access patterns (each thread's share of a region; ``rd``/``wr`` are DRAM bytes read/written per
 region byte swept, write-allocate included by the author): ``block`` (OpenMP static over planes),
@@ -189,6 +192,22 @@ class RegionDesc(_Strict):
     alloc_by: Expr | None = None
     alloc_chunks: Expr | None = None
     alloc_freed: Expr | None = None
+    #: Where the program's source allocates the region and which loop first writes each page:
+    #: ``file: function, line N: ...`` (docs/workloads.md §4.2).
+    first_write: str | None = None
+
+
+class RegionPatch(_Strict):
+    """What another implementation changes in a region: its size and split, how the program
+    allocates it, and the citation of the allocation and the first writing loop."""
+
+    bytes: Expr | None = None
+    planes: Expr | None = None
+    alloc: Expr | None = None
+    alloc_by: Expr | None = None
+    alloc_chunks: Expr | None = None
+    alloc_freed: Expr | None = None
+    first_write: str | None = None
 
 
 class StepDesc(_Strict):
@@ -199,12 +218,14 @@ class StepDesc(_Strict):
 
 
 class VersionDesc(_Strict):
-    """What another release of the same benchmark changes: its description and source, and the
-    derived names whose value differs (docs/workloads.md §4.1)."""
+    """What another release or implementation of the same benchmark changes: its description and
+    source, the derived names whose value differs, and its regions' allocation and first-write
+    citations (docs/workloads.md §4.1, §4.2)."""
 
     description: str | None = None
     source: str | None = None
     derived: dict[str, str] = Field(default_factory=dict)
+    regions: dict[str, RegionPatch] = Field(default_factory=dict)
 
 
 class WorkloadDesc(_Strict):
@@ -294,10 +315,19 @@ def with_version(desc: WorkloadDesc, version: str | None) -> WorkloadDesc:
         raise UsageError(f"workload {desc.name}: no version '{version}' (versions: {', '.join(versions(desc))})")
     v = desc.versions[version]
     derived = {**desc.derived, **v.derived}  # overridden names keep their place, so later names see them
+    names = [r.name for r in desc.regions]
+    for name in v.regions:
+        if name not in names:
+            raise UsageError(f"workload {desc.name}: versions.{version}.regions.{name}: no region '{name}' (regions: {', '.join(names)})")
+    regions = [
+        r.model_copy(update=v.regions[r.name].model_dump(exclude_none=True)) if r.name in v.regions else r
+        for r in desc.regions
+    ]
     return desc.model_copy(update={
         "description": v.description if v.description is not None else desc.description,
         "source": v.source if v.source is not None else desc.source,
         "derived": derived,
+        "regions": regions,
         "version": version,
     })
 
