@@ -118,3 +118,35 @@ def test_the_api_takes_npb_and_the_old_keyword() -> None:
     with pytest.raises(UsageError) as e:
         numalab.simulate("opteron6282-4p", "mg", threads=8, npb="x", **{"class": "S"})
     assert ONE_LINE_ERROR in str(e.value) and "\n" not in str(e.value)
+
+
+ONLY = """\
+name = "only"
+source = "test"
+version = "a"
+program = [{ phases = ["p"] }]
+[params]
+threads = 2
+[[regions]]
+name = "x"
+bytes = 4096
+[[regions]]
+name = "y"
+bytes = 4096
+only = [%s]
+[[phases]]
+name = "p"
+access = [{ region = "x", pattern = "block", wr = 1.0 }, { region = "y", pattern = "block", wr = 1.0 }]
+[versions.b]
+"""
+
+
+def test_a_region_only_some_implementations_have_is_dropped_with_its_accesses(tmp_path: Path) -> None:
+    p = tmp_path / "only.toml"
+    p.write_text(ONLY % '"b"')
+    a, b = descriptor.resolve(str(p)), descriptor.resolve(str(p), version="b")
+    assert [r["name"] for r in a["regions"]] == ["x"] and len(a["phases"][0]["accesses"]) == 1
+    assert [r["name"] for r in b["regions"]] == ["x", "y"] and len(b["phases"][0]["accesses"]) == 2
+    p.write_text(ONLY % '"c"')
+    with pytest.raises(UsageError, match="only names 'c', which is not one of its versions \\(a, b\\)"):
+        descriptor.resolve(str(p))

@@ -36,6 +36,8 @@ A descriptor is a TOML file (the library is in ``library/``; users pass their ow
     alloc_by = "master"                    # master | each-thread | a thread index (0 = the main thread)
     alloc_chunks = "n"                     # allocations of bytes / alloc_chunks each (one per row, say)
     alloc_freed = false                    # freed before the first phase (a scratch buffer no phase uses)
+    only = ["rwcp-2.3-c"]                  # optional: the versions that have this region (accesses to it
+                                           # are dropped under the others)
 
     [[phases]]
     name = "mult"
@@ -195,6 +197,8 @@ class RegionDesc(_Strict):
     #: Where the program's source allocates the region and which loop first writes each page:
     #: ``file: function, line N: ...`` (docs/workloads.md §4.2).
     first_write: str | None = None
+    #: The versions (releases or implementations) that have this region; None: every one.
+    only: list[str] | None = None
 
 
 class RegionPatch(_Strict):
@@ -307,10 +311,11 @@ def versions(desc: WorkloadDesc) -> list[str]:
 
 
 def with_version(desc: WorkloadDesc, version: str | None) -> WorkloadDesc:
-    """The descriptor as release ``version`` of its benchmark: the base text with that release's
-    description, source and derived names in place of the base's."""
+    """The descriptor as release or implementation ``version`` of its benchmark: the base text with
+    that version's description, source, derived names and region patches in place of the base's,
+    and without the regions (and their accesses) of other implementations (``only``)."""
     if not desc.version or version is None or version == desc.version:
-        return desc
+        return _only(desc, desc.version)
     if version not in desc.versions:
         raise UsageError(f"workload {desc.name}: no version '{version}' (versions: {', '.join(versions(desc))})")
     v = desc.versions[version]
@@ -323,13 +328,27 @@ def with_version(desc: WorkloadDesc, version: str | None) -> WorkloadDesc:
         r.model_copy(update=v.regions[r.name].model_dump(exclude_none=True)) if r.name in v.regions else r
         for r in desc.regions
     ]
-    return desc.model_copy(update={
+    return _only(desc.model_copy(update={
         "description": v.description if v.description is not None else desc.description,
         "source": v.source if v.source is not None else desc.source,
         "derived": derived,
         "regions": regions,
         "version": version,
-    })
+    }), version)
+
+
+def _only(desc: WorkloadDesc, version: str | None) -> WorkloadDesc:
+    """``desc`` without the regions other implementations alone have, nor the accesses to them."""
+    known = {desc.version, *desc.versions} - {None}
+    for r in desc.regions:
+        unknown = [v for v in r.only or [] if v not in known]
+        if unknown:
+            raise UsageError(f"workload {desc.name}: region '{r.name}': only names '{unknown[0]}', which is not one of its versions ({', '.join(sorted(known)) or 'none'})")
+    gone = {r.name for r in desc.regions if r.only is not None and version not in r.only}
+    if not gone:
+        return desc
+    phases = [p.model_copy(update={"access": [a for a in p.access if a.region not in gone]}) for p in desc.phases]
+    return desc.model_copy(update={"regions": [r for r in desc.regions if r.name not in gone], "phases": phases})
 
 
 def parameters(desc: WorkloadDesc) -> dict[str, Any]:
