@@ -30,6 +30,7 @@ def study(
     cores: int = typer.Option(1, "--cores", help="Cores per Slurm job for --slurm (one worker process each)."),
     memory: str = typer.Option("2GB", "--memory", help="Memory per Slurm job for --slurm, e.g. 8GB."),
     walltime: str = typer.Option("01:00:00", "--walltime", help="Walltime per Slurm job for --slurm, HH:MM:SS."),
+    account: Optional[str] = typer.Option(None, "--account", help="Slurm account to charge for --slurm (default: yours)."),
     dry_run: bool = typer.Option(False, "--dry-run", "-n", help="List the runs (and which are stored already); run nothing."),
     replace: bool = typer.Option(False, "--replace", help="Make this file the study of its name in the store, when another study file of that name was stored there before."),
     as_json: bool = typer.Option(False, "--json", help="Print a summary as JSON on stdout (runs done, skipped, failed; where they are stored); with --dry-run, the runs. Progress stays on stderr."),
@@ -64,7 +65,7 @@ def study(
         store.register_study(resolved, replace=replace)
         todo = len(resolved.runs) - len(store.complete_hashes(r.hash for r in resolved.runs))
         if slurm:
-            opts = executors.SlurmOptions(queue, cores, memory, walltime, jobs or 1)
+            opts = executors.SlurmOptions(queue, cores, memory, walltime, jobs or 1, account, str((results / "slurm-logs").resolve()))
             factory: Callable[[], Any] = lambda: executors.slurm_backend(opts)  # noqa: E731
         elif scheduler:
             factory = lambda: executors.DaskBackend(scheduler)  # noqa: E731

@@ -14,6 +14,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import shutil
+import subprocess
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -130,17 +132,44 @@ class SlurmOptions:
     memory: str = "2GB"
     walltime: str = "01:00:00"
     jobs: int = 1
+    account: Optional[str] = None
+    log_directory: Optional[str] = None
 
 
 def slurm_backend(opts: SlurmOptions) -> DaskBackend:
-    """Dask workers submitted as Slurm jobs (``dask_jobqueue.SLURMCluster``), one process per core."""
+    """Dask workers submitted as Slurm jobs (``dask_jobqueue.SLURMCluster``), one process per core.
+
+    The job script is first given to ``sbatch --test-only``, which checks partition, account,
+    memory and walltime against the cluster without queueing anything: a job Slurm would refuse
+    is a one-line error now, not a study that waits for workers that never come.
+    """
     try:
         from dask_jobqueue import SLURMCluster
     except ImportError:
         raise UsageError("--slurm needs dask-jobqueue, which is not installed: pip install dask-jobqueue") from None
-    cluster = SLURMCluster(queue=opts.queue, cores=opts.cores, processes=opts.cores, memory=opts.memory, walltime=opts.walltime)
+    if shutil.which("sbatch") is None:
+        raise UsageError("--slurm: sbatch is not on PATH: run on a Slurm login node (or start one: .ci/slurm/up.sh)")
+    cluster = SLURMCluster(queue=opts.queue, account=opts.account, cores=opts.cores, processes=opts.cores, memory=opts.memory,
+                           walltime=opts.walltime, log_directory=opts.log_directory)
+    try:
+        check_slurm_job(cluster.job_script())
+    except UsageError:
+        cluster.close()
+        raise
     cluster.scale(jobs=opts.jobs)
     return DaskBackend(cluster, owned_cluster=cluster)
+
+
+def check_slurm_job(script: str) -> None:
+    """``sbatch --test-only`` on the job script; Slurm's own reason when it would refuse it."""
+    try:
+        proc = subprocess.run(["sbatch", "--test-only"], input=script, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise UsageError(f"--slurm: sbatch --test-only did not answer: {e}") from None
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
+        reason = "; ".join(ln.removeprefix("sbatch: error: ") for ln in lines) or f"exit status {proc.returncode}"
+        raise UsageError(f"--slurm: Slurm refuses the worker job: {reason}")
 
 
 def connect_timeout_s() -> float:
