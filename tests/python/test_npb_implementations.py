@@ -18,7 +18,7 @@ from numalab.spec.run import NPB_IMPLEMENTATIONS, RunSpec
 from numalab.study import expand, load_study
 from numalab.workload import descriptor
 
-NPB = ["mg", "cg", "ep"]  # the benchmarks whose C implementations are described so far
+NPB = ["bt", "sp", "lu", "mg", "ft", "cg", "ep", "is"]
 C_IMPLEMENTATIONS = {"rwcp-2.3-c": "NPB2.3-omp-C", "snu-3.3-c": "NPB3.3-OMP-C"}
 #: "<tree>/<BENCH>/<file>: <function>, line <N>" or "lines <N>-<M>" opens every citation.
 CITATION = re.compile(r"^(?P<tree>NPB[\w.-]+)/(?P<bench>[A-Z]{2})/[\w.]+\.(c|h): (?P<function>\w+), lines? (?P<line>\d+)\b")

@@ -109,13 +109,17 @@ def test_workloads_lists_the_releases(cli) -> None:
     assert code == 0 and "versions" not in out
 
 
-def test_s1_runs_the_release_of_its_era_and_plots_mapki() -> None:
+def test_s1_runs_the_implementation_of_its_build_beside_the_others_and_plots_mapki() -> None:
     from pathlib import Path
 
     from numalab.study import expand, load_study
 
     sf = load_study(Path(__file__).resolve().parents[2] / "studies" / "s1-autonuma-npb.toml")
-    assert {r.config.get("npb_version") for r in expand(sf).runs} == {"3.3.1"}
+    # RWCP's NPB2.3-omp-C by the evidence of the build (docs/studies.md §6.1.1), the others beside it.
+    assert sf.study.npb == "rwcp-2.3-c"
+    runs = expand(sf).runs
+    assert {r.config.get("npb_version") for r in runs} == {"rwcp-2.3-c", "3.3.1", "snu-3.3-c", None}
+    assert {r.case for r in runs if r.config.get("npb_version") == "rwcp-2.3-c"} == {f"{w} [rwcp-2.3-c]" for w in ("ep", "cg", "mg", "ft", "bt", "sp", "lu")}
     assert any(s.x == "baseline.mapki" for s in sf.study.report.scatter)
     # A study that says nothing runs 3.4.2, and its stored configurations keep their old hashes.
     assert "npb_version" not in RunSpec.create("opteron6282-4p", "cg").canonical()

@@ -96,7 +96,7 @@ def test_study_cli_reports_a_bad_file_as_a_usage_error(cli, tmp_path):
     assert err.startswith(f"numalab: {f}:4: kernel: '5.0' is not accepted (expected one of: 3.13, 6.13)")
 
 
-@pytest.mark.parametrize("name, runs", [("example.toml", 16), ("s1-autonuma-npb.toml", 84), ("s2-dgemv-first-touch.toml", 30)])
+@pytest.mark.parametrize("name, runs", [("example.toml", 16), ("s1-autonuma-npb.toml", 336), ("s2-dgemv-first-touch.toml", 30)])
 def test_shipped_studies_validate_and_expand(name, runs):
     sf = load_study(STUDIES / name)
     assert "docs/studies.md" in sf.study.design

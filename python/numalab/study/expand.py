@@ -146,6 +146,7 @@ def _iter_points(sf: StudyFile) -> Iterator[_Point]:
     too large to build)."""
     s = sf.study
     base = _Point({f: getattr(s, f) for f in FIELDS}, dict(s.params), {f: f for f in FIELDS})
+    base.values["npb_rows"] = bool(s.compare_npb)  # rows name their implementation when several run
     base.origin.update({f"params.{k}": f"params.{k}" for k in s.params})
     axes = _axes(s)
     points = []
@@ -174,10 +175,14 @@ def _iter_points(sf: StudyFile) -> Iterator[_Point]:
                     q.values[name] = values[j]
                     q.swept.add(name)
                 q.origin[name] = f"{key}[{j}]"
-            for seed in s.seed_list():
-                r = q.copy()
-                r.seed = seed
-                yield r
+            # The study's implementation, then those run beside it (compare_npb), each its own row.
+            for i, impl in enumerate([s.npb, *s.compare_npb]):
+                for seed in s.seed_list():
+                    r = q.copy()
+                    r.values["npb"] = impl
+                    r.origin["npb"] = f"compare_npb[{i - 1}]" if i else "npb"
+                    r.seed = seed
+                    yield r
 
 
 def _axes(s: Study) -> list[tuple[str, str, list[Any]]]:
@@ -221,6 +226,8 @@ def _describe(f: str, value: Any) -> str:
 def _case(p: _Point, c: dict[str, Any], machines: set[str]) -> str:
     parts = [c["workload"]]
     parts += [f"{k}={c['params'][k]}" for k in sorted(p.row_params) if k in c["params"]]
+    if p.origin.get("npb", "npb") != "npb" or p.values.get("npb_rows"):
+        parts.append(f"[{p.values['npb']}]")
     if len(machines) > 1:
         parts.insert(0, c["machine"] + ":")
     return " ".join(parts)
@@ -243,7 +250,7 @@ class _Resolver:
                 raise located(self.sf.path, self.sf.text, f, f"no {f} given (set {f}, sweep.{f} or runs[i].{f})")
         try:
             spec = RunSpec.create(v["machine"], v["workload"], balancing=v["balancing"], kernel=v["kernel"], thp=v["thp"],
-                                  seed=p.seed, sample_rate=self.sf.study.sample_rate, npb=self.sf.study.npb)
+                                  seed=p.seed, sample_rate=self.sf.study.sample_rate, npb=v.get("npb", self.sf.study.npb))
         except USAGE_ERRORS as e:
             raise self.fail(p, "balancing", str(e)) from None
         items = self._items(p, v["placement"])

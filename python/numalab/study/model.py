@@ -113,6 +113,15 @@ class Study(_Strict):
         NPB_DEFAULT, validation_alias=AliasChoices("npb", "npb_version"),
         description="NAS Parallel Benchmarks implementation the library's NPB workloads follow: 3.4.2, 3.3.1, rwcp-2.3-c or snu-3.3-c (npb_version is the old name; docs/workloads.md §4.1).",
     )
+    compare_npb: list[NpbVersion] = Field(
+        default_factory=list,
+        description="Other NPB implementations run beside npb, every run once per implementation; each is a row of its own in the report (docs/studies.md §6.1).",
+    )
+    compare_time: Literal["reported_time_s", "time_s"] = Field(
+        "reported_time_s",
+        description="The time speedups compare: reported_time_s, the time the program reports (NPB's \"Time in seconds\": its timed "
+        "section only; the whole run for a program without a timer), or time_s, the whole run (docs/studies.md §4).",
+    )
     sample_rate: float = Field(1.0, gt=0, le=1, description="Fraction of page visits simulated.")
     seeds: Optional[list[Annotated[StrictInt, Field(ge=0, le=MAX_SEED)]]] = Field(None, min_length=1, description="Seeds, 0..2^64-1; each is one repetition (default [1]).")
     repetitions: Optional[StrictInt] = Field(None, ge=1, description="Shorthand for seeds 1..N.")

@@ -54,6 +54,7 @@ def planned_runs(study: Any) -> int:
         n *= len(axis) if axis else 1
     for values in sweep.params.values():
         n *= len(values)
+    n *= 1 + len(getattr(study, "compare_npb", []) or [])
     seeds = len(set(study.seeds)) if study.seeds is not None else (study.repetitions or 1)
     return n * seeds
 

@@ -230,6 +230,8 @@ class VersionDesc(_Strict):
     source: str | None = None
     derived: dict[str, str] = Field(default_factory=dict)
     regions: dict[str, RegionPatch] = Field(default_factory=dict)
+    #: The implementation's own program where its steps or timed region differ (its main differs).
+    program: list["StepDesc"] | None = None
 
 
 class WorkloadDesc(_Strict):
@@ -333,6 +335,7 @@ def with_version(desc: WorkloadDesc, version: str | None) -> WorkloadDesc:
         "source": v.source if v.source is not None else desc.source,
         "derived": derived,
         "regions": regions,
+        "program": v.program if v.program is not None else desc.program,
         "version": version,
     }), version)
 
