@@ -195,7 +195,7 @@ class RegionDesc(_Strict):
     alloc_chunks: Expr | None = None
     alloc_freed: Expr | None = None
     #: Where the program's source allocates the region and which loop first writes each page:
-    #: ``file: function, line N: ...`` (docs/workloads.md §4.2).
+    #: ``file: function, line N: ...`` (docs/workloads.md §4.1.1).
     first_write: str | None = None
     #: The versions (releases or implementations) that have this region; None: every one.
     only: list[str] | None = None
@@ -224,7 +224,7 @@ class StepDesc(_Strict):
 class VersionDesc(_Strict):
     """What another release or implementation of the same benchmark changes: its description and
     source, the derived names whose value differs, and its regions' allocation and first-write
-    citations (docs/workloads.md §4.1, §4.2)."""
+    citations (docs/workloads.md §4.1, §4.1.1)."""
 
     description: str | None = None
     source: str | None = None
