@@ -150,3 +150,15 @@ def test_a_region_only_some_implementations_have_is_dropped_with_its_accesses(tm
     p.write_text(ONLY % '"c"')
     with pytest.raises(UsageError, match="only names 'c', which is not one of its versions \\(a, b\\)"):
         descriptor.resolve(str(p))
+
+
+def test_compare_npb_runs_each_configuration_per_implementation_with_its_own_baseline(tmp_path: Path) -> None:
+    p = tmp_path / "s.toml"
+    p.write_text(STUDY.format(key="npb", value="rwcp-2.3-c") + 'compare_npb = ["3.3.1"]\n[baseline]\nplacement = "default"\n'
+                 '[[runs]]\nlabel = "default"\nplacement = "default"\n[[runs]]\nlabel = "interleave"\nplacement = "interleave=all"\n')
+    runs = expand(load_study(p)).runs
+    by_hash = {r.hash: r for r in runs}
+    assert sorted((r.case, r.label) for r in runs) == [
+        ("mg [3.3.1]", "default"), ("mg [3.3.1]", "interleave"), ("mg [rwcp-2.3-c]", "default"), ("mg [rwcp-2.3-c]", "interleave")]
+    for r in runs:
+        assert by_hash[r.baseline_hash].config.get("npb_version") == r.config.get("npb_version")
