@@ -147,6 +147,41 @@ impl PyRunSpec {
     }
 }
 
+/// `simulate_corun([RunSpec, ...], [start_s, ...])`: one run of every spec's processes
+/// (`numalab_sim::corun`), on the first spec's machine under its configuration (seed, kernel,
+/// balancing); each spec keeps its own workload, copies and placement. GIL released.
+#[pyfunction]
+pub fn simulate_corun<'py>(
+    py: Python<'py>,
+    specs: Vec<PyRef<'py, PyRunSpec>>,
+    starts_s: Vec<f64>,
+) -> PyResult<Bound<'py, PyAny>> {
+    if specs.is_empty() || specs.len() != starts_s.len() {
+        return Err(SpecError::new_err(format!(
+            "a co-run needs one start time per process group, got {} groups and {} start times",
+            specs.len(),
+            starts_s.len()
+        )));
+    }
+    let m = &specs[0].machine.get().inner;
+    let inner: Vec<&numalab_sim::RunSpec> = specs.iter().map(|s| &s.inner).collect();
+    let out = error::guarded(py, "the simulator", || {
+        let groups = inner
+            .iter()
+            .zip(&starts_s)
+            .map(|(s, &start_s)| numalab_sim::corun::Group {
+                workload: &s.workload,
+                placement: &s.placement,
+                start_s,
+                thp_madvised: &s.config.thp_madvised,
+            })
+            .collect();
+        numalab_sim::simulate_groups(m, groups, &inner[0].config).map_err(|e| e.to_string())
+    })?
+    .map_err(error::SimulationError::new_err)?;
+    to_py(py, &serde_json::to_value(&out).map_err(|e| error::internal("output", e))?)
+}
+
 /// The balancing tunables (name, default, min, max, help, procfs, debugfs, tiering), defined once
 /// in `numalab_model::knobs` (the simulator and the Linux knob writers read the same table).
 #[pyfunction]

@@ -58,8 +58,8 @@ pub struct ThpRegionOut {
 /// THP fault rules and khugepaged for one run.
 pub struct Thp {
     fault_rule: ThpFault,
-    /// `MADV_HUGEPAGE` per region (the descriptor's mark): direct reclaim allowed at fault time.
-    madvised: Vec<bool>,
+    /// `MADV_HUGEPAGE` per process and region (the descriptor's mark): direct reclaim allowed at fault time.
+    madvised: Vec<Vec<bool>>,
     /// Next wake-up of khugepaged (after the first THP-eligible fault registers the mm).
     next_scan_s: Option<f64>,
     /// Where the scan resumes: (process, region, entry).
@@ -83,7 +83,7 @@ pub enum Fault {
 }
 
 impl Thp {
-    pub fn new(kernel: Kernel, madvised: &[bool], regions: &[Vec<&Region>], nodes: usize) -> Self {
+    pub fn new(kernel: Kernel, madvised: &[&[bool]], regions: &[Vec<&Region>], nodes: usize) -> Self {
         let out = regions
             .iter()
             .enumerate()
@@ -102,7 +102,7 @@ impl Thp {
             .collect();
         Thp {
             fault_rule: kernel.profile().thp.fault,
-            madvised: madvised.to_vec(),
+            madvised: madvised.iter().map(|m| m.to_vec()).collect(),
             next_scan_s: None,
             cursor: (0, 0, 0),
             small: regions.iter().map(|rs| vec![Vec::new(); rs.len()]).collect(),
@@ -145,7 +145,7 @@ impl Thp {
         now: f64,
     ) -> Option<Fault> {
         self.next_scan_s.get_or_insert(now + SCAN_SLEEP_S);
-        let madvised = self.madvised.get(ri).copied().unwrap_or(false);
+        let madvised = self.madvised.get(pid).and_then(|m| m.get(ri)).copied().unwrap_or(false);
         let this_node_first = match self.fault_rule {
             ThpFault::Zonelist => false,
             ThpFault::ThisNodeUnlessMadvised => !madvised,

@@ -13,6 +13,7 @@
 pub mod alloc;
 pub mod cache;
 pub mod contention;
+pub mod corun;
 pub mod engine;
 pub mod error;
 pub mod footprint;
@@ -47,4 +48,13 @@ pub fn simulate(
     config: &SimConfig,
 ) -> Result<SimOutput, SimError> {
     Ok(engine::Engine::new(machine, workload, placement, config)?.run())
+}
+
+/// Simulate a co-run: every group's processes on `machine` in one run (`corun`).
+pub fn simulate_groups(
+    machine: &Machine,
+    groups: Vec<corun::Group<'_>>,
+    config: &SimConfig,
+) -> Result<SimOutput, SimError> {
+    Ok(engine::Engine::with_groups(machine, groups, config)?.run())
 }

@@ -10,7 +10,6 @@ pub use numalab_model::counters::NodeFaults;
 use numalab_model::Machine;
 
 use crate::alloc::{Allocator, NumaStat};
-use crate::input::WorkloadSpec;
 
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct Vmstat {
@@ -45,7 +44,15 @@ fn is_zero(v: &u64) -> bool {
 pub struct ProcessOut {
     pub pid: u32,
     pub name: String,
+    pub threads: u32,
+    /// When it was exec'ed (a staggered co-run); `time_s` counts from then.
+    pub start_s: f64,
     pub time_s: f64,
+    /// Base pages of its regions on each node (logical order) at the end of the run.
+    pub pages_per_node: Vec<u64>,
+    /// Its main thread's time in `timed` steps, when its program has a timer.
+    #[serde(skip)]
+    pub timer_s: Option<f64>,
     /// The time the program reports: its main thread's time in `timed` steps, or `time_s`
     /// when it has no timer (`SimOutput::reported_time_source`).
     pub reported_time_s: f64,
@@ -273,9 +280,8 @@ impl Recorder {
     pub fn finish(
         self,
         m: &Machine,
-        w: &WorkloadSpec,
+        mut procs: Vec<ProcessOut>,
         threads: Vec<(usize, u32, u32, f64, u64)>,
-        timed: Option<Vec<f64>>,
         pages: Vec<u64>,
         alloc: Allocator,
         oom: Option<String>,
@@ -283,14 +289,14 @@ impl Recorder {
         sample_rate: f64,
         [bandwidth_waits, epochs, samples]: [u64; 3],
     ) -> SimOutput {
-        let mut procs: Vec<ProcessOut> = (0..w.processes)
-            .map(|p| ProcessOut { pid: p + 1, name: w.name.clone(), time_s: 0.0, reported_time_s: 0.0 })
-            .collect();
+        // The whole run: the last thread's end (a staggered process may end last yet run least).
+        let mut run_s: f64 = 0.0;
         let threads: Vec<ThreadOut> = threads
             .into_iter()
             .enumerate()
             .map(|(tid, (pid, cpu, node, time_s, nr_migrations))| {
-                procs[pid].time_s = procs[pid].time_s.max(time_s);
+                procs[pid].time_s = procs[pid].time_s.max(time_s - procs[pid].start_s);
+                run_s = run_s.max(time_s);
                 ThreadOut {
                     tid: tid as u32 + 1,
                     pid: pid as u32 + 1,
@@ -305,12 +311,13 @@ impl Recorder {
                 }
             })
             .collect();
-        for (i, p) in procs.iter_mut().enumerate() {
-            p.reported_time_s = timed.as_ref().map_or(p.time_s, |t| t[i]);
+        for p in procs.iter_mut() {
+            p.reported_time_s = p.timer_s.unwrap_or(p.time_s);
         }
-        let time_s = procs.iter().map(|p| p.time_s).fold(0.0, f64::max);
+        let time_s = run_s;
         let reported_time_s = procs.iter().map(|p| p.reported_time_s).fold(0.0, f64::max);
-        let reported_time_source = if timed.is_some() { "timer" } else { "whole-run" }.to_string();
+        let timed = procs.iter().any(|p| p.timer_s.is_some());
+        let reported_time_source = if timed { "timer" } else { "whole-run" }.to_string();
         let numastat = m.nodes.iter().zip(alloc.numastat).map(|(n, s)| (format!("node{}", n.os_index), s)).collect();
         SimOutput {
             status: if oom.is_some() { "out-of-memory".into() } else { "ok".into() },

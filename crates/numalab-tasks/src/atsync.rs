@@ -19,28 +19,39 @@ pub const CONTROL_MSG_BYTES: f64 = 100.0;
 /// Time from the last PE reaching the barrier until every PE has been resumed: one reduction to
 /// PE 0 and one broadcast from it, in ns (0 with one PE).
 pub fn barrier_ns(plat: &Platform) -> f64 {
+    reduce_ns(plat, CONTROL_MSG_BYTES) + broadcast_ns(plat, CONTROL_MSG_BYTES)
+}
+
+/// A reduction of messages of `bytes` up the spanning tree to PE 0, in ns: a parent forwards
+/// once its last child's message has arrived.
+pub fn reduce_ns(plat: &Platform, bytes: f64) -> f64 {
     let np = plat.n_pes();
-    let hop = |from: usize, to: usize| plat.message_ns(from, to, 1.0, CONTROL_MSG_BYTES);
     // Children have larger indexes than their parent: one pass from the last PE settles each.
     let mut up = vec![0.0f64; np];
     for c in (1..np).rev() {
         let p = (c - 1) / SPAN;
-        let (s, r) = hop(c, p);
+        let (s, r) = plat.message_ns(c, p, 1.0, bytes);
         up[p] = up[p].max(up[c] + s + r);
     }
-    // A parent sends to its children in order, so child k waits for the k sends before it.
+    up.first().copied().unwrap_or(0.0)
+}
+
+/// A broadcast of one message of `bytes` from PE 0 down the spanning tree until the last PE has
+/// it, in ns: a parent sends to its children one after another, so child k waits for the k sends
+/// before it.
+pub fn broadcast_ns(plat: &Platform, bytes: f64) -> f64 {
+    let np = plat.n_pes();
     let (mut down, mut sent) = (vec![0.0f64; np], vec![0.0f64; np]);
     for c in 1..np {
         let p = (c - 1) / SPAN;
         if (c - 1) % SPAN == 0 {
             sent[p] = down[p];
         }
-        let (s, r) = hop(p, c);
+        let (s, r) = plat.message_ns(p, c, 1.0, bytes);
         sent[p] += s;
         down[c] = sent[p] + r;
     }
-    let last = down.iter().copied().fold(0.0, f64::max);
-    up[0] + last
+    down.iter().copied().fold(0.0, f64::max)
 }
 
 /// One object's record in a statistics message (`LDObjData`: handle, ids, wall and CPU time,

@@ -7,9 +7,11 @@ use crate::platform::Platform;
 
 /// Migrations from `old` to `new`: (objects moved, bytes moved, the step's time). Each move costs
 /// its source PE the packing side and its destination PE the unpacking side; PEs work in
-/// parallel, so the step takes the busiest PE's total.
+/// parallel, so the step takes the busiest PE's total, and no less than the busiest link
+/// direction needs for the states crossing it.
 pub(crate) fn migration_step(old: &[u32], new: &[u32], state: &[u64], plat: &Platform) -> (usize, u64, f64) {
     let mut side = vec![0.0; plat.n_pes()];
+    let mut link_bytes = vec![0.0; plat.link_gbps.len()];
     let (mut moved, mut bytes) = (0usize, 0u64);
     for (i, (&p, &q)) in old.iter().zip(new).enumerate() {
         if p != q {
@@ -18,9 +20,14 @@ pub(crate) fn migration_step(old: &[u32], new: &[u32], state: &[u64], plat: &Pla
             side[q as usize] += b;
             moved += 1;
             bytes += state[i];
+            for &l in &plat.route_links[plat.pe_node[p as usize]][plat.pe_node[q as usize]] {
+                link_bytes[l] += state[i] as f64;
+            }
         }
     }
-    (moved, bytes, side.iter().copied().fold(0.0, f64::max))
+    let busiest = side.iter().copied().fold(0.0, f64::max);
+    let drain = link_bytes.iter().zip(&plat.link_gbps).map(|(b, g)| b / g).fold(0.0, f64::max);
+    (moved, bytes, busiest.max(drain))
 }
 
 /// What one iteration costs under a mapping.

@@ -6,6 +6,8 @@
 //! - [`platform`]: PEs on cores and nodes; message and migration costs from the machine.
 //! - [`atsync`]: the barrier before each balancing step (a reduction and a broadcast over the PEs).
 //! - [`balance`]: none, greedy, greedy-refine, refine, treematch and numalab's NUMA-aware balancer.
+//! - [`strategy_time`]: how long each balancing strategy runs on the central PE (a model of its work).
+//! - [`lbstep`]: the rest of a balancing step: the decision's broadcast and barrier, resumption.
 //! - [`cost`]: what one iteration and one migration step cost under a mapping.
 //! - [`measure`]: loads as the runtime's timers record them (resolution, background work, wall or CPU).
 //! - [`mod@simulate`]: bulk-synchronous iterations with balancing every `lb_period` iterations.
@@ -18,11 +20,13 @@ pub mod cost;
 pub mod error;
 pub mod gen;
 pub mod graph;
+pub mod lbstep;
 pub mod measure;
 pub mod parse;
 pub mod platform;
 pub use numalab_model::rng;
 pub mod simulate;
+pub mod strategy_time;
 
 pub use balance::{Balancer, LbInput};
 pub use error::TaskError;

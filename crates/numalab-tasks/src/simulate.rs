@@ -17,8 +17,10 @@
 //! (the next iteration's time on the true loads of this one under the new mapping): each migration costs its source PE
 //! the packing side and its destination PE the unpacking side ([`Platform::migration_ns`]); PEs
 //! migrate in parallel, so the step takes the busiest PE's total. The step also waits for the
-//! `AtSync` barrier ([`crate::atsync`]: a reduction up the PE tree, resumption down it) and
-//! for every PE's statistics to reach the central balancer on PE 0. Objects that may not move stay.
+//! `AtSync` barrier ([`crate::atsync`]: a reduction up the PE tree, resumption down it), for
+//! every PE's statistics to reach the central balancer on PE 0, for the strategy's modelled run
+//! there ([`crate::strategy_time`]), for the decision's broadcast and barrier, and for each PE
+//! to resume its objects ([`crate::lbstep`]). Objects that may not move stay.
 //!
 //! Objects start on the graph's own PEs when it has them (an LB dump's `from_proc`, taken modulo
 //! the run's PE count) or on Charm++'s default block map ([`block_map`]).
@@ -37,9 +39,11 @@ use crate::balance::{pe_loads, Balancer, LbInput};
 use crate::cost::{evaluate, migration_step, Eval};
 use crate::error::TaskError;
 use crate::graph::{Adjacency, TaskGraph};
+use crate::lbstep::{decision_ns, resume_ns};
 use crate::measure::{LbTimer, Meter, NoiseParams};
 use crate::platform::Platform;
 use crate::rng::Rng;
+use crate::strategy_time::strategy_ns;
 
 /// Most iterations a run keeps a record of.
 pub const MAX_ITERATIONS: usize = 1_000_000;
@@ -90,6 +94,14 @@ pub struct LbCall {
     pub atsync_ns: f64,
     /// Every PE's statistics sent to the central balancer on PE 0, ns (in `total_time_ns`).
     pub stats_ns: f64,
+    /// The strategy's modelled run on PE 0 (every PE waits for it), ns.
+    pub strategy_ns: f64,
+    /// The decision's broadcast to every PE and the barrier before objects move, ns.
+    pub decision_ns: f64,
+    /// Every PE resuming its objects (`ResumeFromSync`), ns.
+    pub resume_ns: f64,
+    /// The whole step: barrier, statistics, strategy, decision, migrations and resumption, ns.
+    pub step_ns: f64,
     /// The largest PE sum of the measured loads under the new mapping: what the balancer saw.
     pub predicted_makespan_ns: f64,
     /// The iteration's time on the true loads under the new mapping.
@@ -109,7 +121,7 @@ pub struct SimResult {
     pub balancer: String,
     /// Mean iteration time (iterations only; migrations are in `total_time_ns`).
     pub iteration_time_ns: f64,
-    /// All iterations plus every balancing step's AtSync barrier, statistics gathering and migration time.
+    /// All iterations plus every balancing step (`LbCall::step_ns`).
     pub total_time_ns: f64,
     pub iterations: Vec<IterationRecord>,
     /// Average over maximum PE load, mean over the iterations after the first balancing step (all
@@ -255,7 +267,16 @@ pub fn simulate(
                 comms[map[e.a as usize] as usize] += 1;
             }
             let stats = stats_gather_ns(plat, &objs, &comms);
-            total += mig + atsync + stats;
+            // With one PE Charm++'s AtSync resumes at once (`CentralLB::AtSync`): no strategy.
+            let strategy = if np > 1 { strategy_ns(&lb.name(), n, g.edges.len(), np, &plat.costs) } else { 0.0 };
+            let decision = decision_ns(plat, moved);
+            let mut after = vec![0usize; np];
+            for &p in &new {
+                after[p as usize] += 1;
+            }
+            let resume = resume_ns(&after);
+            let step = atsync + stats + strategy + decision + mig + resume;
+            total += step;
             let predicted = pe_loads(&measured, &new, np).into_iter().fold(0.0, f64::max);
             let actual = if moved > 0 {
                 evaluate(&g.edges, &loads, &new, plat).pe_time.into_iter().fold(0.0, f64::max)
@@ -271,6 +292,10 @@ pub fn simulate(
                 balancer_wall_s: wall,
                 atsync_ns: atsync,
                 stats_ns: stats,
+                strategy_ns: strategy,
+                decision_ns: decision,
+                resume_ns: resume,
+                step_ns: step,
                 predicted_makespan_ns: predicted,
                 actual_makespan_ns: actual,
             });

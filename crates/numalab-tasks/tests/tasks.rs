@@ -199,8 +199,10 @@ fn migration_cost_grows_with_state_size_and_distance() {
         assert!(cost(q, 1e3) < cost(q, 1e5) && cost(q, 1e5) < cost(q, 1e7));
     }
     assert_eq!(p.migration_total_ns(3, 3, 1e6), 0.0);
-    // Small objects cost about the fixed overhead, big ones their bytes.
-    assert!((cost(2, 100.0) - CostParams::default().migration_fixed_ns).abs() < 1_000.0);
+    // Small objects cost about the fixed overhead and one message, big ones their bytes.
+    let d = CostParams::default();
+    let small = d.migration_fixed_ns + 2.0 * d.shm_msg_ns;
+    assert!((cost(2, 100.0) - small).abs() < 1_000.0, "{} vs {small}", cost(2, 100.0));
 }
 
 fn write(name: &str, text: &str) -> PathBuf {
@@ -496,8 +498,12 @@ fn the_atsync_barrier_costs_each_step_a_tree_reduction_and_broadcast() {
     assert_eq!(r.lb_calls.len(), 2);
     assert!(r.lb_calls.iter().all(|c| c.atsync_ns == shm[6]));
     let iters: f64 = r.iterations.iter().map(|i| i.time_ns).sum();
-    let steps: f64 = r.lb_calls.iter().map(|c| c.atsync_ns + c.stats_ns).sum();
+    let steps: f64 = r.lb_calls.iter().map(|c| c.step_ns).sum();
     assert!(r.lb_calls.iter().all(|c| c.stats_ns > 0.0));
+    for c in &r.lb_calls {
+        let parts = c.atsync_ns + c.stats_ns + c.strategy_ns + c.decision_ns + c.migration_time_ns + c.resume_ns;
+        assert_eq!(c.step_ns, parts);
+    }
     assert_eq!(r.total_time_ns, iters + steps);
 }
 
@@ -558,4 +564,89 @@ fn a_run_asking_for_more_than_the_visit_budget_is_refused_before_it_starts() {
     assert!(err.contains("iterations x (objects + edges)"), "{err}");
     // The study's own sizes stay well inside it.
     assert!(50 * (g.n_objects() + g.edges.len()) as u64 <= numalab_tasks::simulate::MAX_VISITS);
+}
+
+#[test]
+fn the_whole_balancing_step_takes_longer_with_more_objects_and_edges() {
+    let p = plat(&quad32(), None);
+    let step = |n: usize, degree: u32, name: &str| {
+        let edges: Vec<Edge> = (0..n as u32)
+            .flat_map(|i| (1..=degree).map(move |d| Edge { a: i, b: (i + d) % n as u32, msgs: 1, bytes: 64 }))
+            .collect();
+        let loads: Vec<f64> = (0..n).map(|i| 1e6 + 1e3 * (i % 7) as f64).collect();
+        let g = TaskGraph::new("g", loads, vec![64; n], edges).unwrap();
+        run(&g, &p, name, 2, 1).lb_calls[0].clone()
+    };
+    for name in ["greedy", "refine", "treematch", "numalab"] {
+        let (small, large, dense) = (step(320, 1, name), step(3200, 1, name), step(3200, 8, name));
+        assert!(small.strategy_ns > 0.0 && small.decision_ns > 0.0 && small.resume_ns > 0.0, "{name}");
+        assert!(large.strategy_ns > small.strategy_ns && large.step_ns > small.step_ns, "{name}");
+        assert!(dense.step_ns > large.step_ns, "{name}: {} vs {}", dense.step_ns, large.step_ns);
+    }
+    // The decision message grows with the moves: greedy moves nearly all, none nothing.
+    let (none, greedy) = (step(3200, 1, "none"), step(3200, 1, "greedy"));
+    assert_eq!(none.strategy_ns, 0.0);
+    assert!(greedy.decision_ns > none.decision_ns, "{} vs {}", greedy.decision_ns, none.decision_ns);
+}
+
+#[test]
+fn graph_aware_balancers_send_less_across_nodes_than_greedy_on_a_communication_heavy_graph() {
+    let p = plat(&ladder16(), None);
+    // A 2-D mesh of 400 objects, 1 MB per neighbour and iteration, loads of 1 to 2 ms.
+    let g =
+        gen::lb_test(400, 2, &json!({"topology": "mesh2d", "msg_bytes": 1_000_000, "min_us": 1000, "max_us": 2000}))
+            .unwrap();
+    let greedy = run(&g, &p, "greedy", 6, 3);
+    let remote = |name: &str| run(&g, &p, name, 6, 3).comm_bytes.remote;
+    // numalab keeps neighbours together (1.8 GB against greedy's 4.9 GB); treematch can only
+    // place greedy's bins, whose objects are unrelated, so it gains little.
+    let (numalab, treematch) = (remote("numalab"), remote("treematch"));
+    assert!(numalab < 0.5 * greedy.comm_bytes.remote, "numalab {numalab} vs greedy {}", greedy.comm_bytes.remote);
+    assert!(treematch < greedy.comm_bytes.remote, "treematch {treematch} vs greedy {}", greedy.comm_bytes.remote);
+}
+
+#[test]
+fn shared_memory_is_faster_than_datagrams_for_small_messages_at_every_core_count() {
+    let m = quad32();
+    let costs = CostParams::default();
+    // kNeighbor's communication benchmark: no computation, 3 neighbours each side, small messages.
+    for bytes in [16u64, 256, 4096] {
+        let g = gen::kneighbor(64, 3, bytes, 0, &json!({"base_ns": 1e3, "ns_per_op": 0.0})).unwrap();
+        for pes in 1..=32 {
+            let shm = Platform::new(&m, Some(pes), CommLayer::Shm, costs).unwrap();
+            let net = Platform::new(&m, Some(pes), CommLayer::Net, costs).unwrap();
+            let opts = SimOptions::quiet(2, 0, 0);
+            let ts = simulate(&g, &shm, lb("none").as_mut(), &opts).unwrap().iteration_time_ns;
+            let tn = simulate(&g, &net, lb("none").as_mut(), &opts).unwrap().iteration_time_ns;
+            if pes == 1 {
+                assert_eq!(ts, tn, "one PE: every message stays in its queue");
+            } else {
+                assert!(ts < tn, "{bytes} B on {pes} PEs: shm {ts} ns, net {tn} ns");
+            }
+            for q in 1..pes {
+                let (a, b) = shm.message_ns(0, q, 1.0, bytes as f64);
+                let (c, d) = net.message_ns(0, q, 1.0, bytes as f64);
+                assert!(a + b < c + d, "{bytes} B PE 0 -> {q}");
+            }
+        }
+    }
+}
+
+#[test]
+fn datagrams_split_at_the_net_layers_payload_and_pay_their_acknowledgements() {
+    let m = quad32();
+    let net = Platform::new(&m, None, CommLayer::Net, CostParams::default()).unwrap();
+    let sides = |bytes: f64| {
+        let (s, r) = net.message_ns(0, 8, 1.0, bytes);
+        s + r
+    };
+    // 8,992 bytes fit one datagram (9,000 less the 8-byte header), one more byte needs two.
+    let step = sides(8_993.0) - sides(8_992.0);
+    assert!(step > 2.0 * CostParams::default().net_dgram_ns, "{step}");
+    // A window of 8: one ack per 5 datagrams, on both sides.
+    let wide =
+        Platform::new(&m, None, CommLayer::Net, CostParams { net_window: 1e6, ..CostParams::default() }).unwrap();
+    let (s, _) = net.message_ns(0, 8, 5.0, 500.0);
+    let (w, _) = wide.message_ns(0, 8, 5.0, 500.0);
+    assert!((s - w - CostParams::default().net_dgram_ns).abs() < 50.0, "{s} {w}");
 }

@@ -82,18 +82,19 @@ impl Engine<'_> {
     /// Fault in every page the allocator wrote, as a write by its thread on the node its CPU is
     /// on now, and charge the faults to that thread. The main thread allocates before it starts
     /// the team, so its time delays the workers' creation too.
-    pub(super) fn apply_alloc(&mut self, layouts: &[Option<Layout>]) -> Vec<AllocRegionOut> {
-        let nt = self.w.threads as usize;
+    pub(super) fn apply_alloc(&mut self, group: usize, layouts: &[Option<Layout>]) -> Vec<AllocRegionOut> {
         let n = self.m.nodes.len();
         let mut out = Vec::new();
-        for pid in 0..self.procs.len() {
+        let pids: Vec<usize> = (0..self.procs.len()).filter(|&p| self.procs[p].slot.group == group).collect();
+        for pid in pids {
+            let (first, nt) = (self.procs[pid].slot.first_tid, self.procs[pid].slot.threads);
             let mut master_s = 0.0;
             for (ri, l) in layouts.iter().enumerate() {
-                let (Some(l), Some(a)) = (l, self.w.regions[ri].alloc) else { continue };
+                let (Some(l), Some(a)) = (l, self.wl(pid).regions[ri].alloc) else { continue };
                 let mut touched: Vec<AllocTouchOut> = Vec::new();
                 let shift = self.procs[pid].regions[ri].shift;
                 for t in if a.freed { &[][..] } else { &l.touched[..] } {
-                    let tid = pid * nt + t.thread as usize;
+                    let tid = first + t.thread as usize;
                     let cpu_node = self.sched.pu_node[self.sched.cpu[tid]];
                     let (e0, e1) = (t.first >> (shift - 12), (t.first + t.pages - 1) >> (shift - 12));
                     let units = self.procs[pid].regions[ri].units();
@@ -162,7 +163,7 @@ impl Engine<'_> {
                     touched,
                 });
             }
-            for t in &mut self.threads[pid * nt..(pid + 1) * nt] {
+            for t in &mut self.threads[first..first + nt] {
                 t.clock += master_s;
             }
         }

@@ -6,6 +6,7 @@
 pub mod alloc;
 pub(crate) mod check;
 mod phases;
+mod procs;
 mod visits;
 
 use numalab_model::Machine;
@@ -38,6 +39,8 @@ const RUN_PAGES: u64 = 64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
+    /// Its process has not started yet (a staggered co-run): not placed, not runnable.
+    Pending,
     Running,
     /// Arrived at the barrier ending phase execution `seq`.
     Waiting(u64),
@@ -85,6 +88,9 @@ struct Thread {
 }
 
 struct Process {
+    /// Its group in the co-run, its first thread and thread count (`crate::corun`).
+    slot: crate::corun::Slot,
+    start_s: f64,
     regions: Vec<Region>,
     task_policy: Resolved,
     arrived: u64,
@@ -94,7 +100,7 @@ struct Process {
 
 pub struct Engine<'a> {
     m: &'a Machine,
-    w: &'a WorkloadSpec,
+    groups: Vec<crate::corun::Group<'a>>,
     cfg: &'a SimConfig,
     alloc: Allocator,
     solver: Solver,
@@ -143,41 +149,74 @@ struct Scratch {
 
 impl<'a> Engine<'a> {
     pub fn new(m: &'a Machine, w: &'a WorkloadSpec, p: &'a Placement, cfg: &'a SimConfig) -> Result<Self, SimError> {
+        let group = crate::corun::Group { workload: w, placement: p, start_s: 0.0, thp_madvised: &cfg.thp_madvised };
+        Self::with_groups(m, vec![group], cfg)
+    }
+
+    /// A co-run: every group's processes in one run (`crate::corun`).
+    pub fn with_groups(
+        m: &'a Machine,
+        groups: Vec<crate::corun::Group<'a>>,
+        cfg: &'a SimConfig,
+    ) -> Result<Self, SimError> {
         // Before anything is allocated: values in range, and the engine's own memory bounded.
-        check::inputs(m, w, p, cfg)?;
-        let nproc = w.processes as usize;
-        let nt = w.threads as usize;
-        let mut sched = Sched::new(m, p, cfg.kernel, nproc, nt).map_err(SimError::Input)?;
+        crate::corun::check(&groups).map_err(SimError::Input)?;
+        for g in &groups {
+            check::inputs(m, g.workload, g.placement, cfg)?;
+        }
+        let slots = crate::corun::slots(&groups);
+        let nthreads: usize = slots.iter().map(|s| s.threads).sum();
+        let sched_procs: Vec<(&Placement, usize)> =
+            slots.iter().map(|s| (groups[s.group].placement, s.threads)).collect();
+        let mut sched = Sched::new_procs(m, &sched_procs, cfg.kernel).map_err(SimError::Input)?;
         sched.set_options(cfg.noise.then_some(cfg.seed), cfg.explain_sched);
         let n = m.nodes.len();
-        // The C library's allocations (docs/allocation.md §3.5), once for identical processes.
-        let allocs = alloc::layouts(w, m.pus.len());
-        let specs = allocs.as_deref().map(|l| alloc::specs(w, l));
-        let specs = specs.as_deref().unwrap_or(&w.regions);
-        let mut procs: Vec<Process> = (0..nproc)
-            .map(|_| {
+        // The C library's allocations (docs/allocation.md §3.5), once per group of identical processes.
+        let allocs: Vec<_> = groups.iter().map(|g| alloc::layouts(g.workload, m.pus.len())).collect();
+        let specs: Vec<_> =
+            groups.iter().zip(&allocs).map(|(g, a)| a.as_deref().map(|l| alloc::specs(g.workload, l))).collect();
+        let mut procs: Vec<Process> = slots
+            .iter()
+            .map(|&slot| {
+                let g = &groups[slot.group];
+                let w = g.workload;
+                let specs = specs[slot.group].as_deref().unwrap_or(&w.regions);
                 let pols = w.regions.iter().map(|r| r.policy.as_ref().map(|pol| Resolved::new(pol, m))).collect();
                 Process {
+                    slot,
+                    start_s: g.start_s,
                     regions: pages::layout(specs, pols),
-                    task_policy: Resolved::new(&p.policy, m),
+                    task_policy: Resolved::new(&g.placement.policy, m),
                     arrived: 0,
                     phase_lines: vec![None; w.phases.len()],
                 }
             })
             .collect();
-        let mut threads = Vec::with_capacity(nproc * nt);
+        let mut threads = Vec::with_capacity(nthreads);
         // The primary thread creates the workers one by one (docs/scheduler.md §5).
         // No parallel region, no team: a program with nothing to run starts nobody.
-        let runs = w.program.iter().any(|s| s.repeat > 0 && !s.phases.is_empty());
-        let start = if runs { crate::openmp::start_times(nt) } else { vec![0.0; nt] };
-        for pid in 0..nproc {
-            for (idx, &clock) in start.iter().enumerate() {
+        let starts: Vec<Vec<f64>> = slots
+            .iter()
+            .map(|s| {
+                let w = groups[s.group].workload;
+                let runs = w.program.iter().any(|s| s.repeat > 0 && !s.phases.is_empty());
+                if runs {
+                    crate::openmp::start_times(s.threads)
+                } else {
+                    vec![0.0; s.threads]
+                }
+            })
+            .collect();
+        for (pid, start) in starts.iter().enumerate() {
+            let start_s = procs[pid].start_s;
+            for (idx, &offset) in start.iter().enumerate() {
                 let tid = threads.len() as u64;
+                let clock = start_s + offset;
                 threads.push(Thread {
                     pid,
                     idx,
                     clock,
-                    state: State::Running,
+                    state: if start_s > 0.0 { State::Pending } else { State::Running },
                     seq: 0,
                     step: 0,
                     rep: 0,
@@ -205,12 +244,16 @@ impl<'a> Engine<'a> {
                 });
             }
         }
-        // Threads come to life in order: each process's first thread, then its workers.
+        // Threads come to life in order: each process's first thread, then its workers. A
+        // staggered process is placed when it starts (`start_pending`).
         let mut live = vec![false; threads.len()];
         for tid in 0..threads.len() {
+            if threads[tid].state == State::Pending {
+                continue;
+            }
             let parent = if threads[tid].idx == 0 { None } else { Some(tid - threads[tid].idx) };
             // The exec happens at 0; worker i is cloned at its creation time.
-            let at = if parent.is_none() { 0.0 } else { start[threads[tid].idx] };
+            let at = if parent.is_none() { 0.0 } else { starts[threads[tid].pid][threads[tid].idx] };
             sched.place_new_at(at, tid, parent, &live);
             live[tid] = true;
         }
@@ -218,8 +261,9 @@ impl<'a> Engine<'a> {
         if cfg.balancing.weighted_interleave_auto {
             let table = crate::tiering::weights::default_weights(m, true);
             for pr in &mut procs {
-                crate::tiering::weights::apply_defaults(&mut pr.task_policy, &p.policy, m, &table);
-                for (r, spec) in pr.regions.iter_mut().zip(&w.regions) {
+                let g = &groups[pr.slot.group];
+                crate::tiering::weights::apply_defaults(&mut pr.task_policy, &g.placement.policy, m, &table);
+                for (r, spec) in pr.regions.iter_mut().zip(&g.workload.regions) {
                     if let (Some(res), Some(pol)) = (r.policy.as_mut(), spec.policy.as_ref()) {
                         crate::tiering::weights::apply_defaults(res, pol, m, &table);
                     }
@@ -231,7 +275,8 @@ impl<'a> Engine<'a> {
             crate::tiering::Demotion::new(m, &cfg.balancing, &cfg.costs, &regions)
         });
         let numab = cfg.balancing.scanning().then(|| {
-            let threads_of: Vec<Vec<usize>> = (0..nproc).map(|p| (p * nt..(p + 1) * nt).collect()).collect();
+            let threads_of: Vec<Vec<usize>> =
+                slots.iter().map(|s| (s.first_tid..s.first_tid + s.threads).collect()).collect();
             procs.iter_mut().flat_map(|p| p.regions.iter_mut()).for_each(|r| r.enable_balancing());
             let regions: Vec<&[Region]> = procs.iter().map(|p| p.regions.as_slice()).collect();
             let mut nb = Numab::new(m, cfg.kernel, &cfg.balancing, &cfg.costs, &threads_of, &regions, &sched);
@@ -249,12 +294,13 @@ impl<'a> Engine<'a> {
         });
         let thp = {
             let regions: Vec<Vec<&Region>> = procs.iter().map(|p| p.regions.iter().collect()).collect();
-            crate::khugepaged::Thp::new(cfg.kernel, &cfg.thp_madvised, &regions, m.nodes.len())
+            let madvised: Vec<&[bool]> = slots.iter().map(|s| groups[s.group].thp_madvised).collect();
+            crate::khugepaged::Thp::new(cfg.kernel, &madvised, &regions, m.nodes.len())
         };
         let mut engine = Engine {
             thp,
             m,
-            w,
+            groups,
             cfg,
             alloc: Allocator::new(m, cfg.kernel),
             solver: Solver::new(m),
@@ -279,19 +325,25 @@ impl<'a> Engine<'a> {
             chunk_orders: Default::default(),
             alloc_out: Vec::new(),
         };
-        if let Some(l) = allocs {
-            engine.alloc_out = engine.apply_alloc(&l);
+        for (g, l) in allocs.iter().enumerate() {
+            if let Some(l) = l {
+                let out = engine.apply_alloc(g, l);
+                engine.alloc_out.extend(out);
+            }
         }
         Ok(engine)
     }
 
     pub fn run(mut self) -> SimOutput {
         for t in 0..self.threads.len() {
-            self.start_next_phase(t);
+            if self.threads[t].state != State::Pending {
+                self.start_next_phase(t);
+            }
         }
         let mut dt = DT_MIN_S;
         while self.oom.is_none() && self.threads.iter().any(|t| t.state != State::Done) {
-            let live: Vec<bool> = self.threads.iter().map(|t| t.state != State::Done).collect();
+            self.start_pending(self.now + dt);
+            let live: Vec<bool> = self.threads.iter().map(Thread::live).collect();
             let background = self.sched.background(self.now, self.now + dt, &live);
             let (costs, shares) = self.solve(&background);
             for t in &mut self.threads {
@@ -359,14 +411,13 @@ impl<'a> Engine<'a> {
         }
         // A run stopped early (out of memory) reports how far each thread got.
         for t in self.threads.iter_mut().filter(|t| t.state != State::Done) {
+            let w = self.groups[self.procs[t.pid].slot.group].workload;
             t.finish_s = t.clock;
-            if self.w.program.get(t.step).is_some_and(|s| s.timed) {
+            if w.program.get(t.step).is_some_and(|s| s.timed) {
                 t.timed_s += t.clock - t.mark_s;
             }
         }
-        // The program's timer runs in its main thread (thread 0 of each process).
-        let timed: Option<Vec<f64>> =
-            self.w.has_timer().then(|| self.threads.iter().filter(|t| t.idx == 0).map(|t| t.timed_s).collect());
+        let processes = self.process_outputs();
         let pages = self.pages_node.clone();
         let threads_out = self
             .threads
@@ -385,9 +436,8 @@ impl<'a> Engine<'a> {
             .unwrap_or_default();
         let mut out = self.rec.finish(
             self.m,
-            self.w,
+            processes,
             threads_out,
-            timed,
             pages,
             self.alloc,
             self.oom,
@@ -428,7 +478,7 @@ impl<'a> Engine<'a> {
     /// queues, each charged to its scanning thread.
     fn numab_epoch_end(&mut self) {
         let Some(nb) = self.numab.as_mut() else { return };
-        let live: Vec<bool> = self.threads.iter().map(|t| t.state != State::Done).collect();
+        let live: Vec<bool> = self.threads.iter().map(Thread::live).collect();
         let running: Vec<bool> = self.threads.iter().map(|t| t.state == State::Running).collect();
         nb.set_live(&live, &self.sched);
         let mut views: Vec<MmView> =
@@ -521,11 +571,16 @@ impl<'a> Engine<'a> {
     fn mlp(&self, t: &Thread, sharers: u32) -> f64 {
         let phase = self.current_phase(t);
         let core_mlp = self.m.cores.first().map_or(10.0, |c| c.mlp) / sharers.max(1) as f64;
-        phase.and_then(|p| self.w.phases[p].mlp).map_or(core_mlp, |m| m.min(core_mlp)).max(1.0)
+        phase.and_then(|p| self.wl(t.pid).phases[p].mlp).map_or(core_mlp, |m| m.min(core_mlp)).max(1.0)
     }
 
     fn current_phase(&self, t: &Thread) -> Option<usize> {
-        self.w.program.get(t.step).and_then(|s| s.phases.get(t.pos)).copied()
+        self.wl(t.pid).program.get(t.step).and_then(|s| s.phases.get(t.pos)).copied()
+    }
+
+    /// The workload process `pid` runs.
+    fn wl(&self, pid: usize) -> &'a WorkloadSpec {
+        self.groups[self.procs[pid].slot.group].workload
     }
 
     fn rebalance(&mut self) {

@@ -8,8 +8,8 @@ use super::*;
 impl Engine<'_> {
     pub(super) fn end_phase(&mut self, tid: usize) {
         let phase = self.current_phase(&self.threads[tid]).expect("a running thread has a phase");
-        let sync = self.w.phases[phase].sync;
         let pid = self.threads[tid].pid;
+        let sync = self.wl(pid).phases[phase].sync;
         let seq = self.threads[tid].seq;
         if sync == Sync::None {
             self.advance(tid);
@@ -21,14 +21,15 @@ impl Engine<'_> {
         let spin = crate::openmp::spin_s(self.cfg.omp_wait_policy, self.threads.len(), self.sched.available_cpus);
         self.sched.sleeps_at(tid, self.threads[tid].clock + spin);
         self.procs[pid].arrived += 1;
-        if self.procs[pid].arrived < self.w.threads as u64 {
+        if self.procs[pid].arrived < self.procs[pid].slot.threads as u64 {
             return;
         }
         // Last to arrive: release everyone at the latest arrival time. Threads that waited
         // longer than libgomp's spin slept on a futex: the last one wakes them, one by one, and
         // the wake-up path places them (docs/scheduler.md §5).
         self.procs[pid].arrived = 0;
-        let members: Vec<usize> = (0..self.threads.len()).filter(|&i| self.threads[i].pid == pid).collect();
+        let first = self.procs[pid].slot.first_tid;
+        let members: Vec<usize> = (first..first + self.procs[pid].slot.threads).collect();
         let release = members.iter().map(|&i| self.threads[i].clock).fold(0.0, f64::max);
         self.woke = true;
         let mut runnable: Vec<bool> =
@@ -70,8 +71,8 @@ impl Engine<'_> {
 
     /// Move a thread's program position past the phase it finished.
     pub(super) fn advance(&mut self, tid: usize) {
+        let steps = &self.wl(self.threads[tid].pid).program;
         let t = &mut self.threads[tid];
-        let steps = &self.w.program;
         // The phase just finished (its barrier included) counts to the timer when its step is timed.
         if steps[t.step].timed {
             t.timed_s += t.clock - t.mark_s;
@@ -93,7 +94,7 @@ impl Engine<'_> {
         // Skip steps repeated zero times or with no phases.
         loop {
             let t = &self.threads[tid];
-            match self.w.program.get(t.step) {
+            match self.wl(t.pid).program.get(t.step) {
                 None => {
                     let t = &mut self.threads[tid];
                     t.state = State::Done;
@@ -112,12 +113,12 @@ impl Engine<'_> {
             }
         }
         let phase = self.current_phase(&self.threads[tid]).expect("position checked above");
-        let spec = &self.w.phases[phase];
         let (pid, idx, seq) = {
             let t = &self.threads[tid];
             (t.pid, t.idx as u64, t.seq)
         };
-        let nt = self.w.threads as u64;
+        let spec = &self.wl(pid).phases[phase];
+        let nt = self.procs[pid].slot.threads as u64;
         let sweeps = self.sweeps_for(pid, phase, idx, seq);
         let lines: f64 = sweeps.iter().map(|s| s.total_lines).sum();
         let per_thread = self.phase_lines(pid, phase, seq);
@@ -168,11 +169,11 @@ impl Engine<'_> {
     }
 
     pub(super) fn sweeps_for(&self, pid: usize, phase: usize, idx: u64, seq: u64) -> Vec<Sweep> {
-        let spec = &self.w.phases[phase];
-        let nt = self.w.threads as u64;
+        let spec = &self.wl(pid).phases[phase];
+        let nt = self.procs[pid].slot.threads as u64;
         let regions = &self.procs[pid].regions;
         let capacity = if spec.accesses.iter().any(|a| a.cached.is_some()) {
-            self.cache_capacity(pid * nt as usize + idx as usize)
+            self.cache_capacity(self.procs[pid].slot.first_tid + idx as usize)
         } else {
             (0.0, 0.0)
         };
@@ -201,7 +202,7 @@ impl Engine<'_> {
     /// Cache capacity (per-thread window, shared window) of thread `tid` where it runs now,
     /// shared with the run's threads that have not finished.
     fn cache_capacity(&self, tid: usize) -> (f64, f64) {
-        let pus = self.threads.iter().enumerate().map(|(i, t)| (t.state != State::Done).then(|| self.sched.cpu[i]));
+        let pus = self.threads.iter().enumerate().map(|(i, t)| t.live().then(|| self.sched.cpu[i]));
         let sharers = self.caches.sharers(pus);
         self.caches.capacity(self.sched.cpu[tid], &sharers)
     }
@@ -231,7 +232,7 @@ impl Engine<'_> {
         if let Some(v) = &self.procs[pid].phase_lines[phase] {
             return v.clone();
         }
-        let nt = self.w.threads as u64;
+        let nt = self.procs[pid].slot.threads as u64;
         let v: Vec<f64> =
             (0..nt).map(|i| self.sweeps_for(pid, phase, i, seq).iter().map(|s| s.total_lines).sum()).collect();
         self.procs[pid].phase_lines[phase] = Some(v.clone());

@@ -210,7 +210,7 @@ impl Engine<'_> {
     pub(super) fn pipeline_cap(&self, tid: usize) -> Option<f64> {
         let t = &self.threads[tid];
         let phase = self.current_phase(t)?;
-        let spec = &self.w.phases[phase];
+        let spec = &self.wl(t.pid).phases[phase];
         if spec.sync != Sync::Pipeline || t.idx == 0 {
             return None;
         }

@@ -151,16 +151,30 @@ pub struct Sched {
 impl Sched {
     /// Threads are numbered process by process; `threads` per process, `processes` of them.
     pub fn new(m: &Machine, p: &Placement, kernel: Kernel, processes: usize, threads: usize) -> Result<Self, String> {
+        Self::new_procs(m, &vec![(p, threads); processes], kernel)
+    }
+
+    /// Processes each with their own placement and thread count (a co-run); threads are
+    /// numbered process by process.
+    pub fn new_procs(m: &Machine, procs: &[(&Placement, usize)], kernel: Kernel) -> Result<Self, String> {
         let pu_node: Vec<usize> = m.pus.iter().map(|u| m.node_logical(u.node).unwrap_or(0)).collect();
         let pu_core: Vec<usize> = m.pus.iter().map(|u| u.core as usize).collect();
         let pu_os: Vec<u32> = m.pus.iter().map(|u| u.os_index).collect();
         let all = m.cpuset();
-        let cpus = p.cpus.clone().unwrap_or(all);
-        let allowed_pus: Vec<usize> = (0..m.pus.len()).filter(|&i| cpus.contains(pu_os[i])).collect();
-        if allowed_pus.is_empty() {
-            return Err("the placement allows no CPU of this machine".into());
+        let mut allowed: Vec<Vec<usize>> = Vec::new();
+        let mut cpusets = Vec::new();
+        for (p, threads) in procs {
+            let cpus = p.cpus.clone().unwrap_or_else(|| all.clone());
+            let allowed_pus: Vec<usize> = (0..m.pus.len()).filter(|&i| cpus.contains(pu_os[i])).collect();
+            if allowed_pus.is_empty() {
+                return Err("the placement allows no CPU of this machine".into());
+            }
+            allowed.extend(std::iter::repeat_n(allowed_pus, *threads));
+            cpusets.push(cpus);
         }
-        let nthreads = processes * threads;
+        // libgomp's available CPUs: those any process may use.
+        let available_cpus = (0..m.pus.len()).filter(|&i| allowed.iter().any(|a| a.contains(&i))).count();
+        let nthreads = allowed.len();
         let domains = domains::build(m, kernel);
         let state = domains
             .iter()
@@ -182,10 +196,10 @@ impl Sched {
             pu_node,
             pu_core,
             pu_os,
-            allowed: vec![allowed_pus.clone(); nthreads],
+            allowed,
             cpu: vec![0; nthreads],
             bound: vec![false; nthreads],
-            available_cpus: allowed_pus.len(),
+            available_cpus,
             domains,
             state,
             noise: None,
@@ -204,18 +218,19 @@ impl Sched {
             nr_idle_scan,
             smt,
         };
-        if p.proc_bind != ProcBind::False {
-            let places = places(m, p.places, &cpus);
-            if places.is_empty() {
-                return Err("OMP_PLACES gives no place inside the allowed CPUs".into());
-            }
-            for proc in 0..processes {
-                for (i, place) in assign_places(p.proc_bind, places.len(), threads).into_iter().enumerate() {
-                    let tid = proc * threads + i;
-                    s.allowed[tid] = places[place].clone();
-                    s.bound[tid] = true;
+        let mut first = 0;
+        for ((p, threads), cpus) in procs.iter().zip(&cpusets) {
+            if p.proc_bind != ProcBind::False {
+                let places = places(m, p.places, cpus);
+                if places.is_empty() {
+                    return Err("OMP_PLACES gives no place inside the allowed CPUs".into());
+                }
+                for (i, place) in assign_places(p.proc_bind, places.len(), *threads).into_iter().enumerate() {
+                    s.allowed[first + i] = places[place].clone();
+                    s.bound[first + i] = true;
                 }
             }
+            first += threads;
         }
         Ok(s)
     }

@@ -3,6 +3,7 @@
 
 mod alloc;
 mod common;
+mod corun;
 mod limits;
 mod numa_balancing;
 mod policies;

@@ -1,0 +1,49 @@
+//! Co-runs (docs/corun.md): one run of several process groups, each `workload.processes` copies
+//! of one workload with its own placement, started together or staggered. A run of one workload
+//! is the one-group case.
+
+use crate::input::{Placement, WorkloadSpec};
+
+/// One group of identical processes.
+#[derive(Clone, Copy, Debug)]
+pub struct Group<'a> {
+    pub workload: &'a WorkloadSpec,
+    pub placement: &'a Placement,
+    /// When its processes are exec'ed (seconds after the run starts).
+    pub start_s: f64,
+    /// `MADV_HUGEPAGE` per region of this workload.
+    pub thp_madvised: &'a [bool],
+}
+
+/// Where each process of the run comes from: its group and the first of its threads.
+#[derive(Clone, Copy, Debug)]
+pub struct Slot {
+    pub group: usize,
+    pub first_tid: usize,
+    pub threads: usize,
+}
+
+/// Processes in group order, their threads numbered process by process.
+pub fn slots(groups: &[Group<'_>]) -> Vec<Slot> {
+    let mut out = Vec::new();
+    let mut tid = 0;
+    for (g, grp) in groups.iter().enumerate() {
+        for _ in 0..grp.workload.processes {
+            let threads = grp.workload.threads as usize;
+            out.push(Slot { group: g, first_tid: tid, threads });
+            tid += threads;
+        }
+    }
+    out
+}
+
+/// Checks that concern the groups together: at least one, and start times finite and >= 0.
+pub fn check(groups: &[Group<'_>]) -> Result<(), String> {
+    if groups.is_empty() {
+        return Err("a co-run needs at least one process group".into());
+    }
+    if let Some(g) = groups.iter().find(|g| !g.start_s.is_finite() || g.start_s < 0.0) {
+        return Err(format!("workload {}: start time must be finite and >= 0, got {} s", g.workload.name, g.start_s));
+    }
+    Ok(())
+}
