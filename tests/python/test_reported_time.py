@@ -70,3 +70,120 @@ def test_timed_must_be_true_or_false(cli, tmp_path):
     code, out, err = cli("sim", "--machine", "e5-2620v4-2s", "--workload", str(path), "--json")
     assert code == 2
     assert err.startswith("numalab: ") and "program[2].timed" in err and len(err.strip().splitlines()) == 1
+
+
+STUDY_TOY = TOY.replace('[params]\nthreads = 1\n', '[params]\nthreads = 1\ninit_cycles = 84000000\n').replace(
+    f'name = "init"\ncycles = {INIT}', 'name = "init"\ncycles = "init_cycles"'
+)
+
+
+def _study(toy: str, compare: str | None) -> str:
+    line = f'compare_time = "{compare}"\n' if compare else ""
+    return f"""name = "timed"
+machine = "e5-2620v4-2s"
+workload = "{toy}"
+{line}
+[params]
+threads = 1
+
+[baseline]
+label = "base"
+params = {{ init_cycles = 84000000 }}
+
+[[runs]]
+label = "base"
+params = {{ init_cycles = 84000000 }}
+
+[[runs]]
+label = "slow-init"
+params = {{ init_cycles = 252000000 }}
+"""
+
+
+@pytest.mark.parametrize("compare", [None, "reported_time_s", "time_s"])
+def test_a_study_compares_the_time_it_names_and_the_store_keeps_both(tmp_path, compare):
+    """Tripling the untimed initialisation leaves the reported time alone and slows the whole run."""
+    from inline_backend import run_stored
+
+    from numalab.results import load
+    from numalab.results.store import Store
+
+    toy = tmp_path / "toy.toml"
+    toy.write_text(STUDY_TOY)
+    run_stored(_study(str(toy), compare), tmp_path / "s.toml", tmp_path / "r")
+    df = load(tmp_path / "r").set_index("label")
+    slow = df.loc["slow-init"]
+    assert slow["reported_time_s"] == pytest.approx(TIMED * ITER / FREQ_HZ, rel=1e-3)
+    assert slow["time_s"] == pytest.approx((3 * INIT + (1 + TIMED) * ITER + VERIFY) / FREQ_HZ, rel=1e-3)
+    doc = json.loads(slow["result"]) if "result" in df.columns else None
+    if doc is not None:
+        assert doc["reported_time_s"] == slow["reported_time_s"]
+    whole = (INIT + (1 + TIMED) * ITER + VERIFY) / (3 * INIT + (1 + TIMED) * ITER + VERIFY)
+    want = whole if compare == "time_s" else 1.0
+    assert slow["speedup"] == pytest.approx(want, rel=1e-3)
+    with Store(tmp_path / "r", create=False) as store:
+        assert store.compare_time("timed") == (compare or "reported_time_s")
+
+
+def test_the_report_says_which_time_it_compares(cli, tmp_path):
+    from inline_backend import run_stored
+
+    toy = tmp_path / "toy.toml"
+    toy.write_text(STUDY_TOY)
+    run_stored(_study(str(toy), "time_s"), tmp_path / "s.toml", tmp_path / "r")
+    code, _, err = cli("report", str(tmp_path / "s.toml"), "-r", str(tmp_path / "r"), "-o", str(tmp_path / "rep.md"))
+    assert code == 0, err
+    text = (tmp_path / "rep.md").read_text()
+    assert "time being the whole run (time\\_s" in text and "### Time (s): time_s" in text
+
+
+def test_every_npb_descriptor_times_its_benchmark_section_and_cites_the_timer():
+    from numalab.workload.descriptor import load
+
+    for name in ("ep", "cg", "mg", "ft", "bt", "sp", "lu", "is"):
+        desc, _, text = load(name)
+        timed = [s.timed for s in desc.program]
+        assert any(timed), name
+        # One contiguous timed section, after something untimed (initialisation at least).
+        first, last = timed.index(True), len(timed) - 1 - timed[::-1].index(True)
+        assert first > 0 and all(timed[first:last + 1]), name
+        assert "timer_start" in text and "timer_stop" in text and "3.3.1" in text, name
+
+
+@pytest.mark.parametrize("text, want", [
+    (" Time in seconds =                        12.34\n", 12.34),  # print_results.f90: f12.2 after the label
+    (" CG Benchmark Completed.\n Time in seconds =             0.05\n Total threads =", 0.05),  # c_print_results.c: %12.2f
+    ("no time here\n", None),
+    (" Time in seconds = abc\n", None),
+])
+def test_npb_time_is_read_from_its_summary(text, want):
+    from numalab.results.reported import npb_time
+
+    assert npb_time(text) == want
+
+
+def test_a_measured_program_that_prints_npb_s_time_reports_it(tmp_path):
+    """`numalab run` passes the command's output on and reads NPB's "Time in seconds =" from it."""
+    import subprocess
+    import sys
+
+    from numalab.exceptions import NumalabError
+    from numalab.runner import host
+
+    try:
+        host.agent_path()
+    except NumalabError as e:
+        pytest.skip(str(e))
+    out = tmp_path / "doc.json"
+    script = "sleep 0.3; printf ' CG Benchmark Completed.\\n Time in seconds =                         0.12\\n'"
+    r = subprocess.run([sys.executable, "-m", "numalab.cli.main", "run", "-o", str(out), "--", "sh", "-c", script],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "Time in seconds =                         0.12" in r.stdout  # the command's output is still its own
+    doc = json.loads(out.read_text())
+    assert (doc["reported_time_s"], doc["reported_time_source"]) == (0.12, "program-output")
+    assert doc["processes"][0]["reported_time_s"] == 0.12 and doc["time_s"] >= 0.3
+    r = subprocess.run([sys.executable, "-m", "numalab.cli.main", "run", "-o", str(out), "--", "true"],
+                       capture_output=True, text=True, timeout=120)
+    doc = json.loads(out.read_text())
+    assert doc["reported_time_source"] == "whole-run" and doc["reported_time_s"] == doc["time_s"]

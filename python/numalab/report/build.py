@@ -11,7 +11,17 @@ from numalab.console.progress import Progress
 from numalab.report import figures as figs
 from numalab.report.data import ReportData
 from numalab.report.scatter import points
-from numalab.report.tables import AccessMap, Grid, access_map, failed_runs, pages_grid, speedup_grid, status_counts, tiering_counters
+from numalab.report.tables import (
+    AccessMap,
+    Grid,
+    access_map,
+    compared_time,
+    failed_runs,
+    pages_grid,
+    speedup_grid,
+    status_counts,
+    tiering_counters,
+)
 from numalab.study import kinds
 
 # Timelines are one figure per run; past this many the report says how many it left out.
@@ -46,7 +56,7 @@ def build(data: ReportData, figure_dir: Path, progress: Any = None) -> Content:
     progress = progress or Progress("report", quiet=True)
     spec = data.spec
     title = data.options.title or (f"{data.study}: {spec.description}" if spec and spec.description else data.study)
-    c = Content(data, title, _planned(data), status_counts(data), speedup_grid(data), speedup_grid(data, "time_s"))
+    c = Content(data, title, _planned(data), status_counts(data), speedup_grid(data), speedup_grid(data, compared_time(data)))
     drawer = figs.Drawer(figure_dir)
     groups = data.options.access_map_groups
     progress.add(len(data.cases) + len(data.options.scatter))

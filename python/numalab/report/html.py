@@ -11,7 +11,7 @@ from numalab.report.build import Content
 from numalab.report.heatmap import heatmap_table, legend
 from numalab.report.stats import Estimate
 from numalab.report.sensitivity import MARK
-from numalab.report.tables import Grid, describe_baseline, format_estimate, oriented
+from numalab.report.tables import TIME_LABELS, Grid, compared_time, describe_baseline, format_estimate, oriented
 from numalab.report.taskgraph import NOTE as TASKGRAPH_NOTE
 
 # The timeline section's heading; with memory tiers it shows pages per tier and tiering counters too.
@@ -92,9 +92,10 @@ def _speedups(c: Content) -> str:
         return sens.html_section(c.sensitivity) if c.sensitivity else ""
     spec = c.data.spec
     base = f"; baseline: {describe_baseline(spec.baseline)}" if spec and spec.baseline else ""
+    time = compared_time(c.data)
     note = (
         "<p class=\"meta\">speedup = time(baseline) / time(configuration), above 1 is faster"
-        f"{escape(base)}. With repetitions: mean ± half-width of the 95% confidence interval (Student's t over the seeds); "
+        f"{escape(base)}. Time: {escape(TIME_LABELS[time])}. With repetitions: mean ± half-width of the 95% confidence interval (Student's t over the seeds); "
         "\"n identical runs\" where every repetition gave the same value, so there is no interval; "
         "\"(baseline)\": the baseline's own column, 1 by definition.</p>"
     )
@@ -102,7 +103,7 @@ def _speedups(c: Content) -> str:
     flips = f'<p class="meta">{escape(sens.MARK_NOTE)}</p>' if marks else ""
     return (
         '<h2 id="speedup">Speedup</h2>' + note + _grid_table(c.speedup, "speedup", colour=True, marks=marks) + flips
-        + '<h3>Time (s)</h3>' + _grid_table(c.times, "time_s", digits=4)
+        + f'<h3>Time (s): {time}</h3>' + _grid_table(c.times, "time_s", digits=4)
         + (sens.html_section(c.sensitivity) if c.sensitivity else "")
     )
 

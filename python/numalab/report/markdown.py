@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from numalab.report.build import Content
-from numalab.report.tables import Grid, describe_baseline, format_estimate, oriented
+from numalab.report.tables import TIME_LABELS, Grid, compared_time, describe_baseline, format_estimate, oriented
 
 # Punctuation that starts inline markup (emphasis, code, links, strikethrough) or ends a cell;
 # line-start markup (lists, headings) cannot occur: user text never starts a line here.
@@ -109,14 +109,15 @@ def render(c: Content, out: Path) -> str:
 def _speedups(c: Content) -> list[str]:
     spec = c.data.spec
     base = f" Baseline: {text(describe_baseline(spec.baseline))}." if spec and spec.baseline else ""
-    lines = ["## Speedup", "", "time(baseline) / time(configuration); mean ± 95% CI half-width (Student's t) with repetitions; "
+    time = compared_time(c.data)
+    lines = ["## Speedup", "", f"time(baseline) / time(configuration), time being {text(TIME_LABELS[time])}; mean ± 95% CI half-width (Student's t) with repetitions; "
               f"\"n identical runs\" where every repetition gave the same value (no interval); \"(baseline)\": the baseline's own "
              f"column, 1 by definition.{base}", ""]
     from numalab.report import sensitivity as sens
 
     marks = c.sensitivity.flipped if c.sensitivity else set()
     lines += _grid(c.speedup, 2, marks) + (["", sens.MARK_NOTE] if marks else [])
-    lines += ["", "### Time (s)", ""] + _grid(c.times, 4) + [""]
+    lines += ["", f"### Time (s): {time}", ""] + _grid(c.times, 4) + [""]
     if c.sensitivity:
         lines += sens.md_section(c.sensitivity, text)
     return lines

@@ -29,6 +29,19 @@ class Grid:
     cells: list[list[Any]]
 
 
+#: What each time a study may compare is (study/model.py: Study.compare_time), as the report says it.
+TIME_LABELS = {
+    "reported_time_s": "the time the program reports (reported_time_s: its own timer, e.g. NPB's \"Time in seconds\" over its "
+    "timed section; the whole run for a program without a timer)",
+    "time_s": "the whole run (time_s: from the program's start to its last thread's end)",
+}
+
+
+def compared_time(data: ReportData) -> str:
+    """The time column the study's speedups compare."""
+    return data.spec.compare_time if data.spec is not None else "reported_time_s"
+
+
 def speedup_grid(data: ReportData, metric: str = "speedup") -> Grid:
     """Mean ``metric`` per case (rows) and configuration label (columns) over the seeds."""
     f = data.finished()
@@ -39,7 +52,7 @@ def speedup_grid(data: ReportData, metric: str = "speedup") -> Grid:
             sel = f[(f["case"] == case) & (f["label"] == label)] if len(f) else f
             e = estimate(sel[metric].dropna()) if len(sel) and metric in sel else None
             if e is not None and metric == "speedup" and _own_baseline(sel):
-                e = _baseline_estimate(e, sel)
+                e = _baseline_estimate(e, sel, compared_time(data))
             row.append(e)
         cells.append(row)
     return Grid(metric, "workload", data.cases, data.labels, cells)
@@ -50,10 +63,10 @@ def _own_baseline(sel: Any) -> bool:
     return "baseline_hash" in sel and bool((sel["baseline_hash"] == sel["hash"]).all())
 
 
-def _baseline_estimate(e: Estimate, sel: Any) -> Estimate:
+def _baseline_estimate(e: Estimate, sel: Any, time: str) -> Estimate:
     """The baseline's speedup over itself is 1 for every seed, so its runs would read as identical;
     they are said to be identical only when their times are, else the cell says it is the baseline."""
-    times = estimate(sel["time_s"].dropna()) if "time_s" in sel else None
+    times = estimate(sel[time].dropna()) if time in sel else None
     if e.identical and times is not None and (times.identical or times.n == 1):
         return e
     return Estimate(e.mean, e.n, None, baseline=True)

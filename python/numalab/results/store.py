@@ -9,12 +9,14 @@ Tables:
   further metrics and ``vmstat_<counter>`` columns are added as the documents bring them);
   ``repeat_group`` is the hash of the configuration without its seed: runs that share it are
   repetitions of one configuration (tables average over it, never over labels);
-* ``studies``: each study's name, the study file's absolute path and text, and its resolved run
-  list. A name belongs to one study file: another file with the same name is refused (unless
+* ``studies``: each study's name, the study file's absolute path and text, its resolved run
+  list and the time its speedups compare (``compare_time``: ``reported_time_s``, the time the
+  program reports, or ``time_s``, the whole run; docs/studies.md §4). A name belongs to one study file: another file with the same name is refused (unless
   ``replace``), so two studies never share rows and a report never pairs one study's text with
   another's numbers. Editing the file in place keeps it the same study;
 * ``study_runs``: which runs belong to which study, with the table label, case, role, baseline
-  hash and the speedup against that baseline. A configuration shared by two studies runs once.
+  hash and the speedup against that baseline (on the study's ``compare_time``). A configuration
+  shared by two studies runs once.
 
 The view ``results`` joins them: one row per run of a study, everything as columns.
 
@@ -30,7 +32,8 @@ clear error naming the file.
 
 Durability: every finished run is committed on its own (WAL + ``synchronous=NORMAL`` survives a
 killed process), so a sweep killed at any point loses at most the runs still in flight. A run
-is *complete* when its status is ``ok`` or ``out-of-memory`` (the model's own outcome); ``failed``
+is *complete* when its status is ``ok`` or ``out-of-memory`` (the model's own outcome) and it has
+the program's reported time (runs stored before numalab reported it are run again); ``failed``
 runs are tried again by the next sweep.
 """
 
@@ -56,12 +59,18 @@ COMPLETE = ("ok", "out-of-memory")
 STATUSES = ("ok", "out-of-memory", "failed")
 # "NMLB": marks the file as a numalab results store (sqlite.org/fileformat.html, offset 68).
 APPLICATION_ID = 0x4E4D4C42
-# 1: the first layout (no application_id); 2: repeat_group, absolute study paths.
-SCHEMA_VERSION = 2
+# 1: the first layout (no application_id); 2: repeat_group, absolute study paths;
+# 3: runs.reported_time_s, studies.compare_time.
+SCHEMA_VERSION = 3
+#: The times a study may compare (study/model.py: Study.compare_time).
+COMPARE_TIMES = ("reported_time_s", "time_s")
+COMPARE_DEFAULT = "reported_time_s"
 SEED_MAX = MAX_SEED  # the engine's u64 (spec/run.py)
 _TABLES = {"runs", "studies", "study_runs"}
 _DB_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+# A complete run has both times: one stored before numalab reported the program's time has not.
+_HAS_TIMES = "reported_time_s IS NOT NULL"
 # Columns added as documents bring new metrics or counters: plain lower-case identifiers only.
 _COLUMN = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -79,7 +88,7 @@ _SCHEMA = [
     result TEXT,
     repeat_group TEXT
 )""",
-    "CREATE TABLE IF NOT EXISTS studies (name TEXT PRIMARY KEY, path TEXT, source TEXT, resolved TEXT, updated_at TEXT)",
+    "CREATE TABLE IF NOT EXISTS studies (name TEXT PRIMARY KEY, path TEXT, source TEXT, resolved TEXT, updated_at TEXT, compare_time TEXT)",
     """CREATE TABLE IF NOT EXISTS study_runs (
     study TEXT NOT NULL, hash TEXT NOT NULL, position INTEGER,
     label TEXT, "case" TEXT, role TEXT, baseline_hash TEXT, speedup REAL,
@@ -357,11 +366,12 @@ class Store:
                     f"{n} runs, last run {old['updated_at']}); rename this one (name = ... in {sf.path}), give another "
                     f"--results directory, or pass --replace to make {sf.path} the study '{resolved.name}'"
                 )
+            compare = getattr(getattr(sf, "study", None), "compare_time", COMPARE_DEFAULT)
             self.db.execute(
-                "INSERT INTO studies (name, path, source, resolved, updated_at) VALUES (?, ?, ?, ?, ?) "
+                "INSERT INTO studies (name, path, source, resolved, updated_at, compare_time) VALUES (?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT(name) DO UPDATE SET path=excluded.path, source=excluded.source, "
-                "resolved=excluded.resolved, updated_at=excluded.updated_at",
-                (resolved.name, where, sf.text, json.dumps(listing), _now()),
+                "resolved=excluded.resolved, updated_at=excluded.updated_at, compare_time=excluded.compare_time",
+                (resolved.name, where, sf.text, json.dumps(listing), _now(), compare),
             )
             self.db.execute("CREATE TEMP TABLE IF NOT EXISTS keep (hash TEXT PRIMARY KEY)")
             self.db.execute("DELETE FROM keep")
@@ -393,19 +403,23 @@ class Store:
 
     @_guarded
     def complete_hashes(self, hashes: Iterable[str] | None = None) -> set[str]:
-        rows = self.db.execute(f"SELECT hash FROM runs WHERE status IN ({_marks(COMPLETE)})", COMPLETE)
+        rows = self.db.execute(f"SELECT hash FROM runs WHERE status IN ({_marks(COMPLETE)}) AND {_HAS_TIMES}", COMPLETE)
         done = {r["hash"] for r in rows}
         return done if hashes is None else done & set(hashes)
 
     @_guarded
     def complete_count(self, study: str) -> int:
         """How many of ``study``'s registered runs are complete."""
-        return self.db.execute(f"SELECT count(*) FROM results WHERE study = ? AND status IN ({_marks(COMPLETE)})", (study, *COMPLETE)).fetchone()[0]
+        return self.db.execute(
+            f"SELECT count(*) FROM results WHERE study = ? AND status IN ({_marks(COMPLETE)}) AND {_HAS_TIMES}", (study, *COMPLETE)
+        ).fetchone()[0]
 
     @_guarded
     def write(self, study: str, run: Any, outcome: dict[str, Any]) -> None:
         """Store one finished run (``run``: a ResolvedRun; ``outcome``: worker.run_config's)."""
-        cols = outcome.get("columns") or {}
+        cols = dict(outcome.get("columns") or {})
+        # A document that reports no program time is of a program without a timer: the whole run.
+        cols.setdefault("reported_time_s", cols.get("time_s"))
         c = run.config
         row = {
             "hash": run.hash,
@@ -434,15 +448,22 @@ class Store:
             self._update_speedups(study, run.hash)
 
     def _update_speedups(self, study: str, hash_: str | None = None) -> None:
-        """speedup = time(baseline) / time(run), for this run and the runs it is the baseline of."""
+        """speedup = time(baseline) / time(run), for this run and the runs it is the baseline of,
+        on the time the study compares (``compare_time``)."""
+        t = self.compare_time(study)
         where = "study = ?" + ("" if hash_ is None else " AND (hash = ? OR baseline_hash = ?)")
         args: tuple[Any, ...] = (study,) if hash_ is None else (study, hash_, hash_)
         self.db.execute(
-            "UPDATE study_runs SET speedup = ("
-            "SELECT b.time_s / r.time_s FROM runs r, runs b WHERE r.hash = study_runs.hash AND b.hash = study_runs.baseline_hash "
-            "AND r.status = 'ok' AND b.status = 'ok' AND r.time_s > 0) WHERE " + where,
+            f"UPDATE study_runs SET speedup = (SELECT b.{t} / r.{t} FROM runs r, runs b WHERE r.hash = study_runs.hash "
+            f"AND b.hash = study_runs.baseline_hash AND r.status = 'ok' AND b.status = 'ok' AND r.{t} > 0) WHERE " + where,
             args,
         )
+
+    def compare_time(self, study: str) -> str:
+        """The time column ``study``'s speedups compare (one of ``COMPARE_TIMES``)."""
+        row = self.db.execute("SELECT compare_time FROM studies WHERE name = ?", (study,)).fetchone()
+        value = row[0] if row else None
+        return value if value in COMPARE_TIMES else COMPARE_DEFAULT
 
     def _transaction(self) -> "_Tx":
         return _Tx(self.db)
@@ -555,6 +576,8 @@ def _create_schema(con: sqlite3.Connection, migrate: bool = False) -> None:
                 con.execute(f"ALTER TABLE runs ADD COLUMN {c} REAL")
         if "repeat_group" not in have:
             con.execute("ALTER TABLE runs ADD COLUMN repeat_group TEXT")
+        if "compare_time" not in {r[1] for r in con.execute("PRAGMA table_info(studies)")}:
+            con.execute("ALTER TABLE studies ADD COLUMN compare_time TEXT")
         for h, config in con.execute("SELECT hash, config FROM runs WHERE repeat_group IS NULL").fetchall():
             try:
                 con.execute("UPDATE runs SET repeat_group = ? WHERE hash = ?", (repeat_group(json.loads(config)), h))

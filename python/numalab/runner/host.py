@@ -27,6 +27,8 @@ from typing import Any, Iterator
 
 from numalab.exceptions import NumalabError, UsageError
 from numalab.results import agent as records
+from numalab.results import reported
+from numalab.runner.tail import Tail
 from numalab.spec import Placement, RunSpec
 
 AGENT = "numalab-agent"
@@ -51,8 +53,9 @@ DEFAULT_INTERVAL_MS = 1000
 DEFAULT_KILL_GRACE_S = 5.0
 #: Seconds past the grace period the agent has to write its summary and end.
 AGENT_MARGIN_S = 5.0
-#: Where the command's standard output goes, by the name ``run`` takes (2: this process's stderr).
-STDOUT: dict[str, int | None] = {"inherit": None, "devnull": subprocess.DEVNULL, "stderr": 2}
+#: Where the command's standard output goes, by the name ``run`` takes (a file descriptor of this
+#: process, None: discarded). It passes through a pipe, so its end can be read (``runner/tail.py``).
+STDOUT: dict[str, int | None] = {"inherit": 1, "devnull": None, "stderr": 2}
 
 
 class AgentFailed(NumalabError):
@@ -248,8 +251,10 @@ def run(
 
     The command's standard streams are the caller's, except its stdout with ``stdout``
     ``"devnull"`` (discarded) or ``"stderr"`` (sent to the caller's stderr, so the caller's stdout
-    carries only a JSON document). Ctrl-C reaches the command (it is in the terminal's process
-    group); the run then ends as the command does, with its status.
+    carries only a JSON document). Its stdout reaches there through a pipe, whose last bytes give
+    the time the program reports when it prints one (NPB's "Time in seconds =",
+    ``results/reported.py``). Ctrl-C reaches the command (it is in the terminal's process group);
+    the run then ends as the command does, with its status.
 
     ``expect_knobs``: the knob values just written (``numalab tune``); every knob is read back
     before the command starts and the run is refused if one differs. The read-back is the
@@ -271,14 +276,17 @@ def run(
         args = [str(exe), "run", "--interval-ms", str(interval_ms), "--grace-ms", str(round(kill_grace_s * 1000)),
                 "--output", str(out), *agent_args(placement), "--", *command]
         with terminable():
-            code, interrupted = _wait(subprocess.Popen(args, env={**os.environ, **omp_env(placement)}, stdout=STDOUT[stdout]),
-                                      kill_grace_s)
+            proc = subprocess.Popen(args, env={**os.environ, **omp_env(placement)}, stdout=subprocess.PIPE)
+            output = Tail(proc.stdout, STDOUT[stdout])  # type: ignore[arg-type]
+            code, interrupted = _wait(proc, kill_grace_s)
         if record is not None and out.exists():
             keep_records(out, record)
         recs = records.read_records(out) if out.exists() else []
     if not any(r["type"] == "start" for r in recs):
         raise AgentFailed(f"{AGENT} did not run the command (exit status {code})", code)
     doc = records.document(recs, topo, before, platform.release(), placement.omp_proc_bind, placement.omp_places)
+    # NPB prints the time of its timed section: that is the time it reports (results/reported.py).
+    reported.apply(doc, output.text())
     return HostRun(doc, code, interrupted or code == 128 + signal.SIGINT)
 
 

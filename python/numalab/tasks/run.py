@@ -160,6 +160,9 @@ def document(machine: Any, graph_spec: GraphSpec, g: Any, balancer: lb.BalancerS
         "settings": {**asdict(settings), "params": dict(settings.params)},
         "n_pes": int(raw["n_pes"]),
         "time_s": float(raw["total_time_ns"]) / 1e9,
+        # A task graph has no timer of its own: what it reports is the whole run.
+        "reported_time_s": float(raw["total_time_ns"]) / 1e9,
+        "reported_time_source": "whole-run",
         "metrics": metrics,
         "iterations": list(raw.get("iterations") or []),
         "lb_calls": calls,
@@ -239,5 +242,7 @@ def migration_cost(machine: Any, objects: int, state_bytes: int, params: dict[st
         "graph": {"name": MIGRATE, "params": {"objects": objects, "state_bytes": state_bytes}},
         "destinations": [{"name": k, "distance": dist[k], "migration_time_ns": v} for k, v in times.items()],
         "time_s": metrics["migration_ns_max"] / 1e9,
+        "reported_time_s": metrics["migration_ns_max"] / 1e9,
+        "reported_time_source": "whole-run",
         "metrics": metrics,
     }

@@ -267,6 +267,7 @@ class GuestCommandError(NumalabError):
 def document(out: VmOutput) -> dict[str, Any]:
     """The result document (``source: vm``) of a guest run, via the host converter."""
     from numalab.results import agent as host
+    from numalab.results import reported
 
     status = out.status
     records_text = out.text("agent.jsonl")
@@ -279,6 +280,8 @@ def document(out: VmOutput) -> dict[str, Any]:
     knobs = json.loads(out.text("knobs.json")) if out.text("knobs.json").strip() else None
     p = out.request.placement
     doc = host.document(records, topo, knobs, out.kernel_release, p.omp_proc_bind, p.omp_places)
+    # NPB prints the time of its timed section: that is the time it reports (results/reported.py).
+    reported.apply(doc, out.text("stdout"))
     t = out.topology
     doc["source"] = "vm"
     doc["machine"] = dict(doc["machine"], name=t.name, preset_node_os_indexes=t.node_os_indexes)
