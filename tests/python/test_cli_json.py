@@ -37,7 +37,7 @@ def test_one_workload(cli):
     doc = _json(cli, "workloads", "cg", "--json")
     assert doc["name"] == "cg" and doc["file"].endswith("cg.toml")
     assert doc["parameters"]["class"] == "C" and "B" in doc["classes"]
-    assert doc["versions"] == ["3.4.2", "3.3.1"] and doc["default_version"] == "3.4.2"
+    assert doc["versions"] == ["3.4.2", "3.3.1", "rwcp-2.3-c", "snu-3.3-c"] and doc["default_version"] == "3.4.2"
 
 
 @pytest.fixture
