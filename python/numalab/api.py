@@ -112,10 +112,11 @@ def compare(
     :func:`simulate` takes them) and workload parameters apply to every config; a config may add
     to them. ``jobs``: simulations at once (default one per CPU).
 
-    Columns: ``label``, ``speedup`` (time of the first config / time of this one), ``status``,
+    Columns: ``label``, ``speedup`` (the first config's reported time / this one's: the time the
+    program reports, its timed section, docs/workloads.md §1.2), ``status``,
     the run's settings (``machine``, ``workload``, ``placement``, ``balancing``, ``kernel``,
     ``seed``, each workload parameter as ``param_<name>``) and the derived metrics a results
-    store keeps (``time_s``, ``local_pct``, ``remote_pct``, ``max_concentration_pct``,
+    store keeps (``time_s``, ``reported_time_s``, ``local_pct``, ``remote_pct``, ``max_concentration_pct``,
     ``dram_bytes``, ``dram_gbps``, ``mapki``, ``vmstat_<counter>``, ...).
 
     >>> df = compare("e5-2620v4-2s", "dgemv", ["default", "interleave=all"], threads=16, n=4000, reps=2)
@@ -135,8 +136,8 @@ def compare(
     bound = [_with_config(base, label, params).bind(given) for label in labels]
     with ThreadPoolExecutor(max_workers=min(jobs or os.cpu_count() or 1, len(bound))) as pool:
         results = list(pool.map(sim.run, bound))
-    first = results[0].time_s
-    rows = [_row(label, b.spec, r, speedup(first, r.time_s)) for label, b, r in zip(labels, bound, results)]
+    first = results[0].reported_time_s
+    rows = [_row(label, b.spec, r, speedup(first, r.reported_time_s)) for label, b, r in zip(labels, bound, results)]
     return pd.DataFrame(rows)
 
 

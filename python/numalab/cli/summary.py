@@ -48,7 +48,7 @@ def summary(doc: dict[str, Any], given: Iterable[str] | None = None) -> str:
     met = doc["metrics"]
     lines = [
         header(doc, given),
-        f"status: {doc['status']}" + (f" ({doc['error']})" if doc["error"] else "") + f"    time: {doc['time_s']:.4f} s",
+        f"status: {doc['status']}" + (f" ({doc['error']})" if doc["error"] else "") + f"    time: {doc['time_s']:.4f} s" + _reported(doc),
     ]
     if met["local_pct"] is not None:
         lines.append(
@@ -124,3 +124,14 @@ def pass_text(passes: list[dict[str, Any]]) -> str:
     if not passes:
         text += "\n  (no pass completed: the run ended before the scanner covered the address space)"
     return text
+
+
+def _reported(doc: dict[str, Any]) -> str:
+    """What the program reports beside the whole run (docs/workloads.md §1.2)."""
+    source, t = doc.get("reported_time_source"), doc.get("reported_time_s")
+    if source is None or t is None:
+        return ""
+    if source == "whole-run":
+        return " (whole run; the program has no timer of its own, so it reports the same)"
+    how = "its timed section" if source == "timer" else "printed by the program"
+    return f" whole run, {t:.4f} s reported ({how})"

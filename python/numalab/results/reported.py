@@ -1,9 +1,10 @@
 """The time a measured program reports about itself, read from its standard output.
 
 NPB prints the time of its timed section only (``timer_start(T_bench)`` .. ``timer_stop``) as
-``Time in seconds =`` in its closing summary (``common/print_results.f90: print_results`` in
-NAS's NPB3.4; ``common/c_print_results.c`` in the C translations), which is the figure users and
-studies compare (docs/workloads.md §1.2). A program that prints no such line reports the whole run.
+``Time in seconds =`` in its closing summary (``common/print_results.f90: print_results``, format
+``' Time in seconds = ',12x, f12.2`` in NAS's NPB3.4, f12.3 in 3.3.1;
+``common/c_print_results.c: c_print_results``, ``" Time in seconds =             %12.2f"``, in
+the C versions), which is the figure users and studies compare (docs/workloads.md §1.2). A program that prints no such line reports the whole run.
 """
 
 from __future__ import annotations
