@@ -63,7 +63,7 @@ class Sweep(_Strict):
 class Scatter(_Strict):
     """A scatter plot of one metric against another, one point per run (or per workload)."""
 
-    x: str = Field(description="Metric column (time_s, local_pct, remote_pct, max_concentration_pct, dram_gbps, speedup, vmstat_*); prefix baseline. to take it from the run's baseline, e.g. baseline.dram_gbps.")
+    x: str = Field(description="Metric column (time_s, reported_time_s, local_pct, remote_pct, max_concentration_pct, dram_gbps, speedup, vmstat_*); prefix baseline. to take it from the run's baseline, e.g. baseline.dram_gbps.")
     y: str = Field("speedup", description="Metric column, as x.")
     title: Optional[str] = None
     color: Literal["workload", "label", "machine"] = Field("label", description="What the colours distinguish.")

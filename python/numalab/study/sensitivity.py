@@ -11,6 +11,7 @@ from the number varied alone. A comparison *flips* when some variant makes the o
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass, field
@@ -153,14 +154,17 @@ def _key(spec: RunSpec) -> str:
     return json.dumps(spec.canonical(), sort_keys=True, default=str)
 
 
-def run_time(spec: RunSpec, variant: Variant) -> float | None:
-    """Simulated time of ``spec`` under ``variant`` (None when the run did not finish)."""
+def run_time(spec: RunSpec, variant: Variant, time: str = "reported_time_s") -> float | None:
+    """Simulated time of ``spec`` under ``variant`` (None when the run did not finish): the time
+    the program reports, as ``numalab compare`` compares, or ``time = "time_s"``, the whole run."""
     from numalab.runner import sim as runner
 
     m_set, w_set = variant.for_run(spec)
     machine = u.varied_machine(spec.machine, m_set) if m_set else None
     r = runner.run(spec.bind(machine=machine, adjust_workload=u.workload_adjuster(w_set)))
-    return r.time_s if r.status == "ok" else None
+    if r.status != "ok":
+        return None
+    return r.time_s if time == "time_s" else r.reported_time_s
 
 
 def relevant(variant: Variant, spec: RunSpec) -> bool:
@@ -277,7 +281,10 @@ def run_for_study(resolved: Any, results: Any) -> str:
     check(comparisons, params)
     vs = variants(params)
     with Progress("sensitivity", len(plan(comparisons, vs)), unit="runs") as progress:
-        result = analyse(comparisons, params, advance=progress.step, jobs=os.cpu_count() or 1)
+        # The time the study's own speedups compare (compare_time, docs/studies.md §4).
+        time = resolved.study.compare_time
+        result = analyse(comparisons, params, advance=progress.step, runner=functools.partial(run_time, time=time),
+                         jobs=os.cpu_count() or 1)
     doc = dict(result.to_json(), study=resolved.name)
     write_text_atomic(out, json.dumps(doc, indent=2, sort_keys=True), "sensitivity")
     flips = sum(1 for o in result.outcomes if o.flips)
