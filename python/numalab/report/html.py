@@ -71,12 +71,13 @@ def _configuration(c: Content) -> str:
     runs = c.data.frame
     rows = "".join(
         f'<tr><td>{escape(r["hash"][:12])}</td><th scope="row">{escape(r["case"])}</th><td style="text-align:left">{escape(r["label"])}</td>'
-        f'<td>{r["seed"]}</td><td>{escape(r["role"])}</td><td>{escape(r["status"])}</td><td>{_num(r.get("time_s"), 4)}</td></tr>'
+        f'<td>{r["seed"]}</td><td>{escape(r["role"])}</td><td>{escape(r["status"])}</td><td>{_num(r.get("time_s"), 4)}</td>'
+        f'<td>{_num(r.get("reported_time_s"), 4)}</td></tr>'
         for _, r in runs.iterrows()
     ) if len(runs) else ""
     table = (
         f'<details><summary>all {len(runs)} stored runs</summary><table><thead><tr><th>hash</th><th>case</th><th>configuration</th>'
-        f"<th>seed</th><th>role</th><th>status</th><th>time_s</th></tr></thead><tbody>{rows}</tbody></table></details>"
+        f"<th>seed</th><th>role</th><th>status</th><th>time_s</th><th>reported_time_s</th></tr></thead><tbody>{rows}</tbody></table></details>"
     )
     n = src.count("\n") + 1
     # A long study file would push the results below the fold; show it folded.
