@@ -210,3 +210,31 @@ def test_a_study_s_sensitivity_varies_the_time_it_compares(tmp_path, compare):
     speedups = [s for s in doc["comparisons"][0]["speedups"].values() if s is not None]
     spread = max(speedups) - min(speedups)
     assert (spread < 1e-3) == (compare == "reported_time_s"), speedups
+
+
+def test_a_store_of_layout_2_is_migrated_and_its_runs_without_a_reported_time_run_again(tmp_path):
+    import sqlite3
+
+    from inline_backend import run_stored
+
+    from numalab.results.store import SCHEMA_VERSION, Store
+
+    toy = tmp_path / "toy.toml"
+    toy.write_text(STUDY_TOY)
+    text = _study(str(toy), "time_s")
+    run_stored(text, tmp_path / "s.toml", tmp_path / "r")
+    # What numalab wrote before it recorded the program's time.
+    con = sqlite3.connect(tmp_path / "r" / "numalab.db", isolation_level=None)
+    con.execute("DROP VIEW results")
+    con.execute("ALTER TABLE runs DROP COLUMN reported_time_s")
+    con.execute("ALTER TABLE studies DROP COLUMN compare_time")
+    con.execute("PRAGMA user_version = 2")
+    con.close()
+    with Store(tmp_path / "r") as store:
+        assert store.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert store.complete_hashes() == set()  # no reported time: not complete
+        assert store.compare_time("timed") == "reported_time_s"  # not recorded: the default
+    summary = run_stored(text, tmp_path / "s.toml", tmp_path / "r")
+    assert (summary.skipped, summary.ok) == (0, 2)
+    with Store(tmp_path / "r", create=False) as store:
+        assert len(store.complete_hashes()) == 2 and store.compare_time("timed") == "time_s"
