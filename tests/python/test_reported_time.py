@@ -238,3 +238,10 @@ def test_a_store_of_layout_2_is_migrated_and_its_runs_without_a_reported_time_ru
     assert (summary.skipped, summary.ok) == (0, 2)
     with Store(tmp_path / "r", create=False) as store:
         assert len(store.complete_hashes()) == 2 and store.compare_time("timed") == "time_s"
+
+
+def test_each_copy_of_a_multi_copy_run_reports_its_own_timer(cli, tmp_path):
+    doc = sim(cli, tmp_path, TOY.replace("[params]\nthreads = 1\n", "[params]\nthreads = 1\ncopies = 2\n"))
+    want = TIMED * ITER / FREQ_HZ
+    assert [p["reported_time_s"] for p in doc["processes"]] == pytest.approx([want, want], rel=1e-12)
+    assert doc["reported_time_s"] == max(p["reported_time_s"] for p in doc["processes"])
