@@ -245,3 +245,12 @@ def test_each_copy_of_a_multi_copy_run_reports_its_own_timer(cli, tmp_path):
     want = TIMED * ITER / FREQ_HZ
     assert [p["reported_time_s"] for p in doc["processes"]] == pytest.approx([want, want], rel=1e-12)
     assert doc["reported_time_s"] == max(p["reported_time_s"] for p in doc["processes"])
+
+
+def test_numalab_workloads_says_what_the_timer_covers(cli):
+    code, out, _ = cli("workloads", "cg", "--json")
+    assert code == 0 and json.loads(out)["timed_phases"] == ["spmv", "cgvec"]
+    code, out, _ = cli("workloads", "stream", "--json")
+    assert code == 0 and json.loads(out)["timed_phases"] is None
+    code, out, _ = cli("workloads", "stream")
+    assert "timer: none (the time it reports is the whole run)" in out

@@ -42,6 +42,7 @@ def workloads(
         typer.echo(printable(f"classes: {', '.join(desc.classes)}"))
     if desc.versions:
         typer.echo(f"implementations (--npb): {', '.join(descriptor.versions(desc))} (default {desc.version})")
+    typer.echo(printable(_timer_text(desc)))
     if desc.source:
         typer.echo(printable(f"source: {desc.source}"))
 
@@ -60,4 +61,20 @@ def _document(desc: descriptor.WorkloadDesc, path: Any) -> dict[str, Any]:
         "versions": descriptor.versions(desc) if desc.versions else [],
         "default_version": desc.version if desc.versions else None,
         "source": desc.source or None,
+        "timed_phases": _timed_phases(desc),
     }
+
+
+def _timed_phases(desc: descriptor.WorkloadDesc) -> list[str] | None:
+    """Phases inside the program's own timer, in program order (None: no timer, the program
+    reports its whole run; docs/workloads.md §1.2)."""
+    if not any(s.timed for s in desc.program):
+        return None
+    return list(dict.fromkeys(p for s in desc.program if s.timed for p in s.phases))
+
+
+def _timer_text(desc: descriptor.WorkloadDesc) -> str:
+    timed = _timed_phases(desc)
+    if timed is None:
+        return "timer: none (the time it reports is the whole run)"
+    return f"timer: {', '.join(timed)} (reported_time_s; the whole run is time_s)"
