@@ -190,6 +190,33 @@ pub struct LoadRules {
     pub idlest_group: GroupSignals,
     /// How far `select_idle_sibling()` scans the LLC for an idle CPU.
     pub idle_scan: IdleScan,
+    /// What the load balancer's `update_sg_lb_stats()` sums per group.
+    pub balance: BalanceSignals,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum BalanceSignals {
+    /// v3.13 `update_sg_lb_stats()`: `target_load()` (local group) / `source_load()` (the
+    /// others) of each CPU with the domain's load index for the balancing CPU's state
+    /// (`get_sd_load_idx()`: `busy_idx`, `idle_idx`, `newidle_idx`); index 0 is
+    /// `weighted_cpuload()`, index `k` the max / min of it and the tick-decayed `cpu_load[k-1]`
+    /// (`LB_BIAS`, on by default). Imbalances in load, moved by `move_tasks()`.
+    CpuLoadIndex { mc: LoadIdx, numa: LoadIdx },
+    /// `rq->load.weight`: NICE_0_LOAD per queued task, at load index 0 (no `cpu_load[]`
+    /// history), with v3.13's arithmetic; the balancer's reading before it read PELT.
+    QueuedWeight,
+    /// v5.5+ `update_sg_lb_stats()`: `cpu_load()`, `cpu_util_cfs()` and `cpu_runnable()` into
+    /// `group_classify()` and `avg_load`; `calculate_imbalance()` in load, utilisation or tasks
+    /// (`enum migration_type`).
+    LoadUtilRunnable,
+}
+
+/// A domain's `busy_idx`, `idle_idx` and `newidle_idx` (v3.13; removed in v5.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct LoadIdx {
+    pub busy: usize,
+    pub idle: usize,
+    pub newidle: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -537,6 +564,12 @@ pub const PROFILE_3_13: KernelProfile = KernelProfile {
             wake_affine: CpuLoad::RunnableLoadAvg,
             idlest_group: GroupSignals::RunnableLoadAvg,
             idle_scan: IdleScan::Unlimited,
+            // include/linux/topology.h SD_MC_INIT: busy_idx 2 (idle_idx, newidle_idx unset: 0);
+            // kernel/sched/core.c sd_numa_init(): busy_idx 3, idle_idx 2, newidle_idx 0.
+            balance: BalanceSignals::CpuLoadIndex {
+                mc: LoadIdx { busy: 2, idle: 0, newidle: 0 },
+                numa: LoadIdx { busy: 3, idle: 2, newidle: 0 },
+            },
         },
         // include/linux/topology.h SD_MC_INIT: min 1, max 4, busy_factor 64, imbalance_pct 125,
         // balance_interval 1.
@@ -605,6 +638,7 @@ pub const PROFILE_6_13: KernelProfile = KernelProfile {
             wake_affine: CpuLoad::LoadAvgWithBlocked,
             idlest_group: GroupSignals::LoadUtilRunnable,
             idle_scan: IdleScan::SisUtil,
+            balance: BalanceSignals::LoadUtilRunnable,
         },
         // kernel/sched/topology.c sd_init(): min_interval = sd_weight, max = 2*sd_weight,
         // busy_factor 16, imbalance_pct 117 (SD_SHARE_LLC), balance_interval = sd_weight.

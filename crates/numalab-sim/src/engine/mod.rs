@@ -7,6 +7,7 @@ pub mod alloc;
 pub(crate) mod check;
 mod phases;
 mod procs;
+mod team;
 mod visits;
 
 use numalab_model::Machine;
@@ -244,18 +245,18 @@ impl<'a> Engine<'a> {
                 });
             }
         }
-        // Threads come to life in order: each process's first thread, then its workers. A
-        // staggered process is placed when it starts (`start_pending`).
+        // Threads come to life in order: each process's first thread, then its workers, which
+        // wait in libgomp's dock until the team is complete (`team.rs`). A staggered process
+        // is placed when it starts (`start_pending`).
         let mut live = vec![false; threads.len()];
-        for tid in 0..threads.len() {
-            if threads[tid].state == State::Pending {
+        for (pid, offsets) in starts.iter().enumerate() {
+            let first = procs[pid].slot.first_tid;
+            if threads[first].state == State::Pending {
                 continue;
             }
-            let parent = if threads[tid].idx == 0 { None } else { Some(tid - threads[tid].idx) };
-            // The exec happens at 0; worker i is cloned at its creation time.
-            let at = if parent.is_none() { 0.0 } else { starts[threads[tid].pid][threads[tid].idx] };
-            sched.place_new_at(at, tid, parent, &live);
-            live[tid] = true;
+            let spin = crate::openmp::spin_s(cfg.omp_wait_policy, offsets.len(), sched.available_cpus);
+            let team = &mut threads[first..first + offsets.len()];
+            team::start(&mut sched, team, first, offsets, spin, &mut live, cfg.costs.task_move_ns * 1e-9);
         }
         let stride = (1.0 / cfg.sample_rate).round().max(1.0) as u64;
         if cfg.balancing.weighted_interleave_auto {

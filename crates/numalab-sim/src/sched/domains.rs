@@ -9,7 +9,7 @@
 use numalab_model::Machine;
 
 use crate::input::Kernel;
-use crate::profile::{DomainIntervals, ImbNumaNr, PreferSibling};
+use crate::profile::{BalanceSignals, DomainIntervals, ImbNumaNr, LoadIdx, PreferSibling};
 
 /// `RECLAIM_DISTANCE` (`include/linux/topology.h`: 30 since v3.0, and 6.13's default
 /// `node_reclaim_distance`).
@@ -41,6 +41,8 @@ pub struct Domain {
     /// child domain", `update_sd_lb_stats()`): `sd_init()` sets it on every level and clears it
     /// on NUMA levels, so it holds at the first level above MC (MC's groups only with SMT).
     pub groups_prefer_sibling: bool,
+    /// v3.13 `busy_idx` / `idle_idx` / `newidle_idx` (all 0 where the balancer reads PELT sums).
+    pub load_idx: LoadIdx,
 }
 
 impl Domain {
@@ -69,6 +71,13 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
         (0..n_pus).map(|c| (0..n_pus).filter(|&q| core_of[q] == core_of[c]).collect()).collect();
     let group_of = groups(&span_of, &core_span);
     let rules = &kernel.profile().sched;
+    let (mc_idx, numa_idx) = match rules.load.balance {
+        BalanceSignals::CpuLoadIndex { mc, numa } => (mc, numa),
+        BalanceSignals::QueuedWeight | BalanceSignals::LoadUtilRunnable => {
+            let none = LoadIdx { busy: 0, idle: 0, newidle: 0 };
+            (none, none)
+        }
+    };
     // Both versions: cache_nice_tries 1; FORK|EXEC|WAKE_AFFINE|NEWIDLE. The rest is the profile's
     // (v3.13 include/linux/topology.h SD_MC_INIT, v6.13 kernel/sched/topology.c sd_init()).
     let mc_rules = rules.mc;
@@ -96,6 +105,7 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
         cache_nice_tries: 1,
         imb_numa_nr: 0,
         groups_prefer_sibling,
+        load_idx: mc_idx,
     };
     out.push(mc);
     let mut tiers: Vec<u32> = m.distances.iter().flatten().copied().filter(|&d| d > 10).collect();
@@ -150,6 +160,7 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
             // only) from the degenerate CPU (package) level above them (SD_CPU_INIT:
             // 1*SD_PREFER_SIBLING; sd_parent_degenerate() transfers it down, kernel/sched/core.c)
             groups_prefer_sibling: k == 0,
+            load_idx: numa_idx,
         };
         out.push(dom);
         // Groups one level up are this level's spans.

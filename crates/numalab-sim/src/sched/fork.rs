@@ -46,21 +46,9 @@ impl WakeupStats {
         self.load * CAPACITY / self.capacity()
     }
 
-    /// v6.13 `group_classify()` (no misfit, asymmetric or SMT-balance types here): 2
-    /// overloaded (`group_is_overloaded()`: more tasks than CPUs and utilisation or runnable
-    /// above the capacity by `imbalance_pct`), 1 fully busy (`!group_has_capacity()`), 0 has
-    /// spare (fewer tasks than CPUs, or utilisation below the capacity by `imbalance_pct` and
-    /// runnable not above it).
+    /// v6.13 `group_classify()` (`lb_stats.rs`).
     fn kind(&self, pct: u64) -> u8 {
-        let cap = self.capacity();
-        let runnable_high = cap * pct < self.runnable * 100;
-        if self.g.nr > self.g.weight && (cap * 100 < self.util * pct || runnable_high) {
-            2
-        } else if self.g.nr < self.g.weight || (!runnable_high && cap * 100 > self.util * pct) {
-            0
-        } else {
-            1
-        }
+        super::lb_stats::group_classify(pct, self.g.nr, self.g.weight, self.util, self.runnable)
     }
 }
 

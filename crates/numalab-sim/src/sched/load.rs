@@ -16,7 +16,7 @@
 
 use super::pelt::{RunnableAvg313, SchedAvg, CAPACITY};
 use super::Sched;
-use crate::profile::{CpuLoad, PeltForm};
+use crate::profile::{BalanceSignals, CpuLoad, PeltForm};
 
 /// A thread's PELT state in its version's form.
 #[derive(Clone, Copy, Debug)]
@@ -249,5 +249,74 @@ impl Sched {
     /// ones included, capped at the CPU's capacity (`cpu_util()`; no `util_est` here).
     pub(super) fn cpu_util(&self, cpu: usize) -> u64 {
         self.attached(cpu).map(|(_, p)| p.util()).sum::<u64>().min(CAPACITY)
+    }
+}
+
+/// v3.13 `CPU_LOAD_IDX_MAX`.
+const CPU_LOAD_IDX_MAX: usize = 5;
+/// Ticks applied at most in one catch-up: by then `cpu_load[4]` (1/16 per tick) has kept under
+/// 0.03 % of its old value (v3.13 `decay_load_missed()` zeroes it after 128 missed ticks).
+const MAX_PENDING_TICKS: u64 = 128;
+
+impl Sched {
+    /// v3.13 `update_cpu_load_active()` / `__update_cpu_load()` (`kernel/sched/proc.c`), once
+    /// per jiffy per CPU up to `now_s`: `cpu_load[0]` is `weighted_cpuload()`, `cpu_load[i]`
+    /// moves toward it by `1/2^i` a tick, rounded up while the load rises. The load of every
+    /// jiffy since the last call is the one at `now_s` (the engine balances at epoch ends, a few
+    /// ms apart at most); for an idle CPU that is `decay_load_missed()`'s zero load.
+    pub(super) fn tick_cpu_load(&mut self, now_s: f64, sig: &[CpuSig]) {
+        let jiffy = (now_s * super::HZ).floor().max(0.0) as u64;
+        let pending = jiffy.saturating_sub(self.cpu_load_jiffy).min(MAX_PENDING_TICKS);
+        self.cpu_load_jiffy = self.cpu_load_jiffy.max(jiffy);
+        for (cl, s) in self.cpu_load_idx.iter_mut().zip(sig) {
+            let this_load = s.runnable_load;
+            for _ in 0..pending {
+                cl[0] = this_load;
+                for (i, v) in cl.iter_mut().enumerate().take(CPU_LOAD_IDX_MAX).skip(1) {
+                    let scale = 1u64 << i;
+                    let new = if this_load > *v { this_load + scale - 1 } else { this_load };
+                    *v = (*v * (scale - 1) + new) >> i;
+                }
+            }
+        }
+    }
+
+    /// v3.13 `source_load(cpu, type)`: a low guess of a CPU to pull from, `min(cpu_load[type -
+    /// 1], weighted_cpuload())`; `target_load()` the high guess (`max`) for the local group.
+    /// Type 0 is `weighted_cpuload()` itself.
+    pub(super) fn biased_load(&self, cpu: usize, idx: usize, sig: &[CpuSig], nr: &[usize], local: bool) -> u64 {
+        let total = self.weighted_cpuload(cpu, sig, nr);
+        if idx == 0 {
+            return total;
+        }
+        let hist = self.cpu_load_idx[cpu][idx - 1];
+        if local {
+            hist.max(total)
+        } else {
+            hist.min(total)
+        }
+    }
+
+    /// `weighted_cpuload()` as the balancer reads it: v3.13 `runnable_load_avg`; under
+    /// `QueuedWeight`, NICE_0_LOAD per runnable task.
+    pub(super) fn weighted_cpuload(&self, cpu: usize, sig: &[CpuSig], nr: &[usize]) -> u64 {
+        match self.rules.load.balance {
+            BalanceSignals::QueuedWeight => nr[cpu] as u64 * CAPACITY,
+            BalanceSignals::CpuLoadIndex { .. } | BalanceSignals::LoadUtilRunnable => sig[cpu].runnable_load,
+        }
+    }
+
+    /// A thread's load as the balancer moves it (`task_h_load()`): its PELT load; under
+    /// `QueuedWeight`, NICE_0_LOAD.
+    pub(super) fn balance_load(&self, tid: usize) -> u64 {
+        match self.rules.load.balance {
+            BalanceSignals::QueuedWeight => CAPACITY,
+            BalanceSignals::CpuLoadIndex { .. } | BalanceSignals::LoadUtilRunnable => self.pelt_load(tid).unwrap_or(0),
+        }
+    }
+
+    /// Thread `tid`'s utilisation (v6.13 `task_util()`; 0 in v3.13, which has none).
+    pub(super) fn pelt_util(&self, tid: usize) -> u64 {
+        self.load.pelt[tid].map_or(0, |p| p.util())
     }
 }

@@ -11,31 +11,11 @@
 //! needs at least two tasks on the busiest CPU). A CPU that just went idle balances at once
 //! (`newidle_balance()`, `SD_BALANCE_NEWIDLE`, set on every level in both versions).
 
-use super::fork::adjust_numa_imbalance;
+use super::lb_stats::{self, group_classify, Idle, LbStats, Migration};
+use super::load::CpuSig;
 use super::pelt::CAPACITY;
-use super::{Domain, GroupLoad, Sched, HZ, MIGRATION_COST_S};
-use crate::profile::{BusiestGroup, IdleScan, TimeSlice};
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Idle {
-    Busy,
-    Now,
-    Newly,
-}
-
-/// A group of a domain: its index (0 = the local group) and its load.
-#[derive(Clone, Copy, Debug)]
-struct Group {
-    id: usize,
-    load: GroupLoad,
-}
-
-impl std::ops::Deref for Group {
-    type Target = GroupLoad;
-    fn deref(&self) -> &GroupLoad {
-        &self.load
-    }
-}
+use super::{GroupLoad, Sched, HZ, MIGRATION_COST_S};
+use crate::profile::{BalanceSignals, BusiestGroup, IdleScan, TimeSlice};
 
 /// Time slice of each of `n` tasks sharing a CPU: v3.13 `sched_slice()` over
 /// `__sched_period()` (latency 6 ms x (1 + log2 min(CPUs, 8)) = 24 ms, at least n x 3 ms);
@@ -52,6 +32,10 @@ impl Sched {
     /// every CPU whose interval has passed. Returns the threads moved.
     pub fn balance(&mut self, now_s: f64, live: &[bool]) -> Vec<usize> {
         self.account(now_s, live);
+        if let BalanceSignals::CpuLoadIndex { .. } = self.rules.load.balance {
+            let sig = self.cpu_signals(now_s, live);
+            self.tick_cpu_load(now_s, &sig);
+        }
         let mut nr = self.nr_running(live, now_s);
         let mut moved = Vec::new();
         let ncpu = nr.len();
@@ -153,6 +137,97 @@ impl Sched {
         (false, since)
     }
 
+    /// Domain `l`'s groups seen from `dst`, with their statistics (`update_sd_lb_stats()`,
+    /// `update_sg_lb_stats()`): v3.13 sums each CPU's `target_load()` / `source_load()` at the
+    /// load index of the balancing CPU's state, v6.13 `cpu_load()`, `cpu_util_cfs()` and
+    /// `cpu_runnable()` into `group_classify()`.
+    fn group_stats(
+        &self,
+        l: usize,
+        dst: usize,
+        idle: Idle,
+        nr: &[usize],
+        sig: &[CpuSig],
+    ) -> Vec<(LbStats, Vec<usize>)> {
+        let d = &self.domains[l];
+        let pct = d.imbalance_pct as u64;
+        // v3.13 get_sd_load_idx().
+        let idx = match idle {
+            Idle::Busy => d.load_idx.busy,
+            Idle::Now => d.load_idx.idle,
+            Idle::Newly => d.load_idx.newidle,
+        };
+        d.groups_of[dst]
+            .iter()
+            .enumerate()
+            .map(|(id, cpus)| {
+                let g = GroupLoad::of(cpus, nr, &self.pu_core);
+                let sum = |f: &dyn Fn(usize) -> u64| cpus.iter().map(|&c| f(c)).sum::<u64>();
+                let util = sum(&|c| sig[c].util);
+                let runnable = sum(&|c| sig[c].runnable);
+                let weighted = sum(&|c| self.weighted_cpuload(c, sig, nr));
+                let mut st = LbStats { g, load: 0, util, weighted, avg_load: 0, kind: 0 };
+                match self.rules.load.balance {
+                    BalanceSignals::CpuLoadIndex { .. } | BalanceSignals::QueuedWeight => {
+                        st.load = sum(&|c| self.biased_load(c, idx, sig, nr, id == 0));
+                        st.avg_load = st.load * CAPACITY / st.capacity();
+                    }
+                    BalanceSignals::LoadUtilRunnable => {
+                        st.load = sum(&|c| sig[c].load);
+                        st.kind = group_classify(pct, g.nr, g.weight, util, runnable);
+                        // "Computing avg_load makes sense only when group is overloaded".
+                        if st.kind == 2 {
+                            st.avg_load = st.load * CAPACITY / st.capacity();
+                        }
+                    }
+                }
+                (st, cpus.clone())
+            })
+            .collect()
+    }
+
+    /// `find_busiest_queue()` in the busiest group: v3.13 the highest `weighted_cpuload()`; v6.13
+    /// by migration type, the highest `cpu_load()`, utilisation (of CPUs running more than one
+    /// task) or number of tasks; the first CPU on ties. A CPU whose single task outweighs the
+    /// imbalance is skipped when moving load.
+    fn busiest_queue(&self, cpus: &[usize], m: Migration, nr: &[usize], sig: &[CpuSig]) -> Option<usize> {
+        let mut best: Option<(usize, u64)> = None;
+        for &c in cpus {
+            let key = match (self.rules.busiest_group, m) {
+                (BusiestGroup::Capacity, Migration::Load(imb)) | (BusiestGroup::Capacity, Migration::Util(imb)) => {
+                    let wl = self.weighted_cpuload(c, sig, nr);
+                    if nr[c] == 1 && wl > imb {
+                        continue;
+                    }
+                    wl
+                }
+                (BusiestGroup::Capacity, Migration::Task(_)) => self.weighted_cpuload(c, sig, nr),
+                (BusiestGroup::GroupType, Migration::Load(imb)) => {
+                    if nr[c] == 0 || (nr[c] == 1 && sig[c].load > imb) {
+                        continue;
+                    }
+                    sig[c].load
+                }
+                (BusiestGroup::GroupType, Migration::Util(_)) => {
+                    if nr[c] <= 1 {
+                        continue;
+                    }
+                    sig[c].util
+                }
+                (BusiestGroup::GroupType, Migration::Task(_)) => {
+                    if nr[c] == 0 {
+                        continue;
+                    }
+                    nr[c] as u64
+                }
+            };
+            if best.is_none_or(|(_, k)| key > k) {
+                best = Some((c, key));
+            }
+        }
+        best.map(|(c, _)| c)
+    }
+
     /// One `load_balance()` of domain `l` for destination `dst`; returns the threads pulled.
     fn load_balance(
         &mut self,
@@ -166,75 +241,20 @@ impl Sched {
         if l == 0 && idle != Idle::Newly && self.rules.load.idle_scan == IdleScan::SisUtil {
             self.update_idle_cpu_scan(now_s, dst, live);
         }
+        let sig = self.cpu_signals(now_s, live);
+        let groups = self.group_stats(l, dst, idle, nr, &sig);
+        let stats: Vec<LbStats> = groups.iter().map(|(s, _)| *s).collect();
         let d = &self.domains[l];
-        let span = &d.span_of[dst];
-        let groups: Vec<(Group, Vec<usize>)> = d.groups_of[dst]
-            .iter()
-            .enumerate()
-            .map(|(id, cpus)| {
-                let g = Group { id, load: GroupLoad::of(cpus, nr, &self.pu_core) };
-                (g, cpus.clone())
-            })
-            .collect();
-        let local = groups[0].0;
-        let total_nr: usize = groups.iter().map(|(g, _)| g.nr).sum();
-        let dom_avg = total_nr as f64 / span.len() as f64;
-        let others = groups.iter().filter(|(g, _)| g.id != local.id && g.nr > 0);
-        // v3.13 sg_capacity(): a group's capacity is its cores; update_sd_lb_stats() lowers it
-        // to 1 when the groups prefer siblings and the local group has capacity left.
-        let capacity_313 = |g: &Group| {
-            if d.groups_prefer_sibling && local.cores > local.nr {
-                g.cores.min(1)
-            } else {
-                g.cores
-            }
+        let found = match self.rules.busiest_group {
+            BusiestGroup::Capacity => lb_stats::busiest_313(&stats, d, idle),
+            BusiestGroup::GroupType => lb_stats::busiest_6(&stats, d, l == 0, idle),
         };
-        let busiest = match self.rules.busiest_group {
-            // update_sd_pick_busiest(): the highest average load among groups above their
-            // capacity ("if (sgs->sum_nr_running > sgs->group_capacity) return true"), the first
-            // one on ties.
-            BusiestGroup::Capacity => others
-                .filter(|(g, _)| g.nr > capacity_313(g))
-                .max_by(|a, b| a.0.avg().total_cmp(&b.0.avg()).then(b.0.id.cmp(&a.0.id))),
-            // update_sd_pick_busiest(), over the groups in order: a higher type wins; overloaded:
-            // a strictly higher average load; fully busy: an average load at least as high (the
-            // later group on ties, no SMT flag here); has spare: fewer idle CPUs, or as many and
-            // strictly more tasks.
-            BusiestGroup::GroupType => others.fold(None, |best: Option<&(Group, Vec<usize>)>, cand| match best {
-                None => Some(cand),
-                Some(b) => {
-                    let (g, bg) = (&cand.0, &b.0);
-                    let wins = match g.kind().cmp(&bg.kind()) {
-                        std::cmp::Ordering::Greater => true,
-                        std::cmp::Ordering::Less => false,
-                        std::cmp::Ordering::Equal => match g.kind() {
-                            2 => g.avg() > bg.avg(),
-                            1 => g.avg() >= bg.avg(),
-                            _ => g.idle < bg.idle || (g.idle == bg.idle && g.nr > bg.nr),
-                        },
-                    };
-                    Some(if wins { cand } else { b })
-                }
-            }),
-        };
-        let Some((busiest, busiest_cpus)) = busiest.cloned() else {
+        let Some((b, m)) = found else {
             self.balanced(l, dst, idle);
             return Vec::new();
         };
-        let tasks = match self.rules.busiest_group {
-            BusiestGroup::Capacity => {
-                imbalance_313(d.imbalance_pct, idle, local, busiest, capacity_313(&busiest), dom_avg)
-            }
-            BusiestGroup::GroupType => imbalance_6(d, l == 0, idle, local, busiest, dom_avg),
-        };
-        let Some(tasks) = tasks.filter(|&t| t > 0) else {
-            self.balanced(l, dst, idle);
-            return Vec::new();
-        };
-        // find_busiest_queue(): the busiest CPU of the group (most runnable tasks).
-        let Some(src) =
-            busiest_cpus.iter().copied().filter(|&c| nr[c] >= 1).max_by_key(|&c| (nr[c], std::cmp::Reverse(c)))
-        else {
+        let (local, busiest) = (stats[0], stats[b]);
+        let Some(src) = self.busiest_queue(&groups[b].1, m, nr, &sig) else {
             self.balanced(l, dst, idle);
             return Vec::new();
         };
@@ -245,13 +265,24 @@ impl Sched {
             Idle::Now => "idle-balance",
             Idle::Newly => "newidle-balance",
         };
+        let what = match m {
+            Migration::Load(x) => format!("load {x}"),
+            Migration::Util(x) => format!("utilisation {x}"),
+            Migration::Task(x) => format!("{x} task(s)"),
+        };
         let mut pulled = Vec::new();
         let mut blocked = Vec::new();
-        // detach_tasks(): from the tail of the queue (highest thread first here).
+        let mut left = m.amount() as i64;
+        // detach_tasks() (v3.13 move_tasks()): from the tail of the queue (highest thread
+        // first here), only when the source runs more than one task.
         let mut cands: Vec<usize> = (0..self.cpu.len()).filter(|&t| live[t] && self.cpu[t] == src).collect();
         cands.sort_by(|a, b| b.cmp(a));
+        if nr[src] <= 1 {
+            cands.clear();
+        }
         for t in cands {
-            if pulled.len() >= tasks {
+            // "We only want to steal up to the prescribed amount of load/util/tasks."
+            if left <= 0 {
                 break;
             }
             // 6.x detach_tasks(): an idle destination never takes the source's last task.
@@ -273,16 +304,52 @@ impl Sched {
                 blocked.push(format!("thread {} cache hot (ran {:.0} us ago)", t + 1, since * 1e6));
                 continue;
             }
+            let load = self.balance_load(t);
+            let take = match m {
+                Migration::Task(_) => 1,
+                Migration::Util(_) => {
+                    // v6.13: "shr_bound(util, env->sd->nr_balance_failed) > env->imbalance".
+                    let util = self.pelt_util(t);
+                    if (util >> failed.min(63)) as i64 > left {
+                        blocked.push(format!("thread {} utilisation {util} above {left}", t + 1));
+                        continue;
+                    }
+                    util as i64
+                }
+                Migration::Load(_) => {
+                    let skip = match self.rules.busiest_group {
+                        // v3.13 move_tasks(): "if ((load / 2) > env->imbalance) goto next;"
+                        BusiestGroup::Capacity => (load / 2) as i64 > left,
+                        // v6.13 detach_tasks(): max(task_h_load(p), 1), relaxed by
+                        // shr_bound(load, nr_balance_failed).
+                        BusiestGroup::GroupType => (load.max(1) >> failed.min(63)) as i64 > left,
+                    };
+                    if skip {
+                        blocked.push(format!("thread {} load {load} above {left}", t + 1));
+                        continue;
+                    }
+                    match self.rules.busiest_group {
+                        BusiestGroup::Capacity => load as i64,
+                        BusiestGroup::GroupType => load.max(1) as i64,
+                    }
+                }
+            };
+            left -= take;
             let why = format!(
-                "{} from CPU {} ({} runnable) to {} CPU {}: busiest group {:.2}/CPU vs local {:.2}/CPU, imbalance {} task(s)",
+                "{} from CPU {} ({} runnable) to {} CPU {}: busiest group avg_load {} (load {}, util {}, {} tasks) vs local {} (load {}, util {}, {} tasks), imbalance {what}",
                 d_name(self, l),
                 self.pu_os[src],
                 nr[src],
                 if idle == Idle::Busy { "busy" } else { "idle" },
                 self.pu_os[dst],
-                busiest.avg(),
-                local.avg(),
-                tasks
+                busiest.avg_load,
+                busiest.load,
+                busiest.util,
+                busiest.g.nr,
+                local.avg_load,
+                local.load,
+                local.util,
+                local.g.nr,
             );
             nr[src] -= 1;
             nr[dst] += 1;
@@ -352,110 +419,52 @@ fn d_name(s: &Sched, l: usize) -> String {
     s.domains[l].name.clone()
 }
 
-/// v3.13 `find_busiest_group()` + `calculate_imbalance()` in tasks (every task weighs the same;
-/// kernel/sched/fair.c as in v3.13.10). `busiest_capacity`: its `group_capacity` after
-/// `update_sd_lb_stats()`.
-fn imbalance_313(
-    pct: f64,
-    idle: Idle,
-    local: Group,
-    busiest: Group,
-    busiest_capacity: usize,
-    dom_avg: f64,
-) -> Option<usize> {
-    // "SD_BALANCE_NEWIDLE trumps SMP nice when underutilized": newly idle, the local group has
-    // capacity (group_capacity > sum_nr_running) and the busiest has none.
-    let force = idle == Idle::Newly && local.cores > local.nr && busiest_capacity <= busiest.nr;
-    if !force {
-        if local.avg() >= busiest.avg() || local.avg() >= dom_avg {
-            return None;
-        }
-        if idle == Idle::Now {
-            // "if ((local->idle_cpus < busiest->idle_cpus) && busiest->sum_nr_running <=
-            // busiest->group_weight) goto out_balanced;"
-            if local.idle < busiest.idle && busiest.nr <= busiest.weight {
-                return None;
-            }
-        } else if 100.0 * busiest.avg() <= pct * local.avg() {
-            // CPU_NOT_IDLE and CPU_NEWLY_IDLE: the conservative imbalance_pct test.
-            return None;
-        }
-    }
-    // max_pull = min(busiest avg - domain avg, load above capacity); imbalance = min(max_pull
-    // x busiest power, (domain avg - local avg) x local power); fix_small_imbalance() moves one.
-    let above = (busiest.nr.saturating_sub(busiest_capacity)) as f64;
-    let max_pull = ((busiest.avg() - dom_avg) * busiest.weight as f64).min(above);
-    let t = max_pull.min((dom_avg - local.avg()) * local.weight as f64).floor();
-    Some((t.max(0.0) as usize).max(1))
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::{Kernel, Placement, Places, ProcBind};
 
-/// v6.13 `sibling_imbalance()`: the running-task difference, normalised by the groups' cores
-/// when they differ (rounded), at least 2 toward an empty local group when the busiest runs more
-/// than one; 0 for a busy destination.
-fn sibling_imbalance(idle: Idle, local: Group, busiest: Group) -> usize {
-    if idle == Idle::Busy || busiest.nr == 0 {
-        return 0;
-    }
-    if busiest.cores == local.cores {
-        return busiest.nr.saturating_sub(local.nr);
-    }
-    let imb = (local.cores * busiest.nr).saturating_sub(busiest.cores * local.nr);
-    let imb = (2 * imb + local.cores + busiest.cores) / (local.cores + busiest.cores);
-    if imb <= 1 && local.nr == 0 && busiest.nr > 1 {
-        2
-    } else {
-        imb
-    }
-}
-
-/// v6.13 `sched_balance_find_src_group()` (`find_busiest_group()` before 6.10) and
-/// `calculate_imbalance()` in tasks (kernel/sched/fair.c), for a system without asymmetric
-/// capacity or energy model. `llc`: the domain shares the LLC (MC, `SD_SHARE_LLC`).
-fn imbalance_6(d: &Domain, llc: bool, idle: Idle, local: Group, busiest: Group, dom_avg: f64) -> Option<usize> {
-    if local.kind() > busiest.kind() {
-        return None;
-    }
-    if local.kind() == 2
-        && (local.avg() >= busiest.avg()
-            || local.avg() >= dom_avg
-            || 100.0 * busiest.avg() <= d.imbalance_pct * local.avg())
-    {
-        return None;
-    }
-    // "Try to move all excess tasks to a sibling domain of the busiest group's child domain":
-    // sds.prefer_sibling is the busiest group's SD_PREFER_SIBLING (its child domain's flag).
-    let prefer_sibling = d.groups_prefer_sibling;
-    let force = prefer_sibling && local.kind() == 0 && sibling_imbalance(idle, local, busiest) > 1;
-    if busiest.kind() != 2 && !force {
-        // "this CPU is already busy, let another idle CPU try to pull task"
-        if idle == Idle::Busy {
-            return None;
-        }
-        if busiest.weight > 1 && local.idle <= busiest.idle + 1 {
-            return None;
-        }
-        if busiest.nr <= 1 {
-            return None;
-        }
-    }
-    if local.kind() == 0 {
-        if busiest.kind() == 2 && !llc {
-            // migrate_util: fill the local group's spare capacity (in idle CPUs here; at least
-            // one task for an idle destination).
-            return Some(local.idle.max(1));
-        }
-        let imb = if busiest.weight == 1 || prefer_sibling {
-            sibling_imbalance(idle, local, busiest)
-        } else {
-            // "If there is no overload, we just want to even the number of idle CPUs."
-            local.idle.saturating_sub(busiest.idle)
+    fn sched(kernel: Kernel) -> Sched {
+        let spec = r#"{"name": "2n", "description": "two nodes of two cores",
+            "topology": {"packages": 2, "nodes_per_package": 1, "cores_per_node": 2},
+            "memory": {"node_gib": 1},
+            "distances": [[10,21],[21,10]],
+            "latency": {"local_ns": 100},
+            "bandwidth": {"node_gbps": 10},
+            "links": [{"nodes": [0,1], "gbps": 6}],
+            "core": {"frequency_ghz": 2.0, "mlp": 10}}"#;
+        let m = numalab_model::MachineSpec::from_json(spec).unwrap().resolve().unwrap();
+        let p = Placement {
+            policy: numalab_model::MemPolicy::new(numalab_model::PolicyMode::Default, Default::default()).unwrap(),
+            cpus: None,
+            proc_bind: ProcBind::False,
+            places: Places::Cores,
         };
-        let imb = if d.numa { adjust_numa_imbalance(imb, local.nr + 1, d.imb_numa_nr) } else { imb };
-        // "Number of tasks to move to restore balance": imbalance >>= 1.
-        return Some(imb >> 1);
+        Sched::new(&m, &p, kernel, 1, 1).unwrap()
     }
-    // migrate_load between loaded groups, in tasks.
-    let t =
-        ((busiest.avg() - dom_avg) * busiest.weight as f64).min((dom_avg - local.avg()) * local.weight as f64).floor();
-    Some((t.max(0.0) as usize).max(1))
+
+    #[test]
+    fn v313_cpu_load_indexes_follow_the_load_by_half_and_quarter_per_tick() {
+        // kernel/sched/proc.c __update_cpu_load(): cpu_load[i] = (old x (2^i - 1) + new) >> i,
+        // new rounded up by 2^i - 1 while rising. One CPU at 2046 (two new tasks) for 2 ticks.
+        let mut s = sched(Kernel::V3_13);
+        let mut sig = vec![CpuSig::default(); 4];
+        sig[0].runnable_load = 2046;
+        s.tick_cpu_load(2.0 / HZ, &sig);
+        // idx 1: (0 + 2047) >> 1 = 1023, then (1023 + 2047) >> 1 = 1535; idx 2: (0 + 2049) >> 2 =
+        // 512, then (512 x 3 + 2049) >> 2 = 896.
+        assert_eq!(s.cpu_load_idx[0][..3], [2046, 1535, 896]);
+        let nr = [2, 0, 0, 0];
+        // source_load() (a CPU to pull from) takes the lower, target_load() the higher.
+        assert_eq!(s.biased_load(0, 2, &sig, &nr, false), 1535);
+        assert_eq!(s.biased_load(0, 2, &sig, &nr, true), 2046);
+        assert_eq!(s.biased_load(0, 0, &sig, &nr, false), 2046);
+        // The same jiffy again changes nothing; the load leaving decays the history.
+        s.tick_cpu_load(2.5 / HZ, &sig);
+        assert_eq!(s.cpu_load_idx[0][1], 1535);
+        sig[0].runnable_load = 0;
+        s.tick_cpu_load(3.0 / HZ, &sig);
+        assert_eq!(s.cpu_load_idx[0][..3], [0, 767, 672]);
+        assert_eq!(s.biased_load(0, 2, &sig, &[0; 4], true), 767);
+    }
 }

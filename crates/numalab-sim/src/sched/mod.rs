@@ -13,6 +13,7 @@
 
 mod domains;
 mod fork;
+mod lb_stats;
 mod load;
 mod load_balance;
 mod noise;
@@ -25,7 +26,7 @@ use crate::input::{Kernel, Placement, Places, ProcBind};
 use crate::profile::SchedRules;
 
 /// A scheduling group's load as fork placement and load balancing see it (`struct sg_lb_stats`,
-/// `kernel/sched/fair.c`): runnable tasks, CPUs, idle CPUs.
+/// `kernel/sched/fair.c`): runnable tasks, CPUs, idle CPUs (PELT's sums: `lb_stats.rs`).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct GroupLoad {
     pub nr: usize,
@@ -46,22 +47,6 @@ impl GroupLoad {
             weight: cpus.len(),
             idle: cpus.iter().filter(|&&c| nr[c] == 0).count(),
             cores: cores.len(),
-        }
-    }
-
-    pub(super) fn avg(&self) -> f64 {
-        self.nr as f64 / self.weight as f64
-    }
-
-    /// 6.x `group_classify()` without utilisation: 0 has spare (an idle CPU or fewer tasks than
-    /// CPUs), 1 fully busy, 2 overloaded (more tasks than CPUs).
-    pub(super) fn kind(&self) -> u8 {
-        if self.nr < self.weight || self.idle > 0 {
-            0
-        } else if self.nr == self.weight {
-            1
-        } else {
-            2
         }
     }
 }
@@ -141,6 +126,10 @@ pub struct Sched {
     /// Per thread: PELT (`load.rs`), brought up to `loads_at_s`.
     load: load::LoadTrack,
     loads_at_s: f64,
+    /// Per CPU: v3.13 `rq->cpu_load[]` (`CPU_LOAD_IDX_MAX` 5), updated once a jiffy, and the
+    /// jiffy of its last update.
+    cpu_load_idx: Vec<[u64; 5]>,
+    cpu_load_jiffy: u64,
     /// Per node (LLC): v6.13 `sd_share->nr_idle_scan` (SIS_UTIL), set by the LLC domain's
     /// periodic balance; an idle LLC's value (its CPUs) until then.
     nr_idle_scan: Vec<usize>,
@@ -215,6 +204,8 @@ impl Sched {
             stopped_s: vec![f64::NEG_INFINITY; nthreads],
             load: load::LoadTrack::new(nthreads),
             loads_at_s: 0.0,
+            cpu_load_idx: vec![[0; 5]; m.pus.len()],
+            cpu_load_jiffy: 0,
             nr_idle_scan,
             smt,
         };

@@ -82,12 +82,23 @@ fn k6_fork_stays_on_the_parents_node_within_the_numa_imbalance_allowance() {
     assert_ne!(s.cpu[0], s.cpu[1], "the worker takes the idle core, not its parent's");
 }
 
+/// Threads created at 0 (each with its kernel's initial PELT load), then put on `cpus`.
+fn created(m: &Machine, p: &Placement, kernel: Kernel, cpus: &[usize]) -> Sched {
+    let n = cpus.len();
+    let mut s = Sched::new(m, p, kernel, 1, n).unwrap();
+    s.set_options(None, true);
+    let mut live = vec![false; n];
+    for t in 0..n {
+        s.place_new(t, (t > 0).then_some(0), &live);
+        live[t] = true;
+    }
+    s.cpu = cpus.to_vec();
+    s
+}
+
 /// Two threads stacked on CPU 0 of the two-node machine, the rest idle.
 fn stacked(kernel: Kernel) -> Sched {
-    let mut s = Sched::new(&two_nodes(), &unbound(), kernel, 1, 2).unwrap();
-    s.set_options(None, true);
-    s.cpu = vec![0, 0];
-    s
+    created(&two_nodes(), &unbound(), kernel, &[0, 0])
 }
 
 #[test]
@@ -352,18 +363,14 @@ fn k313_an_idle_node_pulls_only_from_a_group_above_its_capacity() {
     let m = machine4();
     let mut p = unbound();
     p.cpus = Some(numalab_model::CpuSet::parse_list("0,15").unwrap());
-    let mut s = Sched::new(&m, &p, Kernel::V3_13, 1, 3).unwrap();
-    s.set_options(None, true);
-    s.cpu = vec![0, 0, 15];
+    let mut s = created(&m, &p, Kernel::V3_13, &[0, 0, 15]);
     assert!(s.balance(1e-3, &[true, true, true]).is_empty());
     assert!(s.balance(5e-3, &[true, true, false]).is_empty(), "{:?}", s.log.last());
     assert_eq!(s.cpu[1], 0);
     // The same from CPU 7 (node 1, 16 away): at NUMA16 the groups are nodes, whose MC domains
     // prefer siblings: node 0's capacity counts as 1, 2 tasks exceed it, and node 1 pulls one.
     p.cpus = Some(numalab_model::CpuSet::parse_list("0,7").unwrap());
-    let mut s = Sched::new(&m, &p, Kernel::V3_13, 1, 3).unwrap();
-    s.set_options(None, true);
-    s.cpu = vec![0, 0, 7];
+    let mut s = created(&m, &p, Kernel::V3_13, &[0, 0, 7]);
     assert!(s.balance(1e-3, &[true, true, true]).is_empty());
     assert_eq!(s.balance(5e-3, &[true, true, false]), vec![1]);
     let e = s.log.last().unwrap();
@@ -480,4 +487,71 @@ fn cpunodebind_keeps_every_thread_on_the_nodes_cpus() {
     let out = simulate(&m, &w, &p, &cfg()).unwrap();
     assert!(out.threads.iter().all(|t| t.node == 2 || t.node == 3));
     assert_eq!(out.pages_per_node[0] + out.pages_per_node[1], 0);
+}
+
+/// 4 nodes x 2 cores, one PU per core, the square SLIT of `vm-4x2` (one LLC per node).
+fn four_by_two() -> Machine {
+    let spec = r#"{"name": "4x2", "description": "four nodes of two cores",
+        "topology": {"packages": 1, "nodes_per_package": 4, "cores_per_node": 2},
+        "memory": {"node_gib": 0.5},
+        "distances": [[10,16,16,22],[16,10,22,16],[16,22,10,16],[22,16,16,10]],
+        "latency": {"local_ns": 100},
+        "bandwidth": {"node_gbps": 10},
+        "links": [{"nodes": [0,1], "gbps": 6}, {"nodes": [0,2], "gbps": 6}, {"nodes": [1,3], "gbps": 6}, {"nodes": [2,3], "gbps": 6}],
+        "core": {"frequency_ghz": 2.0, "mlp": 10}}"#;
+    MachineSpec::from_json(spec).unwrap().resolve().unwrap()
+}
+
+#[test]
+fn a_passive_team_sleeps_in_libgomps_dock_and_its_wake_ups_place_it() {
+    // 8 threads on 4 nodes x 2 CPUs. Spinning (the default 3 ms spin) the workers are runnable
+    // at every fork and the forks spread them one per CPU; nobody sleeps. Passive, each worker
+    // sleeps in the dock at once: the next fork sees its CPU idle (nr_running 0), and the release
+    // by the primary thread (after the last creation) wakes them through the wake-up path.
+    use numalab_sim::input::WaitPolicy;
+    let m = four_by_two();
+    let w = stream_like(8, 8, Pattern::Block, 1);
+    let release = 7.0 * numalab_sim::openmp::THREAD_CREATE_S;
+    for kernel in [Kernel::V3_13, Kernel::V6_13] {
+        let run = |omp_wait_policy| {
+            let c = SimConfig { kernel, omp_wait_policy, explain_sched: true, ..cfg() };
+            simulate(&m, &w, &unbound(), &c).unwrap()
+        };
+        let spinning = run(WaitPolicy::Unset);
+        let mut cpus: Vec<u32> =
+            spinning.sched_events.iter().filter(|e| e.from_cpu.is_none()).map(|e| e.to_cpu).collect();
+        cpus.sort();
+        cpus.dedup();
+        assert_eq!(cpus.len(), 8, "{kernel:?}: spinning workers count at every fork: one per CPU");
+        assert!(!spinning.sched_events.iter().any(|e| e.path == "wake" && e.t_s <= release), "{kernel:?}");
+
+        let passive = run(WaitPolicy::Passive);
+        let forks: Vec<_> = passive.sched_events.iter().filter(|e| e.path == "fork").collect();
+        assert_eq!(forks.len(), 7);
+        // Every fork after the first finds the first worker's CPU idle, its sleeper counting
+        // only by PELT: 3.13's runnable_load_avg leaves it out entirely, 6.13's
+        // update_pick_idlest() ranks idle CPUs before utilisation (and its NUMA imbalance
+        // allowance keeps the team on the primary thread's node).
+        assert!(forks.iter().all(|e| e.to_cpu == forks[0].to_cpu), "{kernel:?}: {forks:?}");
+        let exec = passive.sched_events.iter().find(|e| e.path == "exec").unwrap();
+        if kernel == Kernel::V6_13 {
+            assert_eq!(forks[0].to_node, exec.to_node);
+        }
+        // The release: wake-ups at the primary thread's arrival, each placed by select_task_rq_fair.
+        let wakes: Vec<_> = passive.sched_events.iter().filter(|e| e.path == "wake" && e.t_s == release).collect();
+        assert!(!wakes.is_empty(), "{kernel:?}: some workers leave the stacked CPU at their wake-up");
+        assert!(wakes.iter().all(|e| e.from_cpu == Some(forks[0].to_cpu)), "{kernel:?}: {wakes:?}");
+        // Where each thread first ran: its CPU after the release.
+        let first_cpu = |tid: u32| {
+            let mut cpu = passive.sched_events.iter().find(|e| e.tid == tid && e.from_cpu.is_none()).unwrap().to_cpu;
+            if let Some(e) = wakes.iter().find(|e| e.tid == tid) {
+                cpu = e.to_cpu;
+            }
+            cpu
+        };
+        let mut first: Vec<u32> = (1..=8).map(first_cpu).collect();
+        first.sort();
+        first.dedup();
+        assert!(first.len() < 8, "{kernel:?}: the passive team starts stacked ({first:?})");
+    }
 }
