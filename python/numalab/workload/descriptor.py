@@ -342,7 +342,7 @@ def with_version(desc: WorkloadDesc, version: str | None) -> WorkloadDesc:
 
 def _only(desc: WorkloadDesc, version: str | None) -> WorkloadDesc:
     """``desc`` without the regions other implementations alone have, nor the accesses to them."""
-    known = {desc.version, *desc.versions} - {None}
+    known = {v for v in (desc.version, *desc.versions) if v is not None}
     for r in desc.regions:
         unknown = [v for v in r.only or [] if v not in known]
         if unknown:
