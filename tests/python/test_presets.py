@@ -31,6 +31,8 @@ EXPECTED = {
     "spr8480-2s-snc4",
     "vm-4",
     "vm-8",
+    "vm-4x2",
+    "vm-2x4",
     "vm-tier",
     "xeonmax9480-2s-flat",
     "spr8480-2s-cxl",
@@ -51,6 +53,8 @@ SHAPES = {
     "spr8480-2s-snc4": (8, 224, 2, None, 2),
     "vm-4": (4, 4, 4, 2.0, 1),
     "vm-8": (8, 8, 8, 2.0, 1),
+    "vm-4x2": (4, 8, 1, 2.0, 1),
+    "vm-2x4": (2, 8, 1, 1.0, 1),
     "vm-tier": (3, 2, 2, 0.625, 1),
     "xeonmax9480-2s-flat": (4, 224, 2, 640.0, 2),
     "spr8480-2s-cxl": (4, 224, 2, 768.0, 2),
@@ -302,6 +306,26 @@ def test_vm_presets_match_their_qemu_command(name, nodes, mib):
             if i != j:
                 v = given.get((i, j), given.get((j, i)))
                 assert v == d["distances"][i][j]
+
+
+@pytest.mark.parametrize(("name", "nodes", "per_node"), [("vm-4x2", 4, 2), ("vm-2x4", 2, 4)])
+def test_multi_vcpu_vm_presets_are_what_numalab_vm_boots_with_that_many_cpus_per_node(name, nodes, per_node):
+    from numalab.machine import load as load_machine
+    from numalab.vm import check, qemu
+
+    src = text(name)
+    machine = load_machine(name)
+    assert check.cpus_per_node(machine) == per_node
+    args = " ".join(qemu.numa_args(qemu.topology(machine, cpus_per_node=per_node)))
+    # The header's options are the ones numalab vm passes (HMAT aside: no latency matrix here).
+    for i in range(nodes):
+        cpus = f"{i * per_node}-{i * per_node + per_node - 1}"
+        opt = f"-object memory-backend-ram,id=m{i},size=512M -numa node,nodeid={i},cpus={cpus},memdev=m{i}"
+        assert opt in src and opt in args, opt
+    assert f"-smp {nodes * per_node} -m {nodes * 512}M" in src and args.startswith(f"-smp {nodes * per_node} -m {nodes * 512}M")
+    for s, t, v in re.findall(r"-numa dist,src=(\d+),dst=(\d+),val=(\d+)", src):
+        assert f"-numa dist,src={s},dst={t},val={v}" in args
+        assert explicit(name)["distances"][int(s)][int(t)] == int(v)
 
 
 def test_vm8_uses_the_opteron_slit():

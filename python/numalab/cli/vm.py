@@ -183,6 +183,7 @@ def check_cmd(
     accel: str = ACCEL,
     timeout: float = typer.Option(300.0, "--timeout", help="Kill each guest after this many seconds (more than 0, at most 604800)."),
     as_json: bool = typer.Option(False, "--json", help="Print the side-by-side tables (pages per node, counters, threads, verdicts) of every case as one JSON document; progress on stderr."),
+    runs: int = typer.Option(1, "--runs", help="Guest runs per case, 1..20 (the scheduler table gives the guest's min..max and whether the simulator falls inside)."),
 ) -> None:
     """Run a workload in the guest and in the simulator on the same preset; print pages per node
     after first touch and after the run, the counters side by side, and the differences.
@@ -203,6 +204,8 @@ def check_cmd(
                 more += f"; guest and simulator within {c.agree_pct:g}% of the region on every node"
             typer.echo(f"{c.name:<18} {c.workload} {c.params} on {c.machine}, config '{c.config}': expect {c.expect.__doc__}{more}")
         return
+    if not 1 <= runs <= check.MAX_RUNS:
+        raise UsageError(f"--runs must be in 1..{check.MAX_RUNS}, got {runs}")
     if case and workload:
         raise UsageError("give --case or --workload, not both")
     if not case and not workload:
@@ -226,7 +229,7 @@ def check_cmd(
     results = []
     progress = Progress("vm check", len(cases), unit="cases", interval_s=0, bar=False).start()
     for c in cases:
-        result = check.compare(c, memory_per_node_mib, accel, timeout, say=_say)
+        result = check.compare(c, memory_per_node_mib, accel, timeout, say=_say, runs=runs)
         progress.step(c.name)
         results.append(result)
         if not result.ok:

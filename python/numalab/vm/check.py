@@ -271,6 +271,12 @@ class Case:
         return self.machine == "vm-tier"
 
 
+#: Most guest runs of one case (``--runs``).
+MAX_RUNS = 20
+#: Guests with several vCPUs per node (`sched_cases`): where a sleeping team's wake-ups may stack
+#: threads inside a node or send them to another one.
+MULTI_CPU_MACHINES = ("vm-4x2", "vm-2x4")
+
 #: The cases ``numalab vm check --case NAME`` runs (threads default to the guest's vCPUs).
 #: Threads are bound (OMP_PROC_BIND=spread, one per core: thread i on node i) so both sides put
 #: them in the same places: an unbound master thread may be moved by the guest's load balancer in
@@ -282,7 +288,8 @@ FAST_SCAN = "scan-delay-ms=50:scan-period-min-ms=50:scan-period-max-ms=200"
 
 
 def sched_cases(machine: str, cpus: int, reps: int) -> list[Case]:
-    """The scheduler cases on a guest of ``cpus`` vCPUs (one per node): kernels/barrier.c, one
+    """The scheduler cases on a guest of ``cpus`` vCPUs (one per node on ``vm-4`` and ``vm-8``,
+    two on ``vm-4x2``, four on ``vm-2x4``): kernels/barrier.c, one
     thread per vCPU, first bound (the reference), then unbound as Linux runs OpenMP by default,
     unbound with OMP_WAIT_POLICY=passive (threads sleep at every barrier: the wake-up path runs
     ~reps times per thread), and unbound with twice as many threads as vCPUs. Under TCG only
@@ -352,6 +359,8 @@ CASES: dict[str, Case] = {
         Case("parallel-init-vm8", "dgemv", {"n": 2000, "reps": 5, "init": "parallel"}, BOUND, spread(), machine="vm-8"),
         *sched_cases("vm-4", 4, 1000),
         *sched_cases("vm-8", 8, 500),
+        *sched_cases("vm-4x2", 8, 500),
+        *sched_cases("vm-2x4", 8, 500),
         *tier_cases(),
         *alloc_cases(),
     ]
@@ -371,6 +380,8 @@ class Comparison:
     sim_kernel: str
     failures: dict[str, str] = field(default_factory=dict)  # side -> why the expectation failed
     vm_doc: dict[str, Any] | None = None
+    #: Every guest run of the case (``vm`` is the first): the guest's own run-to-run spread.
+    vm_runs: list[Side] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -385,6 +396,11 @@ def _complete(series: list[list[int]]) -> tuple[list[int], list[int]]:
     peak = max((sum(s) for s in series), default=0)
     full = [s for s in series if sum(s) >= 0.99 * peak] or series[-1:]
     return full[0], full[-1]
+
+
+def cpus_per_node(machine: Any) -> int:
+    """vCPUs per guest node for a preset: its CPUs per node (``vm-4x2``: 2)."""
+    return max(1, machine.nr_pus // max(1, len(machine.node_os_indexes)))
 
 
 def sim_side(spec: RunSpec) -> Side:
@@ -460,10 +476,10 @@ def kernel_argv(workload: str, resolved: dict[str, Any]) -> list[str]:
 
 
 def vm_request(case: Case, resolved: dict[str, Any], spec: RunSpec, memory_per_node_mib: int | None, accel: str,
-               timeout_s: float) -> vm_run.VmRequest:
+               timeout_s: float, cpus: int = 1) -> vm_run.VmRequest:
     argv = kernel_argv(case.workload, resolved)
     return vm_run.VmRequest(
-        machine=case.machine, command=argv, placement=spec.placement, balancing=spec.balancing,
+        machine=case.machine, command=argv, placement=spec.placement, balancing=spec.balancing, cpus_per_node=cpus,
         memory_per_node_mib=memory_per_node_mib, thp="never", accel=accel, timeout_s=timeout_s, interval_ms=case.interval_ms,
         omp_wait_policy=spec.omp_wait_policy,
     )
@@ -475,32 +491,51 @@ def compare(
     accel: str = "tcg",
     timeout_s: float = 300.0,
     say: Callable[[str], None] = lambda s: None,
+    runs: int = 1,
 ) -> Comparison:
+    """One case: the simulator once (its figures are fixed by the seed), the guest ``runs``
+    times (its own spread from run to run; the expectation must hold in every run)."""
     from numalab.machine import load as load_machine
     from numalab.vm import setup as vm_setup
 
     if case.workload not in KERNEL_OPTIONS:
         raise UsageError(f"vm check runs {' or '.join(KERNEL_OPTIONS)} (a C kernel with a simulator descriptor), not '{case.workload}'")
+    if not 1 <= runs <= MAX_RUNS:
+        raise UsageError(f"--runs must be in 1..{MAX_RUNS}, got {runs}")
     machine = load_machine(case.machine)
-    # One thread per guest vCPU (one per node), unless the case says otherwise.
-    params = {"threads": len(machine.node_os_indexes), **case.params}
+    cpus = cpus_per_node(machine)
+    # One thread per guest vCPU, unless the case says otherwise.
+    params = {"threads": machine.nr_pus, **case.params}
     release = vm_setup.load(say).kernel_version
     kernel = sim_kernel(release)
     spec = RunSpec.create(case.machine, case.workload, params=params, kernel=kernel, thp="never").with_config(case.config)
     bound = spec.bind()  # a bad case fails here, before the guest boots
     say(f"vm check {case.name}: simulating {case.workload} on {case.machine} (kernel profile {kernel})")
     sim = sim_side(spec)
-    out = vm_run.run(vm_request(case, dict(bound.workload["params"]), spec, memory_per_node_mib, accel, timeout_s), say)
-    doc = vm_run.document(out)
-    if doc["status"] != "ok":
-        raise vm_run.GuestCommandError(f"vm check {case.name}: the guest's {case.workload} failed ({doc['error']}): {out.text('stderr').strip()[-300:]}")
-    vm = vm_side(out, doc, case.pages)
-    c = Comparison(case, sim, vm, out.kernel_release, kernel, vm_doc=doc)
-    for name, side in (("sim", sim), ("vm", vm)):
+    request = vm_request(case, dict(bound.workload["params"]), spec, memory_per_node_mib, accel, timeout_s, cpus)
+    sides: list[Side] = []
+    first: tuple[vm_run.VmOutput, dict[str, Any]] | None = None
+    for k in range(runs):
+        if runs > 1:
+            say(f"vm check {case.name}: guest run {k + 1}/{runs}")
+        out = vm_run.run(request, say)
+        doc = vm_run.document(out)
+        if doc["status"] != "ok":
+            raise vm_run.GuestCommandError(f"vm check {case.name}: the guest's {case.workload} failed ({doc['error']}): {out.text('stderr').strip()[-300:]}")
+        sides.append(vm_side(out, doc, case.pages))
+        first = first or (out, doc)
+    assert first is not None  # runs >= 1
+    out, doc = first
+    c = Comparison(case, sim, sides[0], out.kernel_release, kernel, vm_doc=doc, vm_runs=sides)
+    why = case.expect(sim)
+    if why is not None:
+        c.failures["sim"] = why
+    for k, side in enumerate(sides):
         why = case.expect(side)
         if why is not None:
-            c.failures[name] = why
-    if case.agree_pct is not None and (why := disagreement(sim, vm, case.agree_pct)) is not None:
+            c.failures["vm"] = why if runs == 1 else f"guest run {k + 1}: {why}"
+            break
+    if case.agree_pct is not None and (why := disagreement(sim, c.vm, case.agree_pct)) is not None:
         c.failures["vm-sim"] = why
     return c
 
@@ -587,25 +622,67 @@ def _thread_row(side: str, t: Threads) -> list[Any]:
             f"{t.mean_away_pct:.1f}", f"{max(t.away_pct, default=0.0):.1f}", f"{t.time_s:.3g}"]
 
 
+def sched_metrics(side: Side, barriers: int) -> dict[str, float]:
+    """The figures a scheduler case compares: mean share of time away from the first node,
+    migrations per thread per barrier, and the fullest node's share of the pages after the
+    parallel first touch (100 / nodes when even)."""
+    t = side.threads
+    return {
+        "away %": t.mean_away_pct,
+        "migrations/thread/barrier": t.migrations_per_thread_barrier(barriers),
+        "fullest node %": 100.0 * max(side.after_init, default=0) / side.total if side.total else 0.0,
+    }
+
+
+def outside_guest_range(c: Comparison) -> list[str]:
+    """The scheduler figures (``sched_metrics``) of the simulator outside the guest's run-to-run
+    range (min..max over ``vm_runs``), as ``name sim (guest lo..hi)``."""
+    barriers = int(c.case.params.get("reps") or 0)
+    sim = sched_metrics(c.sim, barriers)
+    runs = [sched_metrics(v, barriers) for v in (c.vm_runs or [c.vm])]
+    out = []
+    for k, v in sim.items():
+        lo, hi = min(r[k] for r in runs), max(r[k] for r in runs)
+        if not lo - 1e-9 <= v <= hi + 1e-9:
+            out.append(f"{k} {v:.3g} (guest {lo:.3g}..{hi:.3g})")
+    return out
+
+
+def _span(values: list[float], fmt: str = "{:.3g}") -> str:
+    lo, hi = min(values), max(values)
+    return fmt.format(lo) if lo == hi else f"{fmt.format(lo)}..{fmt.format(hi)}"
+
+
 def sched_table(results: list[Comparison]) -> str:
     """The scheduler cases side by side, simulator and guest, one row per case and side (the table
-    of README.md and docs/scheduler.md §10)."""
+    of README.md and docs/scheduler.md §10). With several guest runs the guest's figures are
+    min..max over them, and a line per case says whether the simulator falls inside."""
     rows = []
+    verdicts = []
     for c in results:
         if not c.case.sched:
             continue
         # kernels/barrier.c: one barrier per rep on both sides.
         barriers = int(c.case.params.get("reps") or 0)
-        for side in ("sim", "vm"):
-            s = getattr(c, side)
-            t = s.threads
-            rows.append([c.case.machine, c.case.name, side, len(t.nr_migrations), f"{t.migrations_per_thread_s:.3g}",
-                         f"{t.migrations_per_thread_barrier(barriers):.3g}",
-                         f"{t.changed_node}/{len(t.nr_migrations)}", f"{t.mean_away_pct:.1f}",
-                         " ".join(str(p) for p in s.after_init)])
-    return render(table(["machine", "case", "side", "threads", "migrations/thread/s", "migrations/thread/barrier",
+        runs = c.vm_runs or [c.vm]
+        for side, sides in (("sim", [c.sim]), ("vm", runs)):
+            ts = [s.threads for s in sides]
+            nodes = len(sides[0].after_init)
+            pages = " ".join(_span([float(s.after_init[i]) for s in sides], "{:.0f}") for i in range(nodes))
+            rows.append([c.case.machine, c.case.name, side, len(sides), len(ts[0].nr_migrations),
+                         _span([t.migrations_per_thread_s for t in ts]),
+                         _span([t.migrations_per_thread_barrier(barriers) for t in ts]),
+                         _span([float(t.changed_node) for t in ts], "{:.0f}") + f"/{len(ts[0].nr_migrations)}",
+                         _span([t.mean_away_pct for t in ts], "{:.1f}"), pages])
+        if len(runs) > 1:
+            outside = outside_guest_range(c)
+            verdicts.append(f"{c.case.name}: the simulator is "
+                            + (f"outside the guest's {len(runs)} runs on {'; '.join(outside)}" if outside
+                               else f"inside the guest's range of {len(runs)} runs on every figure"))
+    text = render(table(["machine", "case", "side", "runs", "threads", "migrations/thread/s", "migrations/thread/barrier",
                          "changed node", "away % (mean)", "pages per node after init"], rows,
-                        "scheduler cases: simulator (sim) and guest kernel (vm)"))
+                        "scheduler cases: simulator (sim) and guest kernel (vm; min..max over the guest runs)"))
+    return "\n".join([text, *verdicts])
 
 
 def with_machine(case: Case, machine: str | None) -> Case:
