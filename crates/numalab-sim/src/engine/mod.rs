@@ -241,7 +241,9 @@ impl<'a> Engine<'a> {
                     migrations: 0,
                     finish_s: 0.0,
                     timed_s: 0.0,
-                    mark_s: clock,
+                    // From the exec: a timer started before the first parallel region (RWCP's EP)
+                    // counts the team's creation, as the program's would.
+                    mark_s: start_s,
                 });
             }
         }

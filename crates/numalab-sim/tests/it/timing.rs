@@ -284,3 +284,15 @@ fn a_workload_without_a_timer_reports_the_whole_run() {
     let out = simulate(&m, &timed_toy(4, 0), &p, &cfg()).unwrap();
     assert_eq!((out.reported_time_source.as_str(), out.reported_time_s), ("timer", 0.0));
 }
+
+#[test]
+fn a_timer_from_the_start_of_the_program_counts_the_team_s_creation() {
+    let m = machine4();
+    let p = pinned(policy(PolicyMode::Default, &[]));
+    let mut w = timed_toy(4, 5);
+    for s in &mut w.program {
+        s.timed = true;
+    }
+    let out = simulate(&m, &w, &p, &cfg()).unwrap();
+    assert!((out.reported_time_s - out.time_s).abs() < 1e-12, "{} vs {}", out.reported_time_s, out.time_s);
+}
