@@ -319,5 +319,12 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(taskgraph_simulate, m)?)?;
     m.add_function(wrap_pyfunction!(taskgraph_migration_time_ns, m)?)?;
     m.add("TASK_BALANCERS", balance::NAMES.to_vec())?;
+    // (parameter, default, low, high, source) of each estimated simulator constant.
+    let defaults = serde_json::to_value(CostParams::default()).map_err(|e| error::internal("cost defaults", e))?;
+    let estimates: Vec<(&str, f64, f64, f64, &str)> = numalab_tasks::platform::ESTIMATES
+        .iter()
+        .map(|&(k, lo, hi, src)| (k, defaults[k].as_f64().unwrap_or(f64::NAN), lo, hi, src))
+        .collect();
+    m.add("TASKGRAPH_ESTIMATES", estimates)?;
     Ok(())
 }

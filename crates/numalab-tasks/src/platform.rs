@@ -87,28 +87,27 @@ pub struct CostParams {
     /// objects on 64 PEs, ~5 ns a unit), for Charm++'s C++ on a 2011 core.
     pub strategy_op_ns: f64,
     /// METIS's time per (n + E) log2 P: measured by bench/lb_strategy_time.py on this project's
-    /// machine (80-340 ns over 1,000-10,000 objects and 16-64 parts).
+    /// machine (80-500 ns over 200-10,000 objects and 16-64 parts).
     pub metis_unit_ns: f64,
     /// Scotch's (`gpart -cb -b0.01`) time per (n + E) log2 P: measured by bench/lb_strategy_time.py
-    /// (300-1,500 ns up to 10,000 objects on 16 parts; 14,000 ns for 10,000 objects on 64).
+    /// (300-2,400 ns up to 10,000 objects on 16 parts; 14,000 ns for 10,000 objects on 64).
     pub scotch_unit_ns: f64,
 }
 
 /// Estimated constants and their ranges: (parameter, low, high, source). The rest of
 /// [`CostParams`] comes from Charm++'s sources.
-pub const ESTIMATES: [(&str, f64, f64, &str); 7] = [
-    ("shm_msg_ns", 300.0, 3_000.0, "enqueue/dequeue of a pointer in a PE queue: 0.3-3 us on 2011 multicores"),
-    ("net_dgram_ns", 2_000.0, 10_000.0, "one sendto/recvfrom of a UDP datagram on loopback, Linux 2.6-era: 2-10 us"),
-    ("migration_fixed_ns", 10_000.0, 50_000.0, "PUP sizing, packing, unpacking and re-registration of one object"),
+pub const ESTIMATES: [(&str, f64, f64, &str); 6] = [
+    ("shm_msg_ns", 300.0, 3_000.0, "enqueue or dequeue of a pointer in a PE's queue: 0.3-3 us on 2011 multicores"),
+    ("net_dgram_ns", 2_000.0, 10_000.0, "one sendto or recvfrom of a UDP datagram on loopback, Linux 2.6-era: 2-10 us"),
+    ("migration_fixed_ns", 10_000.0, 50_000.0, "PUP sizing, the location manager's records, re-registration: 10-50 us"),
     (
         "strategy_op_ns",
         3.0,
         30.0,
-        "a strategy's unit of work: 5 ns measured for numalab's Rust, up to 30 for C++ on 2011 cores",
+        "a strategy's unit of work: ~5 ns for numalab's Rust here, up to 30 for C++ on 2011 cores",
     ),
-    ("metis_unit_ns", 80.0, 350.0, "bench/lb_strategy_time.py, 1,000-10,000 objects, 16-64 parts"),
-    ("scotch_unit_ns", 300.0, 15_000.0, "bench/lb_strategy_time.py, 1,000-10,000 objects, 16-64 parts"),
-    ("net_window", 8.0, 8.0, "Cmi_window_size of setspeed_gigabit (machine-dgram.c): not an estimate"),
+    ("metis_unit_ns", 80.0, 500.0, "bench/lb_strategy_time.py on this machine: 200-10,000 objects, 16-64 parts"),
+    ("scotch_unit_ns", 300.0, 15_000.0, "bench/lb_strategy_time.py on this machine: 200-10,000 objects, 16-64 parts"),
 ];
 
 impl Default for CostParams {

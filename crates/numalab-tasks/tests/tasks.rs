@@ -650,3 +650,13 @@ fn datagrams_split_at_the_net_layers_payload_and_pay_their_acknowledgements() {
     let (w, _) = wide.message_ns(0, 8, 5.0, 500.0);
     assert!((s - w - CostParams::default().net_dgram_ns).abs() < 50.0, "{s} {w}");
 }
+
+#[test]
+fn every_estimated_constant_lies_within_its_stated_range() {
+    let d = serde_json::to_value(CostParams::default()).unwrap();
+    for (k, lo, hi, source) in numalab_tasks::platform::ESTIMATES {
+        let v = d[k].as_f64().unwrap_or_else(|| panic!("{k} is not a CostParams field"));
+        assert!(0.0 < lo && lo <= v && v <= hi, "{k} = {v} outside [{lo}, {hi}]");
+        assert!(!source.is_empty());
+    }
+}

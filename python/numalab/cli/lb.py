@@ -134,6 +134,66 @@ def repeat_table(summary: list[dict[str, Any]]) -> Any:
                  "database measured, actual: on the true loads")
 
 
+def sensitivity_graph(args: list[str], graph: str, machine: str, configs: Optional[str], only: Optional[list[str]], corners: bool,
+                      list_only: bool, seed: str, as_json: bool) -> None:
+    """``numalab sensitivity --graph``: each balancer of ``configs`` against the first, under every
+    estimated constant of the task-graph simulator at its low and high end (tasks/sensitivity.py)."""
+    from numalab.cli.suggest import check_params
+    from numalab.spec.run import load_machine
+    from numalab.tasks import balancers as lbs
+    from numalab.tasks import sensitivity as ts
+    from numalab.tasks.graphs import GENERATORS, graph_spec
+    from numalab.tasks.run import SIM_PARAMS, Settings
+
+    params = ts.parameters(only)
+    if list_only:
+        if as_json:
+            typer.echo(json.dumps([{"id": p.id, "value": p.value, "low": p.low, "high": p.high, "source": p.source} for p in params], indent=2))
+            return
+        rows = [[p.id, f"{p.value:g}", f"{p.low:g} - {p.high:g}", p.source] for p in params]
+        typer.echo(render(table(["estimate", "as written", "range", "source"], rows, "estimated task-graph constants")))
+        return
+    specs = lbs.parse_list(configs or "none,greedy,numalab")
+    if len(specs) < 2:
+        raise UsageError("--configs: with --graph, at least two balancers (each is compared with the first)")
+    for b in specs:
+        lbs.check_available(b)
+    extra = o.workload_params(args)
+    run_keys = ("iterations", "lb_period", "comm_layer", "pes", "noise", "lb_timer")
+    run = {k: extra.pop(k) for k in run_keys if k in extra}
+    if graph in GENERATORS:
+        check_params(extra, [*GENERATORS[graph], *SIM_PARAMS], f"graph {graph}")
+    gspec = graph_spec(graph, {k: v for k, v in extra.items() if k not in SIM_PARAMS})
+    settings = Settings.create(run.get("iterations", 50), run.get("lb_period", 10), run.get("comm_layer", "shm"), run.get("pes"), seed,
+                               {k: v for k, v in extra.items() if k in SIM_PARAMS}, run.get("noise", "on"), run.get("lb_timer", "wall"))
+    fixed = [p for p in params if p.path in dict(settings.params)]
+    if fixed:
+        raise UsageError(f"--{fixed[0].path.replace('_', '-')} is given and also varied; leave it out or vary the others with --param")
+    m = load_machine(machine)
+    n_variants = len(ts.variants(params, corners))
+    with Progress("sensitivity", n_variants * len(specs), unit="runs", quiet=as_json, plain=False) as progress:
+        vs, outcomes = ts.analyse(m, gspec, specs, settings, params, corners, progress.step)
+    if as_json:
+        typer.echo(json.dumps({"schema": "numalab.sensitivity/1", "machine": m.name, "graph": graph, "metric": ts.METRIC,
+                               "parameters": [{"id": p.id, "value": p.value, "low": p.low, "high": p.high, "source": p.source} for p in params],
+                               "variants": [v.name for v in vs], "comparisons": [o.to_json() for o in outcomes]}, indent=2, sort_keys=True))
+        return
+    rows = []
+    for out in outcomes:
+        xs = list(out.speedups.values())
+        rows.append([f"{out.label} vs {out.baseline}", f"{out.speedups['nominal']:.3f}", out.winner(), f"{min(xs):.3f} - {max(xs):.3f}",
+                     ("FLIPS: " + ", ".join(out.flips)) if out.flips else "holds"])
+    typer.echo(render(table(["comparison", "speedup", "winner", "speedup range", "conclusion"], rows,
+                            f"{gspec.describe()} on {m.name}: speedup = time per iteration with balancing, baseline over balancer")))
+    moves = [[p.id, f"{p.value:g}", f"{p.low:g} - {p.high:g}",
+              *(f"{o.speedups[p.id + '=low']:.3f} / {o.speedups[p.id + '=high']:.3f}" for o in outcomes)] for p in params]
+    typer.echo("\n" + render(table(["estimate", "as written", "range", *(f"{o.label} (low / high)" for o in outcomes)], moves,
+                                   "speedup at each end of each estimate's range")))
+    flips = [o for o in outcomes if o.flips]
+    typer.echo(f"\n{len(flips)} of {len(outcomes)} conclusions flip within the stated ranges." if flips
+               else f"\nno conclusion flips within the stated ranges ({len(vs) - 1} variants).")
+
+
 def document_summary(doc: dict[str, Any]) -> str:
     """One stored task-graph document as text (``numalab results show``)."""
     if doc.get("kind") == "migration-cost":
@@ -157,12 +217,15 @@ def summary_table(docs: list[dict[str, Any]]) -> Any:
         rows.append([d["balancer"]["label"], f"{it / 1e6:.3f}", f"{base / it:.2f}" if it > 0 else "-", f"{m['efficiency']:.3f}",
                      m["lb_calls"], f"{m['migrations_per_call']:.1f}", f"{m['migrated_pct_per_call']:.1f}",
                      f"{m['migrated_bytes_per_call'] / MIB:.3f}", f"{m['migration_time_ns'] / 1e6:.3f}", f"{m['balancer_wall_s'] * 1e3:.2f}",
-                     *(f"{m[k] / 1e6:.3f}" if k in m else "-" for k in ("predicted_makespan_ns", "actual_makespan_ns"))])
+                     *(f"{m[k] / 1e6:.3f}" if k in m else "-" for k in ("lb_step_ns_per_call", "time_per_iteration_ns",
+                                                                         "predicted_makespan_ns", "actual_makespan_ns"))])
     speedup = f"speedup_vs_{_baseline(docs)['balancer']['label']}"
     return table(["balancer", "iteration_ms", speedup, "efficiency", "lb_calls", "migrations/call", "migrated_%/call", "migrated_mib/call",
-                  "migration_ms", "lb_ms", "predicted_ms/call", "actual_ms/call"], rows,
+                  "migration_ms", "lb_ms", "step_ms/call", "with_lb_ms", "predicted_ms/call", "actual_ms/call"], rows,
                  "iteration time (mean), efficiency (average / maximum PE load); per task load balancer call: objects migrated, % of objects, MiB; "
-                 "lb_ms: the balancer's own time; predicted: the makespan on the loads the LB database measured, actual: on the true loads")
+                 "lb_ms: the balancer's own wall time here; step_ms/call: the whole balancing step as the runtime takes it (barrier, "
+                 "statistics, the strategy's modelled run, decision, migrations, resumption); with_lb_ms: the run's time per iteration "
+                 "with its steps; predicted: the makespan on the loads the LB database measured, actual: on the true loads")
 
 
 def comm_table(docs: list[dict[str, Any]]) -> Any:

@@ -22,7 +22,8 @@ def sensitivity(
     ctx: typer.Context,
     balancing: o.Balancing,
     machine: str = o.MACHINE,
-    workload: str = o.WORKLOAD,
+    workload: Optional[str] = typer.Option(None, "--workload", help="Workload name (numalab workloads) or a descriptor .toml file (or --graph)."),
+    graph: Optional[str] = typer.Option(None, "--graph", "-g", help="A task graph instead of a workload (as numalab lb takes it): --configs names its balancers, the first the baseline; the estimates are the task-graph simulator's (docs/taskgraph.md §5)."),
     configs: Optional[str] = typer.Option(None, "--configs", "-c", help="Comma-separated configs as numalab compare takes them; each is compared with the first."),
     param: Optional[list[str]] = typer.Option(None, "--param", help="Vary only this estimate (id machine:path or workload:path, or the path alone); repeatable. Default: every estimate of the machine and the workload."),
     corners: bool = typer.Option(True, "--corners/--no-corners", help="Also run with every estimate at its low end, and at its high end, together."),
@@ -45,6 +46,15 @@ def sensitivity(
     """
     if jobs < 0:
         raise UsageError(f"--jobs must be >= 0, got {jobs}")
+    if graph is not None:
+        if workload is not None:
+            raise UsageError("--graph and --workload: give one of them")
+        from numalab.cli.lb import sensitivity_graph
+
+        sensitivity_graph(ctx.args, graph, machine, configs, param, corners, list_only, seed, as_json)
+        return
+    if workload is None:
+        raise UsageError("--workload is required (or --graph for a task graph)")
     base = o.run_spec(machine, workload, ctx.args, o.placement(), seed, sample_rate, kernel, thp, balancing)
     base = base.updated(npb_version=npb_version)
     if list_only:

@@ -117,20 +117,22 @@ def resolve(b: BalancerSpec, seed: int) -> tuple[Any, dict[str, Any] | None]:
         return b.name, {f"{prefix}_{k}": v for k, v in b.params} or None
     p = dict(b.params)
     if b.name == "metis":
-        return _partitioner(partition.metis_parts, seed), None
+        return _partitioner("metis", partition.metis_parts, seed), None
     if b.name == "scotch":
         check_available(b)
-        return _partitioner(partition.scotch_parts, seed), None
+        return _partitioner("scotch", partition.scotch_parts, seed), None
     return _random_balancer(p.get("migrate_pct", PYTHON["random"]["migrate_pct"][1]), seed), None
 
 
-def _partitioner(parts: Callable[..., list[int]], seed: int) -> Callable[[dict[str, Any]], list[int]]:
+def _partitioner(name: str, parts: Callable[..., list[int]], seed: int) -> Callable[[dict[str, Any]], list[int]]:
     """A partition into n_pes parts becomes the mapping: object i -> PE parts[i] (MetisLB.C's
     ``to_proc = part``)."""
 
     def balance(state: dict[str, Any]) -> list[int]:
         return parts(state["loads_ns"], state["edges"], int(state["n_pes"]), seed)
 
+    # The core models a strategy's run time by its name (crates/numalab-tasks/src/strategy_time.rs).
+    balance.__name__ = name
     return balance
 
 
@@ -150,4 +152,5 @@ def _random_balancer(migrate_pct: float, seed: int) -> Callable[[dict[str, Any]]
             mapping[o] = dst if dst < mapping[o] else dst + 1
         return mapping
 
+    balance.__name__ = "random"
     return balance

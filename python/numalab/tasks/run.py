@@ -33,7 +33,11 @@ SIM_PARAMS: dict[str, tuple[float, float | None]] = {
     "shm_msg_ns": (0.0, None),
     "net_dgram_ns": (0.0, None),
     "net_dgram_bytes": (1.0, None),
+    "net_window": (2.0, None),
     "migration_fixed_ns": (0.0, None),
+    "strategy_op_ns": (0.0, None),
+    "metis_unit_ns": (0.0, None),
+    "scotch_unit_ns": (0.0, None),
     "load_noise": (0.0, 1.0),
 }
 
@@ -141,6 +145,12 @@ def document(machine: Any, graph_spec: GraphSpec, g: Any, balancer: lb.BalancerS
         "migration_time_ns": sum(float(c["migration_time_ns"]) for c in calls),
         "atsync_ns": sum(float(c.get("atsync_ns", 0.0)) for c in calls),
         "stats_ns": sum(float(c.get("stats_ns", 0.0)) for c in calls),
+        "strategy_ns": sum(float(c.get("strategy_ns", 0.0)) for c in calls),
+        "decision_ns": sum(float(c.get("decision_ns", 0.0)) for c in calls),
+        "resume_ns": sum(float(c.get("resume_ns", 0.0)) for c in calls),
+        "lb_step_ns_per_call": mean("step_ns") if n_calls and "step_ns" in calls[0] else 0.0,
+        # The run's time per iteration with its balancing steps: what the balancing costs the program.
+        "time_per_iteration_ns": float(raw["total_time_ns"]) / max(1, len(raw.get("iterations") or [])),
         "balancer_wall_s": sum(float(c["balancer_wall_s"]) for c in calls),
         "predicted_makespan_ns": mean("predicted_makespan_ns"),
         "actual_makespan_ns": mean("actual_makespan_ns"),
