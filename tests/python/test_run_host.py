@@ -217,3 +217,30 @@ def test_records_and_documents_to_special_files(tmp_path):
     assert r.returncode == 2 and r.stderr.startswith("numalab: --record") and len(r.stderr.splitlines()) == 1
     r = numalab("run", "-o", "/proc/version", "--", "true")
     assert r.returncode in (1, 2) and r.stderr.startswith("numalab: ") and len(r.stderr.splitlines()) == 1, r.stderr
+
+
+def test_a_command_whose_output_goes_to_a_terminal_still_sees_a_terminal():
+    """numalab reads the command's stdout (for the time it reports) through a pseudo-terminal when
+    that output goes to a terminal: the program sees a terminal and its lines come as written."""
+    import pty
+
+    ours, theirs = pty.openpty()
+    try:
+        script = "test -t 1 && echo 'stdout is a terminal' || echo 'stdout is not a terminal'; printf 'two\\nlines\\n'"
+        proc = subprocess.run([sys.executable, "-m", "numalab.cli.main", "run", "--", "sh", "-c", script],
+                              stdout=theirs, stderr=subprocess.PIPE, timeout=120)
+        os.close(theirs)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(ours, 4096)
+            except OSError:  # EIO: everything written has been read
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(ours)
+    assert proc.returncode == 0, proc.stderr
+    text = seen.decode().replace("\r\n", "\n")
+    assert "stdout is a terminal\ntwo\nlines\n" in text

@@ -28,7 +28,7 @@ from typing import Any, Iterator
 from numalab.exceptions import NumalabError, UsageError
 from numalab.results import agent as records
 from numalab.results import reported
-from numalab.runner.tail import Tail
+from numalab.runner.tail import Tail, open_channel
 from numalab.spec import Placement, RunSpec
 
 AGENT = "numalab-agent"
@@ -251,7 +251,8 @@ def run(
 
     The command's standard streams are the caller's, except its stdout with ``stdout``
     ``"devnull"`` (discarded) or ``"stderr"`` (sent to the caller's stderr, so the caller's stdout
-    carries only a JSON document). Its stdout reaches there through a pipe, whose last bytes give
+    carries only a JSON document). Its stdout reaches there through a pipe (a pseudo-terminal when
+    it goes to a terminal, so the program still sees one), whose last bytes give
     the time the program reports when it prints one (NPB's "Time in seconds =",
     ``results/reported.py``). Ctrl-C reaches the command (it is in the terminal's process group);
     the run then ends as the command does, with its status.
@@ -276,8 +277,12 @@ def run(
         args = [str(exe), "run", "--interval-ms", str(interval_ms), "--grace-ms", str(round(kill_grace_s * 1000)),
                 "--output", str(out), *agent_args(placement), "--", *command]
         with terminable():
-            proc = subprocess.Popen(args, env={**os.environ, **omp_env(placement)}, stdout=subprocess.PIPE)
-            output = Tail(proc.stdout, STDOUT[stdout])  # type: ignore[arg-type]
+            theirs, ours = open_channel(STDOUT[stdout])
+            try:
+                proc = subprocess.Popen(args, env={**os.environ, **omp_env(placement)}, stdout=theirs)
+            finally:
+                os.close(theirs)
+            output = Tail(ours, STDOUT[stdout])
             code, interrupted = _wait(proc, kill_grace_s)
         if record is not None and out.exists():
             keep_records(out, record)

@@ -3,7 +3,10 @@ that prints its own time (NPB's "Time in seconds =", results/reported.py) says i
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pty
+import termios
 import threading
 from typing import IO
 
@@ -12,6 +15,24 @@ KEEP_BYTES = 64 << 10
 #: Seconds to wait for the pipe to close once the command has ended: a background process it
 #: left holding the pipe does not hold numalab.
 DRAIN_S = 2.0
+
+
+def open_channel(dest: int | None) -> tuple[int, IO[bytes]]:
+    """The command's end and numalab's end of the command's stdout: a pseudo-terminal when
+    ``dest`` is a terminal, so the program still sees one (``isatty``) and writes each line as it
+    comes, as it would without numalab; else a pipe."""
+    if dest is not None and os.isatty(dest):
+        ours, theirs = pty.openpty()
+        attrs = termios.tcgetattr(theirs)
+        attrs[1] &= ~termios.ONLCR  # pass "\n" through as "\n": the terminal beyond translates it
+        termios.tcsetattr(theirs, termios.TCSANOW, attrs)
+        try:  # the program's idea of the width is the real terminal's
+            fcntl.ioctl(theirs, termios.TIOCSWINSZ, fcntl.ioctl(dest, termios.TIOCGWINSZ, b"\0" * 8))
+        except OSError:
+            pass
+    else:
+        ours, theirs = os.pipe()
+    return theirs, os.fdopen(ours, "rb", buffering=0)
 
 
 class Tail:
@@ -30,7 +51,7 @@ class Tail:
         while True:
             try:
                 chunk = os.read(self._fd, 1 << 16)
-            except OSError:
+            except OSError:  # EIO: a pseudo-terminal's other side is closed
                 break
             if not chunk:
                 break
