@@ -145,6 +145,39 @@ impl PyRunSpec {
         .map_err(error::SimulationError::new_err)?;
         to_py(py, &serde_json::to_value(&out).map_err(|e| error::internal("output", e))?)
     }
+
+    /// The per-page access analysis of the workload (docs/mapping.md): exclusivity, its
+    /// histogram and coarser page sizes, per-region summaries, numalize's mapping scores and the
+    /// thread communication matrix. `thread_nodes`: each thread's node (logical index).
+    fn mapping_metrics<'py>(&self, py: Python<'py>, thread_nodes: Vec<usize>) -> PyResult<Bound<'py, PyAny>> {
+        let n = self.machine.get().inner.nodes.len();
+        let w = &self.inner.workload;
+        let out = error::guarded(py, "the mapping analysis", || {
+            numalab_sim::mapping::page_accesses(w, &thread_nodes, n)
+                .map(|pa| numalab_sim::mapping::mapping_metrics(&pa))
+        })?
+        .map_err(SpecError::new_err)?;
+        to_py(py, &serde_json::to_value(&out).map_err(|e| error::internal("mapping", e))?)
+    }
+
+    /// Simulate with every page placed by one of numalize's mappings (`numalab_sim::mapping::MAPPINGS`)
+    /// before the run (docs/mapping.md §4); `thread_nodes` as for `mapping_metrics`.
+    fn simulate_mapping<'py>(
+        &self,
+        py: Python<'py>,
+        mapping: &str,
+        thread_nodes: Vec<usize>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let m = &self.machine.get().inner;
+        let s = &self.inner;
+        let out = error::guarded(py, "the simulator", || {
+            let pa = numalab_sim::mapping::page_accesses(&s.workload, &thread_nodes, m.nodes.len())?;
+            let nodes = numalab_sim::mapping::mapping_nodes(&pa, mapping)?;
+            numalab_sim::simulate_mapped(m, &s.workload, &s.placement, &s.config, &nodes).map_err(|e| e.to_string())
+        })?
+        .map_err(error::SimulationError::new_err)?;
+        to_py(py, &serde_json::to_value(&out).map_err(|e| error::internal("output", e))?)
+    }
 }
 
 /// `simulate_corun([RunSpec, ...], [start_s, ...])`: one run of every spec's processes

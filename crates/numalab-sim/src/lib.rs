@@ -20,6 +20,7 @@ pub mod footprint;
 pub mod input;
 pub mod khugepaged;
 pub mod malloc;
+pub mod mapping;
 pub mod mempolicy;
 pub mod numa_balancing;
 pub mod openmp;
@@ -57,4 +58,18 @@ pub fn simulate_groups(
     config: &SimConfig,
 ) -> Result<SimOutput, SimError> {
     Ok(engine::Engine::with_groups(machine, groups, config)?.run())
+}
+
+/// Simulate with pages placed before the run (`engine::Engine::premap`, docs/mapping.md §4):
+/// `nodes` per process and region, the node of each 4 KiB page (`u8::MAX`: first touch).
+pub fn simulate_mapped(
+    machine: &Machine,
+    workload: &WorkloadSpec,
+    placement: &Placement,
+    config: &SimConfig,
+    nodes: &[Vec<u8>],
+) -> Result<SimOutput, SimError> {
+    let mut e = engine::Engine::new(machine, workload, placement, config)?;
+    e.premap(nodes);
+    Ok(e.run())
 }

@@ -12,6 +12,8 @@ from numalab.cli.summary import summary
 from numalab.console.progress import working
 from numalab.runner import sim as runner
 
+MAPPING_METRICS = typer.Option(False, "--mapping-metrics", help="Also analyse the data mapping (docs/mapping.md): page exclusivity and its histogram, exclusivity at 2 MiB and 1 GiB, the thread communication matrix, and numalize's mapping scores with each mapping's simulated time.")
+
 
 @o.with_placement
 @o.with_balancing
@@ -33,6 +35,10 @@ def sim(
     noise: str = o.NOISE,
     omp_wait_policy: str = o.WAIT_POLICY,
     npb_version: str = o.NPB_VERSION,
+    latbal_threshold_ns: str = o.LATBAL_THRESHOLD,
+    latbal_window_ms: str = o.LATBAL_WINDOW,
+    latbal_sample_us: str = o.LATBAL_SAMPLE,
+    mapping_metrics: bool = MAPPING_METRICS,
     verbose: bool = o.VERBOSE,
     as_json: bool = o.JSON,
 ) -> None:
@@ -43,10 +49,16 @@ def sim(
     """
     bal = replace(balancing, explain=explain_balancing)
     spec = o.run_spec(machine, workload, ctx.args, placement, seed, sample_rate, kernel, thp, bal)
-    spec = spec.updated(noise=noise, explain_sched=explain_sched, omp_wait_policy=omp_wait_policy, npb_version=npb_version)
+    spec = spec.updated(noise=noise, explain_sched=explain_sched, omp_wait_policy=omp_wait_policy, npb_version=npb_version,
+                        latbal_threshold_ns=latbal_threshold_ns, latbal_window_ms=latbal_window_ms, latbal_sample_us=latbal_sample_us)
     bound = spec.bind()
     with working(f"simulating {spec.workload} on {spec.machine}", quiet=as_json):
         result = runner.run(bound)
+    if mapping_metrics and result.status == "ok":
+        from numalab.runner.mapping import mapping_doc
+
+        with working("analysing the data mapping", quiet=as_json):
+            result.doc["mapping"] = mapping_doc(bound, result.doc)
     if as_json:
         typer.echo(result.to_json())
     else:
@@ -59,5 +71,9 @@ def sim(
             from numalab.cli.alloc_explain import alloc_text
 
             typer.echo("\n" + alloc_text(result.doc, bound.workload))
+        if "mapping" in result.doc:
+            from numalab.cli.mapping_text import mapping_text
+
+            typer.echo("\n" + mapping_text(result.doc["mapping"]))
     if result.status != "ok":
         raise typer.Exit(1)

@@ -6,6 +6,7 @@
 pub mod alloc;
 pub(crate) mod check;
 mod phases;
+mod premap;
 mod procs;
 mod team;
 mod visits;

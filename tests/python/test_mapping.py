@@ -1,0 +1,99 @@
+"""Data mapping analysis (docs/mapping.md): exclusivity of partitioned and shared data, mappings'
+scores and times, the CLI's --mapping-metrics."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from numalab.cli.main import app
+from numalab.runner import sim as runner
+from numalab.runner.mapping import mapping_doc
+from numalab.spec import RunSpec
+
+MACHINE = "e5-2620v4-2s"
+
+SHARED = """
+name = "shared-table"
+description = "a table the master writes and every thread then reads whole (test workload)"
+source = "test"
+program = [{ phases = ["init"] }, { phases = ["use"], repeat = "reps" }]
+[params]
+n = 2048
+reps = 20
+threads = 8
+[[regions]]
+name = "T"
+bytes = "4096 * n"
+planes = "n"
+[[phases]]
+name = "init"
+cycles = "n"
+access = [{ region = "T", pattern = "master", wr = 1.0, rd = 1.0 }]
+[[phases]]
+name = "use"
+cycles = "n * 1000"
+access = [{ region = "T", pattern = "shared", rd = 1.0 }]
+"""
+
+
+def dgemv(init: str, threads: int = 8, n: int = 2048) -> RunSpec:
+    return RunSpec(MACHINE, "dgemv").updated(params={"init": init, "n": n, "reps": 10, "threads": threads})
+
+
+def test_block_partitioned_data_is_exclusive_and_first_touch_places_it_locally():
+    bound = dgemv("parallel").bind()
+    m = mapping_doc(bound, runner.run(bound).doc)
+    assert m["exclusivity"] == pytest.approx(1.0)
+    a = next(r for r in m["regions"] if r["region"] == "A")
+    assert a["first_touch_local"] == pytest.approx(1.0)
+    scores = {s["mapping"]: s for s in m["mappings"]}
+    assert scores["first-touch"]["loc_app"] == pytest.approx(100.0)
+    assert scores["locality"]["loc_pages"] == pytest.approx(100.0)
+    # Interleave puts half of the pages away from their node on two nodes.
+    assert scores["interleave"]["loc_pages"] == pytest.approx(50.0, abs=1.0)
+    # Each mapping was simulated: locality is not slower than interleave for exclusive data.
+    assert scores["locality"]["time_s"] < scores["interleave"]["time_s"]
+
+
+def test_uniformly_shared_data_is_one_over_n_exclusive(tmp_path):
+    path = tmp_path / "shared.toml"
+    path.write_text(SHARED)
+    bound = RunSpec(MACHINE, str(path)).bind()
+    m = mapping_doc(bound, runner.run(bound).doc, times=False)
+    # 8 threads spread over the machine's 2 nodes read every page alike (the master's writes aside).
+    nodes = {t["first_node"] for t in runner.run(bound).doc["threads"]}
+    assert len(nodes) == 2
+    assert m["exclusivity"] == pytest.approx(0.5, abs=0.03)
+    c = m["comm"]["matrix"]
+    assert c[1][2] > 0 and c[1][2] == pytest.approx(c[3][4])
+
+
+def test_serial_initialisation_lowers_first_touch_locality():
+    bound = dgemv("serial").bind()
+    m = mapping_doc(bound, runner.run(bound).doc, times=False)
+    a = next(r for r in m["regions"] if r["region"] == "A")
+    # The master's node holds every page; half the reads come from the other node.
+    assert max(a["first_touch_share"]) == pytest.approx(1.0)
+    assert a["first_touch_local"] < 0.6
+
+
+def test_sim_mapping_metrics_json_and_text():
+    cli = CliRunner()
+    args = ["sim", "--machine", MACHINE, "--workload", "dgemv", "--n", "1024", "--reps", "2", "--threads", "4", "--init", "serial"]
+    r = cli.invoke(app, args + ["--mapping-metrics", "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    m = doc["mapping"]
+    assert [s["page_bytes"] for s in m["by_page_size"]] == [4096, 2 << 20, 1 << 30]
+    assert [s["mapping"] for s in m["mappings"]] == ["first-touch", "locality", "interleave", "round-robin", "mixed", "balance"]
+    assert all(s["time_s"] > 0 for s in m["mappings"])
+    assert sum(b["access_share"] for b in m["histogram"]) == pytest.approx(1.0)
+    r = cli.invoke(app, args + ["--mapping-metrics"])
+    assert r.exit_code == 0, r.output
+    assert "application exclusivity" in r.output and "Loc_App %" in r.output and "time s" in r.output
+    # Without the option the result has no mapping section.
+    r = cli.invoke(app, args + ["--json"])
+    assert "mapping" not in json.loads(r.output)
