@@ -35,9 +35,6 @@ def sim(
     noise: str = o.NOISE,
     omp_wait_policy: str = o.WAIT_POLICY,
     npb_version: str = o.NPB_VERSION,
-    latbal_threshold_ns: str = o.LATBAL_THRESHOLD,
-    latbal_window_ms: str = o.LATBAL_WINDOW,
-    latbal_sample_us: str = o.LATBAL_SAMPLE,
     mapping_metrics: bool = MAPPING_METRICS,
     verbose: bool = o.VERBOSE,
     as_json: bool = o.JSON,
@@ -49,8 +46,7 @@ def sim(
     """
     bal = replace(balancing, explain=explain_balancing)
     spec = o.run_spec(machine, workload, ctx.args, placement, seed, sample_rate, kernel, thp, bal)
-    spec = spec.updated(noise=noise, explain_sched=explain_sched, omp_wait_policy=omp_wait_policy, npb_version=npb_version,
-                        latbal_threshold_ns=latbal_threshold_ns, latbal_window_ms=latbal_window_ms, latbal_sample_us=latbal_sample_us)
+    spec = spec.updated(noise=noise, explain_sched=explain_sched, omp_wait_policy=omp_wait_policy, npb_version=npb_version)
     bound = spec.bind()
     with working(f"simulating {spec.workload} on {spec.machine}", quiet=as_json):
         result = runner.run(bound)
