@@ -70,7 +70,7 @@ def test_study_jobs_has_one_letter_and_two_names(cli, tmp_path, spelling):
     assert code == 2 and err == "numalab: --jobs must be >= 1, got 0\n"
 
 
-@pytest.mark.parametrize("command", [("compare", "-c", "default,interleave=all"), ("sensitivity",)])
+@pytest.mark.parametrize("command", [("compare", "-c", "default,interleave=all"), ("sensitivity",), ("advise",)])
 def test_j_is_jobs_in_every_command(command):
     assert parsed(*command, *SMALL, "-j", "2")["jobs"] == 2
 

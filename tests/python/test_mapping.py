@@ -1,5 +1,5 @@
-"""Data mapping analysis (docs/mapping.md): exclusivity of partitioned and shared data, mappings'
-scores and times, the CLI's --mapping-metrics."""
+"""Data mapping analysis and numalab advise (docs/mapping.md): exclusivity of partitioned and
+shared data, mappings' scores and times, the CLI's --mapping-metrics and the advisor's ranking."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from numalab.cli.main import app
 from numalab.runner import sim as runner
 from numalab.runner.mapping import mapping_doc
 from numalab.spec import RunSpec
+from numalab.study import advise as adv
 
 MACHINE = "e5-2620v4-2s"
 
@@ -97,3 +98,48 @@ def test_sim_mapping_metrics_json_and_text():
     # Without the option the result has no mapping section.
     r = cli.invoke(app, args + ["--json"])
     assert "mapping" not in json.loads(r.output)
+
+
+def test_advisor_recommends_parallel_initialisation_for_serially_initialised_block_data():
+    a = adv.advise(dgemv("serial", threads=12, n=3072), corners=False)
+    assert a.regions[0]["region"] == "A"
+    top = a.remedies[0]
+    assert top.kind == "parallel-init" and top.region == "A", [(r.name, r.speedup) for r in a.remedies]
+    assert top.speedup > 1.2
+
+
+def test_advisor_does_not_recommend_parallel_initialisation_for_shared_data(tmp_path):
+    path = tmp_path / "shared.toml"
+    path.write_text(SHARED)
+    a = adv.advise(RunSpec(MACHINE, str(path)), corners=False)
+    assert "parallel-init" not in {r.kind for r in a.remedies}
+    # Interleaving the table spreads its load: it is among the remedies simulated.
+    assert "region-interleave" in {r.kind for r in a.remedies}
+
+
+def test_advise_cli_json_text_and_report(tmp_path):
+    cli = CliRunner()
+    args = ["advise", "--machine", MACHINE, "--workload", "dgemv", "--n", "1024", "--reps", "2", "--threads", "4",
+            "--init", "serial", "-j", "1"]
+    out = tmp_path / "advice.md"
+    r = cli.invoke(app, args + ["--json", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["schema"] == "numalab.advice/1"
+    ups = [x["speedup"] for x in doc["remedies"]]
+    assert ups == sorted(ups, reverse=True)
+    # The three best have a range around their speedup; the others are simulated nominally only.
+    ranged = [x for x in doc["remedies"] if x["speedup_low"] is not None]
+    assert ranged == doc["remedies"][:3]
+    assert all(x["speedup_low"] <= x["speedup"] <= x["speedup_high"] for x in ranged)
+    assert "## Remedies by predicted speedup" in out.read_text()
+    r = cli.invoke(app, args + ["--no-corners"])
+    assert r.exit_code == 0, r.output
+    assert "Remedies by predicted speedup" in r.output and "initialise A in parallel" in r.output
+
+
+def test_advise_refuses_bad_input_in_one_line(cli):
+    code, _, err = cli("advise", "--machine", MACHINE, "--workload", "dgemv", "-j", "-1")
+    assert code == 2 and err == "numalab: --jobs must be >= 0, got -1\n"
+    code, _, err = cli("advise", "--machine", MACHINE, "--workload", "dgemv", "--init", "sideways")
+    assert code == 2 and err.startswith("numalab: ") and err.count("\n") == 1
