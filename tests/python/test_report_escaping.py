@@ -98,18 +98,20 @@ def stored(tmp_path_factory):
     return root
 
 
-def _markdown_html(stored, name: str) -> tuple[str, str, _Doc]:
+@pytest.fixture(scope="module")
+def markdown(stored) -> tuple[str, str, _Doc]:
+    """The Markdown report, written once (its figures cost seconds), as GitHub renders it."""
     from markdown_it import MarkdownIt
 
-    md = write_report(stored / "esc.toml", stored / name, results=stored / "r").read_text()
+    md = write_report(stored / "esc.toml", stored / "r.md", results=stored / "r").read_text()
     html = MarkdownIt("commonmark").enable("table").render(md)  # raw HTML passes through, as on GitHub
     doc = _Doc()
     doc.feed(html)
     return md, html, doc
 
 
-def test_markdown_report_renders_user_text_literally(stored):
-    md, html, doc = _markdown_html(stored, "r.md")
+def test_markdown_report_renders_user_text_literally(markdown):
+    md, html, doc = markdown
     fence = md.index("```toml")
     outside = md[:fence] + md[md.index("\n```\n", fence) + 5:]
     assert "<script" not in outside and "<img" not in outside
@@ -123,8 +125,8 @@ def test_markdown_report_renders_user_text_literally(stored):
     assert "follows &lt;img src=x onerror=alert(2)&gt; | design" in html
 
 
-def test_markdown_emphasis_code_and_links_in_labels_stay_text(stored):
-    _, html, doc = _markdown_html(stored, "r2.md")
+def test_markdown_emphasis_code_and_links_in_labels_stay_text(markdown):
+    _, html, doc = markdown
     assert "x|y *bold* _it_ `code` [link](http://e.org)" in doc.cells
     assert "em" not in doc.tags  # the report's own emphasis is **bold** only
     assert doc.tags.count("code") == 1  # the study file's fence, nothing inline
