@@ -426,7 +426,8 @@ impl Balancing {
             let names = having(|s| s.migrate_deferred);
             return bad(format!("numa_balancing_migrate_deferred exists only in the {names} profile"));
         }
-        let newer: [(bool, &str, Has); 3] = [
+        let newer: [(bool, &str, Has); 4] = [
+            (self.enabled, "automatic NUMA balancing (kernel.numa_balancing, 3.8+)", |s| s.numa_balancing),
             (self.memory_tiering, "numa_balancing = 2 (memory tiering, 5.18+)", |s| s.memory_tiering),
             (self.demotion_enabled, "demotion_enabled (5.15+)", |s| s.demotion_enabled),
             (self.weighted_interleave_auto, "weighted_interleave auto (6.16+)", |s| s.weighted_interleave_auto),

@@ -8,9 +8,11 @@
 use serde::{Deserialize, Serialize};
 
 /// Which kernel's rules to follow where they differ (docs/allocation.md, docs/balancing.md):
-/// the lookup key of a [`KernelProfile`], spelled `--kernel 3.13|6.13`.
+/// the lookup key of a [`KernelProfile`], spelled `--kernel 2.6.32|3.13|6.13`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub enum Kernel {
+    #[serde(rename = "2.6.32")]
+    V2_6_32,
     #[serde(rename = "3.13")]
     V3_13,
     #[default]
@@ -20,7 +22,8 @@ pub enum Kernel {
 
 impl Kernel {
     /// Every profile with its name (`--kernel NAME`), in release order.
-    pub const ALL: [(&'static str, Kernel); 2] = [("3.13", Kernel::V3_13), ("6.13", Kernel::V6_13)];
+    pub const ALL: [(&'static str, Kernel); 3] =
+        [("2.6.32", Kernel::V2_6_32), ("3.13", Kernel::V3_13), ("6.13", Kernel::V6_13)];
 
     pub fn parse(name: &str) -> Result<Kernel, String> {
         Kernel::ALL.iter().find(|(n, _)| *n == name).map(|(_, k)| *k).ok_or_else(|| {
@@ -32,6 +35,7 @@ impl Kernel {
     /// The rules of this release.
     pub fn profile(self) -> &'static KernelProfile {
         match self {
+            Kernel::V2_6_32 => &PROFILE_2_6_32,
             Kernel::V3_13 => &PROFILE_3_13,
             Kernel::V6_13 => &PROFILE_6_13,
         }
@@ -152,6 +156,8 @@ pub enum IdlestGroup {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum WakeeDecay {
+    /// v2.6.32: no `wakee_flips` (`record_wakee()` arrived in v3.12 with `wake_wide()`).
+    Untracked,
     /// v3.13: reset to 0.
     Reset,
     /// v4.x+: halved.
@@ -160,6 +166,9 @@ pub enum WakeeDecay {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum WakeWide {
+    /// v2.6.32 `select_task_rq_fair()`: no `wake_wide()`; `want_affine` only needs the waker's
+    /// CPU in the wakee's `cpus_allowed` (`sched_feat(AFFINE_WAKEUPS)`).
+    Absent,
     /// v3.12 (commit 62470419e993): `p->wakee_flips > factor && current->wakee_flips >
     /// factor x p->wakee_flips`.
     WakeeAboveFactor,
@@ -231,6 +240,9 @@ pub enum IdleScan {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum GroupSignals {
+    /// v2.6.32 `find_idlest_group()` / `find_idlest_cpu()`: `weighted_cpuload()` =
+    /// `rq->load.weight`, the weights of the tasks on the run queue now (no history).
+    RqWeight,
     /// v3.13 `find_idlest_group()`: `source_load()` / `target_load()` with `forkexec_idx` 0,
     /// i.e. `weighted_cpuload()` (`runnable_load_avg`), per CPU of group power.
     RunnableLoadAvg,
@@ -242,6 +254,11 @@ pub enum GroupSignals {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum PeltForm {
+    /// v2.6.32: no per-entity averages (they arrived in v3.8); a CPU's load is its queued
+    /// tasks' weights (`rq->load.weight`) and the `cpu_load[]` decay of it. The engine still
+    /// keeps v3.13's averages as bookkeeping; no v2.6.32 decision reads them (`CpuLoad::RqWeight`,
+    /// `GroupSignals::RqWeight`).
+    None,
     /// v3.8-v4.2 `kernel/sched/fair.c`: `runnable_avg_sum` / `runnable_avg_period` per task,
     /// `load_avg_contrib` from their ratio (`__update_entity_runnable_avg()`).
     RunnableAvgSum,
@@ -252,6 +269,9 @@ pub enum PeltForm {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum CpuLoad {
+    /// v2.6.32 `wake_affine()`: `source_load()` / `target_load()` over `weighted_cpuload()`,
+    /// i.e. `rq->load.weight` (NICE_0_LOAD per queued task here).
+    RqWeight,
     /// v3.13 `weighted_cpuload()`: `cfs_rq->runnable_load_avg`, the tasks on the run queue.
     RunnableLoadAvg,
     /// v6.13 `cpu_load()`: `cfs_rq->avg.load_avg`, sleeping tasks' decaying load included.
@@ -307,12 +327,28 @@ pub enum PreferSibling {
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct NumaDomain {
+    /// Which NUMA levels exist and which of them balance fork, exec and affine wake-ups.
+    pub levels: NumaLevels,
+    /// `sd->min_interval`, `max_interval` and the initial `balance_interval`.
+    pub intervals: DomainIntervals,
     /// `sd->busy_factor`.
     pub busy_factor: f64,
     /// `sd->imbalance_pct`.
     pub imbalance_pct: f64,
     /// `sd->imb_numa_nr`: tasks a node may run before an imbalance counts.
     pub imb_numa_nr: ImbNumaNr,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum NumaLevels {
+    /// v2.6.32 `kernel/sched.c: build_sched_domains()`: one `NODE` level (`SD_NODE_INIT`, arch
+    /// `include/asm/topology.h`) spanning a node's `SD_NODES_PER_DOMAIN` (16) nearest nodes,
+    /// and an `ALLNODES` level above it only with more nodes; both carry `SD_BALANCE_FORK`,
+    /// `SD_BALANCE_EXEC` and `SD_WAKE_AFFINE` whatever the distance.
+    NodeSpan16,
+    /// v3.13+ `sched_init_numa()`: one level per distinct SLIT distance; fork, exec and affine
+    /// wake-ups only within `RECLAIM_DISTANCE`.
+    PerDistance,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -527,6 +563,8 @@ pub enum ThpFault {
 /// The sysctls a release has (`crate::input::Balancing::check`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SysctlRules {
+    /// `kernel.numa_balancing` (3.8+; `kernel/sched/core.c: set_numabalancing_state()`).
+    pub numa_balancing: bool,
     /// `kernel.numa_balancing_migrate_deferred` (3.13 only; `kernel/sysctl.c`,
     /// `kernel/sched/fair.c: sysctl_numa_balancing_migrate_deferred`).
     pub migrate_deferred: bool,
@@ -540,6 +578,108 @@ pub struct SysctlRules {
     /// weighted interleave it completes).
     pub weighted_interleave_auto: bool,
 }
+
+/// Linux 2.6.32 (RHEL 6, the kernel of study S4): CFS before per-entity load tracking, no
+/// automatic NUMA balancing, RHEL 6's THP backport. Rules equal to a later release's reuse its
+/// variant; docs/scheduler.md §13 lists what 2.6.32 changes.
+pub const PROFILE_2_6_32: KernelProfile = KernelProfile {
+    name: "2.6.32",
+    alloc: AllocRules {
+        // mm/page_alloc.c: get_page_from_freelist() walks every allowed zone of the zonelist
+        // (ALLOC_FAIR, the preferred-zone-only fast path, arrived in v3.12).
+        fast_path: FastPath::Zonelist,
+        // mm/page_alloc.c: init_per_zone_wmark_min(): min_free_kbytes clamped to [128, 65536].
+        min_free_kbytes_max: 65_536,
+        // mm/page_alloc.c: setup_per_zone_wmarks(): low = min + min/4, high = min + min/2.
+        watermark_gaps: WatermarkGaps::MinQuarters,
+        // mm/page_alloc.c: find_next_best_node(): val *= (MAX_NODE_LOAD*MAX_NUMNODES);
+        // build_zonelists(): node_load[node] = load, load-- (node-ordered zonelists).
+        zonelist_tie_break: ZonelistTieBreak::DescendingLoad,
+    },
+    sched: SchedRules {
+        // kernel/sched_fair.c: sysctl_sched_latency 5 ms, sysctl_sched_min_granularity 1 ms,
+        // sched_nr_latency 5, __sched_period(); kernel/sched.c: update_sysctl() scales both by
+        // 1 + ilog2(min(CPUs, 8)) = 4.
+        slice: TimeSlice::CfsPeriod { period_s: 20e-3, min_granularity_s: 4e-3 },
+        // kernel/sched.c: sched_exec() calls select_task_rq(p, SD_BALANCE_EXEC, 0) while the
+        // exec'ing task runs on its CPU (its weight is in rq->load).
+        exec_load: ExecLoad::CountsExecer,
+        // kernel/sched_fair.c: find_idlest_group(): lowest avg_load; "if (!idlest ||
+        // 100*this_load < imbalance*min_load) return NULL", imbalance = 100 + (pct - 100) / 2.
+        idlest_group: IdlestGroup::LoadAverage,
+        wakee_decay: WakeeDecay::Untracked,
+        wake_wide: WakeWide::Absent,
+        // kernel/sched_fair.c: wake_affine(): balanced = !this_load || 100*(this_load +
+        // effective_load()) <= imbalance*(load + effective_load()), load by source/target_load().
+        wake_affine: WakeAffine::LoadBalanced,
+        // kernel/sched_fair.c: select_task_rq_fair(): in a SD_PREFER_SIBLING domain (MC:
+        // sd_balance_for_mc_power()) the first CPU of the span with no CFS task, in CPU order.
+        idle_sibling: IdleSibling::FirstIdleInLlc,
+        // kernel/sched.c: update_sd_pick_busiest(): highest avg_load above group_capacity.
+        busiest_group: BusiestGroup::Capacity,
+        load: LoadRules {
+            tracking: PeltForm::None,
+            wake_affine: CpuLoad::RqWeight,
+            idlest_group: GroupSignals::RqWeight,
+            idle_scan: IdleScan::Unlimited,
+            balance: BalanceSignals::QueuedWeight,
+        },
+        // include/linux/topology.h SD_MC_INIT: min 1, max 4, busy_factor 64, imbalance_pct 125,
+        // balance_interval 1.
+        mc: McDomain {
+            intervals: DomainIntervals::Fixed { min_ms: 1.0, max_ms: 4.0, initial_ms: 1.0 },
+            busy_factor: 64.0,
+            imbalance_pct: 125.0,
+            groups_prefer_sibling: PreferSibling::Never,
+        },
+        // arch/x86/include/asm/topology.h SD_NODE_INIT: min_interval 8, max_interval 32,
+        // busy_factor 32, imbalance_pct 125, balance_interval 1; 1*SD_BALANCE_EXEC,
+        // 1*SD_BALANCE_FORK, 0*SD_BALANCE_WAKE, 1*SD_WAKE_AFFINE.
+        numa: NumaDomain {
+            levels: NumaLevels::NodeSpan16,
+            intervals: DomainIntervals::Fixed { min_ms: 8.0, max_ms: 32.0, initial_ms: 1.0 },
+            busy_factor: 32.0,
+            imbalance_pct: 125.0,
+            imb_numa_nr: ImbNumaNr::Unused,
+        },
+    },
+    // No automatic NUMA balancing in 2.6.32 (sysctls.numa_balancing is false, so a run asking
+    // for it is refused); these rules are never read and repeat 3.13's, its first release.
+    numab: NumaBalancingRules {
+        imbalance_pct: 112,
+        stagger_new_threads: false,
+        reset_scan_on_move: false,
+        bind_numa_balancing: false,
+        tick_compare: TickCompare::Wrapping,
+        first_period: FirstPeriod::ScanMin,
+        scan_max: ScanMax::Sysctl,
+        skip_local_single_thread: false,
+        vma_pid_filter: false,
+        scan_budget: ScanBudget::MarkedPages,
+        scan_cost_defers: false,
+        placement: NumaPlacement::MemoryFaults,
+        placement_call: PlacementCall::EveryFault,
+        score_nearby: false,
+        scan_period_adapt: ScanPeriodAdapt::LocalityThreshold3,
+        migrate_retry: MigrateRetry::Second,
+        task_migrate: TaskMigrate::Capacity,
+        local_page_stays: false,
+        migrate_filter: MigrateFilter::DeferShared,
+        migrate_ratelimit: true,
+        shared_fault_in_active_nodes_local: false,
+    },
+    // Upstream 2.6.32 has no THP (mm/huge_memory.c arrived in 2.6.38). RHEL 6 backported it
+    // with /sys/kernel/mm/redhat_transparent_hugepage/enabled = always by default, and its
+    // huge-page fault walks the zonelist as 2.6.38's alloc_hugepage_vma() -> alloc_pages_vma().
+    thp: ThpRules { enabled_default: ThpEnabled::Always, fault: ThpFault::Zonelist },
+    sysctls: SysctlRules {
+        numa_balancing: false,
+        migrate_deferred: false,
+        memory_tiering: false,
+        demotion_enabled: false,
+        weighted_interleave_auto: false,
+    },
+};
 
 /// Linux 3.13 (Ubuntu 14.04), the kernel of the studies numalab re-runs.
 pub const PROFILE_3_13: KernelProfile = KernelProfile {
@@ -580,7 +720,13 @@ pub const PROFILE_3_13: KernelProfile = KernelProfile {
             groups_prefer_sibling: PreferSibling::Never,
         },
         // kernel/sched/core.c sd_numa_init(): busy_factor 32, imbalance_pct 125.
-        numa: NumaDomain { busy_factor: 32.0, imbalance_pct: 125.0, imb_numa_nr: ImbNumaNr::Unused },
+        numa: NumaDomain {
+            levels: NumaLevels::PerDistance,
+            intervals: DomainIntervals::SpanWeight,
+            busy_factor: 32.0,
+            imbalance_pct: 125.0,
+            imb_numa_nr: ImbNumaNr::Unused,
+        },
     },
     numab: NumaBalancingRules {
         imbalance_pct: 112,
@@ -608,6 +754,7 @@ pub const PROFILE_3_13: KernelProfile = KernelProfile {
     // Ubuntu 14.04 and RHEL 7 shipped CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS.
     thp: ThpRules { enabled_default: ThpEnabled::Always, fault: ThpFault::Zonelist },
     sysctls: SysctlRules {
+        numa_balancing: true,
         migrate_deferred: true,
         memory_tiering: false,
         demotion_enabled: false,
@@ -649,7 +796,13 @@ pub const PROFILE_6_13: KernelProfile = KernelProfile {
             groups_prefer_sibling: PreferSibling::WithSmt,
         },
         // sd_init(): busy_factor 16, imbalance_pct 117; imb_numa_nr from build_sched_domains().
-        numa: NumaDomain { busy_factor: 16.0, imbalance_pct: 117.0, imb_numa_nr: ImbNumaNr::PerLlc },
+        numa: NumaDomain {
+            levels: NumaLevels::PerDistance,
+            intervals: DomainIntervals::SpanWeight,
+            busy_factor: 16.0,
+            imbalance_pct: 117.0,
+            imb_numa_nr: ImbNumaNr::PerLlc,
+        },
     },
     numab: NumaBalancingRules {
         imbalance_pct: 108,
@@ -677,6 +830,7 @@ pub const PROFILE_6_13: KernelProfile = KernelProfile {
     // Ubuntu since 18.04: CONFIG_TRANSPARENT_HUGEPAGE_MADVISE (Launchpad bug 1703742).
     thp: ThpRules { enabled_default: ThpEnabled::Madvise, fault: ThpFault::ThisNodeUnlessMadvised },
     sysctls: SysctlRules {
+        numa_balancing: true,
         migrate_deferred: false,
         memory_tiering: true,
         demotion_enabled: true,

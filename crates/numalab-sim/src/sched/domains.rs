@@ -9,7 +9,10 @@
 use numalab_model::Machine;
 
 use crate::input::Kernel;
-use crate::profile::{BalanceSignals, DomainIntervals, ImbNumaNr, LoadIdx, PreferSibling};
+use crate::profile::{BalanceSignals, DomainIntervals, ImbNumaNr, LoadIdx, NumaLevels, PreferSibling};
+
+/// v2.6.32 `kernel/sched.c`: `SD_NODES_PER_DOMAIN`, the nodes a `NODE` domain spans.
+const SD_NODES_PER_DOMAIN: usize = 16;
 
 /// `RECLAIM_DISTANCE` (`include/linux/topology.h`: 30 since v3.0, and 6.13's default
 /// `node_reclaim_distance`).
@@ -111,17 +114,49 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
     let mut tiers: Vec<u32> = m.distances.iter().flatten().copied().filter(|&d| d > 10).collect();
     tiers.sort();
     tiers.dedup();
+    // v2.6.32: a NODE level over each node's SD_NODES_PER_DOMAIN nearest nodes
+    // (sched_domain_node_span(): find_next_best_node()), and ALLNODES above it when that is not
+    // already every node. Encoded as tier 0 (the nearest-16 span) and the largest distance.
+    let n_nodes = pu_node.iter().copied().max().map_or(1, |n| n + 1).max(m.distances.len());
+    let node_span_16 = rules.numa.levels == NumaLevels::NodeSpan16;
+    if node_span_16 {
+        let all = tiers.last().copied();
+        tiers = if n_nodes > SD_NODES_PER_DOMAIN {
+            [Some(0), all].into_iter().flatten().collect()
+        } else {
+            all.into_iter().collect()
+        };
+    }
+    let nearest = |n: usize| -> Vec<usize> {
+        let mut order: Vec<usize> = (0..n_nodes).collect();
+        order.sort_by_key(|&j| (m.distances[n][j], j != n, j));
+        order.truncate(SD_NODES_PER_DOMAIN);
+        order
+    };
+    let numa_intervals = match rules.numa.intervals {
+        DomainIntervals::Fixed { min_ms, max_ms, initial_ms } => (Some(min_ms), Some(max_ms), Some(initial_ms)),
+        DomainIntervals::SpanWeight => (None, None, None),
+    };
     let mut child_span: Vec<Vec<usize>> = span_of.clone();
     let llc_weight = span_of.iter().map(|s| s.len()).max().unwrap_or(1);
     for (k, d) in tiers.iter().copied().enumerate() {
-        let span_of: Vec<Vec<usize>> =
-            (0..n_pus).map(|c| (0..n_pus).filter(|&q| m.distances[pu_node[c]][pu_node[q]] <= d).collect()).collect();
+        let span_of: Vec<Vec<usize>> = if d == 0 {
+            (0..n_pus)
+                .map(|c| {
+                    let near = nearest(pu_node[c]);
+                    (0..n_pus).filter(|&q| near.contains(&pu_node[q])).collect()
+                })
+                .collect()
+        } else {
+            (0..n_pus).map(|c| (0..n_pus).filter(|&q| m.distances[pu_node[c]][pu_node[q]] <= d).collect()).collect()
+        };
         // Both versions: NUMA levels within RECLAIM_DISTANCE balance fork, exec and affine
         // wake-ups. v3.13 kernel/sched/core.c sd_numa_init() ORs in sd_local_flags(level)
         // ("if (sched_domains_numa_distance[level] > RECLAIM_DISTANCE) return 0; return
         // SD_BALANCE_EXEC | SD_BALANCE_FORK | SD_WAKE_AFFINE;"); v6.13 sd_init() clears the three
         // flags above node_reclaim_distance.
-        let near = d <= RECLAIM_DISTANCE;
+        // v2.6.32 SD_NODE_INIT sets the three flags whatever the distance.
+        let near = node_span_16 || d <= RECLAIM_DISTANCE;
         let weight = span_of.iter().map(|s| s.len()).max().unwrap_or(1);
         // Both versions: min sd_weight, max 2*sd_weight, balance_interval sd_weight,
         // cache_nice_tries 2 (v3.13 sd_numa_init(), v6.13 sd_init() with SD_NUMA).
@@ -143,15 +178,19 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
             }
         };
         let dom = Domain {
-            name: format!("NUMA{d}"),
+            name: match (node_span_16, k) {
+                (true, 0) => "NODE".to_string(),
+                (true, _) => "ALLNODES".to_string(),
+                (false, _) => format!("NUMA{d}"),
+            },
             span_of: span_of.clone(),
             groups_of: groups(&span_of, &child_span),
             numa: true,
             balance_fork_exec: near,
             wake_affine: near,
-            min_interval_ms: None,
-            max_interval_ms: None,
-            init_interval_ms: None,
+            min_interval_ms: numa_intervals.0,
+            max_interval_ms: numa_intervals.1,
+            init_interval_ms: numa_intervals.2,
             busy_factor: rules.numa.busy_factor,
             imbalance_pct: rules.numa.imbalance_pct,
             cache_nice_tries: 2,

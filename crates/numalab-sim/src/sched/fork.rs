@@ -24,6 +24,7 @@ struct WakeupStats {
 impl WakeupStats {
     fn of(s: &Sched, cpus: &[usize], nr: &[usize], sig: &[CpuSig]) -> Self {
         let load = |c: usize| match s.rules.load.idlest_group {
+            GroupSignals::RqWeight => nr[c] as u64 * CAPACITY,
             GroupSignals::RunnableLoadAvg => sig[c].runnable_load,
             GroupSignals::LoadUtilRunnable => sig[c].load,
         };
@@ -153,6 +154,7 @@ impl Sched {
             return self.idlest(&idle, nr);
         }
         let load = |c: usize| match self.rules.load.idlest_group {
+            GroupSignals::RqWeight => nr[c] as u64 * CAPACITY,
             GroupSignals::RunnableLoadAvg => sig[c].runnable_load,
             GroupSignals::LoadUtilRunnable => sig[c].load,
         };

@@ -150,7 +150,8 @@ impl Sched {
             PeltForm::LoadRunnableUtil => {
                 TaskPelt::V6(SchedAvg::new_task(ns(now_s), self.cpu_util(cpu), self.cpu_load_all(cpu)))
             }
-            PeltForm::RunnableAvgSum => {
+            // 2.6.32 has no averages; 3.13's are kept as the engine's bookkeeping only.
+            PeltForm::None | PeltForm::RunnableAvgSum => {
                 let n = self.runnable_per_cpu(now_s)[cpu] as usize + 1;
                 TaskPelt::V313(RunnableAvg313::new_task(
                     ns(now_s),
@@ -240,6 +241,8 @@ impl Sched {
     /// `runnable`: the threads on a run queue now (v3.13 counts only those).
     pub(super) fn cpu_load(&self, cpu: usize, runnable: &[bool], which: CpuLoad) -> u64 {
         match which {
+            // NICE_0_LOAD (CAPACITY here) per queued task: every thread runs at nice 0.
+            CpuLoad::RqWeight => self.attached(cpu).filter(|(t, _)| runnable[*t]).count() as u64 * CAPACITY,
             CpuLoad::LoadAvgWithBlocked => self.cpu_load_all(cpu),
             CpuLoad::RunnableLoadAvg => self.attached(cpu).filter(|(t, _)| runnable[*t]).map(|(_, p)| p.load()).sum(),
         }

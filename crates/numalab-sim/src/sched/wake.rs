@@ -33,7 +33,7 @@ impl Sched {
         let w = &mut self.wakee[waker];
         if now_s > w.decay_s + WAKEE_FLIP_DECAY_S {
             w.flips = match decay {
-                WakeeDecay::Reset => 0,
+                WakeeDecay::Untracked | WakeeDecay::Reset => 0,
                 WakeeDecay::Halve => w.flips >> 1,
             };
             w.decay_s = now_s;
@@ -54,6 +54,7 @@ impl Sched {
         match self.rules.wake_wide {
             // v3.13: "if (p->wakee_flips > factor) if (current->wakee_flips > factor *
             // p->wakee_flips) return 1;"
+            WakeWide::Absent => false,
             WakeWide::WakeeAboveFactor => p > factor && current > factor * p,
             // v6.13: master/slave = the larger/smaller of the two; "if (slave < factor ||
             // master < slave * factor) return 0;"

@@ -5,24 +5,25 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use numalab_sim::profile::{KernelProfile, PROFILE_3_13, PROFILE_6_13};
+use numalab_sim::profile::{KernelProfile, PROFILE_2_6_32, PROFILE_3_13, PROFILE_6_13};
 use numalab_sim::Kernel;
 use serde_json::Value;
 
 #[test]
 fn every_kernel_name_resolves_to_its_profile() {
-    assert_eq!(Kernel::ALL.map(|(n, _)| n), ["3.13", "6.13"]);
+    assert_eq!(Kernel::ALL.map(|(n, _)| n), ["2.6.32", "3.13", "6.13"]);
     for (name, kernel) in Kernel::ALL {
         assert_eq!(Kernel::parse(name), Ok(kernel));
         assert_eq!(kernel.profile().name, name, "Kernel::ALL and the profile disagree on the name");
         // The serialized key (run records, configs) is the same name.
         assert_eq!(serde_json::to_value(kernel).unwrap(), Value::String(name.into()));
     }
+    assert_eq!(Kernel::V2_6_32.profile(), &PROFILE_2_6_32);
     assert_eq!(Kernel::V3_13.profile(), &PROFILE_3_13);
     assert_eq!(Kernel::V6_13.profile(), &PROFILE_6_13);
     assert_eq!(Kernel::default(), Kernel::V6_13);
     let err = Kernel::parse("5.4").unwrap_err();
-    assert_eq!(err, "--kernel: '5.4' is not one of 3.13, 6.13");
+    assert_eq!(err, "--kernel: '5.4' is not one of 2.6.32, 3.13, 6.13");
 }
 
 /// `part.rule` -> the rule's value (compact JSON), for one profile. Nested structs (the
@@ -46,7 +47,7 @@ fn rules(p: &KernelProfile) -> BTreeMap<String, String> {
     out
 }
 
-/// One line per rule: `part.rule | 3.13 | 6.13`.
+/// One line per rule: `part.rule | 2.6.32 | 3.13 | 6.13`.
 fn table() -> String {
     let cols: Vec<BTreeMap<String, String>> = Kernel::ALL.iter().map(|(_, k)| rules(k.profile())).collect();
     let mut lines = vec![format!("rule | {}", Kernel::ALL.map(|(n, _)| n).join(" | "))];
@@ -109,4 +110,56 @@ fn no_engine_code_outside_the_profiles_branches_on_the_release() {
     // The scan does see a release where one is named.
     let (_, profile_code) = files.iter().find(|(p, _)| *p == profile).unwrap();
     assert!(profile_code.contains("Kernel::V3_13 => &PROFILE_3_13"));
+}
+
+/// 4 nodes of 2 cores: 0-1 and 2-3 at distance 20, the pairs 40 apart (beyond RECLAIM_DISTANCE).
+fn four_nodes_two_tiers() -> numalab_model::Machine {
+    let spec = r#"{"name": "4n", "description": "four nodes, two distances",
+        "topology": {"packages": 4, "nodes_per_package": 1, "cores_per_node": 2},
+        "memory": {"node_gib": 1},
+        "distances": [[10,20,40,40],[20,10,40,40],[40,40,10,20],[40,40,20,10]],
+        "latency": {"local_ns": 100},
+        "bandwidth": {"node_gbps": 10},
+        "links": [{"nodes": [0,1], "gbps": 6}, {"nodes": [2,3], "gbps": 6}, {"nodes": [1,2], "gbps": 6}],
+        "core": {"frequency_ghz": 2.0, "mlp": 10}}"#;
+    numalab_model::MachineSpec::from_json(spec).unwrap().resolve().unwrap()
+}
+
+#[test]
+fn the_2_6_32_profile_builds_one_node_level_that_balances_fork_exec_and_wakeups_at_any_distance() {
+    use numalab_sim::input::{Placement, Places, ProcBind};
+    use numalab_sim::sched::Sched;
+    let m = four_nodes_two_tiers();
+    let placement = Placement {
+        policy: crate::common::policy(numalab_model::PolicyMode::Default, &[]),
+        cpus: None,
+        proc_bind: ProcBind::False,
+        places: Places::Cores,
+    };
+    let names = |k: Kernel| -> Vec<String> {
+        Sched::new(&m, &placement, k, 1, 1).unwrap().domains().iter().map(|d| d.name.clone()).collect()
+    };
+    // 3.13 builds a level per distance and stops fork/exec balancing beyond RECLAIM_DISTANCE.
+    assert_eq!(names(Kernel::V3_13), ["MC", "NUMA20", "NUMA40"]);
+    let s313 = Sched::new(&m, &placement, Kernel::V3_13, 1, 1).unwrap();
+    assert!(!s313.domains()[2].balance_fork_exec);
+    // 2.6.32: SD_NODE_INIT over the (at most 16) nearest nodes, i.e. the whole machine here.
+    assert_eq!(names(Kernel::V2_6_32), ["MC", "NODE"]);
+    let s = Sched::new(&m, &placement, Kernel::V2_6_32, 1, 1).unwrap();
+    let node = &s.domains()[1];
+    assert_eq!(node.weight(0), 8);
+    assert!(node.balance_fork_exec && node.wake_affine);
+    assert_eq!((node.min_interval_ms(0), node.max_interval_ms(0), node.init_interval_ms(0)), (8.0, 32.0, 1.0));
+    assert_eq!((node.busy_factor, node.imbalance_pct), (32.0, 125.0));
+}
+
+#[test]
+fn automatic_numa_balancing_is_refused_with_2_6_32_in_one_line() {
+    use numalab_sim::input::Balancing;
+    let on = Balancing { enabled: true, ..Balancing::default() };
+    let err = on.check(Kernel::V2_6_32).unwrap_err().to_string();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("automatic NUMA balancing") && err.contains("2.6.32") && err.contains("3.13, 6.13"), "{err}");
+    assert!(on.check(Kernel::V3_13).is_ok());
+    assert!(Balancing::default().check(Kernel::V2_6_32).is_ok());
 }
