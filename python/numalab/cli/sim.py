@@ -12,6 +12,10 @@ from numalab.cli.summary import summary
 from numalab.console.progress import working
 from numalab.runner import sim as runner
 
+WORKLOAD = typer.Option(None, "--workload", help="Workload name (numalab workloads) or a descriptor .toml file (or --corun).")
+CORUN = typer.Option(None, "--corun", help="Run several processes together instead of --workload: NAME[*COPIES][@START_MS][(CONFIG)], comma separated, e.g. 'stream*8' or 'stream*2,leslie3d*2,milc*2,gemsfdtd*2' (docs/corun.md). Prints each process's slowdown against its time alone.")
+PIN_COPIES = typer.Option(False, "--pin-copies", help="With --corun: bind each process to its own cores, processes taking the nodes in turn (with --localalloc: study S4's hand-tuned placement).")
+
 MAPPING_METRICS = typer.Option(False, "--mapping-metrics", help="Also analyse the data mapping (docs/mapping.md): page exclusivity and its histogram, exclusivity at 2 MiB and 1 GiB, the thread communication matrix, and numalize's mapping scores with each mapping's simulated time.")
 
 
@@ -23,7 +27,9 @@ def sim(
     placement: o.Placement,
     balancing: o.Balancing,
     machine: str = o.MACHINE,
-    workload: str = o.WORKLOAD,
+    workload: Optional[str] = WORKLOAD,
+    corun: Optional[str] = CORUN,
+    pin_copies: bool = PIN_COPIES,
     seed: str = o.SEED,
     sample_rate: str = o.SAMPLE_RATE,
     kernel: str = o.KERNEL,
@@ -45,7 +51,10 @@ def sim(
     `numalab workloads NAME` lists them.
     """
     bal = replace(balancing, explain=explain_balancing)
+    workload = corun_workload(workload, corun, pin_copies, ctx.args)
     spec = o.run_spec(machine, workload, ctx.args, placement, seed, sample_rate, kernel, thp, bal)
+    if corun is not None:
+        spec = spec.updated(corun=corun, pin_copies=pin_copies)
     spec = spec.updated(noise=noise, explain_sched=explain_sched, omp_wait_policy=omp_wait_policy, npb_version=npb_version)
     bound = spec.bind()
     with working(f"simulating {spec.workload} on {spec.machine}", quiet=as_json):
@@ -73,3 +82,16 @@ def sim(
             typer.echo("\n" + mapping_text(result.doc["mapping"]))
     if result.status != "ok":
         raise typer.Exit(1)
+
+
+def corun_workload(workload: Optional[str], corun: Optional[str], pin_copies: bool, extra: list[str]) -> str:
+    """The workload name a run spec is written with: --workload, or "corun" for a co-run."""
+    from numalab.exceptions import UsageError
+
+    if (workload is None) == (corun is None):
+        raise UsageError("give --workload NAME or --corun GROUPS (e.g. --corun 'stream*8'), not both" if workload else "missing option --workload (or --corun GROUPS, e.g. --corun 'stream*8')")
+    if corun is not None and extra:
+        raise UsageError(f"--corun: workload parameters go inside a group, e.g. stream*2(threads=4), not as {extra[0]}")
+    if pin_copies and corun is None:
+        raise UsageError("--pin-copies needs --corun")
+    return workload or "corun"

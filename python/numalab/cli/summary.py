@@ -63,6 +63,10 @@ def summary(doc: dict[str, Any], given: Iterable[str] | None = None) -> str:
     nodes = am["nodes"] if am else doc["pages"]["nodes"]
     lines.append("memory per node (MiB): " + "  ".join(f"node{n} {p * page / MIB:.0f}" for n, p in zip(nodes, doc["pages"]["per_node"])))
     lines.append("")
+    if doc.get("fairness") is not None:
+        from numalab.cli.corun_text import corun_text
+
+        lines += [corun_text(doc), ""]
     if am is None:
         lines.append("access map: none (on a real host it comes from NUMA hinting faults, which the kernel records only with automatic NUMA balancing on)")
     else:

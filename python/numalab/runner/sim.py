@@ -12,7 +12,11 @@ from numalab.spec import BoundRun, RunSpec
 
 
 def run(spec: RunSpec | BoundRun) -> Result:
-    bound = spec if isinstance(spec, BoundRun) else spec.bind()
+    bound = spec.bind() if isinstance(spec, RunSpec) else spec
+    if not isinstance(bound, BoundRun):  # a co-run (RunSpec.corun)
+        from numalab.runner import corun
+
+        return corun.run(bound, document, run)
     out = bound.engine.simulate()
     return Result(document(bound, out))
 

@@ -9,10 +9,11 @@ keys, ``numalab.simulate(..., "interleave=all")``)::
     weighted-interleave=NODES      weights=0=5,1=2           cpunodebind=NODES
     physcpubind=CPUS               omp-proc-bind=spread      omp-places=cores
     balancing[=on|off|0-3]         scan-delay-ms=N           scan-period-min-ms=N
-    scan-period-max-ms=N           scan-size-mb=N            kernel=2.6.32|3.13|6.13
+    scan-period-max-ms=N           scan-size-mb=N            kernel=3.13|6.13
     hot-threshold-ms=N             promote-rate-limit-mbps=N demotion-enabled[=on|off]
     weighted-interleave-auto[=on|off]
     thp=always|madvise|never       seed=N                    sample-rate=R
+    corun=stream*2+milc*2          pin-copies[=on|off]       (co-runs, spec/corun.py)
 
 Each setting has one spelling, the one ``numalab sim`` takes (``--demotion-enabled on`` is
 ``demotion-enabled=on``; ``--weights 0=5,1=2`` is ``weights=0=5,1=2``); the older spellings
@@ -45,8 +46,8 @@ PLACEMENT_ITEMS = ("cpunodebind", "physcpubind", "omp-proc-bind", "omp-places", 
 #: numactl's ``-b`` with ``--membind`` (MPOL_F_NUMA_BALANCING): ``membind=0-1:membind-balancing``.
 FLAG_PLACEMENTS = ("membind-balancing",)
 #: Items that may stand alone (meaning on): balancing and the tiering switches (docs/tiering.md).
-FLAG_SETTINGS = ("balancing",) + tuple(SWITCHES)
-SETTING_ITEMS = ("balancing", "kernel", "thp", "seed", "sample-rate", "noise", "omp-wait-policy", "npb") + tuple(SWITCHES) + tuple(k.replace("_", "-") for k in KNOBS)
+FLAG_SETTINGS = ("balancing", "pin-copies") + tuple(SWITCHES)
+SETTING_ITEMS = ("balancing", "kernel", "thp", "seed", "sample-rate", "noise", "omp-wait-policy", "npb", "corun", "pin-copies") + tuple(SWITCHES) + tuple(k.replace("_", "-") for k in KNOBS)
 #: The option names an item may be confused with, for "did you mean".
 KNOWN = tuple(POLICY_ITEMS) + tuple(FLAG_POLICIES) + PLACEMENT_ITEMS + SETTING_ITEMS
 #: Other spellings of an item -> its one spelling (the CLI option's name without ``--``).
@@ -80,7 +81,7 @@ def split_configs(text: str) -> list[str]:
 
 def parse(text: str) -> Items:
     """Parse one config string; every error names the string and the item."""
-    items = [i.strip() for i in str(text).split(":") if i.strip()]
+    items = [i.strip() for i in _outside_parens(str(text), ":") if i.strip()]
     if not items:
         raise UsageError("empty config (expected e.g. default, interleave=all, membind=0, init=serial)")
     out = Items()
@@ -117,6 +118,19 @@ def parse(text: str) -> Items:
         else:
             raise UsageError(f"{where}: unknown item '{item}' (expected a placement such as interleave=all, or name=value)")
     return out
+
+
+def _outside_parens(text: str, sep: str) -> list[str]:
+    """``text`` split on ``sep`` outside parentheses (a co-run group's own config, corun=lu*2(threads=4:membind=0))."""
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if ch == sep and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return out + [cur]
 
 
 def _rejoin_weights(items: list[str]) -> list[str]:

@@ -130,6 +130,11 @@ class RunSpec:
     npb_version: str = NPB_DEFAULT
     # Keep the scheduler's decisions for --explain-sched (output only, not part of the run).
     explain_sched: bool = field(default=False, compare=False)
+    # A co-run (spec/corun.py): process groups run together; empty: one run of ``workload``.
+    corun: tuple[Any, ...] = ()
+    # Bind each co-run process to its own cores, spread over the nodes in turn (the hand-tuned
+    # placement of study S4 with localalloc; spec/corun_bind.py).
+    pin_copies: bool = False
 
     # --- writing one ---------------------------------------------------------------------------
 
@@ -169,6 +174,12 @@ class RunSpec:
                 s = replace(s, npb_version=npb_implementation(value))
             elif key == "explain_sched":
                 s = replace(s, explain_sched=bool(value))
+            elif key == "corun":
+                from numalab.spec import corun
+
+                s = replace(s, corun=corun.from_value(value, "--corun") if value else ())
+            elif key == "pin_copies":
+                s = replace(s, pin_copies=on_off(value, "--pin-copies"))
             else:
                 raise UsageError(f"unknown run setting '{key}'")
         return s
@@ -229,7 +240,15 @@ class RunSpec:
             "omp_wait_policy": self.omp_wait_policy,
             # only when not the default, so configurations stored before versions existed keep their hash
             **({"npb_version": self.npb_version} if self.npb_version != NPB_DEFAULT else {}),
+            # only for co-runs, so single runs keep their hash
+            **({"corun": self.corun_text()} if self.corun else {}),
+            **({"pin_copies": True} if self.pin_copies else {}),
         }
+
+    def corun_text(self) -> str:
+        from numalab.spec import corun
+
+        return corun.text(self.corun)
 
     @classmethod
     def from_canonical(cls, c: dict[str, Any]) -> "RunSpec":
@@ -238,7 +257,8 @@ class RunSpec:
                          seed=c["seed"], sample_rate=c["sample_rate"],
                          # stored before background activity existed: a quiet machine
                          noise=c.get("noise", False), omp_wait_policy=c.get("omp_wait_policy", "default"),
-                         npb_version=c.get("npb_version", NPB_DEFAULT))
+                         npb_version=c.get("npb_version", NPB_DEFAULT),
+                         corun=c.get("corun") or (), pin_copies=c.get("pin_copies", False))
 
     def label(self) -> str:
         """The run's options as one config string (placement, then balancing)."""
@@ -252,6 +272,10 @@ class RunSpec:
         from numalab.workload import descriptor
 
         m = machine if machine is not None else load_machine(self.machine)
+        if self.corun:
+            from numalab.spec.corun_bind import bind_corun
+
+            return bind_corun(self, m)  # type: ignore[return-value]
         w = descriptor.resolve(self.workload, dict(self.params), version=self.npb_version)
         if adjust_workload is not None:
             adjust_workload(w)

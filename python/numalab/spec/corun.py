@@ -1,0 +1,140 @@
+"""Co-runs: several processes in one run (docs/corun.md).
+
+A co-run is written as a list of process groups::
+
+    stream*8                                 eight copies of stream
+    stream*2,leslie3d*2,milc*2,gemsfdtd*2    a mix, two copies each
+    stream*2@500                             two copies started 500 ms after the run
+    lu*2(threads=4:membind=0)                two 4-thread copies of LU, memory on node 0
+
+``NAME[*COPIES][@START_MS][(CONFIG)]``: COPIES >= 1 (default 1), START_MS >= 0 (default 0),
+CONFIG a config string of the group's own placement and workload parameters (the run's
+placement applies where a group gives none). Groups are separated by ``,`` (or ``+``, which a
+``--configs`` list does not split). Every process is a copy of its workload with its own regions;
+the engine runs them together (``numalab_sim::corun``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from numalab.exceptions import UsageError
+from numalab.spec import config as cfg
+
+SYNTAX = "NAME[*COPIES][@START_MS][(CONFIG)], e.g. stream*8 or stream*2,leslie3d*2@100"
+_ITEM = re.compile(r"(?P<name>[A-Za-z0-9_.\-/]+)(?:\*(?P<copies>[^@()]*))?(?:@(?P<start>[^()]*))?(?:\((?P<config>[^()]*)\))?")
+#: The most processes in one co-run (the engine's thread limit is checked when it binds).
+MAX_COPIES = 4096
+
+
+@dataclass(frozen=True)
+class Group:
+    """``copies`` processes of one workload, started at ``start_ms``, with their own config."""
+
+    workload: str
+    copies: int = 1
+    start_ms: float = 0.0
+    config: str = ""
+
+    def text(self) -> str:
+        out = self.workload + (f"*{self.copies}" if self.copies != 1 else "")
+        if self.start_ms:
+            out += f"@{self.start_ms:g}"
+        return out + (f"({self.config})" if self.config else "")
+
+
+def parse(text: str, where: str = "--corun") -> tuple[Group, ...]:
+    """Parse a co-run; every error is one line naming the item and the accepted form."""
+    raw = str(text).strip()
+    if not raw:
+        raise UsageError(f"{where}: empty co-run (expected {SYNTAX})")
+    groups = []
+    for piece in _split(raw):
+        item = piece.strip()
+        m = _ITEM.fullmatch(item)
+        if not item or m is None:
+            raise UsageError(f"{where} '{raw}': bad item '{item}' (expected {SYNTAX})")
+        copies = _copies(m.group("copies"), raw, item, where)
+        start = _start(m.group("start"), raw, item, where)
+        config = (m.group("config") or "").strip()
+        if config:
+            items = cfg.parse(config)
+            if items.settings:
+                bad = ", ".join(sorted(items.settings))
+                raise UsageError(f"{where} '{raw}': item '{item}': {bad} applies to the whole run, not one group (give it outside --corun)")
+        groups.append(Group(m.group("name"), copies, start, config))
+    if sum(g.copies for g in groups) > MAX_COPIES:
+        raise UsageError(f"{where} '{raw}': {sum(g.copies for g in groups)} processes; at most {MAX_COPIES}")
+    return tuple(groups)
+
+
+def text(groups: tuple[Group, ...]) -> str:
+    """The one canonical spelling (what a study hashes)."""
+    return ",".join(g.text() for g in groups)
+
+
+def from_value(value: Any, where: str = "corun") -> tuple[Group, ...]:
+    """A co-run as the API and study files give it: the text, or a list of groups each a text
+    or a table ``{workload, copies, start_ms, config}``."""
+    if isinstance(value, str):
+        return parse(value, where)
+    if isinstance(value, (list, tuple)):
+        out: list[Group] = []
+        for i, g in enumerate(value):
+            if isinstance(g, Group):
+                out.append(g)
+            elif isinstance(g, str):
+                out.extend(parse(g, f"{where}[{i}]"))
+            elif isinstance(g, dict):
+                unknown = set(g) - {"workload", "copies", "start_ms", "config"}
+                if unknown or "workload" not in g:
+                    raise UsageError(f"{where}[{i}]: expected keys workload, copies, start_ms, config; got {', '.join(sorted(g))}")
+                piece = f"{g['workload']}*{g.get('copies', 1)}@{g.get('start_ms', 0)}" + (f"({g['config']})" if g.get("config") else "")
+                out.extend(parse(piece, f"{where}[{i}]"))
+            else:
+                raise UsageError(f"{where}[{i}]: expected a text such as 'stream*2' or a table, got {type(g).__name__}")
+        if not out:
+            raise UsageError(f"{where}: empty co-run (expected {SYNTAX})")
+        return tuple(out)
+    raise UsageError(f"{where}: expected a text such as 'stream*2,milc*2' or a list of groups, got {type(value).__name__}")
+
+
+def _split(raw: str) -> list[str]:
+    """Split on , and + outside parentheses (a group's config may hold node lists: 0,1)."""
+    out, depth, cur = [], 0, ""
+    for ch in raw:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch in ",+" and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur)
+    return out
+
+
+def _copies(value: str | None, raw: str, item: str, where: str) -> int:
+    if value is None:
+        return 1
+    v = value.strip()
+    if not re.fullmatch(r"[0-9]{1,6}", v) or int(v) < 1:
+        raise UsageError(f"{where} '{raw}': item '{item}': copies '{value}' is not a whole number >= 1 (expected {SYNTAX})")
+    return int(v)
+
+
+def _start(value: str | None, raw: str, item: str, where: str) -> float:
+    if value is None:
+        return 0.0
+    v = value.strip().removesuffix("ms")
+    try:
+        ms = float(v)
+    except ValueError:
+        ms = float("nan")
+    if not ms >= 0 or ms == float("inf"):
+        raise UsageError(f"{where} '{raw}': item '{item}': start '{value}' is not a number of milliseconds >= 0 (expected {SYNTAX})")
+    return ms
