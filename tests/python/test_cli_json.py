@@ -79,7 +79,7 @@ def _side(pages: list[int], migrations: list[int]):
 def test_vm_check_tables_as_json(cli, monkeypatch):
     from numalab.vm import check
 
-    def fake_compare(case, memory, accel, timeout, say):
+    def fake_compare(case, memory, accel, timeout, say, runs=1):
         say(f"vm check {case.name}: running")  # progress goes to stderr
         c = check.Comparison(case, _side([600, 400], [1, 2]), _side([550, 450], [3, 3]), "6.1.0", "6.13")
         if case.name == "interleave":
