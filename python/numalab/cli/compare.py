@@ -88,7 +88,14 @@ def _table(labels: list[str], results: list[Result]):
         sp = speedup(base, r.reported_time_s)
         rows.append([label, f"{r.time_s:.4f}", f"{r.reported_time_s:.4f}", "-" if sp is None else f"{sp:.2f}", pct(met["local_pct"]),
                      pct(met["max_concentration_pct"]), "-" if met.get("mapki") is None else f"{met['mapki']:.2f}", r.status])
-    return table(["config", "time_s", "reported_time_s", "speedup", "local_pct", "max_concentration_pct", "mapki", "status"], rows)
+    heads = ["config", "time_s", "reported_time_s", "speedup", "local_pct", "max_concentration_pct", "mapki", "status"]
+    if any(r.doc.get("fairness") for r in results):  # a co-run: its fairness beside (docs/corun.md §4)
+        keys = ("unfairness", "max_slowdown", "weighted_speedup", "mean_process_time_s")
+        for row, r in zip(rows, results):
+            f = r.doc.get("fairness") or {}
+            row += ["-" if f.get(k) is None else f"{f[k]:.3f}" for k in keys]
+        heads += list(keys)
+    return table(heads, rows)
 
 
 def _balancing_table(labels: list[str], results: list[Result]):

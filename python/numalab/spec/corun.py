@@ -23,6 +23,8 @@ from typing import Any
 from numalab.exceptions import UsageError
 from numalab.spec import config as cfg
 
+#: The workload name a co-run's RunSpec carries (its groups name the workloads).
+WORKLOAD = "corun"
 SYNTAX = "NAME[*COPIES][@START_MS][(CONFIG)], e.g. stream*8 or stream*2,leslie3d*2@100"
 _ITEM = re.compile(r"(?P<name>[A-Za-z0-9_.\-/]+)(?:\*(?P<copies>[^@()]*))?(?:@(?P<start>[^()]*))?(?:\((?P<config>[^()]*)\))?")
 #: The most processes in one co-run (the engine's thread limit is checked when it binds).
@@ -68,6 +70,11 @@ def parse(text: str, where: str = "--corun") -> tuple[Group, ...]:
     if sum(g.copies for g in groups) > MAX_COPIES:
         raise UsageError(f"{where} '{raw}': {sum(g.copies for g in groups)} processes; at most {MAX_COPIES}")
     return tuple(groups)
+
+
+def is_corun(workload: str) -> bool:
+    """A workload text that is a co-run (``stream*8``, ``stream,milc``) rather than one name or path."""
+    return not workload.endswith(".toml") and any(c in workload for c in "*,+@(")
 
 
 def text(groups: tuple[Group, ...]) -> str:

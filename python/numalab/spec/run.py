@@ -141,6 +141,11 @@ class RunSpec:
     @classmethod
     def create(cls, machine: str, workload: str, **fields: Any) -> "RunSpec":
         """A RunSpec from keyword values as the CLI and the API give them, checked for form."""
+        from numalab.spec import corun
+
+        if corun.is_corun(str(workload)):  # "stream*8", "stream*2,milc*2": a co-run written as the workload
+            fields = {"corun": str(workload), **fields}
+            workload = corun.WORKLOAD
         return cls(str(machine), str(workload)).updated(**fields)
 
     def updated(self, **changes: Any) -> "RunSpec":
@@ -177,7 +182,7 @@ class RunSpec:
             elif key == "corun":
                 from numalab.spec import corun
 
-                s = replace(s, corun=corun.from_value(value, "--corun") if value else ())
+                s = replace(s, corun=corun.from_value(value, "--corun") if value not in (None, (), []) else ())
             elif key == "pin_copies":
                 s = replace(s, pin_copies=on_off(value, "--pin-copies"))
             else:

@@ -224,7 +224,7 @@ def _describe(f: str, value: Any) -> str:
 
 
 def _case(p: _Point, c: dict[str, Any], machines: set[str]) -> str:
-    parts = [c["workload"]]
+    parts = [c.get("corun") or c["workload"]]  # a co-run's row is its groups (docs/corun.md §1)
     parts += [f"{k}={c['params'][k]}" for k in sorted(p.row_params) if k in c["params"]]
     if p.origin.get("npb", "npb") != "npb" or p.values.get("npb_rows"):
         parts.append(f"[{p.values['npb']}]")
@@ -260,6 +260,12 @@ class _Resolver:
             raise self.fail(p, "placement", str(e)) from None
         for k in items.params:
             p.origin[f"params.{k}"] = p.origin["placement"]
+        if spec.corun:
+            if p.params or items.params:
+                key = next(iter(p.params or items.params))
+                raise self.fail(p, f"params.{key}", f"a co-run's workload parameters go inside its groups, e.g. stream*2(threads=4), not params.{key}")
+            self._check(p, spec)
+            return spec.canonical()
         params = self._params(p, v["workload"], {**p.params, **items.params})
         spec = spec.updated(params=params)
         self._check(p, spec)

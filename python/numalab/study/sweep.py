@@ -18,6 +18,7 @@ expanding it and refuses a larger one with the limit and the reason.
 from __future__ import annotations
 
 import math
+import os
 import queue
 import signal
 import threading
@@ -109,6 +110,10 @@ def run_study(resolved: ResolvedStudy, store: Store, backend_factory: Callable[[
     todo = [r for r in resolved.runs if r.hash not in complete]
     summary = SweepSummary(total=len(resolved.runs), skipped=len(resolved.runs) - len(todo))
     if todo:
+        # Co-runs' alone runs are cached in this store by the workers (runner/corun.py).
+        from numalab.runner.corun import STORE_ENV
+
+        os.environ.setdefault(STORE_ENV, str(store.path))
         kind = resolved.study.kind
         run = None if kind == kinds.PLACEMENT else kinds.get(kind).run
         _Sweep(resolved.name, store, backend_factory(), progress, summary, run).run(todo)

@@ -1,0 +1,135 @@
+"""Co-runs and fairness (docs/corun.md): per-process results, slowdown against the time alone,
+unfairness, the alone-time cache, and the --corun grammar's one-line errors."""
+
+from __future__ import annotations
+
+import pytest
+
+import numalab
+from numalab.results.fairness import ALONE_STUDY, AloneCache, fairness
+from numalab.results.store import Store
+from numalab.runner import corun as corun_runner
+from numalab.runner import sim
+from numalab.spec import RunSpec
+
+SMALL_STREAM = "n=1000000:ntimes=4"
+
+
+def test_identical_copies_placed_symmetrically_have_unfairness_one():
+    # Four copies, each bound to its own core, two per node, memory local: each node's
+    # controller serves two alike processes, so every copy is slowed alike.
+    r = numalab.simulate("e5620-2s", f"stream*4({SMALL_STREAM})", placement="localalloc:pin-copies", noise="off")
+    procs = r.doc["processes"]
+    assert [p["pages_per_node"].index(max(p["pages_per_node"])) for p in procs] == [0, 1, 0, 1]
+    assert all(p["slowdown"] > 1.0 for p in procs)  # they do share a controller
+    assert r.doc["fairness"]["unfairness"] == pytest.approx(1.0, abs=1e-6)
+    assert r.doc["metrics"]["unfairness"] == r.doc["fairness"]["unfairness"]
+
+
+def test_a_process_the_load_balancer_moves_after_it_allocated_is_slowed_most():
+    # Nine copies on eight cores: when the others end, the load balancer spreads the two that
+    # shared a core; one goes to the other node, away from the memory it first-touched.
+    r = numalab.simulate("e5620-2s", "stream*9(n=2000000)", noise="off")
+    doc = r.doc
+    moved = [t for t in doc["threads"] if t["node"] != t["first_node"]]
+    assert len(moved) == 1
+    pid = moved[0]["pid"]
+    proc = doc["processes"][pid - 1]
+    first = doc["access_map"]["nodes"].index(moved[0]["first_node"])
+    assert proc["pages_per_node"][first] == sum(proc["pages_per_node"])  # its pages stayed behind
+    assert moved[0]["away_from_first_node_pct"] > 10
+    others = [p["slowdown"] for p in doc["processes"] if p["pid"] != pid]
+    assert proc["slowdown"] > max(others) * 1.2
+    assert doc["fairness"]["max_slowdown"] == proc["slowdown"]
+
+
+def test_a_mix_reports_every_process_and_its_own_alone_time():
+    r = numalab.simulate("e5620-2s", f"stream*2({SMALL_STREAM}),leslie3d@5(steps=2)", noise="off")
+    procs = r.doc["processes"]
+    assert [(p["name"], p["group"], p["start_s"]) for p in procs] == [("stream", 0, 0.0), ("stream", 0, 0.0), ("leslie3d", 1, 0.005)]
+    assert procs[0]["alone_time_s"] == procs[1]["alone_time_s"] != procs[2]["alone_time_s"]
+    assert r.doc["threads"][2]["time_s"] > 0.005  # the late one counts from its start
+    assert r.doc["workload"]["params"]["corun"] == "stream*2(n=1000000:ntimes=4),leslie3d@5(steps=2)"
+
+
+def test_fairness_figures_follow_their_definitions():
+    f = fairness([2.0, 3.0], [1.0, 1.0])
+    assert f["slowdown"] == [2.0, 3.0]
+    assert f["unfairness"] == 1.5 and f["max_slowdown"] == 3.0
+    assert f["weighted_speedup"] == pytest.approx(0.5 + 1 / 3)
+    assert f["harmonic_speedup"] == pytest.approx(2 / 5)
+    assert fairness([2.0, 3.0], [1.0, None])["unfairness"] is None
+
+
+def test_alone_times_are_cached_in_the_store_and_reused(tmp_path):
+    spec = RunSpec.create("e5620-2s", f"stream*3({SMALL_STREAM})", noise="off")
+    calls = []
+
+    def counting(bound):
+        calls.append(bound.spec.canonical())
+        return sim.run(bound)
+
+    with Store(tmp_path) as store:
+        first = corun_runner.run(spec.bind(), sim.document, counting, AloneCache(store=store, memo={}))
+        assert len(calls) == 1  # three identical unbound copies: one alone run
+        rows = store.db.execute("SELECT study, status FROM runs").fetchall()
+        assert [tuple(r) for r in rows] == [(ALONE_STUDY, "ok")]
+        # A new process (an empty memo) with the same store simulates nothing alone.
+        second = corun_runner.run(spec.bind(), sim.document, counting, AloneCache(store=store, memo={}))
+    assert len(calls) == 1
+    assert [p["alone_time_s"] for p in second.doc["processes"]] == [p["alone_time_s"] for p in first.doc["processes"]]
+
+
+@pytest.mark.parametrize(
+    "corun, message",
+    [
+        ("stream*x", "copies 'x' is not a whole number >= 1"),
+        ("stream*0", "copies '0' is not a whole number >= 1"),
+        ("stream@-5", "start '-5' is not a number of milliseconds >= 0"),
+        ("stream,,milc", "bad item ''"),
+        ("stream(kernel=3.13)", "kernel applies to the whole run, not one group"),
+        ("nosuch*2", "unknown workload 'nosuch'"),
+        ("", "empty co-run"),
+    ],
+)
+def test_corun_errors_are_one_line(cli, corun, message):
+    code, out, err = cli("sim", "--machine", "e5620-2s", "--corun", corun)
+    assert code == 2, (out, err)
+    assert err.startswith("numalab: ") and err.count("\n") == 1 and message in err, err
+
+
+def test_corun_and_workload_together_or_neither_is_a_usage_error(cli):
+    code, _, err = cli("sim", "--machine", "e5620-2s", "--workload", "stream", "--corun", "stream*2")
+    assert code == 2 and "not both" in err and err.count("\n") == 1
+    code, _, err = cli("sim", "--machine", "e5620-2s")
+    assert code == 2 and "--corun" in err and err.count("\n") == 1
+
+
+def test_sim_corun_prints_each_process_and_the_fairness_line(cli):
+    code, out, err = cli("sim", "--machine", "e5620-2s", "--corun", f"stream*2({SMALL_STREAM})", "--localalloc", "--pin-copies", "--noise", "off")
+    assert code == 0, err
+    assert "co-run stream*2(n=1000000:ntimes=4)" in out
+    assert "unfairness (max/min slowdown) 1.000" in out
+    assert out.count("physcpubind=") == 2  # each copy bound to its own core
+
+
+def test_a_study_sweeps_coruns_as_workloads(tmp_path):
+    from numalab.study.expand import expand
+    from numalab.study.load import load_study
+
+    path = tmp_path / "s.toml"
+    path.write_text('name = "c"\nmachine = "e5620-2s"\n[sweep]\nworkload = ["stream*2", "stream*2+milc*2"]\n'
+                    'placement = ["default", "localalloc:pin-copies"]\n')
+    runs = expand(load_study(path)).runs
+    assert sorted({r.case for r in runs}) == ["stream*2", "stream*2,milc*2"]
+    assert {r.config["workload"] for r in runs} == {"corun"}
+    assert sum(r.config.get("pin_copies", False) for r in runs) == 2
+
+
+def test_compare_shows_each_configs_fairness(cli):
+    code, out, err = cli("compare", "--machine", "e5620-2s", "--workload", f"stream*4({SMALL_STREAM})", "--configs", "default,localalloc:pin-copies")
+    assert code == 0, err
+    head = next(line for line in out.splitlines() if line.startswith("config"))
+    assert "unfairness" in head and "max_slowdown" in head
+    pinned = next(line for line in out.splitlines() if line.startswith("localalloc:pin-copies"))
+    assert " 1.000 " in pinned  # identical copies, two per node: unfairness 1
