@@ -81,6 +81,18 @@ def test_serial_initialisation_lowers_first_touch_locality():
     assert a["first_touch_local"] < 0.6
 
 
+def test_a_mapping_places_the_pages_before_the_run():
+    bound = dgemv("serial").bind()
+    doc = runner.run(bound).doc
+    tn = [bound.machine.node_os_indexes.index(t["first_node"]) for t in doc["threads"]]
+    # Serial initialisation: first touch puts A on the master's node; locality splits it by reader.
+    assert min(doc["pages"]["per_node"]) < 0.01 * max(doc["pages"]["per_node"])
+    local = bound.engine.simulate_mapping("locality", tn)
+    per_node = local["pages_per_node"]
+    assert min(per_node) > 0.45 * sum(per_node)
+    assert local["time_s"] < doc["time_s"]
+
+
 def test_sim_mapping_metrics_json_and_text():
     cli = CliRunner()
     args = ["sim", "--machine", MACHINE, "--workload", "dgemv", "--n", "1024", "--reps", "2", "--threads", "4", "--init", "serial"]

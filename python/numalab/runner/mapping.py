@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from numalab.exceptions import UsageError
 from numalab.spec import BoundRun
 
 
@@ -20,6 +21,8 @@ def mapping_doc(bound: BoundRun, doc: dict[str, Any], times: bool = True) -> dic
     """The result document's ``mapping`` section; node lists are in the order of ``nodes``
     (OS indexes). With ``times``, each mapping's ``time_s``: the run simulated again with its
     pages placed by that mapping before the program starts (docs/mapping.md §4)."""
+    if bound.spec.corun:
+        raise UsageError("the data mapping analysis (--mapping-metrics, advise) takes one workload; a co-run (--corun) has several: analyse each workload alone")
     tn = thread_nodes(bound, doc)
     out = bound.engine.mapping_metrics(tn)
     if times:
