@@ -105,10 +105,15 @@ def test_identical_repetitions_are_said_to_be_identical_not_a_zero_interval():
     assert format_estimate(estimate([1.0, 1.0001, 1.0002])) == "1.00010 ± 0.00025"  # a real spread never reads as ± 0.00
 
 
-def test_html_report_is_self_contained_with_tables_and_heatmaps(stored):
+@pytest.fixture(scope="module")
+def html_report(stored):
+    """The HTML report, written once (its figures cost seconds) for the tests that only read it."""
     (stored / "out").mkdir(exist_ok=True)
-    out = write_report(stored / "rep.toml", stored / "out" / "report.html", results=stored / "results")
-    html = out.read_text()
+    return write_report(stored / "rep.toml", stored / "out" / "report.html", results=stored / "results")
+
+
+def test_html_report_is_self_contained_with_tables_and_heatmaps(stored, html_report):
+    html = html_report.read_text()
     p = _Tables()
     p.feed(html)
     assert p.external == [], "the report must open without network"
@@ -188,12 +193,11 @@ CHROMIUM_FLAGS = [
 
 
 @pytest.mark.needs_browser
-def test_report_renders_in_headless_chromium(stored, tmp_path):
+def test_report_renders_in_headless_chromium(html_report, tmp_path):
     browser = _chromium()
     if browser is None:
         pytest.skip("chromium is not installed (apt-get install chromium; .ci/run does it)")
-    out = write_report(stored / "rep.toml", tmp_path / "report.html", results=stored / "results")
-    url = out.resolve().as_uri()
+    url = html_report.resolve().as_uri()
     common = [browser, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
     dom = subprocess.run([*common, "--dump-dom", url], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr[-2000:]
