@@ -155,3 +155,5 @@ def test_advise_refuses_bad_input_in_one_line(cli):
     assert code == 2 and err == "numalab: --jobs must be >= 0, got -1\n"
     code, _, err = cli("advise", "--machine", MACHINE, "--workload", "dgemv", "--init", "sideways")
     assert code == 2 and err.startswith("numalab: ") and err.count("\n") == 1
+    code, _, err = cli("advise", "--machine", MACHINE, "--workload", "dgemv", "-o", "/nonexistent-dir/advice.md")
+    assert code == 2 and err.startswith("numalab: --output /nonexistent-dir/advice.md: directory") and err.count("\n") == 1

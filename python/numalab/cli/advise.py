@@ -14,6 +14,8 @@ from numalab.cli import options as o
 from numalab.console.progress import Progress
 from numalab.console.tables import render, table
 from numalab.exceptions import UsageError
+from numalab.results.frame import writable_file
+from numalab.results.outfile import check_output, write_text_atomic
 from numalab.study import advise as adv
 
 
@@ -50,19 +52,18 @@ def advise(
     spec = o.run_spec(machine, workload, ctx.args, placement, seed, sample_rate, kernel, thp, balancing)
     spec = spec.updated(npb_version=npb_version)
     spec.bind()  # the engine checks the run before anything is simulated
+    if output is not None:  # a bad path fails now, not after the simulations
+        writable_file(output, "--output", "advice.md")
+        check_output(output, "--output")
     with Progress("advise", 0, unit="runs", quiet=as_json, plain=False) as progress:
         result = adv.advise(spec, corners=corners, jobs=jobs or os.cpu_count() or 1, advance=progress.step,
                             on_plan=progress.add)
-    text = advice_text(result)
     if output is not None:
-        try:
-            output.write_text(advice_markdown(result), encoding="utf-8")
-        except OSError as e:
-            raise UsageError(f"--output: cannot write {output}: {e.strerror or e}") from None
+        write_text_atomic(output, advice_markdown(result), "--output")
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2, sort_keys=True))
         return
-    typer.echo(text)
+    typer.echo(advice_text(result))
 
 
 def _pct(x: float) -> str:
