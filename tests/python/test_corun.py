@@ -133,3 +133,23 @@ def test_compare_shows_each_configs_fairness(cli):
     assert "unfairness" in head and "max_slowdown" in head
     pinned = next(line for line in out.splitlines() if line.startswith("localalloc:pin-copies"))
     assert " 1.000 " in pinned  # identical copies, two per node: unfairness 1
+
+
+
+def test_a_co_run_studys_report_shows_slowdown_unfairness_and_mean_time(tmp_path):
+    from inline_backend import run_stored
+
+    from numalab.report import write_report
+
+    text = ('name = "c"\nmachine = "e5620-2s"\n[sweep]\n'
+            f'workload = ["stream*2({SMALL_STREAM})"]\nplacement = ["default", "localalloc:pin-copies"]\n')
+    assert run_stored(text, tmp_path / "c.toml", tmp_path / "results").ok == 2
+    md = write_report(tmp_path / "c.toml", tmp_path / "c.md", results=tmp_path / "results").read_text()
+    section = md[md.index("## Co-runs: fairness"):]
+    assert "**Unfairness" in section and "**Mean process run time (s)**" in section
+    assert "slowdown per process" in section and "| 2 stream |" in section
+    # Both alone runs (unbound; each copy bound to a core) are in the store, outside the study.
+    from numalab.results.store import Store
+
+    with Store(tmp_path / "results") as store:
+        assert store.db.execute("SELECT count(*) FROM runs WHERE study = ?", (ALONE_STUDY,)).fetchone()[0] == 3

@@ -49,6 +49,7 @@ class Content:
     taskgraph_only: bool = False  # a task-graph study: per-experiment tables replace the speedup grid
     failed: list[dict[str, Any]] = field(default_factory=list)
     sensitivity: Any = None  # report.sensitivity.View when the study ran its sensitivity
+    corun: Any = None  # report.corun.Section when the study has co-runs
 
 
 def build(data: ReportData, figure_dir: Path, progress: Any = None) -> Content:
@@ -85,6 +86,9 @@ def build(data: ReportData, figure_dir: Path, progress: Any = None) -> Content:
     c.taskgraph = tg.attach_figures(c.experiments, [f for k in kinds.registered() if k.figures for f in k.figures(drawer, data)])
     c.taskgraph_only = tg.is_taskgraph(data)
     c.failed = failed_runs(data)
+    from numalab.report.corun import section as corun_section
+
+    c.corun = corun_section(data)
     from numalab.report.sensitivity import load as load_sensitivity
 
     c.sensitivity = load_sensitivity(data.db, data.study)

@@ -65,6 +65,10 @@ def render(c: Content, out: Path) -> str:
             lines += sens.md_section(c.sensitivity, text)
     else:
         lines += _speedups(c)
+    if c.corun:
+        from numalab.report import corun
+
+        lines += corun.markdown(c.corun, text)
     if c.maps:
         lines += ["## Access maps", "", "% of all DRAM accesses; rows: CPU node, columns: memory node; last row: memory node totals.", ""]
         for case, maps in c.maps:

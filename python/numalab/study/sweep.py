@@ -110,13 +110,21 @@ def run_study(resolved: ResolvedStudy, store: Store, backend_factory: Callable[[
     todo = [r for r in resolved.runs if r.hash not in complete]
     summary = SweepSummary(total=len(resolved.runs), skipped=len(resolved.runs) - len(todo))
     if todo:
-        # Co-runs' alone runs are cached in this store by the workers (runner/corun.py).
+        # Co-runs' alone runs are cached in this store by the workers (runner/corun.py), which
+        # inherit the variable when the backend starts them.
         from numalab.runner.corun import STORE_ENV
 
-        os.environ.setdefault(STORE_ENV, str(store.path))
-        kind = resolved.study.kind
-        run = None if kind == kinds.PLACEMENT else kinds.get(kind).run
-        _Sweep(resolved.name, store, backend_factory(), progress, summary, run).run(todo)
+        before = os.environ.get(STORE_ENV)
+        os.environ[STORE_ENV] = str(store.path)
+        try:
+            kind = resolved.study.kind
+            run = None if kind == kinds.PLACEMENT else kinds.get(kind).run
+            _Sweep(resolved.name, store, backend_factory(), progress, summary, run).run(todo)
+        finally:
+            if before is None:
+                os.environ.pop(STORE_ENV, None)
+            else:
+                os.environ[STORE_ENV] = before
     summary.elapsed_s = time.monotonic() - start
     return summary
 
