@@ -148,6 +148,12 @@ def test_advise_cli_json_text_and_report(tmp_path):
     r = cli.invoke(app, args + ["--no-corners"])
     assert r.exit_code == 0, r.output
     assert "Remedies by predicted speedup" in r.output and "initialise A in parallel" in r.output
+    assert "the data is placed well" not in r.output
+    # Parallel initialisation leaves no costly region: the advice says so.
+    r = cli.invoke(app, [*args[:-3], "parallel", "-j", "1", "--no-corners"])
+    assert r.exit_code == 0, r.output
+    assert "the data is placed well; only whole-run remedies are tried" in r.output
+    assert "initialise A in parallel" not in r.output
 
 
 def test_advise_refuses_bad_input_in_one_line(cli):

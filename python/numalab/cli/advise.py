@@ -94,7 +94,15 @@ def advice_text(a: adv.Advice) -> str:
     regions = table(rh, rr, title="Regions by accesses away from their node under first touch")
     ranked = table(mh, mr, title="Remedies by predicted speedup (time as given / time with the remedy)")
     tail = "" if len(a.variants) > 1 else "\n(no estimated numbers to vary: the ranges are the nominal speedups)"
-    return head + "\n\n" + render(regions) + "\n\n" + render(ranked) + tail
+    return head + "\n\n" + render(regions) + _verdict(a) + "\n\n" + render(ranked) + tail
+
+
+def _verdict(a: adv.Advice) -> str:
+    """One line when first touch already places every region well (no region-level remedy)."""
+    if any(r["remote_share"] > adv.COSTLY for r in a.regions):
+        return ""
+    return (f"\nNo region has more than {100 * adv.COSTLY:g}% of all accesses remote under first touch: "
+            "the data is placed well; only whole-run remedies are tried.")
 
 
 def advice_markdown(a: adv.Advice) -> str:
@@ -106,7 +114,7 @@ def advice_markdown(a: adv.Advice) -> str:
         return "\n".join(lines)
 
     return (f"# Advice: {a.workload} on {a.machine}\n\nSimulated time as given: {a.base_time_s:.4g} s.\n\n"
-            f"## Regions by accesses away from their node under first touch\n\n{md(rh, rr)}\n\n"
+            f"## Regions by accesses away from their node under first touch\n\n{md(rh, rr)}\n{_verdict(a)}\n\n"
             f"## Remedies by predicted speedup\n\n{md(mh, mr)}\n\n"
             "Speedup = time as given / time with the remedy; the range has every estimated number at its low "
             "and at its high end (docs/mapping.md §6).\n")
