@@ -95,6 +95,17 @@ impl Solver {
         self.idle[c][n] * ctrl + self.link_wait(&self.route[c][n]) + self.link_wait(&self.route[n][c])
     }
 
+    /// Each node's memory-controller residency (ns): its idle local latency times the loaded-
+    /// latency factor at the controller's utilisation (the latency-balanced policy's indicator,
+    /// `crate::latbal`).
+    pub fn controller_latency_ns(&self) -> Vec<f64> {
+        (0..self.n)
+            .map(|k| {
+                self.idle[k][k] * numalab_model::machine::curve_factor(&self.curve, self.rho_ctrl[k].min(1.0)) * 1e9
+            })
+            .collect()
+    }
+
     fn rates(&self, d: &[Demand], lat: &[Vec<f64>], throttle: &[f64]) -> Vec<f64> {
         d.iter()
             .zip(throttle)

@@ -497,6 +497,10 @@ pub struct SimConfig {
     /// reclaim and take a remote huge page under `defrag = madvise` (`crate::khugepaged`).
     #[serde(default)]
     pub thp_madvised: Vec<bool>,
+    /// The latency-balanced allocation policy for processes without an explicit policy
+    /// (docs/allocation.md §12), when chosen.
+    #[serde(default)]
+    pub latency_balanced: Option<crate::latbal::LatBalConfig>,
 }
 
 /// `OMP_WAIT_POLICY` as libgomp reads it (`libgomp/env.c: parse_wait_policy`): unset, `active`,
@@ -527,6 +531,7 @@ impl Default for SimConfig {
             explain_sched: false,
             omp_wait_policy: WaitPolicy::Unset,
             thp_madvised: Vec::new(),
+            latency_balanced: None,
         }
     }
 }

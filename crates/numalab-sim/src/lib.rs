@@ -19,6 +19,7 @@ pub mod error;
 pub mod footprint;
 pub mod input;
 pub mod khugepaged;
+pub mod latbal;
 pub mod malloc;
 pub mod mapping;
 pub mod mempolicy;

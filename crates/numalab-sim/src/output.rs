@@ -204,6 +204,9 @@ pub struct SimOutput {
     /// and node (`numalab sim --explain-alloc`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub alloc: Vec<crate::engine::alloc::AllocRegionOut>,
+    /// The latency-balanced policy's indicator over time and its decisions, when chosen.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_balanced: Option<crate::latbal::LatBalOut>,
 }
 
 /// Accumulates the access map and the timeline while the engine runs.
@@ -340,6 +343,7 @@ impl Recorder {
             memory_tiers: Vec::new(),
             thp: Vec::new(),
             alloc: Vec::new(),
+            latency_balanced: None,
         }
     }
 }

@@ -28,6 +28,10 @@ MEMBIND_BALANCING = typer.Option(False, "--membind-balancing", "-b", help="With 
 PREFERRED = typer.Option(None, "--preferred", "-p", help="Prefer NODE, fall back by distance (numactl -p).")
 PREFERRED_MANY = typer.Option(None, "--preferred-many", "-P", help="Prefer NODES, fall back elsewhere (numactl -P).")
 LOCALALLOC = typer.Option(False, "--localalloc", "-l", help="Always allocate on the local node (numactl -l).")
+POLICY = typer.Option(None, "--policy", help="latency-balanced: a process without an explicit policy allocates on its node while the nodes' memory latencies are balanced, else on the lowest-latency node, and stays there until that node runs low (study S4; docs/allocation.md §12). numactl's policies have their own options.")
+LATBAL_THRESHOLD = typer.Option("10", "--latbal-threshold-ns", help="latency-balanced: balanced while the nodes' latency indicators differ by less than this (ns).")
+LATBAL_WINDOW = typer.Option("10", "--latbal-window-ms", help="latency-balanced: the sliding window the indicator is averaged over (ms).")
+LATBAL_SAMPLE = typer.Option("500", "--latbal-sample-us", help="latency-balanced: the indicator's sampling period (µs; S4: 500).")
 CPUNODEBIND = typer.Option(None, "--cpunodebind", "-N", help="Run only on the CPUs of NODES (numactl -N).")
 PHYSCPUBIND = typer.Option(None, "--physcpubind", "-C", help="Run only on CPUS (numactl -C).")
 PROC_BIND = typer.Option("false", "--omp-proc-bind", help="OMP_PROC_BIND: false (unbound, the default), close, spread, primary.")
@@ -73,6 +77,7 @@ PLACEMENT_PARAMS: dict[str, tuple[Any, Any]] = {
     "preferred": (Optional[str], PREFERRED),
     "preferred_many": (Optional[str], PREFERRED_MANY),
     "localalloc": (bool, LOCALALLOC),
+    "policy": (Optional[str], POLICY),
     "cpunodebind": (Optional[str], CPUNODEBIND),
     "physcpubind": (Optional[str], PHYSCPUBIND),
     "omp_proc_bind": (str, PROC_BIND),
@@ -109,6 +114,7 @@ def placement(
     preferred: Optional[str] = None,
     preferred_many: Optional[str] = None,
     localalloc: bool = False,
+    policy: Optional[str] = None,
     cpunodebind: Optional[str] = None,
     physcpubind: Optional[str] = None,
     omp_proc_bind: str = "false",
@@ -118,12 +124,18 @@ def placement(
     given = {k: v for k, v in locals().items() if k in POLICY_OPTIONS and v is not None}
     if localalloc:
         given["localalloc"] = None
+    if policy is not None:
+        if policy.strip().lower() != "latency-balanced":
+            raise UsageError(f"--policy: '{policy}' is not one of latency-balanced (numactl's policies are "
+                             "--membind, --interleave, --weighted-interleave, --preferred, --preferred-many, --localalloc)")
+        given["policy"] = None
     if len(given) > 1:
         names = ", ".join("--" + k.replace("_", "-") for k in given)
         raise UsageError(f"give at most one memory policy option, got {names}")
-    policy, nodes = next(iter(given.items()), ("default", None))
+    chosen, nodes = next(iter(given.items()), ("default", None))
+    named = {"localalloc": "local", "policy": "latency-balanced"}
     return Placement(
-        policy=POLICY_OPTIONS.get(policy, "local" if policy == "localalloc" else policy),
+        policy=POLICY_OPTIONS.get(chosen, named.get(chosen, chosen)),
         nodes=nodes,
         weights=parse_weights(weights) if weights else (),
         membind_balancing=membind_balancing,

@@ -33,6 +33,7 @@ def run(
     output: Optional[Path] = OUTPUT,
     interval_ms: int = INTERVAL,
     kill_grace: float = KILL_GRACE,
+    latbal_threshold_ns: str = o.LATBAL_THRESHOLD,
     as_json: bool = JSON,
 ) -> None:
     """Run CMD on this host under a numactl-style placement, through numalab-agent.
@@ -42,11 +43,20 @@ def run(
     balancing on, an access map from the kernel's per-thread NUMA hinting faults. --json prints
     the result document (source: host) on stdout instead, and sends the command's stdout to
     stderr, so `numalab run --json -- CMD | jq` reads the document alone. The exit status is the
-    command's.
+    command's. --policy latency-balanced probes each node's loaded latency first (a few ms of
+    pointer chasing on its memory) and runs CMD with --preferred on the node it picks, once.
     """
     place = placement
+    from numalab.spec.run import latbal_value
+
+    threshold = latbal_value("latbal_threshold_ns", latbal_threshold_ns)
     check_interval(interval_ms)
     check_grace(kill_grace)
+    probed = None
+    if place.policy == "latency-balanced":
+        from numalab.calibrate import probe
+
+        place, probed = probe.resolve(place, threshold)
     host.check_placement(place)
     from numalab.results.frame import writable_file
 
@@ -62,6 +72,8 @@ def run(
                           stdout="stderr" if as_json else "inherit", kill_grace_s=kill_grace)
     except host.AgentFailed as e:
         raise typer.Exit(e.code) from None  # the agent has said why, on stderr
+    if probed is not None:
+        result.doc["latency_balanced"] = probed
     text = json.dumps(result.doc, indent=2, sort_keys=True)
     if output is not None:
         from numalab.results.outfile import write_text_atomic

@@ -41,6 +41,9 @@ def sim(
     noise: str = o.NOISE,
     omp_wait_policy: str = o.WAIT_POLICY,
     npb_version: str = o.NPB_VERSION,
+    latbal_threshold_ns: str = o.LATBAL_THRESHOLD,
+    latbal_window_ms: str = o.LATBAL_WINDOW,
+    latbal_sample_us: str = o.LATBAL_SAMPLE,
     mapping_metrics: bool = MAPPING_METRICS,
     verbose: bool = o.VERBOSE,
     as_json: bool = o.JSON,
@@ -55,7 +58,8 @@ def sim(
     spec = o.run_spec(machine, workload, ctx.args, placement, seed, sample_rate, kernel, thp, bal)
     if corun is not None:
         spec = spec.updated(corun=corun, pin_copies=pin_copies)
-    spec = spec.updated(noise=noise, explain_sched=explain_sched, omp_wait_policy=omp_wait_policy, npb_version=npb_version)
+    spec = spec.updated(noise=noise, explain_sched=explain_sched, omp_wait_policy=omp_wait_policy, npb_version=npb_version,
+                        latbal_threshold_ns=latbal_threshold_ns, latbal_window_ms=latbal_window_ms, latbal_sample_us=latbal_sample_us)
     bound = spec.bind()
     with working(f"simulating {spec.workload} on {spec.machine}", quiet=as_json):
         result = runner.run(bound)

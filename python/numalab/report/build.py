@@ -115,7 +115,7 @@ def _timelines(c: Content, data: ReportData, drawer: figs.Drawer, progress: Any)
         for label in data.labels:
             doc = data.first_seed(case, label)
             if doc and ((doc.get("placement") or {}).get("balancing", {}).get("enabled") or _balancing_on(f, case, label)
-                        or figs.timeline_series(doc) or doc.get("memory_tiers")):
+                        or figs.timeline_series(doc) or doc.get("memory_tiers") or figs.latbal_series(doc)):
                 wanted.append((case, label, doc))
     progress.add(min(len(wanted), MAX_TIMELINES))
     for case, label, doc in wanted[:MAX_TIMELINES]:

@@ -180,9 +180,11 @@ def timeline_figure(drawer: Drawer, case: str, label: str, doc: dict[str, Any]) 
     panels = [("tiering counters (vmstat)", tiering), ("balancing counters (vmstat)", balancing)]
     panels = [(title, ss) for title, ss in panels if ss]
     tiers = bool(doc.get("memory_tiers"))
+    indicator = latbal_series(doc)
     with matplotlib.rc_context(_STYLE):
-        fig = drawer.new(6.4 if len(panels) < 2 else 9.6, 3.0)
-        axes = fig.subplots(1, 1 + len(panels), squeeze=False)[0]
+        extra = len(panels) + bool(indicator)
+        fig = drawer.new(6.4 if extra < 2 else 9.6, 3.0)
+        axes = fig.subplots(1, 1 + extra, squeeze=False)[0]
         nodes = (doc.get("access_map") or doc["pages"])["nodes"]  # host runs without balancing have no map
         t = [p["t_s"] for p in points]
         # Tiered machines hold hundreds of GiB: memory per tier in GiB from 0 reads at a glance
@@ -207,8 +209,30 @@ def timeline_figure(drawer: Drawer, case: str, label: str, doc: dict[str, Any]) 
             ax.yaxis.set_major_formatter(EngFormatter(sep=" "))
             ax.set_title(title)
             ax.legend(fontsize=7)
+        if indicator:
+            ax = axes[-1]
+            for name, values in indicator.items():
+                ax.plot([a for a, _ in values], [b for _, b in values], label=name)
+            ax.axhline(min(b for v in indicator.values() for _, b in v) + doc["latency_balanced"]["threshold_ns"],
+                       color="grey", linewidth=0.6, linestyle=":", label="lowest + threshold")
+            ax.set_xlabel("time (s)")
+            ax.set_ylabel("ns")
+            ax.set_title("latency indicator per node (latency-balanced)")
+            ax.legend(fontsize=7)
         fig.suptitle(f"{case} / {label}")
     return drawer.save(fig, f"timeline {case} {label}")
+
+
+def latbal_series(doc: dict[str, Any]) -> dict[str, list[tuple[float, float]]]:
+    """The latency-balanced policy's smoothed indicator (docs/allocation.md §12) per node:
+    node name -> [(t_s, ns)]; empty for other runs."""
+    lb = doc.get("latency_balanced") or {}
+    nodes = (doc.get("access_map") or doc.get("pages") or {}).get("nodes") or []
+    out: dict[str, list[tuple[float, float]]] = {}
+    for t, values in lb.get("series") or []:
+        for j, v in enumerate(values):
+            out.setdefault(f"node{nodes[j] if j < len(nodes) else j}", []).append((t, v))
+    return out
 
 
 def _page_lines(doc: dict[str, Any], nodes: list[Any]) -> dict[str, list[int]]:

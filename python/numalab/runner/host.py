@@ -142,6 +142,8 @@ def agent_args(p: Placement) -> list[str]:
                          "(/sys/kernel/mm/mempolicy/weighted_interleave/nodeN), which numalab does not change; "
                          "set them there and give --weighted-interleave alone")
     args = []
+    if p.policy == "latency-balanced":
+        raise UsageError("--policy latency-balanced on this host: only numalab run applies it (a probe picks the node before the command starts)")
     if p.policy == "local":
         args.append("--localalloc")
     elif p.policy != "default":

@@ -67,6 +67,8 @@ def document(bound: BoundRun, out: dict[str, Any]) -> dict[str, Any]:
         doc["thp"] = thp_doc(s, nodes, out["thp"])
     if out.get("alloc"):
         doc["alloc"] = alloc_doc(nodes, out["alloc"])
+    if out.get("latency_balanced"):
+        doc["latency_balanced"] = out["latency_balanced"]
     doc["metrics"] = derived_metrics(doc)
     return doc
 

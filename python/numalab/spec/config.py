@@ -41,13 +41,17 @@ POLICY_ITEMS = {
     "preferred": "preferred",
     "preferred-many": "preferred-many",
 }
-FLAG_POLICIES = {"default": "default", "first-touch": "default", "localalloc": "local", "local": "local"}
+FLAG_POLICIES = {"default": "default", "first-touch": "default", "localalloc": "local", "local": "local",
+                 "latency-balanced": "latency-balanced"}
+#: The latency-balanced policy's settings (docs/allocation.md §12); "latbal", not "lb", which is
+#: ``numalab lb``'s task load balancing.
+LATBAL_ITEMS = ("latbal-threshold-ns", "latbal-window-ms", "latbal-sample-us")
 PLACEMENT_ITEMS = ("cpunodebind", "physcpubind", "omp-proc-bind", "omp-places", "weights", "membind-balancing")
 #: numactl's ``-b`` with ``--membind`` (MPOL_F_NUMA_BALANCING): ``membind=0-1:membind-balancing``.
 FLAG_PLACEMENTS = ("membind-balancing",)
 #: Items that may stand alone (meaning on): balancing and the tiering switches (docs/tiering.md).
 FLAG_SETTINGS = ("balancing", "pin-copies") + tuple(SWITCHES)
-SETTING_ITEMS = ("balancing", "kernel", "thp", "seed", "sample-rate", "noise", "omp-wait-policy", "npb", "corun", "pin-copies") + tuple(SWITCHES) + tuple(k.replace("_", "-") for k in KNOBS)
+SETTING_ITEMS = ("balancing", "kernel", "thp", "seed", "sample-rate", "noise", "omp-wait-policy", "npb", "corun", "pin-copies") + LATBAL_ITEMS + tuple(SWITCHES) + tuple(k.replace("_", "-") for k in KNOBS)
 #: The option names an item may be confused with, for "did you mean".
 KNOWN = tuple(POLICY_ITEMS) + tuple(FLAG_POLICIES) + PLACEMENT_ITEMS + SETTING_ITEMS
 #: Other spellings of an item -> its one spelling (the CLI option's name without ``--``).

@@ -65,7 +65,7 @@ class Placement:
         out = []
         if self.policy != "default":
             option = {v: k for k, v in cfg.POLICY_ITEMS.items()}.get(self.policy)
-            out.append(f"{option}={self.nodes}" if option else "localalloc")
+            out.append(f"{option}={self.nodes}" if option else {"local": "localalloc"}.get(self.policy, self.policy))
         if self.membind_balancing:
             out.append("membind-balancing")
         if self.weights:
@@ -84,7 +84,8 @@ class Placement:
 
     def engine(self) -> dict[str, Any]:
         return {
-            "policy": {"mode": self.policy, "nodes": self.nodes, "weights": dict(self.weights), "numa_balancing": self.membind_balancing},
+            # latency-balanced: the default policy, which the engine's policy replaces (latbal.rs)
+            "policy": {"mode": "default" if self.policy == "latency-balanced" else self.policy, "nodes": self.nodes, "weights": dict(self.weights), "numa_balancing": self.membind_balancing},
             "cpunodebind": self.cpunodebind,
             "physcpubind": self.physcpubind,
             "proc_bind": self.omp_proc_bind,
@@ -103,6 +104,23 @@ def places_value(value: str) -> str:
     v = value.strip().lower()
     if v not in PLACES:
         raise UsageError(f"--omp-places: '{value}' is not one of {', '.join(PLACES)}")
+    return v
+
+
+#: The latency-balanced policy's settings and defaults: 10 ns threshold, 10 ms window, a sample
+#: every 500 µs (S4 sampled every 0.5 ms; the threshold and window are estimates, docs/allocation.md §12).
+LATBAL_KEYS = ("latbal_threshold_ns", "latbal_window_ms", "latbal_sample_us")
+LATBAL_DEFAULT = (10.0, 10.0, 500.0)
+
+
+def latbal_value(key: str, value: Any) -> float:
+    option = "--" + key.replace("_", "-")
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{option}: '{value}' is not a number") from None
+    if not (v == v and v not in (float("inf"), float("-inf"))) or v < 0 or (v == 0 and key != "latbal_threshold_ns"):
+        raise UsageError(f"{option} must be {'>= 0' if key == 'latbal_threshold_ns' else '> 0'}, got {value}")
     return v
 
 
@@ -135,6 +153,9 @@ class RunSpec:
     # Bind each co-run process to its own cores, spread over the nodes in turn (the hand-tuned
     # placement of study S4 with localalloc; spec/corun_bind.py).
     pin_copies: bool = False
+    # The latency-balanced policy's threshold (ns), window (ms) and sampling period (µs); read
+    # only with policy latency-balanced (docs/allocation.md §12).
+    latbal: tuple[float, float, float] = LATBAL_DEFAULT
 
     # --- writing one ---------------------------------------------------------------------------
 
@@ -185,6 +206,10 @@ class RunSpec:
                 s = replace(s, corun=corun.from_value(value, "--corun") if value not in (None, (), []) else ())
             elif key == "pin_copies":
                 s = replace(s, pin_copies=on_off(value, "--pin-copies"))
+            elif key in LATBAL_KEYS:
+                values = list(s.latbal)
+                values[LATBAL_KEYS.index(key)] = latbal_value(key, value)
+                s = replace(s, latbal=(values[0], values[1], values[2]))
             else:
                 raise UsageError(f"unknown run setting '{key}'")
         return s
@@ -248,7 +273,15 @@ class RunSpec:
             # only for co-runs, so single runs keep their hash
             **({"corun": self.corun_text()} if self.corun else {}),
             **({"pin_copies": True} if self.pin_copies else {}),
+            # only for the latency-balanced policy, so other runs keep their hash
+            **({"latbal": list(self.latbal)} if self.placement.policy == "latency-balanced" else {}),
         }
+
+    def latbal_engine(self) -> dict[str, float] | None:
+        """The engine's ``latency_balanced`` setting: None unless the policy is chosen."""
+        if self.placement.policy != "latency-balanced":
+            return None
+        return dict(zip(("threshold_ns", "window_ms", "sample_us"), self.latbal))
 
     def corun_text(self) -> str:
         from numalab.spec import corun
@@ -263,7 +296,8 @@ class RunSpec:
                          # stored before background activity existed: a quiet machine
                          noise=c.get("noise", False), omp_wait_policy=c.get("omp_wait_policy", "default"),
                          npb_version=c.get("npb_version", NPB_DEFAULT),
-                         corun=c.get("corun") or (), pin_copies=c.get("pin_copies", False))
+                         corun=c.get("corun") or (), pin_copies=c.get("pin_copies", False),
+                         **dict(zip(LATBAL_KEYS, c.get("latbal", LATBAL_DEFAULT))))
 
     def label(self) -> str:
         """The run's options as one config string (placement, then balancing)."""
@@ -292,7 +326,8 @@ class RunSpec:
             r["thp"] = thp_pages(self.thp or THP_DEFAULT.get(self.kernel, "madvise"), r)
         config = {"seed": self.seed, "sample_rate": self.sample_rate, "kernel": self.kernel, "balancing": self.balancing.engine(),
                   "noise": self.noise, "explain_sched": self.explain_sched, "thp_madvised": madvised,
-                  "omp_wait_policy": "unset" if self.omp_wait_policy == "default" else self.omp_wait_policy}
+                  "omp_wait_policy": "unset" if self.omp_wait_policy == "default" else self.omp_wait_policy,
+                  **({"latency_balanced": self.latbal_engine()} if self.latbal_engine() else {})}
         return BoundRun(self, m, w, EngineRun(m, w, self.placement.engine(), region_policies, config))
 
 

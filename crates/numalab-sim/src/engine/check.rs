@@ -67,6 +67,9 @@ pub(crate) fn inputs(m: &Machine, w: &WorkloadSpec, p: &Placement, cfg: &SimConf
         return bad("costs must be finite and >= 0, migrate_copy_gbps > 0".into());
     }
     cfg.balancing.check(cfg.kernel)?;
+    if let Some(lb) = &cfg.latency_balanced {
+        lb.check().map_err(SimError::Input)?;
+    }
     footprint::estimate(m, w, cfg).check(m)
 }
 

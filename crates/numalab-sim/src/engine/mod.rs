@@ -134,6 +134,8 @@ pub struct Engine<'a> {
     tiering: Option<crate::tiering::Demotion>,
     /// THP fault fallback and khugepaged (docs/allocation.md §3.2).
     thp: crate::khugepaged::Thp,
+    /// The latency-balanced allocation policy (docs/allocation.md §12), when chosen.
+    latbal: Option<crate::latbal::LatBal>,
     /// Dynamic schedules' chunk orders by (process, phase execution, chunks), most recent last.
     chunk_orders: std::cell::RefCell<Vec<ChunkOrder>>,
     /// What the C library's allocations wrote (docs/allocation.md §3.5).
@@ -301,8 +303,10 @@ impl<'a> Engine<'a> {
             let madvised: Vec<&[bool]> = slots.iter().map(|s| groups[s.group].thp_madvised).collect();
             crate::khugepaged::Thp::new(cfg.kernel, &madvised, &regions, m.nodes.len())
         };
+        let latbal = cfg.latency_balanced.map(|c| crate::latbal::LatBal::new(c, procs.len()));
         let mut engine = Engine {
             thp,
+            latbal,
             m,
             groups,
             cfg,
@@ -350,6 +354,9 @@ impl<'a> Engine<'a> {
             let live: Vec<bool> = self.threads.iter().map(Thread::live).collect();
             let background = self.sched.background(self.now, self.now + dt, &live);
             let (costs, shares) = self.solve(&background);
+            if let Some(lb) = self.latbal.as_mut() {
+                lb.observe(self.now, self.now + dt, &self.solver.controller_latency_ns());
+            }
             for t in &mut self.threads {
                 t.epoch_seq = t.seq;
             }
@@ -454,6 +461,7 @@ impl<'a> Engine<'a> {
         let thp_counts = [t.fault_alloc, t.fault_fallback, t.collapse_alloc, t.collapse_alloc_failed];
         out.thp = self.thp.report();
         out.alloc = std::mem::take(&mut self.alloc_out);
+        out.latency_balanced = self.latbal.take().map(crate::latbal::LatBal::report);
         if let Some(t) = self.tiering.as_ref() {
             out.vmstat.pgdemote_kswapd = t.pgdemote_kswapd;
             out.vmstat.pgdemote_direct = t.pgdemote_direct;

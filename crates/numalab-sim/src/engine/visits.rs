@@ -268,13 +268,24 @@ impl Engine<'_> {
         let (pid, now) = (t.pid, t.clock);
         let bp = region.base_pages();
         let mut extra = 0.0;
+        // The latency-balanced policy stands in for the default policy of a process that chose
+        // none, as MPOL_PREFERRED on the node it picks (crate::latbal).
+        let implicit = region.policy.is_none() && proc.task_policy.mode == numalab_model::PolicyMode::Default;
+        let latbal_policy = match self.latbal.as_mut() {
+            Some(lb) if implicit => {
+                let os: Vec<u32> = self.m.nodes.iter().map(|n| n.os_index).collect();
+                let node = lb.node_for(pid, cpu_node, now, &self.alloc, &os);
+                Some(crate::latbal::preferred(node, os.len()))
+            }
+            _ => None,
+        };
         let mut from = v.first;
         // Direct reclaim (demotion) may free room for an allocation that found none; it needs
         // every process's pages, so the walk restarts from the entry that failed.
         loop {
             let proc = &mut self.procs[pid];
             let region = &mut proc.regions[v.region as usize];
-            let policy = region.policy.as_ref().unwrap_or(&proc.task_policy);
+            let policy = latbal_policy.as_ref().or(region.policy.as_ref()).unwrap_or(&proc.task_policy);
             let mut failed = None;
             for u in from..(v.first + v.units).min(region.units()) {
                 if region.node[u as usize] != NONE {
