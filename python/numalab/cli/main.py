@@ -59,6 +59,8 @@ from numalab.cli import sensitivity  # noqa: E402
 app.command("sensitivity", context_settings=_PASS_THROUGH)(sensitivity.sensitivity)
 from numalab.cli import advise  # noqa: E402
 app.command("advise", context_settings=_PASS_THROUGH)(advise.advise)
+from numalab.cli import import_profile  # noqa: E402
+app.command("import")(import_profile.import_profile)
 from numalab.cli import calibrate  # noqa: E402
 app.command("calibrate")(calibrate.calibrate)
 from numalab.cli import check  # noqa: E402
