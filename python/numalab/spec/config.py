@@ -5,7 +5,8 @@ keys, ``numalab.simulate(..., "interleave=all")``)::
 
     default | first-touch          localalloc | local         interleave=NODES
     membind=NODES                  preferred=NODE            preferred-many=NODES
-    membind-balancing[=on|off]
+    membind-balancing[=on|off]     latency-balanced          (docs/allocation.md §12)
+    latbal-threshold-ns=N          latbal-window-ms=N        latbal-sample-us=N
     weighted-interleave=NODES      weights=0=5,1=2           cpunodebind=NODES
     physcpubind=CPUS               omp-proc-bind=spread      omp-places=cores
     balancing[=on|off|0-3]         scan-delay-ms=N           scan-period-min-ms=N

@@ -70,3 +70,37 @@ fn node_consistency_keeps_a_process_on_one_node_until_it_runs_low() {
     let used = out.pages_per_node.iter().filter(|&&n| n > 0).count();
     assert!(used <= 3, "pages follow the decisions, not the four threads: {:?}", out.pages_per_node);
 }
+
+#[test]
+fn a_process_starting_on_a_loaded_node_allocates_on_the_lowest_latency_node() {
+    use numalab_model::{CpuSet, MemPolicy};
+    use numalab_sim::corun::Group;
+    use numalab_sim::input::{Placement, Places, ProcBind};
+    let on = |cpus: &[u32]| Placement {
+        policy: MemPolicy::default_policy(),
+        cpus: Some(CpuSet::from_indexes(cpus.iter().copied())),
+        proc_bind: ProcBind::False,
+        places: Places::Cores,
+    };
+    // Eight streaming threads on node 0's cores load its controller; 50 ms later a small
+    // process starts on node 0 too (an SMT sibling).
+    let m = machine2();
+    let (big, small) = (stream_like(256, 8, Pattern::Block, 20), stream_like(16, 1, Pattern::Block, 2));
+    let (pa, pb) = (on(&[0, 1, 2, 3, 4, 5, 6, 7]), on(&[16]));
+    let groups = || {
+        vec![
+            Group { workload: &big, placement: &pa, start_s: 0.0, thp_madvised: &[] },
+            Group { workload: &small, placement: &pb, start_s: 0.05, thp_madvised: &[] },
+        ]
+    };
+    let default = numalab_sim::simulate_groups(&m, groups(), &SimConfig::default()).unwrap();
+    assert_eq!(default.processes[1].pages_per_node, vec![16 * 256, 0], "first touch: its own node");
+    let out = numalab_sim::simulate_groups(&m, groups(), &latbal()).unwrap();
+    let rep = out.latency_balanced.unwrap();
+    let late = rep.decisions.iter().find(|d| d.pid == 1).unwrap();
+    assert!(!late.balanced && late.node == 1 && late.cpu_node == 0, "{late:?}");
+    assert!(late.indicator_ns[0] > late.indicator_ns[1] + 10.0, "{late:?}");
+    assert_eq!(out.processes[1].pages_per_node, vec![0, 16 * 256], "the lowest-latency node");
+    // The big process decided at its start, on an idle machine: its own node.
+    assert_eq!(out.processes[0].pages_per_node, default.processes[0].pages_per_node);
+}
