@@ -88,6 +88,7 @@ int main(int argc, char **argv)
      * sampler. */
     double checksum = 0.0;
     t0 = now_s();
+    double cpu0 = cpu_now_s();
     for (long rep = 0; rep < o.reps; rep++) {
 #pragma omp parallel for schedule(static) reduction(+ : checksum)
         for (long k = 0; k < n; k++)
@@ -97,12 +98,12 @@ int main(int argc, char **argv)
                     checksum += r[i];
             }
     }
-    double time_s = now_s() - t0;
+    double time_s = now_s() - t0, cpu_s = cpu_now_s() - cpu0;
 
     double cells = (double)n * (double)n * (double)n;
     o.parallel_init = 1;
     static const char *names[] = {"alloc3d-rows", "alloc3d-rows-parallel", "alloc3d-block"};
-    print_result(names[layout], &o, init_s, time_s, cells * (double)o.reps,
+    print_result(names[layout], &o, init_s, time_s, cpu_s, cells * (double)o.reps,
                  8.0 * cells * (double)o.reps, checksum);
     return 0;
 }

@@ -26,6 +26,7 @@ int main(int argc, char **argv)
     double init_s = now_s() - t0;
 
     t0 = now_s();
+    double cpu0 = cpu_now_s();
 #pragma omp parallel
     for (long r = 0; r < o.reps; r++) {
         /* the implicit barrier at the end of each `omp for` is the barrier of the step */
@@ -33,13 +34,13 @@ int main(int argc, char **argv)
         for (long i = 0; i < n; i++)
             a[i] = 0.5 * a[i] + 1.0;
     }
-    double time_s = now_s() - t0;
+    double time_s = now_s() - t0, cpu_s = cpu_now_s() - cpu0;
 
     double checksum = 0.0;
     for (long i = 0; i < n; i += 1 + n / 4096)
         checksum += a[i];
     double reps = (double)o.reps, dn = (double)n;
-    print_result("barrier", &o, init_s, time_s, 2.0 * dn * reps, 16.0 * dn * reps, checksum);
+    print_result("barrier", &o, init_s, time_s, cpu_s, 2.0 * dn * reps, 16.0 * dn * reps, checksum);
     free(a);
     return 0;
 }

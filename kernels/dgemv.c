@@ -31,6 +31,7 @@ int main(int argc, char **argv)
     double init_s = now_s() - t0;
 
     t0 = now_s();
+    double cpu0 = cpu_now_s();
     for (long r = 0; r < o.reps; r++) {
 #pragma omp parallel for schedule(static)
         for (long i = 0; i < n; i++) {
@@ -41,13 +42,13 @@ int main(int argc, char **argv)
             y[i] = s;
         }
     }
-    double time_s = now_s() - t0;
+    double time_s = now_s() - t0, cpu_s = cpu_now_s() - cpu0;
 
     double checksum = 0.0;
     for (long i = 0; i < n; i++)
         checksum += y[i];
     double reps = (double)o.reps, dn = (double)n;
-    print_result("dgemv", &o, init_s, time_s, 2.0 * dn * dn * reps, 8.0 * (dn * dn + 2.0 * dn) * reps, checksum);
+    print_result("dgemv", &o, init_s, time_s, cpu_s, 2.0 * dn * dn * reps, 8.0 * (dn * dn + 2.0 * dn) * reps, checksum);
     free(a);
     free(x);
     free(y);

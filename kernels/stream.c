@@ -78,6 +78,7 @@ int main(int argc, char **argv)
     double init_s = now_s() - t0;
 
     t0 = now_s();
+    double cpu0 = cpu_now_s();
     double sum = 0.0;
     long r = 0;
     do {
@@ -101,7 +102,7 @@ int main(int argc, char **argv)
             b[r % n] += 1e-9;
         }
     } while (now_s() - t0 < seconds);
-    double time_s = now_s() - t0;
+    double time_s = now_s() - t0, cpu_s = cpu_now_s() - cpu0;
     o.reps = r;
 
     double checksum = sum;
@@ -109,7 +110,7 @@ int main(int argc, char **argv)
         checksum += a[i];
     double reps = (double)o.reps, dn = (double)n;
     const double flops[] = {2.0, 1.0, 0.0}, bytes[] = {24.0, 8.0, 8.0};
-    print_result("stream", &o, init_s, time_s, flops[mode] * dn * reps, bytes[mode] * dn * reps, checksum);
+    print_result("stream", &o, init_s, time_s, cpu_s, flops[mode] * dn * reps, bytes[mode] * dn * reps, checksum);
     free(a);
     free(b);
     free(c);

@@ -238,11 +238,17 @@ def test_quick_calibration_of_this_host_loads_in_topo_and_sim(tmp_path):
 def test_host_check_cases_on_one_and_on_several_nodes():
     from numalab.calibrate import hostcheck
 
-    one = [c.name for c in hostcheck.cases([0], 2)]
-    assert one == ["dgemv init=serial", "dgemv init=parallel", "stream threads=1", "stream threads=2"]
+    one = hostcheck.cases([0], 2)
+    assert [c.name for c in one if not c.skipped] == ["dgemv init=serial", "dgemv init=parallel", "stream threads=1", "stream threads=2",
+                                                      "stencil init=serial", "stencil init=parallel"]
+    # one node: the placement variants are listed, each with why it does not run
+    assert [(c.name, c.skipped) for c in one if c.skipped] == [
+        (n, hostcheck.ONE_NODE) for n in ("stream interleave=all", "stream membind=0", "stencil interleave=all", "stencil membind=0")]
     two = hostcheck.cases([0, 1], 6)
+    assert not any(c.skipped for c in two)
     assert [c.name for c in two][2:] == ["stream threads=1", "stream threads=2", "stream threads=4", "stream threads=6",
-                                         "stream interleave=all", "stream membind=0"]
+                                         "stencil init=serial", "stencil init=parallel",
+                                         "stream interleave=all", "stream membind=0", "stencil interleave=all", "stencil membind=0"]
     assert two[-1].config == "membind=0" and two[-1].params["threads"] == 6
 
 
@@ -251,8 +257,42 @@ def test_host_check_gives_the_kernel_the_simulators_parameters():
 
     argv = hostcheck.kernel_argv("stream", {"n": 100, "ntimes": 3, "threads": 2})
     assert argv[0].endswith("kernels/stream") and argv[1:] == ["--init=parallel", "--mode=triad", "--n=100", "--reps=3", "--threads=2"]
-    o = hostcheck.Outcome(hostcheck.Case("x", "stream", {}), measured_s=2.0, predicted_s=1.5, runs_s=(1.0, 2.0, 9.0))
-    assert o.error_pct == -25.0 and o.as_json()["measured_runs_s"] == [1.0, 2.0, 9.0]
+    argv = hostcheck.kernel_argv("stencil", {"n": 64, "reps": 2, "threads": 2, "init": "serial"})
+    assert argv[0].endswith("kernels/stencil") and argv[1:] == ["--init=serial", "--n=64", "--reps=2", "--threads=2"]
+
+
+def test_host_check_compares_the_timed_loop_on_wall_and_cpu_time():
+    from numalab.calibrate import hostcheck
+
+    runs = tuple(hostcheck.Run(time_s=t, cpu_s=c, init_s=0.5, threads=2) for t, c in ((1.0, 1.0), (2.0, 2.0), (9.0, 3.0)))
+    o = hostcheck.Outcome(hostcheck.Case("x", "stream", {}), runs, predicted_s=1.5, predicted_run_s=2.5)
+    assert o.measured_s == 2.0 and o.error_pct == -25.0  # the median wall time of the loop; init_s is not in it
+    assert o.measured_cpu_s == 1.0 and o.error_cpu_pct == 50.0  # CPU time per thread
+    assert [r.cpu_share for r in runs] == [0.5, 0.5, 3.0 / 18.0]
+    doc = o.as_json()
+    assert doc["measured_runs_s"] == [1.0, 2.0, 9.0] and doc["init_runs_s"] == [0.5] * 3 and doc["predicted_run_s"] == 2.5
+    skipped = hostcheck.Outcome(hostcheck.Case("y", "stream", {}, "membind=0", "why"))
+    assert skipped.as_json()["skipped"] == "why" and "predicted_s" not in skipped.as_json()
+    assert hostcheck.rows([skipped])[0][:2] == ["y", "skipped: why"]
+
+
+@pytest.mark.parametrize("workload", ["dgemv", "stream", "stencil"])
+def test_host_check_descriptors_time_the_kernels_loop(workload):
+    from numalab.calibrate import hostcheck
+    from numalab.workload.descriptor import resolve
+
+    w = resolve(hostcheck.DESCRIPTORS[workload], {})
+    timed = [s["phases"] for s in w["program"] if s.get("timed")]
+    assert timed == [[w["program"][-1]["phases"][0]]]  # the repeated loop, as the kernel's time_s
+    assert not w["program"][0].get("timed")  # the first touch is init_s, outside the timer
+
+
+def test_the_load_average_is_read_or_empty(tmp_path):
+    from numalab.calibrate import hostcheck
+
+    (tmp_path / "loadavg").write_text("8.04 9.39 10.98 3/200 123\n")
+    assert hostcheck.loadavg(tmp_path / "loadavg") == [8.04, 9.39, 10.98]
+    assert hostcheck.loadavg(tmp_path / "missing") == []
 
 
 def test_check_without_host_is_one_line():
@@ -273,12 +313,16 @@ def test_check_host_reports_every_case_on_this_host():
     r = numalab("check", "--host", "--machine", str(FIXTURES / "one-node.toml"), "--repeat", "2", "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert doc["repeat"] == 2 and all(len(c["measured_runs_s"]) == 2 for c in doc["cases"])
     cpus = len(os.sched_getaffinity(0))
-    assert len(doc["cases"]) == 2 + len({1, cpus} | {2**i for i in range(cpus.bit_length()) if 2**i < cpus})
-    for c in doc["cases"]:
-        assert c["measured_s"] > 0 and c["predicted_s"] > 0
+    levels = {1, cpus} | {2**i for i in range(cpus.bit_length()) if 2**i < cpus}
+    ran = [c for c in doc["cases"] if "skipped" not in c]
+    skipped = [c for c in doc["cases"] if "skipped" in c]
+    assert doc["repeat"] == 2 and all(len(c["measured_runs_s"]) == 2 for c in ran)
+    assert len(doc["cases"]) == 8 + len(levels) and all(c["config"] != "default" for c in skipped)
+    for c in ran:
+        assert c["measured_s"] > 0 and c["predicted_s"] > 0 and c["measured_cpu_s"] > 0
         assert c["error_pct"] == pytest.approx((c["predicted_s"] - c["measured_s"]) / c["measured_s"] * 100)
+        assert c["predicted_s"] < c["predicted_run_s"]  # the timed loop, without the first touch
 
 
 def test_a_2mib_run_that_got_no_huge_page_counts_as_4kib():
@@ -320,6 +364,14 @@ def test_stream_modes_count_their_bytes(mode, gflops_per_gb):
                                     capture_output=True, text=True, check=True).stdout)
     assert out["reps"] == 2 and out["gbps"] > 0
     assert out["gflops"] == pytest.approx(out["gbps"] * gflops_per_gb, rel=1e-3, abs=1e-4)
+
+
+@pytest.mark.parametrize("name", ["dgemv", "stream", "stencil"])
+def test_kernels_report_the_cpu_time_of_their_loop(name):
+    out = json.loads(subprocess.run([built(name), "--n", "40" if name == "stencil" else "2000", "--reps", "3", "--threads", "1"],
+                                    capture_output=True, text=True, check=True).stdout)
+    # one thread: its CPU time is at most the wall time (a little more: clocks read microseconds apart)
+    assert 0 < out["cpu_s"] <= out["time_s"] + 1e-3
 
 
 def test_stream_seconds_repeats_until_the_time_is_up():

@@ -32,9 +32,8 @@ def check(
     with Progress("check", len(cases), unit="cases", quiet=as_json, eta=True) as progress:
         outcomes = hostcheck.check(machine, nodes, cpus, progress.step, repeat)
     if as_json:
-        typer.echo(json.dumps({"machine": machine, "repeat": repeat, "cases": [o.as_json() for o in outcomes]}, indent=1, sort_keys=True))
+        typer.echo(json.dumps({"machine": machine, "repeat": repeat, "loadavg": hostcheck.loadavg(), "cases": [o.as_json() for o in outcomes]}, indent=1, sort_keys=True))
         return
-    rows = [[o.case.name, f"{o.measured_s:.3f}", f"{min(o.runs_s):.3f}-{max(o.runs_s):.3f}", f"{o.predicted_s:.3f}", f"{o.error_pct:+.1f}"]
-            for o in outcomes]
-    typer.echo(render(table(["case", "measured s", "runs s", "predicted s", "error %"], rows,
-                            f"this host ({repeat} run(s) per case, median), simulated on {machine}: error = predicted - measured, over measured")))
+    typer.echo(render(table(hostcheck.COLUMNS, hostcheck.rows(outcomes),
+                            f"this host ({repeat} run(s) per case, median), simulated on {machine}: the kernels' timed loop; "
+                            "error = predicted - measured, over measured; CPU = the loop's CPU time per thread; share = CPU / wall")))
