@@ -49,6 +49,11 @@ def test_the_probe_runs_on_this_one_node_host_and_picks_node_0(tmp_path):
     # The command ran under the preferred-node policy the probe chose.
     assert doc["placement"]["policy"] == "preferred" and doc["placement"]["nodes"] == "0"
     assert doc["placement"]["numa_maps_policy"] == "prefer:0"
+    # Without --json the summary on stderr says what the probe found and what it applied.
+    r = subprocess.run([sys.executable, "-m", "numalab.cli.main", "run", "--policy", "latency-balanced", "--", "true"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "latency-balanced: probe node0 " in r.stderr and "(balanced, threshold 10 ns): --preferred=0, decided once at start" in r.stderr
 
 
 def test_a_bad_policy_name_is_one_usage_line():

@@ -49,3 +49,23 @@ def test_bad_values_are_one_usage_line(cli):
         lines = err.strip().splitlines()
         assert code == 2 and len(lines) == 1 and lines[0].startswith("numalab: "), (args, err)
         assert message in lines[0], (args, lines[0])
+
+
+def test_the_report_timeline_plots_the_indicator_per_node(cli, tmp_path):
+    from numalab.report.figures import Drawer, timeline_figure
+
+    code, out, err = cli("sim", *SMALL, "--policy", "latency-balanced", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    svg = timeline_figure(Drawer(tmp_path), "stream", "latency-balanced", doc).svg.read_text()
+    assert "latency indicator per node (latency-balanced)" in svg and "lowest + threshold" in svg
+    code, out, _ = cli("sim", *SMALL, "--json")
+    plain = timeline_figure(Drawer(tmp_path / "b"), "stream", "default", json.loads(out)).svg.read_text()
+    assert "latency indicator" not in plain
+
+
+def test_the_summary_lists_each_decision(cli):
+    code, out, err = cli("sim", *SMALL, "--policy", "latency-balanced")
+    assert code == 0, err
+    assert "latency-balanced (threshold 10 ns, window 10 ms, a sample every 500 us):" in out
+    assert "process 0  first  node" in out and "balanced; indicator ns: none yet" in out

@@ -63,6 +63,8 @@ def summary(doc: dict[str, Any], given: Iterable[str] | None = None) -> str:
     nodes = am["nodes"] if am else doc["pages"]["nodes"]
     lines.append("memory per node (MiB): " + "  ".join(f"node{n} {p * page / MIB:.0f}" for n, p in zip(nodes, doc["pages"]["per_node"])))
     lines.append("")
+    if doc.get("latency_balanced"):
+        lines += [latbal_text(doc["latency_balanced"]), ""]
     if doc.get("fairness") is not None:
         from numalab.cli.corun_text import corun_text
 
@@ -139,3 +141,18 @@ def _reported(doc: dict[str, Any]) -> str:
         return " (whole run; the program has no timer of its own, so it reports the same)"
     how = "its timed section" if source == "timer" else "printed by the program"
     return f" whole run, {t:.4f} s reported ({how})"
+
+
+def latbal_text(lb: dict[str, Any]) -> str:
+    """The latency-balanced policy's decisions (docs/allocation.md §12), one line each; on a host,
+    the probe and the node applied (docs/measure.md §6)."""
+    if "probe_ns" in lb:
+        probe = ", ".join(f"node{n} {v:.0f} ns" for n, v in lb["probe_ns"].items())
+        state = "balanced" if lb["balanced"] else "unbalanced"
+        return f"latency-balanced: probe {probe} ({state}, threshold {lb['threshold_ns']:g} ns): {lb['applied']}, decided once at start"
+    out = [f"latency-balanced (threshold {lb['threshold_ns']:g} ns, window {lb['window_ms']:g} ms, a sample every {lb['sample_us']:g} us):"]
+    for d in lb["decisions"]:
+        ind = " ".join(f"{v:.0f}" for v in d["indicator_ns"]) or "none yet"
+        state = "balanced" if d["balanced"] else "unbalanced"
+        out.append(f"  {d['t_s']:.3f} s  process {d['pid']}  {d['why']:5}  node{d['node']} (its CPU on node{d['cpu_node']}; {state}; indicator ns: {ind})")
+    return "\n".join(out)
