@@ -51,10 +51,11 @@ def apply(doc: dict[str, Any], alone: list[float | None]) -> None:
 
 @dataclass
 class AloneCache:
-    """Alone times by configuration hash: a dict, and the store's ``runs`` table if given."""
+    """Alone times by configuration hash: this process's memo, and the store's ``runs`` table if
+    given (an alone run the memo knows but the store lacks is written to it)."""
 
     store: Any = None
-    memo: dict[str, float] | None = None
+    memo: dict[str, tuple[float, Any, dict[str, Any]]] | None = None
 
     def __post_init__(self) -> None:
         if self.memo is None:
@@ -62,24 +63,25 @@ class AloneCache:
 
     def get(self, hash_: str) -> float | None:
         assert self.memo is not None
-        if hash_ in self.memo:
-            return self.memo[hash_]
         if self.store is not None:
             row = self.store.db.execute("SELECT result FROM runs WHERE hash = ? AND status = 'ok'", (hash_,)).fetchone()
             if row and row[0]:
-                t = json.loads(row[0])["processes"][0]["time_s"]
-                self.memo[hash_] = t
-                return float(t)
-        return None
+                return float(json.loads(row[0])["processes"][0]["time_s"])
+        if hash_ not in self.memo:
+            return None
+        t, run, outcome = self.memo[hash_]
+        if self.store is not None:
+            self.store.write(ALONE_STUDY, run, outcome)
+        return t
 
     def put(self, run: Any, outcome: dict[str, Any]) -> None:
         """``run``: hash, config, config_json; ``outcome``: as the study worker's."""
         assert self.memo is not None
-        doc = json.loads(outcome["result"])
-        self.memo[run.hash] = doc["processes"][0]["time_s"]
+        t = float(json.loads(outcome["result"])["processes"][0]["time_s"])
+        self.memo[run.hash] = (t, run, outcome)
         if self.store is not None:
             self.store.write(ALONE_STUDY, run, outcome)
 
 
 #: Alone times this process has computed or read (a study worker keeps them between runs).
-_MEMO: dict[str, float] = {}
+_MEMO: dict[str, tuple[float, Any, dict[str, Any]]] = {}
