@@ -78,6 +78,22 @@ def test_figure_is_the_median_with_the_extremes_as_range():
     assert (f.value, f.low, f.high, f.samples) == (4.0, 1.0, 9.0, 4)
 
 
+def test_samples_count_on_cpu_time_where_the_kernel_reports_it():
+    # a run that got a third of its CPUs: the wall time says 3x slower than the machine is
+    busy = {"gbps": 2.0, "time_s": 3.0, "cpu_s": 2.0, "threads": 2}
+    assert fg.stream_gbps(busy) == 6.0  # the bytes over cpu_s / threads = 1 s
+    assert fg.stream_gbps({"gbps": 2.0, "time_s": 3.0, "threads": 2}) == 2.0  # an older capture: wall time
+    assert fg.chase_ns({"ns_per_load": [300.0, 600.0], "cpu_ns_per_load": [100.0, 110.0]}) == [100.0, 110.0]
+    assert fg.chase_ns({"ns_per_load": [300.0, 600.0]}) == [300.0, 600.0]
+    with pytest.raises(ValueError, match="positive time"):
+        fg.stream_gbps({**busy, "cpu_s": 0.0})
+    runs = [{"kind": "bandwidth", "cpu_node": 0, "mem_node": 0, "mode": "read", "threads": 2, "output": busy},
+            {"kind": "latency", "cpu_node": 0, "mem_node": 0, "pages": "2m",
+             "output": {"ns_per_load": [300.0, 600.0, 900.0], "cpu_ns_per_load": [100.0, 110.0, 120.0], "anon_huge_kib": 2048}}]
+    assert fg.bandwidths(runs)[(0, 0, "read", 2)].value == 6.0
+    assert fg.latencies(runs)[(0, 0, "2m")] == fg.Figure(110.0, 100.0, 120.0, 3)
+
+
 def test_curve_starts_idle_rises_and_caps_utilisation():
     pts = [fg.LoadedPoint(0, 0.0, fg.figure([100.0])), fg.LoadedPoint(1, 5.0, fg.figure([120.0])),
            fg.LoadedPoint(3, 30.0, fg.figure([90.0]))]
@@ -372,6 +388,13 @@ def test_kernels_report_the_cpu_time_of_their_loop(name):
                                     capture_output=True, text=True, check=True).stdout)
     # one thread: its CPU time is at most the wall time (a little more: clocks read microseconds apart)
     assert 0 < out["cpu_s"] <= out["time_s"] + 1e-3
+
+
+def test_chase_reports_each_repetition_on_cpu_time_too():
+    out = json.loads(subprocess.run([built("chase"), "--size-mib", "4", "--loads", "20000", "--reps", "2"],
+                                    capture_output=True, text=True, check=True).stdout)
+    assert len(out["cpu_ns_per_load"]) == 2
+    assert all(0 < c <= w + 1.0 for c, w in zip(out["cpu_ns_per_load"], out["ns_per_load"]))
 
 
 def test_stream_seconds_repeats_until_the_time_is_up():

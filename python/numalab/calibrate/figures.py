@@ -1,7 +1,12 @@
 """The numbers of a calibration, from the raw document's kernel outputs (no I/O).
 
 Every figure is the median of its samples with the lowest and highest sample as its range: the
-samples are the chase's repetitions (``ns_per_load``) and the STREAM processes (``gbps``)."""
+samples are the chase's repetitions (``ns_per_load``) and the STREAM processes (``gbps``).
+
+On CPU time where the kernel reports it (``cpu_ns_per_load``, ``cpu_s``: kernels/common.h
+``cpu_now_s``): the wall time of a run on a busy host also counts the time other programs held
+its CPUs, which would calibrate the machine as slower than it is; its CPU time does not. On an
+idle host the two agree. Outputs without them (older captures) count on wall time."""
 
 from __future__ import annotations
 
@@ -34,6 +39,21 @@ def figure(samples: list[float]) -> Figure:
     return Figure(statistics.median(samples), min(samples), max(samples), len(samples))
 
 
+def chase_ns(out: dict[str, Any]) -> list[float]:
+    """The chase's ns per load per repetition: on CPU time where reported (one thread)."""
+    return list(out.get("cpu_ns_per_load") or out["ns_per_load"])
+
+
+def stream_gbps(out: dict[str, Any]) -> float:
+    """A STREAM process's GB/s over its loop's CPU time per thread where reported, else wall."""
+    cpu = out.get("cpu_s")
+    if cpu is None:
+        return float(out["gbps"])
+    if not (isinstance(cpu, (int, float)) and math.isfinite(cpu) and cpu > 0):
+        raise ValueError(f"a kernel output holds {cpu!r} where a positive time or bandwidth belongs")
+    return float(out["gbps"]) * float(out["time_s"]) * int(out["threads"]) / cpu
+
+
 def latencies(runs: list[dict[str, Any]]) -> dict[tuple[int, int, str], Figure]:
     """(CPU node, memory node, pages "4k"/"2m") -> ns per dependent load. A run that asked for
     2 MiB pages and got none (THP "never", or no THP in the kernel: the chase's ``anon_huge_kib``
@@ -42,7 +62,7 @@ def latencies(runs: list[dict[str, Any]]) -> dict[tuple[int, int, str], Figure]:
     for r in runs:
         if r["kind"] == "latency":
             pages = "4k" if r["output"].get("anon_huge_kib", 1) == 0 else r["pages"]
-            samples.setdefault((r["cpu_node"], r["mem_node"], pages), []).extend(r["output"]["ns_per_load"])
+            samples.setdefault((r["cpu_node"], r["mem_node"], pages), []).extend(chase_ns(r["output"]))
     return {k: figure(v) for k, v in sorted(samples.items())}
 
 
@@ -51,7 +71,7 @@ def bandwidths(runs: list[dict[str, Any]]) -> dict[tuple[int, int, str, int], Fi
     samples: dict[tuple[int, int, str, int], list[float]] = {}
     for r in runs:
         if r["kind"] == "bandwidth":
-            samples.setdefault((r["cpu_node"], r["mem_node"], r["mode"], r["threads"]), []).append(r["output"]["gbps"])
+            samples.setdefault((r["cpu_node"], r["mem_node"], r["mode"], r["threads"]), []).append(stream_gbps(r["output"]))
     return {k: figure(v) for k, v in sorted(samples.items())}
 
 
@@ -69,8 +89,8 @@ def loaded(runs: list[dict[str, Any]]) -> dict[int, list[LoadedPoint]]:
     for r in runs:
         if r["kind"] == "loaded":
             key = (r["mem_node"], r["load_threads"])
-            probe.setdefault(key, []).extend(r["probe"]["ns_per_load"])
-            load.setdefault(key, []).append(r["load"]["gbps"] if r.get("load") else 0.0)
+            probe.setdefault(key, []).extend(chase_ns(r["probe"]))
+            load.setdefault(key, []).append(stream_gbps(r["load"]) if r.get("load") else 0.0)
     out: dict[int, list[LoadedPoint]] = {}
     for (m, k), ns in sorted(probe.items()):
         out.setdefault(m, []).append(LoadedPoint(k, statistics.median(load[(m, k)]), figure(ns)))
