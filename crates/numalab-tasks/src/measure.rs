@@ -14,8 +14,9 @@
 //!   (crates/numalab-sim/src/sched/noise.rs, docs/scheduler.md §6; the same estimates, repeated
 //!   here since this crate does not depend on the simulator): the timer tick (250 Hz, 2 us),
 //!   per-CPU kernel threads (20 wake-ups/s per CPU, exponential of mean 30 us) and daemons
-//!   (4 wake-ups/s per machine on a random CPU, exponential of mean 1 ms, at most 20 ms). Each
-//!   lands at a uniform time of the PE's busy span, inside the object running then.
+//!   (4 wake-ups/s per machine on a random CPU, exponential of mean 1 ms, at most 20 ms). The
+//!   tick is periodic from a random phase of the PE's busy span; the others land at uniform
+//!   times of it; each inside the object running then.
 //! - Wall or CPU timer: the wall timer counts every background microsecond inside the object's
 //!   window; the CPU timer (`getrusage`) counts only the tick, whose interrupt time runs in the
 //!   interrupted task's clock on kernels without `CONFIG_IRQ_TIME_ACCOUNTING` (the study's
@@ -175,9 +176,18 @@ impl Meter {
                 continue;
             }
             let busy_s = busy / 1e9;
-            // The tick: a whole number of ticks with a random phase, on both timers.
-            let ticks = (busy_s * p.tick_hz * s + self.rng.unit()).floor() as u64;
-            let mut events: Vec<f64> = vec![p.tick_ns; ticks as usize];
+            // The tick, on both timers: periodic with a random phase, so the object running
+            // from a to b takes the ticks falling in [a, b), counted without visiting each (a
+            // PE busy for seconds sees hundreds of thousands a run).
+            let per_ns = p.tick_hz * s / 1e9;
+            let phase = self.rng.unit();
+            let mut start = 0.0;
+            for (k, &end) in prefix.iter().enumerate() {
+                let ticks = (end * per_ns + phase).floor() - (start * per_ns + phase).floor();
+                measured[objs[k] as usize] += ticks * p.tick_ns;
+                start = end;
+            }
+            let mut events: Vec<f64> = Vec::new();
             if self.timer == LbTimer::Wall {
                 for _ in 0..self.poisson(busy_s * p.kthread_hz * s) {
                     events.push(self.exp(p.kthread_mean_ns));
