@@ -159,4 +159,6 @@ def summary(profile: Profile) -> dict[str, Any]:
         "patterns": pats,
         "write_share": profile.write_share,
         "duration_s": profile.duration_s,
+        # The node each thread ran on, where the tool saw it (agent): bind the replay's threads alike.
+        "thread_nodes": profile.thread_nodes,
     }
