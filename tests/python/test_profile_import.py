@@ -3,6 +3,7 @@ workloads whose replay reproduces the profile's access map; malformed files are 
 FILE:LINE: reason."""
 
 import json
+import tomllib
 
 import pytest
 
@@ -125,6 +126,11 @@ def test_numamma_call_sites_with_and_without_page_counters(tmp_path):
     assert prof.threads == 4 and prof.write_share == pytest.approx(200 / 1030)
     s = replay.summary(prof)
     assert s["regions"] == 2 and s["patterns"]["block"] == 1 and s["patterns"]["shared"] == 1
+    # Each site keeps its own read/write split: 200 of 1000 (site 1), none (site 2).
+    doc = tomllib.loads(replay.workload(prof, "mm"))
+    acc = {a["region"]: a for ph in doc["phases"] if ph["name"].startswith("replay") for a in ph["access"]}
+    assert acc["r0"]["wr"] / (acc["r0"]["rd"] + acc["r0"]["wr"]) == pytest.approx(0.2)
+    assert acc["r1"]["wr"] == 0.0
 
 
 def _agent_records(path, faults, mappings):

@@ -31,6 +31,7 @@ class Page:
     first_touch: int | None = None
     node: int | None = None
     group: str = ""  # the allocation it belongs to (numalize's structure, NumaMMA's call site)
+    writes: float | None = None   # accesses that were writes, when the tool tells them apart
 
 
 @dataclass
@@ -38,7 +39,7 @@ class Profile:
     source: str            # the tool and file, for the descriptor's `source`
     threads: int
     pages: list[Page] = field(default_factory=list)
-    write_share: float = 0.0          # share of the accesses that are writes
+    write_share: float = 0.0          # share of the accesses that are writes (pages without `writes`)
     duration_s: float | None = None   # the time the counts span, when the tool records it
     thread_nodes: list[int] | None = None   # the node each thread ran on, when the tool records it
 

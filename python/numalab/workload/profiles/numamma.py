@@ -57,12 +57,13 @@ def read(path: str | Path, threads: int | None = None) -> Profile:
             raise malformed(p.parent / f"callsite_counters_{sid}.dat", len(table) + 1,
                             f"{len(table)} page lines, expected {npages} (size={size} in {p.name} line {n})")
         rows = table or [[(reads + writes) / (npages * T)] * T for _ in range(npages)]
+        share = writes / (reads + writes) if reads + writes else 0.0   # this site's own
         for i, row in enumerate(rows):
-            pages.append(Page(next_page + i, row, group=f"call site {sid}: {caller}"))
+            pages.append(Page(next_page + i, row, group=f"call site {sid}: {caller}", writes=share * sum(row)))
         next_page += npages + 64   # a gap, so sites stay regions of their own
         total_rd, total_wr = total_rd + reads, total_wr + writes
-    share = total_wr / (total_rd + total_wr) if total_rd + total_wr else 0.0
-    return Profile(source=f"NumaMMA {p.name}", threads=T, pages=pages, write_share=share)
+    overall = total_wr / (total_rd + total_wr) if total_rd + total_wr else 0.0
+    return Profile(source=f"NumaMMA {p.name}", threads=T, pages=pages, write_share=overall)
 
 
 def _counters(path: Path) -> list[list[float]] | None:

@@ -48,6 +48,7 @@ def read(path: str | Path) -> Profile:
     for tid, number, weight, store in samples:
         page = pages.setdefault(number, Page(number, [0.0] * len(tids)))
         page.counts[index[tid]] += weight
+        page.writes = (page.writes or 0.0) + (weight if store else 0.0)
         total += weight
         writes += weight if store else 0.0
     span = max(times) - min(times)

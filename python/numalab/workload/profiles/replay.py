@@ -82,7 +82,7 @@ def workload(profile: Profile, name: str) -> str:
     """The descriptor's TOML text."""
     T = profile.threads
     runs = regions(profile.pages)
-    w = min(max(profile.write_share, 0.0), 1.0)
+    w_all = min(max(profile.write_share, 0.0), 1.0)
     lines: list[str] = []
     init: list[str] = []
     replay: list[str] = []
@@ -97,6 +97,10 @@ def workload(profile: Profile, name: str) -> str:
         x = total * 64 / nbytes / (T if pattern == "shared" else 1)
         passes = max(1, math.ceil(x))
         x /= passes
+        # The region's write share: its pages' own where the tool counted writes, else the profile's.
+        wr_counted = [(q.writes, sum(q.counts)) for q in run if q.writes is not None]
+        w = (sum(a for a, _ in wr_counted) / max(sum(b for _, b in wr_counted), 1e-300)) if wr_counted else w_all
+        w = min(max(w, 0.0), 1.0)
         rname = f"r{k}"
         lines += ["", "[[regions]]", f"name = {_q(rname)}", f"bytes = {nbytes}", f"planes = {planes}",
                   f"address = {first * PAGE}"]
