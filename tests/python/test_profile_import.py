@@ -213,3 +213,16 @@ def test_many_allocations_split_into_phases_of_64_accesses(tmp_path):
     r, got = _replayed_map(out)
     node_of = [t["first_node"] for t in sorted(r.doc["threads"], key=lambda t: t["tid"])]
     assert _close(got, _expected_map(pages, node_of))
+
+
+def test_cli_import_help_and_bad_outputs(tmp_path, cli):
+    code, out, _err = cli("import", "--help")
+    assert code == 0 and "numalize" in out and "--json" in out and "-o" in out
+    csv = tmp_path / "p.csv"
+    _write_numalize(csv, _synthetic())
+    code, _out, err = cli("import", "numalize", str(csv), "-o", str(tmp_path / "nowhere" / "w.toml"))
+    assert code == 2 and err.count("\n") == 1 and "does not exist" in err
+    code, _out, err = cli("import", "numalize", str(csv), "-o", str(tmp_path / "w.txt"))
+    assert code == 2 and err == f"numalab: -o {tmp_path / 'w.txt'}: a workload descriptor ends in .toml\n"
+    code, _out, err = cli("import", "numalize", str(tmp_path / "missing.csv"), "-o", str(tmp_path / "w.toml"))
+    assert code == 2 and err.startswith(f"numalab: {tmp_path / 'missing.csv'}: cannot read")
