@@ -412,3 +412,25 @@ def test_a_node_with_one_usable_cpu_gets_a_flat_curve_and_no_curve_range():
     assert data["latency"]["loaded_curve"] == [[0.0, 1.0]]
     assert "latency.loaded_curve" not in data["estimates"]
     assert "# estimate: no load measured (the node has one usable CPU, taken by the probe): a flat curve" in text
+
+
+def test_bench_host_check_prints_the_rounds_as_a_markdown_table():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("host_check", REPO / "bench" / "host_check.py")
+    assert spec and spec.loader
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+
+    def case(wall, cpu, runs):
+        return {"case": "stream threads=1", "measured_s": wall, "measured_cpu_s": cpu, "cpu_share": cpu / wall,
+                "measured_runs_s": runs, "predicted_s": 0.5}
+
+    skipped = {"case": "stream membind=0", "skipped": "why"}
+    rounds = [{"cases": [case(1.0, 0.4, [0.9, 1.0]), skipped]}, {"cases": [case(2.0, 0.5, [2.0, 3.0]), skipped]},
+              {"cases": [case(4.0, 0.6, [4.0, 4.5]), skipped]}]
+    rows = bench.table(rounds)
+    assert rows[0].startswith("| case | measured s (wall, median) |") and rows[1].startswith("|---|")
+    # medians over the rounds, the range over every run, errors on the wall and on CPU time
+    assert rows[2] == "| stream threads=1 | 2.000 | 0.900-4.500 | 0.500 | 0.25 | 0.500 | -75.0 | +0.0 |"
+    assert rows[3] == "| stream membind=0 | skipped: why | | | | | | |"
