@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -79,7 +80,7 @@ def main() -> None:
     commands.append(" ".join(["numalab", *check[1:]]) + f"   # {a.rounds} times")
     after = loadavg()
     print(f"Measured {platform.node() or 'this host'} ({platform.release()}); load average (1, 5, 15 min) "
-          f"{before} before, {after} after, on {len(__import__('os').sched_getaffinity(0))} CPUs.")
+          f"{before} before, {after} after, on {len(os.sched_getaffinity(0))} CPUs.")
     print("Commands: " + "; ".join(f"`{c}`" for c in commands) + ".")
     print()
     print("\n".join(table(rounds)))
