@@ -46,7 +46,8 @@ def lb(
     Graph parameters follow as --name value: lb_test --n-objects 200 --min-us 50000 --max-us 200000;
     kneighbor --n-objects 200 --k 3 --msg-bytes 8192; jacobi2d --nx 1000 --ny 1000 --block 100.
     So do the simulator's: --load-noise 0.05, --shm-msg-ns, --net-dgram-ns, --net-dgram-bytes,
-    --migration-fixed-ns (docs/taskgraph.md lists them).
+    --net-window, --migration-fixed-ns, --strategy-op-ns, --metis-unit-ns, --scotch-unit-ns
+    (docs/taskgraph.md lists them; numalab sensitivity --graph varies the estimated ones).
     """
     from numalab.spec.run import load_machine
     from numalab.tasks import balancers as lbs
