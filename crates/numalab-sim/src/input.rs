@@ -118,6 +118,19 @@ pub struct RegionSpec {
     /// first write, as a static array.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alloc: Option<AllocSpec>,
+    /// A file mapping (`mmap` of a file): its pages come from the page cache, filled around each
+    /// fault by read-around (docs/allocation.md §3.6); `None`: anonymous memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<FileSpec>,
+}
+
+/// How a file mapping is read (`crate::pages::fault_window`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSpec {
+    /// `madvise(MADV_RANDOM)` on the mapping: no read-around, a fault reads its own page.
+    #[serde(default)]
+    pub random: bool,
 }
 
 /// A region's allocation through the C library (`crate::malloc`).

@@ -97,6 +97,26 @@ pub struct Region {
     /// NUMA balancing only: `last_cpupid` per entry (a THP has one), `CPUPID_UNSET` until the
     /// first hinting fault.
     pub cpupid: Vec<u32>,
+    /// Pages a fault fills from the page cache: 0 for anonymous memory, 1 for a file mapping
+    /// under MADV_RANDOM, `READAROUND_PAGES` for a file mapping (`fault_window`).
+    pub readaround: u64,
+}
+
+/// The mmap read-around window of a file fault: `ra_pages` = VM_READAHEAD_PAGES, 128 KiB
+/// (include/linux/mm.h), started `ra_pages / 2` before the faulting page
+/// (mm/filemap.c: do_sync_mmap_readahead, "mmap read-around"); MADV_RANDOM (VM_RAND_READ)
+/// skips it. Pages it brings in are mapped by later faults or by fault-around
+/// (mm/memory.c: do_fault_around, fault_around_bytes 64 KiB) without a new allocation.
+pub const READAROUND_PAGES: u64 = 32;
+
+/// Entries a fault on entries `first..first + n` fills: those, or for a file mapping the
+/// read-around window around them (clipped to the region by the caller).
+pub fn fault_window(r: &Region, first: u64, n: u64) -> (u64, u64) {
+    if r.readaround <= 1 {
+        return (first, first + n);
+    }
+    let half = r.readaround / 2;
+    (first.saturating_sub(half), (first + half).max(first + n))
 }
 
 /// `last_cpupid` of a page no task has faulted on yet (all bits set, as the kernel resets it).
@@ -171,7 +191,8 @@ pub fn layout(specs: &[RegionSpec], policies: Vec<Option<Resolved>>) -> Vec<Regi
         .iter()
         .zip(policies)
         .map(|(s, policy)| {
-            let shift = if s.thp { 21 } else { 12 };
+            // The page cache of a file is modelled in 4 KiB pages (no large folios).
+            let shift = if s.thp && s.file.is_none() { 21 } else { 12 };
             let vm_start = s.address.unwrap_or_else(|| {
                 top -= s.bytes.div_ceil(ALIGN) * ALIGN;
                 top
@@ -187,6 +208,11 @@ pub fn layout(specs: &[RegionSpec], policies: Vec<Option<Resolved>>) -> Vec<Regi
                 policy,
                 marked: Vec::new(),
                 cpupid: Vec::new(),
+                readaround: match s.file {
+                    None => 0,
+                    Some(f) if f.random => 1,
+                    Some(_) => READAROUND_PAGES,
+                },
             }
         })
         .collect()

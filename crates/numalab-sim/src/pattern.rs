@@ -371,6 +371,7 @@ mod tests {
             policy: None,
             address: None,
             alloc: None,
+            file: None,
         };
         let r = crate::pages::layout(&[spec], vec![None]).pop().unwrap();
         let mut a = AccessSpec {

@@ -36,6 +36,8 @@ A descriptor is a TOML file (the library is in ``library/``; users pass their ow
     alloc_by = "master"                    # master | each-thread | a thread index (0 = the main thread)
     alloc_chunks = "n"                     # allocations of bytes / alloc_chunks each (one per row, say)
     alloc_freed = false                    # freed before the first phase (a scratch buffer no phase uses)
+    file = false                           # a file mapping: pages from the page cache, read around each fault
+    madvise = "random"                     # file mappings only: MADV_RANDOM (no read-around); default "normal"
     only = ["rwcp-2.3-c"]                  # optional: the versions that have this region (accesses to it
                                            # are dropped under the others)
 
@@ -194,6 +196,9 @@ class RegionDesc(_Strict):
     alloc_by: Expr | None = None
     alloc_chunks: Expr | None = None
     alloc_freed: Expr | None = None
+    #: A file mapping (docs/allocation.md §3.6) and its madvise advice (normal or random).
+    file: Expr = False
+    madvise: str | None = None
     #: Where the program's source allocates the region and which loop first writes each page:
     #: ``file: function, line N: ...`` (docs/workloads.md §4.1.1).
     first_write: str | None = None
@@ -564,6 +569,15 @@ class _Resolver:
             "address": int(self.num(r.address, f"{key}.address", 0)) if r.address is not None else None,
         }
         alloc = self.alloc(key, r, total)
+        file = bool(self.ev(r.file, f"{key}.file"))
+        if r.madvise is not None and r.madvise not in ("normal", "random"):
+            raise self.refuse(f"{key}.madvise", f"{r.madvise!r} is not one of: normal, random")
+        if r.madvise is not None and not file:
+            raise self.refuse(f"{key}.madvise", f"madvise needs file = true (region '{r.name}' is anonymous memory)")
+        if file:
+            if alloc is not None:
+                raise self.refuse(f"{key}.file", f"region '{r.name}' is a file mapping: it takes no alloc")
+            out["file"] = {"random": r.madvise == "random"}
         if alloc is not None:
             if out["address"] is not None and alloc["kind"] in ("malloc", "calloc"):
                 raise self.refuse(f"{key}.address", f"region '{r.name}' is {alloc['kind']}'d: the C library places it, not address")

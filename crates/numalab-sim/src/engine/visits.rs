@@ -257,8 +257,13 @@ impl Engine<'_> {
         if region.node[v.first as usize] != NONE && region.node[v.unit as usize] != NONE {
             return Some(0.0);
         }
-        if !v.write {
-            // A first read maps the shared zero page: nothing allocated, no DRAM traffic.
+        // A first read of anonymous memory maps the shared zero page: nothing allocated, no DRAM
+        // traffic. A file page is read into the page cache, with its read-around window.
+        let (lo, hi) = pages::fault_window(region, v.first, v.units);
+        // Page-cache pages follow the task's policy, not the mapping's (mm/filemap.c:
+        // filemap_alloc_folio allocates without the VMA).
+        let vma_policy = region.readaround == 0;
+        if !v.write && region.readaround == 0 {
             t.visits += 1;
             let c = v.lines * t.compute_per_line_s / share;
             t.clock += c;
@@ -279,15 +284,16 @@ impl Engine<'_> {
             }
             _ => None,
         };
-        let mut from = v.first;
+        let mut from = lo;
         // Direct reclaim (demotion) may free room for an allocation that found none; it needs
         // every process's pages, so the walk restarts from the entry that failed.
         loop {
             let proc = &mut self.procs[pid];
             let region = &mut proc.regions[v.region as usize];
-            let policy = latbal_policy.as_ref().or(region.policy.as_ref()).unwrap_or(&proc.task_policy);
+            let own = region.policy.as_ref().filter(|_| vma_policy);
+            let policy = latbal_policy.as_ref().or(own).unwrap_or(&proc.task_policy);
             let mut failed = None;
-            for u in from..(v.first + v.units).min(region.units()) {
+            for u in from..hi.min(region.units()) {
                 if region.node[u as usize] != NONE {
                     continue;
                 }

@@ -274,6 +274,7 @@ mod tests {
             policy: None,
             marked: Vec::new(),
             cpupid: Vec::new(),
+            readaround: 0,
         };
         for u in 0..used as usize {
             region.node[u] = 0;

@@ -42,6 +42,7 @@ pub fn stream_like(mib: u64, threads: u32, init: Pattern, reps: u64) -> Workload
             policy: None,
             address: None,
             alloc: None,
+            file: None,
         }],
         phases: vec![
             PhaseSpec {

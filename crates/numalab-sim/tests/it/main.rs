@@ -4,6 +4,7 @@
 mod alloc;
 mod common;
 mod corun;
+mod filemap;
 mod latbal;
 mod limits;
 mod numa_balancing;

@@ -49,6 +49,7 @@ impl Rig {
                 policy: None,
                 address: None,
                 alloc: None,
+                file: None,
             })
             .collect();
         let mut regions = pages::layout(&specs, vec![None; specs.len()]);
@@ -984,6 +985,7 @@ fn dgemv(n: u64, reps: u64) -> WorkloadSpec {
             policy: None,
             address: None,
             alloc: None,
+            file: None,
         }],
         phases: vec![
             PhaseSpec {

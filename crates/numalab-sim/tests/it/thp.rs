@@ -22,6 +22,7 @@ fn run(kernel: Kernel, madvised: bool, reps: u64) -> SimOutput {
         policy: None,
         address: None,
         alloc: None,
+        file: None,
     };
     let phase = |name: &str, region: usize, cycles: f64, wr: f64| PhaseSpec {
         name: name.into(),
