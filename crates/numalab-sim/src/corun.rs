@@ -2,7 +2,10 @@
 //! of one workload with its own placement, started together or staggered. A run of one workload
 //! is the one-group case.
 
-use crate::input::{Placement, WorkloadSpec};
+use numalab_model::Machine;
+
+use crate::footprint;
+use crate::input::{Placement, SimConfig, WorkloadSpec};
 
 /// One group of identical processes.
 #[derive(Clone, Copy, Debug)]
@@ -45,5 +48,29 @@ pub fn check(groups: &[Group<'_>]) -> Result<(), String> {
     if let Some(g) = groups.iter().find(|g| !g.start_s.is_finite() || g.start_s < 0.0) {
         return Err(format!("workload {}: start time must be finite and >= 0, got {} s", g.workload.name, g.start_s));
     }
+    Ok(())
+}
+
+/// The engine's thread and memory bounds over all groups, once each group alone has passed them
+/// (`engine::check::inputs`).
+pub fn check_totals(m: &Machine, groups: &[Group<'_>], cfg: &SimConfig) -> Result<(), String> {
+    let parts: Vec<_> = groups.iter().map(|g| footprint::estimate(m, g.workload, cfg)).collect();
+    let sum = |f: fn(&footprint::Estimate) -> f64| parts.iter().map(f).sum::<f64>();
+    let max = |f: fn(&footprint::Estimate) -> f64| parts.iter().map(f).fold(0.0, f64::max);
+    // One engine holds every group's pages, threads and sweeps; the timeline is the run's one.
+    let total = footprint::Estimate {
+        data_bytes: sum(|e| e.data_bytes),
+        entries: sum(|e| e.entries),
+        page_table_bytes: sum(|e| e.page_table_bytes),
+        thread_bytes: sum(|e| e.thread_bytes),
+        sweep_bytes: sum(|e| e.sweep_bytes),
+        timeline_bytes: max(|e| e.timeline_bytes),
+        threads: sum(|e| e.threads),
+        entry_bytes: max(|e| e.entry_bytes),
+        samples: sum(|e| e.samples),
+        phase_runs: max(|e| e.phase_runs),
+        cycles_per_thread: max(|e| e.cycles_per_thread),
+    };
+    total.check(m).map_err(|e| format!("the co-run's processes together: {e}"))?;
     Ok(())
 }

@@ -168,6 +168,9 @@ impl<'a> Engine<'a> {
         for g in &groups {
             check::inputs(m, g.workload, g.placement, cfg)?;
         }
+        if groups.len() > 1 {
+            crate::corun::check_totals(m, &groups, cfg).map_err(SimError::Input)?;
+        }
         let slots = crate::corun::slots(&groups);
         let nthreads: usize = slots.iter().map(|s| s.threads).sum();
         let sched_procs: Vec<(&Placement, usize)> =

@@ -77,3 +77,14 @@ fn a_start_time_that_is_not_finite_is_refused() {
     let err = simulate_groups(&m, vec![group(&w, &p, f64::NAN)], &cfg()).unwrap_err().to_string();
     assert!(err.contains("start time must be finite"), "{err}");
 }
+
+#[test]
+fn the_engines_bounds_hold_over_all_groups() {
+    let m = machine2();
+    let mut w = stream_like(1, 1, Pattern::Block, 1);
+    w.processes = 1500; // each group alone is within the engine's bounds, the nine together not
+    let p = unpinned();
+    let groups = (0..9).map(|_| group(&w, &p, 0.0)).collect();
+    let err = simulate_groups(&m, groups, &cfg()).unwrap_err().to_string();
+    assert!(err.contains("the co-run's processes together") && err.contains("13500 threads"), "{err}");
+}
