@@ -9,6 +9,8 @@
 //!
 //! The first write of each page (first touch) is the earliest writing phase's; inside it, the
 //! writer that reaches the page first from the start of its own ranges, the lower thread on a tie.
+//! A file mapping's page is placed by its first access, read or write (its read-around is not
+//! applied here).
 
 use serde::Serialize;
 
@@ -133,7 +135,8 @@ fn thread_spans(a: &AccessSpec, r: &Region, idx: usize, nt: usize, tid: usize) -
     if traffic <= 0.0 {
         return Vec::new();
     }
-    let write = a.wr > 0.0;
+    // A file page is placed by its first access, read or write (docs/allocation.md §3.6).
+    let write = a.wr > 0.0 || r.readaround > 0;
     let whole = |dens: f64| vec![Span { tid, s: 0, e: r.bytes, dens, before: 0, write }];
     match a.pattern {
         // `count` lines per thread, anywhere in the region.
