@@ -113,7 +113,8 @@ def _experiment(name: str, graph: str, runs: list[_Run]) -> Experiment:
     elif column is None:
         e.note = ("Per balancer: mean iteration time; speedup of the whole run (balancing and migrations included) over "
                   f"{_baseline_label(runs) or 'the baseline'}; efficiency = average / maximum PE load; objects migrated and their "
-                  "migration time per balancing call; communication of the whole run by distance class." + _seeds(runs))
+                  "migration time per balancing call, and the whole balancing step per call (barrier, statistics, the strategy's "
+                  "modelled run, decision, migrations, resumption); communication of the whole run by distance class." + _seeds(runs))
         e.tables = [_balancer_table(runs, axes)]
     else:
         e.note, e.tables = _pivot(runs, axes, column)
@@ -242,9 +243,10 @@ def _balancer_table(runs: list[_Run], axes: list[str]) -> Table:
                          _plain(_est(rs, _metric("efficiency")), 3),
                          _plain(_est(rs, _metric("migrations_per_call")), 1),
                          Cell(_per_call_ms(rs)),
+                         Cell(_step_ms(rs)),
                          *(_volume(_est(rs, _metric(f"comm_{c}_bytes", 1 / MIB))) for c in ("same_pe", "same_node", "remote"))])
     head = ["machine", *axes, "balancer", "iteration (ms)", f"speedup over {base}" if base else "speedup", "efficiency",
-            "migrations per call", "migration ms per call", "same PE (MiB)", "same node (MiB)", "remote (MiB)"]
+            "migrations per call", "migration ms per call", "step ms per call", "same PE (MiB)", "same node (MiB)", "remote (MiB)"]
     return Table(_settings(runs), head, 2 + len(axes), rows)
 
 
@@ -253,6 +255,16 @@ def _per_call_ms(rs: list[_Run]) -> str:
     def get(r: _Run) -> float | None:
         m = r.doc.get("metrics") or {}
         return None if m.get("migration_time_ns") is None else m["migration_time_ns"] / max(1, m.get("lb_calls") or 1) / 1e6
+    e = _est(rs, get)
+    return "-" if e is None else f"{e.mean:.{_digits(e)}f}"
+
+
+def _step_ms(rs: list[_Run]) -> str:
+    """The whole balancing step per call (ms): barrier, statistics, strategy, decision, migrations
+    and resumption, as the runtime takes it (docs/taskgraph.md §1)."""
+    def get(r: _Run) -> float | None:
+        m = r.doc.get("metrics") or {}
+        return None if not m.get("lb_calls") or m.get("lb_step_ns_per_call") is None else m["lb_step_ns_per_call"] / 1e6
     e = _est(rs, get)
     return "-" if e is None else f"{e.mean:.{_digits(e)}f}"
 
