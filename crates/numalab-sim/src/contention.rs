@@ -79,22 +79,6 @@ impl Solver {
         }
     }
 
-    fn link_wait(&self, hops: &[Hop]) -> f64 {
-        hops.iter()
-            .map(|h| {
-                let rho = self.rho_link[h.link as usize][h.dir as usize].min(RHO_CAP);
-                let s = LINK_LINE / self.link_bytes[h.link as usize][h.dir as usize];
-                s * rho / (2.0 * (1.0 - rho))
-            })
-            .sum()
-    }
-
-    /// Loaded latency (s) from a CPU of node c to memory of node n at the current utilisations.
-    fn latency(&self, c: usize, n: usize) -> f64 {
-        let ctrl = numalab_model::machine::curve_factor(&self.curve, self.rho_ctrl[n].min(1.0));
-        self.idle[c][n] * ctrl + self.link_wait(&self.route[c][n]) + self.link_wait(&self.route[n][c])
-    }
-
     /// Each node's memory-controller residency (ns): its idle local latency times the loaded-
     /// latency factor at the controller's utilisation (the latency-balanced policy's indicator,
     /// `crate::latbal`).
@@ -106,11 +90,14 @@ impl Solver {
             .collect()
     }
 
-    fn rates(&self, d: &[Demand], lat: &[Vec<f64>], throttle: &[f64]) -> Vec<f64> {
+    /// `tot`: each thread's `rd[k] + wr[k]`, row by row (`Solver::solve` adds them once).
+    fn rates(&self, d: &[Demand], tot: &[f64], lat: &[Vec<f64>], throttle: &[f64]) -> Vec<f64> {
         d.iter()
+            .zip(tot.chunks_exact(self.n.max(1)))
             .zip(throttle)
-            .map(|(t, s)| {
-                let mem: f64 = (0..self.n).map(|k| (t.rd[k] + t.wr[k]) * lat[t.cpu_node][k]).sum::<f64>() / t.mlp;
+            .map(|((t, tot), s)| {
+                let row = &lat[t.cpu_node];
+                let mem: f64 = (0..self.n).map(|k| tot[k] * row[k]).sum::<f64>() / t.mlp;
                 let per_line = line_time(t.compute_per_line, mem, t.mlp);
                 if per_line > 0.0 {
                     s * t.cpu_share / per_line
@@ -176,15 +163,42 @@ impl Solver {
         worst
     }
 
+    /// Loaded latency (s) from a CPU of node c to memory of node k at the current utilisations, for
+    /// every pair: the controller's idle latency times its loaded-latency factor plus an M/D/1 wait
+    /// on each hop both ways, with each controller's curve factor and each link
+    /// direction's wait computed once rather than once per pair and hop (the same operations in
+    /// the same order, so the same bits; it runs up to 9 times per solve).
     fn latencies(&self) -> Vec<Vec<f64>> {
-        (0..self.n).map(|c| (0..self.n).map(|k| self.latency(c, k)).collect()).collect()
+        let ctrl: Vec<f64> =
+            (0..self.n).map(|k| numalab_model::machine::curve_factor(&self.curve, self.rho_ctrl[k].min(1.0))).collect();
+        let wait: Vec<[f64; 2]> = self
+            .rho_link
+            .iter()
+            .zip(&self.link_bytes)
+            .map(|(rho, bytes)| {
+                [0, 1].map(|d| {
+                    let rho = rho[d].min(RHO_CAP);
+                    let s = LINK_LINE / bytes[d];
+                    s * rho / (2.0 * (1.0 - rho))
+                })
+            })
+            .collect();
+        let route_wait = |hops: &[Hop]| -> f64 { hops.iter().map(|h| wait[h.link as usize][h.dir as usize]).sum() };
+        (0..self.n)
+            .map(|c| {
+                (0..self.n)
+                    .map(|k| self.idle[c][k] * ctrl[k] + route_wait(&self.route[c][k]) + route_wait(&self.route[k][c]))
+                    .collect()
+            })
+            .collect()
     }
 
     pub fn solve(&mut self, d: &[Demand]) -> Solution {
         let ones = vec![1.0; d.len()];
+        let tot: Vec<f64> = d.iter().flat_map(|t| (0..self.n).map(|k| t.rd[k] + t.wr[k])).collect();
         for _ in 0..8 {
             let lat = self.latencies();
-            let x = self.rates(d, &lat, &ones);
+            let x = self.rates(d, &tot, &lat, &ones);
             let (ctrl, link) = self.utilisation(d, &x);
             let mut change: f64 = 0.0;
             for (old, new) in self.rho_ctrl.iter_mut().zip(&ctrl) {
@@ -207,7 +221,7 @@ impl Solver {
         // Throttle threads on saturated resources until none is above its bandwidth.
         let mut throttle = ones;
         for _ in 0..8 {
-            let x = self.rates(d, &lat, &throttle);
+            let x = self.rates(d, &tot, &lat, &throttle);
             let (ctrl, link) = self.utilisation(d, &x);
             let path = self.path_worst(&ctrl, &link);
             let mut any = false;
