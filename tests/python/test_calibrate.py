@@ -256,16 +256,18 @@ def test_host_check_cases_on_one_and_on_several_nodes():
 
     one = hostcheck.cases([0], 2)
     assert [c.name for c in one if not c.skipped] == ["dgemv init=serial", "dgemv init=parallel", "stream threads=1", "stream threads=2",
-                                                      "stencil init=serial", "stencil init=parallel"]
+                                                      "stencil init=serial", "stencil init=parallel", "dgemv threads=1", "stencil threads=1"]
     # one node: the placement variants are listed, each with why it does not run
     assert [(c.name, c.skipped) for c in one if c.skipped] == [
         (n, hostcheck.ONE_NODE) for n in ("stream interleave=all", "stream membind=0", "stencil interleave=all", "stencil membind=0")]
     two = hostcheck.cases([0, 1], 6)
     assert not any(c.skipped for c in two)
     assert [c.name for c in two][2:] == ["stream threads=1", "stream threads=2", "stream threads=4", "stream threads=6",
-                                         "stencil init=serial", "stencil init=parallel",
+                                         "stencil init=serial", "stencil init=parallel", "dgemv threads=1", "stencil threads=1",
                                          "stream interleave=all", "stream membind=0", "stencil interleave=all", "stencil membind=0"]
     assert two[-1].config == "membind=0" and two[-1].params["threads"] == 6
+    assert [c.params["threads"] for c in two if c.name.endswith("threads=1")] == [1, 1, 1]
+    assert not any(c.name.endswith("threads=1") and c.workload != "stream" for c in hostcheck.cases([0], 1))  # one CPU: the cases above
 
 
 def test_host_check_gives_the_kernel_the_simulators_parameters():
@@ -334,7 +336,7 @@ def test_check_host_reports_every_case_on_this_host():
     ran = [c for c in doc["cases"] if "skipped" not in c]
     skipped = [c for c in doc["cases"] if "skipped" in c]
     assert doc["repeat"] == 2 and all(len(c["measured_runs_s"]) == 2 for c in ran)
-    assert len(doc["cases"]) == 8 + len(levels) and all(c["config"] != "default" for c in skipped)
+    assert len(doc["cases"]) == 8 + len(levels) + (2 if cpus > 1 else 0) and all(c["config"] != "default" for c in skipped)
     for c in ran:
         assert c["measured_s"] > 0 and c["predicted_s"] > 0 and c["measured_cpu_s"] > 0
         assert c["error_pct"] == pytest.approx((c["predicted_s"] - c["measured_s"]) / c["measured_s"] * 100)

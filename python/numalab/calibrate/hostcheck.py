@@ -118,11 +118,17 @@ def thread_levels(cpus: int) -> list[int]:
 
 def cases(nodes: list[int], cpus: int) -> list[Case]:
     """DGEMV with serial and parallel first touch on every CPU, STREAM from 1, 2, 4 ... to every
-    CPU, the stencil with both first touches on every CPU, and STREAM and the stencil interleaved
-    over all nodes and bound to the first (skipped, and said so, with one node)."""
+    CPU, the stencil with both first touches on every CPU, DGEMV and the stencil on one thread
+    (nothing waits for a partner: on a busy host its CPU time is still an idle core's, which
+    separates the model's errors from the load's, docs/calibrate.md §5.1), and STREAM and the
+    stencil interleaved over all nodes and bound to the first (skipped, and said so, with one
+    node)."""
     out = [Case(f"dgemv init={init}", "dgemv", {**DGEMV, "threads": cpus, "init": init}) for init in ("serial", "parallel")]
     out += [Case(f"stream threads={t}", "stream", {**STREAM, "threads": t}) for t in thread_levels(cpus)]
     out += [Case(f"stencil init={init}", "stencil", {**STENCIL, "threads": cpus, "init": init}) for init in ("serial", "parallel")]
+    if cpus > 1:
+        out += [Case("dgemv threads=1", "dgemv", {**DGEMV, "threads": 1, "init": "parallel"}),
+                Case("stencil threads=1", "stencil", {**STENCIL, "threads": 1, "init": "parallel"})]
     skip = "" if len(nodes) > 1 else ONE_NODE
     for w, params in (("stream", STREAM), ("stencil", {**STENCIL, "init": "parallel"})):
         out += [Case(f"{w} interleave=all", w, {**params, "threads": cpus}, "interleave=all", skip),
