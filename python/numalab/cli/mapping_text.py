@@ -45,7 +45,7 @@ def mapping_text(m: dict[str, Any]) -> str:
     scores = table(headers, rows, title="Mappings (numalize's scores; Diener et al.)")
     c = m["comm"]
     comm = f"Communication: {c['threads']} threads, average {c['comm_avg']:.4g} lines per pair, balance {c['balance']:.1f}%"
-    return head + "\n\n" + render(hist, regions, scores) + "\n" + comm
+    return "\n\n".join([head, render(hist), render(regions), render(scores), comm])
 
 
 def _shares(nodes: list[int], v: list[float]) -> str:
