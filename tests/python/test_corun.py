@@ -153,3 +153,18 @@ def test_a_co_run_studys_report_shows_slowdown_unfairness_and_mean_time(tmp_path
 
     with Store(tmp_path / "results") as store:
         assert store.db.execute("SELECT count(*) FROM runs WHERE study = ?", (ALONE_STUDY,)).fetchone()[0] == 3
+
+
+def test_study_s4_sweeps_every_scenario_under_three_placements():
+    from pathlib import Path
+
+    from numalab.study.expand import expand
+    from numalab.study.load import load_study
+
+    root = Path(__file__).resolve().parents[2]
+    runs = expand(load_study(root / "studies" / "s4-latency-balanced.toml")).runs
+    assert {r.label for r in runs} == {"default", "latency-balanced", "localalloc:pin-copies"}
+    cases = {r.case for r in runs}
+    assert len(cases) == 8 * 8 + 6 and len(runs) == 3 * len(cases)
+    assert "stream*2(ntimes=4),leslie3d*2(steps=2),milc*2(steps=2),gemsfdtd*2(steps=2)" in cases
+    assert {r.config["machine"] for r in runs} == {"e5620-2s"} and {r.config["kernel"] for r in runs} == {"2.6.32"}

@@ -40,7 +40,7 @@ class RunPatch(_Strict):
 
     label: Optional[str] = Field(None, description="Column name in tables; a labelled run is one configuration, whatever keys it sets.")
     machine: Optional[str] = Field(None, description="Machine preset name, or a preset .toml / hwloc .xml path.")
-    workload: Optional[str] = Field(None, description="Workload name (numalab workloads) or a descriptor .toml path.")
+    workload: Optional[str] = Field(None, description="Workload name (numalab workloads), a descriptor .toml path, or a co-run such as stream*8 or stream*2+milc*2 (docs/corun.md).")
     params: dict[str, Scalar] = Field(default_factory=dict, description="Workload parameters, merged over the top-level [params].")
     placement: Optional[str] = Field(None, description="Config string as numalab compare takes it: default, interleave=all, membind=0:cpunodebind=0, init=serial.")
     balancing: Optional[Balancing] = None
@@ -52,7 +52,7 @@ class Sweep(_Strict):
     """Axes of a cartesian product: each key is a list of values."""
 
     machine: Optional[list[str]] = Field(None, min_length=1)
-    workload: Optional[list[str]] = Field(None, min_length=1)
+    workload: Optional[list[str]] = Field(None, min_length=1, description="Workloads or co-runs (stream*8, stream*2+milc*2), each a row of the tables.")
     params: dict[str, Annotated[list[Scalar], Field(min_length=1)]] = Field(default_factory=dict, description="Workload parameter axes, e.g. n = [10000, 20000].")
     placement: Optional[list[str]] = Field(None, min_length=1, description="Config strings.")
     balancing: Optional[list[Balancing]] = Field(None, min_length=1)
@@ -103,7 +103,7 @@ class Study(_Strict):
     description: str = ""
     design: str = Field("", description="The published design this study follows (design only, never its results).")
     machine: Optional[str] = Field(None, description="Machine preset name, or a preset .toml / hwloc .xml path.")
-    workload: Optional[str] = Field(None, description="Workload name (numalab workloads) or a descriptor .toml path.")
+    workload: Optional[str] = Field(None, description="Workload name (numalab workloads), a descriptor .toml path, or a co-run such as stream*8 or stream*2+milc*2 (docs/corun.md).")
     params: dict[str, Scalar] = Field(default_factory=dict, description="Workload parameters shared by every run.")
     placement: str = Field("default", description="Config string as numalab compare takes it.")
     balancing: Balancing = Field(default_factory=lambda: parse_balancing(False))
