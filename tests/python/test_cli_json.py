@@ -91,6 +91,9 @@ def test_vm_check_tables_as_json(cli, monkeypatch):
     assert doc["ok"] is False and [c["case"] for c in doc["cases"]] == ["serial-init", "interleave"]
     first = doc["cases"][0]
     assert first["pages"]["sim"] == {"after_init": [600, 400], "after_run": [400, 600]}
+    # One guest run (the default --runs 1): itself, and no scheduler range for a dgemv case.
+    assert [r["after_init"] for r in first["vm_runs"]] == [[550, 450]] and first["vm_runs"][0]["fullest_node_pct"] == 55.0
+    assert first["outside_guest_range"] == []
     assert first["pages"]["vm"]["after_init"] == [550, 450]
     assert first["counters"]["numa_hit"] == {"sim": 100, "vm": 100} and first["counters"]["numa_miss"]["vm"] == 3
     assert first["threads"]["vm"]["nr_migrations"] == [3, 3] and first["threads"]["sim"]["migrations_per_thread_s"] == 0.75

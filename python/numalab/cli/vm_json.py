@@ -20,7 +20,7 @@ def check_json(results: list[Any], orderings: dict[str, str]) -> dict[str, Any]:
 def case_json(c: Any) -> dict[str, Any]:
     """One comparison (``vm/check.py: Comparison``): pages per node after first touch and after
     the run, the counters, the threads, the expectation's verdict on each side."""
-    from numalab.vm.check import COUNTERS, TIER_COUNTERS, profile_notes
+    from numalab.vm.check import COUNTERS, TIER_COUNTERS, outside_guest_range, profile_notes, sched_metrics
 
     case = c.case
     shown = COUNTERS + tuple(k for k in TIER_COUNTERS if case.tiering or c.sim.counters.get(k) or c.vm.counters.get(k))
@@ -40,11 +40,20 @@ def case_json(c: Any) -> dict[str, Any]:
         "counters": {k: {"sim": c.sim.counters.get(k, 0), "vm": c.vm.counters.get(k, 0)} for k in shown},
         "memory_tiers": {"sim": c.sim.memory_tiers, "vm": c.vm.memory_tiers},
         "threads": {side: _threads(getattr(c, side).threads, barriers) for side in ("sim", "vm")},
+        # every guest run (--runs): its pages after first touch and the scheduler figures compared
+        "vm_runs": [{"after_init": list(v.after_init), **_figures(sched_metrics(v, barriers))} for v in (c.vm_runs or [c.vm])],
+        "outside_guest_range": outside_guest_range(c) if case.sched else [],
         "expect": case.expect.__doc__,
         "agree_pct": case.agree_pct,
         "failures": dict(c.failures),
         "ok": c.ok,
     }
+
+
+def _figures(m: dict[str, float]) -> dict[str, float]:
+    """``sched_metrics`` under JSON names."""
+    return {"away_pct_mean": m["away %"], "migrations_per_thread_barrier": m["migrations/thread/barrier"],
+            "fullest_node_pct": m["fullest node %"]}
 
 
 def _threads(t: Any, barriers: int) -> dict[str, Any]:
