@@ -68,6 +68,9 @@ def simulate(
     """Simulate ``workload`` on ``machine`` under a placement.
 
     ``machine``: a preset name, ``"host"``, a ``.toml``/``.xml`` path or a ``Machine``.
+    ``workload``: a library name, a descriptor path, or a co-run (``"stream*8"``,
+    ``"stream*2,milc*2@100"``, docs/corun.md): then every process's slowdown against its time
+    alone and the run's unfairness are in ``doc["processes"]`` and ``doc["fairness"]``.
     ``placement`` (default: the kernel's default policy, unbound threads): a config string as ``numalab compare`` takes it (``"interleave=all"``,
     ``"membind=0:cpunodebind=0"``, ``"balancing:scan-size-mb=128"``, ``"kernel=3.13"``) or a
     :class:`Placement`. numactl's options are keywords too: ``interleave``,
