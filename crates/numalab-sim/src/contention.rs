@@ -119,9 +119,11 @@ impl Solver {
                 continue;
             }
             let row = t.cpu_node * n;
-            for k in 0..n {
-                rd[row + k] += xt * t.rd[k];
-                wr[row + k] += xt * t.wr[k];
+            // Slices of one length: no bounds checks, and the compiler may use vector registers.
+            let (rrow, wrow) = (&mut rd[row..row + n], &mut wr[row..row + n]);
+            for (((r, w), a), b) in rrow.iter_mut().zip(wrow.iter_mut()).zip(&t.rd[..n]).zip(&t.wr[..n]) {
+                *r += xt * a;
+                *w += xt * b;
             }
         }
         let mut ctrl = vec![0.0; n];

@@ -12,6 +12,7 @@
 
 pub mod alloc;
 pub mod cache;
+pub mod ceil;
 pub mod contention;
 pub mod corun;
 pub mod engine;

@@ -106,6 +106,8 @@ pub struct Engine<'a> {
     cfg: &'a SimConfig,
     alloc: Allocator,
     solver: Solver,
+    /// The solver's input, kept from epoch to epoch (`Engine::solve`).
+    demands: Vec<Demand>,
     /// Cache instances per PU (docs/contention.md §4.1).
     caches: crate::cache::CacheMap,
     sched: Sched,
@@ -315,6 +317,7 @@ impl<'a> Engine<'a> {
             cfg,
             alloc: Allocator::new(m, cfg.kernel),
             solver: Solver::new(m),
+            demands: Vec::new(),
             caches: crate::cache::CacheMap::new(m),
             sched,
             procs,
@@ -539,46 +542,50 @@ impl<'a> Engine<'a> {
                 busy_pus[u.core as usize] += 1;
             }
         }
-        let demands: Vec<Demand> = self
-            .threads
-            .iter()
-            .enumerate()
-            .map(|(tid, t)| {
-                let cpu = self.sched.cpu[tid];
-                let node = self.sched.pu_node[cpu];
-                // Last epoch's observed mix if the thread stayed in one phase, else the estimate
-                // for the phase it is in now.
-                let observed: f64 = t.prev_rd.iter().chain(&t.prev_wr).sum();
-                let (src_rd, src_wr) = if observed > 0.0 && t.seq == t.epoch_seq {
-                    (&t.prev_rd, &t.prev_wr)
-                } else {
-                    (&t.est_rd, &t.est_wr)
-                };
-                let total: f64 = src_rd.iter().chain(src_wr).sum();
-                let (rd, wr) = if total > 0.0 {
-                    (src_rd.iter().map(|v| v / total).collect(), src_wr.iter().map(|v| v / total).collect())
-                } else {
-                    let mut rd = vec![0.0; n];
-                    rd[node] = 1.0;
-                    (rd, vec![0.0; n])
-                };
-                let (rd, wr) = if t.state == State::Running { (rd, wr) } else { (vec![0.0; n], vec![0.0; n]) };
-                Demand {
-                    cpu_node: node,
-                    mlp: self.mlp(t, self.m.pus.get(cpu).map_or(1, |u| busy_pus[u.core as usize])),
-                    compute_per_line: t.compute_per_line_s,
-                    // While background work is runnable it shares the CPU fairly with the threads.
-                    cpu_share: {
-                        let n = nr[cpu].max(1) as f64;
-                        (1.0 - background[cpu]) / n + background[cpu] / (n + 1.0)
-                    },
-                    rd,
-                    wr,
-                }
-            })
-            .collect();
+        // Last epoch's demands are refilled in place: their per-node vectors are not allocated
+        // again every epoch.
+        let mut demands = std::mem::take(&mut self.demands);
+        demands.resize_with(self.threads.len(), || Demand {
+            cpu_node: 0,
+            mlp: 1.0,
+            compute_per_line: 0.0,
+            cpu_share: 1.0,
+            rd: vec![0.0; n],
+            wr: vec![0.0; n],
+        });
+        for (tid, (t, d)) in self.threads.iter().zip(demands.iter_mut()).enumerate() {
+            let cpu = self.sched.cpu[tid];
+            let node = self.sched.pu_node[cpu];
+            // Last epoch's observed mix if the thread stayed in one phase, else the estimate
+            // for the phase it is in now.
+            let observed: f64 = t.prev_rd.iter().chain(&t.prev_wr).sum();
+            let (src_rd, src_wr) =
+                if observed > 0.0 && t.seq == t.epoch_seq { (&t.prev_rd, &t.prev_wr) } else { (&t.est_rd, &t.est_wr) };
+            let total: f64 = src_rd.iter().chain(src_wr).sum();
+            if t.state != State::Running {
+                d.rd.fill(0.0);
+                d.wr.fill(0.0);
+            } else if total > 0.0 {
+                d.rd.iter_mut().zip(src_rd).for_each(|(o, v)| *o = v / total);
+                d.wr.iter_mut().zip(src_wr).for_each(|(o, v)| *o = v / total);
+            } else {
+                d.rd.fill(0.0);
+                d.rd[node] = 1.0;
+                d.wr.fill(0.0);
+            }
+            d.cpu_node = node;
+            d.mlp = self.mlp(t, self.m.pus.get(cpu).map_or(1, |u| busy_pus[u.core as usize]));
+            d.compute_per_line = t.compute_per_line_s;
+            // While background work is runnable it shares the CPU fairly with the threads.
+            d.cpu_share = {
+                let n = nr[cpu].max(1) as f64;
+                (1.0 - background[cpu]) / n + background[cpu] / (n + 1.0)
+            };
+        }
         let shares = demands.iter().map(|d| d.cpu_share).collect();
-        (self.solver.solve(&demands).cost_per_line, shares)
+        let costs = self.solver.solve(&demands).cost_per_line;
+        self.demands = demands;
+        (costs, shares)
     }
 
     /// Misses a thread keeps in flight: its share of the core's fill buffers (`sharers` SMT

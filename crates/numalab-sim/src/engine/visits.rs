@@ -150,8 +150,11 @@ impl Engine<'_> {
             let r = &regions[sweep.region as usize];
             let rd_share = sweep.rd_share();
             let per_sample = sweep.sample_lines(r.shift);
-            let room =
-                if per_sample > 0.0 { ((until - t.clock) / (per_sample * cheapest)).ceil().max(1.0) as u64 } else { 1 };
+            let room = if per_sample > 0.0 {
+                crate::ceil::ceil_at_least_1((until - t.clock) / (per_sample * cheapest))
+            } else {
+                1
+            };
             // Samples each node can still take this round (its memory and the links on the way):
             // a run stops there, so no resource goes over its budget by more than one sample.
             for (n, c) in cap.iter_mut().enumerate() {
@@ -164,7 +167,7 @@ impl Engine<'_> {
                 *c = if rem <= 0.0 {
                     0
                 } else if per_sample > 0.0 {
-                    (rem / per_sample).ceil().min(u32::MAX as f64) as u32
+                    crate::ceil::ceil_u32(rem / per_sample)
                 } else {
                     u32::MAX
                 };
