@@ -96,7 +96,7 @@ def parse(text: str) -> Items:
         key, eq, value = item.partition("=")
         key, value = key.strip().lstrip("-").lower(), value.strip()
         key = ALIASES.get(key, key)
-        where = f"config '{text}'"
+        where = f"config '{shown(text)}'"
         if key in seen:
             raise UsageError(f"{where}: '{key}' is given twice (give each option once)")
         seen.add(key)
@@ -123,6 +123,11 @@ def parse(text: str) -> Items:
         else:
             raise UsageError(f"{where}: unknown item '{item}' (expected a placement such as interleave=all, or name=value)")
     return out
+
+
+def shown(text: object) -> str:
+    """The config as an error message shows it: on one line (control characters escaped)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
 def _outside_parens(text: str, sep: str) -> list[str]:

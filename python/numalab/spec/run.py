@@ -217,7 +217,7 @@ class RunSpec:
     def with_config(self, text: str) -> "RunSpec":
         """Apply a config string (``interleave=all:init=serial:balancing``) on top of this spec."""
         items = cfg.parse(text)
-        where = f"config '{text}'"
+        where = f"config '{cfg.shown(text)}'"
         p = self.placement
         if items.policy is not None:
             p = replace(p, policy=items.policy[0], nodes=items.policy[1])
