@@ -157,6 +157,11 @@ impl Engine<'_> {
             };
             // Samples each node can still take this round (its memory and the links on the way):
             // a run stops there, so no resource goes over its budget by more than one sample.
+            // A run takes at most `max` samples, so any cap of `max` or more stops nothing: a
+            // node with clearly more room than that needs no division (the margin covers the
+            // rounding of the product, so the quotient would be >= max too).
+            let max = room.min(RUN_PAGES);
+            let enough = per_sample * max as f64 * (1.0 + 1e-9);
             for (n, c) in cap.iter_mut().enumerate() {
                 let mut rem = budget_node[n];
                 if n != cpu_node {
@@ -166,14 +171,14 @@ impl Engine<'_> {
                 }
                 *c = if rem <= 0.0 {
                     0
-                } else if per_sample > 0.0 {
+                } else if per_sample > 0.0 && rem < enough {
                     crate::ceil::ceil_u32(rem / per_sample)
                 } else {
                     u32::MAX
                 };
             }
             count.iter_mut().for_each(|x| *x = 0);
-            let (k, per) = sweep.extend_run(r.shift, &r.node, &r.marked, cap, room.min(RUN_PAGES), count);
+            let (k, per) = sweep.extend_run(r.shift, &r.node, &r.marked, cap, max, count);
             if k > 0 {
                 let mut c = 0.0;
                 for (n, &cnt) in count.iter().enumerate().filter(|(_, &x)| x > 0) {
