@@ -50,3 +50,13 @@ def test_madvise_needs_a_file_mapping(tmp_path):
         run(tmp_path, 'madvise = "random"')
     with pytest.raises(UsageError, match=r"'sequential' is not one of: normal, random"):
         run(tmp_path, 'file = true\nmadvise = "sequential"')
+
+
+def test_the_filemap_workload_places_a_neighbours_pages_unless_madvise_is_random():
+    """The library's filemap descriptor (kernels/filemap.c's model): its madvise parameter
+    reaches the region through an expression."""
+    out = {}
+    for madvise in ("normal", "random"):
+        spec = RunSpec.create("vm-4", "filemap", params={"madvise": madvise}).with_config("omp-proc-bind=spread:omp-places=cores")
+        out[madvise] = runner.run(spec.bind()).doc["pages"]["per_node"]
+    assert out == {"normal": [1008, 1024, 1024, 1040], "random": [1024] * 4}

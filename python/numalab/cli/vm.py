@@ -178,7 +178,7 @@ def check_cmd(
     case: Optional[List[str]] = typer.Option(None, "--case", help="A named case (repeatable; 'all' for every one, 'sched' for the scheduler cases); see --list."),
     list_cases: bool = typer.Option(False, "--list", help="List the named cases and what each expects."),
     machine: Optional[str] = typer.Option(None, "--machine", help="Machine preset (default vm-4; with --case: overrides the case's)."),
-    workload: Optional[str] = typer.Option(None, "--workload", help="dgemv, stream, barrier or alloc3d: compare this workload (its parameters follow as --n 2000 --init serial ...)."),
+    workload: Optional[str] = typer.Option(None, "--workload", help="dgemv, stream, barrier, alloc3d or filemap: compare this workload (its parameters follow as --n 2000 --init serial ...)."),
     memory_per_node_mib: Optional[int] = MEMORY,
     accel: str = ACCEL,
     timeout: float = typer.Option(300.0, "--timeout", help="Kill each guest after this many seconds (more than 0, at most 604800)."),

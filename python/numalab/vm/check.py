@@ -29,6 +29,7 @@ from numalab import counters
 from numalab.console.tables import render, table
 from numalab.exceptions import UsageError
 from numalab.spec import RunSpec
+from numalab.vm import ramdisk
 from numalab.vm import run as vm_run
 
 #: The simulator's profile for a guest kernel: rules the 6.13 profile dates 3.15..4.20 are all in
@@ -254,7 +255,8 @@ class Case:
     #: The guest's pages counted: ``anon`` every mapping that is not file-backed; ``grid`` only
     #: those holding at least a quarter of the largest one's pages in each sample (the workload's
     #: one region: the brk heap of rows malloc'ed by the main thread, each thread's arena, or a
-    #: malloc'ed block's own mapping), leaving out stacks and the start-up allocations.
+    #: malloc'ed block's own mapping), leaving out stacks and the start-up allocations; ``file``
+    #: the mappings of the guest's ramdisk (the file-mapping cases, ramdisk.py).
     pages: str = "anon"
     #: Both sides' pages per node after first touch within this % of the region (the simulator's
     #: pages) on every node.
@@ -331,6 +333,35 @@ def alloc_cases() -> list[Case]:
     ]
 
 
+def read_around(window: int = 32) -> Expect:
+    def check(s: Side) -> str | None:
+        n = len(s.after_init)
+        block = s.total // n
+        if s.after_init[0] >= block or s.after_init[-1] <= block:
+            return f"node0 has {s.after_init[0]} and node{n - 1} {s.after_init[-1]} pages, expected fewer and more than a block ({block})"
+        worst = max(abs(p - block) for p in s.after_init)
+        return None if worst <= window else f"a node is {worst} pages from its block ({block}), expected <= {window} (one read-around window)"
+
+    check.__doc__ = (f"after first touch, node0 has fewer pages than its block and the last node more (each thread's first "
+                     f"fault reads its neighbour's last pages), every node within {window} pages of its block")
+    return check
+
+
+def file_cases() -> list[Case]:
+    """File mappings (docs/allocation.md §3.6): kernels/filemap.c maps a brd ramdisk
+    (``ramdisk.DEVICE``, ramdisk.py says why not a file in the guest's tmpfs) MAP_SHARED, and each
+    of 4 threads, one per node, writes its 1024-page block; read-around on each first fault
+    places its neighbour's last pages on its node, MADV_RANDOM places each page on its writer's
+    node. The guest's numa_maps for the mapping against the simulator's pages, node by node:
+    within 0.2% of the region (8 pages, half the 16 pages read-around moves at a boundary)."""
+    f: dict[str, Any] = {"pages": "file", "agree_pct": 0.2, "interval_ms": 100}
+    p = {"n": 1024, "reps": 20}
+    return [
+        Case("filemap", "filemap", {**p, "madvise": "normal"}, BOUND, read_around(), **f),
+        Case("filemap-random", "filemap", {**p, "madvise": "random"}, BOUND, even(0), **f),
+    ]
+
+
 def tier_cases() -> list[Case]:
     """Tiered memory on ``vm-tier`` (docs/tiering.md §11): STREAM's 160 MiB (n = 7M) from node 0's
     vCPU, more than its 128 MiB DRAM node. Preferred-many to node 0 wakes node 0's kswapd when it is
@@ -363,6 +394,7 @@ CASES: dict[str, Case] = {
         *sched_cases("vm-2x4", 8, 500),
         *tier_cases(),
         *alloc_cases(),
+        *file_cases(),
     ]
 }
 
@@ -436,12 +468,17 @@ def grid_pages(sample: dict[str, Any], nodes: list[int]) -> list[int]:
     return [sum(col) for col in zip(*[p for p in per if 4 * sum(p) >= most])] if per else [0] * len(nodes)
 
 
+def ramdisk_pages(sample: dict[str, Any], nodes: list[int]) -> list[int]:
+    """Base pages per node of the sample's mappings of the guest's ramdisk."""
+    return anon_pages({"mappings": [{**m, "kind": "ramdisk"} for m in sample.get("mappings") or [] if m.get("file") == ramdisk.DEVICE]}, nodes)
+
+
 def vm_side(out: vm_run.VmOutput, doc: dict[str, Any], pages: str = "anon") -> Side:
     from numalab.results.agent import parse_records
 
     nodes = doc["pages"]["nodes"]
     samples = [r for r in parse_records(out.text("agent.jsonl")) if r["type"] == "sample"]
-    count = grid_pages if pages == "grid" else anon_pages
+    count = {"grid": grid_pages, "file": ramdisk_pages}.get(pages, anon_pages)
     series = [count(s, nodes) for s in samples if s.get("mappings")]
     if not series:
         raise UsageError("the guest's agent took no sample of the command's pages (it ended too soon: raise --reps or --n)")
@@ -464,7 +501,15 @@ KERNEL_OPTIONS = {
     "stream": ({"n": "n", "ntimes": "reps", "threads": "threads"}, {"init": "parallel"}),
     "barrier": ({"n": "n", "reps": "reps", "threads": "threads", "init": "init"}, {}),
     "alloc3d": ({"n": "n", "reps": "reps", "threads": "threads", "layout": "layout"}, {}),
+    "filemap": ({"n": "n", "reps": "reps", "threads": "threads", "madvise": "madvise"}, {"file": ramdisk.DEVICE}),
 }
+
+
+def ramdisk_mib(workload: str, resolved: dict[str, Any]) -> int:
+    """The guest's ramdisk for a workload that maps it: filemap's threads x n pages, rounded up."""
+    if workload != "filemap":
+        return 0
+    return -(-4096 * int(resolved["n"]) * int(resolved["threads"]) // 2**20)
 
 
 def kernel_argv(workload: str, resolved: dict[str, Any]) -> list[str]:
@@ -481,7 +526,7 @@ def vm_request(case: Case, resolved: dict[str, Any], spec: RunSpec, memory_per_n
     return vm_run.VmRequest(
         machine=case.machine, command=argv, placement=spec.placement, balancing=spec.balancing, cpus_per_node=cpus,
         memory_per_node_mib=memory_per_node_mib, thp="never", accel=accel, timeout_s=timeout_s, interval_ms=case.interval_ms,
-        omp_wait_policy=spec.omp_wait_policy,
+        omp_wait_policy=spec.omp_wait_policy, ramdisk_mib=ramdisk_mib(case.workload, resolved),
     )
 
 
@@ -583,7 +628,7 @@ def report(c: Comparison) -> str:
     rows.append(["total", c.sim.total, c.vm.total, c.vm.total - c.sim.total, sum(c.sim.after_run), sum(c.vm.after_run),
                  sum(c.vm.after_run) - sum(c.sim.after_run)])
     pages = table(["", "sim init", "vm init", "vm-sim", "sim end", "vm end", "vm-sim"], rows,
-                  "anonymous 4 KiB pages per node after first touch (init) and after the run (end)")
+                  f"{'file' if c.case.pages == 'file' else 'anonymous'} 4 KiB pages per node after first touch (init) and after the run (end)")
     shown = COUNTERS + tuple(k for k in TIER_COUNTERS if c.case.tiering or c.sim.counters.get(k) or c.vm.counters.get(k))
     counters = table(["counter", "sim", "vm", "vm-sim"],
                      ([k, c.sim.counters.get(k, 0), c.vm.counters.get(k, 0), c.vm.counters.get(k, 0) - c.sim.counters.get(k, 0)]

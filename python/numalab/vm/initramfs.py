@@ -23,7 +23,7 @@ from numalab.vm.cache import atomic_write, cache_dir
 from numalab.vm.setup import REPO, Guest
 
 KERNELS_DIR = REPO / "kernels"
-KERNEL_NAMES = ("dgemv", "stream", "stencil", "barrier", "chase", "alloc3d")
+KERNEL_NAMES = ("dgemv", "stream", "stencil", "barrier", "chase", "alloc3d", "filemap")
 GUEST_LIB = "/usr/lib/x86_64-linux-gnu"
 
 

@@ -17,7 +17,7 @@ from numalab.exceptions import NumalabError, UsageError
 from numalab.runner import host
 from numalab.spec import Placement
 from numalab.spec.balancing import Balancing
-from numalab.vm import guest, initramfs, kmem, protocol, qemu
+from numalab.vm import guest, initramfs, kmem, protocol, qemu, ramdisk
 from numalab.vm import setup as vm_setup
 
 Say = Callable[[str], None]
@@ -44,6 +44,8 @@ class VmRequest:
     interval_ms: int = 100
     #: OMP_WAIT_POLICY for the command (``default``: left unset, libgomp's own default).
     omp_wait_policy: str = "default"
+    #: A brd ramdisk of this many MiB at ramdisk.DEVICE (0: none), for file mappings (ramdisk.py).
+    ramdisk_mib: int = 0
 
 
 @dataclass
@@ -190,6 +192,8 @@ def boot_job(req: VmRequest, command: list[str] | None, say: Say = lambda s: Non
         # the modules and the kernel options come with the base image (kmem.py)
         modules = kmem.fetch_modules(vm_setup.cache_dir(), g.kernel_version, g.kernel_source, say)
         base += kmem.archive(modules)
+    if req.ramdisk_mib > 0:
+        base += ramdisk.archive(ramdisk.fetch(vm_setup.cache_dir(), g.kernel_version, g.kernel_source, say))
     job = guest.Job(
         mark="NUMALAB-" + secrets.token_hex(12),
         command=cmd.argv if cmd is not None else [],
@@ -200,7 +204,7 @@ def boot_job(req: VmRequest, command: list[str] | None, say: Say = lambda s: Non
         interval_ms=req.interval_ms,
         setup=tuple(_weights_script(req.placement)),
         sysfs=sysfs,
-        kmem=tuple(kmem.script(topo.kmem_nodes, "/tmp/out/knobs.err")),
+        kmem=tuple(kmem.script(topo.kmem_nodes, "/tmp/out/knobs.err") + ramdisk.script(req.ramdisk_mib, "/tmp/out/knobs.err")),
     )
     return g, topo, accel, base, job
 

@@ -37,7 +37,7 @@ A descriptor is a TOML file (the library is in ``library/``; users pass their ow
     alloc_chunks = "n"                     # allocations of bytes / alloc_chunks each (one per row, say)
     alloc_freed = false                    # freed before the first phase (a scratch buffer no phase uses)
     file = false                           # a file mapping: pages from the page cache, read around each fault
-    madvise = "random"                     # file mappings only: MADV_RANDOM (no read-around); default "normal"
+    madvise = "random"                     # file mappings only: MADV_RANDOM (no read-around); default "normal"; or an expression giving one
     only = ["rwcp-2.3-c"]                  # optional: the versions that have this region (accesses to it
                                            # are dropped under the others)
 
@@ -570,14 +570,16 @@ class _Resolver:
         }
         alloc = self.alloc(key, r, total)
         file = bool(self.ev(r.file, f"{key}.file"))
-        if r.madvise is not None and r.madvise not in ("normal", "random"):
-            raise self.refuse(f"{key}.madvise", f"{r.madvise!r} is not one of: normal, random")
-        if r.madvise is not None and not file:
+        # A bare word is the advice; anything else an expression giving it (from a parameter).
+        madvise = r.madvise if r.madvise is None or str(r.madvise).isidentifier() else self.ev(r.madvise, f"{key}.madvise")
+        if madvise is not None and madvise not in ("normal", "random"):
+            raise self.refuse(f"{key}.madvise", f"{madvise!r} is not one of: normal, random")
+        if madvise is not None and not file:
             raise self.refuse(f"{key}.madvise", f"madvise needs file = true (region '{r.name}' is anonymous memory)")
         if file:
             if alloc is not None:
                 raise self.refuse(f"{key}.file", f"region '{r.name}' is a file mapping: it takes no alloc")
-            out["file"] = {"random": r.madvise == "random"}
+            out["file"] = {"random": madvise == "random"}
         if alloc is not None:
             if out["address"] is not None and alloc["kind"] in ("malloc", "calloc"):
                 raise self.refuse(f"{key}.address", f"region '{r.name}' is {alloc['kind']}'d: the C library places it, not address")
