@@ -244,10 +244,20 @@ impl Sweep {
         let group = self.stride << shift;
         let mut pos = self.pos;
         let mut k = 0;
-        if self.stride == 1 && marked.is_empty() {
-            // The common case (every page, balancing off): a straight scan of the page table.
+        if self.stride == 1 {
+            // The common case (every page): a straight scan of the page table, up to the first
+            // page NUMA balancing has marked (its hinting fault takes the general path).
             let first = (pos >> shift) as usize;
             let avail = (((end - pos) >> shift) as usize).min(max as usize);
+            // A sample from an offset inside a page also covers the next page (both must be
+            // unmarked, as `any_marked` checks them in the strided loop below).
+            let avail = if pos & (group - 1) == 0 {
+                crate::pages::unmarked_run(marked, first as u64, avail as u64) as usize
+            } else if marked.is_empty() {
+                avail
+            } else {
+                (crate::pages::unmarked_run(marked, first as u64, avail as u64 + 1) as usize).saturating_sub(1)
+            };
             // The table comes in chunks: scan chunk by chunk until a stop or `avail`.
             let mut seen = 0;
             'scan: while seen < avail {
@@ -263,18 +273,14 @@ impl Sweep {
             }
             pos += k << shift;
         }
-        while self.stride > 1 || !marked.is_empty() {
+        while self.stride > 1 {
             if k >= max || pos + group > end {
                 break;
             }
             let first = pos >> shift;
             // The sample is a page of the group picked by a hash of its position (unbiased
             // against interleave's period, and the same on every run).
-            let rep = if self.stride == 1 {
-                first
-            } else {
-                first + (first.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) % self.stride
-            };
+            let rep = first + (first.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) % self.stride;
             let (n, f) = (nodes[rep as usize], nodes[first as usize]);
             if n == crate::pages::NONE || f == crate::pages::NONE || count[n as usize] >= cap[n as usize] {
                 break;
