@@ -7,7 +7,7 @@
 #[inline]
 pub fn ceil_u32(q: f64) -> u32 {
     // NaN and anything at or above u32::MAX: `min` gives u32::MAX.
-    if !(q < u32::MAX as f64) {
+    if q.is_nan() || q >= u32::MAX as f64 {
         return u32::MAX;
     }
     let t = q as u32; // truncation toward zero, exact below 2^32 (0 for q <= 0)
@@ -84,7 +84,7 @@ mod tests {
 
     #[test]
     fn ceil_u32_is_ceil_then_min_then_cast() {
-        for q in cases().into_iter().filter(|q| !(*q <= 0.0)) {
+        for q in cases().into_iter().filter(|q| q.is_nan() || *q > 0.0) {
             assert_eq!(ceil_u32(q), q.ceil().min(u32::MAX as f64) as u32, "q = {q:e}");
         }
     }

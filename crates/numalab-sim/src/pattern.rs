@@ -273,10 +273,7 @@ impl Sweep {
             }
             pos += k << shift;
         }
-        while self.stride > 1 {
-            if k >= max || pos + group > end {
-                break;
-            }
+        while self.stride > 1 && k < max && pos + group <= end {
             let first = pos >> shift;
             // The sample is a page of the group picked by a hash of its position (unbiased
             // against interleave's period, and the same on every run).
