@@ -12,6 +12,8 @@ def test_s5_follows_the_design():
     runs = resolved.runs
     assert len(runs) == 24 and len({r.hash for r in runs}) == 24
     configs = [r.config for r in runs]
+    # Every run carries the data mapping analysis (exclusivity, numalize's scores: docs/mapping.md §8).
+    assert all(c["mapping_metrics"] is True for c in configs)
     assert {c["workload"] for c in configs} == {"comd", "lbm-omp", "lulesh", "ondes3d"}
     # All hardware threads: 2 x 12 on lsc-srv1, 8 x 6 on blade01.
     assert {(c["machine"], c["params"]["threads"]) for c in configs} == {("e5-2420-2s", 24), ("e5-4617-8s", 48)}

@@ -50,6 +50,7 @@ class Content:
     failed: list[dict[str, Any]] = field(default_factory=list)
     sensitivity: Any = None  # report.sensitivity.View when the study ran its sensitivity
     corun: Any = None  # report.corun.Section when the study has co-runs
+    mapping: Any = None  # report.mapping.Section when the study ran the data mapping analysis (mapping_metrics)
 
 
 def build(data: ReportData, figure_dir: Path, progress: Any = None) -> Content:
@@ -89,6 +90,9 @@ def build(data: ReportData, figure_dir: Path, progress: Any = None) -> Content:
     from numalab.report.corun import section as corun_section
 
     c.corun = corun_section(data)
+    from numalab.report.mapping import section as mapping_section
+
+    c.mapping = mapping_section(data)
     from numalab.report.sensitivity import load as load_sensitivity
 
     c.sensitivity = load_sensitivity(data.db, data.study)

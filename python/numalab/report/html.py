@@ -34,7 +34,7 @@ table.taskgraph td{white-space:nowrap}details summary{cursor:pointer;color:#2a5d
 
 
 def render(c: Content) -> str:
-    parts = [_header(c), _configuration(c), _speedups(c), _corun(c), _maps(c), _pages(c), _timelines(c), _taskgraph(c), _scatters(c), _failed(c)]
+    parts = [_header(c), _configuration(c), _speedups(c), _corun(c), _mapping(c), _maps(c), _pages(c), _timelines(c), _taskgraph(c), _scatters(c), _failed(c)]
     body = "\n".join(p for p in parts if p)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -48,6 +48,12 @@ def _corun(c: Content) -> str:
     from numalab.report import corun
 
     return corun.html(c.corun) if c.corun else ""
+
+
+def _mapping(c: Content) -> str:
+    from numalab.report import mapping
+
+    return mapping.html(c.mapping) if c.mapping else ""
 
 
 def _header(c: Content) -> str:

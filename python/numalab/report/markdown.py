@@ -69,6 +69,10 @@ def render(c: Content, out: Path) -> str:
         from numalab.report import corun
 
         lines += corun.markdown(c.corun, text)
+    if c.mapping:
+        from numalab.report import mapping
+
+        lines += mapping.markdown(c.mapping, text)
     if c.maps:
         lines += ["## Access maps", "", "% of all DRAM accesses; rows: CPU node, columns: memory node; last row: memory node totals.", ""]
         for case, maps in c.maps:

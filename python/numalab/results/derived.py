@@ -3,7 +3,8 @@
 ``local_pct``/``remote_pct``/``max_concentration_pct`` come from ``metrics.access_metrics``;
 ``dram_bytes`` and ``dram_gbps`` measure memory intensity (the x axis of "intensity vs gain"
 plots); every other scalar metric keeps its name, and every vmstat counter of the registry
-(:mod:`numalab.counters`) the document has becomes ``vmstat_<kernel name>``.
+(:mod:`numalab.counters`) the document has becomes ``vmstat_<kernel name>``; a document with the
+data mapping analysis (``mapping``) adds its headline figures (``mapping_columns``).
 """
 
 from __future__ import annotations
@@ -42,10 +43,30 @@ def columns(doc: dict[str, Any]) -> dict[str, Any]:
     for name, value in met.items():
         if name not in out and _NAME.match(name) and _number(value):
             out[name] = value
+    out.update(mapping_columns(doc.get("mapping")))
     vmstat = set(counters.names("vmstat"))
     for name, value in (doc.get("vmstat") or {}).items():
         if name in vmstat and _number(value):
             out[f"vmstat_{name}"] = value
+    return out
+
+
+# Page sizes the data mapping analysis merges pages into (docs/mapping.md §2), by column suffix.
+_MAPPING_SIZES = {4 << 10: "4k", 2 << 20: "2m", 1 << 30: "1g"}
+
+
+def mapping_columns(m: dict[str, Any] | None) -> dict[str, float]:
+    """The data mapping analysis' headline figures (docs/mapping.md), in % as the other
+    ``_pct`` columns: application exclusivity per page size and numalize's Loc_App and B_Acc
+    of first touch. None of them without the analysis, so other runs' rows are unchanged."""
+    if not m:
+        return {}
+    out = {f"exclusivity_{_MAPPING_SIZES[s['page_bytes']]}_pct": 100.0 * s["exclusivity"]
+           for s in m.get("by_page_size") or [] if s.get("page_bytes") in _MAPPING_SIZES}
+    ft = next((s for s in m.get("mappings") or [] if s.get("mapping") == "first-touch"), None)
+    if ft:
+        out["first_touch_loc_app_pct"] = ft["loc_app"]
+        out["first_touch_b_acc_pct"] = ft["b_acc"]
     return out
 
 

@@ -264,12 +264,20 @@ class _Resolver:
             if p.params or items.params:
                 key = next(iter(p.params or items.params))
                 raise self.fail(p, f"params.{key}", f"a co-run's workload parameters go inside its groups, e.g. stream*2(threads=4), not params.{key}")
+            if self.sf.study.mapping_metrics:
+                raise self.fail(p, "workload", f"'{v['workload']}' is a co-run, and mapping_metrics analyses one workload "
+                                "(give a single workload, or set mapping_metrics = false)")
             self._check(p, spec)
             return spec.canonical()
         params = self._params(p, v["workload"], {**p.params, **items.params})
         spec = spec.updated(params=params)
         self._check(p, spec)
-        return spec.canonical()
+        return self._with_analyses(spec.canonical())
+
+    def _with_analyses(self, config: dict[str, Any]) -> dict[str, Any]:
+        """The analyses a run adds to its document are part of its configuration (its hash and
+        stored document differ), and only when asked for, so other runs keep their hash."""
+        return {**config, "mapping_metrics": True} if self.sf.study.mapping_metrics else config
 
     def _items(self, p: _Point, text: str) -> Any:
         try:

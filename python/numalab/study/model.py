@@ -129,6 +129,9 @@ class Study(_Strict):
     sweep: Sweep = Field(default_factory=Sweep)
     runs: list[RunPatch] = Field(default_factory=list)
     report: Report = Field(default_factory=Report)
+    mapping_metrics: StrictBool = Field(False, description="Also analyse each run's data mapping as numalab sim --mapping-metrics does (docs/mapping.md), "
+                                        "without each mapping's simulated time: page exclusivity at 4 KiB, 2 MiB and 1 GiB and numalize's scores "
+                                        "of first touch become store columns, and the report shows them per case (docs/studies.md §6.5).")
     sensitivity: bool = Field(False, description="After the sweep, vary every estimated machine and workload number within its stated range ([estimates], numalab sensitivity) for each run against its baseline (first seed); the report marks conclusions that flip.")
 
     experiments: list[Experiment] = Field(default_factory=list, description="Task-graph experiments (kind = \"taskgraph\" only).")
@@ -139,7 +142,7 @@ class Study(_Strict):
             raise ValueError("give seeds or repetitions, not both")
         if (self.kind == "taskgraph") != bool(self.experiments):
             raise ValueError("[[experiments]] belong to task-graph studies: give both kind = \"taskgraph\" and [[experiments]], or neither")
-        stray = [k for k in ("machine", "workload", "params", "placement", "balancing", "kernel", "thp", "baseline", "sweep", "runs")
+        stray = [k for k in ("machine", "workload", "params", "placement", "balancing", "kernel", "thp", "baseline", "sweep", "runs", "mapping_metrics")
                  if self.kind == "taskgraph" and k in self.model_fields_set]
         if stray:
             raise ValueError(f"a task-graph study describes its runs in [[experiments]]; {', '.join(stray)} belong to placement studies")

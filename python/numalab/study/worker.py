@@ -19,11 +19,22 @@ Runner = Callable[[dict[str, Any]], Any]
 
 
 def simulate(config: dict[str, Any]) -> Any:
-    """One canonical placement configuration, read back into a RunSpec and run."""
+    """One canonical placement configuration, read back into a RunSpec and run; with
+    ``mapping_metrics`` (a study's key), its document gets the data mapping analysis
+    (docs/mapping.md) without each mapping's time, which would cost six more runs."""
     from numalab.runner import sim
     from numalab.spec import RunSpec
 
-    return sim.run(RunSpec.from_canonical(config))
+    spec = RunSpec.from_canonical(config)
+    if not config.get("mapping_metrics"):
+        return sim.run(spec)
+    from numalab.runner.mapping import mapping_doc
+
+    bound = spec.bind()
+    result = sim.run(bound)
+    if result.status == "ok":
+        result.doc["mapping"] = mapping_doc(bound, result.doc, times=False)
+    return result
 
 
 def run_config(config: dict[str, Any], run: Runner | None = None) -> dict[str, Any]:
