@@ -211,16 +211,19 @@ pub enum BalanceSignals {
     /// `weighted_cpuload()`, index `k` the max / min of it and the tick-decayed `cpu_load[k-1]`
     /// (`LB_BIAS`, on by default). Imbalances in load, moved by `move_tasks()`.
     CpuLoadIndex { mc: LoadIdx, numa: LoadIdx },
-    /// `rq->load.weight`: NICE_0_LOAD per queued task, at load index 0 (no `cpu_load[]`
-    /// history), with v3.13's arithmetic; the balancer's reading before it read PELT.
-    QueuedWeight,
+    /// v2.6.32 `kernel/sched.c: update_sg_lb_stats()`: the same `target_load()` /
+    /// `source_load()` at the domain's `get_sd_load_idx()` (`LB_BIAS` on,
+    /// `kernel/sched_features.h`), over `weighted_cpuload()` = `rq->load.weight` (NICE_0_LOAD
+    /// per queued task) and its tick-decayed `cpu_load[]` (`update_cpu_load()`: the same
+    /// `(old x (2^i - 1) + new) >> i` as v3.13's active tick). Tasks move by their weight.
+    QueuedWeightIndex { mc: LoadIdx, numa: LoadIdx },
     /// v5.5+ `update_sg_lb_stats()`: `cpu_load()`, `cpu_util_cfs()` and `cpu_runnable()` into
     /// `group_classify()` and `avg_load`; `calculate_imbalance()` in load, utilisation or tasks
     /// (`enum migration_type`).
     LoadUtilRunnable,
 }
 
-/// A domain's `busy_idx`, `idle_idx` and `newidle_idx` (v3.13; removed in v5.4).
+/// A domain's `busy_idx`, `idle_idx` and `newidle_idx` (v2.6.32 and v3.13; removed in v5.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct LoadIdx {
     pub busy: usize,
@@ -291,6 +294,11 @@ pub enum BusiestGroup {
     /// v3.13 `update_sd_pick_busiest()`: the highest average load among groups above their
     /// `sg_capacity()`; v3.13 `calculate_imbalance()`.
     Capacity,
+    /// v2.6.32 `kernel/sched.c: update_sd_lb_stats()`, `find_busiest_group()`,
+    /// `calculate_imbalance()`: the same pick with every group's capacity lowered to one under a
+    /// child's `SD_PREFER_SIBLING`, no newly-idle force, and `max_pull` bounded by the busiest
+    /// group's load above one task (`lb_stats::busiest_2632`).
+    CapacityPerTaskPull,
     /// v5.5+ group types (has spare, fully busy, overloaded) and the rewritten
     /// `calculate_imbalance()`.
     GroupType,
@@ -581,19 +589,24 @@ pub struct SysctlRules {
 
 /// Linux 2.6.32 (RHEL 6, the kernel of study S4): CFS before per-entity load tracking, no
 /// automatic NUMA balancing, RHEL 6's THP backport. Rules equal to a later release's reuse its
-/// variant; docs/scheduler.md §13 lists what 2.6.32 changes.
+/// variant; docs/scheduler.md §13 lists what 2.6.32 changes. Each cited function was read in the
+/// 2.6.32.9 stable sources (SD_NODE_INIT in 2.6.32.69's, the same).
 pub const PROFILE_2_6_32: KernelProfile = KernelProfile {
     name: "2.6.32",
     alloc: AllocRules {
-        // mm/page_alloc.c: get_page_from_freelist() walks every allowed zone of the zonelist
-        // (ALLOC_FAIR, the preferred-zone-only fast path, arrived in v3.12).
+        // mm/page_alloc.c: __alloc_pages_nodemask() calls get_page_from_freelist() with
+        // ALLOC_WMARK_LOW, which walks every allowed zone of the zonelist through
+        // zone_watermark_ok() (ALLOC_FAIR, the preferred-zone-only fast path, arrived in v3.12).
+        // Not modelled: build_zonelists() sets zone_reclaim_mode above RECLAIM_DISTANCE, 20 in
+        // 2.6.32 (docs/allocation.md §7.5).
         fast_path: FastPath::Zonelist,
         // mm/page_alloc.c: init_per_zone_wmark_min(): min_free_kbytes clamped to [128, 65536].
         min_free_kbytes_max: 65_536,
         // mm/page_alloc.c: setup_per_zone_wmarks(): low = min + min/4, high = min + min/2.
         watermark_gaps: WatermarkGaps::MinQuarters,
-        // mm/page_alloc.c: find_next_best_node(): val *= (MAX_NODE_LOAD*MAX_NUMNODES);
-        // build_zonelists(): node_load[node] = load, load-- (node-ordered zonelists).
+        // mm/page_alloc.c: find_next_best_node(): val *= (MAX_NODE_LOAD*MAX_NUMNODES),
+        // MAX_NODE_LOAD = nr_online_nodes; build_zonelists(): node_load[node] = load for the
+        // first node of a distance tier, load-- from nr_online_nodes.
         zonelist_tie_break: ZonelistTieBreak::DescendingLoad,
     },
     sched: SchedRules {
@@ -613,16 +626,26 @@ pub const PROFILE_2_6_32: KernelProfile = KernelProfile {
         // effective_load()) <= imbalance*(load + effective_load()), load by source/target_load().
         wake_affine: WakeAffine::LoadBalanced,
         // kernel/sched_fair.c: select_task_rq_fair(): in a SD_PREFER_SIBLING domain (MC:
-        // sd_balance_for_mc_power()) the first CPU of the span with no CFS task, in CPU order.
+        // include/linux/sched.h sd_balance_for_mc_power()) prev_cpu if it is in the span with
+        // no CFS task, else the first CPU of the span with none, in CPU order.
         idle_sibling: IdleSibling::FirstIdleInLlc,
-        // kernel/sched.c: update_sd_pick_busiest(): highest avg_load above group_capacity.
-        busiest_group: BusiestGroup::Capacity,
+        // kernel/sched.c: update_sd_lb_stats(): highest avg_load above group_capacity, which
+        // "if (prefer_sibling)" lowers to one; find_busiest_group(), calculate_imbalance():
+        // max_pull = min(max_load - avg_load, max_load - busiest_load_per_task).
+        busiest_group: BusiestGroup::CapacityPerTaskPull,
         load: LoadRules {
             tracking: PeltForm::None,
             wake_affine: CpuLoad::RqWeight,
             idlest_group: GroupSignals::RqWeight,
             idle_scan: IdleScan::Unlimited,
-            balance: BalanceSignals::QueuedWeight,
+            // include/linux/topology.h SD_MC_INIT: busy_idx 2 (idle_idx, newidle_idx unset: 0);
+            // arch/x86/include/asm/topology.h SD_NODE_INIT: busy_idx 3, idle_idx SD_IDLE_IDX (2
+            // on x86-64), newidle_idx 0. wake_idx and forkexec_idx are 0 at both, so wake-ups,
+            // fork and exec read weighted_cpuload() itself (the RqWeight rules above).
+            balance: BalanceSignals::QueuedWeightIndex {
+                mc: LoadIdx { busy: 2, idle: 0, newidle: 0 },
+                numa: LoadIdx { busy: 3, idle: 2, newidle: 0 },
+            },
         },
         // include/linux/topology.h SD_MC_INIT: min 1, max 4, busy_factor 64, imbalance_pct 125,
         // balance_interval 1.
@@ -633,8 +656,9 @@ pub const PROFILE_2_6_32: KernelProfile = KernelProfile {
             groups_prefer_sibling: PreferSibling::Never,
         },
         // arch/x86/include/asm/topology.h SD_NODE_INIT: min_interval 8, max_interval 32,
-        // busy_factor 32, imbalance_pct 125, balance_interval 1; 1*SD_BALANCE_EXEC,
-        // 1*SD_BALANCE_FORK, 0*SD_BALANCE_WAKE, 1*SD_WAKE_AFFINE.
+        // busy_factor 32, imbalance_pct 125, cache_nice_tries SD_CACHE_NICE_TRIES (2 on x86-64),
+        // balance_interval 1; 1*SD_BALANCE_EXEC, 1*SD_BALANCE_FORK, 0*SD_BALANCE_WAKE,
+        // 1*SD_WAKE_AFFINE; kernel/sched.c: sched_domain_node_span() over SD_NODES_PER_DOMAIN.
         numa: NumaDomain {
             levels: NumaLevels::NodeSpan16,
             intervals: DomainIntervals::Fixed { min_ms: 8.0, max_ms: 32.0, initial_ms: 1.0 },

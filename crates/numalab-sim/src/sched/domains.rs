@@ -44,7 +44,8 @@ pub struct Domain {
     /// child domain", `update_sd_lb_stats()`): `sd_init()` sets it on every level and clears it
     /// on NUMA levels, so it holds at the first level above MC (MC's groups only with SMT).
     pub groups_prefer_sibling: bool,
-    /// v3.13 `busy_idx` / `idle_idx` / `newidle_idx` (all 0 where the balancer reads PELT sums).
+    /// v2.6.32 / v3.13 `busy_idx` / `idle_idx` / `newidle_idx` (all 0 where the balancer reads
+    /// PELT sums).
     pub load_idx: LoadIdx,
 }
 
@@ -75,8 +76,8 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
     let group_of = groups(&span_of, &core_span);
     let rules = &kernel.profile().sched;
     let (mc_idx, numa_idx) = match rules.load.balance {
-        BalanceSignals::CpuLoadIndex { mc, numa } => (mc, numa),
-        BalanceSignals::QueuedWeight | BalanceSignals::LoadUtilRunnable => {
+        BalanceSignals::CpuLoadIndex { mc, numa } | BalanceSignals::QueuedWeightIndex { mc, numa } => (mc, numa),
+        BalanceSignals::LoadUtilRunnable => {
             let none = LoadIdx { busy: 0, idle: 0, newidle: 0 };
             (none, none)
         }

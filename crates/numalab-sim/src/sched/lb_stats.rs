@@ -140,12 +140,50 @@ pub(super) fn busiest_313(groups: &[LbStats], d: &Domain, idle: Idle) -> Option<
     Some((b, Migration::Load(imbalance_313(local, busiest, capacity(&busiest), sds_avg))))
 }
 
+/// v2.6.32 `find_busiest_group()` and `calculate_imbalance()` (`kernel/sched.c`): as v3.13 but
+/// `update_sd_lb_stats()` lowers every group's capacity to one under a child's
+/// `SD_PREFER_SIBLING` whatever the local group holds, no newly-idle `force` and no `CPU_IDLE`
+/// case (`imbalance_pct` decides in every state), balanced when the busiest group's `avg_load`
+/// is not above its load per task, and `max_pull = min(max_load - avg_load, max_load -
+/// busiest_load_per_task)`.
+pub(super) fn busiest_2632(groups: &[LbStats], d: &Domain) -> Option<(usize, Migration)> {
+    let local = groups[0];
+    let capacity = |g: &LbStats| if d.groups_prefer_sibling { g.g.cores.min(1) } else { g.g.cores };
+    let mut busiest: Option<usize> = None;
+    for (i, g) in groups.iter().enumerate().skip(1) {
+        let best = busiest.map_or(0, |b| groups[b].avg_load);
+        if g.avg_load > best && g.g.nr > capacity(g) {
+            busiest = Some(i);
+        }
+    }
+    let b = busiest?;
+    let busiest = groups[b];
+    if busiest.g.nr == 0 || local.avg_load >= busiest.avg_load {
+        return None;
+    }
+    let sds_avg = domain_avg_load(groups);
+    if local.avg_load >= sds_avg || 100 * busiest.avg_load <= d.imbalance_pct as u64 * local.avg_load {
+        return None;
+    }
+    let blpt = busiest.load_per_task();
+    if busiest.avg_load <= blpt {
+        return None;
+    }
+    let small = |imb: u64| fix_small_imbalance(local, busiest, false).unwrap_or(imb);
+    if busiest.avg_load < sds_avg {
+        return Some((b, Migration::Load(small(0))));
+    }
+    let max_pull = (busiest.avg_load - sds_avg).min(busiest.avg_load - blpt);
+    let imb = (max_pull * busiest.capacity()).min((sds_avg - local.avg_load) * local.capacity()) / CAPACITY;
+    Some((b, Migration::Load(if imb < blpt { small(imb) } else { imb })))
+}
+
 /// v3.13 `calculate_imbalance()`: `max_pull = min(busiest avg_load - domain avg_load, load above
 /// capacity)`, the imbalance `min(max_pull x busiest power, (domain avg - local avg) x local
 /// power) / SCHED_POWER_SCALE`; below one task's load, `fix_small_imbalance()`.
 fn imbalance_313(local: LbStats, busiest: LbStats, busiest_capacity: usize, sds_avg: u64) -> u64 {
     if busiest.avg_load <= sds_avg || local.avg_load >= sds_avg {
-        return fix_small_imbalance(local, busiest).unwrap_or(0);
+        return fix_small_imbalance(local, busiest, true).unwrap_or(0);
     }
     // load_above_capacity = (sum_nr_running - group_capacity) x SCHED_LOAD_SCALE x
     // SCHED_POWER_SCALE / group_power.
@@ -153,7 +191,7 @@ fn imbalance_313(local: LbStats, busiest: LbStats, busiest_capacity: usize, sds_
     let max_pull = (busiest.avg_load - sds_avg).min(above);
     let imb = (max_pull * busiest.capacity()).min((sds_avg - local.avg_load) * local.capacity()) / CAPACITY;
     if imb < busiest.load_per_task() {
-        return fix_small_imbalance(local, busiest).unwrap_or(imb);
+        return fix_small_imbalance(local, busiest, true).unwrap_or(imb);
     }
     imb
 }
@@ -161,8 +199,10 @@ fn imbalance_313(local: LbStats, busiest: LbStats, busiest_capacity: usize, sds_
 /// v3.13 `fix_small_imbalance()`: one of the busiest group's tasks (`load_per_task`) when that
 /// brings the two groups closer, or when it raises the power used; None leaves the imbalance as
 /// it was. An empty local group takes the destination CPU's `cpu_avg_load_per_task()`, 0 here
-/// (an idle CPU has no queued load).
-fn fix_small_imbalance(mut local: LbStats, busiest: LbStats) -> Option<u64> {
+/// (an idle CPU has no queued load). `scaled`: v3.13 scales the busiest group's load per task by
+/// its power in the first test; v2.6.32 compares `max_load - this_load + busiest_load_per_task
+/// >= busiest_load_per_task x imbn` unscaled.
+fn fix_small_imbalance(mut local: LbStats, busiest: LbStats, scaled: bool) -> Option<u64> {
     let mut imbn = 2;
     let local_lpt = if local.g.nr == 0 {
         0
@@ -173,8 +213,8 @@ fn fix_small_imbalance(mut local: LbStats, busiest: LbStats) -> Option<u64> {
         local.load_per_task()
     };
     let blpt = busiest.load_per_task();
-    let scaled = blpt * CAPACITY / busiest.capacity();
-    if busiest.avg_load + scaled >= local.avg_load + scaled * imbn {
+    let step = if scaled { blpt * CAPACITY / busiest.capacity() } else { blpt };
+    if busiest.avg_load + step >= local.avg_load + step * imbn {
         return Some(blpt);
     }
     // "we may be able to increase total CPU power used by moving them".
@@ -357,6 +397,32 @@ mod tests {
         let mut busiest = stats(3, 1, 3000, 0, 0);
         busiest.avg_load = 3000;
         assert_eq!(imbalance_313(local, busiest, 1, 2500), 1000);
+    }
+
+    #[test]
+    fn v2632_prefer_sibling_lowers_the_capacity_even_when_the_local_node_is_full() {
+        // NODE level, 2 CPUs a node, MC groups with SD_PREFER_SIBLING. Both nodes queue 2 tasks
+        // (weight 2048), the remote one's history reads higher (source_load 3072).
+        let node = |load: u64| {
+            let mut g = stats(2, 2, load, 0, 0);
+            g.weighted = 2048;
+            g.avg_load = load / 2;
+            g
+        };
+        let (local, busiest) = (node(2048), node(3072));
+        let mut d = test_domain(true);
+        d.groups_prefer_sibling = true;
+        d.imbalance_pct = 110.0;
+        // v3.13 keeps the capacity (2 cores) while the local node has no free core: 2 tasks are
+        // not above it.
+        assert_eq!(busiest_313(&[local, busiest], &d, Idle::Busy), None);
+        // v2.6.32 lowers it to one. Domain avg 1280: max_pull = min(1536 - 1280, 1536 - 1024) =
+        // 256, imbalance min(256 x 2048, 256 x 2048) / 1024 = 512 < one task; fix_small_imbalance:
+        // 1536 + 1024 < 1024 + 2 x 1024 and no power gained (4096 both), so 512 stays.
+        assert_eq!(busiest_2632(&[local, busiest], &d), Some((1, Migration::Load(512))));
+        // imbalance_pct decides whatever the CPU's state: 100 x 1536 <= 150 x 1024.
+        d.imbalance_pct = 150.0;
+        assert_eq!(busiest_2632(&[local, busiest], &d), None);
     }
 
     #[test]

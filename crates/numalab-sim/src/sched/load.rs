@@ -267,12 +267,13 @@ impl Sched {
     /// moves toward it by `1/2^i` a tick, rounded up while the load rises. The load of every
     /// jiffy since the last call is the one at `now_s` (the engine balances at epoch ends, a few
     /// ms apart at most); for an idle CPU that is `decay_load_missed()`'s zero load.
-    pub(super) fn tick_cpu_load(&mut self, now_s: f64, sig: &[CpuSig]) {
+    /// `loads`: each CPU's `weighted_cpuload()` now (v2.6.32 `update_cpu_load()` applies the same
+    /// arithmetic to `rq->load.weight`).
+    pub(super) fn tick_cpu_load(&mut self, now_s: f64, loads: &[u64]) {
         let jiffy = (now_s * super::HZ).floor().max(0.0) as u64;
         let pending = jiffy.saturating_sub(self.cpu_load_jiffy).min(MAX_PENDING_TICKS);
         self.cpu_load_jiffy = self.cpu_load_jiffy.max(jiffy);
-        for (cl, s) in self.cpu_load_idx.iter_mut().zip(sig) {
-            let this_load = s.runnable_load;
+        for (cl, &this_load) in self.cpu_load_idx.iter_mut().zip(loads) {
             for _ in 0..pending {
                 cl[0] = this_load;
                 for (i, v) in cl.iter_mut().enumerate().take(CPU_LOAD_IDX_MAX).skip(1) {
@@ -300,20 +301,20 @@ impl Sched {
         }
     }
 
-    /// `weighted_cpuload()` as the balancer reads it: v3.13 `runnable_load_avg`; under
-    /// `QueuedWeight`, NICE_0_LOAD per runnable task.
+    /// `weighted_cpuload()` as the balancer reads it: v3.13 `runnable_load_avg`; v2.6.32
+    /// (`QueuedWeightIndex`) `rq->load.weight`, NICE_0_LOAD per runnable task.
     pub(super) fn weighted_cpuload(&self, cpu: usize, sig: &[CpuSig], nr: &[usize]) -> u64 {
         match self.rules.load.balance {
-            BalanceSignals::QueuedWeight => nr[cpu] as u64 * CAPACITY,
+            BalanceSignals::QueuedWeightIndex { .. } => nr[cpu] as u64 * CAPACITY,
             BalanceSignals::CpuLoadIndex { .. } | BalanceSignals::LoadUtilRunnable => sig[cpu].runnable_load,
         }
     }
 
-    /// A thread's load as the balancer moves it (`task_h_load()`): its PELT load; under
-    /// `QueuedWeight`, NICE_0_LOAD.
+    /// A thread's load as the balancer moves it (`task_h_load()`): its PELT load; v2.6.32
+    /// (`QueuedWeightIndex`) its weight, NICE_0_LOAD.
     pub(super) fn balance_load(&self, tid: usize) -> u64 {
         match self.rules.load.balance {
-            BalanceSignals::QueuedWeight => CAPACITY,
+            BalanceSignals::QueuedWeightIndex { .. } => CAPACITY,
             BalanceSignals::CpuLoadIndex { .. } | BalanceSignals::LoadUtilRunnable => self.pelt_load(tid).unwrap_or(0),
         }
     }

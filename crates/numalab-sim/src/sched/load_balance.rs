@@ -32,11 +32,13 @@ impl Sched {
     /// every CPU whose interval has passed. Returns the threads moved.
     pub fn balance(&mut self, now_s: f64, live: &[bool]) -> Vec<usize> {
         self.account(now_s, live);
-        if let BalanceSignals::CpuLoadIndex { .. } = self.rules.load.balance {
-            let sig = self.cpu_signals(now_s, live);
-            self.tick_cpu_load(now_s, &sig);
-        }
         let mut nr = self.nr_running(live, now_s);
+        if let BalanceSignals::CpuLoadIndex { .. } | BalanceSignals::QueuedWeightIndex { .. } = self.rules.load.balance
+        {
+            let sig = self.cpu_signals(now_s, live);
+            let loads: Vec<u64> = (0..nr.len()).map(|c| self.weighted_cpuload(c, &sig, &nr)).collect();
+            self.tick_cpu_load(now_s, &loads);
+        }
         let mut moved = Vec::new();
         let ncpu = nr.len();
         for cpu in 0..ncpu {
@@ -168,7 +170,7 @@ impl Sched {
                 let weighted = sum(&|c| self.weighted_cpuload(c, sig, nr));
                 let mut st = LbStats { g, load: 0, util, weighted, avg_load: 0, kind: 0 };
                 match self.rules.load.balance {
-                    BalanceSignals::CpuLoadIndex { .. } | BalanceSignals::QueuedWeight => {
+                    BalanceSignals::CpuLoadIndex { .. } | BalanceSignals::QueuedWeightIndex { .. } => {
                         st.load = sum(&|c| self.biased_load(c, idx, sig, nr, id == 0));
                         st.avg_load = st.load * CAPACITY / st.capacity();
                     }
@@ -194,14 +196,19 @@ impl Sched {
         let mut best: Option<(usize, u64)> = None;
         for &c in cpus {
             let key = match (self.rules.busiest_group, m) {
-                (BusiestGroup::Capacity, Migration::Load(imb)) | (BusiestGroup::Capacity, Migration::Util(imb)) => {
+                (
+                    BusiestGroup::Capacity | BusiestGroup::CapacityPerTaskPull,
+                    Migration::Load(imb) | Migration::Util(imb),
+                ) => {
                     let wl = self.weighted_cpuload(c, sig, nr);
                     if nr[c] == 1 && wl > imb {
                         continue;
                     }
                     wl
                 }
-                (BusiestGroup::Capacity, Migration::Task(_)) => self.weighted_cpuload(c, sig, nr),
+                (BusiestGroup::Capacity | BusiestGroup::CapacityPerTaskPull, Migration::Task(_)) => {
+                    self.weighted_cpuload(c, sig, nr)
+                }
                 (BusiestGroup::GroupType, Migration::Load(imb)) => {
                     if nr[c] == 0 || (nr[c] == 1 && sig[c].load > imb) {
                         continue;
@@ -247,6 +254,7 @@ impl Sched {
         let d = &self.domains[l];
         let found = match self.rules.busiest_group {
             BusiestGroup::Capacity => lb_stats::busiest_313(&stats, d, idle),
+            BusiestGroup::CapacityPerTaskPull => lb_stats::busiest_2632(&stats, d),
             BusiestGroup::GroupType => lb_stats::busiest_6(&stats, d, l == 0, idle),
         };
         let Some((b, m)) = found else {
@@ -319,7 +327,8 @@ impl Sched {
                 Migration::Load(_) => {
                     let skip = match self.rules.busiest_group {
                         // v3.13 move_tasks(): "if ((load / 2) > env->imbalance) goto next;"
-                        BusiestGroup::Capacity => (load / 2) as i64 > left,
+                        // (v2.6.32 balance_tasks(): "(p->se.load.weight >> 1) > rem_load_move").
+                        BusiestGroup::Capacity | BusiestGroup::CapacityPerTaskPull => (load / 2) as i64 > left,
                         // v6.13 detach_tasks(): max(task_h_load(p), 1), relaxed by
                         // shr_bound(load, nr_balance_failed).
                         BusiestGroup::GroupType => (load.max(1) >> failed.min(63)) as i64 > left,
@@ -329,7 +338,7 @@ impl Sched {
                         continue;
                     }
                     match self.rules.busiest_group {
-                        BusiestGroup::Capacity => load as i64,
+                        BusiestGroup::Capacity | BusiestGroup::CapacityPerTaskPull => load as i64,
                         BusiestGroup::GroupType => load.max(1) as i64,
                     }
                 }
@@ -450,7 +459,7 @@ mod tests {
         let mut s = sched(Kernel::V3_13);
         let mut sig = vec![CpuSig::default(); 4];
         sig[0].runnable_load = 2046;
-        s.tick_cpu_load(2.0 / HZ, &sig);
+        s.tick_cpu_load(2.0 / HZ, &[2046, 0, 0, 0]);
         // idx 1: (0 + 2047) >> 1 = 1023, then (1023 + 2047) >> 1 = 1535; idx 2: (0 + 2049) >> 2 =
         // 512, then (512 x 3 + 2049) >> 2 = 896.
         assert_eq!(s.cpu_load_idx[0][..3], [2046, 1535, 896]);
@@ -460,11 +469,33 @@ mod tests {
         assert_eq!(s.biased_load(0, 2, &sig, &nr, true), 2046);
         assert_eq!(s.biased_load(0, 0, &sig, &nr, false), 2046);
         // The same jiffy again changes nothing; the load leaving decays the history.
-        s.tick_cpu_load(2.5 / HZ, &sig);
+        s.tick_cpu_load(2.5 / HZ, &[2046, 0, 0, 0]);
         assert_eq!(s.cpu_load_idx[0][1], 1535);
         sig[0].runnable_load = 0;
-        s.tick_cpu_load(3.0 / HZ, &sig);
+        s.tick_cpu_load(3.0 / HZ, &[0; 4]);
         assert_eq!(s.cpu_load_idx[0][..3], [0, 767, 672]);
         assert_eq!(s.biased_load(0, 2, &sig, &[0; 4], true), 767);
+    }
+
+    #[test]
+    fn v2632_balances_on_the_decayed_history_of_the_queued_weight() {
+        // kernel/sched.c update_cpu_load(): the same decay over rq->load.weight, NICE_0_LOAD
+        // per queued task whatever its PELT average (2.6.32 has none).
+        let mut s = sched(Kernel::V2_6_32);
+        let mut sig = vec![CpuSig::default(); 4];
+        sig[0].runnable_load = 700;
+        let nr = [2, 0, 0, 0];
+        assert_eq!(s.weighted_cpuload(0, &sig, &nr), 2048);
+        s.tick_cpu_load(2.0 / HZ, &[2048, 0, 0, 0]);
+        // idx 1: (0 + 2049) >> 1 = 1024, then (1024 + 2049) >> 1 = 1536; idx 2: (0 + 2051) >> 2
+        // = 512, then (512 x 3 + 2051) >> 2 = 896.
+        assert_eq!(s.cpu_load_idx[0][..3], [2048, 1536, 896]);
+        // SD_NODE_INIT busy_idx 3: a busy CPU sees the remote CPU by source_load(cpu, 3) =
+        // min(cpu_load[2], weighted_cpuload()), not the 2048 queued now.
+        assert_eq!(s.biased_load(0, 3, &sig, &nr, false), 896);
+        assert_eq!(s.biased_load(0, 3, &sig, &nr, true), 2048);
+        let node = s.domains.iter().find(|d| d.numa).unwrap();
+        assert_eq!((node.load_idx.busy, node.load_idx.idle, node.load_idx.newidle), (3, 2, 0));
+        assert_eq!(s.domains[0].load_idx.busy, 2);
     }
 }

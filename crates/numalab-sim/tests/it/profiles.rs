@@ -151,6 +151,12 @@ fn the_2_6_32_profile_builds_one_node_level_that_balances_fork_exec_and_wakeups_
     assert!(node.balance_fork_exec && node.wake_affine);
     assert_eq!((node.min_interval_ms(0), node.max_interval_ms(0), node.init_interval_ms(0)), (8.0, 32.0, 1.0));
     assert_eq!((node.busy_factor, node.imbalance_pct), (32.0, 125.0));
+    // SD_NODE_INIT: busy_idx 3, idle_idx SD_IDLE_IDX (2 on x86-64), newidle_idx 0,
+    // cache_nice_tries SD_CACHE_NICE_TRIES (2); SD_MC_INIT: busy_idx 2, cache_nice_tries 1.
+    let idx = node.load_idx;
+    assert_eq!((idx.busy, idx.idle, idx.newidle, node.cache_nice_tries), (3, 2, 0, 2));
+    let mc = &s.domains()[0];
+    assert_eq!((mc.load_idx.busy, mc.load_idx.idle, mc.load_idx.newidle, mc.cache_nice_tries), (2, 0, 0, 1));
 }
 
 #[test]
