@@ -52,7 +52,9 @@ def section(data: ReportData) -> Section | None:
 
 
 def _mean(rows: Any, col: str) -> float | None:
-    values = rows[col].dropna() if col in rows else []
+    if col not in rows:
+        return None
+    values = rows[col].dropna()
     return float(values.mean()) if len(values) else None
 
 
