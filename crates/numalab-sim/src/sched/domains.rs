@@ -198,7 +198,9 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
             imb_numa_nr,
             // the groups are MC domains, which carry SD_PREFER_SIBLING (at the first NUMA level
             // only) from the degenerate CPU (package) level above them (SD_CPU_INIT:
-            // 1*SD_PREFER_SIBLING; sd_parent_degenerate() transfers it down, kernel/sched/core.c)
+            // 1*SD_PREFER_SIBLING; sd_parent_degenerate() transfers it down, kernel/sched/core.c;
+            // v2.6.32's MC sets it itself: include/linux/topology.h SD_MC_INIT,
+            // include/linux/sched.h sd_balance_for_mc_power())
             groups_prefer_sibling: k == 0,
             load_idx: numa_idx,
         };
