@@ -3,8 +3,8 @@ process time per scenario (case) and configuration, and every process's slowdown
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from html import escape
 from typing import Any
 
 from numalab.report.data import ReportData
@@ -72,9 +72,5 @@ def html(s: Section) -> str:
     out = ['<h2 id="corun">Co-runs: fairness</h2><p class="meta">Slowdown of a process = its time in the co-run / its time '
            "alone on the same machine and placement (docs/corun.md §4).</p>"]
     for g, digits in [*s.figures, *((g, 3) for g in s.slowdowns)]:
-        head = "".join(f'<th scope="col">{escape(c)}</th>' for c in g.cols)
-        rows = "".join(f'<tr><th scope="row">{escape(r)}</th>{"".join(f"<td>{_fmt(v, digits)}</td>" for v in row)}</tr>'
-                       for r, row in zip(g.rows, g.cells))
-        out.append(f'<table class="counters"><caption>{escape(g.title)}</caption><thead><tr><th>{escape(g.corner)}</th>{head}</tr>'
-                   f"</thead><tbody>{rows}</tbody></table>")
+        out.append(g.html(functools.partial(_fmt, digits=digits)))
     return "".join(out)

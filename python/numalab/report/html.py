@@ -188,11 +188,7 @@ def _pages(c: Content) -> str:
 
 def _counters_table(g: Grid) -> str:
     """Final vmstat counts, with thousands separators: they run to tens of millions of pages."""
-    head = "".join(f'<th scope="col">{escape(n)}</th>' for n in g.cols)
-    rows = "".join(f'<tr><th scope="row">{escape(r)}</th>{"".join(f"<td>{int(v):,}</td>" for v in cells)}</tr>'
-                   for r, cells in zip(g.rows, g.cells))
-    return (f'<table class="counters"><caption>{escape(g.title)}</caption><thead><tr><th>{escape(g.corner)}</th>{head}</tr></thead>'
-            f"<tbody>{rows}</tbody></table>")
+    return g.html(lambda v: f"{int(v):,}")
 
 
 def _timelines(c: Content) -> str:

@@ -92,9 +92,5 @@ def markdown(s: Section, text: Any) -> list[str]:
 def html(s: Section) -> str:
     out = [f'<h2 id="mapping">Data mapping</h2><p class="meta">{escape(NOTE)}</p>']
     for g in _grids(s):
-        head = "".join(f'<th scope="col">{escape(c)}</th>' for c in g.cols)
-        rows = "".join(f'<tr><th scope="row">{escape(r)}</th>{"".join(f"<td>{_fmt(v)}</td>" for v in row)}</tr>'
-                       for r, row in zip(g.rows, g.cells))
-        out.append(f'<table class="counters"><caption>{escape(g.title)}</caption><thead><tr><th>{escape(g.corner)}</th>{head}</tr>'
-                   f"</thead><tbody>{rows}</tbody></table>")
+        out.append(g.html(_fmt))
     return "".join(out)

@@ -7,7 +7,8 @@ import json
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from html import escape
+from typing import Any, Callable
 
 from numalab import counters
 from numalab.exceptions import NumalabError
@@ -27,6 +28,14 @@ class Grid:
     rows: list[str]
     cols: list[str]
     cells: list[list[Any]]
+
+    def html(self, cell: Callable[[Any], str]) -> str:
+        """The grid as an HTML table of class ``counters``, each value written by ``cell``."""
+        head = "".join(f'<th scope="col">{escape(c)}</th>' for c in self.cols)
+        rows = "".join(f'<tr><th scope="row">{escape(r)}</th>{"".join(f"<td>{cell(v)}</td>" for v in row)}</tr>'
+                       for r, row in zip(self.rows, self.cells))
+        return (f'<table class="counters"><caption>{escape(self.title)}</caption><thead><tr><th>{escape(self.corner)}</th>{head}</tr>'
+                f"</thead><tbody>{rows}</tbody></table>")
 
 
 #: What each time a study may compare is (study/model.py: Study.compare_time), as the report says it.

@@ -436,23 +436,14 @@ mod tests {
     }
 
     fn test_domain(numa: bool) -> Domain {
-        let mut d = super::super::domains::build(&two_node_machine(), crate::input::Kernel::V6_13)
-            .into_iter()
-            .find(|d| d.numa == numa)
-            .unwrap();
+        let mut d = super::super::domains::build(
+            &crate::sched::test_machines::two_nodes_of_two_cores(),
+            crate::input::Kernel::V6_13,
+        )
+        .into_iter()
+        .find(|d| d.numa == numa)
+        .unwrap();
         d.imb_numa_nr = 0;
         d
-    }
-
-    fn two_node_machine() -> numalab_model::Machine {
-        let spec = r#"{"name": "2n", "description": "two nodes of two cores",
-            "topology": {"packages": 2, "nodes_per_package": 1, "cores_per_node": 2},
-            "memory": {"node_gib": 1},
-            "distances": [[10,21],[21,10]],
-            "latency": {"local_ns": 100},
-            "bandwidth": {"node_gbps": 10},
-            "links": [{"nodes": [0,1], "gbps": 6}],
-            "core": {"frequency_ghz": 2.0, "mlp": 10}}"#;
-        numalab_model::MachineSpec::from_json(spec).unwrap().resolve().unwrap()
     }
 }

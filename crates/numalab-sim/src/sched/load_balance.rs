@@ -434,15 +434,7 @@ mod tests {
     use crate::input::{Kernel, Placement, Places, ProcBind};
 
     fn sched(kernel: Kernel) -> Sched {
-        let spec = r#"{"name": "2n", "description": "two nodes of two cores",
-            "topology": {"packages": 2, "nodes_per_package": 1, "cores_per_node": 2},
-            "memory": {"node_gib": 1},
-            "distances": [[10,21],[21,10]],
-            "latency": {"local_ns": 100},
-            "bandwidth": {"node_gbps": 10},
-            "links": [{"nodes": [0,1], "gbps": 6}],
-            "core": {"frequency_ghz": 2.0, "mlp": 10}}"#;
-        let m = numalab_model::MachineSpec::from_json(spec).unwrap().resolve().unwrap();
+        let m = crate::sched::test_machines::two_nodes_of_two_cores();
         let p = Placement {
             policy: numalab_model::MemPolicy::new(numalab_model::PolicyMode::Default, Default::default()).unwrap(),
             cpus: None,

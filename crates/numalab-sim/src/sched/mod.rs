@@ -20,6 +20,23 @@ mod noise;
 pub mod pelt;
 mod wake;
 
+/// Machines the scheduler's unit tests share.
+#[cfg(test)]
+pub(crate) mod test_machines {
+    /// Two nodes of two cores each, distance 21.
+    pub fn two_nodes_of_two_cores() -> numalab_model::Machine {
+        let spec = r#"{"name": "2n", "description": "two nodes of two cores",
+            "topology": {"packages": 2, "nodes_per_package": 1, "cores_per_node": 2},
+            "memory": {"node_gib": 1},
+            "distances": [[10,21],[21,10]],
+            "latency": {"local_ns": 100},
+            "bandwidth": {"node_gbps": 10},
+            "links": [{"nodes": [0,1], "gbps": 6}],
+            "core": {"frequency_ghz": 2.0, "mlp": 10}}"#;
+        numalab_model::MachineSpec::from_json(spec).unwrap().resolve().unwrap()
+    }
+}
+
 use numalab_model::{CpuSet, Machine};
 
 use crate::input::{Kernel, Placement, Places, ProcBind};
