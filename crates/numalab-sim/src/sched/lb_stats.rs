@@ -108,16 +108,7 @@ pub(super) fn busiest_313(groups: &[LbStats], d: &Domain, idle: Idle) -> Option<
             g.g.cores
         }
     };
-    // update_sd_pick_busiest(): a strictly higher avg_load than the busiest so far (0 at the
-    // start) and more tasks than its capacity.
-    let mut busiest: Option<usize> = None;
-    for (i, g) in groups.iter().enumerate().skip(1) {
-        let best = busiest.map_or(0, |b| groups[b].avg_load);
-        if g.avg_load > best && g.g.nr > capacity(g) {
-            busiest = Some(i);
-        }
-    }
-    let b = busiest?;
+    let b = pick_busiest(groups, capacity)?;
     let busiest = groups[b];
     if busiest.g.nr == 0 {
         return None;
@@ -140,6 +131,20 @@ pub(super) fn busiest_313(groups: &[LbStats], d: &Domain, idle: Idle) -> Option<
     Some((b, Migration::Load(imbalance_313(local, busiest, capacity(&busiest), sds_avg))))
 }
 
+/// `update_sd_pick_busiest()` of v3.13 and v2.6.32: the first group (after the local one) with a
+/// strictly higher `avg_load` than the busiest so far (0 at the start) and more tasks than its
+/// capacity.
+fn pick_busiest(groups: &[LbStats], capacity: impl Fn(&LbStats) -> usize) -> Option<usize> {
+    let mut busiest: Option<usize> = None;
+    for (i, g) in groups.iter().enumerate().skip(1) {
+        let best = busiest.map_or(0, |b| groups[b].avg_load);
+        if g.avg_load > best && g.g.nr > capacity(g) {
+            busiest = Some(i);
+        }
+    }
+    busiest
+}
+
 /// v2.6.32 `find_busiest_group()` and `calculate_imbalance()` (`kernel/sched.c`): as v3.13 but
 /// `update_sd_lb_stats()` lowers every group's capacity to one under a child's
 /// `SD_PREFER_SIBLING` whatever the local group holds, no newly-idle `force` and no `CPU_IDLE`
@@ -149,14 +154,7 @@ pub(super) fn busiest_313(groups: &[LbStats], d: &Domain, idle: Idle) -> Option<
 pub(super) fn busiest_2632(groups: &[LbStats], d: &Domain) -> Option<(usize, Migration)> {
     let local = groups[0];
     let capacity = |g: &LbStats| if d.groups_prefer_sibling { g.g.cores.min(1) } else { g.g.cores };
-    let mut busiest: Option<usize> = None;
-    for (i, g) in groups.iter().enumerate().skip(1) {
-        let best = busiest.map_or(0, |b| groups[b].avg_load);
-        if g.avg_load > best && g.g.nr > capacity(g) {
-            busiest = Some(i);
-        }
-    }
-    let b = busiest?;
+    let b = pick_busiest(groups, capacity)?;
     let busiest = groups[b];
     if busiest.g.nr == 0 || local.avg_load >= busiest.avg_load {
         return None;
