@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from numalab.exceptions import NumalabError, UsageError
 from numalab.results import agent as records
@@ -284,8 +284,7 @@ def run(
                 proc = subprocess.Popen(args, env={**os.environ, **omp_env(placement)}, stdout=theirs)
             finally:
                 os.close(theirs)
-            output = Tail(ours, STDOUT[stdout])
-            code, interrupted = _wait(proc, kill_grace_s)
+            code, interrupted, output = _wait(proc, kill_grace_s, lambda: Tail(ours, STDOUT[stdout]))
         if record is not None and out.exists():
             keep_records(out, record)
         recs = records.read_records(out) if out.exists() else []
@@ -319,16 +318,19 @@ def check_knobs(read: dict[str, Any], expected: dict[str, int], root: Path) -> N
                            "refusing to measure (is another program changing them?)")
 
 
-def _wait(proc: subprocess.Popen, grace_s: float) -> tuple[int, bool]:
-    """Wait for the agent. SIGINT (Ctrl-C, or kill -INT) is passed on to the agent, which passes it
-    to the command's group and kills the group after the grace period; the wait then goes on for
-    the command's status. Any other exception (SIGTERM, SIGHUP as :class:`Terminated`) is passed on
-    the same way before it propagates; an agent still there after the grace period is killed."""
+def _wait(proc: subprocess.Popen, grace_s: float, tail: Callable[[], Tail]) -> tuple[int, bool, Tail]:
+    """Start reading the command's output (``tail``), then wait for the agent. SIGINT (Ctrl-C, or
+    kill -INT) is passed on to the agent, which passes it to the command's group and kills the
+    group after the grace period; the wait then goes on for the command's status. Any other
+    exception (SIGTERM, SIGHUP as :class:`Terminated`) is passed on the same way before it
+    propagates; an agent still there after the grace period is killed. A signal that comes while
+    the output reader starts is handled the same way: the agent is already running."""
     interrupted = False
     try:
+        output = tail()
         while True:
             try:
-                return proc.wait(), interrupted
+                return proc.wait(), interrupted, output
             except KeyboardInterrupt:
                 interrupted = True
                 proc.send_signal(signal.SIGINT)

@@ -263,6 +263,13 @@ class Case:
     agree_pct: float | None = None
 
     @property
+    def full_fraction(self) -> float:
+        """The share of its peak pages the guest's process must hold for a sample to count as
+        "after first touch": a sample taken while the last pages are being touched must not
+        differ from the simulator's by more than half the agreement bound."""
+        return 0.99 if self.agree_pct is None else 1 - self.agree_pct / 200
+
+    @property
     def sched(self) -> bool:
         """A scheduler case: its thread figures are printed."""
         return self.workload == "barrier"
@@ -422,11 +429,11 @@ class Comparison:
 
 # ---- the two sides -------------------------------------------------------------------------
 
-def _complete(series: list[list[int]]) -> tuple[list[int], list[int]]:
-    """The first and the last sample in which the process had (99% of) all the pages it ever had:
-    after first touch, and after the run but before the command frees its arrays and exits."""
+def _complete(series: list[list[int]], full_fraction: float = 0.99) -> tuple[list[int], list[int]]:
+    """The first and the last sample in which the process had (``full_fraction`` of) all the pages
+    it ever had: after first touch, and after the run but before the command frees its arrays and exits."""
     peak = max((sum(s) for s in series), default=0)
-    full = [s for s in series if sum(s) >= 0.99 * peak] or series[-1:]
+    full = [s for s in series if sum(s) >= full_fraction * peak] or series[-1:]
     return full[0], full[-1]
 
 
@@ -473,7 +480,7 @@ def ramdisk_pages(sample: dict[str, Any], nodes: list[int]) -> list[int]:
     return anon_pages({"mappings": [{**m, "kind": "ramdisk"} for m in sample.get("mappings") or [] if m.get("file") == ramdisk.DEVICE]}, nodes)
 
 
-def vm_side(out: vm_run.VmOutput, doc: dict[str, Any], pages: str = "anon") -> Side:
+def vm_side(out: vm_run.VmOutput, doc: dict[str, Any], pages: str = "anon", full_fraction: float = 0.99) -> Side:
     from numalab.results.agent import parse_records
 
     nodes = doc["pages"]["nodes"]
@@ -483,7 +490,7 @@ def vm_side(out: vm_run.VmOutput, doc: dict[str, Any], pages: str = "anon") -> S
     if not series:
         raise UsageError("the guest's agent took no sample of the command's pages (it ended too soon: raise --reps or --n)")
     tiers = len(doc["vm"].get("memory_tiers", {}).get("tiers") or {}) or 1
-    return Side(*_complete(series), _counters(doc), threads_of(doc), tiers)
+    return Side(*_complete(series, full_fraction), _counters(doc), threads_of(doc), tiers)
 
 
 def _counters(doc: dict[str, Any]) -> dict[str, int]:
@@ -567,7 +574,7 @@ def compare(
         doc = vm_run.document(out)
         if doc["status"] != "ok":
             raise vm_run.GuestCommandError(f"vm check {case.name}: the guest's {case.workload} failed ({doc['error']}): {out.text('stderr').strip()[-300:]}")
-        sides.append(vm_side(out, doc, case.pages))
+        sides.append(vm_side(out, doc, case.pages, case.full_fraction))
         first = first or (out, doc)
     assert first is not None  # runs >= 1
     out, doc = first
