@@ -129,6 +129,23 @@ def test_advisor_does_not_recommend_parallel_initialisation_for_shared_data(tmp_
     assert "region-interleave" in {r.kind for r in a.remedies}
 
 
+def test_advise_simulates_each_distinct_run_once_and_its_result_does_not_depend_on_jobs(monkeypatch):
+    spec = dgemv("serial", threads=4, n=1024).updated(params={"init": "serial", "n": 1024, "reps": 2, "threads": 4})
+    planned: list[int] = []
+    simulated: list[object] = []
+    real = runner.run
+    monkeypatch.setattr(runner, "run", lambda b: simulated.append(b) or real(b))
+    a = adv.advise(spec, corners=False, jobs=1, on_plan=planned.append)
+    # THP never changes nothing the engine sees when no region is marked MADV_HUGEPAGE (6.13's
+    # default is madvise): it is the run as given, simulated once, and its speedup is exactly 1.
+    never = next(r for r in a.remedies if r.name == "transparent huge pages never")
+    assert never.speedup == 1.0 and never.time_s == a.base_time_s
+    # The run as given plus every remedy but THP never; the progress bar counts them all.
+    assert len(simulated) == sum(planned) == len(a.remedies)
+    b = adv.advise(spec, corners=False, jobs=3)
+    assert json.dumps(b.to_json(), sort_keys=True) == json.dumps(a.to_json(), sort_keys=True)
+
+
 def test_advise_cli_json_text_and_report(tmp_path):
     cli = CliRunner()
     args = ["advise", "--machine", MACHINE, "--workload", "dgemv", "--n", "1024", "--reps", "2", "--threads", "4",

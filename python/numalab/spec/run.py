@@ -308,13 +308,24 @@ class RunSpec:
     def bind(self, machine: Machine | None = None, adjust_workload: Any = None) -> "BoundRun":
         """Resolve machine and workload and let the engine check every rule. ``adjust_workload``
         may change the resolved workload first (``numalab sensitivity`` varies its estimates)."""
-        from numalab.workload import descriptor
-
         m = machine if machine is not None else load_machine(self.machine)
         if self.corun:
             from numalab.spec.corun_bind import bind_corun
 
             return bind_corun(self, m)  # type: ignore[return-value]
+        return self.bind_inputs(*self.engine_inputs(m, adjust_workload))
+
+    def bind_inputs(self, m: Machine, w: dict[str, Any], placement: dict[str, Any],
+                    region_policies: list[dict[str, Any] | None], config: dict[str, Any]) -> "BoundRun":
+        """The run of ``engine_inputs``' values, checked by the engine."""
+        return BoundRun(self, m, w, EngineRun(m, w, placement, region_policies, config))
+
+    def engine_inputs(self, m: Machine, adjust_workload: Any = None) -> tuple[
+            Machine, dict[str, Any], dict[str, Any], list[dict[str, Any] | None], dict[str, Any]]:
+        """Everything the engine is given for one workload (machine, resolved workload, placement,
+        region policies, settings): two runs with equal inputs give equal results, bit for bit."""
+        from numalab.workload import descriptor
+
         w = descriptor.resolve(self.workload, dict(self.params), version=self.npb_version)
         if adjust_workload is not None:
             adjust_workload(w)
@@ -328,7 +339,7 @@ class RunSpec:
                   "noise": self.noise, "explain_sched": self.explain_sched, "thp_madvised": madvised,
                   "omp_wait_policy": "unset" if self.omp_wait_policy == "default" else self.omp_wait_policy,
                   **({"latency_balanced": self.latbal_engine()} if self.latbal_engine() else {})}
-        return BoundRun(self, m, w, EngineRun(m, w, self.placement.engine(), region_policies, config))
+        return m, w, self.placement.engine(), region_policies, config
 
 
 def _region_policy(region: dict[str, Any]) -> dict[str, Any] | None:

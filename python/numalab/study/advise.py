@@ -9,15 +9,18 @@ corners of ``numalab sensitivity``), giving the speedup's range."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from numalab.runner import sim as runner
 from numalab.runner.mapping import mapping_doc
-from numalab.spec import RunSpec
+from numalab.spec import BoundRun, RunSpec
+from numalab.results.result import Result
+from numalab.spec.run import load_machine
 from numalab.study import sensitivity as sens
 from numalab.study import uncertainty as u
 
@@ -171,9 +174,12 @@ def _with(spec: RunSpec, config: str) -> RunSpec:
     return spec.with_config(config) if config else spec
 
 
-def _time(spec: RunSpec, adjust: Callable[[dict[str, Any]], None] | None, variant: sens.Variant) -> float | None:
+def _bound(spec: RunSpec, adjust: Callable[[dict[str, Any]], None] | None, variant: sens.Variant) -> tuple[str, BoundRun]:
+    """The run of ``spec`` with ``adjust`` under ``variant``, and a key of everything the engine
+    is given: runs with equal keys have equal results, so each is simulated once (a remedy that
+    changes nothing the engine sees, such as THP never when no region is marked MADV_HUGEPAGE)."""
     m_set, w_set = variant.for_run(spec)
-    machine = u.varied_machine(spec.machine, m_set) if m_set else None
+    machine = u.varied_machine(spec.machine, m_set) if m_set else load_machine(spec.machine)
     vary = u.workload_adjuster(w_set)
 
     def both(w: dict[str, Any]) -> None:
@@ -182,56 +188,96 @@ def _time(spec: RunSpec, adjust: Callable[[dict[str, Any]], None] | None, varian
         if adjust is not None:
             adjust(w)
 
-    r = runner.run(spec.bind(machine=machine, adjust_workload=both))
-    return r.time_s if r.status == "ok" else None
+    inputs = spec.engine_inputs(machine, both)
+    m, rest = inputs[0], inputs[1:]
+    key = hashlib.sha256(json.dumps([m.to_json(), *rest], sort_keys=True, default=repr).encode()).hexdigest()
+    return key, spec.bind_inputs(*inputs)
+
+
+class _Runs:
+    """Simulations on a pool of ``jobs`` threads (the engine releases the GIL), each distinct run
+    once; ``time`` waits for one run's time (None when the run failed)."""
+
+    def __init__(self, jobs: int, advance: Callable[[], None] | None, on_plan: Callable[[int], None] | None):
+        self.pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+        self.by_key: dict[str, Future[Result]] = {}
+        self.items: dict[tuple[int, str], Future[Result]] = {}
+        self.advance, self.on_plan = advance, on_plan
+        self.lock = threading.Lock()  # the progress bar is advanced from the pool's threads
+
+    def _done(self, _fut: "Future[Result]") -> None:
+        if self.advance:
+            with self.lock:
+                self.advance()
+
+    def submit(self, spec: RunSpec, r: Remedy | None, v: sens.Variant) -> None:
+        key, bound = _bound(_with(spec, r.config) if r is not None else spec, r.adjust if r is not None else None, v)
+        fut = self.by_key.get(key)
+        if fut is None:
+            fut = self.by_key[key] = self.pool.submit(runner.run, bound)
+            if self.on_plan:
+                self.on_plan(1)
+            fut.add_done_callback(self._done)
+        self.items[(id(r), v.name)] = fut
+
+    def result(self, r: Remedy | None, v: str) -> Result:
+        return self.items[(id(r), v)].result()
+
+    def time(self, r: Remedy | None, v: str) -> float | None:
+        fut = self.items.get((id(r), v))
+        if fut is None:
+            return None
+        res = fut.result()
+        return res.time_s if res.status == "ok" else None
 
 
 def advise(spec: RunSpec, corners: bool = True, jobs: int = 1, advance: Callable[[], None] | None = None,
            on_plan: Callable[[int], None] | None = None) -> Advice:
-    """Analyse ``spec``'s data mapping, simulate every remedy and rank them by speedup."""
+    """Analyse ``spec``'s data mapping, simulate every remedy and rank them by speedup.
+
+    Runs that need nothing from others (the run as given, its corners and the whole-run remedies)
+    start together; the region remedies follow the analysis of the run as given, and the ranges
+    of the best remedies follow their nominal runs."""
     bound = spec.bind()
-    base = runner.run(bound)
-    mapping = mapping_doc(bound, base.doc, times=False)
-    regions = costly_regions(mapping)
     bw = [n.get("bandwidth_gbps") for n in json.loads(bound.machine.to_json())["nodes"]]
     unequal = len({round(x, 3) for x in bw if x}) > 1
-    found = remedies(spec, bound.workload, regions, unequal)
+    whole = remedies(spec, bound.workload, [], unequal)
     params = sens.parameters([spec]) if corners else []
     nominal = sens.Variant("nominal")
     vs = [nominal]
     if params:
         vs += [sens.Variant("all-low", tuple((p, p.low) for p in params)), sens.Variant("all-high", tuple((p, p.high) for p in params))]
-    times: dict[tuple[int, str], float | None] = {(id(None), "nominal"): base.time_s if base.status == "ok" else None}
-    lock = threading.Lock()
+    runs = _Runs(jobs, advance, on_plan)
+    try:
+        for v in vs:
+            runs.submit(spec, None, v)
+        for r in whole:
+            runs.submit(spec, r, nominal)
+        base = runs.result(None, "nominal")
+        mapping = mapping_doc(bound, base.doc, times=False)
+        regions = costly_regions(mapping)
+        found = remedies(spec, bound.workload, regions, unequal)
+        # The whole-run remedies already started are the same objects in ``found``.
+        found = [r for r in found if r.region is not None] + whole
+        for r in found:
+            if r.region is not None:
+                runs.submit(spec, r, nominal)
 
-    def one(item: tuple[Remedy | None, sens.Variant]) -> None:
-        r, v = item
-        t = _time(_with(spec, r.config) if r is not None else spec, r.adjust if r is not None else None, v)
-        with lock:
-            times[(id(r), v.name)] = t
-            if advance:
-                advance()
+        def speedup(r: Remedy | None, v: str) -> float | None:
+            tb, tr = runs.time(None, v), runs.time(r, v)
+            return tb / tr if tb and tr else None
 
-    def run_all(items: list[tuple[Remedy | None, sens.Variant]]) -> None:
-        if on_plan:
-            on_plan(len(items))
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            list(pool.map(one, items))
-
-    run_all([(r, nominal) for r in found])
-
-    def speedup(r: Remedy | None, v: str) -> float | None:
-        tb, tr = times.get((id(None), v)), times.get((id(r), v))
-        return tb / tr if tb and tr else None
-
-    for r in found:
-        r.time_s, r.speedup = times[(id(r), "nominal")], speedup(r, "nominal")
-    best = sorted(found, key=lambda r: (-(r.speedup or 0.0), r.name))[:RANGED]
-    if len(vs) > 1:
-        run_all([(r, v) for v in vs[1:] for r in [None, *best]])
-    for r in found:
-        ups = [x for x in (speedup(r, v.name) for v in vs) if x is not None]
-        if any(r is b for b in best) and ups:
-            r.low, r.high = min(ups), max(ups)
+        for r in found:
+            r.time_s, r.speedup = runs.time(r, "nominal"), speedup(r, "nominal")
+        best = sorted(found, key=lambda r: (-(r.speedup or 0.0), r.name))[:RANGED]
+        for v in vs[1:]:
+            for r in best:
+                runs.submit(spec, r, v)
+        for r in found:
+            ups = [x for x in (speedup(r, v.name) for v in vs) if x is not None]
+            if any(r is b for b in best) and ups:
+                r.low, r.high = min(ups), max(ups)
+    finally:
+        runs.pool.shutdown(wait=True, cancel_futures=True)
     ranked = sorted(found, key=lambda r: (-(r.speedup or 0.0), r.name))
     return Advice(spec.machine, spec.workload, base.time_s, regions, ranked, [v.name for v in vs])
