@@ -114,6 +114,8 @@ pub struct SchedRules {
     pub wake_affine: WakeAffine,
     /// When the target's LLC has no idle core (`kernel/sched/fair.c: select_idle_sibling()`).
     pub idle_sibling: IdleSibling,
+    /// The order of a wake-up's choices (`select_task_rq_fair()` with `SD_BALANCE_WAKE`).
+    pub wake_order: WakeOrder,
     /// The busiest group and the imbalance (`kernel/sched/fair.c: find_busiest_group()`,
     /// `update_sd_pick_busiest()`, `calculate_imbalance()`).
     pub busiest_group: BusiestGroup,
@@ -287,6 +289,21 @@ pub enum IdleSibling {
     TargetCoreSibling,
     /// v6.13 `select_idle_cpu()`: the first idle CPU of the LLC after the target.
     FirstIdleInLlc,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum WakeOrder {
+    /// v2.6.32 `kernel/sched_fair.c: select_task_rq_fair()`: walking up from the waker's CPU,
+    /// the first `SD_WAKE_AFFINE` domain with a candidate decides. The candidate is the waker's
+    /// CPU when the domain spans `prev_cpu`; in an `SD_PREFER_SIBLING` domain (MC) it is
+    /// `prev_cpu` when that has no CFS task, else (or when `prev_cpu` is outside the span) the
+    /// first allowed CPU of the span with none. `wake_affine()`, on the waker's CPU against
+    /// `prev_cpu`, takes the candidate or keeps `prev_cpu`; no `select_idle_sibling()` follows.
+    CandidateThenAffine,
+    /// Later releases (3.13, 6.13; the 2.6.32.69 stable tree has it too): `wake_affine()` in
+    /// the lowest `SD_WAKE_AFFINE` domain spanning `prev_cpu` picks the waker's CPU or
+    /// `prev_cpu`, then `select_idle_sibling()` searches around that target (`idle_sibling`).
+    AffineThenIdleSibling,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -625,10 +642,13 @@ pub const PROFILE_2_6_32: KernelProfile = KernelProfile {
         // kernel/sched_fair.c: wake_affine(): balanced = !this_load || 100*(this_load +
         // effective_load()) <= imbalance*(load + effective_load()), load by source/target_load().
         wake_affine: WakeAffine::LoadBalanced,
-        // kernel/sched_fair.c: select_task_rq_fair(): in a SD_PREFER_SIBLING domain (MC:
-        // include/linux/sched.h sd_balance_for_mc_power()) prev_cpu if it is in the span with
-        // no CFS task, else the first CPU of the span with none, in CPU order.
+        // Not read: 2.6.32 has no select_idle_sibling() (wake_order below).
         idle_sibling: IdleSibling::FirstIdleInLlc,
+        // kernel/sched_fair.c: select_task_rq_fair(): "if (tmp->flags & SD_PREFER_SIBLING)" (MC:
+        // include/linux/sched.h sd_balance_for_mc_power()) prev_cpu if it has no CFS task, else
+        // the first allowed CPU of the span with none; "if (affine_sd && wake_affine(affine_sd,
+        // p, sync)) new_cpu = cpu;" else new_cpu stays prev_cpu (no level has SD_BALANCE_WAKE).
+        wake_order: WakeOrder::CandidateThenAffine,
         // kernel/sched.c: update_sd_lb_stats(): highest avg_load above group_capacity, which
         // "if (prefer_sibling)" lowers to one; find_busiest_group(), calculate_imbalance():
         // max_pull = min(max_load - avg_load, max_load - busiest_load_per_task).
@@ -722,6 +742,7 @@ pub const PROFILE_3_13: KernelProfile = KernelProfile {
         wake_wide: WakeWide::WakeeAboveFactor,
         wake_affine: WakeAffine::LoadBalanced,
         idle_sibling: IdleSibling::TargetCoreSibling,
+        wake_order: WakeOrder::AffineThenIdleSibling,
         busiest_group: BusiestGroup::Capacity,
         load: LoadRules {
             tracking: PeltForm::RunnableAvgSum,
@@ -803,6 +824,7 @@ pub const PROFILE_6_13: KernelProfile = KernelProfile {
         wake_wide: WakeWide::MasterSlave,
         wake_affine: WakeAffine::IdleThenWeight,
         idle_sibling: IdleSibling::FirstIdleInLlc,
+        wake_order: WakeOrder::AffineThenIdleSibling,
         busiest_group: BusiestGroup::GroupType,
         load: LoadRules {
             tracking: PeltForm::LoadRunnableUtil,

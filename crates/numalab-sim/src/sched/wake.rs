@@ -10,12 +10,33 @@
 //!   `imbalance_pct`: v6.13 `wake_affine_idle()` then `wake_affine_weight()`, v3.13 `wake_affine()`
 //!   (which itself returns 0 when `wake_wide()`).
 //! - `select_idle_sibling()` then looks for an idle CPU around the target in its LLC (the node).
+//!
+//! v2.6.32 (`kernel/sched_fair.c: select_task_rq_fair()`) chooses in another order
+//! (`candidate_then_affine()`): an idle candidate first, then `wake_affine()` takes it or keeps
+//! `prev`, and nothing searches after that.
 
 use super::{Sched, SchedEvent};
-use crate::profile::{IdleScan, IdleSibling, WakeAffine, WakeWide, WakeeDecay};
+use crate::profile::{IdleScan, IdleSibling, WakeAffine, WakeOrder, WakeWide, WakeeDecay};
 
 /// `record_wakee()`'s decay period: `HZ` jiffies, one second.
 const WAKEE_FLIP_DECAY_S: f64 = 1.0;
+
+/// v2.6.32 `include/linux/topology.h: SD_SIBLING_INIT`: `imbalance_pct` of the SMT level, which
+/// carries `SD_WAKE_AFFINE` and not `SD_PREFER_SIBLING` (the engine builds no SMT domain).
+const SIBLING_IMBALANCE_PCT: i64 = 110;
+
+/// v2.6.32 and v3.13 `wake_affine()` for a wake-up that is not `sync` (futex wake-ups never are;
+/// v2.6.32's `SYNC_MORE` is off, `kernel/sched_features.h`), with root-group `effective_load()`
+/// (`wl` itself): balanced when the waker's CPU has no load or `100 x (this_load + weight) <=
+/// bias x load`; else affine only if `this_load <= load && this_load + target_load(prev_cpu,
+/// idx) <= tl_per_task` (the waker CPU's load per task, `cpu_avg_load_per_task()`), `wake_idx`
+/// 0 at every level. `weight` is the task's `se.load.weight` (1024).
+fn load_balanced(this_load: i64, prev_load: i64, nr_this: i64, bias: i64) -> bool {
+    let weight = super::pelt::NICE_0_WEIGHT as i64;
+    let balanced = this_load == 0 || 100 * (this_load + weight) <= bias * prev_load;
+    let tl_per_task = if nr_this > 0 { this_load / nr_this } else { 0 };
+    balanced || (this_load <= prev_load && this_load + prev_load <= tl_per_task)
+}
 
 /// Per thread, `task_struct`'s `wakee_flips`, `last_wakee` and `wakee_flip_decay_ts`.
 #[derive(Clone, Debug, Default)]
@@ -79,6 +100,54 @@ impl Sched {
         if runnable[tid] {
             nr[prev] -= 1;
         }
+        let mut why = Vec::new();
+        if wide {
+            why.push(format!(
+                "wake_wide (waker thread {} wakee_flips {}, woken {})",
+                waker_tid + 1,
+                self.wakee[waker_tid].flips,
+                self.wakee[tid].flips
+            ));
+        }
+        let (cpu, level) = match self.rules.wake_order {
+            WakeOrder::CandidateThenAffine => self.candidate_then_affine(tid, waker, prev, &nr, runnable, &mut why),
+            WakeOrder::AffineThenIdleSibling => {
+                self.affine_then_idle_sibling(tid, waker, prev, wide, &nr, runnable, &mut why)
+            }
+        };
+        if cpu != prev {
+            self.cpu[tid] = cpu;
+            if self.history[tid].len() < super::HISTORY_MAX {
+                self.history[tid].push((now_s, cpu));
+            }
+            // Only wake-ups that move a thread are decisions worth explaining.
+            self.record(SchedEvent {
+                t_s: now_s,
+                tid,
+                from: Some(prev),
+                to: cpu,
+                path: "wake",
+                level,
+                why: why.join("; "),
+            });
+        }
+        cpu
+    }
+
+    /// v3.13 / v6.13 (`WakeOrder::AffineThenIdleSibling`): `wake_affine()` between the waker's
+    /// CPU and `prev`, then `select_idle_sibling()` around the target. Returns the CPU and the
+    /// affine domain's name (empty when none).
+    #[allow(clippy::too_many_arguments, reason = "the wake-up's inputs and its explanation")]
+    fn affine_then_idle_sibling(
+        &self,
+        tid: usize,
+        waker: usize,
+        prev: usize,
+        wide: bool,
+        nr: &[usize],
+        runnable: &[bool],
+        why: &mut Vec<String>,
+    ) -> (usize, String) {
         let idle = |c: usize| nr[c] == 0;
         let allowed = &self.allowed[tid];
         // v6.13: want_affine = !wake_wide(p) && the waker's CPU is allowed; v3.13 asks only the
@@ -92,15 +161,6 @@ impl Sched {
         let affine = (0..self.domains.len())
             .find(|&l| self.domains[l].wake_affine && self.domains[l].span_of[waker].contains(&prev))
             .filter(|_| want_affine);
-        let mut why = Vec::new();
-        if wide {
-            why.push(format!(
-                "wake_wide (waker thread {} wakee_flips {}, woken {})",
-                waker_tid + 1,
-                self.wakee[waker_tid].flips,
-                self.wakee[tid].flips
-            ));
-        }
         let mut target = prev;
         if let Some(l) = affine.filter(|_| waker != prev) {
             let d = &self.domains[l];
@@ -128,13 +188,7 @@ impl Sched {
                     // this_load + target_load(prev_cpu, idx) <= tl_per_task" (the waker CPU's
                     // load per task, cpu_avg_load_per_task()). weight is the task's
                     // se.load.weight (1024), not its average. wake_wide() refuses.
-                    WakeAffine::LoadBalanced => {
-                        let weight = super::pelt::NICE_0_WEIGHT as i64;
-                        let balanced = this_load == 0 || 100 * (this_load + weight) <= bias * prev_load;
-                        let nr_this = nr[waker] as i64;
-                        let tl_per_task = if nr_this > 0 { this_load / nr_this } else { 0 };
-                        !wide && (balanced || (this_load <= prev_load && this_load + prev_load <= tl_per_task))
-                    }
+                    WakeAffine::LoadBalanced => !wide && load_balanced(this_load, prev_load, nr[waker] as i64, bias),
                     // v6.13 kernel/sched/fair.c: wake_affine_weight(): this_eff_load =
                     // (cpu_load(this) + task_h_load(p)) x 100, prev_eff_load = (cpu_load(prev) -
                     // task_h_load(p)) x (100 + (imbalance_pct - 100) / 2) (WA_BIAS; equal
@@ -207,23 +261,204 @@ impl Sched {
             self.pu_os[cpu],
             if idle(cpu) { "idle" } else { "no idle CPU in the LLC" }
         ));
-        if cpu != prev {
-            self.cpu[tid] = cpu;
-            if self.history[tid].len() < super::HISTORY_MAX {
-                self.history[tid].push((now_s, cpu));
-            }
-            // Only wake-ups that move a thread are decisions worth explaining.
-            let level = affine.map(|l| self.domains[l].name.clone()).unwrap_or_default();
-            self.record(SchedEvent {
-                t_s: now_s,
-                tid,
-                from: Some(prev),
-                to: cpu,
-                path: "wake",
-                level,
-                why: why.join("; "),
-            });
+        (cpu, affine.map(|l| self.domains[l].name.clone()).unwrap_or_default())
+    }
+
+    /// v2.6.32 `kernel/sched_fair.c: select_task_rq_fair()` for `SD_BALANCE_WAKE`
+    /// (`WakeOrder::CandidateThenAffine`), called by `kernel/sched.c: try_to_wake_up()` on the
+    /// waker's CPU. `want_affine` needs only the waker's CPU in `cpus_allowed`
+    /// (`AFFINE_WAKEUPS` on). `for_each_domain(cpu, tmp)` walks up from the waker's CPU; in each
+    /// `SD_WAKE_AFFINE` domain the candidate is the waker's CPU when the span holds `prev`, and
+    /// in an `SD_PREFER_SIBLING` domain (MC: `sd_balance_for_mc_power()`) `prev` if it has no CFS
+    /// task ("!cpu_rq(prev_cpu)->cfs.nr_running"), else, when there is no candidate or it is the
+    /// waker's CPU, the first allowed CPU of the span with none, in CPU order. The first domain
+    /// with a candidate is `affine_sd`; "if (affine_sd && wake_affine(affine_sd, p, sync))
+    /// new_cpu = cpu;" else `new_cpu` stays `prev_cpu`: no level has `SD_BALANCE_WAKE`
+    /// (`SD_SIBLING_INIT`, `SD_MC_INIT`, `SD_CPU_INIT`, `SD_NODE_INIT`), so
+    /// `find_idlest_group()` is never reached. `wake_affine()` compares the waker's CPU
+    /// (`smp_processor_id()`, not the candidate) with `prev` at `affine_sd`'s `imbalance_pct`.
+    fn candidate_then_affine(
+        &self,
+        tid: usize,
+        waker: usize,
+        prev: usize,
+        nr: &[usize],
+        runnable: &[bool],
+        why: &mut Vec<String>,
+    ) -> (usize, String) {
+        let allowed = &self.allowed[tid];
+        if !allowed.contains(&waker) {
+            why.push("waker's CPU not allowed: prev".into());
+            return (prev, String::new());
         }
-        cpu
+        let idle = |c: usize| nr[c] == 0;
+        // The SD_WAKE_AFFINE levels from the waker's CPU up: (name, span in CPU order,
+        // imbalance_pct, SD_PREFER_SIBLING). With SMT the SIBLING level comes first.
+        let in_cpu_order = |mut span: Vec<usize>| {
+            span.sort_by_key(|&c| self.pu_os[c]);
+            span
+        };
+        let siblings: Vec<usize> =
+            (0..self.pu_core.len()).filter(|&c| self.pu_core[c] == self.pu_core[waker]).collect();
+        let smt =
+            (siblings.len() > 1).then(|| ("SIBLING".to_string(), in_cpu_order(siblings), SIBLING_IMBALANCE_PCT, false));
+        let levels = smt.into_iter().chain(self.domains.iter().filter(|d| d.wake_affine).map(|d| {
+            // The LLC level is MC, whose own flags carry SD_PREFER_SIBLING; NODE's do not.
+            (d.name.clone(), in_cpu_order(d.span_of[waker].clone()), d.imbalance_pct as i64, !d.numa)
+        }));
+        for (name, span, imbalance_pct, prefer_sibling) in levels {
+            let mut candidate = span.contains(&prev).then_some(waker);
+            if prefer_sibling {
+                if candidate == Some(waker) && idle(prev) {
+                    candidate = Some(prev);
+                }
+                if candidate.is_none() || candidate == Some(waker) {
+                    if let Some(c) = span.iter().copied().find(|&c| allowed.contains(&c) && idle(c)) {
+                        candidate = Some(c);
+                    }
+                }
+            }
+            let Some(candidate) = candidate else { continue };
+            // wake_affine(): rq->load.weight of each CPU (wake_idx 0); the woken task is on no
+            // run queue, the waker is on its CPU's.
+            let mut queued = runnable.to_vec();
+            queued[tid] = false;
+            let this_load = self.cpu_load(waker, &queued, self.rules.load.wake_affine) as i64;
+            let prev_load = self.cpu_load(prev, &queued, self.rules.load.wake_affine) as i64;
+            let bias = 100 + (imbalance_pct - 100) / 2;
+            let affine = load_balanced(this_load, prev_load, nr[waker] as i64, bias);
+            let cpu = if affine { candidate } else { prev };
+            why.push(format!(
+                "{name}: candidate CPU {} ({}); wake_affine load {this_load} (waker CPU {}) vs {prev_load} (prev CPU), \
+                 bias {bias}% -> CPU {} ({})",
+                self.pu_os[candidate],
+                if candidate == waker { "the waker's" } else if idle(candidate) { "idle" } else { "busy" },
+                self.pu_os[waker],
+                self.pu_os[cpu],
+                if affine { "affine" } else { "prev kept" }
+            ));
+            return (cpu, name);
+        }
+        why.push("no SD_WAKE_AFFINE domain with a candidate: prev".into());
+        (prev, String::new())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::{Kernel, Placement, Places, ProcBind};
+
+    fn unbound() -> Placement {
+        Placement {
+            policy: numalab_model::MemPolicy::new(numalab_model::PolicyMode::Default, Default::default()).unwrap(),
+            cpus: None,
+            proc_bind: ProcBind::False,
+            places: Places::Cores,
+        }
+    }
+
+    /// Threads created (their loads tracked from then on), then thread `k` on `cpus[k]`; only
+    /// later decisions are logged.
+    fn placed(m: &numalab_model::Machine, kernel: Kernel, cpus: &[usize]) -> Sched {
+        let n = cpus.len();
+        let mut s = Sched::new(m, &unbound(), kernel, 1, n).unwrap();
+        let mut live = vec![false; n];
+        for t in 0..n {
+            s.place_new(t, (t > 0).then_some(0), &live);
+            live[t] = true;
+        }
+        s.set_options(None, true);
+        s.cpu = cpus.to_vec();
+        s
+    }
+
+    /// Two nodes of two cores (CPUs 0-1 and 2-3).
+    fn sched(kernel: Kernel, cpus: &[usize]) -> Sched {
+        placed(&crate::sched::test_machines::two_nodes_of_two_cores(), kernel, cpus)
+    }
+
+    #[test]
+    fn v2632_an_idle_cpu_of_the_wakers_mc_is_the_candidate_and_wake_affine_takes_it() {
+        // Thread 0 wakes thread 1 from CPU 0; thread 1 slept on CPU 2, where threads 2 and 3
+        // queue (rq->load.weight 2048); CPU 1 is idle. MC of CPU 0 does not span CPU 2, but it
+        // has SD_PREFER_SIBLING: its first CPU with no CFS task, CPU 1, is the candidate.
+        // wake_affine(MC): 100 x (1024 + 1024) <= 112 x 2048: balanced, the candidate wins.
+        let mut s = sched(Kernel::V2_6_32, &[0, 2, 2, 2]);
+        assert_eq!(s.wake(1e-3, 1, 0, &[true; 4]), 1);
+        let e = s.log.last().unwrap();
+        assert_eq!((e.level.as_str(), e.from, e.to), ("MC", Some(2), 1));
+        assert!(e.why.contains("candidate CPU 1 (idle)") && e.why.ends_with("(affine)"), "{}", e.why);
+    }
+
+    #[test]
+    fn v2632_wake_affine_refusing_keeps_prev_where_3_13_finds_an_idle_sibling() {
+        // Thread 1 slept on CPU 2, where thread 2 now runs; CPU 1 and CPU 3 are idle. 2.6.32:
+        // MC's candidate is CPU 1, but wake_affine(MC) refuses (100 x 2048 > 112 x 1024; the
+        // waker's CPU is not below prev's per task): prev_cpu as it is, beside idle CPU 3.
+        // 3.13 keeps prev too, then select_idle_sibling() moves it to CPU 3 in prev's LLC.
+        let runnable = [true, true, true];
+        let mut s = sched(Kernel::V2_6_32, &[0, 2, 2]);
+        assert_eq!(s.wake(1e-3, 1, 0, &runnable), 2);
+        assert!(s.log.is_empty(), "a stay is not logged");
+        let mut s = sched(Kernel::V3_13, &[0, 2, 2]);
+        assert_eq!(s.wake(1e-3, 1, 0, &runnable), 3);
+    }
+
+    #[test]
+    fn v2632_a_wakee_on_the_wakers_cpu_stays_there_beside_an_idle_cpu() {
+        // Thread 1 slept on CPU 0, where its waker runs; CPU 1 is idle. 2.6.32 still asks
+        // wake_affine() (only "cpu == prev_cpu" skips it in later releases): MC's candidate is
+        // CPU 1 (CPU 0 has the waker), this_load = load = 1024 is not balanced and 2 x 1024 is
+        // above the 1024 per task: prev kept, stacked on the waker's CPU. 3.13 skips
+        // wake_affine() and select_idle_sibling() takes CPU 1.
+        let runnable = [true, true];
+        assert_eq!(sched(Kernel::V2_6_32, &[0, 0]).wake(1e-3, 1, 0, &runnable), 0);
+        assert_eq!(sched(Kernel::V3_13, &[0, 0]).wake(1e-3, 1, 0, &runnable), 1);
+    }
+
+    #[test]
+    fn v2632_an_idle_prev_in_the_wakers_mc_is_the_candidate_and_no_cpu_of_another_node_is() {
+        // Thread 1 slept on CPU 1, idle, in the waker's MC: MC's candidate is prev itself.
+        let mut s = sched(Kernel::V2_6_32, &[0, 1]);
+        assert_eq!(s.wake(1e-3, 1, 0, &[true, true]), 1);
+        // Node 0 full (threads 0 and 2), thread 1 slept on CPU 2, where threads 3 and 4 queue;
+        // CPU 3 is idle. MC has no idle CPU and does not span prev; NODE spans it and its
+        // candidate is the waker's CPU (NODE has no SD_PREFER_SIBLING, so CPU 3 is never looked
+        // at). wake_affine(NODE): 100 x (1024 + 1024) <= 112 x 2048: to CPU 0, stacked.
+        let mut s = sched(Kernel::V2_6_32, &[0, 2, 1, 2, 2]);
+        assert_eq!(s.wake(1e-3, 1, 0, &[true; 5]), 0);
+        let e = s.log.last().unwrap();
+        assert_eq!(e.level, "NODE");
+        assert!(e.why.contains("candidate CPU 0 (the waker's)"), "{}", e.why);
+    }
+
+    #[test]
+    fn v2632_a_waker_outside_the_wakees_cpus_leaves_it_on_prev() {
+        // want_affine needs the waker's CPU in cpus_allowed; no level has SD_BALANCE_WAKE.
+        let mut s = sched(Kernel::V2_6_32, &[0, 2, 2]);
+        s.allowed[1] = vec![2, 3];
+        assert_eq!(s.wake(1e-3, 1, 0, &[true; 3]), 2);
+    }
+
+    #[test]
+    fn v2632_an_smt_sibling_prev_makes_the_sibling_level_affine() {
+        // One node of two cores with two threads each. Thread 1 slept on the SMT sibling of
+        // the waker's CPU, where threads 2 and 3 queue. SD_SIBLING_INIT has SD_WAKE_AFFINE and
+        // not SD_PREFER_SIBLING: the candidate is the waker's CPU, and wake_affine at
+        // imbalance_pct 110 (bias 105) takes it: 100 x 2048 <= 105 x 2048. (With MC first,
+        // its idle CPU of the other core would have been the candidate.)
+        let spec = r#"{"name": "smt", "description": "one node, two cores of two threads",
+            "topology": {"packages": 1, "nodes_per_package": 1, "cores_per_node": 2, "threads_per_core": 2},
+            "memory": {"node_gib": 1},
+            "distances": [[10]],
+            "latency": {"local_ns": 100},
+            "bandwidth": {"node_gbps": 10},
+            "core": {"frequency_ghz": 2.0, "mlp": 10}}"#;
+        let m = numalab_model::MachineSpec::from_json(spec).unwrap().resolve().unwrap();
+        let sibling = (1..4).find(|&c| m.pus[c].core == m.pus[0].core).unwrap();
+        let mut s = placed(&m, Kernel::V2_6_32, &[0, sibling, sibling, sibling]);
+        assert_eq!(s.wake(1e-3, 1, 0, &[true; 4]), 0);
+        assert_eq!(s.log.last().unwrap().level, "SIBLING");
     }
 }
