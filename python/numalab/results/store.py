@@ -30,8 +30,9 @@ place, so nobody ever sees a half-made one; an older layout is migrated inside o
 Anything else (a foreign or corrupt file, a directory, a read-only file for a writer) is one
 clear error naming the file.
 
-Durability: every finished run is committed on its own (WAL + ``synchronous=NORMAL`` survives a
-killed process), so a sweep killed at any point loses at most the runs still in flight. A run
+Durability: every finished run is committed as soon as the client has it (the runs that return
+together share one transaction, ``write_many``; WAL + ``synchronous=NORMAL`` survives a killed
+process), so a sweep killed at any point loses at most the runs still in flight. A run
 is *complete* when its status is ``ok`` or ``out-of-memory`` (the model's own outcome) and it has
 the program's reported time (runs stored before numalab reported it are run again); ``failed``
 runs are tried again by the next sweep.
@@ -417,11 +418,29 @@ class Store:
     @_guarded
     def write(self, study: str, run: Any, outcome: dict[str, Any]) -> None:
         """Store one finished run (``run``: a ResolvedRun; ``outcome``: worker.run_config's)."""
-        cols = dict(outcome.get("columns") or {})
-        # A document that reports no program time is of a program without a timer: the whole run.
-        cols.setdefault("reported_time_s", cols.get("time_s"))
+        self.write_many(study, [(run, outcome)])
+
+    @_guarded
+    def write_many(self, study: str, finished: list[tuple[Any, dict[str, Any]]]) -> None:
+        """Store finished runs in one transaction: a sweep commits the runs that returned together
+        at once, which costs one commit instead of one per run (all or none are stored)."""
+        if not finished:
+            return
+        rows = [(run.hash, self._row(study, run, outcome), _metric_columns(outcome)) for run, outcome in finished]
+        with self._transaction():
+            t = self.compare_time(study)
+            for hash_, row, cols in rows:
+                self._ensure_columns(cols)
+                row.update({k: v for k, v in cols.items() if k in self._columns and k not in row})
+                # REPLACE: a failed run tried again overwrites its earlier row.
+                self.db.execute(f"INSERT OR REPLACE INTO runs ({', '.join(row)}) VALUES ({_marks(row)})", tuple(row.values()))
+            for hash_, _row, _cols in rows:
+                self._update_speedups(study, hash_, t)
+
+    @staticmethod
+    def _row(study: str, run: Any, outcome: dict[str, Any]) -> dict[str, Any]:
         c = run.config
-        row = {
+        return {
             "hash": run.hash,
             "study": study,
             "config": run.config_json,
@@ -439,18 +458,11 @@ class Store:
             "result": outcome.get("result"),
             "repeat_group": repeat_group(c),
         }
-        with self._transaction():
-            self._ensure_columns(cols)
-            row.update({k: v for k, v in cols.items() if k in self._columns and k not in row})
-            names = ", ".join(row)
-            # REPLACE: a failed run tried again overwrites its earlier row.
-            self.db.execute(f"INSERT OR REPLACE INTO runs ({names}) VALUES ({_marks(row)})", tuple(row.values()))
-            self._update_speedups(study, run.hash)
 
-    def _update_speedups(self, study: str, hash_: str | None = None) -> None:
+    def _update_speedups(self, study: str, hash_: str | None = None, compare: str | None = None) -> None:
         """speedup = time(baseline) / time(run), for this run and the runs it is the baseline of,
-        on the time the study compares (``compare_time``)."""
-        t = self.compare_time(study)
+        on the time the study compares (``compare_time``; ``compare``: already read)."""
+        t = compare or self.compare_time(study)
         where = "study = ?" + ("" if hash_ is None else " AND (hash = ? OR baseline_hash = ?)")
         args: tuple[Any, ...] = (study,) if hash_ is None else (study, hash_, hash_)
         self.db.execute(
@@ -616,6 +628,13 @@ class _Tx:
                 self.db.execute("ROLLBACK")
             except sqlite3.Error:
                 pass  # the error being raised says more than a failed rollback
+
+
+def _metric_columns(outcome: dict[str, Any]) -> dict[str, Any]:
+    cols = dict(outcome.get("columns") or {})
+    # A document that reports no program time is of a program without a timer: the whole run.
+    cols.setdefault("reported_time_s", cols.get("time_s"))
+    return cols
 
 
 def _absolute(path: str | Path) -> str:

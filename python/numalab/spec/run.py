@@ -324,9 +324,9 @@ class RunSpec:
             Machine, dict[str, Any], dict[str, Any], list[dict[str, Any] | None], dict[str, Any]]:
         """Everything the engine is given for one workload (machine, resolved workload, placement,
         region policies, settings): two runs with equal inputs give equal results, bit for bit."""
-        from numalab.workload import descriptor
+        from numalab.spec import workload_cache
 
-        w = descriptor.resolve(self.workload, dict(self.params), version=self.npb_version)
+        w = workload_cache.resolve(self.workload, dict(self.params), self.npb_version)
         if adjust_workload is not None:
             adjust_workload(w)
         region_policies = [_region_policy(r) for r in w["regions"]]

@@ -1,9 +1,10 @@
 """Execute a resolved study into the results store.
 
 Runs whose hash the store already holds as complete are skipped; the rest go to a backend
-(``executors``) and each outcome is committed the moment it returns, so stopping the sweep at any
-point (Ctrl-C, SIGTERM, ``kill -9``, a lost worker) keeps every finished run and the next sweep
-does only what is left. Runs whose worker died are submitted again (at most ``RETRIES`` times: a
+(``executors``) and the outcomes that return together are committed at once, the moment they
+return (one transaction; Ctrl-C and SIGTERM wait the milliseconds it takes), so stopping the
+sweep at any point (Ctrl-C, SIGTERM, ``kill -9``, a lost worker) keeps every finished run and
+the next sweep does only what is left. Runs whose worker died are submitted again (at most ``RETRIES`` times: a
 run that kills every worker it lands on is then recorded as failed).
 
 Short runs travel in batches: after the first runs return, runs are grouped so that a batch
@@ -140,6 +141,7 @@ class _Sweep:
         # one, so each completion costs O(1) however many runs are pending.
         self.finished: queue.SimpleQueue = queue.SimpleQueue()
         self.timed = [0, 0.0]  # runs that simulated to the end, and their wall seconds
+        self.unsaved: list[tuple[ResolvedRun, dict[str, Any]]] = []  # returned, not yet committed
 
     def run(self, todo: list[ResolvedRun]) -> None:
         self.waiting.extend((r, 0) for r in todo)
@@ -151,6 +153,7 @@ class _Sweep:
                 while self.in_flight:
                     for handle in _drain(self.finished, POLL_S):
                         self._collect(handle)
+                    self._save()
                     self._top_up()
                     if time.monotonic() - last_refresh > 2.0:
                         self.backend.refresh()
@@ -159,6 +162,7 @@ class _Sweep:
                     self.progress.update(s.done, f"{min(len(self.in_flight), self.backend.slots)} running, {s.failed} failed")
             except KeyboardInterrupt:
                 self.summary.interrupted = True
+                self._save()  # runs collected when the signal came
             finally:
                 self.progress.stop()
                 self.backend.close(cancel=self.summary.interrupted or bool(self.in_flight), pending=list(self.in_flight))
@@ -169,11 +173,18 @@ class _Sweep:
             if outcome.get("lost") and attempts < RETRIES:
                 self.waiting.appendleft((run, attempts + 1))
                 continue
-            self.store.write(self.study, run, outcome)
+            self.unsaved.append((run, outcome))
             _count(self.summary, outcome)
             if outcome["status"] != "failed":
                 self.timed[0] += 1
                 self.timed[1] += outcome.get("wall_s") or 0.0
+
+    def _save(self) -> None:
+        """Commit the runs collected so far in one transaction, which a signal does not cut short."""
+        if self.unsaved:
+            with _signals_deferred():
+                self.store.write_many(self.study, self.unsaved)
+                self.unsaved = []
 
     def _top_up(self) -> None:
         """Keep two batches per execution slot in flight: one running, one ready to start."""
@@ -234,3 +245,27 @@ class _sigterm_as_interrupt:
     def __exit__(self, *exc: Any) -> None:
         if self.previous is not None:
             signal.signal(signal.SIGTERM, self.previous)
+
+
+class _signals_deferred:
+    """SIGINT and SIGTERM wait until the block is done, then reach their own handlers: a commit
+    cut short would roll back runs that had finished."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __enter__(self) -> None:
+        self.caught: list[int] = []
+        self.previous: dict[int, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+            for s in self.SIGNALS:
+                self.previous[s] = signal.signal(s, self._note)
+
+    def _note(self, signum: int, frame: Any) -> None:
+        self.caught.append(signum)
+
+    def __exit__(self, *exc: Any) -> None:
+        for s, handler in self.previous.items():
+            # None: a handler installed outside Python, which cannot be put back; the default is.
+            signal.signal(s, signal.SIG_DFL if handler is None else handler)
+        for s in dict.fromkeys(self.caught):
+            signal.raise_signal(s)

@@ -1,0 +1,116 @@
+"""The speed work on studies changes no result: S1's runs stored by a sweep (workloads resolved
+once and kept, runs committed together) have the documents of runs made from scratch; the kept
+workloads are copies, and an edited descriptor is read again; a signal during a commit waits for
+it, and the runs it held are stored."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from numalab.exceptions import UsageError
+from numalab.results.store import Store
+from numalab.spec import RunSpec, workload_cache
+from numalab.study import expand, load_study, worker
+from numalab.study.executors import LocalBackend
+from numalab.study.sweep import _signals_deferred, run_study
+from numalab.workload import descriptor
+
+S1 = Path(__file__).resolve().parents[2] / "studies" / "s1-autonuma-npb.toml"
+
+
+def _s1_ep_runs():
+    """S1's EP runs (class C, 64 threads, every configuration: about 0.05 s each), default NPB."""
+    resolved = expand(load_study(S1))
+    runs = [r for r in resolved.runs if r.config["workload"] == "ep" and r.config.get("npb_version") == "rwcp-2.3-c"]
+    assert len(runs) == 12
+    return resolved, runs
+
+
+def test_s1_documents_from_a_sweep_equal_runs_made_from_scratch(tmp_path):
+    resolved, runs = _s1_ep_runs()
+    resolved.runs[:] = runs
+    with Store(tmp_path) as store:
+        summary = run_study(resolved, store, lambda: LocalBackend(2))
+        assert summary.ok == 12
+        stored = {r["hash"]: r["result"] for r in store.rows(resolved.name, documents=True)}
+    for run in runs:
+        workload_cache.clear()  # resolved from the descriptor, as before workloads were kept
+        doc = worker.run_config(run.config)
+        assert doc["status"] == "ok"
+        assert stored[run.hash] == doc["result"], f"{run.label}: the stored document differs"
+
+
+def test_a_kept_workload_is_the_resolved_one_and_a_fresh_copy_each_time():
+    workload_cache.clear()
+    fresh = descriptor.resolve("bt", {"class": "C", "threads": 64}, version="rwcp-2.3-c")
+    first = workload_cache.resolve("bt", {"class": "C", "threads": 64}, "rwcp-2.3-c")
+    assert first == fresh and json.dumps(first) == json.dumps(fresh)
+    first["regions"][0]["bytes"] = -1
+    assert workload_cache.resolve("bt", {"class": "C", "threads": 64}, "rwcp-2.3-c") == fresh
+    # Other values are other workloads: threads = true is not threads = 1.
+    assert workload_cache.resolve("bt", {"class": "A", "threads": 64}, "rwcp-2.3-c") != fresh
+    assert workload_cache.resolve("dgemv", {"threads": 1}, None)["params"]["threads"] == 1
+    with pytest.raises(UsageError, match="threads"):
+        workload_cache.resolve("dgemv", {"threads": True}, None)
+
+
+def test_an_edited_descriptor_is_read_again(tmp_path):
+    text = (Path(descriptor.LIBRARY) / "dgemv.toml").read_text()
+    path = tmp_path / "mine.toml"
+    path.write_text(text)
+    before = RunSpec.create("e5-2620v4-2s", str(path)).bind().workload
+    edited = text.replace("name = \"dgemv\"", "name = \"mine\"", 1)
+    assert edited != text
+    path.write_text(edited)
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    after = RunSpec.create("e5-2620v4-2s", str(path)).bind().workload
+    assert (before["name"], after["name"]) == ("dgemv", "mine")
+
+
+@pytest.fixture
+def ctrl_c_interrupts():
+    """Python's own SIGINT handler (a test before may have left another one, e.g. dask's)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_a_signal_during_a_commit_waits_for_it(ctrl_c_interrupts):
+    with pytest.raises(KeyboardInterrupt):
+        with _signals_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            finished_the_block = True
+    assert finished_the_block
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_ctrl_c_while_runs_are_committed_keeps_them(tmp_path, monkeypatch, ctrl_c_interrupts):
+    resolved, runs = _s1_ep_runs()
+    resolved.runs[:] = runs[:4]
+    write_many, update = Store.write_many, Store._update_speedups
+    commits, signalled = [], []
+
+    def counted(self, study, finished):
+        commits.append(len(finished))
+        return write_many(self, study, finished)
+
+    def interrupted(self, study, hash_=None, *rest):
+        if hash_ is not None and not signalled:  # a run's, not the study's registration
+            signalled.append(True)
+            os.kill(os.getpid(), signal.SIGINT)  # inside the transaction, rows written, not committed
+        return update(self, study, hash_, *rest)
+
+    monkeypatch.setattr(Store, "write_many", counted)
+    monkeypatch.setattr(Store, "_update_speedups", interrupted)
+    with Store(tmp_path) as store:
+        summary = run_study(resolved, store, lambda: LocalBackend(1))
+        assert summary.interrupted
+        stored = {r["hash"] for r in store.rows(resolved.name) if r["status"] == "ok"}
+    # One commit, not cut short (no rollback and second try), and its runs are kept.
+    assert len(commits) == 1 and len(stored) == commits[0] >= 1
