@@ -58,7 +58,8 @@ def test_two_nodes_remote_latency_links_and_unmeasured_cells():
     # measured: 0->0 80.2 (2 MiB pages, median of 80.2 79.9 81.5 80.0 80.4), 1->0 135.5, 1->1 81.1;
     # 0->1 was skipped (cgroup), so it takes the reverse pair's measurement
     assert lat == [[80.2, 135.5], [135.5, 81.1]]
-    assert data["bandwidth"]["node_gbps"] == [21.0, 20.9]  # best read-only thread count (2 threads)
+    # the most DRAM line traffic: the triad on 2 threads, 19.0 and 18.8 GB/s, x 4/3 (read-only: 21.0, 20.9)
+    assert data["bandwidth"]["node_gbps"] == [25.33, 25.07]
     assert data["links"] == [{"nodes": [0, 1], "gbps": [14.2, 14.2]}]  # CPU 1 reading node 0, 2 threads
     assert data["core"]["frequency_ghz"] == 2.6
     assert "# skipped: 0:1: node 1 is not in this process's allowed memory nodes" in text
@@ -305,6 +306,17 @@ def test_host_check_descriptors_time_the_kernels_loop(workload):
     assert not w["program"][0].get("timed")  # the first touch is init_s, outside the timer
 
 
+def test_only_dgemvs_inner_product_is_a_dependent_add_chain():
+    from numalab.calibrate import hostcheck
+    from numalab.workload.descriptor import resolve
+
+    w = resolve(hostcheck.DESCRIPTORS["dgemv"], {"n": 100})
+    chains = {p["name"]: p.get("chain") for p in w["phases"]}
+    assert chains == {"init": None, "mult": 100 * 100}  # kernels/dgemv.c: s += row[j] * x[j], n x n adds
+    for other in ("stream", "stencil"):
+        assert all("chain" not in p for p in resolve(hostcheck.DESCRIPTORS[other], {})["phases"])
+
+
 def test_the_load_average_is_read_or_empty(tmp_path):
     from numalab.calibrate import hostcheck
 
@@ -405,6 +417,48 @@ def test_stream_seconds_repeats_until_the_time_is_up():
     assert out["time_s"] >= 0.3 and out["reps"] > 1
     bad = subprocess.run([built("stream"), "--mode", "copy"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr == "stream: --mode must be triad, read or write, got 'copy'\n"
+
+
+def _add_run(ns_per_add: float) -> dict:
+    """An in-cache read-only STREAM process (the add-latency run) taking ``ns_per_add`` of CPU time
+    per addpd (one per 16 B)."""
+    n, reps = 16384, 20000
+    cpu = ns_per_add * 1e-9 * n * reps / 2
+    return {"kind": "add", "cpu_node": 0, "mem_node": 0, "cpus": "0",
+            "output": {"kernel": "stream", "n": n, "reps": reps, "threads": 1, "time_s": cpu * 1.01, "cpu_s": cpu, "gbps": 1.0}}
+
+
+def test_the_add_latency_takes_the_read_loops_chain_out_of_one_streams_concurrency():
+    doc = raw("one-node")
+    # no loaded curve: Little's law uses the idle latency (2 MiB pages), 385.5 ns in this capture
+    doc["runs"] = [r for r in doc["runs"] if r["kind"] != "loaded"] + [_add_run(x) for x in (0.58, 0.60, 0.62)]
+    data = tomllib.loads(text := preset_toml(doc, "x"))
+    core = data["core"]
+    assert core["add_latency_ns"] == 0.6
+    assert data["estimates"]["core.add_latency_ns"]["low"] == 0.58
+    bw = fg.bandwidths(doc["runs"])
+    read1, triad1, write1 = (bw[(0, 0, md, 1)].value for md in ("read", "triad", "write"))
+    lat = 385.5
+    # one stream: the read loop's 64 / read1 ns per line less its 4 dependent adds (4 x 0.6 ns)
+    assert core["stream_mlp"] == round(lat / (64 / read1 - 4 * 0.6), 2)
+    # the core: the most lines in flight of read (corrected), triad (4 lines per 3 counted) and
+    # write (2 per 1); here the triad's
+    seen = {"read": lat / (64 / read1 - 2.4), "triad": triad1 * 4 / 3 * lat / 64, "write": write1 * 2 * lat / 64}
+    assert max(seen, key=seen.get) == "triad"
+    assert core["mlp"] == round(seen["triad"], 2) and core["mlp"] > core["stream_mlp"]
+    assert "the most lines one core kept in flight: its triad STREAM" in text
+    params = {p.path for p in machine_parameters("x", data, "x")}
+    assert {"core.mlp", "core.stream_mlp", "core.add_latency_ns"} <= params
+
+
+def test_node_bandwidth_is_the_most_dram_line_traffic_of_any_stream_mode():
+    doc = raw("one-node")
+    bw = fg.bandwidths(doc["runs"])
+    best = {md: max(f.value for (c, m, mm, t), f in bw.items() if mm == md) * fg.LINES_PER_COUNTED[md]
+            for md in ("read", "triad", "write")}
+    data = tomllib.loads(preset_toml(doc, "x"))
+    assert data["bandwidth"]["node_gbps"] == round(max(best.values()), 2)
+    assert max(best.values()) > best["read"]  # this capture: the triad's lines
 
 
 def test_a_node_with_one_usable_cpu_gets_a_flat_curve_and_no_curve_range():

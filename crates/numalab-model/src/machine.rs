@@ -51,6 +51,30 @@ pub struct Core {
     pub frequency_hz: f64,
     /// Memory-level parallelism: outstanding last-level-cache misses one thread sustains.
     pub mlp: f64,
+    /// Lines one address stream keeps in flight (its prefetch depth): a thread with `s` streams
+    /// keeps `min(mlp, s x stream_mlp)`; `None`: one stream fills the core (`mlp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_mlp: Option<f64>,
+    /// Latency of one dependent floating-point add (a reduction's chain), ns; `None`: 4 cycles
+    /// at `frequency_hz` (docs/contention.md §4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub add_latency_ns: Option<f64>,
+}
+
+/// Cycles of a dependent FP add when the machine does not say: ADDSD/ADDPD latency is 3-4
+/// cycles on the presets' Xeon and EPYC cores [est: Agner Fog, instruction tables], so 4.
+pub const ADD_LATENCY_CYCLES: f64 = 4.0;
+
+impl Core {
+    /// Seconds of one dependent floating-point add.
+    pub fn add_latency_s(&self) -> f64 {
+        self.add_latency_ns.map_or(ADD_LATENCY_CYCLES / self.frequency_hz, |ns| ns * 1e-9)
+    }
+
+    /// Lines in flight of a thread with `streams` address streams alone on the core.
+    pub fn stream_concurrency(&self, streams: usize) -> f64 {
+        self.stream_mlp.map_or(self.mlp, |p| (p * streams.max(1) as f64).min(self.mlp))
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -130,6 +130,12 @@ pub struct RouteSpec {
 pub struct CoreParams {
     pub frequency_ghz: f64,
     pub mlp: f64,
+    /// Lines one address stream keeps in flight (docs/contention.md §4); absent: `mlp`.
+    #[serde(default)]
+    pub stream_mlp: Option<f64>,
+    /// Latency of one dependent floating-point add, ns (docs/contention.md §4); absent: 4 cycles.
+    #[serde(default)]
+    pub add_latency_ns: Option<f64>,
 }
 
 /// A cache level: `size_kib` per instance, one instance per `per` (`core`, `node`, `package`;
@@ -353,6 +359,8 @@ impl MachineSpec {
                 cpuset: set,
                 frequency_hz: params.frequency_ghz * 1e9,
                 mlp: params.mlp,
+                stream_mlp: params.stream_mlp,
+                add_latency_ns: params.add_latency_ns,
             });
         }
         Ok((cores, pus))

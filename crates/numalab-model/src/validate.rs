@@ -144,6 +144,12 @@ impl Machine {
             if !(c.frequency_hz > 0.0 && c.mlp >= 1.0) {
                 return err(format!("cores[{i}]"), "frequency_hz must be > 0 and mlp >= 1");
             }
+            if c.stream_mlp.is_some_and(|p| !(p >= 1.0 && p.is_finite())) {
+                return err(format!("cores[{i}]"), "stream_mlp must be a finite number >= 1");
+            }
+            if c.add_latency_ns.is_some_and(|ns| !(ns > 0.0 && ns.is_finite())) {
+                return err(format!("cores[{i}]"), "add_latency_ns must be a finite number > 0");
+            }
         }
         Ok(())
     }

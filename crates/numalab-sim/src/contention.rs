@@ -28,6 +28,9 @@ pub struct Demand {
     pub mlp: f64,
     /// Compute seconds per line moved.
     pub compute_per_line: f64,
+    /// Seconds per line of a dependent add chain (a reduction), part of `compute_per_line`;
+    /// it cannot overlap the line's memory time (`per_line`).
+    pub chain_per_line: f64,
     /// Share of its CPU the thread gets (1 / runnable threads on that CPU).
     pub cpu_share: f64,
     /// Fractions of the thread's lines read from / written to each node (sum of both = 1).
@@ -54,6 +57,21 @@ pub struct Solver {
 #[inline]
 pub fn line_time(kappa: f64, mem: f64, mlp: f64) -> f64 {
     kappa.max(mem) + kappa.min(mem) / mlp
+}
+
+/// Seconds per line of a thread whose compute `kappa` includes a dependent add chain of
+/// `chain` per line (docs/contention.md §4): a reduction consumes each line's values in order,
+/// one add after the other, so the chain of a line cannot start before the line arrives and
+/// no later add can run ahead to hide a wait: the chain adds to the memory time rather than
+/// overlapping it. Without a chain (`chain = 0`) this is `line_time`.
+#[inline]
+pub fn line_time_chained(kappa: f64, chain: f64, mem: f64, mlp: f64) -> f64 {
+    let t = line_time(kappa, mem, mlp);
+    if chain > 0.0 {
+        t.max(chain + mem)
+    } else {
+        t
+    }
 }
 
 /// The solution: per thread, wall seconds per line to each node spent on memory beyond the
@@ -98,7 +116,7 @@ impl Solver {
             .map(|((t, tot), s)| {
                 let row = &lat[t.cpu_node];
                 let mem: f64 = (0..self.n).map(|k| tot[k] * row[k]).sum::<f64>() / t.mlp;
-                let per_line = line_time(t.compute_per_line, mem, t.mlp);
+                let per_line = line_time_chained(t.compute_per_line, t.chain_per_line, mem, t.mlp);
                 if per_line > 0.0 {
                     s * t.cpu_share / per_line
                 } else {
@@ -251,7 +269,7 @@ impl Solver {
             .map(|(t, &s)| {
                 let c = t.cpu_node;
                 let mem: f64 = (0..self.n).map(|k| (t.rd[k] + t.wr[k]) * lat[c][k]).sum::<f64>() / t.mlp;
-                let per_line = line_time(t.compute_per_line, mem, t.mlp);
+                let per_line = line_time_chained(t.compute_per_line, t.chain_per_line, mem, t.mlp);
                 // The memory time not hidden by compute, spread over nodes in proportion to
                 // their latency, so the mix's average is `per_line - compute`.
                 let scale = if mem > 0.0 { (per_line - t.compute_per_line) / mem } else { 1.0 };

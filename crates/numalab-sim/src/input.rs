@@ -94,6 +94,10 @@ pub struct PhaseSpec {
     pub cycles: f64,
     /// Outstanding misses per thread; `None` = the core's.
     pub mlp: Option<f64>,
+    /// Dependent floating-point adds on the phase's loop-carried chain (a reduction's
+    /// accumulator), over all threads; 0 = no such chain (docs/contention.md §4).
+    #[serde(default)]
+    pub chain: f64,
     pub sync: Sync,
     #[serde(default = "one_u64")]
     pub pipeline_steps: u64,
@@ -227,6 +231,9 @@ impl WorkloadSpec {
                         ));
                     }
                 }
+            }
+            if !(p.chain >= 0.0 && p.chain.is_finite()) {
+                return bad(format!("phase '{}': chain must be a finite number >= 0", p.name));
             }
             if p.cycles < 0.0 || p.pipeline_steps == 0 {
                 return bad(format!("phase '{}': cycles must be >= 0 and pipeline_steps >= 1", p.name));

@@ -18,6 +18,15 @@ from typing import Any
 #: Bytes one load of a cache line moves (x86-64 line size), for Little's law.
 LINE_BYTES = 64
 
+#: DRAM lines per line STREAM counts, as the model charges them: the triad's store also reads its
+#: line first (write-allocate: 4 lines per 3 counted), a write-only loop reads and writes each line
+#: (2 per 1); a written line costs as a read line (docs/contention.md §9).
+LINES_PER_COUNTED = {"read": 1.0, "triad": 4.0 / 3.0, "write": 2.0}
+
+#: Dependent adds per line of the read-only loop (kernels/stream.c --mode read, `omp simd` at
+#: -march=x86-64: one `addpd` of two doubles into one accumulator per 16 B).
+READ_ADDS_PER_LINE = LINE_BYTES // 16
+
 
 @dataclass(frozen=True)
 class Figure:
@@ -52,6 +61,28 @@ def stream_gbps(out: dict[str, Any]) -> float:
     if not (isinstance(cpu, (int, float)) and math.isfinite(cpu) and cpu > 0):
         raise ValueError(f"a kernel output holds {cpu!r} where a positive time or bandwidth belongs")
     return float(out["gbps"]) * float(out["time_s"]) * int(out["threads"]) / cpu
+
+
+def add_latency(runs: list[dict[str, Any]]) -> Figure | None:
+    """ns per dependent add: the in-cache read-only loop's time (CPU time where reported) per
+    ``addpd``, one per 16 B; None when the document has no such run (older captures)."""
+    samples = []
+    for r in runs:
+        if r["kind"] == "add":
+            out = r["output"]
+            secs = out.get("cpu_s") or out["time_s"]
+            samples.append(float(secs) * 1e9 / (int(out["n"]) * int(out["reps"]) / 2))
+    return figure(samples) if samples else None
+
+
+def memory_gbps(read_gbps: float, add_ns: float | None) -> float:
+    """The read-only loop's bandwidth without its reduction chain: its time per line less the
+    ``READ_ADDS_PER_LINE`` dependent adds, which do not overlap the line's memory time
+    (docs/contention.md §4). Uncorrected when the chain would take most of the line (the
+    in-cache figure then is not a chain's)."""
+    line_ns = LINE_BYTES / read_gbps
+    mem_ns = line_ns - READ_ADDS_PER_LINE * (add_ns or 0.0)
+    return LINE_BYTES / mem_ns if mem_ns >= 0.25 * line_ns else read_gbps
 
 
 def latencies(runs: list[dict[str, Any]]) -> dict[tuple[int, int, str], Figure]:

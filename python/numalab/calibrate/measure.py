@@ -91,8 +91,12 @@ def stream_argv(plan: Plan, mode: str, threads: int, seconds: float = 0.0) -> li
     return argv + (["--seconds", f"{seconds:.2f}"] if seconds else [])
 
 
+def add_argv(plan: Plan) -> list[str]:
+    return [str(kernel("stream")), "--mode", "read", "--n", str(plan.add_n), "--reps", str(plan.add_reps), "--threads", "1"]
+
+
 def steps(plan: Plan) -> int:
-    n = len(plan.pairs) * len(plan.pages)
+    n = len(plan.pairs) * len(plan.pages) + plan.stream_runs
     n += sum(len(plan.modes) * len(plan.thread_levels(c)) * plan.stream_runs for c, _ in plan.pairs)
     n += sum(len(plan.load_levels(m)) for m in plan.curve_nodes)
     return n
@@ -180,6 +184,12 @@ def measure(plan: Plan, facts: dict[str, Any], progress: Progress) -> dict[str, 
                     cpus = plan.cpus[c][:t]
                     out = run_bound(stream_argv(plan, mode, t), cpus, m, f"bandwidth {c}->{m} ({mode}, {t} threads)")
                     runs.append({"kind": "bandwidth", "cpu_node": c, "mem_node": m, "mode": mode, "threads": t, "cpus": cpulist(cpus), "output": out})
+    # The dependent-add latency is the core's: measured on the first pair's CPU node only.
+    c, m = plan.pairs[0]
+    for _ in range(plan.stream_runs):
+        progress.step(f"add latency {c}")
+        out = run_bound(add_argv(plan), plan.cpus[c][:1], m, f"add latency on node {c}")
+        runs.append({"kind": "add", "cpu_node": c, "mem_node": m, "cpus": cpulist(plan.cpus[c][:1]), "output": out})
     for m in plan.curve_nodes:
         probe_s = 0.0
         for k in plan.load_levels(m):

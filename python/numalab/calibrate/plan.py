@@ -30,6 +30,10 @@ class Plan:
     llc_mib: int
     quick: bool
     skipped: list[str] = field(default_factory=list)
+    # The dependent-add latency: read-only STREAM over 128 KiB (in L1/L2 on any current core), one
+    # thread, so the loop's time is its reduction chain's (kernels/stream.c --mode read: one addpd per 16 B).
+    add_n: int = 16384
+    add_reps: int = 20000
 
     def thread_levels(self, node: int) -> list[int]:
         """1, 2, 4 ... and every CPU of the node (quick: 1 and all)."""

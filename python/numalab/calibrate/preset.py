@@ -120,18 +120,27 @@ def preset_toml(doc: dict[str, Any], name: str) -> str:
     else:
         est_rows.append(_range("latency.local_ns", local_ns, 1, f"{source}: chase, lowest-highest repetition"))
 
-    # ---- bandwidth (read-only STREAM from every core of the node: the model charges a written line as a read)
+    # ---- bandwidth (the DRAM line traffic of STREAM from the node's cores: the model charges a written line as a read)
     def best(c: int, m: int, mode: str) -> tuple[int, fg.Figure] | None:
         """The highest median over the thread counts measured (more threads than the memory
         can serve may lose bandwidth to contention), with its thread count."""
         got = [(t, f) for (cc, mm, md, t), f in bw.items() if (cc, mm, md) == (c, m, mode)]
         return max(got, key=lambda x: (x[1].value, -x[0])) if got else None
 
+    def lines(f: fg.Figure, mode: str) -> fg.Figure:
+        """A STREAM figure as the DRAM line traffic the model charges (``LINES_PER_COUNTED``)."""
+        k = fg.LINES_PER_COUNTED[mode]
+        return fg.Figure(f.value * k, f.low * k, f.high * k, f.samples)
+
     node_bw: dict[int, tuple[fg.Figure, str]] = {}
     for m in ids:
-        own = best(m, m, "read")
+        # The controller delivers at least the most line traffic any kernel drew from it.
+        own = [(lines(b[1], md), md, b[0]) for md in fg.LINES_PER_COUNTED if (b := best(m, m, md))]
         if own:
-            node_bw[m] = (own[1], f"read-only STREAM, the best of the thread counts ({own[0]} thread(s))")
+            f, md, t = max(own, key=lambda x: x[0].value)
+            k = fg.LINES_PER_COUNTED[md]
+            node_bw[m] = (f, f"the most DRAM line traffic of the STREAM modes: {md} x {k:.3g} (the lines it moves per byte "
+                             f"STREAM counts), the best of the thread counts ({t} thread(s))")
             continue
         others = [b for c in ids if (b := best(c, m, "read"))]
         if others:
@@ -184,7 +193,8 @@ def preset_toml(doc: dict[str, Any], name: str) -> str:
                 est_rows.append(_range(f"bandwidth.node_gbps[{i}]", node_bw[m][0], 2, f"{source}: node {m}, lowest-highest STREAM process"))
             else:
                 cells.append(_num(fallback, 2))
-        w(f"# source: {source}: read-only STREAM from each node's cores to its own memory, the best thread count; a node not measured has the median")
+        w(f"# source: {source}: the most DRAM line traffic of STREAM (read, triad x 4/3, write x 2) from each node's cores to its own "
+          "memory, the best thread count; a node not measured has the median")
         w(f"node_gbps = [{', '.join(cells)}]")
 
     # ---- links: one per measured remote pair, a->b = what CPUs of b read from memory of a
@@ -205,6 +215,7 @@ def preset_toml(doc: dict[str, Any], name: str) -> str:
     # lowest reading is the one least helped by another node's idle memory.
     singles = [(f.value, c, f) for (c, m, md, t), f in bw.items() if c == m and md == "read" and t == 1]
     one_core = min(singles, key=lambda x: (x[0], x[1]))[2] if singles else None
+    add = fg.add_latency(runs)
     w("")
     w("[core]")
     if doc.get("frequency_khz"):
@@ -214,15 +225,42 @@ def preset_toml(doc: dict[str, Any], name: str) -> str:
     if one_core is not None:
         m0 = min(singles, key=lambda x: (x[0], x[1]))[1]
         own_curve = curves.get(m0)
-        lat_one = fg.loaded_latency_at(own_curve, one_core.value) if own_curve else idle_or(measured, m0, local_ns.value)
-        mlp = fg.concurrency(one_core.value, lat_one)
-        lo = fg.concurrency(one_core.low, lat_one)
-        hi = fg.concurrency(one_core.high, lat_one)
-        w(f"mlp = {_num(mlp, 2)}  # source: {source}: Little's law, one core's read-only STREAM {one_core.value:.2f} GB/s x "
-          f"loaded latency {lat_one:.1f} ns / 64 B")
-        est_rows.append(_range("core.mlp", fg.Figure(mlp, lo, hi, one_core.samples), 2, f"{source}: the lowest-highest one-core STREAM process"))
+
+        def in_flight(f: fg.Figure, mode: str, add_ns: float | None) -> tuple[fg.Figure, float, float]:
+            """Little's law for one core's figure: (lines in flight, its line GB/s, the latency at that load)."""
+            gbps = [fg.memory_gbps(x, add_ns) for x in (f.value, f.low, f.high)] if mode == "read" else \
+                [x * fg.LINES_PER_COUNTED[mode] for x in (f.value, f.low, f.high)]
+            lat_one = fg.loaded_latency_at(own_curve, gbps[0]) if own_curve else idle_or(measured, m0, local_ns.value)
+            v, lo, hi = (fg.concurrency(g, lat_one) for g in gbps)
+            return fg.Figure(v, min(lo, v), max(hi, v), f.samples), gbps[0], lat_one
+
+        add_ns = add.value if add else None
+        stream, stream_gbps, stream_lat = in_flight(one_core, "read", add_ns)
+        # The core keeps at least as many lines in flight as any kernel was seen to: a kernel of
+        # several streams (the triad's three, write's read-for-ownership and write-back) can
+        # keep more than one stream's prefetch depth.
+        seen = [(stream, "read", stream_gbps, stream_lat)]
+        for md in ("triad", "write"):
+            f1 = bw.get((m0, m0, md, 1))
+            if f1 is not None:
+                got, g, lt = in_flight(f1, md, None)
+                seen.append((got, md, g, lt))
+        core, md, gbps, lat_core = max(seen, key=lambda x: x[0].value)
+        chain = (f" less its chain of {fg.READ_ADDS_PER_LINE} dependent adds per line "
+                 f"({fg.READ_ADDS_PER_LINE * add_ns:.2f} ns): {stream_gbps:.2f} GB/s,") if add_ns else ""
+        w(f"mlp = {_num(core.value, 2)}  # source: {source}: Little's law, the most lines one core kept in flight: its {md} "
+          f"STREAM at {gbps:.2f} GB/s of DRAM lines x loaded latency {lat_core:.1f} ns / 64 B")
+        est_rows.append(_range("core.mlp", core, 2, f"{source}: the lowest-highest one-core STREAM process"))
+        w(f"stream_mlp = {_num(stream.value, 2)}  # source: {source}: Little's law, one stream: one core's read-only STREAM "
+          f"{one_core.value:.2f} GB/s{chain} x loaded latency {stream_lat:.1f} ns / 64 B")
+        est_rows.append(_range("core.stream_mlp", stream, 2, f"{source}: the lowest-highest one-core read-only STREAM process"))
     else:
         w(f"mlp = {est.CORE_MLP.value}  # {est.CORE_MLP.note}")
+    if add is not None:
+        n_add = next(r for r in runs if r["kind"] == "add")["output"]["n"]
+        w(f"add_latency_ns = {_num(add.value, 3)}  # source: {source}: one dependent add, one thread's read-only STREAM "
+          f"in cache (--n {n_add}, one addpd per 16 B), {_spread(add, 'ns', 3)}")
+        est_rows.append(_range("core.add_latency_ns", add, 3, f"{source}: the lowest-highest in-cache process"))
 
     # ---- caches (sysfs), written as the host import does
     notes: dict[str, str] = {}

@@ -45,6 +45,8 @@ A descriptor is a TOML file (the library is in ``library/``; users pass their ow
     name = "mult"
     cycles = "2 * n * n / 4"               # compute cycles of the phase, all threads together
     instructions = "3 * n * n"             # optional: instructions, all threads together (MAPKI)
+    chain = "n * n"                        # optional: dependent FP adds on a reduction's chain, all threads
+                                           # together (docs/contention.md §4); cite the loop
     sync = "barrier"                       # barrier | none | pipeline (pipeline_steps = K)
     access = [{ region = "A", pattern = "block", rd = 1.0 }]
 
@@ -178,6 +180,7 @@ class PhaseDesc(_Strict):
     name: str
     cycles: Expr = 0
     instructions: Expr | None = None
+    chain: Expr | None = None
     mlp: Expr | None = None
     sync: Expr = "barrier"
     pipeline_steps: Expr = 1
@@ -671,7 +674,7 @@ class _Resolver:
             )
         mlp = None if p.mlp is None else float(self.num(p.mlp, f"{key}.mlp", 1))
         instructions = None if p.instructions is None else float(self.num(p.instructions, f"{key}.instructions", 0))
-        return {
+        out = {
             "name": p.name,
             "cycles": float(self.num(p.cycles, f"{key}.cycles", 0)),
             "instructions": instructions,
@@ -680,6 +683,9 @@ class _Resolver:
             "pipeline_steps": int(self.num(p.pipeline_steps, f"{key}.pipeline_steps", 1, MAX_SMALL)),
             "accesses": accesses,
         }
+        if p.chain is not None:  # absent: no chain, and the resolved workload is as before
+            out["chain"] = float(self.num(p.chain, f"{key}.chain", 0))
+        return out
 
 
 def _bound_text(b: float) -> str:

@@ -67,6 +67,8 @@ struct Thread {
     pending: Option<Visit>,
     compute_left_s: f64,
     compute_per_line_s: f64,
+    /// Seconds per line of the phase's dependent add chain (part of `compute_per_line_s`).
+    chain_per_line_s: f64,
     lines_total: f64,
     rng: Rng,
     /// Lines read / written per node during this epoch (the next epoch's mix).
@@ -235,6 +237,7 @@ impl<'a> Engine<'a> {
                     pipelined: false,
                     compute_left_s: 0.0,
                     compute_per_line_s: 0.0,
+                    chain_per_line_s: 0.0,
                     lines_total: 0.0,
                     rng: Rng::new(cfg.seed, tid + 1),
                     mix_rd: vec![0.0; n],
@@ -549,6 +552,7 @@ impl<'a> Engine<'a> {
             cpu_node: 0,
             mlp: 1.0,
             compute_per_line: 0.0,
+            chain_per_line: 0.0,
             cpu_share: 1.0,
             rd: vec![0.0; n],
             wr: vec![0.0; n],
@@ -576,6 +580,7 @@ impl<'a> Engine<'a> {
             d.cpu_node = node;
             d.mlp = self.mlp(t, self.m.pus.get(cpu).map_or(1, |u| busy_pus[u.core as usize]));
             d.compute_per_line = t.compute_per_line_s;
+            d.chain_per_line = t.chain_per_line_s;
             // While background work is runnable it shares the CPU fairly with the threads.
             d.cpu_share = {
                 let n = nr[cpu].max(1) as f64;
@@ -588,12 +593,14 @@ impl<'a> Engine<'a> {
         (costs, shares)
     }
 
-    /// Misses a thread keeps in flight: its share of the core's fill buffers (`sharers` SMT
-    /// threads run on the core), or fewer if its phase says so (docs/contention.md §4).
+    /// Misses a thread keeps in flight: what its phase's address streams keep in flight, up to
+    /// its share of the core's fill buffers (`sharers` SMT threads run on the core), or fewer if
+    /// its phase says so (docs/contention.md §4).
     fn mlp(&self, t: &Thread, sharers: u32) -> f64 {
-        let phase = self.current_phase(t);
-        let core_mlp = self.m.cores.first().map_or(10.0, |c| c.mlp) / sharers.max(1) as f64;
-        phase.and_then(|p| self.wl(t.pid).phases[p].mlp).map_or(core_mlp, |m| m.min(core_mlp)).max(1.0)
+        let phase = self.current_phase(t).map(|p| &self.wl(t.pid).phases[p]);
+        let streams = phase.map_or(1, |p| p.accesses.len());
+        let core_mlp = self.m.cores.first().map_or(10.0, |c| c.stream_concurrency(streams)) / sharers.max(1) as f64;
+        phase.and_then(|p| p.mlp).map_or(core_mlp, |m| m.min(core_mlp)).max(1.0)
     }
 
     fn current_phase(&self, t: &Thread) -> Option<usize> {

@@ -125,7 +125,12 @@ impl Engine<'_> {
         let total: f64 = per_thread.iter().sum();
         let share = if total > 0.0 { lines / total } else { 1.0 / nt as f64 };
         let freq = self.m.cores.first().map_or(2e9, |c| c.frequency_hz);
-        let compute_s = spec.cycles * share / freq;
+        // A reduction's chain takes one add latency per dependent add whatever the core's
+        // throughput: the phase computes for at least that long (docs/contention.md §4).
+        let add_s =
+            self.m.cores.first().map_or(numalab_model::machine::ADD_LATENCY_CYCLES / freq, |c| c.add_latency_s());
+        let chain_s = spec.chain * share * add_s;
+        let compute_s = (spec.cycles * share / freq).max(chain_s);
         let (est_rd, est_wr) = self.estimate_mix(tid, &sweeps);
         let t = &mut self.threads[tid];
         t.est_rd = est_rd;
@@ -135,9 +140,11 @@ impl Engine<'_> {
         t.pipelined = spec.sync == Sync::Pipeline && idx > 0;
         if lines > 0.0 {
             t.compute_per_line_s = compute_s / lines;
+            t.chain_per_line_s = chain_s / lines;
             t.compute_left_s = 0.0;
         } else {
             t.compute_per_line_s = 0.0;
+            t.chain_per_line_s = 0.0;
             t.compute_left_s = compute_s;
         }
     }

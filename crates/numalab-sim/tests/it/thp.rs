@@ -28,6 +28,7 @@ fn run(kernel: Kernel, madvised: bool, reps: u64) -> SimOutput {
         name: name.into(),
         cycles,
         mlp: None,
+        chain: 0.0,
         sync: Sync::Barrier,
         pipeline_steps: 1,
         accesses: vec![access(region, Pattern::Block, 1.0, wr)],

@@ -119,6 +119,63 @@ fn compute_and_memory_overlap_up_to_the_concurrency_limit() {
     assert!((s1 / want1 - 1.0).abs() < 1e-3, "mlp 1: {s1} s, additive gives {want1} s");
 }
 
+/// `idle_machine(10)` whose one stream keeps `stream_mlp` lines in flight and whose dependent
+/// add takes `add_ns`.
+fn idle_machine_streams(stream_mlp: f64, add_ns: f64) -> numalab_model::Machine {
+    let mut m = idle_machine(10.0);
+    for c in &mut m.cores {
+        c.stream_mlp = Some(stream_mlp);
+        c.add_latency_ns = Some(add_ns);
+    }
+    m
+}
+
+#[test]
+fn a_reductions_chain_adds_to_the_memory_time_instead_of_overlapping_it() {
+    // 16 MiB = 262,144 lines of 10 ns memory time each (100 ns / 10 in flight). 8 dependent adds
+    // per line at 2 ns = 16 ns of chain: 16 + 10 = 26 ns per line. The same 16 ns as independent
+    // compute (32 cycles at 2 GHz) overlaps: 16 + 10 / 10 = 17 ns.
+    let m = idle_machine_streams(10.0, 2.0);
+    let mut p = pinned(policy(PolicyMode::Default, &[]));
+    p.cpus = Some(numalab_model::CpuSet::parse_list("0").unwrap());
+    let lines = 262_144.0;
+    let run = |reps, chain: bool| {
+        let mut w = read_sweeps(16, 1, reps, if chain { 0.0 } else { 32.0 });
+        w.phases[1].chain = if chain { 8.0 * lines } else { 0.0 };
+        simulate(&m, &w, &p, &cfg()).unwrap().time_s
+    };
+    let sweep = |chain| (run(3, chain) - run(1, chain)) / 2.0;
+    let (chained, independent) = (sweep(true), sweep(false));
+    assert!((chained / (lines * 26e-9) - 1.0).abs() < 1e-3, "chain: {chained} s");
+    assert!((independent / (lines * 17e-9) - 1.0).abs() < 1e-3, "independent: {independent} s");
+}
+
+#[test]
+fn a_core_keeps_more_lines_in_flight_over_more_streams_up_to_its_buffers() {
+    // Each stream keeps 4 lines in flight, the core 10: one stream 100 ns / 4 = 25 ns per line;
+    // the same lines over two streams 100 / 8 = 12.5 ns; over three, the core's 10: 10 ns.
+    let m = idle_machine_streams(4.0, 2.0);
+    let mut p = pinned(policy(PolicyMode::Default, &[]));
+    p.cpus = Some(numalab_model::CpuSet::parse_list("0").unwrap());
+    let lines = 262_144.0;
+    let run = |reps, streams: usize| {
+        let mut w = read_sweeps(16, 1, reps, 0.0);
+        let a = w.phases[1].accesses[0].clone();
+        w.phases[1].accesses = (0..streams)
+            .map(|_| {
+                let mut x = a.clone();
+                x.rd = 1.0 / streams as f64;
+                x
+            })
+            .collect();
+        simulate(&m, &w, &p, &cfg()).unwrap().time_s
+    };
+    for (streams, ns) in [(1, 25.0), (2, 12.5), (3, 10.0)] {
+        let s = (run(3, streams) - run(1, streams)) / 2.0;
+        assert!((s / (lines * ns * 1e-9) - 1.0).abs() < 1e-3, "{streams} stream(s): {s} s, want {ns} ns per line");
+    }
+}
+
 #[test]
 fn smt_siblings_share_their_cores_fill_buffers() {
     // Two threads on two cores (PUs 0, 1) vs on the two PUs of one core (0 and its sibling 8):
@@ -236,6 +293,7 @@ fn timed_toy(threads: u32, timed: u64) -> numalab_sim::WorkloadSpec {
         name: name.into(),
         cycles,
         mlp: None,
+        chain: 0.0,
         sync: Sync::Barrier,
         pipeline_steps: 1,
         accesses: Vec::new(),
