@@ -114,3 +114,19 @@ def test_ctrl_c_while_runs_are_committed_keeps_them(tmp_path, monkeypatch, ctrl_
         stored = {r["hash"] for r in store.rows(resolved.name) if r["status"] == "ok"}
     # One commit, not cut short (no rollback and second try), and its runs are kept.
     assert len(commits) == 1 and len(stored) == commits[0] >= 1
+
+
+def test_repetitions_resolved_once_expand_as_every_point_resolved(monkeypatch):
+    """Points that differ only in their seed share one resolution: the runs (hashes, stored
+    configurations, labels, cases, baselines) are those of resolving every point."""
+    from numalab.study import parse_study
+    import importlib
+
+    module = importlib.import_module("numalab.study.expand")
+    texts = [S1.read_text(), 'name = "r"\nmachine = "e5-2620v4-2s"\nworkload = "dgemv"\nseeds = [3, 1, 2]\n'
+             'placement = "interleave=all:init=serial"\n[baseline]\nplacement = "default"\n[sweep]\nbalancing = [false, true]\n']
+    kept = [expand(parse_study(t, "s.toml")).runs for t in texts]
+    monkeypatch.setattr(module._Resolver, "config", lambda self, p: self._config(p)[0])
+    every = [expand(parse_study(t, "s.toml")).runs for t in texts]
+    assert len(kept[0]) == 336 and len(kept[1]) == 12  # 2 x 3 runs, each with its baseline
+    assert kept == every

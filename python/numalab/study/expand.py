@@ -10,6 +10,7 @@ column: the run's ``label``, else its placement, plus balancing, kernel and THP 
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Iterator
@@ -239,11 +240,29 @@ class _Resolver:
 
     def __init__(self, sf: StudyFile):
         self.sf = sf
+        # A point's configuration and the parameters its placement set, by the point's values:
+        # repetitions differ only in their seed (which the study's model has checked).
+        self.kept: dict[str, tuple[dict[str, Any], list[str]]] = {}
 
     def fail(self, p: _Point, key: str, message: str) -> Exception:
         return located(self.sf.path, self.sf.text, p.origin.get(key, key), message)
 
     def config(self, p: _Point) -> dict[str, Any]:
+        try:
+            # repr for the models (Balancing): a frozen dataclass's names every field
+            key = json.dumps({"values": p.values, "params": p.params}, sort_keys=True, default=repr)
+        except (TypeError, ValueError):
+            return self._config(p)[0]
+        kept = self.kept.get(key)
+        if kept is None:
+            kept = self.kept[key] = self._config(p)
+            return kept[0]
+        config, moved = kept
+        self._moved(p, moved)
+        return {**config, "seed": p.seed}
+
+    def _config(self, p: _Point) -> tuple[dict[str, Any], list[str]]:
+        """The configuration and the workload parameters the placement set (``init=serial``)."""
         v = p.values
         for f in ("machine", "workload"):
             if not v[f]:
@@ -258,8 +277,8 @@ class _Resolver:
             spec = spec.with_config(v["placement"])
         except USAGE_ERRORS as e:
             raise self.fail(p, "placement", str(e)) from None
-        for k in items.params:
-            p.origin[f"params.{k}"] = p.origin["placement"]
+        moved = list(items.params)
+        self._moved(p, moved)
         if spec.corun:
             if p.params or items.params:
                 key = next(iter(p.params or items.params))
@@ -268,11 +287,17 @@ class _Resolver:
                 raise self.fail(p, "workload", f"'{v['workload']}' is a co-run, and mapping_metrics analyses one workload "
                                 "(give a single workload, or set mapping_metrics = false)")
             self._check(p, spec)
-            return spec.canonical()
+            return spec.canonical(), moved
         params = self._params(p, v["workload"], {**p.params, **items.params})
         spec = spec.updated(params=params)
         self._check(p, spec)
-        return self._with_analyses(spec.canonical())
+        return self._with_analyses(spec.canonical()), moved
+
+    @staticmethod
+    def _moved(p: _Point, moved: list[str]) -> None:
+        """Parameters set in the placement string point there in errors."""
+        for k in moved:
+            p.origin[f"params.{k}"] = p.origin["placement"]
 
     def _with_analyses(self, config: dict[str, Any]) -> dict[str, Any]:
         """The analyses a run adds to its document are part of its configuration (its hash and
