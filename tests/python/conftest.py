@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,9 @@ import pytest
 from numalab.cli.main import run
 
 GOLDEN = Path(__file__).parent.parent / "golden"
+REPO = Path(__file__).resolve().parents[2]
+#: What the guest tests install when QEMU is missing (as root, with apt-get).
+QEMU_PACKAGES = ["qemu-system-x86", "busybox-static", "numactl", "cpio"]
 
 
 @pytest.fixture
@@ -42,6 +47,80 @@ def golden():
         assert text == path.read_text(encoding="utf-8"), f"output differs from {path} (NUMALAB_UPDATE_GOLDEN=1 to accept)"
 
     return check
+
+
+def _install_qemu() -> None:
+    from numalab.vm import setup as vm_setup
+
+    if shutil.which(vm_setup.QEMU) or os.geteuid() != 0 or not shutil.which("apt-get"):
+        return
+    subprocess.run(["apt-get", "update", "-qq"], capture_output=True, check=False, timeout=900)
+    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *QEMU_PACKAGES],
+                   capture_output=True, check=False, timeout=900)
+
+
+@pytest.fixture(scope="session")
+def guest():
+    """The guest (``vm setup``) for the tests that boot one (test_vm_guest.py, test_vm_filemap.py),
+    with the agent and the C kernels built if missing; skipped only when QEMU is absent and
+    cannot be installed."""
+    from numalab.vm import check
+    from numalab.vm import setup as vm_setup
+
+    _install_qemu()
+    if not shutil.which(vm_setup.QEMU):
+        pytest.skip(f"{vm_setup.QEMU} is absent and could not be installed (`{vm_setup.INSTALL_QEMU}` as root)")
+    if not vm_setup.AGENT_BUILT.is_file() and not os.environ.get("NUMALAB_AGENT"):
+        subprocess.run(["make", "-s", "agent"], cwd=REPO, check=True, timeout=1800)
+    if not all((REPO / "kernels" / k).is_file() for k in check.KERNEL_OPTIONS):
+        subprocess.run(["make", "-s", "kernels"], cwd=REPO, check=True, timeout=600)
+    try:
+        return vm_setup.setup()
+    except vm_setup.SetupError:
+        if os.geteuid() != 0 or not shutil.which("apt-get"):
+            raise
+        # apt's package lists may be empty on a fresh machine: fetch them once and retry.
+        subprocess.run(["apt-get", "update", "-qq"], capture_output=True, check=False, timeout=900)
+        return vm_setup.setup()
+
+
+def vm_group(name: str) -> str | None:
+    """The xdist group of the tests that read ``vm check`` case ``name``'s comparison (through
+    ``vm_compared``), if any: the cases of a group are compared together, in as few guest boots
+    as ``check.compare_many`` can share, so each group's tests must run on one worker."""
+    from numalab.vm import check
+
+    c = check.CASES[name]
+    if c.machine in check.MULTI_CPU_MACHINES:
+        return None  # read by their own tests (several guest runs), not through vm_compared
+    if c.sched or c.machine == "vm-8":
+        return f"vm-sched-{c.machine}"
+    if c.machine == "vm-tier":
+        return "vm-tier"
+    if c.workload == "filemap":
+        return "vm-filemap"
+    # the other vm-4 cases share one boot; balancing's knobs need a boot of its own (and a worker's time)
+    return None if "balancing" in c.config.split(":") else "vm-alloc"
+
+
+_COMPARED: dict = {}
+
+
+@pytest.fixture(scope="session")
+def vm_compared(guest):
+    """``vm_compared(name)``: case ``name``'s ``check.Comparison``, made once per session with the
+    other cases of its ``vm_group`` not made yet (the scheduler orderings and several tests reuse them)."""
+    from numalab.vm import check
+
+    def compared(name: str):
+        if name not in _COMPARED:
+            group = vm_group(name)
+            names = [n for n in check.CASES if n == name or (group is not None and vm_group(n) == group and n not in _COMPARED)]
+            for c in check.compare_many([check.CASES[n] for n in names], timeout_s=600):
+                _COMPARED[c.case.name] = c
+        return _COMPARED[name]
+
+    return compared
 
 
 @pytest.hookimpl(trylast=True)

@@ -1,30 +1,14 @@
 """File mappings in a real guest (docs/allocation.md §3.6, docs/vm.md §4.3): kernels/filemap.c
 maps a brd ramdisk MAP_SHARED and 4 threads bound one per node each write their 1024-page block.
-The guest test boots two guests (about 20-40 s of TCG each) and is marked ``needs_qemu`` like
-test_vm_guest.py; the others check the pieces without a guest."""
+The guest test reads the two cases' comparisons that test_vm_guest.py's per-case test reads too
+(conftest.py's ``vm_compared``: made once per session, two guest boots of about 20-40 s of TCG
+each) and is marked ``needs_qemu`` like it; the others check the pieces without a guest."""
 
 from __future__ import annotations
-
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 
 from numalab.vm import check, ramdisk
-from numalab.vm import setup as vm_setup
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def guest():
-    if not shutil.which(vm_setup.QEMU):
-        pytest.skip(f"{vm_setup.QEMU} is absent (`{vm_setup.INSTALL_QEMU}` as root)")
-    if not vm_setup.AGENT_BUILT.is_file():
-        subprocess.run(["make", "-s", "agent"], cwd=REPO, check=True, timeout=1800)
-    if not (REPO / "kernels" / "filemap").is_file():
-        subprocess.run(["make", "-s", "-C", "kernels", "filemap"], cwd=REPO, check=True, timeout=600)
-    return vm_setup.setup()
 
 
 def test_only_the_ramdisks_mappings_are_counted_and_the_ramdisk_holds_the_blocks():
@@ -52,13 +36,13 @@ def test_the_read_around_expectation_wants_the_shift_at_the_edges_within_one_win
 
 
 @pytest.mark.needs_qemu
-def test_read_around_places_a_neighbours_pages_and_madv_random_does_not_in_the_guest_as_in_the_simulator(guest):
+@pytest.mark.xdist_group("vm-filemap")
+def test_read_around_places_a_neighbours_pages_and_madv_random_does_not_in_the_guest_as_in_the_simulator(guest, vm_compared):
     """Without MADV_RANDOM each thread's first fault reads 16 pages back into its neighbour's
     block onto its own node (node0 short of its block, the last node over it); with it every page
     is on its writer's node. The guest's numa_maps for the mapping and the simulator agree within
     0.2% of the region (8 pages) on every node."""
-    around = check.compare(check.CASES["filemap"], timeout_s=600)
-    random = check.compare(check.CASES["filemap-random"], timeout_s=600)
+    around, random = vm_compared("filemap"), vm_compared("filemap-random")
     for c in (around, random):
         text = check.report(c)
         assert c.ok, text

@@ -1,11 +1,14 @@
 """numalab vm with a real guest: QEMU boots Debian's kernel with the vm-4 / vm-8 topology.
 
-Each test boots at least one guest (about 5-15 s of TCG each). Under pytest-xdist (``make test``)
-the tests that read the same runs share a worker (``xdist_group``: the scheduler cases of one
-machine with their orderings, the tiering cases with the tiered guest), so each run is made once. They are marked ``needs_qemu`` and
-skipped only when ``qemu-system-x86_64`` is absent and cannot be installed (``.ci/run`` installs
-it in CI; as root with apt-get the fixture installs it too). The agent and the C kernels are
-built if missing (``make agent``, ``make kernels``).
+Each test boots at least one guest (about 5-15 s of TCG each). The ``vm check`` cases are
+compared once per session, each group of them together (conftest.py's ``vm_compared``), so the
+cases that can share a guest boot share one (``check.compare_many``); under pytest-xdist (``make
+test``) the tests of a group share a worker (``xdist_group``: the scheduler cases of one machine
+with their orderings, the tiering cases with the tiered guest, the vm-4 placement and malloc
+cases), so each run is made once. They are marked ``needs_qemu`` and skipped only when
+``qemu-system-x86_64`` is absent and cannot be installed (``.ci/run`` installs it in CI; as root
+with apt-get the ``guest`` fixture installs it too). The agent and the C kernels are built if
+missing (``make agent``, ``make kernels``).
 """
 
 from __future__ import annotations
@@ -19,72 +22,25 @@ import threading
 from pathlib import Path
 
 import pytest
+from conftest import vm_group
 
 from numalab.spec import Placement
 from numalab.vm import check, qemu
 from numalab.vm import run as vm_run
-from numalab.vm import setup as vm_setup
 
 pytestmark = pytest.mark.needs_qemu
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ["qemu-system-x86", "busybox-static", "numactl", "cpio"]
-
-
-def _install_qemu() -> None:
-    if shutil.which(vm_setup.QEMU) or os.geteuid() != 0 or not shutil.which("apt-get"):
-        return
-    subprocess.run(["apt-get", "update", "-qq"], capture_output=True, check=False, timeout=900)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *PACKAGES],
-                   capture_output=True, check=False, timeout=900)
-
-
-@pytest.fixture(scope="session")
-def guest():
-    _install_qemu()
-    if not shutil.which(vm_setup.QEMU):
-        pytest.skip(f"{vm_setup.QEMU} is absent and could not be installed (`{vm_setup.INSTALL_QEMU}` as root)")
-    if not vm_setup.AGENT_BUILT.is_file() and not os.environ.get("NUMALAB_AGENT"):
-        subprocess.run(["make", "-s", "agent"], cwd=REPO, check=True, timeout=1800)
-    if not all((REPO / "kernels" / k).is_file() for k in ("dgemv", "barrier")):
-        subprocess.run(["make", "-s", "kernels"], cwd=REPO, check=True, timeout=600)
-    try:
-        return vm_setup.setup()
-    except vm_setup.SetupError:
-        if os.geteuid() != 0 or not shutil.which("apt-get"):
-            raise
-        # apt's package lists may be empty on a fresh machine: fetch them once and retry.
-        subprocess.run(["apt-get", "update", "-qq"], capture_output=True, check=False, timeout=900)
-        return vm_setup.setup()
-
-
-_COMPARED: dict[str, check.Comparison] = {}
-
-
-def compared(name: str) -> check.Comparison:
-    """Each case boots its guest once per session (the scheduler orderings reuse the runs)."""
-    if name not in _COMPARED:
-        _COMPARED[name] = check.compare(check.CASES[name], timeout_s=600)
-    return _COMPARED[name]
-
-
-def _group(name: str) -> str | None:
-    """The xdist group of the tests that reuse case ``name``'s run, if any."""
-    c = check.CASES[name]
-    if c.sched:
-        return f"vm-sched-{c.machine}"
-    if c.workload == "alloc3d":
-        return "vm-alloc"
-    return "vm-tier" if c.name.startswith("tier-") else None
 
 
 def _case(name: str):
-    group = _group(name)
+    """The tests that read a case's comparison run on its group's worker (conftest.vm_compared)."""
+    group = vm_group(name)
     return pytest.param(name, marks=pytest.mark.xdist_group(group)) if group else name
 
 
 @pytest.mark.parametrize("name", [_case(n) for n, c in check.CASES.items() if c.machine not in check.MULTI_CPU_MACHINES])
-def test_guest_and_simulator_agree(guest, name):
-    c = compared(name)
+def test_guest_and_simulator_agree(guest, vm_compared, name):
+    c = vm_compared(name)
     text = check.report(c)
     assert c.ok, text
     assert c.kernel_release == guest.kernel_version
@@ -94,12 +50,12 @@ def test_guest_and_simulator_agree(guest, name):
 
 
 @pytest.mark.parametrize("machine", [pytest.param(m, marks=pytest.mark.xdist_group(f"vm-sched-{m}")) for m in ("vm-4", "vm-8")])
-def test_sched_unbound_threads_move_more_than_bound_ones_in_the_guest_and_the_simulator(guest, machine):
+def test_sched_unbound_threads_move_more_than_bound_ones_in_the_guest_and_the_simulator(guest, vm_compared, machine):
     """kernels/barrier.c on every vCPU: bound threads stay on their node; unbound ones sleeping at
     barriers (OMP_WAIT_POLICY=passive) or sharing CPUs change CPU and node more often per thread
     and second, in the real kernel and in the simulator (docs/scheduler.md §10)."""
     names = [n for n, c in check.CASES.items() if c.sched and c.machine == machine]
-    results = [compared(n) for n in names]
+    results = [vm_compared(n) for n in names]
     table = check.sched_table(results)
     assert sum(c.case.more_than is not None for c in results) >= 1, names
     assert check.orderings(results) == {}, table
@@ -128,14 +84,15 @@ def test_a_passive_team_on_two_vcpus_per_node_the_simulator_beside_three_guest_r
         assert side.threads.changed_node >= 4 and side.threads.mean_away_pct >= 10.0, table
 
 
-def test_malloced_rows_stay_on_the_allocating_threads_node_and_one_block_spreads_in_the_guest_as_in_the_simulator(guest):
+@pytest.mark.xdist_group("vm-alloc")
+def test_malloced_rows_stay_on_the_allocating_threads_node_and_one_block_spreads_in_the_guest_as_in_the_simulator(guest, vm_compared):
     """kernels/alloc3d.c, 128^3 doubles (16 MiB), written in parallel by 4 threads bound one per
     node: malloc'ed as 1 KiB rows by the master (NPB 2.3-omp-C MG's layout), glibc's chunk headers
     put the whole brk heap on node 0; malloc'ed by each thread for its planes, each thread's arena
     is on its node; as one malloc (its own mapping), the parallel loop puts a quarter on each node.
     The guest's numa_maps regions of the grid and the simulator's pages agree within 0.5% of the
     region on every node (docs/allocation.md §3.5)."""
-    rows, each, block = compared("alloc-rows"), compared("alloc-rows-parallel"), compared("alloc-block")
+    rows, each, block = vm_compared("alloc-rows"), vm_compared("alloc-rows-parallel"), vm_compared("alloc-block")
     for c in (rows, each, block):
         text = check.report(c)
         assert c.ok, text
@@ -198,6 +155,25 @@ def test_two_runs_at_once_each_get_their_own_placement(guest, private_tmp):
         assert peak[node] >= 1953 and sum(peak) - peak[node] < 50, peak
         assert json.loads(doc["vm"]["stdout"])["kernel"] == "dgemv"
     assert list(private_tmp.iterdir()) == [], "temporary files left behind"
+
+
+def test_commands_that_share_a_boot_each_get_their_own_records_counters_and_pages(guest):
+    """vm check's batches (vm_run.run_many): two commands in one guest, each with its own agent
+    records, its own output and counters that are differences over its own command, as two boots
+    would give: the 8 MB matrix of each on the node it is bound to, the other's not counted."""
+    reqs = [vm_run.VmRequest("vm-4", ["dgemv", "--n=1000", "--reps=30", "--threads=1"],
+                             placement=Placement(policy="bind", nodes=str(node), cpunodebind=str(3 - node)),
+                             thp="never", timeout_s=300, interval_ms=20) for node in (1, 2)]
+    outs = vm_run.run_many(reqs)
+    assert [o.request for o in outs] == reqs
+    for node, out in zip((1, 2), outs):
+        doc = vm_run.document(out)
+        assert doc["status"] == "ok" and doc["vm"]["boot_commands"] == 2 and doc["placement"]["nodes"] == str(node)
+        assert json.loads(doc["vm"]["stdout"])["kernel"] == "dgemv"
+        hits = [doc["numastat"][f"node{n}"]["numa_hit"] for n in range(4)]
+        assert hits[node] >= 1953 and sum(hits) - hits[node] < 500, hits
+        peak = vm_side_peak(out, doc)
+        assert peak[node] >= 1953 and sum(peak) - peak[node] < 50, peak
 
 
 def test_vm_run_cli_prints_the_summary_and_the_json(guest, cli, tmp_path):
@@ -287,7 +263,7 @@ def test_vm_shell_is_a_shell_in_the_guest(guest):
 
 
 @pytest.mark.xdist_group("vm-tier")
-def test_tiered_guest_gets_numa_balancing_2_demotion_and_its_hmat(guest):
+def test_tiered_guest_gets_numa_balancing_2_demotion_and_its_hmat(guest, vm_compared):
     """vm-tier (docs/tiering.md §11): the CPU-less node carries the preset's HMAT figures in the guest
     and is a lower memory tier (onlined by dax/kmem), numa_balancing=2 and demotion_enabled reach the
     guest kernel, and both the guest kernel and the simulator demote under pressure and promote
@@ -306,7 +282,7 @@ def test_tiered_guest_gets_numa_balancing_2_demotion_and_its_hmat(guest):
     # the DRAM nodes in one tier, the dax/kmem node in a slower one (a larger memory_tierN)
     by_nodes = {nodes: int(name.removeprefix("memory_tier")) for name, nodes in tiers["tiers"].items()}
     assert set(by_nodes) == {"0-1", "2"} and by_nodes["2"] > by_nodes["0-1"], tiers
-    demoted, kept, promoted = compared("tier-demotion"), compared("tier-no-demotion"), compared("tier-promotion")
+    demoted, kept, promoted = vm_compared("tier-demotion"), vm_compared("tier-no-demotion"), vm_compared("tier-promotion")
     text = "\n".join(check.report(c) for c in (demoted, kept, promoted))
     for c in (demoted, kept, promoted):
         assert c.sim.memory_tiers == 2 and c.vm.memory_tiers == 2, text

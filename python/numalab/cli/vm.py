@@ -181,7 +181,7 @@ def check_cmd(
     workload: Optional[str] = typer.Option(None, "--workload", help="dgemv, stream, barrier, alloc3d or filemap: compare this workload (its parameters follow as --n 2000 --init serial ...)."),
     memory_per_node_mib: Optional[int] = MEMORY,
     accel: str = ACCEL,
-    timeout: float = typer.Option(300.0, "--timeout", help="Kill each guest after this many seconds (more than 0, at most 604800)."),
+    timeout: float = typer.Option(300.0, "--timeout", help="Kill a guest after this many seconds per case run it holds (cases share a boot where they can; more than 0, at most 604800)."),
     as_json: bool = typer.Option(False, "--json", help="Print the side-by-side tables (pages per node, counters, threads, verdicts) of every case as one JSON document; progress on stderr."),
     runs: int = typer.Option(1, "--runs", help="Guest runs per case, 1..20 (the scheduler table gives the guest's min..max and whether the simulator falls inside)."),
 ) -> None:
@@ -228,8 +228,9 @@ def check_cmd(
     failed = []
     results = []
     progress = Progress("vm check", len(cases), unit="cases", interval_s=0, bar=False).start()
-    for c in cases:
-        result = check.compare(c, memory_per_node_mib, accel, timeout, say=_say, runs=runs)
+    # cases that can share a guest boot run in one (check.compare_many); each is printed when done
+    for result in check.compare_many(cases, memory_per_node_mib, accel, timeout, say=_say, runs=runs):
+        c = result.case
         progress.step(c.name)
         results.append(result)
         if not result.ok:

@@ -23,7 +23,7 @@ not have is listed in ``PROFILE_NOTES`` and printed with the results.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from numalab import counters
 from numalab.console.tables import render, table
@@ -547,45 +547,105 @@ def compare(
 ) -> Comparison:
     """One case: the simulator once (its figures are fixed by the seed), the guest ``runs``
     times (its own spread from run to run; the expectation must hold in every run)."""
+    return next(compare_many([case], memory_per_node_mib, accel, timeout_s, say, runs))
+
+
+#: Most guest commands in one boot (``compare_many``): a boot's run and its data port stay bounded.
+MAX_BOOT_COMMANDS = 12
+
+
+@dataclass(frozen=True)
+class _Planned:
+    case: Case
+    sim: Side
+    sim_kernel: str
+    request: vm_run.VmRequest
+
+
+def _plan(case: Case, memory_per_node_mib: int | None, accel: str, timeout_s: float, release: str, say: Callable[[str], None]) -> _Planned:
     from numalab.machine import load as load_machine
-    from numalab.vm import setup as vm_setup
 
     if case.workload not in KERNEL_OPTIONS:
         raise UsageError(f"vm check runs {' or '.join(KERNEL_OPTIONS)} (a C kernel with a simulator descriptor), not '{case.workload}'")
-    if not 1 <= runs <= MAX_RUNS:
-        raise UsageError(f"--runs must be in 1..{MAX_RUNS}, got {runs}")
     machine = load_machine(case.machine)
     cpus = cpus_per_node(machine)
     # One thread per guest vCPU, unless the case says otherwise.
     params = {"threads": machine.nr_pus, **case.params}
-    release = vm_setup.load(say).kernel_version
     kernel = sim_kernel(release)
     spec = RunSpec.create(case.machine, case.workload, params=params, kernel=kernel, thp="never").with_config(case.config)
     bound = spec.bind()  # a bad case fails here, before the guest boots
     say(f"vm check {case.name}: simulating {case.workload} on {case.machine} (kernel profile {kernel})")
-    sim = sim_side(spec)
     request = vm_request(case, dict(bound.workload["params"]), spec, memory_per_node_mib, accel, timeout_s, cpus)
-    sides: list[Side] = []
-    first: tuple[vm_run.VmOutput, dict[str, Any]] | None = None
-    for k in range(runs):
-        if runs > 1:
-            say(f"vm check {case.name}: guest run {k + 1}/{runs}")
-        out = vm_run.run(request, say)
-        doc = vm_run.document(out)
-        if doc["status"] != "ok":
-            raise vm_run.GuestCommandError(f"vm check {case.name}: the guest's {case.workload} failed ({doc['error']}): {out.text('stderr').strip()[-300:]}")
-        sides.append(vm_side(out, doc, case.pages, case.full_fraction))
-        first = first or (out, doc)
-    assert first is not None  # runs >= 1
-    out, doc = first
-    c = Comparison(case, sim, sides[0], out.kernel_release, kernel, vm_doc=doc, vm_runs=sides)
+    return _Planned(case, sim_side(spec), kernel, request)
+
+
+def boots(requests: list[vm_run.VmRequest], runs: int = 1) -> list[list[int]]:
+    """The guest boots for ``runs`` runs of each request, each boot a list of request indexes in
+    the order they run: requests with the same ``vm_run.boot_key`` that may share a boot
+    (``vm_run.shareable``) share one, their runs in turn (1, 2, 3, 1, 2, 3, ...), at most
+    ``MAX_BOOT_COMMANDS`` to a boot; any other request boots its own guest for each run. In the
+    order of each group's first request."""
+    groups: dict[Any, list[int]] = {}
+    for i, r in enumerate(requests):
+        groups.setdefault(vm_run.boot_key(r) if vm_run.shareable(r) else ("own", i), []).append(i)
+    out: list[list[int]] = []
+    for key, members in groups.items():
+        if key[0] == "own":
+            out += [members] * runs
+            continue
+        order = [i for _ in range(runs) for i in members]
+        out += [order[k:k + MAX_BOOT_COMMANDS] for k in range(0, len(order), MAX_BOOT_COMMANDS)]
+    return out
+
+
+def compare_many(
+    cases: list[Case],
+    memory_per_node_mib: int | None = None,
+    accel: str = "tcg",
+    timeout_s: float = 300.0,
+    say: Callable[[str], None] = lambda s: None,
+    runs: int = 1,
+) -> Iterator[Comparison]:
+    """``compare`` for each case, in order, with the guest runs of cases that can share a boot
+    (``boots``) run one after the other in one guest: each has its own agent, records and
+    counters over its own command, as in a guest of its own (``vm_run.run_many``). Every case is
+    simulated and checked before the first boot; a case is yielded once its guest runs are done."""
+    from numalab.vm import setup as vm_setup
+
+    if not 1 <= runs <= MAX_RUNS:
+        raise UsageError(f"--runs must be in 1..{MAX_RUNS}, got {runs}")
+    release = vm_setup.load(say).kernel_version
+    planned = [_plan(c, memory_per_node_mib, accel, timeout_s, release, say) for c in cases]
+    done: list[list[tuple[vm_run.VmOutput, dict[str, Any]]]] = [[] for _ in planned]
+    plan = boots([p.request for p in planned], runs)
+    ready = 0
+    for n, boot in enumerate(plan):
+        names = ", ".join(dict.fromkeys(planned[i].case.name for i in boot))
+        if len(plan) > 1:
+            say(f"vm check: guest boot {n + 1}/{len(plan)} ({names})")
+        for i, out in zip(boot, vm_run.run_many([planned[i].request for i in boot], say)):
+            case = planned[i].case
+            doc = vm_run.document(out)
+            if doc["status"] != "ok":
+                raise vm_run.GuestCommandError(f"vm check {case.name}: the guest's {case.workload} failed ({doc['error']}): {out.text('stderr').strip()[-300:]}")
+            done[i].append((out, doc))
+        while ready < len(planned) and len(done[ready]) == runs:
+            yield _verdict(planned[ready], done[ready])
+            ready += 1
+
+
+def _verdict(p: _Planned, runs: list[tuple[vm_run.VmOutput, dict[str, Any]]]) -> Comparison:
+    case, sim = p.case, p.sim
+    sides = [vm_side(out, doc, case.pages, case.full_fraction) for out, doc in runs]
+    out, doc = runs[0]
+    c = Comparison(case, sim, sides[0], out.kernel_release, p.sim_kernel, vm_doc=doc, vm_runs=sides)
     why = case.expect(sim)
     if why is not None:
         c.failures["sim"] = why
     for k, side in enumerate(sides):
         why = case.expect(side)
         if why is not None:
-            c.failures["vm"] = why if runs == 1 else f"guest run {k + 1}: {why}"
+            c.failures["vm"] = why if len(sides) == 1 else f"guest run {k + 1}: {why}"
             break
     if case.agree_pct is not None and (why := disagreement(sim, c.vm, case.agree_pct)) is not None:
         c.failures["vm-sim"] = why

@@ -115,21 +115,31 @@ def job_script(job: Job) -> str:
             "setsid cttyhack sh -l",
         ]
         return "\n".join(lines) + "\n"
-    lines.append(_FRAME)
-    lines += [
-        "uname -r > /tmp/out/uname",
-        "numactl -H > /tmp/out/numactl-H 2>&1",
-        ": > /tmp/out/knobs.err",
-        *job.kmem,
-    ]
+    lines += [*_BOOT, *job.kmem]
     if knobs:
         lines.append(f"{AGENT} knobs set {knobs} --journal /tmp/knobs.journal >/dev/null 2>/tmp/out/knobs.err")
-    for path, value in job.sysfs:
-        lines.append(f"if [ -f {q(path)} ]; then echo {q(value)} > {q(path)} || echo {q(path + ': the guest kernel refused ' + value)} >> /tmp/out/knobs.err; "
-                     f"else echo {q(path + ': absent in the guest kernel')} >> /tmp/out/knobs.err; fi")
+    lines += [_sysfs_line(path, value) for path, value in job.sysfs]
+    lines += [*_run_lines(job), *_send_lines()]
+    return "\n".join(lines) + "\n"
+
+
+#: What every command of a boot shares: the framing function, the release, the nodes, and the
+#: (empty) settings-error file that the dax/kmem and ramdisk lines and the settings append to.
+_BOOT = [_FRAME, "uname -r > /tmp/out/uname", "numactl -H > /tmp/out/numactl-H 2>&1", ": > /tmp/out/knobs.err"]
+
+
+def _sysfs_line(path: str, value: str) -> str:
+    q = shlex.quote
+    return (f"if [ -f {q(path)} ]; then echo {q(value)} > {q(path)} || echo {q(path + ': the guest kernel refused ' + value)} >> /tmp/out/knobs.err; "
+            f"else echo {q(path + ': absent in the guest kernel')} >> /tmp/out/knobs.err; fi")
+
+
+def _run_lines(job: Job) -> list[str]:
+    """The agent runs the command; its files are written to /tmp/out."""
+    q = shlex.quote
     # numa_maps at every sample: in the guest, seeing every move matters more than the agent's CPU.
     agent = [AGENT, "run", f"--interval-ms={job.interval_ms}", "--maps-budget-pct=100", "--output=/tmp/out/agent.jsonl", *job.agent_args, "--", *job.command]
-    lines += [
+    return [
         f"{AGENT} topo > /tmp/out/topo.json",
         f"{AGENT} knobs get > /tmp/out/knobs.json",
         " ".join(q(a) for a in agent) + " </dev/null >/tmp/out/stdout 2>/tmp/out/stderr",
@@ -138,6 +148,12 @@ def job_script(job: Job) -> str:
         ": > /tmp/out/truncated",
         TRUNCATE,
         TIERS,
+    ]
+
+
+def _send_lines() -> list[str]:
+    """/tmp/out's files framed onto the data port between ``$MARK BEGIN`` and ``$MARK END``."""
+    return [
         f"stty -F {DATA_PORT} raw -echo 2>/dev/null",
         "{",
         '  echo "$MARK BEGIN"',
@@ -145,4 +161,43 @@ def job_script(job: Job) -> str:
         '  echo "$MARK END"',
         f"}} > {DATA_PORT}",
     ]
+
+
+def shareable(job: Job) -> bool:
+    """Whether the command can share a boot with others (``batch_script``): it leaves no setting
+    behind that the next command would meet. The agent's knobs and the interleave weights
+    (``setup``) are left set; a sysfs switch is put back after the command."""
+    return bool(job.command) and not job.knobs and not job.setup
+
+
+def batch_script(jobs: list[Job]) -> str:
+    """Several commands in one boot, one after the other, each as ``job_script`` runs its one: in
+    a subshell (its environment and working directory its own), from a copy of the boot's files
+    in an empty /tmp/out and an empty /tmp/work, its sysfs switches put back after it, its files
+    framed between its own ``<mark> BEGIN`` and ``<mark> END`` and then deleted (a later command
+    meets the memory the first one found). The agent's counters are differences over its own
+    command, its pages and threads the command's own. The dax/kmem and ramdisk lines (the same
+    for every job of a boot) run once, before the first command."""
+    q = shlex.quote
+    if not jobs or not all(shareable(j) for j in jobs):
+        raise ValueError("batch_script: every job needs a command and no knobs or weights")
+    lines = [f"MARK={q(jobs[0].mark)}", "mkdir -p /tmp/out", "cut -d' ' -f1 /proc/uptime > /tmp/out/uptime", 'echo "$MARK READY"',
+             *_BOOT, *jobs[0].kmem, "rm -rf /tmp/boot && mv /tmp/out /tmp/boot"]
+    for job in jobs:
+        lines += ["cp -r /tmp/boot /tmp/out && mkdir -p /tmp/work", "(", f"MARK={q(job.mark)}"]
+        if job.thp:
+            lines.append(f"echo {q(job.thp)} > /sys/kernel/mm/transparent_hugepage/enabled")
+        lines += [f"export {k}={q(v)}" for k, v in job.env.items()]
+        lines.append("cd /tmp/work")
+        # each switch's value before the command, written back after it
+        lines += [f"old{i}=$(cat {q(path)} 2>/dev/null)" for i, (path, _) in enumerate(job.sysfs)]
+        lines += [_sysfs_line(path, value) for path, value in job.sysfs]
+        lines += _run_lines(job)
+        lines += [f'[ -n "$old{i}" ] && echo "$old{i}" > {q(path)}' for i, (path, _) in enumerate(job.sysfs)]
+        lines += [*_send_lines(), ")", "rm -rf /tmp/out /tmp/work"]
     return "\n".join(lines) + "\n"
+
+
+def script(jobs: list[Job]) -> str:
+    """The job file for one command (``job_script``) or several (``batch_script``)."""
+    return job_script(jobs[0]) if len(jobs) == 1 else batch_script(jobs)

@@ -148,7 +148,8 @@ def _with_ld_path(host: Path, lib_path: list[str]) -> list[Path]:
             os.environ["LD_LIBRARY_PATH"] = old
 
 
-def base_entries(g: Guest, agent: Path, command: Command | None) -> list[cpio.Entry]:
+def base_entries(g: Guest, agent: Path, *commands: Command | None) -> list[cpio.Entry]:
+    """The base image's entries with each command's binary (several: the commands of one boot)."""
     b = Builder()
     for d in ("proc", "sys", "dev", "tmp", "root", "etc", "usr/local/bin", "numalab"):
         b.dir(d)
@@ -161,8 +162,9 @@ def base_entries(g: Guest, agent: Path, command: Command | None) -> list[cpio.En
     b.binary(guest.AGENT, agent)
     for name, path in project_kernels().items():
         b.binary(f"usr/local/bin/{name}", path)
-    if command is not None and command.host_binary is not None:
-        b.binary(command.argv[0], command.host_binary)
+    for command in commands:
+        if command is not None and command.host_binary is not None:
+            b.binary(command.argv[0], command.host_binary)
     b.file("etc/ld.so.conf", f"{GUEST_LIB}\n".encode(), 0o644)
     return b.entries
 
@@ -175,9 +177,9 @@ def content_key(entries: list[cpio.Entry]) -> str:
     return h.hexdigest()
 
 
-def base_image(g: Guest, agent: Path, command: Command | None) -> bytes:
+def base_image(g: Guest, agent: Path, *commands: Command | None) -> bytes:
     """The gzipped base image for these inputs: from the cache, or built and cached."""
-    entries = base_entries(g, agent, command)
+    entries = base_entries(g, agent, *commands)
     path = cache_dir() / "initramfs" / f"{content_key(entries)}.cpio.gz"
     try:
         data = path.read_bytes()
@@ -203,7 +205,9 @@ def prune(directory: Path, keep: int) -> None:
         old.unlink(missing_ok=True)
 
 
-def job_archive(job: guest.Job) -> bytes:
-    """The per-run archive: ``/numalab/job`` (uncompressed), padded with zeros to 512 bytes."""
-    data = cpio.archive([cpio.directory("numalab"), cpio.regular(guest.JOB, guest.job_script(job).encode(), 0o644)])
+def job_archive(job: guest.Job | list[guest.Job]) -> bytes:
+    """The per-run archive: ``/numalab/job`` (uncompressed; one job, or the jobs of one boot in
+    turn), padded with zeros to 512 bytes."""
+    jobs = job if isinstance(job, list) else [job]
+    data = cpio.archive([cpio.directory("numalab"), cpio.regular(guest.JOB, guest.script(jobs).encode(), 0o644)])
     return data + b"\0" * (-len(data) % 512)

@@ -56,6 +56,8 @@ class VmOutput:
     ready_s: float | None
     wall_s: float
     request: VmRequest
+    #: Commands in the boot that ran this one (``run_many``; 1: a boot of its own).
+    boot_commands: int = 1
 
     def text(self, name: str) -> str:
         return self.files.get(name, b"").decode(errors="replace")
@@ -163,57 +165,74 @@ def _weights_script(p: Placement) -> list[str]:
 def boot_job(req: VmRequest, command: list[str] | None, say: Say = lambda s: None):
     """Everything before QEMU runs, every input checked: (guest files, topology, accelerator,
     base image, job). ``command`` None: an interactive shell."""
-    from numalab.machine import load as load_machine
+    g, topo, accel, base, jobs = _prepare([req], [command], say)
+    return g, topo, accel, base, jobs[0]
 
+
+def _check_request(req: VmRequest) -> None:
     if req.thp is not None and req.thp not in THP_MODES:
         raise UsageError(f"--thp must be one of {', '.join(THP_MODES)}, got '{req.thp}'")
     if not 1 <= req.interval_ms <= 60000:
         raise UsageError(f"--interval-ms must be in 1..60000, got {req.interval_ms}")
     if not 0 < req.timeout_s <= MAX_TIMEOUT_S:  # also false for NaN
         raise UsageError(f"--timeout must be a number of seconds in (0, {MAX_TIMEOUT_S}], got {req.timeout_s:g}")
-    machine = load_machine(req.machine)
-    topo = qemu.topology(machine, req.memory_per_node_mib, req.cpus_per_node)
+
+
+def _prepare(reqs: list[VmRequest], commands: list[list[str] | None], say: Say):
+    """``boot_job`` for the requests of one boot (``boot_key`` equal): one base image holding
+    every command's binary, one job per request."""
+    from numalab.machine import load as load_machine
+
+    for req in reqs:
+        _check_request(req)
+    first = reqs[0]
+    machine = load_machine(first.machine)
+    topo = qemu.topology(machine, first.memory_per_node_mib, first.cpus_per_node)
     kmem.cmdline(topo.memory_mib, topo.kmem_nodes)  # a layout dax/kmem cannot online is refused before boot
-    _check_placement(machine, req.placement)
+    for req in reqs:
+        _check_placement(machine, req.placement)
     g = vm_setup.load(say)
     agent = vm_setup.find_agent()
     builtins = {Path(a).name for a in initramfs.busybox_applets(g.busybox)} | {"numactl", "numalab-agent"}
-    cmd = initramfs.resolve_command(command, builtins) if command is not None else None
-    if req.placement.policy == "weighted-interleave" and kernel_tuple(g.kernel_version) < WEIGHTED_INTERLEAVE_SINCE:
-        raise UsageError(
-            f"--weighted-interleave needs Linux 6.9 or later (MPOL_WEIGHTED_INTERLEAVE); the guest kernel is {g.kernel_version} "
-            "(pass a newer one with numalab vm setup --kernel PATH)"
-        )
-    accel = resolve_accel(req.accel)
+    cmds = [initramfs.resolve_command(command, builtins) if command is not None else None for command in commands]
+    for req in reqs:
+        if req.placement.policy == "weighted-interleave" and kernel_tuple(g.kernel_version) < WEIGHTED_INTERLEAVE_SINCE:
+            raise UsageError(
+                f"--weighted-interleave needs Linux 6.9 or later (MPOL_WEIGHTED_INTERLEAVE); the guest kernel is {g.kernel_version} "
+                "(pass a newer one with numalab vm setup --kernel PATH)"
+            )
+    accel = resolve_accel(first.accel)
     say("numalab vm: building the initramfs (reused from the cache when unchanged)")
-    base = initramfs.base_image(g, agent, cmd)
-    knobs, sysfs = guest_settings(req.balancing)
+    base = initramfs.base_image(g, agent, *cmds)
     if topo.kmem_nodes:
         # the modules and the kernel options come with the base image (kmem.py)
         modules = kmem.fetch_modules(vm_setup.cache_dir(), g.kernel_version, g.kernel_source, say)
         base += kmem.archive(modules)
-    if req.ramdisk_mib > 0:
+    if first.ramdisk_mib > 0:
         base += ramdisk.archive(ramdisk.fetch(vm_setup.cache_dir(), g.kernel_version, g.kernel_source, say))
-    job = guest.Job(
-        mark="NUMALAB-" + secrets.token_hex(12),
-        command=cmd.argv if cmd is not None else [],
-        agent_args=agent_args(req.placement),
-        knobs=knobs,
-        thp=req.thp,
-        env=omp_env(req),
-        interval_ms=req.interval_ms,
-        setup=tuple(_weights_script(req.placement)),
-        sysfs=sysfs,
-        kmem=tuple(kmem.script(topo.kmem_nodes, "/tmp/out/knobs.err") + ramdisk.script(req.ramdisk_mib, "/tmp/out/knobs.err")),
-    )
-    return g, topo, accel, base, job
+    jobs = []
+    for req, cmd in zip(reqs, cmds):
+        knobs, sysfs = guest_settings(req.balancing)
+        jobs.append(guest.Job(
+            mark="NUMALAB-" + secrets.token_hex(12),
+            command=cmd.argv if cmd is not None else [],
+            agent_args=agent_args(req.placement),
+            knobs=knobs,
+            thp=req.thp,
+            env=omp_env(req),
+            interval_ms=req.interval_ms,
+            setup=tuple(_weights_script(req.placement)),
+            sysfs=sysfs,
+            kmem=tuple(kmem.script(topo.kmem_nodes, "/tmp/out/knobs.err") + ramdisk.script(req.ramdisk_mib, "/tmp/out/knobs.err")),
+        ))
+    return g, topo, accel, base, jobs
 
 
 def _cmdline(req: VmRequest, topo: qemu.Topology) -> str:
     return qemu.cmdline(req.balancing.scanning, kmem.cmdline(topo.memory_mib, topo.kmem_nodes))
 
 
-def _initrd(tmp: Path, base: bytes, job: guest.Job) -> Path:
+def _initrd(tmp: Path, base: bytes, job: guest.Job | list[guest.Job]) -> Path:
     """The job archive, then the base image: the kernel unpacks both in turn. The uncompressed
     archive goes first, as the early-microcode archive does (init/initramfs.c, unpack_to_rootfs()
     skips the zero padding after it and recognises the gzip magic that follows)."""
@@ -225,28 +244,59 @@ def _initrd(tmp: Path, base: bytes, job: guest.Job) -> Path:
 
 
 def run(req: VmRequest, say: Say = lambda s: None) -> VmOutput:
-    g, topo, accel, base, job = boot_job(req, req.command, say)
+    return run_many([req], say)[0]
+
+
+def boot_key(req: VmRequest) -> tuple[Any, ...]:
+    """What the guest's boot itself depends on (QEMU's command line, the kernel's options, the
+    dax/kmem nodes and the ramdisk): requests with the same key can share a boot."""
+    return (req.machine, req.memory_per_node_mib, req.cpus_per_node, req.accel, req.thp, req.balancing.scanning, req.ramdisk_mib)
+
+
+def shareable(req: VmRequest) -> bool:
+    """A request that may share its boot with others (``run_many``): it sets no knob (the agent
+    leaves them set), no interleave weight, and maps no ramdisk (its pages stay cached in the
+    guest after the command, where the next command's first touch would find them)."""
+    knobs, _ = guest_settings(req.balancing)
+    return bool(req.command) and not knobs and not req.placement.weights and req.ramdisk_mib == 0
+
+
+def run_many(reqs: list[VmRequest], say: Say = lambda s: None) -> list[VmOutput]:
+    """The requests' commands in one guest boot, one after the other (``guest.batch_script``),
+    one output each, as if each had booted its own guest: each has its own agent records,
+    counters over its own command, and the boot's uptime at READY; ``wall_s`` is the boot's
+    (every command's). One request is ``run``'s boot exactly. Several need one ``boot_key`` and
+    ``shareable`` requests; the guest is killed after the sum of their timeouts."""
+    if len(reqs) > 1 and (len({boot_key(r) for r in reqs}) != 1 or not all(shareable(r) for r in reqs)):
+        raise UsageError("vm: only requests with the same machine, memory, vCPUs, accelerator, THP mode, balancing and no knobs, "
+                         "weights or ramdisk share a boot")
+    g, topo, accel, base, jobs = _prepare(reqs, [r.command for r in reqs], say)
+    req = reqs[0]
     with tempfile.TemporaryDirectory(prefix="numalab-vm-") as tmpdir:
         tmp = Path(tmpdir)
-        initrd = _initrd(tmp, base, job)
+        initrd = _initrd(tmp, base, jobs)
         data = tmp / "data-port"
         args = qemu.argv(g.qemu, topo, g.boot_kernel, initrd, _cmdline(req, topo), accel, data)
+        what = f" for {len(reqs)} commands" if len(reqs) > 1 else ""
         say(f"numalab vm: booting {topo.name} ({topo.nodes} nodes, {sum(topo.cpus_per_node)} vCPUs, "
-            f"{sum(topo.memory_mib)} MiB, {accel}) with Linux {g.kernel_version}")
-        b = qemu.boot(args, f"{job.mark} READY", req.timeout_s)
+            f"{sum(topo.memory_mib)} MiB, {accel}) with Linux {g.kernel_version}{what}")
+        b = qemu.boot(args, f"{jobs[0].mark} READY", sum(r.timeout_s for r in reqs))
         text = protocol.read_port(data)
     if b.ready_s is None:
         last = "\n".join(f"  | {ln}" for ln in b.console.splitlines()[-10:])
         raise qemu.QemuFailed(f"the guest never became ready (QEMU exit code {b.returncode}); last console lines:\n{last}")
-    try:
-        files = protocol.read_frames(text, job.mark)
-    except protocol.ProtocolError as e:
-        last = "\n".join(f"  | {ln}" for ln in b.console.splitlines()[-10:])
-        raise protocol.ProtocolError(f"{e.args[0]}; last console lines:\n{last}") from None
-    knobs_err = files.get("knobs.err", b"").decode(errors="replace").strip()
-    if knobs_err:
-        raise GuestCommandError(f"the guest kernel refused the settings (balancing knobs, tiering switches, dax/kmem nodes): {knobs_err}")
-    return VmOutput(files, topo, accel, b.ready_s, b.wall_s, req)
+    outs = []
+    for r, job in zip(reqs, jobs):
+        try:
+            files = protocol.read_frames(text, job.mark)
+        except protocol.ProtocolError as e:
+            last = "\n".join(f"  | {ln}" for ln in b.console.splitlines()[-10:])
+            raise protocol.ProtocolError(f"{e.args[0]}; last console lines:\n{last}") from None
+        knobs_err = files.get("knobs.err", b"").decode(errors="replace").strip()
+        if knobs_err:
+            raise GuestCommandError(f"the guest kernel refused the settings (balancing knobs, tiering switches, dax/kmem nodes): {knobs_err}")
+        outs.append(VmOutput(files, topo, accel, b.ready_s, b.wall_s, r, len(reqs)))
+    return outs
 
 
 def shell(req: VmRequest, say: Say = lambda s: None) -> int:
@@ -305,4 +355,7 @@ def document(out: VmOutput) -> dict[str, Any]:
         "output_truncated": out.truncated,
         "output_cap_bytes": guest.OUTPUT_CAP,
     }
+    if out.boot_commands > 1:
+        # the commands that shared the boot (``run_many``): wall_s is the boot's, theirs included
+        doc["vm"]["boot_commands"] = out.boot_commands
     return doc
