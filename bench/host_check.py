@@ -2,6 +2,7 @@
 docs/calibrate.md §5, with the machine's load while it ran and the exact commands.
 
     python3 bench/host_check.py [--machine FILE.toml | --calibrate FILE.toml] [--rounds N] [--repeat N]
+                                [--wait-load L [--wait-max S]]
 
 --calibrate FILE runs `numalab calibrate --quick -o FILE` first and checks against it (calibration
 and check back to back, as docs/calibrate.md §3 advises). Each round is one
@@ -9,7 +10,9 @@ and check back to back, as docs/calibrate.md §3 advises). Each round is one
 the median over the rounds of the measured loop time (wall), its range over every run, the CPU
 time per thread and the CPU share (cpu_s / (threads x wall): 1 on an idle machine), the
 prediction and both errors. The load averages (/proc/loadavg) before and after say how busy the
-machine was. Deterministic apart from the measurements.
+machine was. --wait-load L waits (up to --wait-max seconds, default 1800) until the one-minute
+load average is below L before it starts, since other programs' memory traffic moves every figure.
+Deterministic apart from the measurements.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,6 +36,20 @@ def loadavg() -> str:
         return " ".join(Path("/proc/loadavg").read_text().split()[:3])
     except OSError:
         return "unknown"
+
+
+def wait_for_load(below: float, max_s: float, poll_s: float = 10.0) -> bool:
+    """True once the one-minute load average is below ``below``; False after ``max_s`` seconds."""
+    start = time.monotonic()
+    while True:
+        try:
+            if float(Path("/proc/loadavg").read_text().split()[0]) < below:
+                return True
+        except (OSError, ValueError, IndexError):
+            return True  # no load average to wait for
+        if time.monotonic() - start >= max_s:
+            return False
+        time.sleep(poll_s)
 
 
 def run(argv: list[str]) -> str:
@@ -66,7 +84,12 @@ def main() -> None:
     ap.add_argument("--calibrate", default="", help="calibrate into this file first (numalab calibrate --quick) and check against it")
     ap.add_argument("--rounds", type=int, default=3, help="numalab check --host runs (default 3)")
     ap.add_argument("--repeat", type=int, default=3, help="host runs per case in each (default 3)")
+    ap.add_argument("--wait-load", type=float, default=0.0, help="wait until the 1-min load average is below this first")
+    ap.add_argument("--wait-max", type=float, default=1800.0, help="give up waiting after this many seconds (default 1800)")
     a = ap.parse_args()
+    if a.wait_load > 0 and not wait_for_load(a.wait_load, a.wait_max):
+        print(f"host_check: the load average stayed at or above {a.wait_load} for {a.wait_max:g} s; measuring anyway",
+              file=sys.stderr)
     commands = []
     before = loadavg()
     machine = a.machine or "host"

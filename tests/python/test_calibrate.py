@@ -485,6 +485,8 @@ def test_bench_host_check_prints_the_rounds_as_a_markdown_table():
     skipped = {"case": "stream membind=0", "skipped": "why"}
     rounds = [{"cases": [case(1.0, 0.4, [0.9, 1.0]), skipped]}, {"cases": [case(2.0, 0.5, [2.0, 3.0]), skipped]},
               {"cases": [case(4.0, 0.6, [4.0, 4.5]), skipped]}]
+    # waiting for a quiet machine: met at once below an unreachable load, given up at once below 0
+    assert bench.wait_for_load(1e9, 0.0) and not bench.wait_for_load(0.0, 0.0, poll_s=0.0)
     rows = bench.table(rounds)
     assert rows[0].startswith("| case | measured s (wall, median) |") and rows[1].startswith("|---|")
     # medians over the rounds, the range over every run, errors on the wall and on CPU time
