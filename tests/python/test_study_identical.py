@@ -130,3 +130,25 @@ def test_repetitions_resolved_once_expand_as_every_point_resolved(monkeypatch):
     every = [expand(parse_study(t, "s.toml")).runs for t in texts]
     assert len(kept[0]) == 336 and len(kept[1]) == 12  # 2 x 3 runs, each with its baseline
     assert kept == every
+
+
+def test_runs_are_committed_together_while_the_sweep_runs(tmp_path, monkeypatch):
+    """Commits group the runs that returned within half a second (not one transaction per run),
+    and still happen while the sweep runs, not only at its end."""
+    from numalab.study import parse_study
+
+    resolved = expand(parse_study('name = "c"\nmachine = "e5-2620v4-2s"\nworkload = "dgemv"\nrepetitions = 40\n'
+                                  'params = { n = 10000, reps = 20, threads = 16 }\n', "c.toml"))
+    write_many = Store.write_many
+    commits = []
+
+    def counted(self, study, finished):
+        commits.append(len(finished))
+        return write_many(self, study, finished)
+
+    monkeypatch.setattr(Store, "write_many", counted)
+    with Store(tmp_path) as store:
+        summary = run_study(resolved, store, lambda: LocalBackend(1))
+        assert summary.ok == 40 and len(store.rows("c")) == 40
+    assert sum(commits) == 40
+    assert 1 < len(commits) < 40, commits

