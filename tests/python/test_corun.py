@@ -90,6 +90,10 @@ def test_alone_times_are_cached_in_the_store_and_reused(tmp_path):
         ("stream(kernel=3.13)", "kernel applies to the whole run, not one group"),
         ("nosuch*2", "unknown workload 'nosuch'"),
         ("", "empty co-run"),
+        ("stream*2(shared=zz)", "shared=zz: workload stream has no region zz (its regions: a, b, c)"),
+        ("stream(shared=)", "shared '' is not a region name"),
+        ("stream(shared=a:shared=a)", "region 'a' is shared twice"),
+        ("stream(n=1000:shared=a)+stream(shared=a)", "map it differently (8000 vs 80000000 bytes"),
     ],
 )
 def test_corun_errors_are_one_line(cli, corun, message):
@@ -168,3 +172,28 @@ def test_study_s4_sweeps_every_scenario_under_three_placements():
     assert len(cases) == 8 * 8 + 6 and len(runs) == 3 * len(cases)
     assert "stream*2(ntimes=4),leslie3d*2(steps=2),milc*2(steps=2),gemsfdtd*2(steps=2)" in cases
     assert {r.config["machine"] for r in runs} == {"e5620-2s"} and {r.config["kernel"] for r in runs} == {"2.6.32"}
+
+
+def test_a_shared_segment_is_written_in_the_canonical_text_and_read_back():
+    from numalab.spec import corun
+
+    groups = corun.parse("stream*2(threads=2:shared=a:shared=c)+milc")
+    assert groups[0].config == "threads=2" and groups[0].shared == ("a", "c")
+    assert corun.text(groups) == "stream*2(threads=2:shared=a:shared=c),milc"
+    assert corun.parse(corun.text(groups)) == groups
+    table = corun.from_value([{"workload": "stream", "copies": 2, "shared": "a"}])
+    assert table[0].shared == ("a",)
+
+
+def test_processes_sharing_a_segment_place_its_pages_once_where_it_was_first_written():
+    # Two copies on node 0 and a later one on node 1 map one segment as their array a; b and c
+    # stay each process's own.
+    text = f"stream*2({SMALL_STREAM}:cpunodebind=0:shared=a)+stream@30({SMALL_STREAM}:cpunodebind=1:shared=a)"
+    doc = numalab.simulate("e5620-2s", text, noise="off").doc
+    array = (1000000 * 8) // 4096 + 1  # pages of one array
+    a_once = array + 3 * 2 * array
+    assert sum(doc["pages"]["per_node"]) == pytest.approx(a_once, abs=6)
+    late = doc["processes"][2]["pages_per_node"]
+    assert late[0] == pytest.approx(array, abs=2) and late[1] == pytest.approx(2 * array, abs=4)
+    private = numalab.simulate("e5620-2s", text.replace(":shared=a", ""), noise="off").doc
+    assert sum(private["pages"]["per_node"]) == pytest.approx(3 * 3 * array, abs=9)

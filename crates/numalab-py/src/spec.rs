@@ -180,14 +180,18 @@ impl PyRunSpec {
     }
 }
 
-/// `simulate_corun([RunSpec, ...], [start_s, ...])`: one run of every spec's processes
-/// (`numalab_sim::corun`), on the first spec's machine under its configuration (seed, kernel,
-/// balancing); each spec keeps its own workload, copies and placement. GIL released.
+/// `simulate_corun([RunSpec, ...], [start_s, ...], shared=None)`: one run of every spec's
+/// processes (`numalab_sim::corun`), on the first spec's machine under its configuration (seed,
+/// kernel, balancing); each spec keeps its own workload, copies and placement. `shared`: per
+/// spec, the regions its processes map from the run's segment of that name
+/// (`numalab_sim::simulate_shared`). GIL released.
 #[pyfunction]
+#[pyo3(signature = (specs, starts_s, shared=None))]
 pub fn simulate_corun<'py>(
     py: Python<'py>,
     specs: Vec<PyRef<'py, PyRunSpec>>,
     starts_s: Vec<f64>,
+    shared: Option<Vec<Vec<String>>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     if specs.is_empty() || specs.len() != starts_s.len() {
         return Err(SpecError::new_err(format!(
@@ -209,7 +213,11 @@ pub fn simulate_corun<'py>(
                 thp_madvised: &s.config.thp_madvised,
             })
             .collect();
-        numalab_sim::simulate_groups(m, groups, &inner[0].config).map_err(|e| e.to_string())
+        match &shared {
+            Some(names) => numalab_sim::simulate_shared(m, groups, names, &inner[0].config),
+            None => numalab_sim::simulate_groups(m, groups, &inner[0].config),
+        }
+        .map_err(|e| e.to_string())
     })?
     .map_err(error::SimulationError::new_err)?;
     to_py(py, &serde_json::to_value(&out).map_err(|e| error::internal("output", e))?)

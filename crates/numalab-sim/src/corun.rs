@@ -74,3 +74,38 @@ pub fn check_totals(m: &Machine, groups: &[Group<'_>], cfg: &SimConfig) -> Resul
     total.check(m).map_err(|e| format!("the co-run's processes together: {e}"))?;
     Ok(())
 }
+
+/// The segments several processes map (docs/corun.md §6): `shared[g]` names the regions of
+/// group `g`'s workload that each of its processes maps from the run's segment of that name.
+/// Returns each segment's mappings as (process, region), in process order.
+pub fn segments(groups: &[Group<'_>], shared: &[Vec<String>]) -> Result<Vec<Vec<(usize, usize)>>, String> {
+    if shared.len() > groups.len() {
+        return Err(format!("{} lists of shared regions for {} process groups", shared.len(), groups.len()));
+    }
+    let mut names: Vec<&str> = Vec::new();
+    let mut out: Vec<Vec<(usize, usize)>> = Vec::new();
+    for (pid, slot) in slots(groups).iter().enumerate() {
+        let w = groups[slot.group].workload;
+        for name in shared.get(slot.group).map(Vec::as_slice).unwrap_or(&[]) {
+            let Some(ri) = w.regions.iter().position(|r| &r.name == name) else {
+                let known: Vec<&str> = w.regions.iter().map(|r| r.name.as_str()).collect();
+                return Err(format!(
+                    "shared region '{name}': workload {} has no such region (its regions: {})",
+                    w.name,
+                    known.join(", ")
+                ));
+            };
+            match names.iter().position(|n| n == name) {
+                Some(s) if out[s].iter().any(|&(p, _)| p == pid) => {
+                    return Err(format!("shared region '{name}' is listed twice for workload {}", w.name));
+                }
+                Some(s) => out[s].push((pid, ri)),
+                None => {
+                    names.push(name);
+                    out.push(vec![(pid, ri)]);
+                }
+            }
+        }
+    }
+    Ok(out)
+}

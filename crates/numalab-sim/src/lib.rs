@@ -62,6 +62,21 @@ pub fn simulate_groups(
     Ok(engine::Engine::with_groups(machine, groups, config)?.run())
 }
 
+/// Simulate a co-run whose processes share segments: `shared[g]` names the regions of group
+/// `g`'s workload its processes map from the run's segment of that name (`corun::segments`,
+/// docs/corun.md §6).
+pub fn simulate_shared(
+    machine: &Machine,
+    groups: Vec<corun::Group<'_>>,
+    shared: &[Vec<String>],
+    config: &SimConfig,
+) -> Result<SimOutput, SimError> {
+    let segments = corun::segments(&groups, shared).map_err(SimError::Input)?;
+    let mut e = engine::Engine::with_groups(machine, groups, config)?;
+    e.share(&segments).map_err(SimError::Input)?;
+    Ok(e.run())
+}
+
 /// Simulate with pages placed before the run (`engine::Engine::premap`, docs/mapping.md §4):
 /// `nodes` per process and region, the node of each 4 KiB page (`u8::MAX`: first touch).
 pub fn simulate_mapped(

@@ -7,7 +7,7 @@ use numalab_model::{Machine, MemPolicy, PolicyMode};
 use crate::alloc::{Allocator, Walk};
 
 /// A policy with node sets translated to logical indexes once, for the hot path.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Resolved {
     pub mode: PolicyMode,
     /// Logical node indexes of the policy's nodes, ascending (= ascending OS index).

@@ -100,6 +100,12 @@ pub struct Region {
     /// Pages a fault fills from the page cache: 0 for anonymous memory, 1 for a file mapping
     /// under MADV_RANDOM, `READAROUND_PAGES` for a file mapping (`fault_window`).
     pub readaround: u64,
+    /// A segment several processes map (shared memory or a shared file mapping,
+    /// docs/corun.md §6): its pages are the segment's, whoever faults them in.
+    pub shared: bool,
+    /// The other mappings of the same segment, as (process, region): they see the same page on
+    /// the same node (`Engine::mirror`).
+    pub mappers: Vec<(usize, usize)>,
 }
 
 /// The mmap read-around window of a file fault: `ra_pages` = VM_READAHEAD_PAGES, 128 KiB
@@ -136,8 +142,13 @@ impl Region {
         1 << (self.shift - 12)
     }
 
-    /// The interleave index of entry `u` (virtual page number at this page size).
+    /// The interleave index of entry `u`: its virtual page number at this page size, or for a
+    /// shared segment its page offset in the segment, the same for every mapper
+    /// (mm/shmem.c: shmem_get_pgoff_policy, `i_ino + index`, the inode number taken as 0).
     pub fn ilx(&self, u: u64) -> u64 {
+        if self.shared {
+            return u;
+        }
         (self.vm_start >> self.shift) + u
     }
 
@@ -233,6 +244,8 @@ pub fn layout(specs: &[RegionSpec], policies: Vec<Option<Resolved>>) -> Vec<Regi
                     Some(f) if f.random => 1,
                     Some(_) => READAROUND_PAGES,
                 },
+                shared: false,
+                mappers: Vec::new(),
             }
         })
         .collect()

@@ -6,12 +6,15 @@ A co-run is written as a list of process groups::
     stream*2,leslie3d*2,milc*2,gemsfdtd*2    a mix, two copies each
     stream*2@500                             two copies started 500 ms after the run
     lu*2(threads=4:membind=0)                two 4-thread copies of LU, memory on node 0
+    stream*2(shared=a)                       two copies mapping one segment as their region a
 
 ``NAME[*COPIES][@START_MS][(CONFIG)]``: COPIES >= 1 (default 1), START_MS >= 0 (default 0),
 CONFIG a config string of the group's own placement and workload parameters (the run's
 placement applies where a group gives none). Groups are separated by ``,`` (or ``+``, which a
-``--configs`` list does not split). Every process is a copy of its workload with its own regions;
-the engine runs them together (``numalab_sim::corun``).
+``--configs`` list does not split). Every process is a copy of its workload with its own regions,
+except the regions its group names with ``shared=REGION`` (repeatable): every process of the run
+that names a region so maps one segment of that name (shared memory or a shared file mapping,
+docs/corun.md §6). The engine runs them together (``numalab_sim::corun``).
 """
 
 from __future__ import annotations
@@ -39,12 +42,37 @@ class Group:
     copies: int = 1
     start_ms: float = 0.0
     config: str = ""
+    #: Regions its processes map from the run's segment of that name (``shared=REGION``).
+    shared: tuple[str, ...] = ()
 
     def text(self) -> str:
         out = self.workload + (f"*{self.copies}" if self.copies != 1 else "")
         if self.start_ms:
             out += f"@{self.start_ms:g}"
-        return out + (f"({self.config})" if self.config else "")
+        config = ":".join(([self.config] if self.config else []) + [f"shared={r}" for r in self.shared])
+        return out + (f"({config})" if config else "")
+
+
+#: A region name as ``shared=`` takes it (a descriptor's region names).
+_REGION = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+
+
+def _shared(config: str, raw: str, item: str, where: str) -> tuple[str, tuple[str, ...]]:
+    """The group's config without its ``shared=REGION`` items, and those regions in order."""
+    keep: list[str] = []
+    names: list[str] = []
+    for part in config.split(":"):
+        key, eq, value = part.partition("=")
+        if key.strip() != "shared":
+            keep.append(part)
+            continue
+        name = value.strip()
+        if not eq or not _REGION.fullmatch(name):
+            raise UsageError(f"{where} '{raw}': item '{item}': shared '{value}' is not a region name (expected shared=REGION, e.g. shared=a)")
+        if name in names:
+            raise UsageError(f"{where} '{raw}': item '{item}': region '{name}' is shared twice")
+        names.append(name)
+    return ":".join(keep), tuple(names)
 
 
 def parse(text: str, where: str = "--corun") -> tuple[Group, ...]:
@@ -60,13 +88,13 @@ def parse(text: str, where: str = "--corun") -> tuple[Group, ...]:
             raise UsageError(f"{where} '{raw}': bad item '{item}' (expected {SYNTAX})")
         copies = _copies(m.group("copies"), raw, item, where)
         start = _start(m.group("start"), raw, item, where)
-        config = (m.group("config") or "").strip()
+        config, shared = _shared((m.group("config") or "").strip(), raw, item, where)
         if config:
             items = cfg.parse(config)
             if items.settings:
                 bad = ", ".join(sorted(items.settings))
                 raise UsageError(f"{where} '{raw}': item '{item}': {bad} applies to the whole run, not one group (give it outside --corun)")
-        groups.append(Group(m.group("name"), copies, start, config))
+        groups.append(Group(m.group("name"), copies, start, config, shared))
     if sum(g.copies for g in groups) > MAX_COPIES:
         raise UsageError(f"{where} '{raw}': {sum(g.copies for g in groups)} processes; at most {MAX_COPIES}")
     return tuple(groups)
@@ -95,10 +123,15 @@ def from_value(value: Any, where: str = "corun") -> tuple[Group, ...]:
             elif isinstance(g, str):
                 out.extend(parse(g, f"{where}[{i}]"))
             elif isinstance(g, dict):
-                unknown = set(g) - {"workload", "copies", "start_ms", "config"}
+                unknown = set(g) - {"workload", "copies", "start_ms", "config", "shared"}
                 if unknown or "workload" not in g:
-                    raise UsageError(f"{where}[{i}]: expected keys workload, copies, start_ms, config; got {', '.join(sorted(g))}")
-                piece = f"{g['workload']}*{g.get('copies', 1)}@{g.get('start_ms', 0)}" + (f"({g['config']})" if g.get("config") else "")
+                    raise UsageError(f"{where}[{i}]: expected keys workload, copies, start_ms, config, shared; got {', '.join(sorted(g))}")
+                shared = g.get("shared", [])
+                shared = [shared] if isinstance(shared, str) else shared
+                if not isinstance(shared, (list, tuple)) or not all(isinstance(x, str) for x in shared):
+                    raise UsageError(f"{where}[{i}]: shared: expected a region name or a list of them, got {shared!r}")
+                config = ":".join(([str(g["config"])] if g.get("config") else []) + [f"shared={x}" for x in shared])
+                piece = f"{g['workload']}*{g.get('copies', 1)}@{g.get('start_ms', 0)}" + (f"({config})" if config else "")
                 out.extend(parse(piece, f"{where}[{i}]"))
             else:
                 raise UsageError(f"{where}[{i}]: expected a text such as 'stream*2' or a table, got {type(g).__name__}")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from numalab._core import Machine
+from numalab.exceptions import UsageError
 
 if TYPE_CHECKING:  # spec.run binds a co-run through this module
     from numalab.spec.run import BoundRun, RunSpec
@@ -39,11 +40,16 @@ class CorunBound:
     groups: tuple["BoundRun", ...]
     starts_ms: tuple[float, ...]
     processes: tuple[Process, ...]
+    #: Per engine group, the regions its processes map from the run's segments (docs/corun.md §6).
+    shared: tuple[tuple[str, ...], ...] = ()
 
     def simulate(self) -> dict[str, Any]:
         from numalab._core import simulate_corun
 
-        return simulate_corun([g.engine for g in self.groups], [ms / 1000.0 for ms in self.starts_ms])
+        starts = [ms / 1000.0 for ms in self.starts_ms]
+        if not any(self.shared):
+            return simulate_corun([g.engine for g in self.groups], starts)
+        return simulate_corun([g.engine for g in self.groups], starts, [list(s) for s in self.shared])
 
 
 def group_spec(spec: "RunSpec", workload: str, config: str) -> "RunSpec":
@@ -63,25 +69,49 @@ def bind_corun(spec: "RunSpec", m: Machine) -> CorunBound:
     groups: list["BoundRun"] = []
     starts: list[float] = []
     procs: list[Process] = []
+    shared: list[tuple[str, ...]] = []
+    segments: dict[str, tuple[Any, ...]] = {}  # the first mapping of each segment
     layout = _cores_by_node(m) if spec.pin_copies else None
     k = 0  # processes placed so far (pinning takes the nodes in turn)
     for gi, g in enumerate(spec.corun):
         one = group_spec(spec, g.workload, g.config)
-        threads = one.bind(m).engine.threads
+        alone = one.bind(m)
+        threads = alone.engine.threads
+        if g.shared:
+            from numalab.workload import descriptor
+
+            # The descriptor as written: the bound workload's regions no longer hold their policies.
+            _check_shared(g.shared, descriptor.resolve(one.workload, dict(one.params), version=one.npb_version), g.text(), segments)
         if layout is not None:
             for _ in range(g.copies):
                 cpus = _pin(layout, k, threads)
                 pinned = replace(one, placement=replace(one.placement, physcpubind=cpus, cpunodebind=None))
                 groups.append(pinned.bind(m))
+                shared.append(g.shared)
                 starts.append(g.start_ms)
                 procs.append(Process(gi, g.workload, g.start_ms, pinned.placement.label(), threads, pinned))
                 k += 1
         else:
             groups.append(one.bind(m, adjust_workload=_copies(g.copies)))
+            shared.append(g.shared)
             starts.append(g.start_ms)
             procs.extend(Process(gi, g.workload, g.start_ms, one.placement.label(), threads, one) for _ in range(g.copies))
             k += g.copies
-    return CorunBound(spec, m, tuple(groups), tuple(starts), tuple(procs))
+    return CorunBound(spec, m, tuple(groups), tuple(starts), tuple(procs), tuple(shared))
+
+
+def _check_shared(names: tuple[str, ...], workload: dict[str, Any], item: str, segments: dict[str, tuple[Any, ...]]) -> None:
+    """Every region a group shares is one of its workload's, of the same size, kind and policy
+    as the segment's other mappings (the engine checks it too)."""
+    regions = {r["name"]: r for r in workload["regions"]}
+    for name in names:
+        r = regions.get(name)
+        if r is None:
+            raise UsageError(f"--corun item '{item}': shared={name}: workload {workload['name']} has no region {name} (its regions: {', '.join(regions)})")
+        this = (item, r["bytes"], bool(r.get("file")), r.get("policy") or "default")
+        first = segments.setdefault(name, this)
+        if first[1:] != this[1:]:
+            raise UsageError(f"--corun: shared={name}: items '{first[0]}' and '{item}' map it differently ({first[1]} vs {this[1]} bytes, file {first[2]} vs {this[2]}, policy {first[3]} vs {this[3]}); a segment is one size, kind and policy")
 
 
 def _cores_by_node(m: Machine) -> list[list[int]]:

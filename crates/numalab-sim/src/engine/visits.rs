@@ -271,7 +271,8 @@ impl Engine<'_> {
         // Page-cache pages follow the task's policy, not the mapping's (mm/filemap.c:
         // filemap_alloc_folio allocates without the VMA).
         let vma_policy = region.readaround == 0;
-        if !v.write && region.readaround == 0 {
+        // A read fault on shared memory allocates its page (mm/shmem.c: shmem_fault).
+        if !v.write && region.readaround == 0 && !region.shared {
             t.visits += 1;
             let c = v.lines * t.compute_per_line_s / share;
             t.clock += c;
@@ -335,7 +336,10 @@ impl Engine<'_> {
                 }
                 extra += if bp > 1 { self.cfg.costs.fault_2m_ns } else { self.cfg.costs.fault_4k_ns } * 1e-9;
             }
-            let Some(u) = failed else { return Some(extra) };
+            let Some(u) = failed else {
+                self.mirror(pid, v.region as usize, lo, hi);
+                return Some(extra);
+            };
             let ilx = region.ilx(u);
             let policy = policy.clone();
             if let Some(t) = self.tiering.as_mut() {
@@ -393,6 +397,7 @@ impl Engine<'_> {
                 }
             }
         }
+        self.mirror(pid, r, v.first, end);
         extra
     }
 

@@ -25,6 +25,10 @@ pub struct FaultOut {
 struct Tnf {
     local: bool,
     failed: bool,
+    /// TNF_SHARED: the page is in a VM_SHARED mapping and mapped by several processes (3.13
+    /// mm/memory.c: do_numa_page, `page_mapcount(page) > 1`; 6.13 numa_migrate_check,
+    /// `folio_likely_mapped_shared`); here, a segment several processes map.
+    shared: bool,
 }
 
 fn cpupid(cpu: usize, pid: u32) -> u32 {
@@ -66,7 +70,8 @@ impl Numab {
         // numa_migrate_check(): a slow-tier page's field holds an access time in tiering mode.
         let last = if self.use_access_time(p_node) { CPUPID_UNSET } else { region.cpupid[u as usize] };
         let mut out = FaultOut { time_s: self.costs.hint_fault_ns * 1e-9, copy: None };
-        let mut flags = Tnf { local: p_node == c_node, ..Tnf::default() };
+        let shared = region.shared && !region.mappers.is_empty();
+        let mut flags = Tnf { local: p_node == c_node, shared, ..Tnf::default() };
         self.vmstat.numa_hint_faults += 1;
         if flags.local {
             self.vmstat.numa_hint_faults_local += 1;
@@ -329,7 +334,7 @@ impl Numab {
         if last != CPUPID_UNSET {
             private = self.match_pid(tid, last);
             if !private {
-                private = self.task_numa_group(tid, last);
+                private = self.task_numa_group(tid, last, flags.shared);
             }
         }
         if self.rules.shared_fault_in_active_nodes_local && !private && !flags.local {

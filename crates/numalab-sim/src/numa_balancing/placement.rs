@@ -268,7 +268,8 @@ impl Numab {
 
     /// `task_numa_group` on a shared fault: join the other task's group when it is at least as
     /// large. Returns the fault's privacy afterwards (true: deemed unrelated, false sharing).
-    pub(super) fn task_numa_group(&mut self, tid: usize, last: u32) -> bool {
+    /// `shared`: TNF_SHARED, a page of a segment several processes map.
+    pub(super) fn task_numa_group(&mut self, tid: usize, last: u32, shared: bool) -> bool {
         if self.tasks[tid].group.is_none() {
             self.create_group(tid);
         }
@@ -283,8 +284,10 @@ impl Numab {
         if grp == my || mn > gn || (mn == gn && my > grp) {
             return false;
         }
-        // Threads of one process always join (no page is MAP_SHARED between processes here).
-        if self.tasks[other].proc != self.tasks[tid].proc {
+        // Threads of one process always join; threads of two processes join on a page of a
+        // segment they share (kernel/sched/fair.c: task_numa_group, `tsk->mm == current->mm`,
+        // `flags & TNF_SHARED`), and are deemed unrelated otherwise.
+        if self.tasks[other].proc != self.tasks[tid].proc && !shared {
             return true;
         }
         self.move_to_group(tid, my, grp);

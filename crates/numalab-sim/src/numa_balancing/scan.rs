@@ -153,6 +153,9 @@ impl Numab {
                     win.counted = true;
                 }
                 let region = &mut view.regions[r];
+                // Not for a shared mapping (mm/mprotect.c: change_pte_range, `!(vma->vm_flags &
+                // VM_SHARED) && mm_users == 1`): another process may use its pages.
+                let skip_node = skip_node.filter(|_| !region.shared);
                 if let Some(at) = self.scan_vma(tid, region, &mut start, win, skip_node) {
                     return WalkEnd::Budget(at);
                 }

@@ -275,6 +275,8 @@ mod tests {
             marked: Vec::new(),
             cpupid: Vec::new(),
             readaround: 0,
+            shared: false,
+            mappers: Vec::new(),
         };
         for u in 0..used as usize {
             region.node[u] = 0;

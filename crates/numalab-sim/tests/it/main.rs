@@ -11,6 +11,7 @@ mod numa_balancing;
 mod policies;
 mod profiles;
 mod scheduler;
+mod shared;
 mod thp;
 mod tiering;
 mod timing;
