@@ -100,11 +100,11 @@ def test_ctrl_c_while_runs_are_committed_keeps_them(tmp_path, monkeypatch, ctrl_
         commits.append(len(finished))
         return write_many(self, study, finished)
 
-    def interrupted(self, study, hash_=None, *rest):
-        if hash_ is not None and not signalled:  # a run's, not the study's registration
+    def interrupted(self, study, hashes=None, *rest):
+        if hashes is not None and not signalled:  # runs', not the study's registration
             signalled.append(True)
             os.kill(os.getpid(), signal.SIGINT)  # inside the transaction, rows written, not committed
-        return update(self, study, hash_, *rest)
+        return update(self, study, hashes, *rest)
 
     monkeypatch.setattr(Store, "write_many", counted)
     monkeypatch.setattr(Store, "_update_speedups", interrupted)
@@ -152,3 +152,27 @@ def test_runs_are_committed_together_while_the_sweep_runs(tmp_path, monkeypatch)
         assert summary.ok == 40 and len(store.rows("c")) == 40
     assert sum(commits) == 40
     assert 1 < len(commits) < 40, commits
+
+
+@pytest.mark.parametrize("order", ["together", "baseline last", "baseline first"])
+def test_speedups_whichever_way_runs_and_baselines_are_committed(tmp_path, order):
+    from numalab.study import parse_study
+
+    resolved = expand(parse_study('name = "s"\nmachine = "e5-2620v4-2s"\nworkload = "dgemv"\n[baseline]\nplacement = "default"\n'
+                                  '[sweep]\nplacement = ["interleave=all", "membind=1"]\n', "s.toml"))
+    times = {"interleave=all": 2.0, "membind=1": 4.0, "default": 1.0}
+
+    def done(run):
+        t = times[run.config["placement"]]
+        return run, {"status": "ok", "error": None, "wall_s": 0.1, "result": '{"schema":"numalab.result/1"}',
+                     "columns": {"time_s": t, "reported_time_s": t}}
+
+    runs = [r for r in resolved.runs if r.role == "run"]
+    baseline = [r for r in resolved.runs if r.role == "baseline"]
+    commits = {"together": [runs + baseline], "baseline last": [runs, baseline], "baseline first": [baseline, runs]}[order]
+    with Store(tmp_path) as store:
+        store.register_study(resolved)
+        for commit in commits:
+            store.write_many("s", [done(r) for r in commit])
+        speedups = {r["placement"]: r["speedup"] for r in store.rows("s")}
+    assert speedups == {"interleave=all": 0.5, "membind=1": 0.25, "default": 1.0}

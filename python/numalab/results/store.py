@@ -437,13 +437,15 @@ class Store:
         rows = [(run.hash, self._row(study, run, outcome), _metric_columns(outcome)) for run, outcome in finished]
         with self._transaction():
             t = self.compare_time(study)
-            for hash_, row, cols in rows:
+            by_columns: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
+            for _hash, row, cols in rows:
                 self._ensure_columns(cols)
                 row.update({k: v for k, v in cols.items() if k in self._columns and k not in row})
+                by_columns.setdefault(tuple(row), []).append(tuple(row.values()))
+            for names, values in by_columns.items():
                 # REPLACE: a failed run tried again overwrites its earlier row.
-                self.db.execute(f"INSERT OR REPLACE INTO runs ({', '.join(row)}) VALUES ({_marks(row)})", tuple(row.values()))
-            for hash_, _row, _cols in rows:
-                self._update_speedups(study, hash_, t)
+                self.db.executemany(f"INSERT OR REPLACE INTO runs ({', '.join(names)}) VALUES ({_marks(names)})", values)
+            self._update_speedups(study, [h for h, _row, _cols in rows], t)
 
     @staticmethod
     def _row(study: str, run: Any, outcome: dict[str, Any]) -> dict[str, Any]:
@@ -467,17 +469,20 @@ class Store:
             "repeat_group": repeat_group(c),
         }
 
-    def _update_speedups(self, study: str, hash_: str | None = None, compare: str | None = None) -> None:
-        """speedup = time(baseline) / time(run), for this run and the runs it is the baseline of,
-        on the time the study compares (``compare_time``; ``compare``: already read)."""
+    def _update_speedups(self, study: str, hashes: list[str] | None = None, compare: str | None = None) -> None:
+        """speedup = time(baseline) / time(run), for these runs (all: None) and the runs they are
+        the baseline of, on the time the study compares (``compare_time``; ``compare``: already read)."""
         t = compare or self.compare_time(study)
-        where = "study = ?" + ("" if hash_ is None else " AND (hash = ? OR baseline_hash = ?)")
-        args: tuple[Any, ...] = (study,) if hash_ is None else (study, hash_, hash_)
-        self.db.execute(
-            f"UPDATE study_runs SET speedup = (SELECT b.{t} / r.{t} FROM runs r, runs b WHERE r.hash = study_runs.hash "
-            f"AND b.hash = study_runs.baseline_hash AND r.status = 'ok' AND b.status = 'ok' AND r.{t} > 0) WHERE " + where,
-            args,
-        )
+        update = (f"UPDATE study_runs SET speedup = (SELECT b.{t} / r.{t} FROM runs r, runs b WHERE r.hash = study_runs.hash "
+                  f"AND b.hash = study_runs.baseline_hash AND r.status = 'ok' AND b.status = 'ok' AND r.{t} > 0) WHERE study = ?")
+        if hashes is None:
+            self.db.execute(update, (study,))
+            return
+        # Two statements, each on its index ((study, hash) and (study, baseline_hash)): with OR
+        # between them SQLite reads every row of the study, for every commit.
+        listed = json.dumps(hashes)
+        for column in ("hash", "baseline_hash"):
+            self.db.execute(f"{update} AND {column} IN (SELECT value FROM json_each(?))", (study, listed))
 
     def compare_time(self, study: str) -> str:
         """The time column ``study``'s speedups compare (one of ``COMPARE_TIMES``)."""
