@@ -56,16 +56,54 @@ impl WakeupStats {
 impl Sched {
     /// Place thread `tid` when it is created; `parent` is the creating thread (None for a
     /// process's first thread). `live` says which threads already exist.
-    pub fn place_new(&mut self, tid: usize, parent: Option<usize>, live: &[bool]) {
+    pub fn place_new(&mut self, tid: usize, parent: Option<usize>, live: &[bool]) -> bool {
         self.place_new_at(0.0, tid, parent, live)
     }
 
-    pub fn place_new_at(&mut self, now_s: f64, tid: usize, parent: Option<usize>, live: &[bool]) {
-        let mut load = self.nr_running(live, now_s);
-        let allowed = self.allowed[tid].clone();
+    /// Returns whether the kernel counts a migration in it: a bound thread that libgomp's
+    /// binding moves off the CPU its exec or fork chose.
+    pub fn place_new_at(&mut self, now_s: f64, tid: usize, parent: Option<usize>, live: &[bool]) -> bool {
+        let mut bound_move = false;
         let (cpu, path, level, why) = if self.bound[tid] {
-            (self.idlest(&allowed, &load), "bind", String::new(), "least loaded PU of its OpenMP place".to_string())
+            // libgomp binds after the kernel placed the thread: the primary thread in
+            // gomp_init_affinity() (libgomp/config/linux/affinity.c), after its exec over the
+            // process's CPUs; a worker through its pthread attribute (gomp_team_start(),
+            // pthread_attr_setaffinity_np()), which glibc's create_thread() applies with
+            // sched_setaffinity() after clone(), the child having inherited its parent's mask
+            // (kernel/fork.c: dup_task_struct()) and been placed inside it. A thread outside its
+            // new mask is moved (kernel/sched/core.c: __set_cpus_allowed_ptr(),
+            // affine_move_task(), move_queued_task() -> set_task_cpu(): nr_migrations++), one
+            // inside it stays.
+            let (before, _, _, _) = self.choose(now_s, parent, &self.inherited[tid].clone(), live);
+            let place = self.allowed[tid].clone();
+            if place.contains(&before) {
+                (before, "bind", String::new(), "its CPU is in its OpenMP place".to_string())
+            } else {
+                bound_move = true;
+                let load = self.nr_running(live, now_s);
+                (self.idlest(&place, &load), "bind", String::new(), "least loaded PU of its OpenMP place".to_string())
+            }
         } else {
+            self.choose(now_s, parent, &self.allowed[tid].clone(), live)
+        };
+        self.cpu[tid] = cpu;
+        self.first_node[tid] = self.pu_node[cpu];
+        self.history[tid].push((now_s, cpu));
+        self.start_load(now_s, tid);
+        self.record(SchedEvent { t_s: now_s, tid, from: None, to: cpu, path, level, why });
+        bound_move
+    }
+
+    /// Exec or fork placement of a thread allowed on `allowed`.
+    fn choose(
+        &mut self,
+        now_s: f64,
+        parent: Option<usize>,
+        allowed: &[usize],
+        live: &[bool],
+    ) -> (usize, &'static str, String, String) {
+        let mut load = self.nr_running(live, now_s);
+        {
             let (start, path) = match parent {
                 Some(p) => (self.cpu[p], "fork"),
                 // exec: the launching shell runs on the first allowed CPU (numactl's
@@ -86,13 +124,8 @@ impl Sched {
                     ExecLoad::DiscountsExecer => {}
                 }
             }
-            self.select_task_rq(start, &allowed, &load, &sig, path)
-        };
-        self.cpu[tid] = cpu;
-        self.first_node[tid] = self.pu_node[cpu];
-        self.history[tid].push((now_s, cpu));
-        self.start_load(now_s, tid);
-        self.record(SchedEvent { t_s: now_s, tid, from: None, to: cpu, path, level, why });
+            self.select_task_rq(start, allowed, &load, &sig, path)
+        }
     }
 
     /// The slow path of `select_task_rq_fair()` for fork and exec.

@@ -115,6 +115,9 @@ pub struct Sched {
     pub pu_os: Vec<u32>,
     /// Logical PUs each thread may run on.
     pub allowed: Vec<Vec<usize>>,
+    /// The mask a thread has before libgomp binds it (`fork.rs`): the process's CPUs for a
+    /// primary thread, the bound primary's place for a worker (a clone inherits its parent's).
+    inherited: Vec<Vec<usize>>,
     pub cpu: Vec<usize>,
     pub bound: Vec<bool>,
     /// CPUs the threads may use (libgomp's available CPUs: its affinity mask).
@@ -202,6 +205,7 @@ impl Sched {
             pu_node,
             pu_core,
             pu_os,
+            inherited: allowed.clone(),
             allowed,
             cpu: vec![0; nthreads],
             bound: vec![false; nthreads],
@@ -233,9 +237,13 @@ impl Sched {
                 if places.is_empty() {
                     return Err("OMP_PLACES gives no place inside the allowed CPUs".into());
                 }
-                for (i, place) in assign_places(p.proc_bind, places.len(), *threads).into_iter().enumerate() {
+                let assigned = assign_places(p.proc_bind, places.len(), *threads);
+                for (i, &place) in assigned.iter().enumerate() {
                     s.allowed[first + i] = places[place].clone();
                     s.bound[first + i] = true;
+                    if i > 0 {
+                        s.inherited[first + i] = places[assigned[0]].clone();
+                    }
                 }
             }
             first += threads;
