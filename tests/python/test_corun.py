@@ -197,3 +197,29 @@ def test_processes_sharing_a_segment_place_its_pages_once_where_it_was_first_wri
     assert late[0] == pytest.approx(array, abs=2) and late[1] == pytest.approx(2 * array, abs=4)
     private = numalab.simulate("e5620-2s", text.replace(":shared=a", ""), noise="off").doc
     assert sum(private["pages"]["per_node"]) == pytest.approx(3 * 3 * array, abs=9)
+
+
+def test_the_mapping_analysis_of_a_co_run_counts_a_shared_segment_once_with_both_processes(cli):
+    import json
+
+    def mapping(text: str) -> dict:
+        code, out, err = cli("sim", "--machine", "e5620-2s", "--corun", text, "--noise", "off", "--mapping-metrics", "--json")
+        assert code == 0, err
+        return json.loads(out)["mapping"]
+
+    # One copy per node, each sweeping all of its arrays: a shared array a is used by both nodes
+    # alike (exclusivity 1/2), private arrays by one node each.
+    text = f"stream({SMALL_STREAM}:cpunodebind=0:shared=a)+stream({SMALL_STREAM}:cpunodebind=1:shared=a)"
+    shared, private = mapping(text), mapping(text.replace(":shared=a", ""))
+    rows = {(r["pid"], r["region"]): r for r in shared["regions"]}
+    assert (1, "a") in rows and (2, "a") not in rows and (2, "b") in rows
+    assert rows[(1, "a")]["exclusivity"] == pytest.approx(0.5, abs=0.01)
+    assert rows[(1, "b")]["exclusivity"] == pytest.approx(1.0)
+    assert shared["accesses"] == pytest.approx(private["accesses"], rel=1e-9)  # both processes' accesses count
+    assert len(private["regions"]) == 6 and len(shared["regions"]) == 5
+    assert all(m["time_s"] is None for m in shared["mappings"])
+
+
+def test_advise_refuses_a_co_run_in_one_line(cli):
+    code, _, err = cli("advise", "--machine", "e5620-2s", "--workload", "stream*2")
+    assert code == 2 and "numalab advise takes one workload" in err and err.count("\n") == 1

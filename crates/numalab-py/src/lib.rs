@@ -36,6 +36,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<spec::PyRunSpec>()?;
     m.add_function(wrap_pyfunction!(spec::balancing_knobs, m)?)?;
     m.add_function(wrap_pyfunction!(spec::simulate_corun, m)?)?;
+    m.add_function(wrap_pyfunction!(spec::corun_mapping_metrics, m)?)?;
     tasks::register(m)?;
     vocab::register(m)?;
     m.add("SpecError", py.get_type::<spec::SpecError>())?;

@@ -76,17 +76,18 @@ pub fn check_totals(m: &Machine, groups: &[Group<'_>], cfg: &SimConfig) -> Resul
 }
 
 /// The segments several processes map (docs/corun.md §6): `shared[g]` names the regions of
-/// group `g`'s workload that each of its processes maps from the run's segment of that name.
-/// Returns each segment's mappings as (process, region), in process order.
-pub fn segments(groups: &[Group<'_>], shared: &[Vec<String>]) -> Result<Vec<Vec<(usize, usize)>>, String> {
-    if shared.len() > groups.len() {
-        return Err(format!("{} lists of shared regions for {} process groups", shared.len(), groups.len()));
+/// group `g`'s workload (`workloads[g]`) that each of its processes maps from the run's segment
+/// of that name. Returns each segment's mappings as (process, region), in process order.
+pub fn segments(workloads: &[&WorkloadSpec], shared: &[Vec<String>]) -> Result<Vec<Vec<(usize, usize)>>, String> {
+    if shared.len() > workloads.len() {
+        return Err(format!("{} lists of shared regions for {} process groups", shared.len(), workloads.len()));
     }
     let mut names: Vec<&str> = Vec::new();
     let mut out: Vec<Vec<(usize, usize)>> = Vec::new();
-    for (pid, slot) in slots(groups).iter().enumerate() {
-        let w = groups[slot.group].workload;
-        for name in shared.get(slot.group).map(Vec::as_slice).unwrap_or(&[]) {
+    let procs = workloads.iter().enumerate().flat_map(|(g, w)| std::iter::repeat_n(g, w.processes as usize));
+    for (pid, group) in procs.enumerate() {
+        let w = workloads[group];
+        for name in shared.get(group).map(Vec::as_slice).unwrap_or(&[]) {
             let Some(ri) = w.regions.iter().position(|r| &r.name == name) else {
                 let known: Vec<&str> = w.regions.iter().map(|r| r.name.as_str()).collect();
                 return Err(format!(

@@ -71,7 +71,8 @@ pub fn simulate_shared(
     shared: &[Vec<String>],
     config: &SimConfig,
 ) -> Result<SimOutput, SimError> {
-    let segments = corun::segments(&groups, shared).map_err(SimError::Input)?;
+    let workloads: Vec<&WorkloadSpec> = groups.iter().map(|g| g.workload).collect();
+    let segments = corun::segments(&workloads, shared).map_err(SimError::Input)?;
     let mut e = engine::Engine::with_groups(machine, groups, config)?;
     e.share(&segments).map_err(SimError::Input)?;
     Ok(e.run())

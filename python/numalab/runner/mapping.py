@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from numalab.exceptions import UsageError
 from numalab.spec import BoundRun
 
 
@@ -22,11 +21,25 @@ def mapping_doc(bound: BoundRun, doc: dict[str, Any], times: bool = True) -> dic
     (OS indexes). With ``times``, each mapping's ``time_s``: the run simulated again with its
     pages placed by that mapping before the program starts (docs/mapping.md §4)."""
     if bound.spec.corun:
-        raise UsageError("the data mapping analysis (--mapping-metrics, advise) takes one workload; a co-run (--corun) has several: analyse each workload alone")
+        return _corun_doc(bound, doc)
     tn = thread_nodes(bound, doc)
     out = bound.engine.mapping_metrics(tn)
     if times:
         for s in out["mappings"]:
             run = bound.engine.simulate_mapping(s["mapping"], tn)
             s["time_s"] = run["time_s"] if run["status"] == "ok" else None
+    return {"basis": "model", "nodes": list(bound.machine.node_os_indexes), **out}
+
+
+def _corun_doc(bound: Any, doc: dict[str, Any]) -> dict[str, Any]:
+    """A co-run's analysis (``spec/corun_bind.py: CorunBound``): every process's pages, a segment
+    several processes share counted once with all their accesses (docs/corun.md §6). The
+    mappings are scored but not simulated (``time_s`` None): placing a co-run's pages ahead is
+    not modelled."""
+    from numalab._core import corun_mapping_metrics
+
+    shared = [list(s) for s in bound.shared] or [[] for _ in bound.groups]
+    out = corun_mapping_metrics([g.engine for g in bound.groups], thread_nodes(bound, doc), shared)
+    for s in out["mappings"]:
+        s["time_s"] = None
     return {"basis": "model", "nodes": list(bound.machine.node_os_indexes), **out}

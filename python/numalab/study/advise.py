@@ -19,6 +19,7 @@ from typing import Any, Callable
 from numalab.runner import sim as runner
 from numalab.runner.mapping import mapping_doc
 from numalab.spec import BoundRun, RunSpec
+from numalab.exceptions import UsageError
 from numalab.results.result import Result
 from numalab.spec.run import load_machine
 from numalab.study import sensitivity as sens
@@ -238,6 +239,8 @@ def advise(spec: RunSpec, corners: bool = True, jobs: int = 1, advance: Callable
     Runs that need nothing from others (the run as given, its corners and the whole-run remedies)
     start together; the region remedies follow the analysis of the run as given, and the ranges
     of the best remedies follow their nominal runs."""
+    if spec.corun:
+        raise UsageError("numalab advise takes one workload; a co-run (--corun) has several: advise on each workload alone")
     bound = spec.bind()
     bw = [n.get("bandwidth_gbps") for n in json.loads(bound.machine.to_json())["nodes"]]
     unequal = len({round(x, 3) for x in bw if x}) > 1

@@ -1,0 +1,140 @@
+//! Per-page counts of a co-run (docs/corun.md §6): each group's processes as
+//! `accesses::page_accesses` gives them, processes and threads numbered over the run, and each
+//! segment several processes share counted once, with every mapper's accesses.
+//!
+//! The counts have no time, so a shared page's first write is the first mapping's (in process
+//! order) that writes it, then the next's; the communication matrix pairs threads of one
+//! process only (threads of two processes sweeping a segment are not paired).
+
+use super::accesses::{page_accesses, PageAccesses, RegionPages};
+use crate::corun;
+use crate::input::WorkloadSpec;
+
+const NONE: u8 = u8::MAX;
+
+/// `parts`: each group's workload (its `processes` copies) and its threads' nodes; `shared[g]`:
+/// the regions group `g` maps from the run's segments (`corun::segments`).
+pub fn corun_page_accesses(
+    parts: &[(&WorkloadSpec, &[usize])],
+    shared: &[Vec<String>],
+    nodes: usize,
+) -> Result<PageAccesses, String> {
+    let workloads: Vec<&WorkloadSpec> = parts.iter().map(|p| p.0).collect();
+    let segments = corun::segments(&workloads, shared)?;
+    let total: usize = parts.iter().map(|p| p.1.len()).sum();
+    let mut out = PageAccesses { nodes, thread_node: Vec::with_capacity(total), regions: Vec::new(), comm: Vec::new() };
+    out.comm = vec![vec![0.0; total]; total];
+    // Index in `out.regions` of (process, region), processes numbered over the run.
+    let mut index: Vec<Vec<usize>> = Vec::new();
+    for &(w, tn) in parts {
+        let pa = page_accesses(w, tn, nodes)?;
+        let (pid0, t0) = (index.len(), out.thread_node.len());
+        index.extend((0..w.processes as usize).map(|_| Vec::with_capacity(w.regions.len())));
+        for mut r in pa.regions {
+            let pid = pid0 + r.pid as usize - 1;
+            r.pid = pid as u32 + 1;
+            index[pid].push(out.regions.len());
+            out.regions.push(r);
+        }
+        for (i, row) in pa.comm.iter().enumerate() {
+            out.comm[t0 + i][t0..t0 + row.len()].copy_from_slice(row);
+        }
+        out.thread_node.extend_from_slice(tn);
+    }
+    let mut gone = vec![false; out.regions.len()];
+    for seg in segments.iter().filter(|s| s.len() > 1) {
+        let keep = index[seg[0].0][seg[0].1];
+        for &(pid, ri) in &seg[1..] {
+            let k = index[pid][ri];
+            let other = std::mem::take(&mut out.regions[k].acc);
+            let first = std::mem::take(&mut out.regions[k].first);
+            merge(&mut out.regions[keep], &other, &first);
+            gone[k] = true;
+        }
+    }
+    let mut i = 0;
+    out.regions.retain(|_| {
+        i += 1;
+        !gone[i - 1]
+    });
+    Ok(out)
+}
+
+/// Add another mapping's counts of the same pages into `into`.
+fn merge(into: &mut RegionPages, acc: &[f64], first: &[u8]) {
+    for (a, b) in into.acc.iter_mut().zip(acc) {
+        *a += b;
+    }
+    for (f, &g) in into.first.iter_mut().zip(first) {
+        if *f == NONE {
+            *f = g;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::{AccessSpec, Pattern, PhaseSpec, RegionSpec, StepSpec};
+
+    /// One 4-page region each thread of one process writes, then reads, by blocks.
+    fn block(threads: u32) -> WorkloadSpec {
+        let access = AccessSpec {
+            region: 0,
+            pattern: Pattern::Block,
+            rd: 1.0,
+            wr: 1.0,
+            halo: 1,
+            chunk: 1,
+            rows: 1,
+            count: 0,
+            passes: 1.0,
+            cached: None,
+        };
+        let region = RegionSpec {
+            name: "a".into(),
+            bytes: 4 << 12,
+            planes: 4,
+            thp: false,
+            policy: None,
+            address: None,
+            alloc: None,
+            file: None,
+        };
+        let phase: PhaseSpec = serde_json::from_value(serde_json::json!({
+            "name": "p", "cycles": 1.0, "mlp": null, "sync": "barrier", "accesses": [access]
+        }))
+        .unwrap();
+        WorkloadSpec {
+            name: "w".into(),
+            description: String::new(),
+            params: Default::default(),
+            processes: 1,
+            threads,
+            regions: vec![region],
+            phases: vec![phase],
+            program: vec![StepSpec { phases: vec![0], repeat: 1, timed: false }],
+        }
+    }
+
+    #[test]
+    fn a_shared_segment_counts_once_with_both_processes_accesses() {
+        let w = block(1);
+        let (a, b): (&[usize], &[usize]) = (&[0], &[1]);
+        let apart = corun_page_accesses(&[(&w, a), (&w, b)], &[], 2).unwrap();
+        assert_eq!(apart.regions.len(), 2);
+        let one = corun_page_accesses(&[(&w, a), (&w, b)], &[vec!["a".into()], vec!["a".into()]], 2).unwrap();
+        assert_eq!(one.regions.len(), 1);
+        let r = &one.regions[0];
+        // Every page: the same lines from node 0 and from node 1; first written by process 1.
+        for p in 0..r.pages {
+            let acc = r.node_acc(p, 2);
+            assert!(acc[0] > 0.0 && acc[0] == acc[1], "{acc:?}");
+            assert_eq!(r.first[p], 0);
+        }
+        assert_eq!(one.thread_node, [0, 1]);
+        let m = crate::mapping::mapping_metrics(&one);
+        assert!((m.exclusivity - 0.5).abs() < 1e-12, "{}", m.exclusivity);
+        assert!((crate::mapping::mapping_metrics(&apart).exclusivity - 1.0).abs() < 1e-12);
+    }
+}
