@@ -116,6 +116,8 @@ pub struct SchedRules {
     pub idle_sibling: IdleSibling,
     /// The order of a wake-up's choices (`select_task_rq_fair()` with `SD_BALANCE_WAKE`).
     pub wake_order: WakeOrder,
+    /// When idle CPUs, their tick stopped, are balanced (CONFIG_NO_HZ idle balancing).
+    pub nohz_idle: NohzIdle,
     /// The busiest group and the imbalance (`kernel/sched/fair.c: find_busiest_group()`,
     /// `update_sd_pick_busiest()`, `calculate_imbalance()`).
     pub busiest_group: BusiestGroup,
@@ -304,6 +306,21 @@ pub enum WakeOrder {
     /// the lowest `SD_WAKE_AFFINE` domain spanning `prev_cpu` picks the waker's CPU or
     /// `prev_cpu`, then `select_idle_sibling()` searches around that target (`idle_sibling`).
     AffineThenIdleSibling,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum NohzIdle {
+    /// v2.6.32 `kernel/sched.c`: one idle CPU keeps its tick as the idle load balancer
+    /// (`select_nohz_load_balancer()`) and runs `rebalance_domains()` for every tickless idle
+    /// CPU (`run_rebalance_domains()`) until every CPU is idle: idle CPUs are balanced while
+    /// any CPU is busy.
+    OwnerWhileAnyBusy,
+    /// v3.13 `kernel/sched/fair.c: nohz_kick_needed()`, v6.13 `nohz_balancer_kick()`: a busy
+    /// CPU's tick kicks an idle CPU (`kick_ilb()`) to balance every idle CPU that is due
+    /// (`_nohz_idle_balance()`) only when it runs two tasks or more (`rq->nr_running >= 2`) or
+    /// its LLC has more than one busy CPU (`nr_busy_cpus > 1`; 3.13: the `sd_busy` group, the
+    /// LLC); otherwise no idle CPU is balanced.
+    KickWhenOverloadedOrLlcBusy,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -649,6 +666,9 @@ pub const PROFILE_2_6_32: KernelProfile = KernelProfile {
         // the first allowed CPU of the span with none; "if (affine_sd && wake_affine(affine_sd,
         // p, sync)) new_cpu = cpu;" else new_cpu stays prev_cpu (no level has SD_BALANCE_WAKE).
         wake_order: WakeOrder::CandidateThenAffine,
+        // kernel/sched.c: select_nohz_load_balancer(), trigger_load_balance(),
+        // run_rebalance_domains(): the ilb owner balances the tickless idle CPUs on its tick.
+        nohz_idle: NohzIdle::OwnerWhileAnyBusy,
         // kernel/sched.c: update_sd_lb_stats(): highest avg_load above group_capacity, which
         // "if (prefer_sibling)" lowers to one; find_busiest_group(), calculate_imbalance():
         // max_pull = min(max_load - avg_load, max_load - busiest_load_per_task).
@@ -743,6 +763,9 @@ pub const PROFILE_3_13: KernelProfile = KernelProfile {
         wake_affine: WakeAffine::LoadBalanced,
         idle_sibling: IdleSibling::TargetCoreSibling,
         wake_order: WakeOrder::AffineThenIdleSibling,
+        // kernel/sched/fair.c: nohz_kick_needed(): "if (rq->nr_running >= 2) goto need_kick";
+        // sd_busy's nr_busy_cpus > 1.
+        nohz_idle: NohzIdle::KickWhenOverloadedOrLlcBusy,
         busiest_group: BusiestGroup::Capacity,
         load: LoadRules {
             tracking: PeltForm::RunnableAvgSum,
@@ -825,6 +848,9 @@ pub const PROFILE_6_13: KernelProfile = KernelProfile {
         wake_affine: WakeAffine::IdleThenWeight,
         idle_sibling: IdleSibling::FirstIdleInLlc,
         wake_order: WakeOrder::AffineThenIdleSibling,
+        // kernel/sched/fair.c: nohz_balancer_kick(): rq->nr_running >= 2, or the LLC's
+        // sd_llc_shared->nr_busy_cpus > 1 (no capacity pressure, misfit or asym packing here).
+        nohz_idle: NohzIdle::KickWhenOverloadedOrLlcBusy,
         busiest_group: BusiestGroup::GroupType,
         load: LoadRules {
             tracking: PeltForm::LoadRunnableUtil,

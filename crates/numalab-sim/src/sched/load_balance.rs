@@ -15,7 +15,7 @@ use super::lb_stats::{self, group_classify, Idle, LbStats, Migration};
 use super::load::CpuSig;
 use super::pelt::CAPACITY;
 use super::{GroupLoad, Sched, HZ, MIGRATION_COST_S};
-use crate::profile::{BalanceSignals, BusiestGroup, IdleScan, TimeSlice};
+use crate::profile::{BalanceSignals, BusiestGroup, IdleScan, NohzIdle, TimeSlice};
 
 /// Time slice of each of `n` tasks sharing a CPU: v3.13 `sched_slice()` over
 /// `__sched_period()` (latency 6 ms x (1 + log2 min(CPUs, 8)) = 24 ms, at least n x 3 ms);
@@ -53,7 +53,13 @@ impl Sched {
                 }
             }
         }
+        // Idle CPUs have their tick stopped (CONFIG_NO_HZ_IDLE): they are balanced only on a
+        // busy CPU's kick (profile `sched.nohz_idle`), each at its own intervals as below.
+        let idle_balanced = self.nohz_kick(&nr);
         for cpu in 0..ncpu {
+            if nr[cpu] == 0 && !idle_balanced {
+                continue;
+            }
             for l in 0..self.domains.len() {
                 let busy = nr[cpu] > 0;
                 let st = &self.state[l][cpu];
@@ -79,6 +85,26 @@ impl Sched {
             *w = n > 0;
         }
         moved
+    }
+
+    /// Whether idle CPUs are balanced now: v3.13 `nohz_kick_needed()` / v6.13
+    /// `nohz_balancer_kick()` on a busy CPU's tick (a CPU with two tasks or more, or an LLC —
+    /// a node here — with more than one busy CPU), v2.6.32's idle load balancer while any CPU
+    /// is busy. The kicked CPU balances every idle CPU whose interval has passed
+    /// (`_nohz_idle_balance()`: `time_after_eq(jiffies, rq->next_balance)`), so the per-CPU
+    /// intervals stay those of `rebalance_domains()`.
+    fn nohz_kick(&self, nr: &[usize]) -> bool {
+        match self.rules.nohz_idle {
+            NohzIdle::OwnerWhileAnyBusy => nr.iter().any(|&n| n > 0),
+            NohzIdle::KickWhenOverloadedOrLlcBusy => {
+                let nodes = self.nr_idle_scan.len();
+                let mut busy = vec![0usize; nodes];
+                for (c, &n) in nr.iter().enumerate() {
+                    busy[self.pu_node[c]] += usize::from(n > 0);
+                }
+                nr.iter().any(|&n| n >= 2) || busy.iter().any(|&b| b > 1)
+            }
+        }
     }
 
     fn grow_interval(&mut self, l: usize, cpu: usize) {
@@ -442,6 +468,23 @@ mod tests {
             places: Places::Cores,
         };
         Sched::new(&m, &p, kernel, 1, 1).unwrap()
+    }
+
+    #[test]
+    fn tickless_idle_cpus_are_balanced_only_on_a_kick() {
+        // Two nodes (LLCs) of two CPUs. 3.13/6.13: a busy CPU kicks the idle load balancer when
+        // it runs two tasks or its LLC has another busy CPU; 2.6.32's idle load balancer
+        // balances while any CPU is busy.
+        for kernel in [Kernel::V3_13, Kernel::V6_13] {
+            let s = sched(kernel);
+            assert!(!s.nohz_kick(&[0, 0, 0, 0]), "{kernel:?}");
+            assert!(!s.nohz_kick(&[1, 0, 1, 0]), "{kernel:?}: one busy CPU per LLC");
+            assert!(s.nohz_kick(&[2, 0, 0, 0]), "{kernel:?}: nr_running >= 2");
+            assert!(s.nohz_kick(&[1, 1, 0, 0]), "{kernel:?}: nr_busy_cpus > 1");
+        }
+        let s = sched(Kernel::V2_6_32);
+        assert!(!s.nohz_kick(&[0, 0, 0, 0]));
+        assert!(s.nohz_kick(&[1, 0, 0, 0]));
     }
 
     #[test]
