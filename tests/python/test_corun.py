@@ -218,6 +218,8 @@ def test_the_mapping_analysis_of_a_co_run_counts_a_shared_segment_once_with_both
     assert shared["accesses"] == pytest.approx(private["accesses"], rel=1e-9)  # both processes' accesses count
     assert len(private["regions"]) == 6 and len(shared["regions"]) == 5
     assert all(m["time_s"] is None for m in shared["mappings"])
+    # The two processes' threads sweep array a in the same phases: they communicate through it.
+    assert shared["comm"]["matrix"][0][1] > 0 and private["comm"]["matrix"][0][1] == 0
 
 
 def test_advise_refuses_a_co_run_in_one_line(cli):

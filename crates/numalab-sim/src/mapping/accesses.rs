@@ -59,7 +59,7 @@ impl RegionPages {
 /// One thread's part of one access: bytes `[s, e)` of a region at `dens` lines per byte;
 /// `before` bytes of its own ranges come before `s` (how far it got when it reaches `s`).
 #[derive(Clone, Copy, Debug)]
-struct Span {
+pub(super) struct Span {
     tid: usize,
     s: u64,
     e: u64,
@@ -79,17 +79,7 @@ pub fn page_accesses(w: &WorkloadSpec, thread_node: &[usize], nodes: usize) -> R
         return Err(format!("thread node {n} is not one of the machine's {nodes} nodes"));
     }
     let layout = pages::layout(&w.regions, vec![None; w.regions.len()]);
-    // Executions of each phase over the program, and the order phases first run in.
-    let mut mult = vec![0u64; w.phases.len()];
-    let mut order = Vec::new();
-    for step in w.program.iter().filter(|s| s.repeat > 0) {
-        for &ph in &step.phases {
-            if mult[ph] == 0 {
-                order.push(ph);
-            }
-            mult[ph] += step.repeat;
-        }
-    }
+    let (mult, order) = phase_order(w);
     let mut regions = Vec::new();
     let mut comm = vec![vec![0.0; total]; total];
     for pid in 0..w.processes as usize {
@@ -121,12 +111,52 @@ pub fn page_accesses(w: &WorkloadSpec, thread_node: &[usize], nodes: usize) -> R
                 let rp = &mut out[ri];
                 add_counts(rp, sp, thread_node, nodes, mult[ph] as f64);
                 first_writes(rp, sp, thread_node);
-                add_comm(&mut comm, sp, mult[ph] as f64);
+                add_comm(&mut comm, sp, mult[ph] as f64, &|_, _| true);
             }
         }
         regions.extend(out);
     }
     Ok(PageAccesses { nodes, thread_node: thread_node.to_vec(), regions, comm })
+}
+
+/// Executions of each phase over the program, and the order phases first run in.
+fn phase_order(w: &WorkloadSpec) -> (Vec<u64>, Vec<usize>) {
+    let mut mult = vec![0u64; w.phases.len()];
+    let mut order = Vec::new();
+    for step in w.program.iter().filter(|s| s.repeat > 0) {
+        for &ph in &step.phases {
+            if mult[ph] == 0 {
+                order.push(ph);
+            }
+            mult[ph] += step.repeat;
+        }
+    }
+    (mult, order)
+}
+
+/// Region `ri`'s spans in each phase of `w` (in the order phases first run, with their
+/// executions), for one process whose threads are numbered from `tid0`.
+pub(super) fn region_spans(w: &WorkloadSpec, ri: usize, tid0: usize) -> Vec<(f64, Vec<Span>)> {
+    let layout = pages::layout(&w.regions, vec![None; w.regions.len()]);
+    let (mult, order) = phase_order(w);
+    let nt = w.threads as usize;
+    order
+        .iter()
+        .map(|&ph| {
+            let mut spans = Vec::new();
+            for a in w.phases[ph].accesses.iter().filter(|a| a.region == ri) {
+                for idx in 0..nt {
+                    spans.extend(thread_spans(a, &layout[ri], idx, nt, tid0 + idx));
+                }
+            }
+            (mult[ph] as f64, spans)
+        })
+        .collect()
+}
+
+/// Pairs of threads of two different processes (`proc_of`) on the same bytes (`add_comm`).
+pub(super) fn add_cross_comm(comm: &mut [Vec<f64>], spans: &[Span], mult: f64, proc_of: &dyn Fn(usize) -> usize) {
+    add_comm(comm, spans, mult, &|a, b| proc_of(a) != proc_of(b));
 }
 
 /// The spans of thread `idx` (global `tid`) for one access.
@@ -194,8 +224,8 @@ fn first_writes(rp: &mut RegionPages, spans: &[Span], thread_node: &[usize]) {
 }
 
 /// Pairs of threads on the same bytes: the smaller of their two line counts, per stretch of
-/// bytes where the set of threads does not change.
-fn add_comm(comm: &mut [Vec<f64>], spans: &[Span], mult: f64) {
+/// bytes where the set of threads does not change; only the pairs `pair` accepts.
+fn add_comm(comm: &mut [Vec<f64>], spans: &[Span], mult: f64, pair: &dyn Fn(usize, usize) -> bool) {
     let mut cuts: Vec<u64> = spans.iter().flat_map(|sp| [sp.s, sp.e]).collect();
     cuts.sort_unstable();
     cuts.dedup();
@@ -224,6 +254,9 @@ fn add_comm(comm: &mut [Vec<f64>], spans: &[Span], mult: f64) {
         let bytes = (x1 - x0) as f64 * mult;
         for i in 0..dens.len() {
             for j in i + 1..dens.len() {
+                if !pair(dens[i].0, dens[j].0) {
+                    continue;
+                }
                 let v = dens[i].1.min(dens[j].1) * bytes;
                 comm[dens[i].0][dens[j].0] += v;
                 comm[dens[j].0][dens[i].0] += v;

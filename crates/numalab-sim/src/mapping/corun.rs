@@ -3,10 +3,12 @@
 //! segment several processes share counted once, with every mapper's accesses.
 //!
 //! The counts have no time, so a shared page's first write is the first mapping's (in process
-//! order) that writes it, then the next's; the communication matrix pairs threads of one
-//! process only (threads of two processes sweeping a segment are not paired).
+//! order) that writes it, then the next's. The communication matrix pairs threads of two
+//! processes running the same program on a segment they share phase by phase (the k-th phase
+//! of one with the k-th of the other, as copies started together run them); processes running
+//! different programs are not paired.
 
-use super::accesses::{page_accesses, PageAccesses, RegionPages};
+use super::accesses::{add_cross_comm, page_accesses, region_spans, PageAccesses, RegionPages};
 use crate::corun;
 use crate::input::WorkloadSpec;
 
@@ -24,12 +26,19 @@ pub fn corun_page_accesses(
     let total: usize = parts.iter().map(|p| p.1.len()).sum();
     let mut out = PageAccesses { nodes, thread_node: Vec::with_capacity(total), regions: Vec::new(), comm: Vec::new() };
     out.comm = vec![vec![0.0; total]; total];
-    // Index in `out.regions` of (process, region), processes numbered over the run.
+    // Index in `out.regions` of (process, region), processes numbered over the run; each
+    // process's group and first thread, and each thread's process.
     let mut index: Vec<Vec<usize>> = Vec::new();
-    for &(w, tn) in parts {
+    let (mut group_of, mut tid0, mut proc_of) = (Vec::new(), Vec::new(), Vec::with_capacity(total));
+    for (g, &(w, tn)) in parts.iter().enumerate() {
         let pa = page_accesses(w, tn, nodes)?;
         let (pid0, t0) = (index.len(), out.thread_node.len());
         index.extend((0..w.processes as usize).map(|_| Vec::with_capacity(w.regions.len())));
+        for p in 0..w.processes as usize {
+            group_of.push(g);
+            tid0.push(t0 + p * w.threads as usize);
+            proc_of.extend(std::iter::repeat_n(pid0 + p, w.threads as usize));
+        }
         for mut r in pa.regions {
             let pid = pid0 + r.pid as usize - 1;
             r.pid = pid as u32 + 1;
@@ -50,6 +59,34 @@ pub fn corun_page_accesses(
             let first = std::mem::take(&mut out.regions[k].first);
             merge(&mut out.regions[keep], &other, &first);
             gone[k] = true;
+        }
+    }
+    // Threads of processes running the same program, on each segment they share.
+    let program = |g: usize| {
+        let w = parts[g].0;
+        serde_json::to_string(&(w.threads, &w.regions, &w.phases, &w.program)).unwrap_or_default()
+    };
+    let programs: Vec<String> = (0..parts.len()).map(program).collect();
+    for seg in segments.iter().filter(|s| s.len() > 1) {
+        let mut done = vec![false; seg.len()];
+        for i in 0..seg.len() {
+            if done[i] {
+                continue;
+            }
+            let same: Vec<(usize, usize)> = (i..seg.len())
+                .filter(|&j| programs[group_of[seg[j].0]] == programs[group_of[seg[i].0]])
+                .inspect(|&j| done[j] = true)
+                .map(|j| seg[j])
+                .collect();
+            if same.len() < 2 {
+                continue;
+            }
+            let w = parts[group_of[same[0].0]].0;
+            let per: Vec<_> = same.iter().map(|&(pid, ri)| region_spans(w, ri, tid0[pid])).collect();
+            for k in 0..per[0].len() {
+                let spans: Vec<_> = per.iter().flat_map(|p| p[k].1.iter().copied()).collect();
+                add_cross_comm(&mut out.comm, &spans, per[0][k].0, &|t| proc_of[t]);
+            }
         }
     }
     let mut i = 0;
@@ -136,5 +173,21 @@ mod tests {
         let m = crate::mapping::mapping_metrics(&one);
         assert!((m.exclusivity - 0.5).abs() < 1e-12, "{}", m.exclusivity);
         assert!((crate::mapping::mapping_metrics(&apart).exclusivity - 1.0).abs() < 1e-12);
+        // Both sweep the whole segment in the same phase: they communicate; apart they do not.
+        assert!(one.comm[0][1] > 0.0 && one.comm[0][1] == one.comm[1][0], "{:?}", one.comm);
+        assert_eq!(apart.comm, [[0.0, 0.0], [0.0, 0.0]]);
+    }
+
+    #[test]
+    fn threads_of_one_process_keep_their_pairs_and_two_processes_add_theirs() {
+        let w = block(2);
+        let alone = page_accesses(&w, &[0, 1], 2).unwrap();
+        let tn: &[usize] = &[0, 1];
+        let one = corun_page_accesses(&[(&w, tn), (&w, tn)], &[vec!["a".into()], vec!["a".into()]], 2).unwrap();
+        // Block split: a process's two threads touch different halves, so they never pair;
+        // thread k of one process and thread k of the other touch the same half.
+        assert_eq!(alone.comm, [[0.0, 0.0], [0.0, 0.0]]);
+        assert!(one.comm[0][2] > 0.0 && one.comm[1][3] > 0.0, "{:?}", one.comm);
+        assert_eq!((one.comm[0][1], one.comm[0][3], one.comm[2][3]), (0.0, 0.0, 0.0));
     }
 }
