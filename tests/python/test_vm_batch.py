@@ -12,7 +12,7 @@ import pytest
 from numalab.exceptions import UsageError
 from numalab.spec import Placement
 from numalab.spec.balancing import Balancing
-from numalab.vm import check, guest, initramfs
+from numalab.vm import check, guest, initramfs, ramdisk
 from numalab.vm import run as vm_run
 
 
@@ -25,7 +25,7 @@ def test_requests_with_one_boot_key_share_a_boot_and_the_others_boot_their_own()
             req(balancing=Balancing.parse("balancing:scan-delay-ms=50")), req(ramdisk_mib=16), req("vm-8")]
     assert check.boots(reqs) == [[0, 2], [1, 5], [3], [4]]
     # runs take turns in their boot; a request of its own boots once per run
-    assert check.boots(reqs, runs=2) == [[0, 2, 0, 2], [1, 5, 1, 5], [3], [3], [4], [4]]
+    assert check.boots(reqs, runs=2) == [[0, 2, 0, 2], [1, 5, 1, 5], [3], [3], [4, 4]]
     assert check.boots([req()] * 30) == [list(range(12)), list(range(12, 24)), list(range(24, 30))]
     # a different THP mode, memory size or accelerator is another boot
     assert len(check.boots([req(), replace(req(), thp="always"), req(memory_per_node_mib=256), req(accel="kvm")])) == 4
@@ -37,7 +37,7 @@ def test_what_leaves_a_setting_behind_does_not_share_a_boot():
     assert not vm_run.shareable(req(balancing=Balancing.parse("balancing:scan-delay-ms=50")))  # the agent's knobs stay set
     assert not vm_run.shareable(req(balancing=Balancing.parse("balancing=2")))  # numa_balancing itself is a knob
     assert not vm_run.shareable(req(placement=Placement(policy="weighted-interleave", nodes="all", weights=((0, 2),))))
-    assert not vm_run.shareable(req(ramdisk_mib=16))  # the ramdisk's pages stay cached
+    assert vm_run.shareable(req(ramdisk_mib=16))  # its page cache is dropped between commands
     with pytest.raises(UsageError, match="share a boot"):
         vm_run.run_many([req(), req("vm-8")])
     with pytest.raises(UsageError, match="share a boot"):
@@ -47,7 +47,7 @@ def test_what_leaves_a_setting_behind_does_not_share_a_boot():
 def _jobs() -> list[guest.Job]:
     return [guest.Job(mark="NUMALAB-a", command=["/bin/x", "a b"], env={"OMP_PROC_BIND": "spread"}, thp="never",
                       sysfs=(("/sys/kernel/mm/numa/demotion_enabled", "true"),), kmem=("echo kmem-once",)),
-            guest.Job(mark="NUMALAB-b", command=["/bin/y"], thp="never", kmem=("echo kmem-once",))]
+            guest.Job(mark="NUMALAB-b", command=["/bin/y"], thp="never", kmem=("echo kmem-once",), reset=tuple(ramdisk.reset(16)))]
 
 
 def test_the_batch_script_runs_each_command_on_its_own_and_frames_its_files_under_its_own_mark():
@@ -64,6 +64,10 @@ def test_the_batch_script_runs_each_command_on_its_own_and_frames_its_files_unde
     x = first.index("numalab-agent run")
     assert first.index("old0=$(cat /sys/kernel/mm/numa/demotion_enabled") < first.index("echo true >") < x
     assert x < first.index("demotion_enabled $(cat") < first.index('echo "$old0" > /sys/kernel/mm/numa/demotion_enabled')
+    # the ramdisk's page cache written back and dropped before the second command
+    assert s.count("blockdev --flushbufs /dev/ram0") == 1
+    assert s.index("/bin/x") < s.index("blockdev --flushbufs /dev/ram0") < s.index("/bin/y")
+    assert ramdisk.reset(0) == []
     assert guest.script(jobs[:1]) == guest.job_script(jobs[0])
     with pytest.raises(ValueError):
         guest.batch_script([replace(jobs[0], knobs={"scan_delay_ms": 50})])

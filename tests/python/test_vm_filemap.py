@@ -1,8 +1,8 @@
 """File mappings in a real guest (docs/allocation.md §3.6, docs/vm.md §4.3): kernels/filemap.c
 maps a brd ramdisk MAP_SHARED and 4 threads bound one per node each write their 1024-page block.
 The guest test reads the two cases' comparisons that test_vm_guest.py's per-case test reads too
-(conftest.py's ``vm_compared``: made once per session, two guest boots of about 20-40 s of TCG
-each) and is marked ``needs_qemu`` like it; the others check the pieces without a guest."""
+(conftest.py's ``vm_compared``: made once per session, in one guest boot of about 20-40 s of
+TCG) and is marked ``needs_qemu`` like it; the others check the pieces without a guest."""
 
 from __future__ import annotations
 

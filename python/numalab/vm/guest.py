@@ -90,6 +90,9 @@ class Job:
     #: Shell lines that online the dax/kmem nodes (kmem.script()), run first; they report
     #: failures in knobs.err.
     kmem: tuple[str, ...] = ()
+    #: Shell lines that undo what an earlier command of a shared boot left in the guest
+    #: (ramdisk.reset()), run before the command in ``batch_script``.
+    reset: tuple[str, ...] = ()
 
 
 def job_script(job: Job) -> str:
@@ -184,7 +187,7 @@ def batch_script(jobs: list[Job]) -> str:
     lines = [f"MARK={q(jobs[0].mark)}", "mkdir -p /tmp/out", "cut -d' ' -f1 /proc/uptime > /tmp/out/uptime", 'echo "$MARK READY"',
              *_BOOT, *jobs[0].kmem, "rm -rf /tmp/boot && mv /tmp/out /tmp/boot"]
     for job in jobs:
-        lines += ["cp -r /tmp/boot /tmp/out && mkdir -p /tmp/work", "(", f"MARK={q(job.mark)}"]
+        lines += [*job.reset, "cp -r /tmp/boot /tmp/out && mkdir -p /tmp/work", "(", f"MARK={q(job.mark)}"]
         if job.thp:
             lines.append(f"echo {q(job.thp)} > /sys/kernel/mm/transparent_hugepage/enabled")
         lines += [f"export {k}={q(v)}" for k, v in job.env.items()]

@@ -63,3 +63,14 @@ def script(mib: int, errors: str) -> list[str]:
     return [f"insmod /{GUEST_DIR}/{Path(MODULE).name} rd_nr=1 rd_size={mib * 1024} 2>>{errors} "
             f"|| echo 'brd: the guest kernel refused the ramdisk module' >> {errors}",
             f"[ -b {DEVICE} ] || echo '{DEVICE}: no such block device after loading brd' >> {errors}"]
+
+
+def reset(mib: int) -> list[str]:
+    """Shell lines that leave the ramdisk's page cache as a fresh boot has it, before the next
+    command of a shared boot (guest.batch_script): the kernel already writes back and drops a
+    block device's page cache when its last opener closes it (block/bdev.c: blkdev_put), so this
+    only matters if something the last command started still holds the device; BLKFLSBUF
+    (block/ioctl.c: blkdev_flushbuf -> fsync_bdev, invalidate_bdev) drops it then too. Seen in
+    the guest: filemap and filemap-random place the same pages per node in either order in one
+    boot as each in a boot of its own."""
+    return [f"sync && blockdev --flushbufs {DEVICE}"] if mib > 0 else []

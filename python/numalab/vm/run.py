@@ -224,6 +224,7 @@ def _prepare(reqs: list[VmRequest], commands: list[list[str] | None], say: Say):
             setup=tuple(_weights_script(req.placement)),
             sysfs=sysfs,
             kmem=tuple(kmem.script(topo.kmem_nodes, "/tmp/out/knobs.err") + ramdisk.script(req.ramdisk_mib, "/tmp/out/knobs.err")),
+            reset=tuple(ramdisk.reset(req.ramdisk_mib)),
         ))
     return g, topo, accel, base, jobs
 
@@ -255,10 +256,10 @@ def boot_key(req: VmRequest) -> tuple[Any, ...]:
 
 def shareable(req: VmRequest) -> bool:
     """A request that may share its boot with others (``run_many``): it sets no knob (the agent
-    leaves them set), no interleave weight, and maps no ramdisk (its pages stay cached in the
-    guest after the command, where the next command's first touch would find them)."""
+    leaves them set) and no interleave weight. Its sysfs switches are put back and the ramdisk's
+    page cache dropped after it (guest.batch_script, ramdisk.reset)."""
     knobs, _ = guest_settings(req.balancing)
-    return bool(req.command) and not knobs and not req.placement.weights and req.ramdisk_mib == 0
+    return bool(req.command) and not knobs and not req.placement.weights
 
 
 def run_many(reqs: list[VmRequest], say: Say = lambda s: None) -> list[VmOutput]:
@@ -268,8 +269,8 @@ def run_many(reqs: list[VmRequest], say: Say = lambda s: None) -> list[VmOutput]
     (every command's). One request is ``run``'s boot exactly. Several need one ``boot_key`` and
     ``shareable`` requests; the guest is killed after the sum of their timeouts."""
     if len(reqs) > 1 and (len({boot_key(r) for r in reqs}) != 1 or not all(shareable(r) for r in reqs)):
-        raise UsageError("vm: only requests with the same machine, memory, vCPUs, accelerator, THP mode, balancing and no knobs, "
-                         "weights or ramdisk share a boot")
+        raise UsageError("vm: only requests with the same machine, memory, vCPUs, accelerator, THP mode, balancing, ramdisk and no knobs "
+                         "or weights share a boot")
     g, topo, accel, base, jobs = _prepare(reqs, [r.command for r in reqs], say)
     req = reqs[0]
     with tempfile.TemporaryDirectory(prefix="numalab-vm-") as tmpdir:
