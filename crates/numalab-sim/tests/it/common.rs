@@ -122,3 +122,19 @@ pub fn balancing(kernel: numalab_sim::Kernel) -> SimConfig {
     c.balancing.explain = true;
     c
 }
+
+/// Unbound threads on these CPUs, memory under the default policy (co-run tests).
+pub fn on_cpus(cpus: &[u32]) -> Placement {
+    let cpus = numalab_model::CpuSet::from_indexes(cpus.iter().copied());
+    Placement {
+        policy: MemPolicy::default_policy(),
+        cpus: Some(cpus),
+        proc_bind: ProcBind::False,
+        places: Places::Cores,
+    }
+}
+
+/// A co-run group of `w` under `p`, starting at `start_s`.
+pub fn group<'a>(w: &'a WorkloadSpec, p: &'a Placement, start_s: f64) -> numalab_sim::corun::Group<'a> {
+    numalab_sim::corun::Group { workload: w, placement: p, start_s, thp_madvised: &[] }
+}

@@ -1,25 +1,9 @@
 //! Co-runs (`numalab_sim::corun`): several process groups in one run.
 
-use numalab_model::{CpuSet, MemPolicy};
-use numalab_sim::corun::Group;
-use numalab_sim::input::{Pattern, Placement, Places, ProcBind};
+use numalab_sim::input::Pattern;
 use numalab_sim::{simulate, simulate_groups};
 
 use crate::common::*;
-
-fn on_cpus(cpus: &[u32]) -> Placement {
-    let cpus = CpuSet::from_indexes(cpus.iter().copied());
-    Placement {
-        policy: MemPolicy::default_policy(),
-        cpus: Some(cpus),
-        proc_bind: ProcBind::False,
-        places: Places::Cores,
-    }
-}
-
-fn group<'a>(w: &'a numalab_sim::WorkloadSpec, p: &'a Placement, start_s: f64) -> Group<'a> {
-    Group { workload: w, placement: p, start_s, thp_madvised: &[] }
-}
 
 #[test]
 fn two_groups_of_one_copy_run_as_one_group_of_two_copies() {

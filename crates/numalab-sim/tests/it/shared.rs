@@ -1,25 +1,10 @@
 //! Segments shared by the processes of a co-run (`numalab_sim::simulate_shared`, docs/corun.md §6).
 
-use numalab_model::{CpuSet, MemPolicy, PolicyMode};
-use numalab_sim::corun::Group;
-use numalab_sim::input::{Pattern, Placement, Places, ProcBind};
+use numalab_model::PolicyMode;
+use numalab_sim::input::Pattern;
 use numalab_sim::{simulate, simulate_groups, simulate_shared, Kernel, SimOutput, WorkloadSpec};
 
 use crate::common::*;
-
-fn on_cpus(cpus: &[u32]) -> Placement {
-    let cpus = CpuSet::from_indexes(cpus.iter().copied());
-    Placement {
-        policy: MemPolicy::default_policy(),
-        cpus: Some(cpus),
-        proc_bind: ProcBind::False,
-        places: Places::Cores,
-    }
-}
-
-fn group<'a>(w: &'a WorkloadSpec, p: &'a Placement, start_s: f64) -> Group<'a> {
-    Group { workload: w, placement: p, start_s, thp_madvised: &[] }
-}
 
 /// Both groups map their region "a" from one segment.
 fn share_a() -> Vec<Vec<String>> {
