@@ -233,7 +233,9 @@ pub fn corun_mapping_metrics<'py>(
     thread_nodes: Vec<usize>,
     shared: Vec<Vec<String>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let Some(first) = specs.first() else { return Err(SpecError::new_err("a co-run needs at least one process group")) };
+    let Some(first) = specs.first() else {
+        return Err(SpecError::new_err("a co-run needs at least one process group"));
+    };
     let n = first.machine.get().inner.nodes.len();
     let inner: Vec<&numalab_sim::RunSpec> = specs.iter().map(|s| &s.inner).collect();
     let out = error::guarded(py, "the mapping analysis", || {
@@ -242,14 +244,16 @@ pub fn corun_mapping_metrics<'py>(
         for s in &inner {
             let w = &s.workload;
             let k = (w.threads * w.processes) as usize;
-            let tn = thread_nodes.get(at..at + k).ok_or("thread_nodes has fewer entries than the co-run has threads")?;
+            let tn =
+                thread_nodes.get(at..at + k).ok_or("thread_nodes has fewer entries than the co-run has threads")?;
             parts.push((w, tn));
             at += k;
         }
         if at != thread_nodes.len() {
             return Err("thread_nodes has more entries than the co-run has threads".to_string());
         }
-        numalab_sim::mapping::corun_page_accesses(&parts, &shared, n).map(|pa| numalab_sim::mapping::mapping_metrics(&pa))
+        numalab_sim::mapping::corun_page_accesses(&parts, &shared, n)
+            .map(|pa| numalab_sim::mapping::mapping_metrics(&pa))
     })?
     .map_err(SpecError::new_err)?;
     to_py(py, &serde_json::to_value(&out).map_err(|e| error::internal("mapping", e))?)
