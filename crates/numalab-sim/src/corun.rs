@@ -79,6 +79,32 @@ pub fn check_totals(m: &Machine, groups: &[Group<'_>], cfg: &SimConfig) -> Resul
 /// group `g`'s workload (`workloads[g]`) that each of its processes maps from the run's segment
 /// of that name. Returns each segment's mappings as (process, region), in process order.
 pub fn segments(workloads: &[&WorkloadSpec], shared: &[Vec<String>]) -> Result<Vec<Vec<(usize, usize)>>, String> {
+    Ok(named_segments(workloads, shared)?.1)
+}
+
+/// Which of the segments (`segments`, same order) the processes mapping them split: each of
+/// the P mappers works on its own slice k (its rank among them, in process order) of the
+/// partitioned accesses (`pages::Region::part`). `split` names segments from `shared`.
+pub fn split_segments(
+    workloads: &[&WorkloadSpec],
+    shared: &[Vec<String>],
+    split: &[String],
+) -> Result<Vec<bool>, String> {
+    let (names, _) = named_segments(workloads, shared)?;
+    if let Some(bad) = split.iter().find(|s| !names.contains(&s.as_str())) {
+        let known = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+        return Err(format!(
+            "split segment '{bad}': no process maps a shared region of that name (shared segments: {known})"
+        ));
+    }
+    Ok(names.iter().map(|n| split.iter().any(|s| s == n)).collect())
+}
+
+/// The segments' names and mappings (`segments`).
+fn named_segments<'w>(
+    workloads: &[&'w WorkloadSpec],
+    shared: &'w [Vec<String>],
+) -> Result<(Vec<&'w str>, Vec<Vec<(usize, usize)>>), String> {
     if shared.len() > workloads.len() {
         return Err(format!("{} lists of shared regions for {} process groups", shared.len(), workloads.len()));
     }
@@ -108,5 +134,5 @@ pub fn segments(workloads: &[&WorkloadSpec], shared: &[Vec<String>]) -> Result<V
             }
         }
     }
-    Ok(out)
+    Ok((names, out))
 }

@@ -71,10 +71,23 @@ pub fn simulate_shared(
     shared: &[Vec<String>],
     config: &SimConfig,
 ) -> Result<SimOutput, SimError> {
+    simulate_split(machine, groups, shared, &[], config)
+}
+
+/// `simulate_shared` where the processes mapping each segment named in `split` divide it, each
+/// working on its own block (`corun::split_segments`, docs/corun.md §6).
+pub fn simulate_split(
+    machine: &Machine,
+    groups: Vec<corun::Group<'_>>,
+    shared: &[Vec<String>],
+    split: &[String],
+    config: &SimConfig,
+) -> Result<SimOutput, SimError> {
     let workloads: Vec<&WorkloadSpec> = groups.iter().map(|g| g.workload).collect();
     let segments = corun::segments(&workloads, shared).map_err(SimError::Input)?;
+    let split = corun::split_segments(&workloads, shared, split).map_err(SimError::Input)?;
     let mut e = engine::Engine::with_groups(machine, groups, config)?;
-    e.share(&segments).map_err(SimError::Input)?;
+    e.share(&segments, &split).map_err(SimError::Input)?;
     Ok(e.run())
 }
 

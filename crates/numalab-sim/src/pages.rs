@@ -106,6 +106,9 @@ pub struct Region {
     /// The other mappings of the same segment, as (process, region): they see the same page on
     /// the same node (`Engine::mirror`).
     pub mappers: Vec<(usize, usize)>,
+    /// (k, P): this mapping is process k of the P that split the segment, and its partitioned
+    /// accesses cover only slice k (`pattern::ranges`); (0, 1) for the whole region.
+    pub part: (u64, u64),
 }
 
 /// The mmap read-around window of a file fault: `ra_pages` = VM_READAHEAD_PAGES, 128 KiB
@@ -246,6 +249,7 @@ pub fn layout(specs: &[RegionSpec], policies: Vec<Option<Resolved>>) -> Vec<Regi
                 },
                 shared: false,
                 mappers: Vec::new(),
+                part: (0, 1),
             }
         })
         .collect()

@@ -43,21 +43,30 @@ fn unit_start(r: &Region, u: u64, n: u64) -> u64 {
 }
 
 /// The byte ranges thread `t` of `nt` sweeps, in order. `chunk_order` is the shuffled chunk
-/// order of a dynamic schedule (shared by all threads of a process for one execution).
+/// order of a dynamic schedule (shared by all threads of a process for one execution). A region
+/// split among the processes mapping it (`Region::part`, docs/corun.md §6) gives this process's
+/// threads only its slice of the partitioned patterns; `shared` still reads all of it.
 pub fn ranges(a: &AccessSpec, r: &Region, t: u64, nt: u64, chunk_order: &[u64]) -> Vec<(u64, u64)> {
     let planes = |p0: u64, p1: u64| (plane_start(r, p0), plane_start(r, p1));
     // A static split divides `planes x rows` units (a collapse(2) over plane and row).
     let per_plane = a.rows.max(1);
     let n_rows = r.planes.saturating_mul(per_plane);
     let rows = |u0: u64, u1: u64| (unit_start(r, u0, n_rows), unit_start(r, u1, n_rows));
+    let (k, np) = r.part;
+    // Process k's slice of `n` units, then thread t's share of that slice.
+    let share = |n: u64| {
+        let (s0, e0) = static_share(n, np, k);
+        let (s, e) = static_share(e0 - s0, nt, t);
+        (s0 + s, s0 + e)
+    };
     let mut out = Vec::new();
     match a.pattern {
         Pattern::Block | Pattern::Private => {
-            let (s, e) = static_share(n_rows, nt, t);
+            let (s, e) = share(n_rows);
             out.push(rows(s, e));
         }
         Pattern::Stencil => {
-            let (s, e) = static_share(n_rows, nt, t);
+            let (s, e) = share(n_rows);
             let halo = a.halo.saturating_mul(per_plane);
             if e > s {
                 out.push(rows(s.saturating_sub(halo), s));
@@ -74,7 +83,7 @@ pub fn ranges(a: &AccessSpec, r: &Region, t: u64, nt: u64, chunk_order: &[u64]) 
             for p in 0..r.planes {
                 let (b0, b1) = planes(p, p + 1);
                 let lines = (b1 - b0).div_ceil(64);
-                let (s, e) = static_share(lines, nt, t);
+                let (s, e) = share(lines);
                 if e > s {
                     out.push((b0 + s * 64, (b0 + e * 64).min(b1)));
                 }
@@ -83,12 +92,15 @@ pub fn ranges(a: &AccessSpec, r: &Region, t: u64, nt: u64, chunk_order: &[u64]) 
         Pattern::Shared => out.push((0, r.bytes)),
         Pattern::Master => {
             if t == 0 {
-                out.push((0, r.bytes));
+                let (s0, e0) = static_share(r.planes, np, k);
+                out.push(planes(s0, e0));
             }
         }
         Pattern::Dynamic => {
             let chunk = a.chunk.max(1);
-            for &c in chunk_order.iter().skip(t as usize).step_by(nt as usize) {
+            let (c0, c1) = static_share(chunk_order.len() as u64, np, k);
+            let mine = chunk_order.iter().filter(|&&c| (c0..c1).contains(&c));
+            for &c in mine.skip(t as usize).step_by(nt as usize) {
                 out.push(planes(c.saturating_mul(chunk).min(r.planes), (c + 1).saturating_mul(chunk).min(r.planes)));
             }
         }

@@ -71,9 +71,10 @@ impl Engine<'_> {
     /// process to fault it, under the segment's policy or else that process's task policy
     /// (mm/shmem.c: shmem_alloc_folio, shmem_get_pgoff_policy: `mpol_shared_policy_lookup`,
     /// else `get_task_policy(current)`); its node, `last_cpupid` and migrations are the page's,
-    /// so every mapping follows them (`mirror`).
-    pub fn share(&mut self, segments: &[Vec<(usize, usize)>]) -> Result<(), String> {
-        for seg in segments.iter().filter(|s| s.len() > 1) {
+    /// so every mapping follows them (`mirror`). A segment `split[s]` is divided among its
+    /// mappers: the k-th (in process order) of P accesses slice k of it (`pattern::ranges`).
+    pub fn share(&mut self, segments: &[Vec<(usize, usize)>], split: &[bool]) -> Result<(), String> {
+        for (si, seg) in segments.iter().enumerate().filter(|(_, s)| s.len() > 1) {
             let (p0, r0) = seg[0];
             let first = &self.wl(p0).regions[r0];
             for &(pid, ri) in seg {
@@ -94,8 +95,12 @@ impl Engine<'_> {
                     return Err(format!("shared region '{name}': its policy is the segment's (mbind on shared memory sets it for every mapper): workloads {} and {} give different ones", self.wl(p0).name, self.wl(pid).name));
                 }
             }
-            for &(pid, ri) in seg {
+            let parts = seg.len() as u64;
+            for (k, &(pid, ri)) in seg.iter().enumerate() {
                 let region = &mut self.procs[pid].regions[ri];
+                if split.get(si).copied().unwrap_or(false) {
+                    region.part = (k as u64, parts);
+                }
                 if region.shift != 12 {
                     // Shared memory takes 4 KiB pages whatever the THP mode of anonymous memory
                     // (mm/shmem.c: shmem_huge defaults to SHMEM_HUGE_NEVER, shmem_enabled=never).

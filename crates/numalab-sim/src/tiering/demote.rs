@@ -277,6 +277,7 @@ mod tests {
             readaround: 0,
             shared: false,
             mappers: Vec::new(),
+            part: (0, 1),
         };
         for u in 0..used as usize {
             region.node[u] = 0;

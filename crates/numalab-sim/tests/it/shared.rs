@@ -2,7 +2,7 @@
 
 use numalab_model::PolicyMode;
 use numalab_sim::input::Pattern;
-use numalab_sim::{simulate, simulate_groups, simulate_shared, Kernel, SimOutput, WorkloadSpec};
+use numalab_sim::{simulate, simulate_groups, simulate_shared, simulate_split, Kernel, SimOutput, WorkloadSpec};
 
 use crate::common::*;
 
@@ -143,4 +143,60 @@ fn threads_of_two_processes_faulting_on_a_shared_segment_join_one_numa_group() {
         let ids: Vec<u32> = out.threads.iter().map(|t| t.sched.as_ref().map_or(0, |s| s.numa_group_id)).collect();
         assert!(ids[0] != 0 && ids[0] == ids[1], "{kernel:?}: {ids:?}");
     }
+}
+
+#[test]
+fn processes_splitting_a_segment_each_first_touch_their_own_block() {
+    let m = machine2();
+    let w = stream_like(16, 2, Pattern::Block, 2);
+    let (p0, p1) = (on_cpus(&[0, 1]), on_cpus(&[8, 9]));
+    let groups = || vec![group(&w, &p0, 0.0), group(&w, &p1, 0.0)];
+    let out = simulate_split(&m, groups(), &share_a(), &["a".into()], &cfg()).unwrap();
+    assert_eq!(out.status, "ok", "{:?}", out.error);
+    // Process 0 (node 0) initialises the first half, process 1 (node 1) the second.
+    assert_eq!(out.pages_per_node, [2048, 2048]);
+    // Each still maps the whole segment.
+    assert_eq!(out.processes[0].pages_per_node, [2048, 2048]);
+    assert_eq!(out.processes[1].pages_per_node, [2048, 2048]);
+    // Every access is local, and together they sweep the segment once (not once each).
+    assert_eq!(local_share(&out.access_map), 1.0, "{:?}", out.access_map);
+    let whole = simulate_shared(&m, groups(), &share_a(), &cfg()).unwrap();
+    let ratio = total(&out.access_map) as f64 / total(&whole.access_map) as f64;
+    assert!((ratio - 0.5).abs() < 0.01, "{ratio}");
+    // Deterministic.
+    let again = simulate_split(&m, groups(), &share_a(), &["a".into()], &cfg()).unwrap();
+    assert_eq!(serde_json::to_string(&out).unwrap(), serde_json::to_string(&again).unwrap());
+}
+
+#[test]
+fn a_split_segment_gives_process_k_of_p_slice_k_in_group_order() {
+    let m = machine2();
+    let mut two = stream_like(16, 1, Pattern::Block, 1);
+    two.processes = 2;
+    let one = stream_like(16, 1, Pattern::Block, 1);
+    let (p0, p1) = (on_cpus(&[0, 1]), on_cpus(&[8]));
+    // Processes 0 and 1 on node 0, process 2 on node 1: 4096 pages in thirds. A page two
+    // slices share goes to the process whose slice starts in it (it faults there first): 1365,
+    // 1365, 1366.
+    let out = simulate_split(&m, vec![group(&two, &p0, 0.0), group(&one, &p1, 0.0)], &share_a(), &["a".into()], &cfg())
+        .unwrap();
+    assert_eq!(out.pages_per_node, [2730, 1366]);
+    // The other order: the node-1 process is first and takes the first third (1365 pages).
+    let out = simulate_split(&m, vec![group(&one, &p1, 0.0), group(&two, &p0, 0.0)], &share_a(), &["a".into()], &cfg())
+        .unwrap();
+    assert_eq!(out.pages_per_node, [2731, 1365]);
+}
+
+#[test]
+fn a_split_must_name_a_shared_segment() {
+    let m = machine2();
+    let w = stream_like(16, 1, Pattern::Block, 1);
+    let p = on_cpus(&[0]);
+    let err = simulate_split(&m, vec![group(&w, &p, 0.0), group(&w, &p, 0.0)], &share_a(), &["b".into()], &cfg())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("split segment 'b': no process maps a shared region of that name (shared segments: a)"),
+        "{err}"
+    );
 }
