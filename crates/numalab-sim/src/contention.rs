@@ -48,6 +48,30 @@ pub struct Solver {
     curve: Vec<numalab_model::CurvePoint>,
     pub rho_ctrl: Vec<f64>,
     pub rho_link: Vec<[f64; 2]>,
+    /// Working buffers kept from one solve to the next: a solve runs every epoch, and building
+    /// them anew each time cost about as much as the arithmetic.
+    scratch: Scratch,
+}
+
+#[derive(Default)]
+struct Scratch {
+    /// Each thread's `rd[k] + wr[k]`, row by row.
+    tot: Vec<f64>,
+    throttle: Vec<f64>,
+    /// Lines/s per thread.
+    x: Vec<f64>,
+    /// Loaded latency (s), CPU node c to memory node k at `c * n + k`.
+    lat: Vec<f64>,
+    /// Per controller: the loaded-latency factor; per link direction: the M/D/1 wait.
+    factor: Vec<f64>,
+    wait: Vec<[f64; 2]>,
+    /// Flows summed per (CPU node, memory node) pair, and the utilisations they cause.
+    flow_rd: Vec<f64>,
+    flow_wr: Vec<f64>,
+    ctrl: Vec<f64>,
+    link: Vec<[f64; 2]>,
+    /// Highest utilisation on the way of each (CPU node, memory node) pair.
+    path: Vec<f64>,
 }
 
 /// Seconds per line of a thread with compute `kappa` and memory time `mem` (Little's law:
@@ -79,7 +103,6 @@ pub fn line_time_chained(kappa: f64, chain: f64, mem: f64, mlp: f64) -> f64 {
 /// is in when it runs); what overlaps with compute is not in it.
 pub struct Solution {
     pub cost_per_line: Vec<Vec<f64>>,
-    pub latency_ns: Vec<Vec<f64>>,
 }
 
 impl Solver {
@@ -94,6 +117,7 @@ impl Solver {
             curve: m.loaded_latency.clone(),
             rho_ctrl: vec![0.0; n],
             rho_link: vec![[0.0; 2]; m.links.len()],
+            scratch: Scratch::default(),
         }
     }
 
@@ -108,31 +132,31 @@ impl Solver {
             .collect()
     }
 
-    /// `tot`: each thread's `rd[k] + wr[k]`, row by row (`Solver::solve` adds them once).
-    fn rates(&self, d: &[Demand], tot: &[f64], lat: &[Vec<f64>], throttle: &[f64]) -> Vec<f64> {
-        d.iter()
-            .zip(tot.chunks_exact(self.n.max(1)))
-            .zip(throttle)
-            .map(|((t, tot), s)| {
-                let row = &lat[t.cpu_node];
-                let mem: f64 = (0..self.n).map(|k| tot[k] * row[k]).sum::<f64>() / t.mlp;
-                let per_line = line_time_chained(t.compute_per_line, t.chain_per_line, mem, t.mlp);
-                if per_line > 0.0 {
-                    s * t.cpu_share / per_line
-                } else {
-                    0.0
-                }
-            })
-            .collect()
+    /// Lines/s of every thread into `s.x` at the latencies `s.lat` and throttles `s.throttle`.
+    fn rates(&self, d: &[Demand], s: &mut Scratch) {
+        let n = self.n;
+        s.x.clear();
+        s.x.extend(d.iter().zip(s.tot.chunks_exact(n.max(1))).zip(&s.throttle).map(|((t, tot), th)| {
+            let row = &s.lat[t.cpu_node * n..t.cpu_node * n + n];
+            let mem: f64 = (0..n).map(|k| tot[k] * row[k]).sum::<f64>() / t.mlp;
+            let per_line = line_time_chained(t.compute_per_line, t.chain_per_line, mem, t.mlp);
+            if per_line > 0.0 {
+                th * t.cpu_share / per_line
+            } else {
+                0.0
+            }
+        }));
     }
 
-    /// Utilisations the rates `x` (lines/s per thread) would cause. Flows are first summed per
-    /// (CPU node, memory node) pair, so links are charged once per pair, not once per thread.
-    fn utilisation(&self, d: &[Demand], x: &[f64]) -> (Vec<f64>, Vec<[f64; 2]>) {
+    /// Utilisations (`s.ctrl`, `s.link`) the rates `s.x` (lines/s per thread) would cause. Flows
+    /// are first summed per (CPU node, memory node) pair, so links are charged once per pair,
+    /// not once per thread.
+    fn utilisation(&self, d: &[Demand], s: &mut Scratch) {
         let n = self.n;
-        let mut rd = vec![0.0; n * n];
-        let mut wr = vec![0.0; n * n];
-        for (t, &xt) in d.iter().zip(x) {
+        let Scratch { x, flow_rd: rd, flow_wr: wr, ctrl, link, .. } = s;
+        reset(rd, n * n, 0.0);
+        reset(wr, n * n, 0.0);
+        for (t, &xt) in d.iter().zip(x.iter()) {
             if xt == 0.0 {
                 continue;
             }
@@ -144,8 +168,8 @@ impl Solver {
                 *w += xt * b;
             }
         }
-        let mut ctrl = vec![0.0; n];
-        let mut link = vec![[0.0; 2]; self.link_bytes.len()];
+        reset(ctrl, n, 0.0);
+        reset(link, self.link_bytes.len(), [0.0; 2]);
         for c in 0..n {
             for k in 0..n {
                 let (r, w) = (rd[c * n + k], wr[c * n + k]);
@@ -164,69 +188,68 @@ impl Solver {
                 }
             }
         }
-        (ctrl, link)
     }
 
-    /// For every (CPU node, memory node) pair, the highest utilisation on the way.
-    fn path_worst(&self, ctrl: &[f64], link: &[[f64; 2]]) -> Vec<f64> {
+    /// For every (CPU node, memory node) pair, the highest utilisation on the way (`s.path`).
+    fn path_worst(&self, s: &mut Scratch) {
         let n = self.n;
-        let mut worst = vec![0.0; n * n];
+        let Scratch { ctrl, link, path, .. } = s;
+        reset(path, n * n, 0.0);
         for c in 0..n {
             for k in 0..n {
                 let mut w = ctrl[k];
                 for h in self.route[k][c].iter().chain(&self.route[c][k]) {
                     w = w.max(link[h.link as usize][h.dir as usize]);
                 }
-                worst[c * n + k] = w;
+                path[c * n + k] = w;
             }
         }
-        worst
     }
 
-    /// Loaded latency (s) from a CPU of node c to memory of node k at the current utilisations, for
-    /// every pair: the controller's idle latency times its loaded-latency factor plus an M/D/1 wait
-    /// on each hop both ways, with each controller's curve factor and each link
-    /// direction's wait computed once rather than once per pair and hop (the same operations in
-    /// the same order, so the same bits; it runs up to 9 times per solve).
-    fn latencies(&self) -> Vec<Vec<f64>> {
-        let ctrl: Vec<f64> =
-            (0..self.n).map(|k| numalab_model::machine::curve_factor(&self.curve, self.rho_ctrl[k].min(1.0))).collect();
-        let wait: Vec<[f64; 2]> = self
-            .rho_link
-            .iter()
-            .zip(&self.link_bytes)
-            .map(|(rho, bytes)| {
-                [0, 1].map(|d| {
-                    let rho = rho[d].min(RHO_CAP);
-                    let s = LINK_LINE / bytes[d];
-                    s * rho / (2.0 * (1.0 - rho))
-                })
+    /// Loaded latency (s, into `s.lat`) from a CPU of node c to memory of node k at the current
+    /// utilisations, for every pair: the controller's idle latency times its loaded-latency
+    /// factor plus an M/D/1 wait on each hop both ways, with each controller's curve factor and
+    /// each link direction's wait computed once rather than once per pair and hop (the same
+    /// operations in the same order, so the same bits; it runs up to 9 times per solve).
+    fn latencies(&self, s: &mut Scratch) {
+        let n = self.n;
+        let Scratch { lat, factor, wait, .. } = s;
+        factor.clear();
+        factor.extend((0..n).map(|k| numalab_model::machine::curve_factor(&self.curve, self.rho_ctrl[k].min(1.0))));
+        wait.clear();
+        wait.extend(self.rho_link.iter().zip(&self.link_bytes).map(|(rho, bytes)| {
+            [0, 1].map(|d| {
+                let rho = rho[d].min(RHO_CAP);
+                let s = LINK_LINE / bytes[d];
+                s * rho / (2.0 * (1.0 - rho))
             })
-            .collect();
+        }));
         let route_wait = |hops: &[Hop]| -> f64 { hops.iter().map(|h| wait[h.link as usize][h.dir as usize]).sum() };
-        (0..self.n)
-            .map(|c| {
-                (0..self.n)
-                    .map(|k| self.idle[c][k] * ctrl[k] + route_wait(&self.route[c][k]) + route_wait(&self.route[k][c]))
-                    .collect()
-            })
-            .collect()
+        lat.clear();
+        for c in 0..n {
+            for k in 0..n {
+                lat.push(self.idle[c][k] * factor[k] + route_wait(&self.route[c][k]) + route_wait(&self.route[k][c]));
+            }
+        }
     }
 
     pub fn solve(&mut self, d: &[Demand]) -> Solution {
-        let ones = vec![1.0; d.len()];
-        let tot: Vec<f64> = d.iter().flat_map(|t| (0..self.n).map(|k| t.rd[k] + t.wr[k])).collect();
+        let n = self.n;
+        let mut s = std::mem::take(&mut self.scratch);
+        reset(&mut s.throttle, d.len(), 1.0);
+        s.tot.clear();
+        s.tot.extend(d.iter().flat_map(|t| (0..n).map(|k| t.rd[k] + t.wr[k])));
         for _ in 0..8 {
-            let lat = self.latencies();
-            let x = self.rates(d, &tot, &lat, &ones);
-            let (ctrl, link) = self.utilisation(d, &x);
+            self.latencies(&mut s);
+            self.rates(d, &mut s);
+            self.utilisation(d, &mut s);
             let mut change: f64 = 0.0;
-            for (old, new) in self.rho_ctrl.iter_mut().zip(&ctrl) {
+            for (old, new) in self.rho_ctrl.iter_mut().zip(&s.ctrl) {
                 let v = 0.5 * *old + 0.5 * new.min(1.0);
                 change = change.max((v - *old).abs());
                 *old = v;
             }
-            for (old, new) in self.rho_link.iter_mut().zip(&link) {
+            for (old, new) in self.rho_link.iter_mut().zip(&s.link) {
                 for k in 0..2 {
                     let v = 0.5 * old[k] + 0.5 * new[k].min(1.0);
                     change = change.max((v - old[k]).abs());
@@ -237,25 +260,24 @@ impl Solver {
                 break;
             }
         }
-        let lat = self.latencies();
+        self.latencies(&mut s);
         // Throttle threads on saturated resources until none is above its bandwidth.
-        let mut throttle = ones;
         for _ in 0..8 {
-            let x = self.rates(d, &tot, &lat, &throttle);
-            let (ctrl, link) = self.utilisation(d, &x);
-            let path = self.path_worst(&ctrl, &link);
+            self.rates(d, &mut s);
+            self.utilisation(d, &mut s);
+            self.path_worst(&mut s);
             let mut any = false;
             for (i, t) in d.iter().enumerate() {
                 // Highest utilisation on the thread's paths; 0 for a thread that moves nothing.
                 let mut worst: f64 = 0.0;
-                let row = t.cpu_node * self.n;
-                for k in 0..self.n {
+                let row = t.cpu_node * n;
+                for k in 0..n {
                     if t.rd[k] + t.wr[k] != 0.0 {
-                        worst = worst.max(path[row + k]);
+                        worst = worst.max(s.path[row + k]);
                     }
                 }
                 if worst > THROTTLE_TARGET + 1e-6 {
-                    throttle[i] *= THROTTLE_TARGET / worst;
+                    s.throttle[i] *= THROTTLE_TARGET / worst;
                     any = true;
                 }
             }
@@ -263,21 +285,29 @@ impl Solver {
                 break;
             }
         }
+        let lat = &s.lat;
         let cost_per_line = d
             .iter()
-            .zip(&throttle)
-            .map(|(t, &s)| {
-                let c = t.cpu_node;
-                let mem: f64 = (0..self.n).map(|k| (t.rd[k] + t.wr[k]) * lat[c][k]).sum::<f64>() / t.mlp;
+            .zip(&s.throttle)
+            .map(|(t, &th)| {
+                let row = &lat[t.cpu_node * n..t.cpu_node * n + n];
+                let mem: f64 = (0..n).map(|k| (t.rd[k] + t.wr[k]) * row[k]).sum::<f64>() / t.mlp;
                 let per_line = line_time_chained(t.compute_per_line, t.chain_per_line, mem, t.mlp);
                 // The memory time not hidden by compute, spread over nodes in proportion to
                 // their latency, so the mix's average is `per_line - compute`.
                 let scale = if mem > 0.0 { (per_line - t.compute_per_line) / mem } else { 1.0 };
                 // Extra queueing per line that makes the throttled rate come out (0 if unthrottled).
-                let extra = per_line * (1.0 / s - 1.0);
-                (0..self.n).map(|k| (lat[c][k] / t.mlp * scale + extra) / t.cpu_share).collect()
+                let extra = per_line * (1.0 / th - 1.0);
+                (0..n).map(|k| (row[k] / t.mlp * scale + extra) / t.cpu_share).collect()
             })
             .collect();
-        Solution { cost_per_line, latency_ns: lat.iter().map(|r| r.iter().map(|v| v * 1e9).collect()).collect() }
+        self.scratch = s;
+        Solution { cost_per_line }
     }
+}
+
+/// `v` as `len` copies of `fill`, keeping its allocation.
+fn reset<T: Copy>(v: &mut Vec<T>, len: usize, fill: T) {
+    v.clear();
+    v.resize(len, fill);
 }
