@@ -225,3 +225,41 @@ def test_the_mapping_analysis_of_a_co_run_counts_a_shared_segment_once_with_both
 def test_advise_refuses_a_co_run_in_one_line(cli):
     code, _, err = cli("advise", "--machine", "e5620-2s", "--workload", "stream*2")
     assert code == 2 and "numalab advise takes one workload" in err and err.count("\n") == 1
+
+
+def test_split_shares_a_segment_and_gives_each_process_its_own_block():
+    from numalab.spec import corun
+
+    groups = corun.parse("stream(shared=a:split=a:shared=c)+stream(split=a:shared=c)")
+    assert groups[0].shared == ("a", "c") and groups[0].split == ("a",) and groups[1].split == ("a",)
+    assert corun.text(groups) == "stream(split=a:shared=c),stream(split=a:shared=c)"
+    assert corun.parse(corun.text(groups)) == groups
+    assert corun.from_value([{"workload": "stream", "split": "a"}])[0].split == ("a",)
+    # One copy per node, each first-touching its own half of a, even the one started once the
+    # other has written its arrays; b and c are each copy's own.
+    text = f"stream({SMALL_STREAM}:cpunodebind=0:split=a)+stream@30({SMALL_STREAM}:cpunodebind=1:split=a)"
+    doc = numalab.simulate("e5620-2s", text, noise="off").doc
+    array = (1000000 * 8) // 4096 + 1  # pages of one array
+    assert doc["pages"]["per_node"] == [pytest.approx(2.5 * array, abs=4)] * 2
+    first, second = (p["pages_per_node"] for p in doc["processes"])
+    assert first == [pytest.approx(2.5 * array, abs=4), pytest.approx(0.5 * array, abs=4)]
+    assert second == [pytest.approx(0.5 * array, abs=4), pytest.approx(2.5 * array, abs=4)]
+    # Both copies sweeping the whole segment instead: the first writes all of a on its node.
+    whole = numalab.simulate("e5620-2s", text.replace("split=a", "shared=a"), noise="off").doc
+    assert whole["pages"]["per_node"] == [pytest.approx(3 * array, abs=4), pytest.approx(2 * array, abs=4)]
+
+
+@pytest.mark.parametrize(
+    "corun, message",
+    [
+        ("stream(split=)", "split '' is not a region name (expected split=REGION, e.g. split=a)"),
+        ("stream(split=a:split=a)", "region 'a' is split twice"),
+        ("stream(split=zz)", "shared=zz: workload stream has no region zz"),
+        ("stream(split=a)+stream(shared=a)", "split=a: item 'stream(split=a)' splits segment a but item 'stream(shared=a)' maps it whole"),
+        ("stream(shared=a)+stream(split=a)", "split=a: item 'stream(split=a)' splits segment a but item 'stream(shared=a)' maps it whole"),
+    ],
+)
+def test_split_errors_are_one_line(cli, corun, message):
+    code, out, err = cli("sim", "--machine", "e5620-2s", "--corun", corun)
+    assert code == 2, (out, err)
+    assert err.startswith("numalab: ") and err.count("\n") == 1 and message in err, err

@@ -180,18 +180,20 @@ impl PyRunSpec {
     }
 }
 
-/// `simulate_corun([RunSpec, ...], [start_s, ...], shared=None)`: one run of every spec's
+/// `simulate_corun([RunSpec, ...], [start_s, ...], shared=None, split=None)`: one run of every spec's
 /// processes (`numalab_sim::corun`), on the first spec's machine under its configuration (seed,
 /// kernel, balancing); each spec keeps its own workload, copies and placement. `shared`: per
 /// spec, the regions its processes map from the run's segment of that name
-/// (`numalab_sim::simulate_shared`). GIL released.
+/// (`numalab_sim::simulate_shared`); `split`: the segments whose mappers each work on their own
+/// block (`numalab_sim::simulate_split`). GIL released.
 #[pyfunction]
-#[pyo3(signature = (specs, starts_s, shared=None))]
+#[pyo3(signature = (specs, starts_s, shared=None, split=None))]
 pub fn simulate_corun<'py>(
     py: Python<'py>,
     specs: Vec<PyRef<'py, PyRunSpec>>,
     starts_s: Vec<f64>,
     shared: Option<Vec<Vec<String>>>,
+    split: Option<Vec<String>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     if specs.is_empty() || specs.len() != starts_s.len() {
         return Err(SpecError::new_err(format!(
@@ -214,7 +216,9 @@ pub fn simulate_corun<'py>(
             })
             .collect();
         match &shared {
-            Some(names) => numalab_sim::simulate_shared(m, groups, names, &inner[0].config),
+            Some(names) => {
+                numalab_sim::simulate_split(m, groups, names, split.as_deref().unwrap_or(&[]), &inner[0].config)
+            }
             None => numalab_sim::simulate_groups(m, groups, &inner[0].config),
         }
         .map_err(|e| e.to_string())

@@ -7,6 +7,8 @@ A co-run is written as a list of process groups::
     stream*2@500                             two copies started 500 ms after the run
     lu*2(threads=4:membind=0)                two 4-thread copies of LU, memory on node 0
     stream*2(shared=a)                       two copies mapping one segment as their region a
+    stream(cpunodebind=0:split=a)+stream(cpunodebind=1:split=a)
+                                             the same, each copy working on its own half of it
 
 ``NAME[*COPIES][@START_MS][(CONFIG)]``: COPIES >= 1 (default 1), START_MS >= 0 (default 0),
 CONFIG a config string of the group's own placement and workload parameters (the run's
@@ -14,7 +16,10 @@ placement applies where a group gives none). Groups are separated by ``,`` (or `
 ``--configs`` list does not split). Every process is a copy of its workload with its own regions,
 except the regions its group names with ``shared=REGION`` (repeatable): every process of the run
 that names a region so maps one segment of that name (shared memory or a shared file mapping,
-docs/corun.md §6). The engine runs them together (``numalab_sim::corun``).
+docs/corun.md §6). ``split=REGION`` shares it too and divides it: of the P processes mapping the
+segment, the k-th (in the order the groups are given) works on block k of it, its threads
+splitting that block (every mapper must say ``split``). The engine runs them together
+(``numalab_sim::corun``).
 """
 
 from __future__ import annotations
@@ -44,12 +49,15 @@ class Group:
     config: str = ""
     #: Regions its processes map from the run's segment of that name (``shared=REGION``).
     shared: tuple[str, ...] = ()
+    #: The shared regions its processes split (``split=REGION``): each works on its own block.
+    split: tuple[str, ...] = ()
 
     def text(self) -> str:
         out = self.workload + (f"*{self.copies}" if self.copies != 1 else "")
         if self.start_ms:
             out += f"@{self.start_ms:g}"
-        config = ":".join(([self.config] if self.config else []) + [f"shared={r}" for r in self.shared])
+        items = [f"{'split' if r in self.split else 'shared'}={r}" for r in self.shared]
+        config = ":".join(([self.config] if self.config else []) + items)
         return out + (f"({config})" if config else "")
 
 
@@ -57,22 +65,29 @@ class Group:
 _REGION = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 
 
-def _shared(config: str, raw: str, item: str, where: str) -> tuple[str, tuple[str, ...]]:
-    """The group's config without its ``shared=REGION`` items, and those regions in order."""
+def _shared(config: str, raw: str, item: str, where: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """The group's config without its ``shared=REGION`` and ``split=REGION`` items, the regions
+    they share in order, and those split (``split`` implies ``shared``)."""
     keep: list[str] = []
     names: list[str] = []
+    split: list[str] = []
     for part in config.split(":"):
         key, eq, value = part.partition("=")
-        if key.strip() != "shared":
+        key = key.strip()
+        if key not in ("shared", "split"):
             keep.append(part)
             continue
         name = value.strip()
         if not eq or not _REGION.fullmatch(name):
-            raise UsageError(f"{where} '{raw}': item '{item}': shared '{value}' is not a region name (expected shared=REGION, e.g. shared=a)")
-        if name in names:
-            raise UsageError(f"{where} '{raw}': item '{item}': region '{name}' is shared twice")
-        names.append(name)
-    return ":".join(keep), tuple(names)
+            raise UsageError(f"{where} '{raw}': item '{item}': {key} '{value}' is not a region name (expected {key}=REGION, e.g. {key}=a)")
+        seen = split if key == "split" else [n for n in names if n not in split]
+        if name in seen:
+            raise UsageError(f"{where} '{raw}': item '{item}': region '{name}' is {key} twice")
+        if name not in names:
+            names.append(name)
+        if key == "split":
+            split.append(name)
+    return ":".join(keep), tuple(names), tuple(split)
 
 
 def parse(text: str, where: str = "--corun") -> tuple[Group, ...]:
@@ -88,13 +103,13 @@ def parse(text: str, where: str = "--corun") -> tuple[Group, ...]:
             raise UsageError(f"{where} '{raw}': bad item '{item}' (expected {SYNTAX})")
         copies = _copies(m.group("copies"), raw, item, where)
         start = _start(m.group("start"), raw, item, where)
-        config, shared = _shared((m.group("config") or "").strip(), raw, item, where)
+        config, shared, split = _shared((m.group("config") or "").strip(), raw, item, where)
         if config:
             items = cfg.parse(config)
             if items.settings:
                 bad = ", ".join(sorted(items.settings))
                 raise UsageError(f"{where} '{raw}': item '{item}': {bad} applies to the whole run, not one group (give it outside --corun)")
-        groups.append(Group(m.group("name"), copies, start, config, shared))
+        groups.append(Group(m.group("name"), copies, start, config, shared, split))
     if sum(g.copies for g in groups) > MAX_COPIES:
         raise UsageError(f"{where} '{raw}': {sum(g.copies for g in groups)} processes; at most {MAX_COPIES}")
     return tuple(groups)
@@ -123,14 +138,17 @@ def from_value(value: Any, where: str = "corun") -> tuple[Group, ...]:
             elif isinstance(g, str):
                 out.extend(parse(g, f"{where}[{i}]"))
             elif isinstance(g, dict):
-                unknown = set(g) - {"workload", "copies", "start_ms", "config", "shared"}
+                unknown = set(g) - {"workload", "copies", "start_ms", "config", "shared", "split"}
                 if unknown or "workload" not in g:
-                    raise UsageError(f"{where}[{i}]: expected keys workload, copies, start_ms, config, shared; got {', '.join(sorted(g))}")
-                shared = g.get("shared", [])
-                shared = [shared] if isinstance(shared, str) else shared
-                if not isinstance(shared, (list, tuple)) or not all(isinstance(x, str) for x in shared):
-                    raise UsageError(f"{where}[{i}]: shared: expected a region name or a list of them, got {shared!r}")
-                config = ":".join(([str(g["config"])] if g.get("config") else []) + [f"shared={x}" for x in shared])
+                    raise UsageError(f"{where}[{i}]: expected keys workload, copies, start_ms, config, shared, split; got {', '.join(sorted(g))}")
+                items = [str(g["config"])] if g.get("config") else []
+                for key in ("shared", "split"):
+                    names = g.get(key, [])
+                    names = [names] if isinstance(names, str) else names
+                    if not isinstance(names, (list, tuple)) or not all(isinstance(x, str) for x in names):
+                        raise UsageError(f"{where}[{i}]: {key}: expected a region name or a list of them, got {names!r}")
+                    items += [f"{key}={x}" for x in names]
+                config = ":".join(items)
                 piece = f"{g['workload']}*{g.get('copies', 1)}@{g.get('start_ms', 0)}" + (f"({config})" if config else "")
                 out.extend(parse(piece, f"{where}[{i}]"))
             else:

@@ -42,6 +42,8 @@ class CorunBound:
     processes: tuple[Process, ...]
     #: Per engine group, the regions its processes map from the run's segments (docs/corun.md §6).
     shared: tuple[tuple[str, ...], ...] = ()
+    #: The segments whose mappers each work on their own block (``split=REGION``).
+    split: tuple[str, ...] = ()
 
     def simulate(self) -> dict[str, Any]:
         from numalab._core import simulate_corun
@@ -49,7 +51,9 @@ class CorunBound:
         starts = [ms / 1000.0 for ms in self.starts_ms]
         if not any(self.shared):
             return simulate_corun([g.engine for g in self.groups], starts)
-        return simulate_corun([g.engine for g in self.groups], starts, [list(s) for s in self.shared])
+        if not self.split:
+            return simulate_corun([g.engine for g in self.groups], starts, [list(s) for s in self.shared])
+        return simulate_corun([g.engine for g in self.groups], starts, [list(s) for s in self.shared], list(self.split))
 
 
 def group_spec(spec: "RunSpec", workload: str, config: str) -> "RunSpec":
@@ -71,6 +75,7 @@ def bind_corun(spec: "RunSpec", m: Machine) -> CorunBound:
     procs: list[Process] = []
     shared: list[tuple[str, ...]] = []
     segments: dict[str, tuple[Any, ...]] = {}  # the first mapping of each segment
+    split: dict[str, tuple[str, bool]] = {}  # per segment, the first item mapping it and whether it splits it
     layout = _cores_by_node(m) if spec.pin_copies else None
     k = 0  # processes placed so far (pinning takes the nodes in turn)
     for gi, g in enumerate(spec.corun):
@@ -82,6 +87,7 @@ def bind_corun(spec: "RunSpec", m: Machine) -> CorunBound:
 
             # The descriptor as written: the bound workload's regions no longer hold their policies.
             _check_shared(g.shared, descriptor.resolve(one.workload, dict(one.params), version=one.npb_version), g.text(), segments)
+            _check_split(g, split)
         if layout is not None:
             for _ in range(g.copies):
                 cpus = _pin(layout, k, threads)
@@ -97,7 +103,19 @@ def bind_corun(spec: "RunSpec", m: Machine) -> CorunBound:
             starts.append(g.start_ms)
             procs.extend(Process(gi, g.workload, g.start_ms, one.placement.label(), threads, one) for _ in range(g.copies))
             k += g.copies
-    return CorunBound(spec, m, tuple(groups), tuple(starts), tuple(procs), tuple(shared))
+    splits = tuple(name for name, (_, yes) in split.items() if yes)
+    return CorunBound(spec, m, tuple(groups), tuple(starts), tuple(procs), tuple(shared), splits)
+
+
+def _check_split(g: Any, split: dict[str, tuple[str, bool]]) -> None:
+    """A split segment is split by every process mapping it: block k of P is process k's only
+    when all P take one."""
+    for name in g.shared:
+        this = (g.text(), name in g.split)
+        first = split.setdefault(name, this)
+        if first[1] != this[1]:
+            whole, parts = (first[0], this[0]) if this[1] else (this[0], first[0])
+            raise UsageError(f"--corun: split={name}: item '{parts}' splits segment {name} but item '{whole}' maps it whole; give split={name} to every item that shares it")
 
 
 def _check_shared(names: tuple[str, ...], workload: dict[str, Any], item: str, segments: dict[str, tuple[Any, ...]]) -> None:
