@@ -60,3 +60,36 @@ def test_the_filemap_workload_places_a_neighbours_pages_unless_madvise_is_random
         spec = RunSpec.create("vm-4", "filemap", params={"madvise": madvise}).with_config("omp-proc-bind=spread:omp-places=cores")
         out[madvise] = runner.run(spec.bind()).doc["pages"]["per_node"]
     assert out == {"normal": [1008, 1024, 1024, 1040], "random": [1024] * 4}
+
+
+def _filemap_binary():
+    import subprocess
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    if not (repo / "kernels" / "filemap").is_file():
+        subprocess.run(["make", "-s", "-C", "kernels", "filemap"], cwd=repo, check=True, timeout=300)
+    return repo / "kernels" / "filemap"
+
+
+def test_the_filemap_kernel_forks_processes_that_each_write_their_own_block(tmp_path):
+    """kernels/filemap.c --procs P (the guest side of docs/corun.md §6's split segments): P
+    processes map the file, process k writes block k of P (page p holds p + i at element i)."""
+    import array
+    import json
+    import os
+    import subprocess
+
+    path = tmp_path / "file.bin"
+    env = {k: v for k, v in os.environ.items() if k != "OMP_PROC_BIND"}
+    cmd = [str(_filemap_binary()), f"--file={path}", "--procs=3", "--threads=2", "--n=50", "--reps=1"]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    # The parent reports its own block: pages 0..99, each element p + i.
+    doc = json.loads(out.stdout)
+    assert doc["checksum"] == pytest.approx(sum(p + i for p in range(100) for i in range(512)))
+    data = array.array("d", path.read_bytes())
+    assert len(data) == 3 * 2 * 50 * 512
+    assert all(data[p * 512 + 7] == p + 7 for p in range(300)), "every process wrote its block"
+    bound = subprocess.run(cmd, env={**env, "OMP_PROC_BIND": "spread"}, capture_output=True, text=True, timeout=60)
+    assert bound.returncode == 2 and "needs OMP_PROC_BIND unset or false" in bound.stderr
