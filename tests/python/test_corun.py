@@ -263,3 +263,10 @@ def test_split_errors_are_one_line(cli, corun, message):
     code, out, err = cli("sim", "--machine", "e5620-2s", "--corun", corun)
     assert code == 2, (out, err)
     assert err.startswith("numalab: ") and err.count("\n") == 1 and message in err, err
+
+
+def test_the_mapping_analysis_refuses_a_split_segment_in_one_line(cli):
+    text = f"stream({SMALL_STREAM}:cpunodebind=0:split=a)+stream({SMALL_STREAM}:cpunodebind=1:split=a)"
+    code, out, err = cli("sim", "--machine", "e5620-2s", "--corun", text, "--noise", "off", "--mapping-metrics")
+    assert code == 2, (out, err)
+    assert err.startswith("numalab: --mapping-metrics: the co-run splits segment a") and err.count("\n") == 1, err

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from numalab.exceptions import UsageError
 from numalab.spec import BoundRun
 
 
@@ -38,6 +39,9 @@ def _corun_doc(bound: Any, doc: dict[str, Any]) -> dict[str, Any]:
     not modelled."""
     from numalab._core import corun_mapping_metrics
 
+    if getattr(bound, "split", ()):
+        # The per-page pass gives every mapper the whole segment; the engine's split is not in it.
+        raise UsageError(f"--mapping-metrics: the co-run splits segment {', '.join(bound.split)} (split=REGION); the data mapping analysis takes shared=REGION only")
     shared = [list(s) for s in bound.shared] or [[] for _ in bound.groups]
     out = corun_mapping_metrics([g.engine for g in bound.groups], thread_nodes(bound, doc), shared)
     for s in out["mappings"]:
