@@ -12,8 +12,10 @@
  * --madvise normal|random and --procs P.
  * --procs P: after mapping the file, fork into P processes (docs/corun.md §6, the simulator's
  * `split=REGION`): process k (0 = the parent) is bound with sched_setaffinity to the CPUs of
- * the k-th online node (k mod nodes), and its --threads threads write and then sum block k of P;
- * the file holds P x threads x n pages. The parent waits for the others and prints the result.
+ * the k-th online node (k mod nodes), and its --threads threads write block k of P; the file
+ * holds P x threads x n pages. The parent writes block 0, waits for the others to end, then sums
+ * the whole file --reps times: its numa_maps then shows every page of the file's page cache where
+ * the others' faults placed it (numa_maps shows only the pages a process maps).
  * libgomp takes its places from the affinity mask it starts with, so OMP_PROC_BIND must be
  * unset or false with P > 1 (the threads inherit their process's node). */
 #define _GNU_SOURCE /* sched_setaffinity, CPU_SET (and the _DEFAULT_SOURCE names) */
@@ -201,6 +203,13 @@ int main(int argc, char **argv)
         for (long i = 0; i < per_page; i++)
             map[p * per_page + i] = (double)(p + i);
     double init_s = now_s() - t0;
+    if (k > 0)
+        exit(0); /* MAP_SHARED: the page cache keeps what this process wrote */
+    if (procs > 1 && wait_procs(procs)) {
+        fprintf(stderr, "filemap: one of the %ld processes failed\n", procs);
+        return 1;
+    }
+    const long lo = procs > 1 ? 0 : first, hi = procs > 1 ? pages : last;
 
     /* Reading keeps the pages mapped and the process alive for the sampler. */
     double checksum = 0.0;
@@ -208,7 +217,7 @@ int main(int argc, char **argv)
     double cpu0 = cpu_now_s();
     for (long rep = 0; rep < o.reps; rep++) {
 #pragma omp parallel for schedule(static) reduction(+ : checksum)
-        for (long p = first; p < last; p++)
+        for (long p = lo; p < hi; p++)
             for (long i = 0; i < per_page; i++)
                 checksum += map[p * per_page + i];
     }
@@ -216,14 +225,8 @@ int main(int argc, char **argv)
 
     munmap(map, bytes);
     close(fd);
-    if (k > 0)
-        exit(0);
-    if (procs > 1 && wait_procs(procs)) {
-        fprintf(stderr, "filemap: one of the %ld processes failed\n", procs);
-        return 1;
-    }
     o.parallel_init = 1;
-    double cells = (double)block * (double)per_page; /* the parent's block: its own rate */
+    double cells = (double)(hi - lo) * (double)per_page;
     print_result(random ? "filemap-random" : "filemap", &o, init_s, time_s, cpu_s, cells * (double)o.reps,
                  8.0 * cells * (double)o.reps, checksum);
     return 0;
