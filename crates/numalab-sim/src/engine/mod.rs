@@ -153,6 +153,29 @@ type ChunkOrder = ((usize, u64, u64), std::rc::Rc<Vec<u64>>);
 struct Scratch {
     count: Vec<u32>,
     cap: Vec<u32>,
+    /// The link directions between CPU node c and memory node k, both ways (`routes[k][c]`
+    /// then `routes[c][k]`, none for k = c), as indices into the flattened link budgets:
+    /// `cap_links[cap_span[c * n + k]..cap_span[c * n + k + 1]]`. The hot loop reads them for
+    /// every run it sizes, and nested route vectors cost more to walk than the minimum itself.
+    cap_links: Vec<u32>,
+    cap_span: Vec<u32>,
+}
+
+impl Scratch {
+    fn new(m: &Machine) -> Self {
+        let n = m.nodes.len();
+        let (mut cap_links, mut cap_span) = (Vec::new(), vec![0u32]);
+        for c in 0..n {
+            for k in 0..n {
+                if k != c {
+                    let hops = m.routes[k][c].iter().chain(&m.routes[c][k]);
+                    cap_links.extend(hops.map(|h| h.link * 2 + h.dir as u32));
+                }
+                cap_span.push(cap_links.len() as u32);
+            }
+        }
+        Scratch { count: vec![0; n], cap: vec![0; n], cap_links, cap_span }
+    }
 }
 
 impl<'a> Engine<'a> {
@@ -336,7 +359,7 @@ impl<'a> Engine<'a> {
             budget_waits: 0,
             epochs: 0,
             samples: 0,
-            scratch: Scratch { count: vec![0; m.nodes.len()], cap: vec![0; m.nodes.len()] },
+            scratch: Scratch::new(m),
             numab,
             tiering,
             chunk_orders: Default::default(),

@@ -132,7 +132,8 @@ impl Engine<'_> {
     pub(super) fn fast_visits(&mut self, tid: usize, until: f64, cost: &[f64], share: f64) -> bool {
         let cpu_node = self.sched.pu_node[self.sched.cpu[tid]];
         let Engine { threads, procs, budget_node, budget_link, m, scratch, .. } = self;
-        let Scratch { count, cap } = scratch;
+        let Scratch { count, cap, cap_links, cap_span } = scratch;
+        let spans = &cap_span[cpu_node * cap.len()..=(cpu_node + 1) * cap.len()];
         let t = &mut threads[tid];
         let regions = &procs[t.pid].regions;
         let kappa = t.compute_per_line_s / share;
@@ -162,12 +163,11 @@ impl Engine<'_> {
             // rounding of the product, so the quotient would be >= max too).
             let max = room.min(RUN_PAGES);
             let enough = per_sample * max as f64 * (1.0 + 1e-9);
-            for (n, c) in cap.iter_mut().enumerate() {
-                let mut rem = budget_node[n];
-                if n != cpu_node {
-                    for h in m.routes[n][cpu_node].iter().chain(&m.routes[cpu_node][n]) {
-                        rem = rem.min(budget_link[h.link as usize][h.dir as usize]);
-                    }
+            let links = budget_link.as_flattened();
+            for ((c, &node), w) in cap.iter_mut().zip(budget_node.iter()).zip(spans.windows(2)) {
+                let mut rem = node;
+                for &l in &cap_links[w[0] as usize..w[1] as usize] {
+                    rem = rem.min(links[l as usize]);
                 }
                 *c = if rem <= 0.0 {
                     0
