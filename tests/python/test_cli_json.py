@@ -109,7 +109,8 @@ def test_vm_check_list_as_json(cli):
     assert [c["name"] for c in doc] == list(check.CASES)
     assert all(c["expect"] for c in doc)
     assert {c["name"]: c["agree_pct"] for c in doc if c["agree_pct"] is not None} == {
-        "alloc-rows": 0.5, "alloc-rows-parallel": 0.5, "alloc-block": 0.5, "filemap": 0.2, "filemap-random": 0.2}
+        "alloc-rows": 0.5, "alloc-rows-parallel": 0.5, "alloc-block": 0.5, "filemap": 0.2, "filemap-random": 0.2,
+        "filemap-procs": 0.2}
 
 
 def test_vm_setup_as_json(cli, monkeypatch, tmp_path):

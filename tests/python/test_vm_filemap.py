@@ -51,3 +51,30 @@ def test_read_around_places_a_neighbours_pages_and_madv_random_does_not_in_the_g
         assert side.after_init[0] < 1024 < side.after_init[-1], check.report(around)
     for side in (random.sim, random.vm):
         assert side.after_init == [1024] * 4, check.report(random)
+
+
+def test_the_procs_case_runs_the_kernel_forked_and_the_simulator_as_a_split_co_run():
+    case = check.CASES["filemap-procs"]
+    resolved = {"madvise": "normal", "n": 1024, "reps": 20, "threads": 1, "procs": 4}
+    assert "--procs=4" in check.kernel_argv("filemap", resolved)
+    assert check.ramdisk_mib("filemap", resolved) == 16
+    assert check.ramdisk_mib("filemap", {**resolved, "procs": 8}) == 32
+    from numalab.machine import load
+
+    spec = check.split_corun(case, dict(case.params), "6.13", load("vm-4"))
+    assert [g.split for g in spec.corun] == [("file",)] * 4
+    assert [g.config.rsplit(":", 1)[-1] for g in spec.corun] == [f"cpunodebind={k}" for k in range(4)]
+
+
+@pytest.mark.needs_qemu
+@pytest.mark.xdist_group("vm-filemap")
+def test_processes_forked_over_one_file_place_their_blocks_as_the_split_co_run_does(guest, vm_compared):
+    """kernels/filemap.c --procs 4, one process per node each writing its block, against the
+    simulator's co-run of 4 copies with split=file: each first fault reads 16 pages back into the
+    previous process's block, as the threads of one process do."""
+    c = vm_compared("filemap-procs")
+    text = check.report(c)
+    assert c.ok, text
+    assert c.vm.total == c.sim.total == 4096, text
+    for side in (c.sim, c.vm):
+        assert side.after_init[0] < 1024 < side.after_init[-1], text

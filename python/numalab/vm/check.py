@@ -261,6 +261,10 @@ class Case:
     #: Both sides' pages per node after first touch within this % of the region (the simulator's
     #: pages) on every node.
     agree_pct: float | None = None
+    #: Processes sharing the workload's file (``kernels/filemap.c --procs``): the simulator runs
+    #: a co-run of that many copies, copy k on node k, splitting the file (``split=file``,
+    #: docs/corun.md §6); the guest's parent process shows the whole page cache.
+    procs: int = 1
 
     @property
     def full_fraction(self) -> float:
@@ -366,6 +370,9 @@ def file_cases() -> list[Case]:
     return [
         Case("filemap", "filemap", {**p, "madvise": "normal"}, BOUND, read_around(), **f),
         Case("filemap-random", "filemap", {**p, "madvise": "random"}, BOUND, even(0), **f),
+        # One process per node instead of one thread: each forked after the mapping, bound to
+        # its node, writing its block (the simulator's co-run with split=file).
+        Case("filemap-procs", "filemap", {**p, "madvise": "normal", "threads": 1, "procs": 4}, "default", read_around(), procs=4, **f),
     ]
 
 
@@ -508,15 +515,15 @@ KERNEL_OPTIONS = {
     "stream": ({"n": "n", "ntimes": "reps", "threads": "threads"}, {"init": "parallel"}),
     "barrier": ({"n": "n", "reps": "reps", "threads": "threads", "init": "init"}, {}),
     "alloc3d": ({"n": "n", "reps": "reps", "threads": "threads", "layout": "layout"}, {}),
-    "filemap": ({"n": "n", "reps": "reps", "threads": "threads", "madvise": "madvise"}, {"file": ramdisk.DEVICE}),
+    "filemap": ({"n": "n", "reps": "reps", "threads": "threads", "madvise": "madvise", "procs": "procs"}, {"file": ramdisk.DEVICE}),
 }
 
 
 def ramdisk_mib(workload: str, resolved: dict[str, Any]) -> int:
-    """The guest's ramdisk for a workload that maps it: filemap's threads x n pages, rounded up."""
+    """The guest's ramdisk for a workload that maps it: filemap's procs x threads x n pages, rounded up."""
     if workload != "filemap":
         return 0
-    return -(-4096 * int(resolved["n"]) * int(resolved["threads"]) // 2**20)
+    return -(-4096 * int(resolved["n"]) * int(resolved["threads"]) * int(resolved.get("procs", 1)) // 2**20)
 
 
 def kernel_argv(workload: str, resolved: dict[str, Any]) -> list[str]:
@@ -576,7 +583,23 @@ def _plan(case: Case, memory_per_node_mib: int | None, accel: str, timeout_s: fl
     bound = spec.bind()  # a bad case fails here, before the guest boots
     say(f"vm check {case.name}: simulating {case.workload} on {case.machine} (kernel profile {kernel})")
     request = vm_request(case, dict(bound.workload["params"]), spec, memory_per_node_mib, accel, timeout_s, cpus)
-    return _Planned(case, sim_side(spec), kernel, request)
+    return _Planned(case, sim_side(spec if case.procs == 1 else split_corun(case, params, kernel, machine)), kernel, request)
+
+
+#: The region a workload's processes split when a case runs several (``Case.procs``).
+SPLIT_REGION = {"filemap": "file"}
+
+
+def split_corun(case: Case, params: dict[str, Any], kernel: str, machine: Any) -> RunSpec:
+    """The simulator's side of a case with ``procs`` processes: a co-run of that many copies of
+    the workload, copy k bound to node k (as the kernel's ``sched_setaffinity``), splitting its
+    region (``split=REGION``)."""
+    if case.workload not in SPLIT_REGION:
+        raise UsageError(f"vm check {case.name}: procs > 1 needs a workload whose processes split a region ({', '.join(SPLIT_REGION)})")
+    nodes = list(machine.node_os_indexes)
+    items = ":".join(f"{k}={v}" for k, v in sorted(params.items()))
+    groups = [f"{case.workload}({items}:cpunodebind={nodes[k % len(nodes)]}:split={SPLIT_REGION[case.workload]})" for k in range(case.procs)]
+    return RunSpec.create(case.machine, "+".join(groups), kernel=kernel, thp="never")
 
 
 def boots(requests: list[vm_run.VmRequest], runs: int = 1) -> list[list[int]]:
