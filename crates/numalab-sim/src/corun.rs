@@ -100,11 +100,14 @@ pub fn split_segments(
     Ok(names.iter().map(|n| split.iter().any(|s| s == n)).collect())
 }
 
+/// Each segment's mappings as (process, region) (`segments`).
+type Segments = Vec<Vec<(usize, usize)>>;
+
 /// The segments' names and mappings (`segments`).
 fn named_segments<'w>(
     workloads: &[&'w WorkloadSpec],
     shared: &'w [Vec<String>],
-) -> Result<(Vec<&'w str>, Vec<Vec<(usize, usize)>>), String> {
+) -> Result<(Vec<&'w str>, Segments), String> {
     if shared.len() > workloads.len() {
         return Err(format!("{} lists of shared regions for {} process groups", shared.len(), workloads.len()));
     }
