@@ -144,6 +144,11 @@ impl Engine<'_> {
         let cheapest =
             if cheapest.is_finite() { cheapest } else { cost.iter().copied().fold(f64::INFINITY, f64::min) } + kappa;
         let mut served = false;
+        // The lowest budget on any of the thread's paths, once the caps were taken (-inf before):
+        // while it covers a whole run, every cap is `u32::MAX` and the per-node minima need not
+        // be taken again. Only this loop's charges change budgets meanwhile, and they only lower
+        // them, so lowering `low` by each new value keeps it the exact minimum.
+        let mut low = f64::NEG_INFINITY;
 
         while t.clock < until && t.pending.is_none() {
             let Some(i) = pick_sweep(t) else { break };
@@ -163,19 +168,25 @@ impl Engine<'_> {
             // rounding of the product, so the quotient would be >= max too).
             let max = room.min(RUN_PAGES);
             let enough = per_sample * max as f64 * (1.0 + 1e-9);
-            let links = budget_link.as_flattened();
-            for ((c, &node), w) in cap.iter_mut().zip(budget_node.iter()).zip(spans.windows(2)) {
-                let mut rem = node;
-                for &l in &cap_links[w[0] as usize..w[1] as usize] {
-                    rem = rem.min(links[l as usize]);
+            if low > 0.0 && low >= enough {
+                cap.fill(u32::MAX);
+            } else {
+                let links = budget_link.as_flattened();
+                low = f64::INFINITY;
+                for ((c, &node), w) in cap.iter_mut().zip(budget_node.iter()).zip(spans.windows(2)) {
+                    let mut rem = node;
+                    for &l in &cap_links[w[0] as usize..w[1] as usize] {
+                        rem = rem.min(links[l as usize]);
+                    }
+                    low = low.min(rem);
+                    *c = if rem <= 0.0 {
+                        0
+                    } else if per_sample > 0.0 && rem < enough {
+                        crate::ceil::ceil_u32(rem / per_sample)
+                    } else {
+                        u32::MAX
+                    };
                 }
-                *c = if rem <= 0.0 {
-                    0
-                } else if per_sample > 0.0 && rem < enough {
-                    crate::ceil::ceil_u32(rem / per_sample)
-                } else {
-                    u32::MAX
-                };
             }
             count.iter_mut().for_each(|x| *x = 0);
             let (k, per) = sweep.extend_run(r.shift, &r.node, &r.marked, cap, max, count);
@@ -185,14 +196,17 @@ impl Engine<'_> {
                     let lines = cnt as f64 * per;
                     let (rd, wr) = (lines * rd_share, lines * (1.0 - rd_share));
                     budget_node[n] -= lines;
+                    low = low.min(budget_node[n]);
                     if n != cpu_node {
                         for h in &m.routes[n][cpu_node] {
                             let b = &mut budget_link[h.link as usize][h.dir as usize];
                             *b -= rd;
+                            low = low.min(*b);
                         }
                         for h in &m.routes[cpu_node][n] {
                             let b = &mut budget_link[h.link as usize][h.dir as usize];
                             *b -= wr;
+                            low = low.min(*b);
                         }
                     }
                     c += lines * (kappa + cost[n]);
