@@ -98,13 +98,6 @@ pub fn line_time_chained(kappa: f64, chain: f64, mem: f64, mlp: f64) -> f64 {
     }
 }
 
-/// The solution: per thread, wall seconds per line to each node spent on memory beyond the
-/// compute (the compute part, `compute_per_line / cpu_share`, belongs to the phase the thread
-/// is in when it runs); what overlaps with compute is not in it.
-pub struct Solution {
-    pub cost_per_line: Vec<Vec<f64>>,
-}
-
 impl Solver {
     pub fn new(m: &Machine) -> Self {
         let n = m.nodes.len();
@@ -233,7 +226,11 @@ impl Solver {
         }
     }
 
-    pub fn solve(&mut self, d: &[Demand]) -> Solution {
+    /// Fills `cost` with, per thread, wall seconds per line to each node spent on memory beyond
+    /// the compute (the compute part, `compute_per_line / cpu_share`, belongs to the phase the
+    /// thread is in when it runs); what overlaps with compute is not in it. `cost`'s rows are
+    /// reused from the last call.
+    pub fn solve(&mut self, d: &[Demand], cost: &mut Vec<Vec<f64>>) {
         let n = self.n;
         let mut s = std::mem::take(&mut self.scratch);
         reset(&mut s.throttle, d.len(), 1.0);
@@ -286,23 +283,20 @@ impl Solver {
             }
         }
         let lat = &s.lat;
-        let cost_per_line = d
-            .iter()
-            .zip(&s.throttle)
-            .map(|(t, &th)| {
-                let row = &lat[t.cpu_node * n..t.cpu_node * n + n];
-                let mem: f64 = (0..n).map(|k| (t.rd[k] + t.wr[k]) * row[k]).sum::<f64>() / t.mlp;
-                let per_line = line_time_chained(t.compute_per_line, t.chain_per_line, mem, t.mlp);
-                // The memory time not hidden by compute, spread over nodes in proportion to
-                // their latency, so the mix's average is `per_line - compute`.
-                let scale = if mem > 0.0 { (per_line - t.compute_per_line) / mem } else { 1.0 };
-                // Extra queueing per line that makes the throttled rate come out (0 if unthrottled).
-                let extra = per_line * (1.0 / th - 1.0);
-                (0..n).map(|k| (row[k] / t.mlp * scale + extra) / t.cpu_share).collect()
-            })
-            .collect();
+        cost.resize_with(d.len(), Vec::new);
+        for ((t, &th), out) in d.iter().zip(&s.throttle).zip(cost.iter_mut()) {
+            let row = &lat[t.cpu_node * n..t.cpu_node * n + n];
+            let mem: f64 = (0..n).map(|k| (t.rd[k] + t.wr[k]) * row[k]).sum::<f64>() / t.mlp;
+            let per_line = line_time_chained(t.compute_per_line, t.chain_per_line, mem, t.mlp);
+            // The memory time not hidden by compute, spread over nodes in proportion to
+            // their latency, so the mix's average is `per_line - compute`.
+            let scale = if mem > 0.0 { (per_line - t.compute_per_line) / mem } else { 1.0 };
+            // Extra queueing per line that makes the throttled rate come out (0 if unthrottled).
+            let extra = per_line * (1.0 / th - 1.0);
+            out.clear();
+            out.extend((0..n).map(|k| (row[k] / t.mlp * scale + extra) / t.cpu_share));
+        }
         self.scratch = s;
-        Solution { cost_per_line }
     }
 }
 

@@ -110,6 +110,8 @@ pub struct Engine<'a> {
     solver: Solver,
     /// The solver's input, kept from epoch to epoch (`Engine::solve`).
     demands: Vec<Demand>,
+    /// Last epoch's costs per line, refilled in place by the solver.
+    costs: Vec<Vec<f64>>,
     /// Cache instances per PU (docs/contention.md §4.1).
     caches: crate::cache::CacheMap,
     sched: Sched,
@@ -344,6 +346,7 @@ impl<'a> Engine<'a> {
             alloc: Allocator::new(m, cfg.kernel),
             solver: Solver::new(m),
             demands: Vec::new(),
+            costs: Vec::new(),
             caches: crate::cache::CacheMap::new(m),
             sched,
             procs,
@@ -405,6 +408,7 @@ impl<'a> Engine<'a> {
                     break;
                 }
             }
+            self.costs = costs;
             for (tid, t) in self.threads.iter_mut().enumerate() {
                 // A thread's CPU only changes between epochs, so its mix is its access-map row.
                 let cpu_node = self.sched.pu_node[self.sched.cpu[tid]];
@@ -611,7 +615,8 @@ impl<'a> Engine<'a> {
             };
         }
         let shares = demands.iter().map(|d| d.cpu_share).collect();
-        let costs = self.solver.solve(&demands).cost_per_line;
+        let mut costs = std::mem::take(&mut self.costs);
+        self.solver.solve(&demands, &mut costs);
         self.demands = demands;
         (costs, shares)
     }
