@@ -220,8 +220,8 @@ impl Solver {
         let route_wait = |hops: &[Hop]| -> f64 { hops.iter().map(|h| wait[h.link as usize][h.dir as usize]).sum() };
         lat.clear();
         for c in 0..n {
-            for k in 0..n {
-                lat.push(self.idle[c][k] * factor[k] + route_wait(&self.route[c][k]) + route_wait(&self.route[k][c]));
+            for (k, f) in factor.iter().enumerate() {
+                lat.push(self.idle[c][k] * f + route_wait(&self.route[c][k]) + route_wait(&self.route[k][c]));
             }
         }
     }
