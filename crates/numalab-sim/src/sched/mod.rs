@@ -56,16 +56,37 @@ pub(super) struct GroupLoad {
 impl GroupLoad {
     /// The load of `cpus` given the runnable tasks per CPU.
     pub(super) fn of(cpus: &[usize], nr: &[usize], pu_core: &[usize]) -> Self {
-        let mut cores: Vec<usize> = cpus.iter().map(|&c| pu_core[c]).collect();
-        cores.sort_unstable();
-        cores.dedup();
         GroupLoad {
             nr: cpus.iter().map(|&c| nr[c]).sum(),
             weight: cpus.len(),
             idle: cpus.iter().filter(|&&c| nr[c] == 0).count(),
-            cores: cores.len(),
+            cores: distinct_cores(cpus, pu_core),
         }
     }
+}
+
+/// How many distinct cores `cpus` span. A bit set on the stack for the usual core numbers:
+/// the balancer asks this for every group at every balance, and a sorted copy per call was a
+/// heap allocation each time.
+fn distinct_cores(cpus: &[usize], pu_core: &[usize]) -> usize {
+    const WORDS: usize = 8;
+    let mut seen = [0u64; WORDS];
+    let mut count = 0;
+    for &c in cpus {
+        let core = pu_core[c];
+        if core >= WORDS * 64 {
+            let mut cores: Vec<usize> = cpus.iter().map(|&c| pu_core[c]).collect();
+            cores.sort_unstable();
+            cores.dedup();
+            return cores.len();
+        }
+        let (w, bit) = (core / 64, 1u64 << (core % 64));
+        if seen[w] & bit == 0 {
+            seen[w] |= bit;
+            count += 1;
+        }
+    }
+    count
 }
 
 pub use domains::Domain;
@@ -393,5 +414,17 @@ mod tests {
         assert_eq!(assign_places(ProcBind::Spread, 8, 4), vec![0, 2, 4, 6]);
         assert_eq!(assign_places(ProcBind::Close, 2, 5), vec![0, 0, 0, 1, 1]);
         assert_eq!(assign_places(ProcBind::Primary, 4, 3), vec![0, 0, 0]);
+    }
+
+    #[test]
+    fn group_load_counts_distinct_cores() {
+        // Two hyperthreads per core; core numbers past the bit set take the sorting path.
+        let pu_core = [0, 0, 1, 1, 600, 600, 601, 63, 64];
+        let nr = [1, 0, 2, 0, 0, 1, 0, 0, 3];
+        assert_eq!(GroupLoad::of(&[0, 1, 2, 3], &nr, &pu_core).cores, 2);
+        assert_eq!(GroupLoad::of(&[1, 3, 7, 8], &nr, &pu_core).cores, 4);
+        assert_eq!(GroupLoad::of(&[0, 4, 5, 6], &nr, &pu_core).cores, 3);
+        let g = GroupLoad::of(&[0, 1, 2, 3, 8], &nr, &pu_core);
+        assert_eq!((g.nr, g.weight, g.idle, g.cores), (6, 5, 2, 3));
     }
 }
