@@ -165,18 +165,11 @@ impl Sched {
         (false, since)
     }
 
-    /// Domain `l`'s groups seen from `dst`, with their statistics (`update_sd_lb_stats()`,
-    /// `update_sg_lb_stats()`): v3.13 sums each CPU's `target_load()` / `source_load()` at the
-    /// load index of the balancing CPU's state, v6.13 `cpu_load()`, `cpu_util_cfs()` and
+    /// The statistics of domain `l`'s groups seen from `dst`, in `groups_of[dst]` order
+    /// (`update_sd_lb_stats()`, `update_sg_lb_stats()`): v3.13 sums each CPU's `target_load()` /
+    /// `source_load()` at the load index of the balancing CPU's state, v6.13 `cpu_load()`, `cpu_util_cfs()` and
     /// `cpu_runnable()` into `group_classify()`.
-    fn group_stats(
-        &self,
-        l: usize,
-        dst: usize,
-        idle: Idle,
-        nr: &[usize],
-        sig: &[CpuSig],
-    ) -> Vec<(LbStats, Vec<usize>)> {
+    fn group_stats(&self, l: usize, dst: usize, idle: Idle, nr: &[usize], sig: &[CpuSig]) -> Vec<LbStats> {
         let d = &self.domains[l];
         let pct = d.imbalance_pct as u64;
         // v3.13 get_sd_load_idx().
@@ -209,7 +202,7 @@ impl Sched {
                         }
                     }
                 }
-                (st, cpus.clone())
+                st
             })
             .collect()
     }
@@ -275,8 +268,8 @@ impl Sched {
             self.update_idle_cpu_scan(now_s, dst, live);
         }
         let sig = self.cpu_signals(now_s, live);
-        let groups = self.group_stats(l, dst, idle, nr, &sig);
-        let stats: Vec<LbStats> = groups.iter().map(|(s, _)| *s).collect();
+        // The groups' CPUs are read in place from the domain (group_stats keeps their order).
+        let stats = self.group_stats(l, dst, idle, nr, &sig);
         let d = &self.domains[l];
         let found = match self.rules.busiest_group {
             BusiestGroup::Capacity => lb_stats::busiest_313(&stats, d, idle),
@@ -288,7 +281,7 @@ impl Sched {
             return Vec::new();
         };
         let (local, busiest) = (stats[0], stats[b]);
-        let Some(src) = self.busiest_queue(&groups[b].1, m, nr, &sig) else {
+        let Some(src) = self.busiest_queue(&self.domains[l].groups_of[dst][b], m, nr, &sig) else {
             self.balanced(l, dst, idle);
             return Vec::new();
         };
