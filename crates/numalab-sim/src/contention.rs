@@ -10,7 +10,7 @@
 //! 3. iterate 1-2 to a damped fixed point; then throttle threads on any controller or link
 //!    still above its bandwidth, so no resource ever delivers more than it can.
 
-use numalab_model::{Hop, Machine};
+use numalab_model::Machine;
 
 const LINE: f64 = 64.0;
 /// Bytes a line occupies on a link: 64 B of data plus ~16 B of header/coherence [est, docs/contention.md §5].
@@ -43,8 +43,11 @@ pub struct Solver {
     idle: Vec<Vec<f64>>,
     bw_bytes: Vec<f64>,
     link_bytes: Vec<[f64; 2]>,
-    /// Hops of data flowing from node a to node b.
-    route: Vec<Vec<Vec<Hop>>>,
+    /// Hops of data flowing from node a to node b, as flat indices `2 * link + dir` into the
+    /// per-link `[f64; 2]` tables: `hops[hop_at[a * n + b]..hop_at[a * n + b + 1]]`. One table
+    /// rather than nested vectors: every solve walks every route several times.
+    hops: Vec<usize>,
+    hop_at: Vec<usize>,
     curve: Vec<numalab_model::CurvePoint>,
     pub rho_ctrl: Vec<f64>,
     pub rho_link: Vec<[f64; 2]>,
@@ -106,7 +109,13 @@ impl Solver {
             idle: m.idle_latency_ns.iter().map(|r| r.iter().map(|v| v * 1e-9).collect()).collect(),
             bw_bytes: m.nodes.iter().map(|x| x.bandwidth_gbps.max(1e-9) * 1e9).collect(),
             link_bytes: m.links.iter().map(|l| [l.gbps[0] * 1e9, l.gbps[1] * 1e9]).collect(),
-            route: m.routes.clone(),
+            hops: m.routes.iter().flatten().flatten().map(|h| 2 * h.link as usize + h.dir as usize).collect(),
+            hop_at: std::iter::once(0)
+                .chain(m.routes.iter().flatten().scan(0, |at, r| {
+                    *at += r.len();
+                    Some(*at)
+                }))
+                .collect(),
             curve: m.loaded_latency.clone(),
             rho_ctrl: vec![0.0; n],
             rho_link: vec![[0.0; 2]; m.links.len()],
@@ -163,6 +172,7 @@ impl Solver {
         }
         reset(ctrl, n, 0.0);
         reset(link, self.link_bytes.len(), [0.0; 2]);
+        let (link, bytes) = (link.as_flattened_mut(), self.link_bytes.as_flattened());
         for c in 0..n {
             for k in 0..n {
                 let (r, w) = (rd[c * n + k], wr[c * n + k]);
@@ -171,16 +181,20 @@ impl Solver {
                 }
                 ctrl[k] += (r + w) * LINE / self.bw_bytes[k];
                 // Read data flows memory -> CPU, written data CPU -> memory.
-                for h in &self.route[k][c] {
-                    link[h.link as usize][h.dir as usize] +=
-                        r * LINK_LINE / self.link_bytes[h.link as usize][h.dir as usize];
+                for &h in self.route(k, c) {
+                    link[h] += r * LINK_LINE / bytes[h];
                 }
-                for h in &self.route[c][k] {
-                    link[h.link as usize][h.dir as usize] +=
-                        w * LINK_LINE / self.link_bytes[h.link as usize][h.dir as usize];
+                for &h in self.route(c, k) {
+                    link[h] += w * LINK_LINE / bytes[h];
                 }
             }
         }
+    }
+
+    /// The hops (flat link-direction indices) of data flowing from node `a` to node `b`.
+    fn route(&self, a: usize, b: usize) -> &[usize] {
+        let i = a * self.n + b;
+        &self.hops[self.hop_at[i]..self.hop_at[i + 1]]
     }
 
     /// For every (CPU node, memory node) pair, the highest utilisation on the way (`s.path`).
@@ -188,11 +202,12 @@ impl Solver {
         let n = self.n;
         let Scratch { ctrl, link, path, .. } = s;
         reset(path, n * n, 0.0);
+        let link = link.as_flattened();
         for c in 0..n {
             for k in 0..n {
                 let mut w = ctrl[k];
-                for h in self.route[k][c].iter().chain(&self.route[c][k]) {
-                    w = w.max(link[h.link as usize][h.dir as usize]);
+                for &h in self.route(k, c).iter().chain(self.route(c, k)) {
+                    w = w.max(link[h]);
                 }
                 path[c * n + k] = w;
             }
@@ -217,11 +232,12 @@ impl Solver {
                 s * rho / (2.0 * (1.0 - rho))
             })
         }));
-        let route_wait = |hops: &[Hop]| -> f64 { hops.iter().map(|h| wait[h.link as usize][h.dir as usize]).sum() };
+        let wait = wait.as_flattened();
+        let route_wait = |hops: &[usize]| -> f64 { hops.iter().map(|&h| wait[h]).sum() };
         lat.clear();
         for c in 0..n {
             for (k, f) in factor.iter().enumerate() {
-                lat.push(self.idle[c][k] * f + route_wait(&self.route[c][k]) + route_wait(&self.route[k][c]));
+                lat.push(self.idle[c][k] * f + route_wait(self.route(c, k)) + route_wait(self.route(k, c)));
             }
         }
     }
