@@ -243,13 +243,13 @@ def preset_toml(doc: dict[str, Any], name: str) -> str:
         for md in ("triad", "write"):
             f1 = bw.get((m0, m0, md, 1))
             if f1 is not None:
-                got, g, lt = in_flight(f1, md, None)
-                seen.append((got, md, g, lt))
-        core, md, gbps, lat_core = max(seen, key=lambda x: x[0].value)
+                fig, line_gbps, lat_ns = in_flight(f1, md, None)
+                seen.append((fig, md, line_gbps, lat_ns))
+        core, core_mode, core_gbps, lat_core = max(seen, key=lambda x: x[0].value)
         chain = (f" less its chain of {fg.READ_ADDS_PER_LINE} dependent adds per line "
                  f"({fg.READ_ADDS_PER_LINE * add_ns:.2f} ns): {stream_gbps:.2f} GB/s,") if add_ns else ""
-        w(f"mlp = {_num(core.value, 2)}  # source: {source}: Little's law, the most lines one core kept in flight: its {md} "
-          f"STREAM at {gbps:.2f} GB/s of DRAM lines x loaded latency {lat_core:.1f} ns / 64 B")
+        w(f"mlp = {_num(core.value, 2)}  # source: {source}: Little's law, the most lines one core kept in flight: its {core_mode} "
+          f"STREAM at {core_gbps:.2f} GB/s of DRAM lines x loaded latency {lat_core:.1f} ns / 64 B")
         est_rows.append(_range("core.mlp", core, 2, f"{source}: the lowest-highest one-core STREAM process"))
         w(f"stream_mlp = {_num(stream.value, 2)}  # source: {source}: Little's law, one stream: one core's read-only STREAM "
           f"{one_core.value:.2f} GB/s{chain} x loaded latency {stream_lat:.1f} ns / 64 B")
@@ -281,8 +281,8 @@ def preset_toml(doc: dict[str, Any], name: str) -> str:
     notes["calibration"] = source
     if len(ids) > 1:
         notes["bandwidth"] = "links: measured remote read-only bandwidth of each pair measured; pairs not measured have no link"
-    for k, v in sorted(notes.items()):
-        w(f"{json.dumps(k)} = {json.dumps(v)}")
+    for key, text in sorted(notes.items()):
+        w(f"{json.dumps(key)} = {json.dumps(text)}")
     w("")
     w("[estimates]")
     w("# Ranges of the measured numbers: the lowest and highest repetition (docs/machines.md §3.6, docs/calibrate.md).")
