@@ -41,6 +41,8 @@ INFO_KEYS = {
     "numalab.core_frequency_hz": "frequency of every core",
     "numalab.core_frequencies_hz": "[[cpulist, hz], ...] when cores differ in frequency (hybrid CPUs; also written as cpukinds)",
     "numalab.core_mlp": "memory-level parallelism of every core",
+    "numalab.core_stream_mlp": "lines one stream keeps in flight on every core (calibrated machines)",
+    "numalab.core_add_latency_ns": "latency of one dependent floating-point add on every core (calibrated machines)",
     "numalab.bandwidth_gbps": "exact per-node bandwidth, by node OS index order (memattr Bandwidth rounds to MiB/s)",
     "numalab.idle_latency_ns": "exact idle latency matrix (memattr Latency rounds to ns)",
     "numalab.cpuless_nodes": "nodes without CPUs (hwloc gives them their parent's cpuset)",
@@ -152,6 +154,17 @@ class _Writer:
             return {}
         kinds = self.frequency_kinds()
         infos = {"numalab.core_frequency_hz": repr(max(kinds)), "numalab.core_mlp": repr(mlps.pop())}
+        # Optional per-core figures (a calibration's, docs/calibrate.md): kept when every core has the same.
+        for field, key in (("stream_mlp", "numalab.core_stream_mlp"), ("add_latency_ns", "numalab.core_add_latency_ns")):
+            values = {c.get(field) for c in self.m["cores"]}
+            if len(values) > 1:
+                raise UsageError(
+                    f"cannot export machine '{self.m['name']}' as hwloc XML: its cores differ in {field} "
+                    "(numalab machine files give one value for all cores)"
+                )
+            value = values.pop()
+            if value is not None:
+                infos[key] = repr(value)
         if len(kinds) > 1:
             infos["numalab.core_frequencies_hz"] = _json([[format_cpulist(cpus), hz] for hz, cpus in sorted(kinds.items())])
         return infos

@@ -901,6 +901,8 @@ class _Importer:
         return value
 
     def core_params(self) -> dict[str, float]:
+        """The spec's ``core`` table; a calibrated machine's optional figures (``stream_mlp``,
+        ``add_latency_ns``) only where the file carries them (numalab's export writes them)."""
         hz = self.info_float("numalab.core_frequency_hz")
         if hz is not None:
             ghz = _ghz_for(hz)
@@ -910,7 +912,12 @@ class _Importer:
         if mlp is None:
             est.record(self.notes, est.CORE_MLP)
             mlp = est.CORE_MLP.value
-        return {"frequency_ghz": ghz, "mlp": mlp}
+        params = {"frequency_ghz": ghz, "mlp": mlp}
+        for name, key in (("stream_mlp", "numalab.core_stream_mlp"), ("add_latency_ns", "numalab.core_add_latency_ns")):
+            value = self.info_float(key)
+            if value is not None:
+                params[name] = value
+        return params
 
     def cpukind_ghz(self) -> float:
         """hwloc's Linux backend reports FrequencyMaxMHz per CPU kind; take the fastest."""
