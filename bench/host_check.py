@@ -5,7 +5,8 @@ docs/calibrate.md §5, with the machine's load while it ran and the exact comman
                                 [--wait-load L [--wait-max S]]
 
 --calibrate FILE runs `numalab calibrate --quick -o FILE` first and checks against it (calibration
-and check back to back, as docs/calibrate.md §3 advises). Each round is one
+and check back to back, as docs/calibrate.md §3 advises); the calibration's raw kernel outputs
+(its --json document's ``raw``) are kept as FILE with the suffix .raw.json. Each round is one
 `numalab check --host --json` (--repeat runs per case, their median); the table gives, per case,
 the median over the rounds of the measured loop time (wall), its range over every run, the CPU
 time per thread and the CPU share (cpu_s / (threads x wall): 1 on an idle machine), the
@@ -94,9 +95,11 @@ def main() -> None:
     before = loadavg()
     machine = a.machine or "host"
     if a.calibrate:
-        cal = [str(NUMALAB), "calibrate", "--quick", "-o", a.calibrate]
-        run(cal)
-        commands.append(" ".join(["numalab", *cal[1:]]))
+        # --json: the raw kernel outputs too, kept beside the preset (a capture for tests/fixtures/calibrate).
+        cal = [str(NUMALAB), "calibrate", "--quick", "--json", "-o", a.calibrate]
+        raw = Path(a.calibrate).with_suffix(".raw.json")
+        raw.write_text(json.dumps(json.loads(run(cal))["raw"], indent=1, sort_keys=True) + "\n")
+        commands.append(" ".join(["numalab", *cal[1:]]) + f" > {raw}")
         machine = a.calibrate
     check = [str(NUMALAB), "check", "--host", "--machine", machine, "--repeat", str(a.repeat), "--json"]
     rounds = [json.loads(run(check)) for _ in range(max(1, a.rounds))]

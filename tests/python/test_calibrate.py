@@ -387,6 +387,21 @@ def test_chase_follows_one_cycle_through_every_line():
     assert bad.returncode == 2 and bad.stderr.startswith("chase: --reps must be a whole number in 1..1000, got '0'")
 
 
+def test_clock_runs_its_chain_of_adds_and_reports_each_repetition():
+    """kernels/clock: the checksum is the chain's result, so every add ran (a compiler folding the
+    chain would still give it, but the inline assembly keeps each add); the times are not asserted
+    beyond being positive (CI's CPUs are shared)."""
+    out = json.loads(subprocess.run([built("clock"), "--adds", "1000", "--reps", "3"], capture_output=True, text=True,
+                                    check=True).stdout)
+    assert out["adds"] == 100000 and out["reps"] == 3
+    # warm-up: 1 + 101 steps x 100 adds of 1; repetition r: 1 + 1000 x 100 adds of r + 1
+    assert out["checksum"] == (1 + 101 * 100) + sum(1 + 100000 * (r + 1) for r in range(3))
+    assert len(out["ns_per_add"]) == len(out["cpu_ns_per_add"]) == 3
+    assert all(0 < c <= w + 1.0 for c, w in zip(out["cpu_ns_per_add"], out["ns_per_add"]))
+    bad = subprocess.run([built("clock"), "--reps", "0"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("clock: --reps must be a whole number in 1..1000, got '0'")
+
+
 @pytest.mark.parametrize("mode, gflops_per_gb", [("read", 1 / 8), ("write", 0.0), ("triad", 2 / 24)])
 def test_stream_modes_count_their_bytes(mode, gflops_per_gb):
     stream = built("stream")
@@ -449,6 +464,32 @@ def test_the_add_latency_takes_the_read_loops_chain_out_of_one_streams_concurren
     assert "the most lines one core kept in flight: its triad STREAM" in text
     params = {p.path for p in machine_parameters("x", data, "x")}
     assert {"core.mlp", "core.stream_mlp", "core.add_latency_ns"} <= params
+
+
+#: kernels/clock's JSON line as a --quick calibration on this host captured it (2026-11-26, load average 6).
+CLOCK_RUN = {"kind": "clock", "cpu_node": 0, "mem_node": 0, "cpus": "0", "output": {
+    "kernel": "clock", "adds": 200000000, "reps": 5, "ns_per_add": [0.797520, 1.266643, 2.919349, 0.856175, 0.920822],
+    "cpu_ns_per_add": [0.275288, 0.270113, 0.260702, 0.259786, 0.260569], "checksum": 3020000106}}
+
+
+def test_without_cpufreq_the_clock_is_the_add_chains():
+    """No cpufreq (this VM): frequency_ghz is one over the CPU time per dependent integer add (one
+    cycle each), the median of the repetitions, their extremes its range; with cpufreq, cpufreq's
+    figure stays and the measured clock is a comment."""
+    doc = raw("one-node")
+    assert doc["frequency_khz"] is None
+    doc["runs"].append(CLOCK_RUN)
+    data = tomllib.loads(text := preset_toml(doc, "x"))
+    ghz = [1 / ns for ns in CLOCK_RUN["output"]["cpu_ns_per_add"]]
+    assert data["core"]["frequency_ghz"] == round(sorted(ghz)[2], 3) == 3.836
+    assert data["estimates"]["core.frequency_ghz"]["low"] == 3.632 and data["estimates"]["core.frequency_ghz"]["high"] == 3.850
+    assert ("the clock, one thread's chain of 200000000 dependent integer adds, one cycle each (kernels/clock, "
+            "lmbench src/mhz.c's method), median of 5, 3.633-3.849 GHz") in text
+    assert "core.frequency_ghz" in {p.path for p in machine_parameters("x", data, "x")}
+    doc["frequency_khz"] = 2600000
+    data = tomllib.loads(text := preset_toml(doc, "x"))
+    assert data["core"]["frequency_ghz"] == 2.6 and "core.frequency_ghz" not in data["estimates"]
+    assert "# source: measured by numalab calibrate" in text and "the clock measured (kernels/clock): 3.836 GHz" in text
 
 
 def test_node_bandwidth_is_the_most_dram_line_traffic_of_any_stream_mode():

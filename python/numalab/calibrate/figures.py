@@ -75,6 +75,21 @@ def add_latency(runs: list[dict[str, Any]]) -> Figure | None:
     return figure(samples) if samples else None
 
 
+def clock_ghz(runs: list[dict[str, Any]]) -> Figure | None:
+    """The core clock in GHz: one over the ns per add of kernels/clock's dependent chain of
+    integer adds, one cycle each (CPU time where reported), a sample per repetition; None when the
+    document has no such run (older captures)."""
+    samples = []
+    for r in runs:
+        if r["kind"] == "clock":
+            out = r["output"]
+            for ns in out.get("cpu_ns_per_add") or out["ns_per_add"]:
+                if not (isinstance(ns, (int, float)) and math.isfinite(ns) and ns > 0):
+                    raise ValueError(f"a kernel output holds {ns!r} where a positive time per add belongs")
+                samples.append(1.0 / float(ns))
+    return figure(samples) if samples else None
+
+
 def memory_gbps(read_gbps: float, add_ns: float | None) -> float:
     """The read-only loop's bandwidth without its reduction chain: its time per line less the
     ``READ_ADDS_PER_LINE`` dependent adds, which do not overlap the line's memory time

@@ -95,8 +95,12 @@ def add_argv(plan: Plan) -> list[str]:
     return [str(kernel("stream")), "--mode", "read", "--n", str(plan.add_n), "--reps", str(plan.add_reps), "--threads", "1"]
 
 
+def clock_argv(plan: Plan) -> list[str]:
+    return [str(kernel("clock")), "--adds", str(plan.clock_hundreds), "--reps", str(plan.clock_reps)]
+
+
 def steps(plan: Plan) -> int:
-    n = len(plan.pairs) * len(plan.pages) + plan.stream_runs
+    n = len(plan.pairs) * len(plan.pages) + plan.stream_runs + 1
     n += sum(len(plan.modes) * len(plan.thread_levels(c)) * plan.stream_runs for c, _ in plan.pairs)
     n += sum(len(plan.load_levels(m)) for m in plan.curve_nodes)
     return n
@@ -190,6 +194,10 @@ def measure(plan: Plan, facts: dict[str, Any], progress: Progress) -> dict[str, 
         progress.step(f"add latency {c}")
         out = run_bound(add_argv(plan), plan.cpus[c][:1], m, f"add latency on node {c}")
         runs.append({"kind": "add", "cpu_node": c, "mem_node": m, "cpus": cpulist(plan.cpus[c][:1]), "output": out})
+    # The clock, measured even where cpufreq gives it (preset.py prefers cpufreq's figure).
+    progress.step(f"clock {c}")
+    out = run_bound(clock_argv(plan), plan.cpus[c][:1], m, f"clock on node {c}")
+    runs.append({"kind": "clock", "cpu_node": c, "mem_node": m, "cpus": cpulist(plan.cpus[c][:1]), "output": out})
     for m in plan.curve_nodes:
         probe_s = 0.0
         for k in plan.load_levels(m):

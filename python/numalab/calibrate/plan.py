@@ -34,6 +34,10 @@ class Plan:
     # thread, so the loop's time is its reduction chain's (kernels/stream.c --mode read: one addpd per 16 B).
     add_n: int = 16384
     add_reps: int = 20000
+    # The clock: kernels/clock, 2e8 dependent integer adds (about 0.05-0.1 s at 2-4 GHz) per
+    # repetition, each repetition one sample.
+    clock_hundreds: int = 2000000
+    clock_reps: int = 5
 
     def thread_levels(self, node: int) -> list[int]:
         """1, 2, 4 ... and every CPU of the node (quick: 1 and all)."""

@@ -218,8 +218,18 @@ def preset_toml(doc: dict[str, Any], name: str) -> str:
     add = fg.add_latency(runs)
     w("")
     w("[core]")
+    clock = fg.clock_ghz(runs)
     if doc.get("frequency_khz"):
         w(f"frequency_ghz = {doc['frequency_khz'] / 1e6:.3f}  # source: cpufreq cpuinfo_max_freq {doc['frequency_khz']} kHz (turbo included when boost is on)")
+        if clock is not None:
+            w(f"# source: {source}: the clock measured (kernels/clock): {_num(clock.value, 3)} GHz, {_spread(clock, 'GHz', 3)}")
+    elif clock is not None:
+        # Without cpufreq (a virtual machine) the clock the cores run at is measured: a dependent
+        # chain of register adds takes one cycle per add (lmbench src/mhz.c's method).
+        n_clock = next(r for r in runs if r["kind"] == "clock")["output"]["adds"]
+        w(f"frequency_ghz = {_num(clock.value, 3)}  # source: {source}: the clock, one thread's chain of {n_clock:.0f} "
+          f"dependent integer adds, one cycle each (kernels/clock, lmbench src/mhz.c's method), {_spread(clock, 'GHz', 3)}")
+        est_rows.append(_range("core.frequency_ghz", clock, 3, f"{source}: the lowest-highest repetition of the add chain"))
     else:
         w(f"frequency_ghz = {est.CORE_FREQUENCY_GHZ.value}  # {est.CORE_FREQUENCY_GHZ.note}")
     if one_core is not None:

@@ -99,5 +99,6 @@ def summary(doc: dict[str, Any]) -> dict[str, Any]:
                            for (c, m, md, t), f in fg.bandwidths(runs).items()],
         "loaded_latency": [{"mem_node": m, "load_threads": p.load_threads, "load_gbps": p.load_gbps, **p.latency.as_json()}
                            for m, pts in fg.loaded(runs).items() for p in pts],
+        "clock_ghz": clock.as_json() if (clock := fg.clock_ghz(runs)) else None,
         "skipped": doc.get("skipped", []),
     }
