@@ -507,6 +507,10 @@ pub struct SimConfig {
     /// Seeded background activity: timer ticks, kernel threads, daemons (docs/scheduler.md §6).
     #[serde(default)]
     pub noise: bool,
+    /// The background's rates when not §6's estimates (with `noise`): a guest's, measured by
+    /// `numalab vm check` (docs/scheduler.md §10.3).
+    #[serde(default)]
+    pub background: Option<crate::sched::Background>,
     /// Keep the scheduler's decisions for `--explain-sched` (docs/scheduler.md §7).
     #[serde(default)]
     pub explain_sched: bool,
@@ -548,6 +552,7 @@ impl Default for SimConfig {
             balancing: Balancing::default(),
             timeline_points: 100,
             noise: false,
+            background: None,
             explain_sched: false,
             omp_wait_policy: WaitPolicy::Unset,
             thp_madvised: Vec::new(),

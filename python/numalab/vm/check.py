@@ -22,6 +22,7 @@ not have is listed in ``PROFILE_NOTES`` and printed with the results.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
@@ -238,6 +239,66 @@ def all_of(*checks: Expect) -> Expect:
 
 
 @dataclass(frozen=True)
+class GuestBackground:
+    """What the guest runs beside a scheduler case's command, measured in the guest (guest seconds
+    under TCG; docs/scheduler.md §10.3): the agent's CPU time per sample, the kernel threads' runs
+    per vCPU and their mean length, and the case's guest seconds per barrier. The simulator's side
+    runs on the preset slowed to the guest's speed (``guest_speed_machine``: a simulated barrier as
+    long as the guest's), so the background, the kernel's own time constants (balance intervals,
+    ``sysctl_sched_migration_cost``, PELT's half-life) and the command's barriers stand in the
+    guest's proportions; the background is the guest's, in guest seconds."""
+
+    #: The command's guest seconds per barrier (its run's time_s / barriers).
+    barrier_s: float
+    #: CPU time of one agent sample (``/proc/PID/task/*/{stat,sched}``, ``numa_maps``, ``vmstat``).
+    agent_cost_s: float
+    #: Kernel-thread runs per vCPU per guest second and their mean length (``/proc/PID/schedstat``).
+    kthread_hz: float
+    kthread_mean_s: float
+
+    def engine(self, interval_ms: int) -> dict[str, float]:
+        """The engine's ``background`` (``numalab_sim::sched::Background``): the agent every
+        ``interval_ms``, the kernel threads, no daemons (the guest's init only waits for the agent)."""
+        return {"kthread_hz": self.kthread_hz, "kthread_mean_s": self.kthread_mean_s, "daemon_hz": 0.0, "daemon_mean_s": 0.0,
+                "agent_period_s": interval_ms / 1000.0, "agent_cost_s": self.agent_cost_s}
+
+
+def guest_speed_machine(name: str, slowdown: float) -> Any:
+    """The preset ``name`` (a ``vm-*`` guest, whose timing numbers are placeholders) ``slowdown``
+    times slower: core frequency and bandwidth divided, latency multiplied by it."""
+    from numalab.machine import load as load_machine
+    from numalab.machine.presets import PRESET_DIR
+    from numalab.machine.tomlfile import load_toml
+
+    data, _ = load_toml(PRESET_DIR / f"{name}.toml")
+    data.pop("estimates", None)
+    data["core"]["frequency_ghz"] /= slowdown
+    data["latency"]["local_ns"] *= slowdown
+    data["bandwidth"]["node_gbps"] /= slowdown
+    return type(load_machine(name)).from_spec_json(json.dumps(data))
+
+
+#: The guest's kernel threads during the ``vm-4x2`` scheduler cases (Linux 6.1 under TCG,
+#: 2026-11-26 14:22 UTC, four runs of sched-passive-4x2 and sched-oversubscribed-4x2 sampled every
+#: second): 5.7-6.4 runs per vCPU per guest second, mean run 0.36-1.02 ms (mostly ``rcu_preempt``,
+#: then ``kworker/N``, ``migration/N``, ``kcompactdN``, ``ksoftirqd/N``), from
+#: ``/proc/PID/schedstat`` of every kernel thread (children of ``kthreadd``) before and after the
+#: command: runs (``pcount``) and ``sum_exec_runtime``. docs/scheduler.md §10.3.
+KTHREAD_HZ_4X2 = 6.0
+KTHREAD_MEAN_S_4X2 = 0.73e-3
+#: The agent's CPU per sample with 8 threads (sched-passive-4x2: 60 and 131 ms) and 16
+#: (sched-oversubscribed-4x2: 176 and 147 ms): ``times`` of the job's shell around the agent
+#: (its children: the agent and the command) less the command's own (the agent's
+#: ``RUSAGE_CHILDREN``), less the agent's start-up and exit snapshot (0.21 and 0.31 s in two runs
+#: sampling every 30 s), over its samples. Guest seconds per barrier: 11.9-15.7 ms (8 threads, 4
+#: runs), 13.7-16.2 ms (16 threads, 2 runs). docs/scheduler.md §10.3.
+GUEST_BACKGROUND_4X2 = {
+    8: GuestBackground(barrier_s=14.2e-3, agent_cost_s=96e-3, kthread_hz=KTHREAD_HZ_4X2, kthread_mean_s=KTHREAD_MEAN_S_4X2),
+    16: GuestBackground(barrier_s=15.0e-3, agent_cost_s=161e-3, kthread_hz=KTHREAD_HZ_4X2, kthread_mean_s=KTHREAD_MEAN_S_4X2),
+}
+
+
+@dataclass(frozen=True)
 class Case:
     name: str
     workload: str
@@ -265,6 +326,9 @@ class Case:
     #: a co-run of that many copies, copy k on node k, splitting the file (``split=file``,
     #: docs/corun.md §6); the guest's parent process shows the whole page cache.
     procs: int = 1
+    #: The guest's background as measured there (None: the simulator's own estimates,
+    #: docs/scheduler.md §6): the simulator's run carries it (``sim_side``).
+    background: GuestBackground | None = None
 
     @property
     def full_fraction(self) -> float:
@@ -314,12 +378,14 @@ def sched_cases(machine: str, cpus: int, reps: int) -> list[Case]:
     p = {"n": 1048576, "reps": reps, "init": "parallel"}
     bound = f"sched-bound{suffix}"
     quiet: dict[str, Any] = {"machine": machine, "interval_ms": 1000}
+    # The guest's background, where measured (docs/scheduler.md §10.3): the sleeping cases.
+    measured = GUEST_BACKGROUND_4X2 if machine == "vm-4x2" else {}
     return [
         Case(bound, "barrier", p, BOUND, all_of(spread(), stay()), **quiet),
         Case(f"sched-unbound{suffix}", "barrier", p, "default", printed(), **quiet),
-        Case(f"sched-passive{suffix}", "barrier", p, "omp-wait-policy=passive", printed(), **quiet),
+        Case(f"sched-passive{suffix}", "barrier", p, "omp-wait-policy=passive", printed(), background=measured.get(cpus), **quiet),
         Case(f"sched-oversubscribed{suffix}", "barrier", {**p, "threads": 2 * cpus}, "default", move(),
-             more_than=bound, **quiet),
+             more_than=bound, background=measured.get(2 * cpus), **quiet),
     ]
 
 
@@ -449,10 +515,20 @@ def cpus_per_node(machine: Any) -> int:
     return max(1, machine.nr_pus // max(1, len(machine.node_os_indexes)))
 
 
-def sim_side(spec: RunSpec) -> Side:
+def sim_side(spec: RunSpec, background: GuestBackground | None = None, interval_ms: int = 1000) -> Side:
+    """The simulator's side; with the guest's ``background``, on the preset at the guest's speed
+    carrying it: a first run gives the simulated seconds per barrier (kernels/barrier.c: one per
+    rep), the second runs on the preset slowed by the guest's over that (``guest_speed_machine``)
+    with the guest's background (``GuestBackground.engine``)."""
     from numalab.runner import sim
 
     doc = sim.run(spec).doc
+    if background is not None and spec.noise:
+        barriers = int(dict(spec.params).get("reps") or 1)
+        slowdown = background.barrier_s / (float(doc["time_s"]) / barriers)
+        m, w, placement, policies, config = spec.engine_inputs(guest_speed_machine(spec.machine, slowdown))
+        config["background"] = background.engine(interval_ms)
+        doc = sim.run(spec.bind_inputs(m, w, placement, policies, config)).doc
     series = [list(p["pages_per_node"]) for p in doc["timeline"]] or [doc["pages"]["per_node"]]
     tiers = len({t for t in doc.get("memory_tiers") or [] if t is not None}) or 1
     return Side(*_complete(series), _counters(doc), threads_of(doc), tiers)
@@ -583,7 +659,8 @@ def _plan(case: Case, memory_per_node_mib: int | None, accel: str, timeout_s: fl
     bound = spec.bind()  # a bad case fails here, before the guest boots
     say(f"vm check {case.name}: simulating {case.workload} on {case.machine} (kernel profile {kernel})")
     request = vm_request(case, dict(bound.workload["params"]), spec, memory_per_node_mib, accel, timeout_s, cpus)
-    return _Planned(case, sim_side(spec if case.procs == 1 else split_corun(case, params, kernel, machine)), kernel, request)
+    side = sim_side(spec, case.background, case.interval_ms) if case.procs == 1 else sim_side(split_corun(case, params, kernel, machine))
+    return _Planned(case, side, kernel, request)
 
 
 #: The region a workload's processes split when a case runs several (``Case.procs``).

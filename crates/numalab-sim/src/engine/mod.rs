@@ -206,6 +206,9 @@ impl<'a> Engine<'a> {
             slots.iter().map(|s| (groups[s.group].placement, s.threads)).collect();
         let mut sched = Sched::new_procs(m, &sched_procs, cfg.kernel).map_err(SimError::Input)?;
         sched.set_options(cfg.noise.then_some(cfg.seed), cfg.explain_sched);
+        if let (true, Some(bg)) = (cfg.noise, &cfg.background) {
+            sched.set_background(cfg.seed, bg.clone());
+        }
         let n = m.nodes.len();
         // The C library's allocations (docs/allocation.md §3.5), once per group of identical processes.
         let allocs: Vec<_> = groups.iter().map(|g| alloc::layouts(g.workload, m.pus.len())).collect();

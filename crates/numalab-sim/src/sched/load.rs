@@ -214,10 +214,26 @@ impl Sched {
                 c.runnable_load += p.load();
             }
         }
-        for c in &mut out {
+        for (cpu, c) in out.iter_mut().enumerate() {
+            if let Some((load, util, runnable)) = self.background_signals(cpu, now_s) {
+                c.load += load;
+                c.util += util;
+                c.runnable += runnable;
+            }
             c.util = c.util.min(CAPACITY);
         }
         out
+    }
+
+    /// The periodic background task's v6.13 signals on `cpu` at `now_s` (`noise.rs`), sharing
+    /// the CPU with the threads runnable there; None without one or in another version's form.
+    fn background_signals(&self, cpu: usize, now_s: f64) -> Option<(u64, u64, u64)> {
+        if self.rules.load.tracking != PeltForm::LoadRunnableUtil {
+            return None;
+        }
+        let noise = self.noise.as_ref().filter(|n| n.has_agent())?;
+        let n = (0..self.cpu.len()).filter(|&t| self.cpu[t] == cpu && self.load.runnable_at(t, now_s)).count() as u64;
+        noise.agent_signals(cpu, now_s, CAPACITY / (n + 1))
     }
 
     /// The load of thread `tid` when it fell asleep.
@@ -225,9 +241,11 @@ impl Sched {
         self.load.load_at_sleep[tid]
     }
 
-    /// Sum of the load of every thread attached to `cpu`, sleeping ones included.
+    /// Sum of the load of every thread attached to `cpu`, sleeping ones included, and the
+    /// periodic background task's.
     fn cpu_load_all(&self, cpu: usize) -> u64 {
-        self.attached(cpu).map(|(_, p)| p.load()).sum()
+        let bg = self.background_signals(cpu, self.loads_at_s).map_or(0, |s| s.0);
+        self.attached(cpu).map(|(_, p)| p.load()).sum::<u64>() + bg
     }
 
     fn attached(&self, cpu: usize) -> impl Iterator<Item = (usize, &TaskPelt)> + '_ {
@@ -251,7 +269,8 @@ impl Sched {
     /// v6.13 `cpu_util_cfs()`: the utilisation of every thread attached to `cpu`, sleeping
     /// ones included, capped at the CPU's capacity (`cpu_util()`; no `util_est` here).
     pub(super) fn cpu_util(&self, cpu: usize) -> u64 {
-        self.attached(cpu).map(|(_, p)| p.util()).sum::<u64>().min(CAPACITY)
+        let bg = self.background_signals(cpu, self.loads_at_s).map_or(0, |s| s.1);
+        (self.attached(cpu).map(|(_, p)| p.util()).sum::<u64>() + bg).min(CAPACITY)
     }
 }
 

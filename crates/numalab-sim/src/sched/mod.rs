@@ -90,7 +90,7 @@ fn distinct_cores(cpus: &[usize], pu_core: &[usize]) -> usize {
 }
 
 pub use domains::Domain;
-pub use noise::Noise;
+pub use noise::{Background, Noise};
 
 /// `CONFIG_HZ`: the kernel's default (`kernel/Kconfig.hz`: `default HZ_250`); balancing
 /// intervals are whole jiffies (`msecs_to_jiffies` in `get_sd_balance_interval`).
@@ -277,6 +277,12 @@ impl Sched {
     pub fn set_options(&mut self, noise_seed: Option<u64>, explain: bool) {
         self.noise = noise_seed.map(|seed| Noise::new(seed, self.pu_node.clone()));
         self.explain = explain;
+    }
+
+    /// Background activity seeded by `seed` with rates of its own (`numalab vm check`'s guest,
+    /// docs/scheduler.md §10.3) instead of §6's estimates.
+    pub fn set_background(&mut self, seed: u64, bg: Background) {
+        self.noise = Some(Noise::with(seed, self.pu_node.clone(), bg));
     }
 
     /// Thread `tid` last ran at `t_s`: at a barrier's release, its arrival plus libgomp's spin

@@ -11,35 +11,121 @@
 //!   CPU, moved to an idle CPU of the same node (LLC) when there is one, as
 //!   `select_idle_sibling()` does on wake-up.
 //!
+//! - A periodic task (a measuring agent, `Background::agent_period_s`): one run of a fixed CPU
+//!   time every period, woken where it last ran, or on an idle CPU of that node when that one is
+//!   busy (`select_idle_sibling()`); none in the estimates above. Unlike the short work above it
+//!   is a CFS task whose runs last PELT half-lives: it carries v6.13's signals
+//!   (`agent_signals`), which the balancer's `group_classify()` reads.
+//!
+//! A run may carry another `Background` than these estimates: `numalab vm check` gives the
+//! guest's, measured there (docs/scheduler.md §10.3).
+//!
 //! Background work is runnable on its CPU while it runs: the balancer sees it, and the threads
 //! there share the CPU fairly with it (each of `n` threads gets `1/(n+1)` meanwhile).
 
+use serde::{Deserialize, Serialize};
+
+use super::pelt::{SchedAvg, CAPACITY};
 use crate::rng::Rng;
 
 const TICK_COST_S: f64 = 2e-6;
-const KTHREAD_HZ: f64 = 20.0;
-const KTHREAD_MEAN_S: f64 = 30e-6;
-const DAEMON_HZ: f64 = 4.0;
-const DAEMON_MEAN_S: f64 = 1e-3;
 const DAEMON_MAX_S: f64 = 20e-3;
+
+/// What runs beside the workload, in the run's seconds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Background {
+    /// Per-CPU kernel threads: wake-ups per second per CPU and their mean run.
+    pub kthread_hz: f64,
+    pub kthread_mean_s: f64,
+    /// Daemons: wake-ups per second per machine and their mean run.
+    pub daemon_hz: f64,
+    pub daemon_mean_s: f64,
+    /// The periodic task's period (0: none) and the CPU time of each of its runs.
+    #[serde(default)]
+    pub agent_period_s: f64,
+    #[serde(default)]
+    pub agent_cost_s: f64,
+}
+
+impl Default for Background {
+    /// The estimates of the module's header.
+    fn default() -> Self {
+        Background {
+            kthread_hz: 20.0,
+            kthread_mean_s: 30e-6,
+            daemon_hz: 4.0,
+            daemon_mean_s: 1e-3,
+            agent_period_s: 0.0,
+            agent_cost_s: 0.0,
+        }
+    }
+}
 
 pub struct Noise {
     rng: Rng,
     pu_node: Vec<usize>,
+    bg: Background,
     /// (cpu, start, end), in order of start.
     events: Vec<(usize, f64, f64)>,
     next_arrival_s: f64,
+    /// The periodic task's next run and the CPU it last ran on.
+    next_agent_s: f64,
+    agent_cpu: usize,
+    /// Its runs: (cpu, start, end, its PELT signals at the start), the last two kept.
+    agent_runs: Vec<(usize, f64, f64, SchedAvg)>,
+}
+
+fn ns(t_s: f64) -> u64 {
+    (t_s.max(0.0) * 1e9).round() as u64
+}
+
+/// `select_idle_sibling()` for background work woken at `t` on `cpu`: that CPU if idle, else the
+/// first idle CPU of its node (LLC), else that CPU.
+fn idle_sibling(pu_node: &[usize], load: &[usize], events: &[(usize, f64, f64)], t: f64, cpu: usize) -> usize {
+    let busy = |c: usize| load[c] > 0 || events.iter().any(|e| e.0 == c && e.1 <= t && t < e.2);
+    if !busy(cpu) {
+        return cpu;
+    }
+    (0..pu_node.len()).find(|&q| pu_node[q] == pu_node[cpu] && !busy(q)).unwrap_or(cpu)
 }
 
 impl Noise {
     pub fn new(seed: u64, pu_node: Vec<usize>) -> Self {
-        let mut n = Noise { rng: Rng::new(seed, 0x5c4ed_u64), pu_node, events: Vec::new(), next_arrival_s: 0.0 };
-        n.next_arrival_s = n.exp(n.rate());
+        Noise::with(seed, pu_node, Background::default())
+    }
+
+    pub fn with(seed: u64, pu_node: Vec<usize>, bg: Background) -> Self {
+        let mut n = Noise {
+            rng: Rng::new(seed, 0x5c4ed_u64),
+            pu_node,
+            bg,
+            events: Vec::new(),
+            next_arrival_s: 0.0,
+            next_agent_s: f64::INFINITY,
+            agent_cpu: 0,
+            agent_runs: Vec::new(),
+        };
+        n.next_arrival_s = n.arrival_after(0.0);
+        if n.bg.agent_period_s > 0.0 && n.bg.agent_cost_s > 0.0 {
+            // Its phase against the workload's start and its first CPU are the seed's.
+            n.next_agent_s = n.uniform() * n.bg.agent_period_s;
+            n.agent_cpu = n.rng.below(n.pu_node.len() as u64) as usize;
+        }
         n
     }
 
     fn rate(&self) -> f64 {
-        KTHREAD_HZ * self.pu_node.len() as f64 + DAEMON_HZ
+        self.bg.kthread_hz * self.pu_node.len() as f64 + self.bg.daemon_hz
+    }
+
+    fn arrival_after(&mut self, t: f64) -> f64 {
+        let r = self.rate();
+        if r > 0.0 {
+            t + self.exp(r)
+        } else {
+            f64::INFINITY
+        }
     }
 
     fn uniform(&mut self) -> f64 {
@@ -51,28 +137,48 @@ impl Noise {
         -self.uniform().ln() / rate
     }
 
-    /// Generate the arrivals before `until`, placing daemons with the current load.
+    /// Generate the arrivals before `until`, placing daemons and the periodic task with the
+    /// current load.
     fn generate(&mut self, until: f64, load: &[usize]) {
         let ncpu = self.pu_node.len();
-        while self.next_arrival_s < until {
-            let t = self.next_arrival_s;
+        loop {
+            let t = self.next_arrival_s.min(self.next_agent_s);
+            if t >= until {
+                break;
+            }
+            if self.next_agent_s <= self.next_arrival_s {
+                let cpu = idle_sibling(&self.pu_node, load, &self.events, t, self.agent_cpu);
+                let end = t + self.bg.agent_cost_s;
+                self.events.push((cpu, t, end));
+                // Its signals at this wake-up: the last run's, run through (with the CPU to
+                // itself) and decayed over the sleep since.
+                let avg = match self.agent_runs.last() {
+                    Some(&(_, _, e0, a0)) => {
+                        let mut a = a0;
+                        a.update(ns(e0), true, CAPACITY);
+                        a.update(ns(t), false, 0);
+                        a
+                    }
+                    None => SchedAvg { last_update_time: ns(t), ..Default::default() },
+                };
+                self.agent_runs.push((cpu, t, end, avg));
+                if self.agent_runs.len() > 2 {
+                    self.agent_runs.remove(0);
+                }
+                self.agent_cpu = cpu;
+                self.next_agent_s = t + self.bg.agent_period_s;
+                continue;
+            }
             let pick = self.uniform() * self.rate();
             let cpu0 = self.rng.below(ncpu as u64) as usize;
-            let busy =
-                |c: usize, ev: &[(usize, f64, f64)]| load[c] > 0 || ev.iter().any(|e| e.0 == c && e.1 <= t && t < e.2);
-            let (cpu, dur) = if pick < KTHREAD_HZ * ncpu as f64 {
-                (cpu0, self.exp(1.0 / KTHREAD_MEAN_S))
+            let (cpu, dur) = if pick < self.bg.kthread_hz * ncpu as f64 {
+                (cpu0, self.exp(1.0 / self.bg.kthread_mean_s))
             } else {
-                let node = self.pu_node[cpu0];
-                let cpu = if busy(cpu0, &self.events) {
-                    (0..ncpu).find(|&c| self.pu_node[c] == node && !busy(c, &self.events)).unwrap_or(cpu0)
-                } else {
-                    cpu0
-                };
-                (cpu, self.exp(1.0 / DAEMON_MEAN_S).min(DAEMON_MAX_S))
+                let dur = self.exp(1.0 / self.bg.daemon_mean_s).min(DAEMON_MAX_S);
+                (idle_sibling(&self.pu_node, load, &self.events, t, cpu0), dur)
             };
             self.events.push((cpu, t, t + dur));
-            self.next_arrival_s = t + self.exp(self.rate());
+            self.next_arrival_s = self.arrival_after(t);
         }
     }
 
@@ -97,7 +203,99 @@ impl Noise {
         self.events.iter().filter(|e| e.0 == cpu && e.1 <= t && t < e.2).map(|e| e.1).reduce(f64::min)
     }
 
+    /// Whether a periodic task has run yet.
+    pub fn has_agent(&self) -> bool {
+        !self.agent_runs.is_empty()
+    }
+
+    /// The periodic task's v6.13 PELT signals (`load_avg`, `util_avg`, `runnable_avg`) on `cpu`
+    /// at `t`, where it runs (or last ran: a blocked task's load stays on its run queue) and
+    /// while it runs has `running` 1024ths of the CPU; None where it is not attached.
+    pub fn agent_signals(&self, cpu: usize, t: f64, running: u64) -> Option<(u64, u64, u64)> {
+        let &(c, _, end, a0) = self.agent_runs.iter().rev().find(|r| r.1 <= t)?;
+        if c != cpu {
+            return None;
+        }
+        let mut a = a0;
+        if t < end {
+            a.update(ns(t), true, running);
+        } else {
+            a.update(ns(end), true, running);
+            a.update(ns(t), false, 0);
+        }
+        Some((a.load_avg, a.util_avg, a.runnable_avg))
+    }
+
     pub fn active_at(&self, cpu: usize, t: f64) -> bool {
         self.active_since(cpu, t).is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only the periodic task: no kernel threads, no daemons.
+    fn agent_only(period_s: f64, cost_s: f64) -> Background {
+        Background {
+            kthread_hz: 0.0,
+            kthread_mean_s: 0.0,
+            daemon_hz: 0.0,
+            daemon_mean_s: 0.0,
+            agent_period_s: period_s,
+            agent_cost_s: cost_s,
+        }
+    }
+
+    #[test]
+    fn the_periodic_task_runs_its_cost_once_a_period() {
+        let mut n = Noise::with(7, vec![0, 0, 1, 1], agent_only(1.0, 0.1));
+        n.generate(10.0, &[0; 4]);
+        // Ten runs in 10 s from a seeded phase, a period apart, each its cost long, all on one
+        // CPU (it stays where it ran while that is idle).
+        assert_eq!(n.events.len(), 10);
+        for (k, e) in n.events.iter().enumerate() {
+            assert!((e.1 - (n.events[0].1 + k as f64)).abs() < 1e-9 && (e.2 - e.1 - 0.1).abs() < 1e-12, "{e:?}");
+            assert_eq!(e.0, n.events[0].0);
+        }
+        assert!(n.events[0].1 < 1.0);
+    }
+
+    #[test]
+    fn the_periodic_task_wakes_on_an_idle_cpu_of_its_node_when_its_own_is_busy() {
+        let mut n = Noise::with(7, vec![0, 0, 1, 1], agent_only(1.0, 0.1));
+        n.busy_fraction(0.0, 1.0, &[0; 4]);
+        let home = n.agent_cpu;
+        let sibling = if home % 2 == 0 { home + 1 } else { home - 1 };
+        let mut load = [0; 4];
+        load[home] = 1;
+        n.busy_fraction(1.0, 3.0, &load);
+        assert_eq!(n.agent_cpu, sibling);
+        // Its whole node busy: it stays.
+        load[sibling] = 1;
+        n.busy_fraction(3.0, 5.0, &load);
+        assert_eq!(n.agent_cpu, sibling);
+    }
+
+    #[test]
+    fn the_periodic_tasks_utilisation_rises_while_it_runs_and_decays_after() {
+        let mut n = Noise::with(3, vec![0, 0], agent_only(1.0, 0.1));
+        n.busy_fraction(0.0, 2.0, &[0; 2]);
+        let (cpu, start, end, _) = *n.agent_runs.last().unwrap();
+        let util = |t: f64| n.agent_signals(cpu, t, CAPACITY).unwrap().1;
+        let (early, late, after) = (util(start + 0.01), util(end - 1e-3), util(end + 0.1));
+        // 32 ms half-life: ~20 % after 10 ms, ~88 % after 100 ms, then halving every 32 ms.
+        assert!(early > 150 && early < 300, "{early}");
+        assert!(late > 850 && late < 950, "{late}");
+        assert!(after > late / 10 && after < late / 6, "{after} after {late}");
+        assert!(n.agent_signals(1 - cpu, start + 0.05, CAPACITY).is_none());
+    }
+
+    #[test]
+    fn the_default_background_has_no_periodic_task() {
+        let mut n = Noise::new(1, vec![0; 4]);
+        n.busy_fraction(0.0, 5.0, &[0; 4]);
+        assert!(!n.has_agent());
+        assert_eq!(Background::default().agent_period_s, 0.0);
     }
 }

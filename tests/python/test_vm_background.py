@@ -1,0 +1,55 @@
+"""The guest's background in ``numalab vm check``'s simulator side (docs/scheduler.md §10.3): the
+``vm-4x2`` sleeping cases carry the agent and kernel threads measured in the guest, on the preset
+slowed to the guest's speed. Simulator only (deterministic: its figures are fixed by the seed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from numalab.runner import sim
+from numalab.spec import RunSpec
+from numalab.vm import check
+
+
+def _spec(case: check.Case) -> RunSpec:
+    params = {"threads": 8, **case.params}
+    return RunSpec.create(case.machine, case.workload, params=params, kernel="6.13", thp="never").with_config(case.config)
+
+
+def test_the_measured_background_is_on_the_sleeping_vm_4x2_cases_only():
+    assert check.CASES["sched-passive-4x2"].background is check.GUEST_BACKGROUND_4X2[8]
+    assert check.CASES["sched-oversubscribed-4x2"].background is check.GUEST_BACKGROUND_4X2[16]
+    for name in ("sched-bound-4x2", "sched-unbound-4x2", "sched-passive", "sched-passive-2x4", "sched-oversubscribed-8"):
+        assert check.CASES[name].background is None, name
+
+
+def test_the_background_is_the_guests_in_guest_seconds():
+    bg = check.GuestBackground(barrier_s=0.015, agent_cost_s=0.1, kthread_hz=6.0, kthread_mean_s=0.7e-3)
+    assert bg.engine(1000) == {"kthread_hz": 6.0, "kthread_mean_s": 0.7e-3, "daemon_hz": 0.0, "daemon_mean_s": 0.0,
+                               "agent_period_s": 1.0, "agent_cost_s": 0.1}
+
+
+def test_the_guest_speed_machine_runs_the_barrier_loop_that_many_times_slower():
+    case = check.CASES["sched-bound-4x2"]
+    spec = _spec(case).updated(noise=False)
+    fast = sim.run(spec).doc["time_s"]
+    m, w, placement, policies, config = spec.engine_inputs(check.guest_speed_machine("vm-4x2", 20.0))
+    slow = sim.run(spec.bind_inputs(m, w, placement, policies, config)).doc["time_s"]
+    assert 15.0 < slow / fast < 25.0, (fast, slow)
+
+
+@pytest.mark.parametrize("name", ["sched-passive-4x2", "sched-oversubscribed-4x2"])
+def test_with_the_guests_background_the_simulator_moves_sleeping_threads_across_nodes(name):
+    """Without it (§6's estimates, a simulated barrier 25-30 times shorter than the guest's) a
+    passive team that started evenly stays home and an oversubscribed one barely moves (§10.2);
+    with the agent's samples and the kernel threads the guest ran, idle and newly-idle balancing
+    pull threads across nodes, as the guest's sched_migrate_task trace shows (§10.3)."""
+    case = check.CASES[name]
+    spec = _spec(case)
+    quiet = check.sim_side(spec)
+    busy = check.sim_side(spec, case.background, case.interval_ms)
+    assert busy.threads.changed_node >= len(busy.threads.away_pct) // 2, busy.threads
+    assert busy.threads.mean_away_pct > quiet.threads.mean_away_pct + 20.0, (quiet.threads, busy.threads)
+    assert sum(busy.threads.nr_migrations) > 5 * max(1, sum(quiet.threads.nr_migrations)), (quiet.threads, busy.threads)
+    # The first touch comes before the agent's first sample: still a quarter per node.
+    assert busy.after_init == [512, 512, 512, 512]
