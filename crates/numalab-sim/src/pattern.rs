@@ -235,19 +235,19 @@ impl Sweep {
     }
 
     /// Continue the current range with up to `max` more whole samples (groups of `stride`
-    /// pages) already placed, at most `cap[n]` on node `n`, counting them per node in `count`: the hot
-    /// path serves a run of samples in one step. A sample covering a page protected for a NUMA
-    /// hinting fault (`marked`, empty when balancing is off) ends the run: the general path
-    /// takes the fault. Returns the samples added and the lines of one.
+    /// pages) already placed, each on a node `n` for which `admit(n)` (which counts it) agrees:
+    /// the hot path serves a run of samples in one step. The first refusal ends the run, so
+    /// `admit` is never asked again about a node it refused. A sample covering a page protected
+    /// for a NUMA hinting fault (`marked`, empty when balancing is off) ends the run: the
+    /// general path takes the fault. Returns the samples added and the lines of one.
     #[inline]
     pub fn extend_run(
         &mut self,
         shift: u32,
         nodes: &crate::pages::PageTable,
         marked: &[u64],
-        cap: &[u32],
         max: u64,
-        count: &mut [u32],
+        mut admit: impl FnMut(usize) -> bool,
     ) -> (u64, f64) {
         if self.random_left > 0 {
             return (0, 0.0);
@@ -275,10 +275,9 @@ impl Sweep {
             'scan: while seen < avail {
                 let run = nodes.run(first + seen, avail - seen);
                 for &n in run {
-                    if n == crate::pages::NONE || count[n as usize] >= cap[n as usize] {
+                    if n == crate::pages::NONE || !admit(n as usize) {
                         break 'scan;
                     }
-                    count[n as usize] += 1;
                     k += 1;
                 }
                 seen += run.len();
@@ -291,13 +290,14 @@ impl Sweep {
             // against interleave's period, and the same on every run).
             let rep = first + (first.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) % self.stride;
             let (n, f) = (nodes[rep as usize], nodes[first as usize]);
-            if n == crate::pages::NONE || f == crate::pages::NONE || count[n as usize] >= cap[n as usize] {
+            // Admission last: it counts the sample, which must then be taken.
+            if n == crate::pages::NONE
+                || f == crate::pages::NONE
+                || crate::pages::any_marked(marked, first, ((pos + group - 1) >> shift) - first + 1)
+                || !admit(n as usize)
+            {
                 break;
             }
-            if crate::pages::any_marked(marked, first, ((pos + group - 1) >> shift) - first + 1) {
-                break;
-            }
-            count[n as usize] += 1;
             pos += group;
             k += 1;
         }

@@ -79,6 +79,10 @@ struct Thread {
     /// Estimated mix of the current phase (from sampled page entries at its start).
     est_rd: Vec<f64>,
     est_wr: Vec<f64>,
+    /// The cheapest cost per line (`engine::visits::fast_visits`) among the nodes the thread
+    /// used last epoch or expects to, kept for the epoch (NaN: to be worked out). Its inputs
+    /// change only between epochs and when a phase starts, which reset it.
+    cheapest_s: f64,
     /// Phase execution counter at the start of the last epoch.
     epoch_seq: u64,
     busy_s: f64,
@@ -274,6 +278,7 @@ impl<'a> Engine<'a> {
                     prev_wr: vec![0.0; n],
                     est_rd: vec![0.0; n],
                     est_wr: vec![0.0; n],
+                    cheapest_s: f64::NAN,
                     epoch_seq: 0,
                     busy_s: 0.0,
                     visits: 0,
@@ -397,6 +402,7 @@ impl<'a> Engine<'a> {
             }
             for t in &mut self.threads {
                 t.epoch_seq = t.seq;
+                t.cheapest_s = f64::NAN;
             }
             let end = self.now + dt;
             let (mut visits, mut busy) = (0u64, 0.0);

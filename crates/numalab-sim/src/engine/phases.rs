@@ -135,6 +135,7 @@ impl Engine<'_> {
         let t = &mut self.threads[tid];
         t.est_rd = est_rd;
         t.est_wr = est_wr;
+        t.cheapest_s = f64::NAN;
         t.sweeps = sweeps;
         t.lines_total = lines;
         t.pipelined = spec.sync == Sync::Pipeline && idx > 0;

@@ -139,16 +139,13 @@ impl Engine<'_> {
         let kappa = t.compute_per_line_s / share;
         // The cheapest node the thread went to last epoch (or expects to): runs are sized by it,
         // and a node it does not use may be far cheaper than the ones it does.
-        let used = |n: usize| t.prev_rd[n] + t.prev_wr[n] + t.est_rd[n] + t.est_wr[n] > 0.0;
-        let cheapest = cost.iter().enumerate().filter(|&(n, _)| used(n)).map(|(_, &c)| c).fold(f64::INFINITY, f64::min);
-        let cheapest =
-            if cheapest.is_finite() { cheapest } else { cost.iter().copied().fold(f64::INFINITY, f64::min) } + kappa;
+        if t.cheapest_s.is_nan() {
+            let used = |n: usize| t.prev_rd[n] + t.prev_wr[n] + t.est_rd[n] + t.est_wr[n] > 0.0;
+            let c = cost.iter().enumerate().filter(|&(n, _)| used(n)).map(|(_, &c)| c).fold(f64::INFINITY, f64::min);
+            t.cheapest_s = if c.is_finite() { c } else { cost.iter().copied().fold(f64::INFINITY, f64::min) };
+        }
+        let cheapest = t.cheapest_s + kappa;
         let mut served = false;
-        // The lowest budget on any of the thread's paths, once the caps were taken (-inf before):
-        // while it covers a whole run, every cap is `u32::MAX` and the per-node minima need not
-        // be taken again. Only this loop's charges change budgets meanwhile, and they only lower
-        // them, so lowering `low` by each new value keeps it the exact minimum.
-        let mut low = f64::NEG_INFINITY;
 
         while t.clock < until && t.pending.is_none() {
             let Some(i) = pick_sweep(t) else { break };
@@ -165,48 +162,51 @@ impl Engine<'_> {
             // a run stops there, so no resource goes over its budget by more than one sample.
             // A run takes at most `max` samples, so any cap of `max` or more stops nothing: a
             // node with clearly more room than that needs no division (the margin covers the
-            // rounding of the product, so the quotient would be >= max too).
+            // rounding of the product, so the quotient would be >= max too). A node's cap is
+            // only worked out when the run first reaches the node (most runs reach one or two
+            // of the machine's nodes): `cap` starts at 0 and `count` at 0, so the first sample
+            // on a node finds `count >= cap` with nothing counted yet. Budgets do not change
+            // while a run grows, so the cap is the one the node would have had up front.
             let max = room.min(RUN_PAGES);
             let enough = per_sample * max as f64 * (1.0 + 1e-9);
-            if low > 0.0 && low >= enough {
-                cap.fill(u32::MAX);
-            } else {
-                let links = budget_link.as_flattened();
-                low = f64::INFINITY;
-                for ((c, &node), w) in cap.iter_mut().zip(budget_node.iter()).zip(spans.windows(2)) {
-                    let mut rem = node;
-                    for &l in &cap_links[w[0] as usize..w[1] as usize] {
+            count.fill(0);
+            cap.fill(0);
+            let links = budget_link.as_flattened();
+            let admit = |n: usize| {
+                if count[n] >= cap[n] {
+                    if count[n] > 0 {
+                        return false;
+                    }
+                    let mut rem = budget_node[n];
+                    for &l in &cap_links[spans[n] as usize..spans[n + 1] as usize] {
                         rem = rem.min(links[l as usize]);
                     }
-                    low = low.min(rem);
-                    *c = if rem <= 0.0 {
-                        0
+                    cap[n] = if rem <= 0.0 {
+                        return false;
                     } else if per_sample > 0.0 && rem < enough {
                         crate::ceil::ceil_u32(rem / per_sample)
                     } else {
                         u32::MAX
                     };
                 }
-            }
-            count.iter_mut().for_each(|x| *x = 0);
-            let (k, per) = sweep.extend_run(r.shift, &r.node, &r.marked, cap, max, count);
+                count[n] += 1;
+                true
+            };
+            let (k, per) = sweep.extend_run(r.shift, &r.node, &r.marked, max, admit);
             if k > 0 {
                 let mut c = 0.0;
                 for (n, &cnt) in count.iter().enumerate().filter(|(_, &x)| x > 0) {
                     let lines = cnt as f64 * per;
                     let (rd, wr) = (lines * rd_share, lines * (1.0 - rd_share));
                     budget_node[n] -= lines;
-                    low = low.min(budget_node[n]);
                     if n != cpu_node {
                         for h in &m.routes[n][cpu_node] {
                             let b = &mut budget_link[h.link as usize][h.dir as usize];
                             *b -= rd;
-                            low = low.min(*b);
                         }
                         for h in &m.routes[cpu_node][n] {
                             let b = &mut budget_link[h.link as usize][h.dir as usize];
                             *b -= wr;
-                            low = low.min(*b);
                         }
                     }
                     c += lines * (kappa + cost[n]);
