@@ -23,7 +23,7 @@ from numalab.study.uncertainty import machine_parameters
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "calibrate"
-CASES = ["one-node", "two-node"]
+CASES = ["one-node", "two-node", "one-node-clock"]
 
 
 def numalab(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
