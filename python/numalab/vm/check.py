@@ -286,15 +286,27 @@ def guest_speed_machine(name: str, slowdown: float) -> Any:
 #: command: runs (``pcount``) and ``sum_exec_runtime``. docs/scheduler.md §10.3.
 KTHREAD_HZ_4X2 = 6.0
 KTHREAD_MEAN_S_4X2 = 0.73e-3
-#: The agent's CPU per sample with 8 threads (sched-passive-4x2: 60 and 131 ms) and 16
-#: (sched-oversubscribed-4x2: 176 and 147 ms): ``times`` of the job's shell around the agent
-#: (its children: the agent and the command) less the command's own (the agent's
-#: ``RUSAGE_CHILDREN``), less the agent's start-up and exit snapshot (0.21 and 0.31 s in two runs
-#: sampling every 30 s), over its samples. Guest seconds per barrier: 11.9-15.7 ms (8 threads, 4
-#: runs), 13.7-16.2 ms (16 threads, 2 runs). docs/scheduler.md §10.3.
-GUEST_BACKGROUND_4X2 = {
-    8: GuestBackground(barrier_s=14.2e-3, agent_cost_s=96e-3, kthread_hz=KTHREAD_HZ_4X2, kthread_mean_s=KTHREAD_MEAN_S_4X2),
-    16: GuestBackground(barrier_s=15.0e-3, agent_cost_s=161e-3, kthread_hz=KTHREAD_HZ_4X2, kthread_mean_s=KTHREAD_MEAN_S_4X2),
+#: The same on ``vm-2x4`` (14:52 UTC, two runs of each case): 4.4-5.0 runs per vCPU per guest
+#: second, mean run 0.60-1.28 ms. docs/scheduler.md §10.3.
+KTHREAD_HZ_2X4 = 4.8
+KTHREAD_MEAN_S_2X4 = 0.97e-3
+#: The guest's background per multi-vCPU machine and threads. The agent's CPU per sample: ``times``
+#: of the job's shell around the agent (its children: the agent and the command) less the
+#: command's own (the agent's ``RUSAGE_CHILDREN``), less the agent's start-up and exit snapshot
+#: (0.21-0.31 s in runs sampling every 30 s), over its samples. ``vm-4x2``: 60 and 131 ms with 8
+#: threads (sched-passive-4x2), 176 and 147 ms with 16 (sched-oversubscribed-4x2); guest seconds
+#: per barrier 11.9-15.7 ms (8 threads, 4 runs), 13.7-16.2 ms (16 threads, 2 runs). ``vm-2x4``:
+#: 63 and 99 ms with 8 threads, 90 and 206 ms with 16; per barrier 14.4-15.8 ms (8 threads, 3
+#: runs), 14.9 and 24.4 ms (16 threads). docs/scheduler.md §10.3.
+GUEST_BACKGROUND: dict[str, dict[int, GuestBackground]] = {
+    "vm-4x2": {
+        8: GuestBackground(barrier_s=14.2e-3, agent_cost_s=96e-3, kthread_hz=KTHREAD_HZ_4X2, kthread_mean_s=KTHREAD_MEAN_S_4X2),
+        16: GuestBackground(barrier_s=15.0e-3, agent_cost_s=161e-3, kthread_hz=KTHREAD_HZ_4X2, kthread_mean_s=KTHREAD_MEAN_S_4X2),
+    },
+    "vm-2x4": {
+        8: GuestBackground(barrier_s=15.3e-3, agent_cost_s=81e-3, kthread_hz=KTHREAD_HZ_2X4, kthread_mean_s=KTHREAD_MEAN_S_2X4),
+        16: GuestBackground(barrier_s=19.7e-3, agent_cost_s=148e-3, kthread_hz=KTHREAD_HZ_2X4, kthread_mean_s=KTHREAD_MEAN_S_2X4),
+    },
 }
 
 
@@ -379,7 +391,7 @@ def sched_cases(machine: str, cpus: int, reps: int) -> list[Case]:
     bound = f"sched-bound{suffix}"
     quiet: dict[str, Any] = {"machine": machine, "interval_ms": 1000}
     # The guest's background, where measured (docs/scheduler.md §10.3): the sleeping cases.
-    measured = GUEST_BACKGROUND_4X2 if machine == "vm-4x2" else {}
+    measured = GUEST_BACKGROUND.get(machine, {})
     return [
         Case(bound, "barrier", p, BOUND, all_of(spread(), stay()), **quiet),
         Case(f"sched-unbound{suffix}", "barrier", p, "default", printed(), **quiet),
