@@ -5,9 +5,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 NUMALAB := $(VENV)/bin/numalab
-# pytest workers (pytest-xdist): one per CPU by default; `make test PYTEST_WORKERS=0` runs serially.
-PYTEST_WORKERS ?= auto
+# pytest workers (pytest-xdist): one per CPU and one more by default, as much of the suite waits
+# rather than computes (guest boots, CLI subprocesses, timeouts); `make test PYTEST_WORKERS=0` runs
+# serially.
+PYTEST_WORKERS ?= $(shell echo $$(($$(nproc) + 1)))
 STAMP := $(VENV)/.deps-stamp
+MATURIN_STAMP := $(VENV)/.maturin-stamp
 RUST_SRC := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml
 
 .PHONY: help venv build run test test-rust rust-tests test-python bytecode bench lint lint-rust lint-python clean kernels agent
@@ -15,17 +18,31 @@ RUST_SRC := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  make %-12s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+# maturin goes in first, on its own: the Rust core then compiles while pip fetches the rest (on a
+# fresh machine pip's downloads take longer than its CPU time).
+$(MATURIN_STAMP):
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.7,<2" "pytest>=8" "pytest-xdist>=3.6" "typer==0.20.0" "click==8.1.8" "rich>=13" "pydantic>=2.7,<3" "numpy>=1.26" "pandas>=2.1" "matplotlib>=3.8" "dask[distributed]>=2024.1" "pyarrow>=14" "defusedxml>=0.7" "hypothesis>=6.100" "scipy>=1.11" "pymetis>=2025.2" "dask-jobqueue>=0.9" "ruff==0.17.6" "mypy==2.4.1"
+	$(PIP) install -q "maturin>=1.7,<2"
+	touch $@
+
+$(STAMP): pyproject.toml $(MATURIN_STAMP)
+	$(PIP) install -q "pytest>=8" "pytest-xdist>=3.6" "typer==0.20.0" "click==8.1.8" "rich>=13" "pydantic>=2.7,<3" "numpy>=1.26" "pandas>=2.1" "matplotlib>=3.8" "dask[distributed]>=2024.1" "pyarrow>=14" "defusedxml>=0.7" "hypothesis>=6.100" "scipy>=1.11" "pymetis>=2025.2" "dask-jobqueue>=0.9" "ruff==0.17.6" "mypy==2.4.1"
 	touch $@
 
 venv: $(STAMP) ## create .venv with the Python dependencies (from PyPI)
 
-$(VENV)/.build-stamp: $(STAMP) $(RUST_SRC)
-	+set -o pipefail; VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH \
-		$(VENV)/bin/maturin develop -q --release 2>&1 | sed '/Requirement already satisfied/d'
+# The extension module is built in place (--skip-install) as soon as maturin is there; installing
+# numalab into .venv (its dependencies with it) waits for pip's install of the rest, and reuses
+# that build (cargo has nothing left to compile).
+MATURIN_DEVELOP := VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop -q --release
+
+$(VENV)/.ext-stamp: $(MATURIN_STAMP) $(RUST_SRC)
+	+set -o pipefail; $(MATURIN_DEVELOP) --skip-install 2>&1 | sed '/Requirement already satisfied/d'
+	touch $@
+
+$(VENV)/.build-stamp: $(STAMP) $(VENV)/.ext-stamp
+	+set -o pipefail; $(MATURIN_DEVELOP) 2>&1 | sed '/Requirement already satisfied/d'
 	touch $@
 
 build: $(VENV)/.build-stamp kernels agent ## build the Rust core, the agent and the kernels; install numalab into .venv (editable)
@@ -53,8 +70,9 @@ run: $(VENV)/.build-stamp ## build the Rust core, then run the example study and
 CARGO_TEST := cargo test --workspace --exclude numalab-py --quiet
 # Tests that reuse one guest's runs share a worker (xdist_group marks; --dist loadgroup).
 PYTEST := $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
-# Parallel builds in `make test`: one per CPU (cargo takes its jobs from make's jobserver).
-BUILD_JOBS ?= $(shell nproc)
+# Parallel builds in `make test`: one per CPU (cargo takes its jobs from make's jobserver), and one
+# more for pip's install, which mostly waits on the network on a fresh machine.
+BUILD_JOBS ?= $(shell echo $$(($$(nproc) + 1)))
 
 # Compiling is half of a fresh clone's `make test`, and the release builds spend long stretches on
 # one CPU (one codegen unit, LTO): the cargo tests, the Python extension, the agent and the kernels

@@ -1,4 +1,4 @@
-"""make test runs pytest with ``-n auto --dist loadgroup``: the tests of one ``xdist_group`` (those
+"""make test runs pytest with ``-n <CPUs + 1> --dist loadgroup``: the tests of one ``xdist_group`` (those
 that reuse a booted guest's runs) must run on one worker, with the pytest and pytest-xdist that
 the Makefile installs (conftest.py's ``pytest_collection_modifyitems``)."""
 
