@@ -80,10 +80,28 @@ pub fn ranges(a: &AccessSpec, r: &Region, t: u64, nt: u64, chunk_order: &[u64]) 
             if t >= max_lines {
                 return out;
             }
-            for p in 0..r.planes {
-                let (b0, b1) = planes(p, p + 1);
+            // Plane starts `p * bytes / planes` one after the other: quotient and remainder
+            // carried from plane to plane give the same integers as `plane_start` without its
+            // 128-bit division per plane (this runs at every phase start, for every plane).
+            let (step_q, step_r) = (r.bytes / r.planes, r.bytes % r.planes);
+            let (mut b1, mut rem) = (0u64, 0u64);
+            out.reserve(r.planes.min(1 << 16) as usize);
+            // Planes differ by a byte at most, so their line counts take one or two values:
+            // the thread's share of the last count is kept rather than divided out again.
+            let mut last = (u64::MAX, (0, 0));
+            for _ in 0..r.planes {
+                let b0 = b1;
+                b1 += step_q;
+                rem += step_r;
+                if rem >= r.planes {
+                    b1 += 1;
+                    rem -= r.planes;
+                }
                 let lines = (b1 - b0).div_ceil(64);
-                let (s, e) = share(lines);
+                if lines != last.0 {
+                    last = (lines, share(lines));
+                }
+                let (s, e) = last.1;
                 if e > s {
                     out.push((b0 + s * 64, (b0 + e * 64).min(b1)));
                 }
@@ -371,6 +389,52 @@ mod tests {
         assert_eq!(shares, vec![(0, 3), (3, 6), (6, 8), (8, 10)]);
         // More threads than iterations: the last threads get nothing.
         assert_eq!(static_share(2, 4, 3), (2, 2));
+    }
+
+    #[test]
+    fn transpose_planes_start_where_the_division_puts_them() {
+        use crate::input::RegionSpec;
+        // Region sizes that planes do not divide, the bytes of a region past 2^64 / planes
+        // (whose products need 128 bits), and more threads than a plane has lines.
+        for (bytes, planes, nt) in
+            [(10_000u64, 7u64, 3u64), (1 << 40, 162, 64), (u64::MAX / 3, 1000, 5), (5000, 10, 64)]
+        {
+            // A small region's layout, then the sizes under test (only `ranges` reads them).
+            let spec = RegionSpec {
+                name: "u".into(),
+                bytes: 4096,
+                planes: 1,
+                thp: false,
+                policy: None,
+                address: None,
+                alloc: None,
+                file: None,
+            };
+            let r = crate::pages::Region { bytes, planes, ..crate::pages::layout(&[spec], vec![None]).pop().unwrap() };
+            let a = AccessSpec {
+                region: 0,
+                pattern: Pattern::Transpose,
+                rd: 1.0,
+                wr: 0.0,
+                halo: 1,
+                chunk: 1,
+                rows: 1,
+                count: 0,
+                passes: 1.0,
+                cached: None,
+            };
+            for t in [0, 1, nt - 1] {
+                let mut want = Vec::new();
+                for p in 0..planes {
+                    let (b0, b1) = (plane_start(&r, p), plane_start(&r, p + 1));
+                    let (s, e) = static_share((b1 - b0).div_ceil(64), nt, t);
+                    if e > s {
+                        want.push((b0 + s * 64, (b0 + e * 64).min(b1)));
+                    }
+                }
+                assert_eq!(ranges(&a, &r, t, nt, &[]), want, "{bytes} bytes, {planes} planes, thread {t} of {nt}");
+            }
+        }
     }
 
     #[test]
