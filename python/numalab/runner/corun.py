@@ -14,11 +14,9 @@ from typing import Any, Callable
 from numalab.results.fairness import AloneCache, apply
 from numalab.results.metrics import derived_metrics
 from numalab.results.result import Result
+from numalab.results.store import ALONE_STORE_ENV as STORE_ENV  # the store alone runs are cached in (set by the study's client)
 from numalab.spec.corun_bind import CorunBound
 from numalab.spec.run import BoundRun
-
-#: The results store a study's workers cache alone runs in (set by the study's client).
-STORE_ENV = "NUMALAB_ALONE_STORE"
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 from numalab.console.progress import Progress
 from numalab.exceptions import UsageError
-from numalab.results.store import Store
+from numalab.results.store import ALONE_STORE_ENV as STORE_ENV, Store
 from numalab.study import kinds
 from numalab.study.resolved import ResolvedRun, ResolvedStudy
 
@@ -118,8 +118,6 @@ def run_study(resolved: ResolvedStudy, store: Store, backend_factory: Callable[[
     if todo:
         # Co-runs' alone runs are cached in this store by the workers (runner/corun.py), which
         # inherit the variable when the backend starts them.
-        from numalab.runner.corun import STORE_ENV
-
         before = os.environ.get(STORE_ENV)
         os.environ[STORE_ENV] = str(store.path)
         try:
