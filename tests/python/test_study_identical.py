@@ -46,6 +46,32 @@ def test_s1_documents_from_a_sweep_equal_runs_made_from_scratch(tmp_path):
         assert stored[run.hash] == text, f"{run.label}: the stored document differs"
 
 
+@pytest.mark.parametrize("encode_here", [True, False], ids=["client encodes", "workers encode"])
+def test_documents_encoded_by_the_client_or_the_workers_are_the_same_text(tmp_path, encode_here):
+    """One worker on a machine with a spare CPU sends its documents to the client to encode
+    (LocalBackend.encode_here): the stored text is the one a worker encodes, byte for byte."""
+    resolved, runs = _s1_ep_runs()
+    resolved.runs[:] = runs[:3]
+    backend = LocalBackend(1, encode_here=encode_here)
+    assert backend.encode_here is encode_here
+    with Store(tmp_path) as store:
+        assert run_study(resolved, store, lambda: backend).ok == 3
+        stored = {r["hash"]: (r["result"], r["time_s"], r["local_pct"]) for r in store.rows(resolved.name, documents=True)}
+    for run in resolved.runs:
+        doc = worker.run_config(run.config)
+        assert stored[run.hash] == (doc["result"], doc["columns"]["time_s"], doc["columns"]["local_pct"]), run.label
+
+
+def test_a_document_that_is_not_json_fails_its_run_only():
+    """Encoding happens after the run (in the worker or the client): a document JSON cannot
+    hold is that run's failure, with the reason, never the batch's."""
+    ok = worker.stored({"status": "ok", "error": None, "wall_s": 0.5, "document": {"schema": "numalab.result/1", "time_s": 1.0}})
+    assert ok["result"] == '{"schema":"numalab.result/1","time_s":1.0}' and ok["columns"]["time_s"] == 1.0
+    bad = worker.stored({"status": "ok", "error": None, "wall_s": 0.5, "document": {"schema": "numalab.result/1", "x": {1, 2}}})
+    assert bad["status"] == "failed" and bad["result"] is None and bad["wall_s"] == 0.5
+    assert bad["error"].startswith("TypeError: Object of type set is not JSON serializable")
+
+
 def test_a_kept_workload_is_the_resolved_one_and_a_fresh_copy_each_time():
     workload_cache.clear()
     fresh = descriptor.resolve("bt", {"class": "C", "threads": 64}, version="rwcp-2.3-c")

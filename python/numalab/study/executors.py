@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
 from numalab.exceptions import UsageError
-from numalab.study.worker import Runner, init_local_worker, run_batch
+from numalab.study.worker import Runner, init_local_worker, run_batch, stored
 
 
 def _failed(error: str, lost: bool = False) -> dict[str, Any]:
@@ -39,10 +39,15 @@ class LocalBackend:
     copy a lock some other thread holds.
     """
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, encode_here: bool | None = None):
         if workers < 1:
             raise UsageError(f"--jobs must be >= 1, got {workers}")
         self.slots = workers
+        # Fewer workers than CPUs: the client, idle on a CPU of its own, turns the documents into
+        # their stored text (0.15-0.3 ms each, pickling the document costs the worker a quarter of
+        # that), so the workers only simulate; as many workers as CPUs encode themselves
+        # (bench/study_overhead.py).
+        self.encode_here = workers < _cpus() if encode_here is None else encode_here
         self.pool = self._new_pool()
 
     def _new_pool(self) -> ProcessPoolExecutor:
@@ -54,20 +59,21 @@ class LocalBackend:
         return ProcessPoolExecutor(max_workers=self.slots, mp_context=ctx, initializer=init_local_worker)
 
     def submit(self, configs: list[dict[str, Any]], run: Runner | None = None) -> Future:
+        encode = not self.encode_here
         try:
-            return self.pool.submit(run_batch, configs, run)
+            return self.pool.submit(run_batch, configs, run, encode)
         except BrokenProcessPool:
             # A worker died (killed, out of memory): its pool is unusable; start a fresh one.
             self.pool.shutdown(wait=False, cancel_futures=True)
             self.pool = self._new_pool()
-            return self.pool.submit(run_batch, configs, run)
+            return self.pool.submit(run_batch, configs, run, encode)
 
     def refresh(self) -> None:
         pass
 
     def outcomes(self, handle: Future, n: int) -> list[dict[str, Any]]:
         try:
-            return handle.result()
+            return [stored(o) for o in handle.result()]
         except BrokenProcessPool as e:
             return [_failed(f"worker process died ({e})", lost=True)] * n
         except Exception as e:  # pickling errors and the like: record, do not stop the sweep
@@ -182,13 +188,17 @@ def connect_timeout_s() -> float:
         raise UsageError(f"NUMALAB_DASK_CONNECT_TIMEOUT_S: '{raw}' is not a number of seconds") from None
 
 
+def _cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def local_workers(requested: Optional[int], todo: Optional[int] = None) -> tuple[int, str | None]:
     """Worker processes for ``todo`` runs: one per CPU by default, never more than the CPUs
     (simulations are CPU-bound: more processes only share them) nor than the runs. Returns the
     number and, when it is less than asked, a note saying why."""
     if requested is not None and requested < 1:
         raise UsageError(f"--jobs must be >= 1, got {requested}")
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cpus = _cpus()
     limits = [cpus] + ([max(1, todo)] if todo is not None else [])
     n = min([requested or cpus, *limits])
     if requested is None or n >= requested:

@@ -41,29 +41,43 @@ def simulate(config: dict[str, Any]) -> Any:
     return result
 
 
-def run_config(config: dict[str, Any], run: Runner | None = None) -> dict[str, Any]:
+def run_config(config: dict[str, Any], run: Runner | None = None, encode: bool = True) -> dict[str, Any]:
     """Run one configuration: ``{"status", "error", "wall_s", "result", "columns"}``. ``run``:
-    the study kind's runner (``study.kinds``); none for a placement run."""
-    from numalab.results.derived import columns
-
+    the study kind's runner (``study.kinds``); none for a placement run. ``encode=False``: the
+    document itself instead of ``result`` and ``columns`` (``document``), for ``stored`` in the
+    client."""
     start = time.perf_counter()
     try:
         doc = (run or simulate)(config).doc
     except Exception as e:  # a failed run is data, not a crash of the sweep
-        message = str(e.args[0]) if getattr(e, "args", None) else repr(e)
-        return {"status": "failed", "error": f"{type(e).__name__}: {message}", "wall_s": time.perf_counter() - start, "result": None, "columns": {}}
-    return {
-        "status": doc.get("status", "ok"),
-        "error": doc.get("error"),
-        "wall_s": time.perf_counter() - start,
-        "result": _DOCUMENT.encode(doc),
-        "columns": columns(doc),
-    }
+        return _failed(e, time.perf_counter() - start)
+    outcome = {"status": doc.get("status", "ok"), "error": doc.get("error"), "wall_s": time.perf_counter() - start, "document": doc}
+    return stored(outcome) if encode else outcome
 
 
-def run_batch(configs: list[dict[str, Any]], run: Runner | None = None) -> list[dict[str, Any]]:
+def stored(outcome: dict[str, Any]) -> dict[str, Any]:
+    """The outcome as the store keeps it: the document as its JSON text and the derived columns
+    (``run_config`` does it in the worker; a client with a CPU to spare does it itself)."""
+    if "document" not in outcome:
+        return outcome
+    from numalab.results.derived import columns
+
+    doc = outcome.pop("document")
+    try:
+        outcome.update(result=_DOCUMENT.encode(doc), columns=columns(doc))
+    except Exception as e:  # a document that is not JSON: this run failed, not its batch
+        outcome = _failed(e, outcome["wall_s"])
+    return outcome
+
+
+def _failed(e: Exception, wall_s: float) -> dict[str, Any]:
+    message = str(e.args[0]) if getattr(e, "args", None) else repr(e)
+    return {"status": "failed", "error": f"{type(e).__name__}: {message}", "wall_s": wall_s, "result": None, "columns": {}}
+
+
+def run_batch(configs: list[dict[str, Any]], run: Runner | None = None, encode: bool = True) -> list[dict[str, Any]]:
     """Several configurations in one task (short runs travel in batches, see ``sweep``)."""
-    return [run_config(c, run) for c in configs]
+    return [run_config(c, run, encode) for c in configs]
 
 
 def init_local_worker() -> None:
