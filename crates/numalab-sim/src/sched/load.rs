@@ -227,7 +227,7 @@ impl Sched {
 
     /// The periodic background task's v6.13 signals on `cpu` at `now_s` (`noise.rs`), sharing
     /// the CPU with the threads runnable there; None without one or in another version's form.
-    fn background_signals(&self, cpu: usize, now_s: f64) -> Option<(u64, u64, u64)> {
+    pub(super) fn background_signals(&self, cpu: usize, now_s: f64) -> Option<(u64, u64, u64)> {
         if self.rules.load.tracking != PeltForm::LoadRunnableUtil {
             return None;
         }

@@ -44,8 +44,7 @@ impl Sched {
         for cpu in 0..ncpu {
             if self.was_busy[cpu] && nr[cpu] == 0 {
                 for l in 0..self.domains.len() {
-                    let got = self.load_balance(now_s, cpu, l, Idle::Newly, &mut nr, live);
-                    let done = !got.is_empty();
+                    let (got, done) = self.load_balance(now_s, cpu, l, Idle::Newly, &mut nr, live);
                     moved.extend(got);
                     if done {
                         break;
@@ -78,7 +77,7 @@ impl Sched {
                     self.grow_interval(l, cpu);
                     break;
                 }
-                moved.extend(self.load_balance(now_s, cpu, l, idle, &mut nr, live));
+                moved.extend(self.load_balance(now_s, cpu, l, idle, &mut nr, live).0);
             }
         }
         for (w, &n) in self.was_busy.iter_mut().zip(&nr) {
@@ -141,28 +140,37 @@ impl Sched {
     fn since_turn(&self, now_s: f64, cpu: usize, tid: usize, live: &[bool]) -> (bool, f64) {
         let mut on: Vec<usize> = (0..self.cpu.len()).filter(|&t| live[t] && self.cpu[t] == cpu).collect();
         on.sort();
+        let me = on.iter().position(|&t| t == tid).unwrap_or(0);
         if let Some(nz) = &self.noise {
-            if let Some(start) = nz.active_since(cpu, now_s) {
-                // Background work preempted the CPU's task at its start.
+            if let Some(start) = nz.short_active_since(cpu, now_s) {
+                // Short background work preempted the CPU's task at its start.
                 return (false, now_s - start);
+            }
+            if let Some(start) = nz.agent_run_at(cpu, now_s) {
+                // The periodic task, a CFS task, takes turns with the CPU's threads: it comes
+                // first (woken after a long sleep, it preempts the running thread), the threads
+                // after it in thread order.
+                return turn(slice_s(self.rules.slice, on.len() + 1), on.len() + 1, me + 1, now_s - start, true);
             }
         }
         let n = on.len();
         if n <= 1 {
             return (true, 0.0);
         }
-        let s = slice_s(self.rules.slice, n);
-        let period = s * n as f64;
-        let pos = now_s.rem_euclid(period);
-        let cur = ((pos / s) as usize).min(n - 1);
-        let me = on.iter().position(|&t| t == tid).unwrap_or(0);
-        if me == cur {
-            return (true, 0.0);
+        // The turns are as old as the run: no task waits for its first.
+        turn(slice_s(self.rules.slice, n), n, me, now_s, false)
+    }
+
+    /// The periodic background task on `src` at `now_s`, if it runs there: whether it is
+    /// running (its turn, `since_turn()`) and how long ago its last turn ended.
+    fn agent_turn(&self, now_s: f64, src: usize, live: &[bool]) -> Option<(bool, f64)> {
+        let nz = self.noise.as_ref()?;
+        let start = nz.agent_run_at(src, now_s)?;
+        if nz.short_active_since(src, now_s).is_some() {
+            return Some((false, 0.0));
         }
-        // Time since the end of my last turn.
-        let end_of_mine = (me + 1) as f64 * s;
-        let since = (pos - end_of_mine).rem_euclid(period);
-        (false, since)
+        let n = (0..self.cpu.len()).filter(|&t| live[t] && self.cpu[t] == src).count();
+        Some(turn(slice_s(self.rules.slice, n + 1), n + 1, 0, now_s - start, true))
     }
 
     /// The statistics of domain `l`'s groups seen from `dst`, in `groups_of[dst]` order
@@ -263,7 +271,7 @@ impl Sched {
         idle: Idle,
         nr: &mut [usize],
         live: &[bool],
-    ) -> Vec<usize> {
+    ) -> (Vec<usize>, bool) {
         if l == 0 && idle != Idle::Newly && self.rules.load.idle_scan == IdleScan::SisUtil {
             self.update_idle_cpu_scan(now_s, dst, live);
         }
@@ -278,12 +286,12 @@ impl Sched {
         };
         let Some((b, m)) = found else {
             self.balanced(l, dst, idle);
-            return Vec::new();
+            return (Vec::new(), false);
         };
         let (local, busiest) = (stats[0], stats[b]);
         let Some(src) = self.busiest_queue(&self.domains[l].groups_of[dst][b], m, nr, &sig) else {
             self.balanced(l, dst, idle);
-            return Vec::new();
+            return (Vec::new(), false);
         };
         let failed = self.state[l][dst].nr_balance_failed;
         let tries = self.domains[l].cache_nice_tries;
@@ -307,6 +315,7 @@ impl Sched {
         if nr[src] <= 1 {
             cands.clear();
         }
+        let agent_moved = self.pull_agent(now_s, (l, src, dst), m, &cands, &mut left, nr, live, &mut blocked);
         for t in cands {
             // "We only want to steal up to the prescribed amount of load/util/tasks."
             if left <= 0 {
@@ -385,10 +394,10 @@ impl Sched {
             pulled.push(t);
         }
         let st = &mut self.state[l][dst];
-        if !pulled.is_empty() {
+        if !pulled.is_empty() || agent_moved {
             st.nr_balance_failed = 0;
             st.balance_interval_ms = self.domains[l].min_interval_ms(dst);
-            return pulled;
+            return (pulled, true);
         }
         if idle != Idle::Newly {
             st.nr_balance_failed += 1;
@@ -412,10 +421,68 @@ impl Sched {
                 nr[src] -= 1;
                 nr[dst] += 1;
                 self.migrate(now_s, t, dst, "active-balance", l, why);
-                return vec![t];
+                return (vec![t], true);
             }
         }
-        Vec::new()
+        (Vec::new(), false)
+    }
+
+    /// `detach_tasks()` for the periodic background task (`noise.rs`), a CFS task like the
+    /// threads: taken from `src` when it waits and has waited longest of the queued tasks (the
+    /// tail of `cfs_tasks` is the least recently run), under `can_migrate_task()`'s tests (not
+    /// running, `task_hot()` unless `nr_balance_failed > cache_nice_tries`) and the amount left.
+    /// Returns whether it moved.
+    #[allow(clippy::too_many_arguments)]
+    fn pull_agent(
+        &mut self,
+        now_s: f64,
+        (l, src, dst): (usize, usize, usize),
+        m: Migration,
+        cands: &[usize],
+        left: &mut i64,
+        nr: &mut [usize],
+        live: &[bool],
+        blocked: &mut Vec<String>,
+    ) -> bool {
+        if nr[src] <= 1 || *left <= 0 {
+            return false;
+        }
+        let Some((running, since)) = self.agent_turn(now_s, src, live) else {
+            return false;
+        };
+        if running {
+            blocked.push("background task running".into());
+            return false;
+        }
+        let lru = cands.iter().all(|&t| {
+            let (r, s) = self.since_ran(now_s, src, t, live);
+            r || s <= since
+        });
+        if !lru {
+            return false;
+        }
+        let failed = self.state[l][dst].nr_balance_failed;
+        if since < MIGRATION_COST_S && failed <= self.domains[l].cache_nice_tries {
+            blocked.push(format!("background task cache hot (ran {:.0} us ago)", since * 1e6));
+            return false;
+        }
+        let (load, util) = self.background_signals(src, now_s).map_or((CAPACITY, 0), |(load, util, _)| (load, util));
+        let take = match m {
+            Migration::Task(_) => 1,
+            Migration::Util(_) if (util >> failed.min(63)) as i64 <= *left => util as i64,
+            Migration::Load(_) if (load.max(1) >> failed.min(63)) as i64 <= *left => load.max(1) as i64,
+            _ => {
+                blocked.push(format!("background task load {load}, utilisation {util} above {left}"));
+                return false;
+            }
+        };
+        if !self.noise.as_mut().is_some_and(|nz| nz.move_agent(src, dst, now_s)) {
+            return false;
+        }
+        *left -= take;
+        nr[src] -= 1;
+        nr[dst] += 1;
+        true
     }
 
     /// v6.13 `update_idle_cpu_scan()` (from `update_sd_lb_stats()` of the LLC domain, periodic
@@ -443,6 +510,22 @@ impl Sched {
     }
 }
 
+/// Task `me` of `n` taking turns of `slice` seconds in order, `elapsed` seconds after the first
+/// turn began: whether it runs now, and else how long ago its last turn ended (with `fresh`,
+/// since the first turn began when it has had none yet: it stopped running then).
+fn turn(slice: f64, n: usize, me: usize, elapsed: f64, fresh: bool) -> (bool, f64) {
+    let period = slice * n as f64;
+    let pos = elapsed.rem_euclid(period);
+    let cur = ((pos / slice) as usize).min(n - 1);
+    if me == cur {
+        return (true, 0.0);
+    }
+    if fresh && elapsed < (me + 1) as f64 * slice {
+        return (false, elapsed);
+    }
+    (false, (pos - (me + 1) as f64 * slice).rem_euclid(period))
+}
+
 fn d_name(s: &Sched, l: usize) -> String {
     s.domains[l].name.clone()
 }
@@ -453,6 +536,10 @@ mod tests {
     use crate::input::{Kernel, Placement, Places, ProcBind};
 
     fn sched(kernel: Kernel) -> Sched {
+        sched_of(kernel, 1)
+    }
+
+    fn sched_of(kernel: Kernel, threads: usize) -> Sched {
         let m = crate::sched::test_machines::two_nodes_of_two_cores();
         let p = Placement {
             policy: numalab_model::MemPolicy::new(numalab_model::PolicyMode::Default, Default::default()).unwrap(),
@@ -460,7 +547,69 @@ mod tests {
             proc_bind: ProcBind::False,
             places: Places::Cores,
         };
-        Sched::new(&m, &p, kernel, 1, 1).unwrap()
+        Sched::new(&m, &p, kernel, 1, threads).unwrap()
+    }
+
+    /// Two threads of a 6.13 machine of two nodes of two cores, thread 0 beside a run of the
+    /// periodic background task (one of 0.1 s every second, `noise.rs`), thread 1 on the other
+    /// node; returns the machine, the shared CPU, its idle sibling and the run's start.
+    fn beside_the_agent() -> (Sched, usize, usize, f64) {
+        let mut s = sched_of(Kernel::V6_13, 2);
+        s.set_background(
+            7,
+            crate::sched::Background {
+                kthread_hz: 0.0,
+                kthread_mean_s: 0.0,
+                daemon_hz: 0.0,
+                daemon_mean_s: 0.0,
+                agent_period_s: 1.0,
+                agent_cost_s: 0.1,
+            },
+        );
+        // Generated with no thread runnable, the run stays on its seeded CPU.
+        s.background(0.0, 1.0, &[false, false]);
+        let nz = s.noise.as_ref().unwrap();
+        let (cpu, start) = (0..4)
+            .flat_map(|c| (0..1000).map(move |k| (c, k as f64 * 1e-3)))
+            .find_map(|(c, t)| nz.agent_run_at(c, t).map(|st| (c, st)))
+            .expect("one run in the first second");
+        s.cpu[0] = cpu;
+        s.cpu[1] = (cpu + 2) % 4;
+        (s, cpu, cpu ^ 1, start)
+    }
+
+    #[test]
+    fn a_newly_idle_cpu_pulls_the_periodic_task_while_it_waits_its_turn() {
+        // kernel/sched/fair.c detach_tasks(): the task is a CFS task like the threads; it and
+        // the thread beside it take turns (6.13's 3 ms base slice, the task first: woken after
+        // a long sleep, it preempts the thread). In the thread's turn the task waits, ran more
+        // than sysctl_sched_migration_cost ago at 1.5 ms into it, and is taken; its run goes on
+        // on the idle CPU.
+        let live = [true, true];
+        let (mut s, cpu, idle, start) = beside_the_agent();
+        let now = start + 4.5e-3;
+        let mut nr = s.nr_running(&live, now);
+        assert_eq!((nr[cpu], nr[idle]), (2, 0));
+        let (threads, moved) = s.load_balance(now, idle, 0, Idle::Newly, &mut nr, &live);
+        assert!(threads.is_empty() && moved);
+        let nz = s.noise.as_ref().unwrap();
+        assert_eq!((nz.agent_run_at(idle, now + 1e-3), nz.agent_run_at(cpu, now + 1e-3)), (Some(now), None));
+        assert!(nz.active_at(idle, start + 0.099) && !nz.active_at(idle, start + 0.101));
+        assert_eq!(s.cpu, vec![cpu, (cpu + 2) % 4]);
+        // In the task's next turn (6-9 ms) the thread waits, 1.5 ms since its turn ended: the
+        // thread is taken, not the running task.
+        let (mut s, cpu, idle, start) = beside_the_agent();
+        let now = start + 7.5e-3;
+        let mut nr = s.nr_running(&live, now);
+        let (threads, moved) = s.load_balance(now, idle, 0, Idle::Newly, &mut nr, &live);
+        assert!(moved && threads == vec![0], "{threads:?}");
+        assert_eq!(s.noise.as_ref().unwrap().agent_run_at(cpu, now + 1e-3), Some(start));
+        // Waiting only 0.2 ms (its turn ended at 3 ms): cache hot, and the thread runs.
+        let (mut s, cpu, idle, start) = beside_the_agent();
+        let now = start + 3.2e-3;
+        let mut nr = s.nr_running(&live, now);
+        assert_eq!(s.load_balance(now, idle, 0, Idle::Newly, &mut nr, &live), (Vec::new(), false));
+        assert_eq!(s.noise.as_ref().unwrap().agent_run_at(cpu, now), Some(start));
     }
 
     #[test]

@@ -229,6 +229,49 @@ impl Noise {
     pub fn active_at(&self, cpu: usize, t: f64) -> bool {
         self.active_since(cpu, t).is_some()
     }
+
+    /// The start of the periodic task's run on `cpu` at `t`, if it runs there then.
+    pub fn agent_run_at(&self, cpu: usize, t: f64) -> Option<f64> {
+        self.agent_runs.iter().find(|r| r.0 == cpu && r.1 <= t && t < r.2).map(|r| r.1)
+    }
+
+    /// The start of the short background work (kernel threads, daemons) on `cpu` at `t`, if
+    /// any: the periodic task's run left out.
+    pub fn short_active_since(&self, cpu: usize, t: f64) -> Option<f64> {
+        let agent = self.agent_run_at(cpu, t);
+        self.events
+            .iter()
+            .filter(|e| e.0 == cpu && e.1 <= t && t < e.2 && Some(e.1) != agent)
+            .map(|e| e.1)
+            .reduce(f64::min)
+    }
+
+    /// The balancer moves the periodic task, a CFS task (`detach_task()`, `attach_task()`), from
+    /// `from` to `to` at `t`: the rest of its run is on `to`, its signals leave `from` with it
+    /// (`migrate_task_rq_fair()` detaches its load) and its next wake-up starts from `to`.
+    pub fn move_agent(&mut self, from: usize, to: usize, t: f64) -> bool {
+        let Some(start) = self.agent_run_at(from, t) else {
+            return false;
+        };
+        let Some(k) = self.agent_runs.iter().position(|r| r.0 == from && r.1 == start) else {
+            return false;
+        };
+        let (_, _, end, a0) = self.agent_runs[k];
+        let mut a = a0;
+        a.update(ns(t), true, CAPACITY);
+        self.agent_runs[k].2 = t;
+        self.agent_runs.insert(k + 1, (to, t, end, a));
+        while self.agent_runs.len() > 2 {
+            self.agent_runs.remove(0);
+        }
+        if let Some(e) = self.events.iter_mut().find(|e| e.0 == from && e.1 == start && e.2 == end) {
+            e.2 = t;
+        }
+        let at = self.events.iter().position(|e| e.1 > t).unwrap_or(self.events.len());
+        self.events.insert(at, (to, t, end));
+        self.agent_cpu = to;
+        true
+    }
 }
 
 #[cfg(test)]
