@@ -32,9 +32,9 @@ $(STAMP): pyproject.toml $(MATURIN_STAMP)
 
 venv: $(STAMP) ## create .venv with the Python dependencies (from PyPI)
 
-# The extension module is built in place (--skip-install) as soon as maturin is there; installing
-# numalab into .venv (its dependencies with it) waits for pip's install of the rest, and reuses
-# that build (cargo has nothing left to compile).
+# The extension module needs only maturin: it is built in place (--skip-install), under `make -j`
+# beside pip's install of the rest; installing numalab into .venv (its dependencies with it) waits
+# for that install and reuses the build (cargo has nothing left to compile).
 MATURIN_DEVELOP := VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop -q --release
 
 $(VENV)/.ext-stamp: $(MATURIN_STAMP) $(RUST_SRC)
