@@ -3,7 +3,8 @@
 ``run_config`` never raises: a run that fails comes back as a ``failed`` outcome with its error,
 so one bad configuration does not stop a sweep. The outcome carries the result document as JSON
 text and the derived columns, computed here so the one process that writes the store only
-writes.
+writes; local workers fewer than the CPUs leave that to their client instead (``stored``), which
+has a CPU of its own (``executors.LocalBackend``).
 """
 
 from __future__ import annotations
