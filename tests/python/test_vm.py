@@ -170,7 +170,7 @@ def test_guest_has_no_network_and_the_issue_kernel_cmdline(tmp_path):
     t = qemu.topology(load_machine("vm-4"))
     a = qemu.argv("qemu", t, "vmlinuz", tmp_path / "i", qemu.cmdline(True), "tcg", tmp_path / "d")
     assert a[a.index("-nic") + 1] == "none" and "-nodefaults" in a and "-no-reboot" in a and "-nographic" in a
-    assert a[a.index("-append") + 1] == "console=ttyS0 quiet panic=-1 numa_balancing=enable"
+    assert a[a.index("-append") + 1] == "console=ttyS0 quiet panic=-1 no_timer_check numa_balancing=enable"
     assert qemu.cmdline(False).endswith("numa_balancing=disable")
     assert f"file:{tmp_path / 'd'}" in a
 
