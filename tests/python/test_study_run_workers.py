@@ -1,9 +1,12 @@
 """More workers than CPUs or than runs: a one-line note on stderr and the workers clamped (the
-simulations are CPU-bound); the default is one per CPU, clamped to the runs without a word."""
+simulations are CPU-bound); the default is one per CPU, clamped to the runs without a word. Fewer
+workers than CPUs leave the documents' encoding to the client; the pipe the outcomes return
+through holds a whole batch."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -50,3 +53,29 @@ def test_the_study_command_says_it_and_runs_with_fewer(cli, tmp_path, monkeypatc
     # nothing left to run: no workers, no note
     code, out, err = cli("study", str(study), "--results", str(tmp_path / "r"), "--workers", "64")
     assert code == 0 and "numalab: note" not in err and len(started) == 1
+
+
+def test_the_client_encodes_only_when_the_workers_leave_a_cpu(four_cpus):
+    for workers, client_encodes in ((1, True), (3, True), (4, False)):
+        backend = executors.LocalBackend(workers)
+        try:
+            assert backend.encode_here is client_encodes, workers
+        finally:
+            backend.close(cancel=False)
+
+
+def test_the_results_pipe_holds_a_batch():
+    fcntl = pytest.importorskip("fcntl")
+    try:
+        limit = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    except OSError:
+        pytest.skip("no /proc/sys/fs/pipe-max-size: not Linux")
+    if limit < executors._RESULTS_PIPE_BYTES:
+        pytest.skip(f"pipe-max-size is {limit} bytes here")
+    backend = executors.LocalBackend(1)
+    try:
+        writer = backend.pool._result_queue._writer
+        f_getpipe_sz = 1032  # fs/pipe.c: pipe_fcntl
+        assert fcntl.fcntl(writer.fileno(), f_getpipe_sz) >= executors._RESULTS_PIPE_BYTES
+    finally:
+        backend.close(cancel=False)
