@@ -62,6 +62,9 @@ def test_sched_unbound_threads_move_more_than_bound_ones_in_the_guest_and_the_si
     bound = next(c for c in results if "omp-proc-bind" in c.case.config)
     for side in (bound.sim, bound.vm):
         assert side.threads.changed_node == 0, table
+    # The binding is each bound thread's one move in the simulator (libgomp's gomp_init_affinity);
+    # the guest's count varies with the host's load (1-4 seen), so it is printed only.
+    assert max(bound.sim.threads.nr_migrations) <= 2, table
     for c in results:
         if c.case.more_than:
             assert c.sim.threads.migrated > 0 and c.vm.threads.migrated > 0, table

@@ -178,17 +178,20 @@ def moves(min_pct: float = 10.0) -> Expect:
     return check
 
 
-def stay(max_migrations: int = 2) -> Expect:
+def stay() -> Expect:
+    """Bound threads keep their first node. Their ``nr_migrations`` are printed, not checked: a
+    new thread can be moved before libgomp's binding reaches it, and guest runs on a busy host
+    counted 1-4 per thread (docs/scheduler.md §10.1); the simulator's count is asserted by the
+    tests, where it is deterministic."""
     def check(s: Side) -> str | None:
         t = s.threads
         if not t.nr_migrations:
             return "no thread was seen"
         if t.changed_node:
             return f"{t.changed_node} thread(s) changed node"
-        worst = max(t.nr_migrations)
-        return None if worst <= max_migrations else f"a thread has nr_migrations {worst}, expected <= {max_migrations}"
+        return None
 
-    check.__doc__ = f"no thread leaves its first node and each has nr_migrations <= {max_migrations}"
+    check.__doc__ = "no thread leaves its first node"
     return check
 
 
