@@ -114,6 +114,9 @@ pub struct SchedRules {
     pub wake_affine: WakeAffine,
     /// When the target's LLC has no idle core (`kernel/sched/fair.c: select_idle_sibling()`).
     pub idle_sibling: IdleSibling,
+    /// `select_idle_sibling()` tries the task's `recent_used_cpu` (its previous CPU at its last
+    /// wake-up that got that far) before scanning the LLC (since v4.16).
+    pub recent_used_cpu: bool,
     /// The order of a wake-up's choices (`select_task_rq_fair()` with `SD_BALANCE_WAKE`).
     pub wake_order: WakeOrder,
     /// When idle CPUs, their tick stopped, are balanced (CONFIG_NO_HZ idle balancing).
@@ -661,6 +664,7 @@ pub const PROFILE_2_6_32: KernelProfile = KernelProfile {
         wake_affine: WakeAffine::LoadBalanced,
         // Not read: 2.6.32 has no select_idle_sibling() (wake_order below).
         idle_sibling: IdleSibling::FirstIdleInLlc,
+        recent_used_cpu: false,
         // kernel/sched_fair.c: select_task_rq_fair(): "if (tmp->flags & SD_PREFER_SIBLING)" (MC:
         // include/linux/sched.h sd_balance_for_mc_power()) prev_cpu if it has no CFS task, else
         // the first allowed CPU of the span with none; "if (affine_sd && wake_affine(affine_sd,
@@ -762,6 +766,8 @@ pub const PROFILE_3_13: KernelProfile = KernelProfile {
         wake_wide: WakeWide::WakeeAboveFactor,
         wake_affine: WakeAffine::LoadBalanced,
         idle_sibling: IdleSibling::TargetCoreSibling,
+        // kernel/sched/fair.c: select_idle_sibling() (v3.13): no recent_used_cpu.
+        recent_used_cpu: false,
         wake_order: WakeOrder::AffineThenIdleSibling,
         // kernel/sched/fair.c: nohz_kick_needed(): "if (rq->nr_running >= 2) goto need_kick";
         // sd_busy's nr_busy_cpus > 1.
@@ -847,6 +853,9 @@ pub const PROFILE_6_13: KernelProfile = KernelProfile {
         wake_wide: WakeWide::MasterSlave,
         wake_affine: WakeAffine::IdleThenWeight,
         idle_sibling: IdleSibling::FirstIdleInLlc,
+        // kernel/sched/fair.c: select_idle_sibling(): "recent_used_cpu = p->recent_used_cpu;
+        // p->recent_used_cpu = prev;", taken if idle, in the target's LLC and allowed.
+        recent_used_cpu: true,
         wake_order: WakeOrder::AffineThenIdleSibling,
         // kernel/sched/fair.c: nohz_balancer_kick(): rq->nr_running >= 2, or the LLC's
         // sd_llc_shared->nr_busy_cpus > 1 (no capacity pressure, misfit or asym packing here).

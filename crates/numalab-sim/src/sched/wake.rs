@@ -38,12 +38,14 @@ fn load_balanced(this_load: i64, prev_load: i64, nr_this: i64, bias: i64) -> boo
     balanced || (this_load <= prev_load && this_load + prev_load <= tl_per_task)
 }
 
-/// Per thread, `task_struct`'s `wakee_flips`, `last_wakee` and `wakee_flip_decay_ts`.
+/// Per thread, `task_struct`'s `wakee_flips`, `last_wakee`, `wakee_flip_decay_ts` and
+/// `recent_used_cpu` (set from a shared reference: `select_idle_sibling()` reads and writes it).
 #[derive(Clone, Debug, Default)]
 pub struct Wakee {
     flips: u64,
     last: Option<usize>,
     decay_s: f64,
+    recent_used_cpu: std::cell::Cell<Option<usize>>,
 }
 
 impl Sched {
@@ -134,6 +136,17 @@ impl Sched {
         cpu
     }
 
+    /// v6.13 `select_idle_sibling()` once neither the target nor prev is idle:
+    /// `recent_used_cpu = p->recent_used_cpu; p->recent_used_cpu = prev;` (so since v5.15,
+    /// "sched/fair: Use prev instead of new target as recent_used_cpu"). None before the first
+    /// such wake-up and in versions without it.
+    fn recent_used_cpu(&self, tid: usize, prev: usize) -> Option<usize> {
+        if !self.rules.recent_used_cpu {
+            return None;
+        }
+        self.wakee[tid].recent_used_cpu.replace(Some(prev))
+    }
+
     /// v3.13 / v6.13 (`WakeOrder::AffineThenIdleSibling`): `wake_affine()` between the waker's
     /// CPU and `prev`, then `select_idle_sibling()` around the target. Returns the CPU and the
     /// affine domain's name (empty when none).
@@ -222,6 +235,13 @@ impl Sched {
             target
         } else if prev != target && self.pu_node[prev] == self.pu_node[target] && idle(prev) {
             prev
+        } else if let Some(r) = self.recent_used_cpu(tid, prev).filter(|&r| {
+            r != prev && r != target && self.pu_node[r] == self.pu_node[target] && idle(r) && allowed.contains(&r)
+        }) {
+            // v6.13: the task's recently used CPU, idle, in the target's LLC (not limited by
+            // SIS_UTIL: it comes before select_idle_cpu()).
+            why.push(format!("recent_used_cpu CPU {}", self.pu_os[r]));
+            r
         } else {
             let n = self.pu_node.len();
             // The target's LLC in for_each_cpu_wrap() order from target + 1.
@@ -376,6 +396,25 @@ mod tests {
     /// Two nodes of two cores (CPUs 0-1 and 2-3).
     fn sched(kernel: Kernel, cpus: &[usize]) -> Sched {
         placed(&crate::sched::test_machines::two_nodes_of_two_cores(), kernel, cpus)
+    }
+
+    #[test]
+    fn v613_a_wakee_takes_its_recently_used_cpu_where_sis_util_scans_nothing() {
+        // kernel/sched/fair.c select_idle_sibling() (v6.13): with the target and prev busy,
+        // "recent_used_cpu = p->recent_used_cpu; p->recent_used_cpu = prev;", then the recent CPU
+        // if idle and in the target's LLC, before select_idle_cpu() (whose SIS_UTIL limit, 0
+        // here, looks at no CPU). Thread 1 first woken on busy CPU 1 (by thread 3 there): stays,
+        // and remembers CPU 1. Then woken on busy CPU 0 (by thread 2 there), CPU 1 idle: goes
+        // there; without the rule it stays on CPU 0.
+        for (recent, second) in [(true, 1), (false, 0)] {
+            let mut s = sched(Kernel::V6_13, &[2, 1, 0, 1]);
+            s.rules = Box::leak(Box::new(crate::profile::SchedRules { recent_used_cpu: recent, ..s.rules.clone() }));
+            s.nr_idle_scan = vec![0, 0];
+            assert_eq!(s.wake(1e-3, 1, 3, &[true; 4]), 1);
+            s.cpu = vec![2, 0, 0, 3];
+            assert_eq!(s.wake(2e-3, 1, 2, &[true; 4]), second, "recent_used_cpu {recent}");
+        }
+        assert!(sched(Kernel::V6_13, &[0]).rules.recent_used_cpu && !sched(Kernel::V3_13, &[0]).rules.recent_used_cpu);
     }
 
     #[test]
