@@ -112,14 +112,33 @@ def _children(pid: int) -> list[int]:
     return _processes_where(1, pid)
 
 
+def _workers(pid: int) -> list[int]:
+    """The study's worker processes: forked children running the client's own command line (not
+    multiprocessing's forkserver or resource tracker, which a sweep may also start)."""
+    def cmdline(p: int) -> bytes:
+        try:
+            return Path(f"/proc/{p}/cmdline").read_bytes()
+        except OSError:
+            return b""
+
+    own = cmdline(pid)
+    return [c for c in _children(pid) if own and cmdline(c) == own]
+
+
 def test_a_lost_worker_does_not_lose_or_repeat_runs(tmp_path):
     study = tmp_path / "slow.toml"
     study.write_text(SLOW)
     results = tmp_path / "results"
     proc = _numalab("study", str(study), "--results", str(results), "--workers", "2", start_new_session=True)
-    _wait_for(lambda: len(_stored(results / "numalab.db")) >= 2 and _children(proc.pid))
-    os.kill(_children(proc.pid)[0], signal.SIGKILL)  # as the kernel's OOM killer would
-    out, err = proc.communicate(timeout=300)
+    _wait_for(lambda: len(_stored(results / "numalab.db")) >= 2 and _workers(proc.pid))
+    os.kill(_workers(proc.pid)[0], signal.SIGKILL)  # as the kernel's OOM killer would
+    try:
+        out, err = proc.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"the study did not finish after losing a worker; stored {len(_stored(results / 'numalab.db'))} of 16\n"
+                    f"stdout: {out[-2000:]}\nstderr: {err[-2000:]}")
     assert proc.returncode == 0, err
     assert "16 of 16 runs done: 16 ok" in out
     con = sqlite3.connect(results / "numalab.db")
