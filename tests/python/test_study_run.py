@@ -238,3 +238,43 @@ def test_slurm_without_dask_jobqueue_says_how_to_install(cli, tmp_path):
     study.write_text('name = "slurm"\nmachine = "e5-2620v4-2s"\nworkload = "dgemv"\n')
     code, _, err = cli("study", str(study), "--results", str(tmp_path / "r"), "--slurm", "--queue", "q")
     assert code == 2 and "pip install dask-jobqueue" in err
+
+
+def _catches_everything(marker: str) -> None:
+    """Waits as ``concurrent.futures.process._sendback_result`` does on a results lock a killed
+    worker held: any exception, KeyboardInterrupt included, is caught and the wait resumes."""
+    Path(marker).touch()
+    while True:
+        try:
+            time.sleep(3600)
+        except BaseException:
+            pass
+
+
+def test_a_worker_dies_on_sigterm_though_the_sweep_turns_sigterm_into_an_exception(tmp_path):
+    """The executor stops a broken pool's workers with SIGTERM and waits for them. Workers are
+    forked inside the sweep, whose SIGTERM handler raises KeyboardInterrupt; a worker that kept
+    it survived while waiting on a lock, and the study hung after losing a worker (CI)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    marker = tmp_path / "waiting"
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    pid = None
+    try:
+        pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"), initializer=worker.init_local_worker)
+        pid = pool.submit(os.getpid).result(timeout=60)
+        stuck = pool.submit(_catches_everything, str(marker))
+        _wait_for(marker.exists)
+        os.kill(pid, signal.SIGTERM)
+        with pytest.raises(BrokenProcessPool):
+            stuck.result(timeout=30)
+        pool.shutdown()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if pid is not None and Path(f"/proc/{pid}").exists():
+            os.kill(pid, signal.SIGKILL)
