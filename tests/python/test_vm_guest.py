@@ -76,9 +76,12 @@ def test_a_passive_team_on_two_vcpus_per_node_the_simulator_beside_three_guest_r
     §10): the workers sleep in libgomp's dock and at every barrier, so where they start follows the
     kernel's placement of new tasks and where they run later its wake-up placement and balancing of
     sleepers. Three guest runs give the guest's own spread, printed beside the simulator with the
-    figures that fall outside it. Asserted on both sides and in every guest run: the team's first
-    touch is spread over every node (each new worker runs on the CPU it was placed on until it
-    docks; the simulator stacked the team on node 0 before it modelled that). In every guest run
+    figures that fall outside it (the table's wording is tested in test_vm_sched_table.py).
+    Asserted: the simulator's first touch is spread over every node (each new worker runs on the
+    CPU it was placed on until it docks; the simulator stacked the team on node 0 before it
+    modelled that), and in every guest run no node holds half of the pages (CI saw 37-38 % on the
+    fullest node, and one run with a node left empty: the agent's ptrace() stops at team start
+    delay some workers; docs/scheduler.md §10.3). In every guest run
     some threads also run off their first node for part of the time, and over the three runs at
     least a quarter of the threads do (CI saw 3..7 of 8 per run). The simulator, carrying the
     guest's measured background (the agent's samples, kernel threads; §10.3), moves threads
@@ -87,10 +90,9 @@ def test_a_passive_team_on_two_vcpus_per_node_the_simulator_beside_three_guest_r
     table = check.sched_table([c])
     assert c.ok, check.report(c)
     assert len(c.vm_runs) == 3 and c.vm_runs[0] is c.vm
-    assert "sched-passive-4x2: the simulator is" in table, table
-    for side in (c.sim, *c.vm_runs):
-        fair = side.total / len(side.after_init)
-        assert min(side.after_init) >= fair / 4, table
+    assert min(c.sim.after_init) >= c.sim.total / len(c.sim.after_init) / 4, table
+    for side in c.vm_runs:
+        assert max(side.after_init) < side.total / 2, table
     for side in c.vm_runs:
         assert side.threads.changed_node >= 1 and side.threads.mean_away_pct > 0.0, table
     moved = sum(side.threads.changed_node for side in c.vm_runs)
