@@ -24,6 +24,8 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "timing.h"
+
 #define LINE 64
 #define HUGE (2UL << 20)
 #define MAX_REPS 1000
@@ -32,21 +34,6 @@ struct line {
     struct line *next;
     char pad[LINE - sizeof(struct line *)];
 };
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* The process's CPU time (the scheduler's runtime, not tick samples); one thread: the chase's. */
-static double cpu_now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static void usage(const char *why)
 {
@@ -161,7 +148,7 @@ int main(int argc, char **argv)
     long huge_kib = anon_huge_kib();
 
     /* Wall and CPU time of each repetition: on a busy host the wall time also counts the time
-     * other programs held the CPU; one thread's CPU time does not (common.h: cpu_now_s). */
+     * other programs held the CPU; one thread's CPU time does not (timing.h: cpu_now_s). */
     double ns[MAX_REPS], cpu_ns[MAX_REPS];
     struct line *p = &buf[0];
     for (long r = 0; r < reps; r++) {

@@ -17,24 +17,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "timing.h"
+
 #define MAX_REPS 1000
 #define TEN(x) x x x x x x x x x x
 #define HUNDRED(x) TEN(TEN(x))
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* The process's CPU time (the scheduler's runtime): on a busy host, the chain's own time. */
-static double cpu_now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static void usage(const char *why)
 {

@@ -20,30 +20,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "timing.h"
+
 struct opts {
     long n;
     long reps;
     int threads;
     int parallel_init;
 };
-
-static inline double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* CPU time of every thread of the process so far: the scheduler's runtime accounting, precise to
- * the ns (not sampled at ticks). Over the timed loop, cpu_s / threads is about the loop's time on
- * an otherwise idle machine (waiting threads spin first, libgomp's GOMP_SPINCOUNT) while time_s
- * also counts the time other programs held the CPUs: the two apart say the host was busy. */
-static inline double cpu_now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static void usage(const char *kernel, const char *n_means, long n, long reps, const char *why)
 {

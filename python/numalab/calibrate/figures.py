@@ -3,7 +3,7 @@
 Every figure is the median of its samples with the lowest and highest sample as its range: the
 samples are the chase's repetitions (``ns_per_load``) and the STREAM processes (``gbps``).
 
-On CPU time where the kernel reports it (``cpu_ns_per_load``, ``cpu_s``: kernels/common.h
+On CPU time where the kernel reports it (``cpu_ns_per_load``, ``cpu_s``: kernels/timing.h
 ``cpu_now_s``): the wall time of a run on a busy host also counts the time other programs held
 its CPUs, which would calibrate the machine as slower than it is; its CPU time does not. On an
 idle host the two agree. Outputs without them (older captures) count on wall time."""
