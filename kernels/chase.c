@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "options.h"
 #include "timing.h"
 
 #define LINE 64
@@ -43,19 +44,6 @@ static void usage(const char *why)
                     "prints one JSON line: kernel, size_bytes, lines, hugepages, anon_huge_kib, loads, reps,\n"
                     "init_s, ns_per_load (one per repetition), cpu_ns_per_load, checksum\n");
     exit(2);
-}
-
-static long number(const char *opt, const char *s, long lo, long hi)
-{
-    char *end;
-    errno = 0;
-    long v = s ? strtol(s, &end, 10) : 0;
-    if (!s || errno || end == s || *end || v < lo || v > hi) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "%s must be a whole number in %ld..%ld, got '%s'", opt, lo, hi, s ? s : "");
-        usage(msg);
-    }
-    return v;
 }
 
 /* xorshift64*: a small fixed generator, so a seed always gives the same cycle. */
@@ -94,13 +82,13 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--hugepages"))
             huge = 1;
         else if (!strcmp(a, "--size-mib"))
-            size_mib = number(a, v, 1, 1L << 22), i++;
+            size_mib = whole_number(a, v, 1, 1L << 22, usage), i++;
         else if (!strcmp(a, "--loads"))
-            loads = number(a, v, 1, 1L << 40), i++;
+            loads = whole_number(a, v, 1, 1L << 40, usage), i++;
         else if (!strcmp(a, "--reps"))
-            reps = number(a, v, 1, MAX_REPS), i++;
+            reps = whole_number(a, v, 1, MAX_REPS, usage), i++;
         else if (!strcmp(a, "--seed"))
-            seed = number(a, v, 1, 1L << 62), i++;
+            seed = whole_number(a, v, 1, 1L << 62, usage), i++;
         else {
             char msg[160];
             snprintf(msg, sizeof msg, "unknown option '%s'", a);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "options.h"
 #include "timing.h"
 
 #define MAX_REPS 1000
@@ -30,19 +31,6 @@ static void usage(const char *why)
     fprintf(stderr, "usage: clock [--adds HUNDREDS] [--reps N]\n"
                     "prints one JSON line: kernel, adds, reps, ns_per_add (one per repetition), cpu_ns_per_add, checksum\n");
     exit(2);
-}
-
-static long number(const char *opt, const char *s, long lo, long hi)
-{
-    char *end;
-    errno = 0;
-    long v = s ? strtol(s, &end, 10) : 0;
-    if (!s || errno || end == s || *end || v < lo || v > hi) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "%s must be a whole number in %ld..%ld, got '%s'", opt, lo, hi, s ? s : "");
-        usage(msg);
-    }
-    return v;
 }
 
 /* `steps` x 100 dependent adds. Inline assembly: the compiler would fold a C chain of `a += b`
@@ -64,9 +52,9 @@ int main(int argc, char **argv)
         if (!strcmp(a, "-h") || !strcmp(a, "--help"))
             usage(NULL);
         else if (!strcmp(a, "--adds"))
-            hundreds = number(a, v, 1, 1L << 40), i++;
+            hundreds = whole_number(a, v, 1, 1L << 40, usage), i++;
         else if (!strcmp(a, "--reps"))
-            reps = number(a, v, 1, MAX_REPS), i++;
+            reps = whole_number(a, v, 1, MAX_REPS, usage), i++;
         else {
             char msg[160];
             snprintf(msg, sizeof msg, "unknown option '%s'", a);
