@@ -41,16 +41,18 @@ def test_read_around_places_a_neighbours_pages_and_madv_random_does_not_in_the_g
     """Without MADV_RANDOM each thread's first fault reads 16 pages back into its neighbour's
     block onto its own node (node0 short of its block, the last node over it); with it every page
     is on its writer's node. The guest's numa_maps for the mapping and the simulator agree within
-    0.2% of the region (8 pages) on every node."""
+    0.2% of the region (8 pages) on every node. The exact counts are the end state: nothing moves
+    file pages after first touch here, and a guest sample taken as the last pages are touched may be
+    a few short (CI saw 4,093 of 4,096)."""
     around, random = vm_compared("filemap"), vm_compared("filemap-random")
     for c in (around, random):
         text = check.report(c)
         assert c.ok, text
-        assert c.vm.total == c.sim.total == 4096, text
-    for side in (around.sim, around.vm):
-        assert side.after_init[0] < 1024 < side.after_init[-1], check.report(around)
-    for side in (random.sim, random.vm):
-        assert side.after_init == [1024] * 4, check.report(random)
+        assert c.sim.total == sum(c.vm.after_run) == 4096, text
+    for pages in (around.sim.after_init, around.vm.after_run):
+        assert pages[0] < 1024 < pages[-1], check.report(around)
+    for pages in (random.sim.after_init, random.vm.after_run):
+        assert pages == [1024] * 4, check.report(random)
 
 
 def test_the_procs_case_runs_the_kernel_forked_and_the_simulator_as_a_split_co_run():
@@ -75,6 +77,6 @@ def test_processes_forked_over_one_file_place_their_blocks_as_the_split_co_run_d
     c = vm_compared("filemap-procs")
     text = check.report(c)
     assert c.ok, text
-    assert c.vm.total == c.sim.total == 4096, text
-    for side in (c.sim, c.vm):
-        assert side.after_init[0] < 1024 < side.after_init[-1], text
+    assert c.sim.total == sum(c.vm.after_run) == 4096, text
+    for pages in (c.sim.after_init, c.vm.after_run):
+        assert pages[0] < 1024 < pages[-1], text
