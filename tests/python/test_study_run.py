@@ -191,6 +191,17 @@ def test_out_of_memory_is_an_outcome_not_a_failure(tmp_path):
         assert run_study(resolved, store, InlineBackend).skipped == 2
 
 
+def test_the_summary_counts_the_runs_own_cpu_time(tmp_path):
+    """Each outcome carries its run's CPU time (the study overhead benchmark subtracts their sum):
+    a single-threaded simulation spends at most its wall time on a CPU, and some of it."""
+    resolved = expand(parse_study('name = "cpu"\nmachine = "e5-2620v4-2s"\nworkload = "dgemv"\nparams = { n = 2000, reps = 2 }\nseeds = [1, 2, 3]\n'))
+    outcome = worker.run_config(resolved.runs[0].config)
+    assert 0 < outcome["cpu_s"] <= outcome["wall_s"] + 0.005
+    with Store(tmp_path) as store:
+        s = run_study(resolved, store, InlineBackend)
+    assert s.ok == 3 and 0 < s.run_cpu_s <= s.run_wall_s + 3 * 0.005
+
+
 def test_balancing_runs_are_passed_through_and_recorded(tmp_path):
     """Balancing settings reach the simulator as config items; a simulator that does not have
     them yet fails those runs with a clear error, and the other runs still complete."""

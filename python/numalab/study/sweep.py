@@ -89,6 +89,7 @@ class SweepSummary:
     interrupted: bool = False
     elapsed_s: float = 0.0
     run_wall_s: float = 0.0  # sum of the runs' own wall times (what is not overhead)
+    run_cpu_s: float = 0.0  # sum of the runs' own CPU times (bench/study_overhead.py)
 
     @property
     def done(self) -> int:
@@ -242,6 +243,7 @@ def _count(summary: SweepSummary, outcome: dict[str, Any]) -> None:
     else:
         summary.failed += 1
     summary.run_wall_s += outcome.get("wall_s") or 0.0
+    summary.run_cpu_s += outcome.get("cpu_s") or 0.0
 
 
 class _sigterm_as_interrupt:

@@ -43,16 +43,19 @@ def simulate(config: dict[str, Any]) -> Any:
 
 
 def run_config(config: dict[str, Any], run: Runner | None = None, encode: bool = True) -> dict[str, Any]:
-    """Run one configuration: ``{"status", "error", "wall_s", "result", "columns"}``. ``run``:
+    """Run one configuration: ``{"status", "error", "wall_s", "cpu_s", "result", "columns"}``. ``run``:
     the study kind's runner (``study.kinds``); none for a placement run. ``encode=False``: the
     document itself instead of ``result`` and ``columns`` (``document``), for ``stored`` in the
     client."""
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         doc = (run or simulate)(config).doc
     except Exception as e:  # a failed run is data, not a crash of the sweep
-        return _failed(e, time.perf_counter() - start)
-    outcome = {"status": doc.get("status", "ok"), "error": doc.get("error"), "wall_s": time.perf_counter() - start, "document": doc}
+        return _failed(e, time.perf_counter() - start, time.process_time() - cpu)
+    # cpu_s: the run's own CPU time (the engine runs on this thread), which the study overhead
+    # benchmark subtracts from the CPU time of client and workers (bench/study_overhead.py).
+    outcome = {"status": doc.get("status", "ok"), "error": doc.get("error"), "wall_s": time.perf_counter() - start,
+               "cpu_s": time.process_time() - cpu, "document": doc}
     return stored(outcome) if encode else outcome
 
 
@@ -67,13 +70,13 @@ def stored(outcome: dict[str, Any]) -> dict[str, Any]:
     try:
         outcome.update(result=_DOCUMENT.encode(doc), columns=columns(doc))
     except Exception as e:  # a document that is not JSON: this run failed, not its batch
-        outcome = _failed(e, outcome["wall_s"])
+        outcome = _failed(e, outcome["wall_s"], outcome.get("cpu_s"))
     return outcome
 
 
-def _failed(e: Exception, wall_s: float) -> dict[str, Any]:
+def _failed(e: Exception, wall_s: float, cpu_s: float | None) -> dict[str, Any]:
     message = str(e.args[0]) if getattr(e, "args", None) else repr(e)
-    return {"status": "failed", "error": f"{type(e).__name__}: {message}", "wall_s": wall_s, "result": None, "columns": {}}
+    return {"status": "failed", "error": f"{type(e).__name__}: {message}", "wall_s": wall_s, "cpu_s": cpu_s, "result": None, "columns": {}}
 
 
 def run_batch(configs: list[dict[str, Any]], run: Runner | None = None, encode: bool = True) -> list[dict[str, Any]]:
