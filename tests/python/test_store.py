@@ -71,6 +71,34 @@ def test_speedup_against_the_baseline_whichever_finishes_first(tmp_path, resolve
     assert speed == {("default", 1): 1.0, ("default", 2): 1.0, ("interleave=all", 1): 0.5, ("interleave=all", 2): 0.25}
 
 
+def test_one_commit_of_many_runs_stores_each_runs_own_columns(tmp_path, resolved):
+    """write_many works each configuration's params, balancing and repeat group out once per
+    commit for runs sharing value objects: every row still has its own, and speedups are set for
+    runs committed together with their baseline."""
+    from numalab.results.store import repeat_group
+    from numalab.study.canonical import config_hash, to_json
+    from numalab.study.resolved import ResolvedRun
+
+    with Store(tmp_path) as store:
+        store.register_study(resolved)
+        store.write_many("st", [(r, _outcome(1.0 if r.config["placement"] == "default" else 2.0)) for r in resolved.runs])
+        speed = {(r["placement"], r["seed"]): r["speedup"] for r in store.rows("st")}
+        assert speed == {("default", 1): 1.0, ("default", 2): 1.0, ("interleave=all", 1): 0.5, ("interleave=all", 2): 0.5}
+        # Shared objects, and values equal in Python but not in JSON (1, 1.0, True).
+        shared = dict(resolved.runs[0].config["params"])
+        configs = [dict(resolved.runs[0].config, params=shared, seed=seed, sample_rate=rate)
+                   for seed, rate in ((7, 1), (8, 1.0), (9, True), (10, 1))]
+        configs.append(dict(configs[0], params=dict(shared, n=3000), seed=11))
+        runs = [ResolvedRun(config_hash(c), c, to_json(c), "x", "y", "run", None) for c in configs]
+        store.write_many("other", [(r, _outcome(1.0)) for r in runs])
+        got = {r["hash"]: r for r in map(dict, store.db.execute("SELECT hash, params, balancing, repeat_group FROM runs WHERE study = 'other'"))}
+    for r in runs:
+        assert got[r.hash]["params"] == json.dumps(r.config["params"], sort_keys=True)
+        assert got[r.hash]["balancing"] == json.dumps(r.config["balancing"], sort_keys=True)
+        assert got[r.hash]["repeat_group"] == repeat_group(r.config)
+    assert len({got[r.hash]["repeat_group"] for r in runs}) == 4  # seeds 7 and 10 are repetitions
+
+
 def test_new_metrics_become_columns(tmp_path, resolved):
     with Store(tmp_path) as store:
         store.register_study(resolved)

@@ -437,12 +437,17 @@ class Store:
         at once, which costs one commit instead of one per run (all or none are stored)."""
         if not finished:
             return
-        rows = [(run.hash, self._row(study, run, outcome), _metric_columns(outcome)) for run, outcome in finished]
+        now, shared = _now(), _SharedColumns()
+        rows = [(run.hash, self._row(study, run, outcome, now, shared), _metric_columns(outcome)) for run, outcome in finished]
         with self._transaction():
             t = self.compare_time(study)
             by_columns: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
+            checked: set[tuple[str, ...]] = set()
             for _hash, row, cols in rows:
-                self._ensure_columns(cols)
+                names = tuple(cols)
+                if names not in checked:  # the runs of a commit mostly bring the same metrics
+                    self._ensure_columns(names)
+                    checked.add(names)
                 row.update({k: v for k, v in cols.items() if k in self._columns and k not in row})
                 by_columns.setdefault(tuple(row), []).append(tuple(row.values()))
             for names, values in by_columns.items():
@@ -451,25 +456,26 @@ class Store:
             self._update_speedups(study, [h for h, _row, _cols in rows], t)
 
     @staticmethod
-    def _row(study: str, run: Any, outcome: dict[str, Any]) -> dict[str, Any]:
+    def _row(study: str, run: Any, outcome: dict[str, Any], now: str | None = None, shared: "_SharedColumns | None" = None) -> dict[str, Any]:
         c = run.config
+        params, balancing, group = (shared or _SharedColumns()).of(c)
         return {
             "hash": run.hash,
             "study": study,
             "config": run.config_json,
             "machine": c["machine"],
             "workload": c["workload"],
-            "params": json.dumps(c["params"], sort_keys=True),
+            "params": params,
             "placement": c["placement"],
-            "balancing": json.dumps(c["balancing"], sort_keys=True),
+            "balancing": balancing,
             "kernel": c["kernel"],
             "seed": seed_to_db(c["seed"]),
             "status": outcome["status"],
             "error": outcome.get("error"),
             "wall_s": outcome.get("wall_s"),
-            "finished_at": _now(),
+            "finished_at": now or _now(),
             "result": outcome.get("result"),
-            "repeat_group": repeat_group(c),
+            "repeat_group": group,
         }
 
     def _update_speedups(self, study: str, hashes: list[str] | None = None, compare: str | None = None) -> None:
@@ -483,9 +489,10 @@ class Store:
             return
         # Two statements, each on its index ((study, hash) and (study, baseline_hash)): with OR
         # between them SQLite reads every row of the study, for every commit.
+        # A run without a baseline keeps the NULL speedup the study's registration gave it.
         listed = json.dumps(hashes)
         for column in ("hash", "baseline_hash"):
-            self.db.execute(f"{update} AND {column} IN (SELECT value FROM json_each(?))", (study, listed))
+            self.db.execute(f"{update} AND baseline_hash IS NOT NULL AND {column} IN (SELECT value FROM json_each(?))", (study, listed))
 
     def compare_time(self, study: str) -> str:
         """The time column ``study``'s speedups compare (one of ``COMPARE_TIMES``)."""
@@ -644,6 +651,25 @@ class _Tx:
                 self.db.execute("ROLLBACK")
             except sqlite3.Error:
                 pass  # the error being raised says more than a failed rollback
+
+
+class _SharedColumns:
+    """The params and balancing columns and the repeat group of configurations, each worked out
+    once per commit: repetitions share their value objects (study/expand.py), so the runs of a
+    commit mostly differ only in their seed. Keyed by the objects' identities, which hold while
+    the commit's configurations are alive (one ``write_many``); equal values under other
+    identities are only worked out again."""
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[Any, ...], tuple[str, str, str]] = {}
+
+    def of(self, c: dict[str, Any]) -> tuple[str, str, str]:
+        # The type too: 1, 1.0 and True are equal keys but not the same JSON.
+        key = tuple((k, type(v), v if v is None or isinstance(v, (str, int, float)) else id(v)) for k, v in c.items() if k != "seed")
+        out = self.seen.get(key)
+        if out is None:
+            out = self.seen[key] = (json.dumps(c["params"], sort_keys=True), json.dumps(c["balancing"], sort_keys=True), repeat_group(c))
+        return out
 
 
 def _metric_columns(outcome: dict[str, Any]) -> dict[str, Any]:
