@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -145,3 +147,29 @@ def pytest_collection_modifyitems(config, items):
         suffix = "@" + "_".join(groups)
         if groups and hasattr(item, "_id") and not item.nodeid.endswith(suffix):
             item._id = NodeId.parse(item.nodeid + suffix)
+
+
+#: ``NUMALAB_TEST_CPU_LOG=path``: append one line per test, ``<cpu s> <wall s> <nodeid>``, its CPU
+#: time (setup, call and teardown; this process and the children it waited for: CLI subprocesses,
+#: study workers, QEMU), to find where the suite's time goes. Workers append to the same file.
+_CPU_LOG = os.environ.get("NUMALAB_TEST_CPU_LOG")
+
+
+def _cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if not _CPU_LOG:
+        yield
+        return
+    cpu, wall = _cpu_seconds(), time.monotonic()
+    yield
+    line = f"{_cpu_seconds() - cpu:.3f} {time.monotonic() - wall:.3f} {item.nodeid}\n"
+    fd = os.open(_CPU_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)

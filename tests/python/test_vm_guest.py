@@ -1,11 +1,12 @@
 """numalab vm with a real guest: QEMU boots Debian's kernel with the vm-4 / vm-8 topology.
 
-Each test boots at least one guest (about 5-15 s of TCG each). The ``vm check`` cases are
-compared once per session, each group of them together (conftest.py's ``vm_compared``), so the
-cases that can share a guest boot share one (``check.compare_many``); under pytest-xdist (``make
-test``) the tests of a group share a worker (``xdist_group``: the scheduler cases of one machine
-with their orderings, the tiering cases with the tiered guest, the vm-4 placement and malloc
-cases), so each run is made once. They are marked ``needs_qemu`` and skipped only when
+Each test boots a guest (about 5-15 s of TCG each) or reads runs it shares with others. The
+``vm check`` cases are compared once per session, each group of them together (conftest.py's
+``vm_compared``), so the cases that can share a guest boot share one (``check.compare_many``);
+under pytest-xdist (``make test``) the tests of a group share a worker (``xdist_group``: the
+scheduler cases of one machine with their orderings, the tiering cases with the tiered guest,
+the vm-4 placement and malloc cases), so each run is made once; the short vm-4 commands share a
+boot too (``short_vm4_runs``). They are marked ``needs_qemu`` and skipped only when
 ``qemu-system-x86_64`` is absent and cannot be installed (``.ci/run`` installs it in CI; as root
 with apt-get the ``guest`` fixture installs it too). The agent and the C kernels are built if
 missing (``make agent``, ``make kernels``).
@@ -208,12 +209,25 @@ def test_vm_run_cli_prints_the_summary_and_the_json(guest, cli, tmp_path):
 
 
 
-def test_a_binary_under_tmp_runs_in_the_guest(guest, tmp_path):
-    """`numalab vm run -- ./prog` from a clone in /tmp: the binary is where the guest looks for it."""
-    prog = tmp_path / "prog"
+@pytest.fixture(scope="module")
+def short_vm4_runs(guest, tmp_path_factory) -> dict[str, vm_run.VmOutput]:
+    """The short vm-4 commands of the tests below, in one guest boot (``vm_run.run_many``, as ``vm
+    check`` shares boots: each command has its own agent, records and files): a boot costs more
+    than either command."""
+    prog = tmp_path_factory.mktemp("prog") / "prog"
     shutil.copy2(REPO / "kernels" / "dgemv", prog)
-    assert str(prog).startswith("/tmp/")
-    out = vm_run.run(vm_run.VmRequest("vm-4", [str(prog), "--n=200", "--reps=1", "--threads=1"], timeout_s=300))
+    # fullblock: a read of /dev/zero that a pending signal cuts short (drivers/char/mem.c:
+    # read_iter_zero) is read on, so the whole buffer is written however the guest is scheduled.
+    commands = {"tmp": [str(prog), "--n=200", "--reps=1", "--threads=1"],
+                "dd": ["dd", "if=/dev/zero", "of=/dev/null", "bs=8M", "count=1", "iflag=fullblock"]}
+    outs = vm_run.run_many([vm_run.VmRequest("vm-4", cmd, timeout_s=300) for cmd in commands.values()])
+    return dict(zip(commands, outs))
+
+
+def test_a_binary_under_tmp_runs_in_the_guest(short_vm4_runs):
+    """`numalab vm run -- ./prog` from a clone in /tmp: the binary is where the guest looks for it."""
+    out = short_vm4_runs["tmp"]
+    assert out.request.command[0].startswith("/tmp/")
     assert out.status == 0, out.text("stderr")
     assert json.loads(out.text("stdout"))["kernel"] == "dgemv"
 
@@ -321,12 +335,9 @@ def test_a_tiering_switch_the_guest_kernel_lacks_is_an_error(guest):
         vm_run.run(vm_run.VmRequest("vm-tier", ["true"], balancing=Balancing.parse("weighted-interleave-auto"), timeout_s=300))
 
 
-def test_a_program_that_ends_before_the_first_sample_is_read_at_its_exit_in_the_guest(guest):
+def test_a_program_that_ends_before_the_first_sample_is_read_at_its_exit_in_the_guest(short_vm4_runs):
     """The agent traces the command in the guest too: dd's 8 MiB buffer is in the exit snapshot."""
-    # fullblock: a read of /dev/zero that a pending signal cuts short (drivers/char/mem.c:
-    # read_iter_zero) is read on, so the whole buffer is written however the guest is scheduled.
-    cmd = ["dd", "if=/dev/zero", "of=/dev/null", "bs=8M", "count=1", "iflag=fullblock"]
-    out = vm_run.run(vm_run.VmRequest("vm-4", cmd, timeout_s=300))
+    out = short_vm4_runs["dd"]
     assert out.status == 0, out.text("stderr")
     recs = [json.loads(line) for line in out.text("agent.jsonl").splitlines() if line.strip()]
     summary = recs[-1]
