@@ -59,6 +59,15 @@ pub struct Core {
     /// at `frequency_hz` (docs/contention.md §4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub add_latency_ns: Option<f64>,
+    /// Instructions the core holds in flight past an unretired load (its reorder buffer), as
+    /// `numalab calibrate` measures it; with it a thread's demand misses in flight are the loads
+    /// of that many of its instructions (docs/contention.md §4). `None`: no such limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_instructions: Option<f64>,
+    /// Lines the hardware prefetchers keep in flight ahead of a demand stream, beside the
+    /// window's misses; `None`: 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefetch_lines: Option<f64>,
 }
 
 /// Cycles of a dependent FP add when the machine does not say: ADDSD/ADDPD latency is 3-4
@@ -74,6 +83,18 @@ impl Core {
     /// Lines in flight of a thread with `streams` address streams alone on the core.
     pub fn stream_concurrency(&self, streams: usize) -> f64 {
         self.stream_mlp.map_or(self.mlp, |p| (p * streams.max(1) as f64).min(self.mlp))
+    }
+
+    /// Lines in flight of a thread alone on the core whose loop runs `instructions_per_line`
+    /// instructions per DRAM line: with a known window, the loads of the window's instructions
+    /// (`window_instructions / instructions_per_line` lines) plus the prefetched lines ahead of
+    /// them, up to `mlp`; otherwise (no window, or the phase does not say its instructions)
+    /// `stream_concurrency(streams)`.
+    pub fn lines_in_flight(&self, streams: usize, instructions_per_line: Option<f64>) -> f64 {
+        match (self.window_instructions, instructions_per_line) {
+            (Some(w), Some(ipl)) if ipl > 0.0 => (w / ipl + self.prefetch_lines.unwrap_or(0.0)).min(self.mlp),
+            _ => self.stream_concurrency(streams),
+        }
     }
 }
 
@@ -251,5 +272,29 @@ mod tests {
         let top = curve_factor(&c, 1.0);
         assert!((top - 130.31 / 81.96).abs() < 1e-9);
         assert_eq!(curve_factor(&c, 5.0), top);
+    }
+
+    #[test]
+    fn the_window_keeps_fewer_lines_in_flight_at_more_instructions_per_line() {
+        let mut c = Core {
+            os_index: 0,
+            logical_index: 0,
+            package: 0,
+            node: 0,
+            cpuset: CpuSet::from_indexes([0]),
+            frequency_hz: 2e9,
+            mlp: 50.0,
+            stream_mlp: Some(45.0),
+            add_latency_ns: None,
+            window_instructions: None,
+            prefetch_lines: Some(20.0),
+        };
+        // No window: the streams' figure whatever the instructions.
+        assert_eq!(c.lines_in_flight(1, Some(48.0)), 45.0);
+        c.window_instructions = Some(500.0);
+        assert_eq!(c.lines_in_flight(1, Some(20.0)), 45.0); // 500 / 20 + 20
+        assert!((c.lines_in_flight(1, Some(48.0)) - (500.0 / 48.0 + 20.0)).abs() < 1e-12);
+        assert_eq!(c.lines_in_flight(1, Some(5.0)), 50.0); // 120 wanted, the core's 50
+        assert_eq!(c.lines_in_flight(2, None), 50.0); // unstated: 2 x 45 up to 50
     }
 }

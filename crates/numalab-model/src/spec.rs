@@ -136,6 +136,12 @@ pub struct CoreParams {
     /// Latency of one dependent floating-point add, ns (docs/contention.md §4); absent: 4 cycles.
     #[serde(default)]
     pub add_latency_ns: Option<f64>,
+    /// Instructions in flight past an unretired load (docs/contention.md §4); absent: no limit.
+    #[serde(default)]
+    pub window_instructions: Option<f64>,
+    /// Prefetched lines ahead of a demand stream, beside the window's (docs/contention.md §4).
+    #[serde(default)]
+    pub prefetch_lines: Option<f64>,
 }
 
 /// A cache level: `size_kib` per instance, one instance per `per` (`core`, `node`, `package`;
@@ -361,6 +367,8 @@ impl MachineSpec {
                 mlp: params.mlp,
                 stream_mlp: params.stream_mlp,
                 add_latency_ns: params.add_latency_ns,
+                window_instructions: params.window_instructions,
+                prefetch_lines: params.prefetch_lines,
             });
         }
         Ok((cores, pus))

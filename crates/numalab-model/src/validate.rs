@@ -150,6 +150,12 @@ impl Machine {
             if c.add_latency_ns.is_some_and(|ns| !(ns > 0.0 && ns.is_finite())) {
                 return err(format!("cores[{i}]"), "add_latency_ns must be a finite number > 0");
             }
+            if c.window_instructions.is_some_and(|w| !(w >= 1.0 && w.is_finite())) {
+                return err(format!("cores[{i}]"), "window_instructions must be a finite number >= 1");
+            }
+            if c.prefetch_lines.is_some_and(|p| !(p >= 0.0 && p.is_finite())) {
+                return err(format!("cores[{i}]"), "prefetch_lines must be a finite number >= 0");
+            }
         }
         Ok(())
     }

@@ -176,6 +176,11 @@ pub struct WorkloadSpec {
     pub regions: Vec<RegionSpec>,
     pub phases: Vec<PhaseSpec>,
     pub program: Vec<StepSpec>,
+    /// Instructions of each phase over all threads (the descriptor's `instructions`), `None`
+    /// where it does not say: with the core's instruction window they bound the phase's lines in
+    /// flight (`numalab_model::Core::lines_in_flight`); empty: none stated.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instructions: Vec<Option<f64>>,
 }
 
 fn one_u32() -> u32 {
@@ -192,6 +197,16 @@ impl WorkloadSpec {
         let bad = |m: String| Err(SimError::Input(format!("workload {}: {m}", self.name)));
         if self.threads == 0 || self.processes == 0 {
             return bad("threads and processes must be at least 1".into());
+        }
+        if !self.instructions.is_empty() && self.instructions.len() != self.phases.len() {
+            return bad(format!(
+                "instructions has {} entries for {} phases",
+                self.instructions.len(),
+                self.phases.len()
+            ));
+        }
+        if let Some(i) = self.instructions.iter().position(|x| x.is_some_and(|n| !(n >= 0.0 && n.is_finite()))) {
+            return bad(format!("phase '{}': instructions must be a finite number >= 0", self.phases[i].name));
         }
         for (i, r) in self.regions.iter().enumerate() {
             if r.bytes == 0 || r.planes == 0 {

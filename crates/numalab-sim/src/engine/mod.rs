@@ -69,6 +69,9 @@ struct Thread {
     compute_per_line_s: f64,
     /// Seconds per line of the phase's dependent add chain (part of `compute_per_line_s`).
     chain_per_line_s: f64,
+    /// The current phase's instructions per DRAM line (its descriptor's `instructions` over its
+    /// lines), `None` where it does not say: the window's lines in flight (`Engine::mlp`).
+    instructions_per_line: Option<f64>,
     lines_total: f64,
     rng: Rng,
     /// Lines read / written per node during this epoch (the next epoch's mix).
@@ -270,6 +273,7 @@ impl<'a> Engine<'a> {
                     compute_left_s: 0.0,
                     compute_per_line_s: 0.0,
                     chain_per_line_s: 0.0,
+                    instructions_per_line: None,
                     lines_total: 0.0,
                     rng: Rng::new(cfg.seed, tid + 1),
                     mix_rd: vec![0.0; n],
@@ -630,13 +634,15 @@ impl<'a> Engine<'a> {
         (costs, shares)
     }
 
-    /// Misses a thread keeps in flight: what its phase's address streams keep in flight, up to
-    /// its share of the core's fill buffers (`sharers` SMT threads run on the core), or fewer if
-    /// its phase says so (docs/contention.md §4).
+    /// Misses a thread keeps in flight: what its phase's address streams keep in flight, or the
+    /// loads of the core's instruction window where the machine measured one and the phase says
+    /// its instructions, up to its share of the core's fill buffers (`sharers` SMT threads run
+    /// on the core), or fewer if its phase says so (docs/contention.md §4).
     fn mlp(&self, t: &Thread, sharers: u32) -> f64 {
         let phase = self.current_phase(t).map(|p| &self.wl(t.pid).phases[p]);
         let streams = phase.map_or(1, |p| p.accesses.len());
-        let core_mlp = self.m.cores.first().map_or(10.0, |c| c.stream_concurrency(streams)) / sharers.max(1) as f64;
+        let core_mlp = self.m.cores.first().map_or(10.0, |c| c.lines_in_flight(streams, t.instructions_per_line))
+            / sharers.max(1) as f64;
         phase.and_then(|p| p.mlp).map_or(core_mlp, |m| m.min(core_mlp)).max(1.0)
     }
 

@@ -132,7 +132,9 @@ impl Engine<'_> {
         let chain_s = spec.chain * share * add_s;
         let compute_s = (spec.cycles * share / freq).max(chain_s);
         let (est_rd, est_wr) = self.estimate_mix(tid, &sweeps);
+        let instructions = self.wl(pid).instructions.get(phase).copied().flatten();
         let t = &mut self.threads[tid];
+        t.instructions_per_line = instructions.filter(|_| total > 0.0).map(|i| i / total);
         t.est_rd = est_rd;
         t.est_wr = est_wr;
         t.cheapest_s = f64::NAN;

@@ -150,6 +150,7 @@ mod tests {
             threads,
             regions: vec![region],
             phases: vec![phase],
+            instructions: Vec::new(),
             program: vec![StepSpec { phases: vec![0], repeat: 1, timed: false }],
         }
     }

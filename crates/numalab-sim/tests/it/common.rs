@@ -64,6 +64,7 @@ pub fn stream_like(mib: u64, threads: u32, init: Pattern, reps: u64) -> Workload
                 accesses: vec![access(0, Pattern::Block, 1.0, 0.0)],
             },
         ],
+        instructions: Vec::new(),
         program: vec![
             StepSpec { phases: vec![0], repeat: 1, timed: false },
             StepSpec { phases: vec![1], repeat: reps, timed: false },

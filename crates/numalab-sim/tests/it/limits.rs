@@ -60,6 +60,7 @@ fn one_region(bytes: u64, planes: u64, thp: bool, threads: u32, pat: Pattern) ->
                 accesses: vec![a],
             },
         ],
+        instructions: Vec::new(),
         program: vec![StepSpec { phases: vec![0, 1], repeat: 2, timed: false }],
     }
 }

@@ -1007,6 +1007,7 @@ fn dgemv(n: u64, reps: u64) -> WorkloadSpec {
                 accesses: vec![access(0, Pattern::Block, 1.0, 0.0)],
             },
         ],
+        instructions: Vec::new(),
         program: vec![
             StepSpec { phases: vec![0], repeat: 1, timed: false },
             StepSpec { phases: vec![1], repeat: reps, timed: false },

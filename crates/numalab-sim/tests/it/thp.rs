@@ -41,6 +41,7 @@ fn run(kernel: Kernel, madvised: bool, reps: u64) -> SimOutput {
         threads: 1,
         regions: vec![region("filler", 1022, false), region("big", 64, true)],
         phases: vec![phase("fill", 0, 1e6, 1.0), phase("init", 1, 1e6, 1.0), phase("sweep", 1, 2e9, 0.0)],
+        instructions: Vec::new(),
         program: vec![
             StepSpec { phases: vec![0, 1], repeat: 1, timed: false },
             StepSpec { phases: vec![2], repeat: reps, timed: false },

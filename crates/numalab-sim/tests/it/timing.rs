@@ -177,6 +177,45 @@ fn a_core_keeps_more_lines_in_flight_over_more_streams_up_to_its_buffers() {
 }
 
 #[test]
+fn more_instructions_per_line_keep_fewer_lines_in_flight_in_the_window() {
+    // A 64-instruction window and 2 prefetched lines, 10 fill buffers, one stream of 4: at 16
+    // instructions per line 64 / 16 + 2 = 6 lines in flight (100 ns / 6 per line), at 32 per line
+    // 64 / 32 + 2 = 4 (25 ns), at 4 per line the window would allow 18, the buffers hold 10 (10 ns).
+    let mut m = idle_machine_streams(4.0, 2.0);
+    let mut plain = m.clone();
+    for c in &mut m.cores {
+        c.window_instructions = Some(64.0);
+        c.prefetch_lines = Some(2.0);
+    }
+    let mut p = pinned(policy(PolicyMode::Default, &[]));
+    p.cpus = Some(numalab_model::CpuSet::parse_list("0").unwrap());
+    let lines = 262_144.0;
+    let sweep = |m: &numalab_model::Machine, per_line: Option<f64>| {
+        let run = |reps| {
+            let mut w = read_sweeps(16, 1, reps, 0.0);
+            w.instructions = vec![None, per_line.map(|i| i * lines)];
+            simulate(m, &w, &p, &cfg()).unwrap().time_s
+        };
+        (run(3) - run(1)) / 2.0
+    };
+    for (per_line, ns) in [(16.0, 100.0 / 6.0), (32.0, 25.0), (4.0, 10.0)] {
+        let s = sweep(&m, Some(per_line));
+        assert!(
+            (s / (lines * ns * 1e-9) - 1.0).abs() < 1e-3,
+            "{per_line} instructions per line: {s} s, want {ns} ns per line"
+        );
+    }
+    // A phase that does not state its instructions keeps its streams' 4 lines (25 ns per line),
+    // and a machine without a window ignores the instructions: the same time bit for bit.
+    let unstated = sweep(&m, None);
+    assert!((unstated / (lines * 25e-9) - 1.0).abs() < 1e-3, "no instructions: {unstated} s");
+    for c in &mut plain.cores {
+        c.prefetch_lines = Some(2.0);
+    }
+    assert_eq!(sweep(&plain, Some(16.0)).to_bits(), sweep(&plain, None).to_bits());
+}
+
+#[test]
 fn smt_siblings_share_their_cores_fill_buffers() {
     // Two threads on two cores (PUs 0, 1) vs on the two PUs of one core (0 and its sibling 8):
     // the siblings get 5 fill buffers each, so a sweep takes twice as long.
