@@ -23,7 +23,7 @@ from numalab.study.uncertainty import machine_parameters
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "calibrate"
-CASES = ["one-node", "two-node", "one-node-clock"]
+CASES = ["one-node", "two-node", "one-node-clock", "one-node-window"]
 
 
 def numalab(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -533,3 +533,65 @@ def test_bench_host_check_prints_the_rounds_as_a_markdown_table():
     # medians over the rounds, the range over every run, errors on the wall and on CPU time
     assert rows[2] == "| stream threads=1 | 2.000 | 0.900-4.500 | 0.500 | 0.25 | 0.500 | -75.0 | +0.0 |"
     assert rows[3] == "| stream membind=0 | skipped: why | | | | | | |"
+
+
+# ---- the instruction window ------------------------------------------------------------------
+
+def _sweep(knee: int, fast: float = 200.0, slow: float = 420.0, step: int = 8, top: int = 1024) -> tuple[list[int], list[float]]:
+    nops = list(range(0, top + 1, step))
+    return nops, [fast if n < knee else slow + (n - knee) * 0.1 for n in nops]
+
+
+def test_the_window_is_the_first_nop_count_where_the_pair_stops_overlapping():
+    """One sweep's knee: the first N whose pair takes 1.5 times the overlapped pair's time, and the
+    next two N too, plus the load (N + 1); a lone slow point is noise, no knee is None."""
+    nops, ns = _sweep(496)
+    assert fg.window_knee(nops, ns) == 497.0
+    ns[20] = 900.0  # N = 160, one disturbed sample
+    assert fg.window_knee(nops, ns) == 497.0
+    ns[40:42] = [700.0, 700.0]  # two in a row are not the run of three
+    assert fg.window_knee(nops, ns) == 497.0
+    assert fg.window_knee(*_sweep(2000)) is None
+    with pytest.raises(ValueError, match="positive time per load pair"):
+        fg.window_knee(nops, [0.0] * len(nops))
+
+
+def _window_run(knees: list[int]) -> dict:
+    nops = _sweep(0)[0]
+    sweeps = [_sweep(k)[1] for k in knees]
+    return {"kind": "window", "cpu_node": 0, "mem_node": 0, "cpus": "0", "output": {
+        "kernel": "window", "size_bytes": 268435456, "pairs": 16384, "reps": len(knees), "init_s": 0.3, "nops": nops,
+        "ns_per_pair": sweeps, "cpu_ns_per_pair": sweeps, "checksum": 1}}
+
+
+def test_the_window_and_the_prefetched_lines_enter_the_core_table(tmp_path):
+    """window_instructions: the median knee of the sweeps, their extremes its range; prefetch_lines:
+    stream_mlp less the window's loads at the read loop's 20 instructions per line. A capture
+    without the window run writes neither (the engine then keeps the streams' figure)."""
+    doc = raw("one-node-clock")
+    before = tomllib.loads(preset_toml(doc, "x"))
+    assert "window_instructions" not in before["core"] and "prefetch_lines" not in before["core"]
+    doc["runs"].append(_window_run([488, 496, 504]))
+    data = tomllib.loads(text := preset_toml(doc, "x"))
+    core, ranges = data["core"], data["estimates"]
+    assert core["window_instructions"] == 497
+    assert ranges["core.window_instructions"]["low"] == 489 and ranges["core.window_instructions"]["high"] == 505
+    assert core["prefetch_lines"] == pytest.approx(core["stream_mlp"] - 497 / 20, abs=0.01)
+    assert ranges["core.prefetch_lines"]["low"] <= core["prefetch_lines"] <= ranges["core.prefetch_lines"]["high"]
+    assert "Henry Wong's 2013 reorder-buffer test" in text and "movupd, add, addpd, cmp, jne per 16 B" in text
+    (path := tmp_path / "x.toml").write_text(text)
+    m = json.loads(load_spec_file(path).to_json())
+    assert m["cores"][0]["window_instructions"] == 497 and m["cores"][0]["prefetch_lines"] == core["prefetch_lines"]
+    assert {"core.window_instructions", "core.prefetch_lines"} <= {p.path for p in machine_parameters("x", data, "x")}
+
+
+def test_window_kernel_sweeps_its_nop_counts_and_reports_each_sweep():
+    """kernels/window: one time per nop count per sweep, wall and CPU; the times are not asserted
+    beyond being positive (CI's CPUs are shared, and a small buffer may sit in cache)."""
+    out = json.loads(subprocess.run([built("window"), "--size-mib", "8", "--pairs", "256", "--max-nops", "64", "--step", "16",
+                                     "--reps", "2"], capture_output=True, text=True, check=True).stdout)
+    assert out["kernel"] == "window" and out["nops"] == [0, 16, 32, 48, 64] and out["reps"] == 2
+    assert [len(s) for s in out["ns_per_pair"]] == [len(s) for s in out["cpu_ns_per_pair"]] == [5, 5]
+    assert all(x > 0 for s in out["cpu_ns_per_pair"] for x in s)
+    bad = subprocess.run([built("window"), "--step", "0"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("window: --step must be a whole number in 1..8192, got '0'")

@@ -118,17 +118,21 @@ def test_spec_machines_survive_a_round_trip(spec: Any, tmp_path: Path) -> None:
 
 
 def test_a_calibrated_machines_stream_mlp_and_add_latency_survive_a_round_trip(tmp_path: Path) -> None:
-    """numalab calibrate writes core.stream_mlp and core.add_latency_ns (docs/calibrate.md): the
+    """numalab calibrate writes core.stream_mlp, core.add_latency_ns, core.window_instructions and
+    core.prefetch_lines (docs/calibrate.md): the
     export keeps them as numalab infos, and the import gives them back."""
     spec = eight_node_spec()
-    spec["core"] = {**spec["core"], "stream_mlp": 37.3, "add_latency_ns": 0.653}
+    spec["core"] = {**spec["core"], "stream_mlp": 37.3, "add_latency_ns": 0.653, "window_instructions": 497.0,
+                    "prefetch_lines": 20.15}
     machine = Machine.from_spec_json(json.dumps(spec))
     text = to_hwloc_xml(machine)
     assert '<info name="numalab.core_stream_mlp" value="37.3"' in text
     assert '<info name="numalab.core_add_latency_ns" value="0.653"' in text
+    assert '<info name="numalab.core_window_instructions" value="497.0"' in text
     back = round_trip(machine, tmp_path)
     assert back == machine, _first_difference(explicit(machine), explicit(back))
-    assert {(c["stream_mlp"], c["add_latency_ns"]) for c in explicit(back)["cores"]} == {(37.3, 0.653)}
+    assert {(c["stream_mlp"], c["add_latency_ns"], c["window_instructions"], c["prefetch_lines"])
+            for c in explicit(back)["cores"]} == {(37.3, 0.653, 497.0, 20.15)}
 
 
 def test_export_uses_hwloc_elements(tmp_path: Path) -> None:

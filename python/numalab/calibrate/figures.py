@@ -27,6 +27,20 @@ LINES_PER_COUNTED = {"read": 1.0, "triad": 4.0 / 3.0, "write": 2.0}
 #: -march=x86-64: one `addpd` of two doubles into one accumulator per 16 B).
 READ_ADDS_PER_LINE = LINE_BYTES // 16
 
+#: Instructions per line of the read-only loop (kernels/stream.c --mode read as gcc 12 compiles it
+#: at -O2 -march=x86-64, `objdump -d kernels/stream`, main._omp_fn.1: `movupd`, `add`, `addpd`,
+#: `cmp`, `jne` per 16 B): 5 x 4.
+READ_INSTRUCTIONS_PER_LINE = 5 * (LINE_BYTES // 16)
+
+#: kernels/window's points at the smallest nop counts, all far inside any current core's window:
+#: their median is the time of a pair of loads that overlap (one memory latency).
+WINDOW_BASE_POINTS = 8
+#: A pair of loads that no longer overlap takes two latencies; the knee is where the time crosses
+#: half way, 1.5 times the overlapped pair's, and stays there for WINDOW_RUN points (one disturbed
+#: sample does not make a knee).
+WINDOW_KNEE_FACTOR = 1.5
+WINDOW_RUN = 3
+
 
 @dataclass(frozen=True)
 class Figure:
@@ -87,6 +101,37 @@ def clock_ghz(runs: list[dict[str, Any]]) -> Figure | None:
                 if not (isinstance(ns, (int, float)) and math.isfinite(ns) and ns > 0):
                     raise ValueError(f"a kernel output holds {ns!r} where a positive time per add belongs")
                 samples.append(1.0 / float(ns))
+    return figure(samples) if samples else None
+
+
+def window_knee(nops: list[int], ns: list[float]) -> float | None:
+    """One sweep of kernels/window: the instructions from the first chase's load to the second's
+    (N nops and the load, N + 1) at the first nop count N whose pair takes 1.5 times the
+    overlapped pair's time, as do the next ones (``WINDOW_RUN`` points); None without a knee."""
+    if len(ns) != len(nops) or len(ns) < WINDOW_BASE_POINTS + WINDOW_RUN:
+        raise ValueError(f"a window sweep has {len(ns)} times for {len(nops)} nop counts; "
+                         f"at least {WINDOW_BASE_POINTS + WINDOW_RUN} of each are needed")
+    bad = [x for x in ns if not (isinstance(x, (int, float)) and math.isfinite(x) and x > 0)]
+    if bad:
+        raise ValueError(f"a kernel output holds {bad[0]!r} where a positive time per load pair belongs")
+    limit = WINDOW_KNEE_FACTOR * statistics.median(ns[:WINDOW_BASE_POINTS])
+    for k in range(WINDOW_BASE_POINTS, len(ns) - WINDOW_RUN + 1):
+        if all(x > limit for x in ns[k:k + WINDOW_RUN]):
+            return float(nops[k] + 1)
+    return None
+
+
+def window(runs: list[dict[str, Any]]) -> Figure | None:
+    """The core's instruction window: one knee per sweep of kernels/window (CPU time where
+    reported); None when the document has no such run (older captures) or no sweep has a knee."""
+    samples = []
+    for r in runs:
+        if r["kind"] == "window":
+            out = r["output"]
+            for sweep in out.get("cpu_ns_per_pair") or out["ns_per_pair"]:
+                knee = window_knee(list(out["nops"]), list(sweep))
+                if knee is not None:
+                    samples.append(knee)
     return figure(samples) if samples else None
 
 

@@ -99,8 +99,13 @@ def clock_argv(plan: Plan) -> list[str]:
     return [str(kernel("clock")), "--adds", str(plan.clock_hundreds), "--reps", str(plan.clock_reps)]
 
 
+def window_argv(plan: Plan) -> list[str]:
+    return [str(kernel("window")), "--size-mib", str(plan.chase_mib), "--pairs", str(plan.window_pairs),
+            "--max-nops", str(plan.window_max_nops), "--step", str(plan.window_step), "--reps", str(plan.window_reps)]
+
+
 def steps(plan: Plan) -> int:
-    n = len(plan.pairs) * len(plan.pages) + plan.stream_runs + 1
+    n = len(plan.pairs) * len(plan.pages) + plan.stream_runs + 2
     n += sum(len(plan.modes) * len(plan.thread_levels(c)) * plan.stream_runs for c, _ in plan.pairs)
     n += sum(len(plan.load_levels(m)) for m in plan.curve_nodes)
     return n
@@ -198,6 +203,10 @@ def measure(plan: Plan, facts: dict[str, Any], progress: Progress) -> dict[str, 
     progress.step(f"clock {c}")
     out = run_bound(clock_argv(plan), plan.cpus[c][:1], m, f"clock on node {c}")
     runs.append({"kind": "clock", "cpu_node": c, "mem_node": m, "cpus": cpulist(plan.cpus[c][:1]), "output": out})
+    # The instruction window, like the clock a property of the core: the first pair only.
+    progress.step(f"instruction window {c}")
+    out = run_bound(window_argv(plan), plan.cpus[c][:1], m, f"instruction window on node {c}")
+    runs.append({"kind": "window", "cpu_node": c, "mem_node": m, "cpus": cpulist(plan.cpus[c][:1]), "output": out})
     for m in plan.curve_nodes:
         probe_s = 0.0
         for k in plan.load_levels(m):

@@ -38,6 +38,13 @@ class Plan:
     # repetition, each repetition one sample.
     clock_hundreds: int = 2000000
     clock_reps: int = 5
+    # The instruction window: kernels/window, two chases over the chase's buffer with 0, 8, ...
+    # 1024 nops after each load (past the 512-entry reorder buffers of current x86 cores), 16384
+    # load pairs per count (about 3-8 ms at one or two memory latencies); each sweep one sample.
+    window_pairs: int = 16384
+    window_max_nops: int = 1024
+    window_step: int = 8
+    window_reps: int = 3
 
     def thread_levels(self, node: int) -> list[int]:
         """1, 2, 4 ... and every CPU of the node (quick: 1 and all)."""
@@ -150,4 +157,5 @@ def make_plan(facts: dict[str, Any], pairs_option: str, quick: bool, allowed_cpu
     curve_nodes = [m for c, m in pairs if c == m]
     return Plan(pairs=pairs, cpus=cpus, curve_nodes=curve_nodes, chase_mib=chase_mib, chase_loads=loads, chase_reps=reps,
                 pages=("4k", "2m"), stream_n=stream_bytes // 24, stream_inner_reps=3 if quick else 5, stream_runs=runs,
-                modes=("read", "triad", "write"), llc_mib=llc_mib, quick=quick, skipped=skipped)
+                modes=("read", "triad", "write"), llc_mib=llc_mib, quick=quick, skipped=skipped,
+                window_reps=3 if quick else 5)

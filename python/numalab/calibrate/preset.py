@@ -216,6 +216,7 @@ def preset_toml(doc: dict[str, Any], name: str) -> str:
     singles = [(f.value, c, f) for (c, m, md, t), f in bw.items() if c == m and md == "read" and t == 1]
     one_core = min(singles, key=lambda x: (x[0], x[1]))[2] if singles else None
     add = fg.add_latency(runs)
+    stream_fig: fg.Figure | None = None
     w("")
     w("[core]")
     clock = fg.clock_ghz(runs)
@@ -264,6 +265,7 @@ def preset_toml(doc: dict[str, Any], name: str) -> str:
         w(f"stream_mlp = {_num(stream.value, 2)}  # source: {source}: Little's law, one stream: one core's read-only STREAM "
           f"{one_core.value:.2f} GB/s{chain} x loaded latency {stream_lat:.1f} ns / 64 B")
         est_rows.append(_range("core.stream_mlp", stream, 2, f"{source}: the lowest-highest one-core read-only STREAM process"))
+        stream_fig = stream
     else:
         w(f"mlp = {est.CORE_MLP.value}  # {est.CORE_MLP.note}")
     if add is not None:
@@ -271,6 +273,31 @@ def preset_toml(doc: dict[str, Any], name: str) -> str:
         w(f"add_latency_ns = {_num(add.value, 3)}  # source: {source}: one dependent add, one thread's read-only STREAM "
           f"in cache (--n {n_add}, one addpd per 16 B), {_spread(add, 'ns', 3)}")
         est_rows.append(_range("core.add_latency_ns", add, 3, f"{source}: the lowest-highest in-cache process"))
+    win = fg.window(runs)
+    if win is not None:
+        out_w = next(r for r in runs if r["kind"] == "window")["output"]
+        step = out_w["nops"][1] - out_w["nops"][0]
+        w(f"window_instructions = {_num(win.value, 0)}  # source: {source}: the instruction window (reorder buffer): two "
+          f"independent pointer chases, N nops after each load (kernels/window, Henry Wong's 2013 reorder-buffer test), "
+          f"the N + 1 instructions between the loads where the pair stops overlapping, N in steps of {step}, "
+          f"{_spread(win, 'instructions', 0)}")
+        est_rows.append(_range("core.window_instructions", win, 0, f"{source}: the lowest-highest sweep"))
+        if stream_fig is not None:
+            # The read-only loop's lines in flight are its window's loads plus what the
+            # prefetchers keep ahead of them: the rest, once the window's share is taken out.
+            ipl = fg.READ_INSTRUCTIONS_PER_LINE
+            ahead = max(0.0, stream_fig.value - win.value / ipl)
+            prefetch = fg.Figure(ahead, max(0.0, stream_fig.low - win.high / ipl),
+                                 max(ahead, stream_fig.high - win.low / ipl), stream_fig.samples)
+            line = (f"prefetch_lines = {_num(prefetch.value, 2)}  # source: {source}: the read-only STREAM's lines in flight "
+                    f"(stream_mlp {stream_fig.value:.2f}) less its window's loads, {win.value:.0f} / {ipl} instructions per line "
+                    f"(kernels/stream.c --mode read: movupd, add, addpd, cmp, jne per 16 B, objdump -d kernels/stream)")
+            if round(prefetch.value, 2) > 0:
+                w(line)
+                est_rows.append(_range("core.prefetch_lines", prefetch, 2,
+                                       f"{source}: stream_mlp's range less the window's range over {ipl} instructions per line"))
+            else:  # the window's loads are all the read loop's lines in flight; absent is 0 to the model
+                w(f"# {line}; 0: not written")
 
     # ---- caches (sysfs), written as the host import does
     notes: dict[str, str] = {}

@@ -43,6 +43,8 @@ INFO_KEYS = {
     "numalab.core_mlp": "memory-level parallelism of every core",
     "numalab.core_stream_mlp": "lines one stream keeps in flight on every core (calibrated machines)",
     "numalab.core_add_latency_ns": "latency of one dependent floating-point add on every core (calibrated machines)",
+    "numalab.core_window_instructions": "instructions every core keeps in flight past a waiting load (calibrated machines)",
+    "numalab.core_prefetch_lines": "lines the prefetchers keep ahead of a demand stream on every core (calibrated machines)",
     "numalab.bandwidth_gbps": "exact per-node bandwidth, by node OS index order (memattr Bandwidth rounds to MiB/s)",
     "numalab.idle_latency_ns": "exact idle latency matrix (memattr Latency rounds to ns)",
     "numalab.cpuless_nodes": "nodes without CPUs (hwloc gives them their parent's cpuset)",
@@ -155,7 +157,9 @@ class _Writer:
         kinds = self.frequency_kinds()
         infos = {"numalab.core_frequency_hz": repr(max(kinds)), "numalab.core_mlp": repr(mlps.pop())}
         # Optional per-core figures (a calibration's, docs/calibrate.md): kept when every core has the same.
-        for field, key in (("stream_mlp", "numalab.core_stream_mlp"), ("add_latency_ns", "numalab.core_add_latency_ns")):
+        for field, key in (("stream_mlp", "numalab.core_stream_mlp"), ("add_latency_ns", "numalab.core_add_latency_ns"),
+                           ("window_instructions", "numalab.core_window_instructions"),
+                           ("prefetch_lines", "numalab.core_prefetch_lines")):
             values = {c.get(field) for c in self.m["cores"]}
             if len(values) > 1:
                 raise UsageError(

@@ -902,7 +902,7 @@ class _Importer:
 
     def core_params(self) -> dict[str, float]:
         """The spec's ``core`` table; a calibrated machine's optional figures (``stream_mlp``,
-        ``add_latency_ns``) only where the file carries them (numalab's export writes them)."""
+        ``add_latency_ns``, ``window_instructions``, ``prefetch_lines``) only where the file carries them (numalab's export writes them)."""
         hz = self.info_float("numalab.core_frequency_hz")
         if hz is not None:
             ghz = _ghz_for(hz)
@@ -913,7 +913,9 @@ class _Importer:
             est.record(self.notes, est.CORE_MLP)
             mlp = est.CORE_MLP.value
         params = {"frequency_ghz": ghz, "mlp": mlp}
-        for name, key in (("stream_mlp", "numalab.core_stream_mlp"), ("add_latency_ns", "numalab.core_add_latency_ns")):
+        for name, key in (("stream_mlp", "numalab.core_stream_mlp"), ("add_latency_ns", "numalab.core_add_latency_ns"),
+                         ("window_instructions", "numalab.core_window_instructions"),
+                         ("prefetch_lines", "numalab.core_prefetch_lines")):
             value = self.info_float(key)
             if value is not None:
                 params[name] = value
