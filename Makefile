@@ -68,8 +68,9 @@ run: $(VENV)/.build-stamp ## build the Rust core, then run the example study and
 # numalab-py (the Python bindings) has no Rust tests: pytest tests the module it builds. Excluding
 # it spares compiling PyO3 a second time, in the test profile.
 CARGO_TEST := cargo test --workspace --exclude numalab-py --quiet
-# Tests that reuse one guest's runs share a worker (xdist_group marks; --dist loadgroup).
-PYTEST := $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
+# Tests that reuse one guest's runs share a worker (xdist_group marks; --dist loadgroup), handed out
+# in the order conftest.py sorts them (the guest groups first).
+PYTEST := $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 # Parallel builds in `make test`: one per CPU (cargo takes its jobs from make's jobserver), and one
 # more for pip's install, which mostly waits on the network on a fresh machine.
 BUILD_JOBS ?= $(shell echo $$(($$(nproc) + 1)))

@@ -127,9 +127,9 @@ def vm_compared(guest):
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
-    """``--dist loadgroup`` (make test): keep each ``xdist_group`` on one worker, and the tests of a
-    module that share a module- or class-scoped fixture too (else each worker would build it
-    again). pytest-xdist 3.8 names the group by renaming ``item._nodeid``, which pytest 9.2 no
+    """``--dist loadgroup`` (make test): the guest tests first, each ``xdist_group`` on one worker,
+    and the tests of a module that share a module- or class-scoped fixture too (else each worker
+    would build it again). pytest-xdist 3.8 names the group by renaming ``item._nodeid``, which pytest 9.2 no
     longer reads (a node's id is ``item._id``); rename through ``_id`` the same way
     (``<nodeid>@<group>``)."""
     if not getattr(config.option, "loadgroup", False):  # set on xdist's workers under loadgroup
@@ -138,15 +138,27 @@ def pytest_collection_modifyitems(config, items):
         defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
         if any(d and d[-1].scope in ("module", "class") for d in defs.values()):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    # The guest tests first, then the other groups, largest first: xdist hands out groups in
+    # collection order (make test passes --no-loadscope-reorder: xdist's own order, by number of
+    # tests, would put the guest groups, a few tests each but the suite's longest stretches on one
+    # worker at 1-3 minutes, after the module groups, to run on after the other workers ran out).
+    size: dict[str, int] = {}
+    for item in items:
+        size[_group(item)] = size.get(_group(item), 0) + 1
+    items.sort(key=lambda item: (item.get_closest_marker("needs_qemu") is None, -size[_group(item)] if _group(item) else 0))
     try:
         from _pytest.nodeid import NodeId
     except ImportError:  # an older pytest: xdist's own renaming works there
         return
     for item in items:
-        groups = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")})
-        suffix = "@" + "_".join(groups)
-        if groups and hasattr(item, "_id") and not item.nodeid.endswith(suffix):
+        suffix = "@" + _group(item)
+        if _group(item) and hasattr(item, "_id") and not item.nodeid.endswith(suffix):
             item._id = NodeId.parse(item.nodeid + suffix)
+
+
+def _group(item) -> str:
+    """The item's xdist group name as xdist makes it (its groups' names, sorted, joined by _), or ''."""
+    return "_".join(sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}))
 
 
 #: ``NUMALAB_TEST_CPU_LOG=path``: append one line per test, ``<cpu s> <wall s> <nodeid>``, its CPU
