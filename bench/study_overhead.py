@@ -93,6 +93,9 @@ def measure(workers: int) -> Measured:
         wall = time.perf_counter() - start
         client, children = _cpu(resource.RUSAGE_SELF) - client, _cpu(resource.RUSAGE_CHILDREN) - children
     assert summary.ok == RUNS, f"only {summary.ok} of {RUNS} runs finished"
+    # Workers started by a forkserver (a client with other threads) are not this process's
+    # children: their CPU time would be missing, and the overhead would come out negative.
+    assert children >= summary.run_cpu_s, f"the workers' CPU time ({children:.2f} s) is not counted: less than their runs' ({summary.run_cpu_s:.2f} s)"
     return Measured(workers, wall, summary.run_wall_s, expanded - start, client, children, summary.run_cpu_s)
 
 
