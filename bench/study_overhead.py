@@ -18,15 +18,18 @@ documents and committing the runs to SQLite. Two measures of it, both printed:
   with fewer workers than CPUs it does not count the client's CPU, which runs beside them.
 
 Target (issue 27): overhead under 2 % of the study. The load average is printed with the figures.
+``--bar`` draws the sweep's progress bar, as ``numalab study`` does on a terminal, into a stand-in
+terminal that drops the text, so the bar's CPU time counts too (without it the sweep shows nothing).
 ``--repeat N`` measures N times and prints the measurement with the lowest CPU overhead (the
 quietest moment) and the median of each measure.
 
-    .venv/bin/python bench/study_overhead.py [--repeat N]
+    .venv/bin/python bench/study_overhead.py [--repeat N] [--bar]
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import resource
 import statistics
@@ -78,8 +81,18 @@ def _cpu(who: int) -> float:
     return r.ru_utime + r.ru_stime
 
 
-def measure(workers: int) -> Measured:
-    from numalab.study.sweep import run_study
+class _Terminal(io.TextIOBase):
+    """A terminal to draw the bar on, which drops what it is sent."""
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+
+def measure(workers: int, bar: bool = False) -> Measured:
+    from numalab.study.sweep import run_study, study_progress
 
     with tempfile.TemporaryDirectory() as tmp:
         # The workers are reaped when the pool shuts down (end of run_study), so their CPU time
@@ -89,7 +102,8 @@ def measure(workers: int) -> Measured:
         resolved = expand(parse_study(STUDY, "overhead.toml"))
         expanded = time.perf_counter()
         with Store(Path(tmp)) as store:
-            summary = run_study(resolved, store, lambda: LocalBackend(workers), Progress("runs", quiet=True))
+            progress = study_progress(stream=_Terminal()) if bar else Progress("runs", quiet=True)
+            summary = run_study(resolved, store, lambda: LocalBackend(workers), progress)
         wall = time.perf_counter() - start
         client, children = _cpu(resource.RUSAGE_SELF) - client, _cpu(resource.RUSAGE_CHILDREN) - children
     assert summary.ok == RUNS, f"only {summary.ok} of {RUNS} runs finished"
@@ -106,12 +120,17 @@ def _load() -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=1, help="measurements per worker count (default 1)")
+    ap.add_argument("--bar", action="store_true", help="draw the sweep's progress bar (to a terminal that drops it), as on a terminal")
     args = ap.parse_args()
-    print(f"{_load()} at the start")
+    if args.bar:
+        # Imported once per command (about 10 ms of CPU; `numalab` has rich.console loaded already),
+        # not once per study: not in the first measurement only.
+        import rich.progress  # noqa: F401
+    print(f"{_load()} at the start" + (", with the progress bar" if args.bar else ", without a progress bar (--bar draws it)"))
     print("overhead = what is not the runs' own time (target < 2 %): CPU = client + workers' CPU time less the runs' "
           "CPU time, of client + workers; wall = wall time less the runs' wall times / workers, of the wall time")
     for workers in (1, 2):
-        results = [measure(workers) for _ in range(max(1, args.repeat))]
+        results = [measure(workers, args.bar) for _ in range(max(1, args.repeat))]
         m = min(results, key=lambda r: r.cpu_pct)
         what = "1 worker" if workers == 1 else f"{workers} workers"
         median = ""
