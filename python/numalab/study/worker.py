@@ -51,11 +51,16 @@ def run_config(config: dict[str, Any], run: Runner | None = None, encode: bool =
     try:
         doc = (run or simulate)(config).doc
     except Exception as e:  # a failed run is data, not a crash of the sweep
-        return _failed(e, time.perf_counter() - start, time.process_time() - cpu)
+        cpu_s = time.process_time() - cpu
+        return _failed(e, time.perf_counter() - start, cpu_s)
     # cpu_s: the run's own CPU time (the engine runs on this thread), which the study overhead
-    # benchmark subtracts from the CPU time of client and workers (bench/study_overhead.py).
+    # benchmark subtracts from the CPU time of client and workers (bench/study_overhead.py). Read
+    # before the wall clock: process_time is a system call, where a worker that other processes
+    # wait for is switched out (100-300 ms of 200 runs' wall time at load 8), and that wait belongs
+    # to the run it ends, not to the sweep.
+    cpu_s = time.process_time() - cpu
     outcome = {"status": doc.get("status", "ok"), "error": doc.get("error"), "wall_s": time.perf_counter() - start,
-               "cpu_s": time.process_time() - cpu, "document": doc}
+               "cpu_s": cpu_s, "document": doc}
     return stored(outcome) if encode else outcome
 
 
