@@ -160,30 +160,37 @@ type ChunkOrder = ((usize, u64, u64), std::rc::Rc<Vec<u64>>);
 
 /// Per-node buffers the hot loop reuses.
 struct Scratch {
-    count: Vec<u32>,
-    cap: Vec<u32>,
+    /// Per node, the samples the current run took there and the most it may take (`[count,
+    /// cap]`, side by side: the hot loop reads both for every sample).
+    slots: Vec<[u32; 2]>,
     /// The link directions between CPU node c and memory node k, both ways (`routes[k][c]`
     /// then `routes[c][k]`, none for k = c), as indices into the flattened link budgets:
-    /// `cap_links[cap_span[c * n + k]..cap_span[c * n + k + 1]]`. The hot loop reads them for
-    /// every run it sizes, and nested route vectors cost more to walk than the minimum itself.
+    /// `cap_links[lo..hi]` with `[lo, mid, hi] = pair_hops[c * n + k]`, the hops back to the CPU
+    /// (read data) in `lo..mid` and out (written data) in `mid..hi`. The hot loop reads them for
+    /// every node a run reaches, and nested route vectors cost more to walk than the work.
     cap_links: Vec<u32>,
-    cap_span: Vec<u32>,
+    pair_hops: Vec<[u32; 3]>,
 }
 
 impl Scratch {
     fn new(m: &Machine) -> Self {
         let n = m.nodes.len();
-        let (mut cap_links, mut cap_span) = (Vec::new(), vec![0u32]);
+        let (mut cap_links, mut pair_hops) = (Vec::new(), Vec::with_capacity(n * n));
+        let flat = |h: &numalab_model::Hop| h.link * 2 + h.dir as u32;
         for c in 0..n {
             for k in 0..n {
+                let lo = cap_links.len() as u32;
                 if k != c {
-                    let hops = m.routes[k][c].iter().chain(&m.routes[c][k]);
-                    cap_links.extend(hops.map(|h| h.link * 2 + h.dir as u32));
+                    cap_links.extend(m.routes[k][c].iter().map(flat));
                 }
-                cap_span.push(cap_links.len() as u32);
+                let mid = cap_links.len() as u32;
+                if k != c {
+                    cap_links.extend(m.routes[c][k].iter().map(flat));
+                }
+                pair_hops.push([lo, mid, cap_links.len() as u32]);
             }
         }
-        Scratch { count: vec![0; n], cap: vec![0; n], cap_links, cap_span }
+        Scratch { slots: vec![[0; 2]; n], cap_links, pair_hops }
     }
 }
 

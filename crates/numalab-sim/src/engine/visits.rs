@@ -131,9 +131,9 @@ impl Engine<'_> {
     /// served in one step. True if any visit was served.
     pub(super) fn fast_visits(&mut self, tid: usize, until: f64, cost: &[f64], share: f64) -> bool {
         let cpu_node = self.sched.pu_node[self.sched.cpu[tid]];
-        let Engine { threads, procs, budget_node, budget_link, m, scratch, .. } = self;
-        let Scratch { count, cap, cap_links, cap_span } = scratch;
-        let spans = &cap_span[cpu_node * cap.len()..=(cpu_node + 1) * cap.len()];
+        let Engine { threads, procs, budget_node, budget_link, scratch, .. } = self;
+        let Scratch { slots, cap_links, pair_hops } = scratch;
+        let pairs = &pair_hops[cpu_node * slots.len()..(cpu_node + 1) * slots.len()];
         let t = &mut threads[tid];
         let regions = &procs[t.pid].regions;
         let kappa = t.compute_per_line_s / share;
@@ -160,54 +160,52 @@ impl Engine<'_> {
             };
             // Samples each node can still take this round (its memory and the links on the way):
             // a run stops there, so no resource goes over its budget by more than one sample.
-            // A run takes at most `max` samples, so any cap of `max` or more stops nothing: a
-            // node with clearly more room than that needs no division (the margin covers the
-            // rounding of the product, so the quotient would be >= max too). A node's cap is
-            // only worked out when the run first reaches the node (most runs reach one or two
-            // of the machine's nodes): `cap` starts at 0 and `count` at 0, so the first sample
-            // on a node finds `count >= cap` with nothing counted yet. Budgets do not change
-            // while a run grows, so the cap is the one the node would have had up front.
+            // A node's cap is only worked out when the run first reaches the node (`node_cap`;
+            // most runs reach one or two of the machine's nodes): count and cap start at 0, so
+            // the first sample on a node finds the cap reached with nothing counted yet.
             let max = room.min(RUN_PAGES);
             let enough = per_sample * max as f64 * (1.0 + 1e-9);
-            count.fill(0);
-            cap.fill(0);
+            slots.fill([0; 2]);
             let links = budget_link.as_flattened();
+            // The closure stays small (the first sample on a node goes to `node_cap`), so that
+            // it is inlined into the page-table scan rather than called for every sample.
             let admit = |n: usize| {
-                if count[n] >= cap[n] {
-                    if count[n] > 0 {
-                        return false;
-                    }
-                    let mut rem = budget_node[n];
-                    for &l in &cap_links[spans[n] as usize..spans[n + 1] as usize] {
-                        rem = rem.min(links[l as usize]);
-                    }
-                    cap[n] = if rem <= 0.0 {
-                        return false;
-                    } else if per_sample > 0.0 && rem < enough {
-                        crate::ceil::ceil_u32(rem / per_sample)
-                    } else {
-                        u32::MAX
-                    };
+                let s = &mut slots[n];
+                if s[0] < s[1] {
+                    s[0] += 1;
+                    return true;
                 }
-                count[n] += 1;
-                true
+                if s[0] > 0 {
+                    return false;
+                }
+                let [lo, _, hi] = pairs[n];
+                let hops = &cap_links[lo as usize..hi as usize];
+                match node_cap(budget_node[n], hops, links, per_sample, enough) {
+                    Some(c) => {
+                        *s = [1, c];
+                        true
+                    }
+                    None => false,
+                }
             };
             let (k, per) = sweep.extend_run(r.shift, &r.node, &r.marked, max, admit);
             if k > 0 {
                 let mut c = 0.0;
-                for (n, &cnt) in count.iter().enumerate().filter(|(_, &x)| x > 0) {
-                    let lines = cnt as f64 * per;
+                let links = budget_link.as_flattened_mut();
+                for (n, (s, &[lo, mid, hi])) in slots.iter().zip(pairs).enumerate() {
+                    if s[0] == 0 {
+                        continue;
+                    }
+                    let lines = s[0] as f64 * per;
                     let (rd, wr) = (lines * rd_share, lines * (1.0 - rd_share));
                     budget_node[n] -= lines;
-                    if n != cpu_node {
-                        for h in &m.routes[n][cpu_node] {
-                            let b = &mut budget_link[h.link as usize][h.dir as usize];
-                            *b -= rd;
-                        }
-                        for h in &m.routes[cpu_node][n] {
-                            let b = &mut budget_link[h.link as usize][h.dir as usize];
-                            *b -= wr;
-                        }
+                    // The route back (read data), then the route out (written data), hop by
+                    // hop in route order; none for the CPU's own node.
+                    for &l in &cap_links[lo as usize..mid as usize] {
+                        links[l as usize] -= rd;
+                    }
+                    for &l in &cap_links[mid as usize..hi as usize] {
+                        links[l as usize] -= wr;
                     }
                     c += lines * (kappa + cost[n]);
                     t.mix_rd[n] += rd;
@@ -422,6 +420,32 @@ impl Engine<'_> {
             NONE => None,
             x => Some(x as usize),
         }
+    }
+}
+
+/// The most samples a run may take on a node it reaches first, `None` if it may take none:
+/// what is left of the node's budget and of every link budget on the way (`hops`), in samples
+/// of `per_sample` lines, or no limit (`u32::MAX`) when that is at least `enough`, a whole run's
+/// worth. A run takes at most that many samples, so a larger cap stops nothing, and the margin
+/// in `enough` covers the rounding of the product, so the quotient would be at least as large.
+/// Budgets do not change while a run grows, so this is the cap the node would have had up front.
+#[inline(never)]
+fn node_cap(node_budget: f64, hops: &[u32], links: &[f64], per_sample: f64, enough: f64) -> Option<u32> {
+    let mut rem = node_budget;
+    // A plain comparison rather than `f64::min`: budgets are never NaN (bandwidths times a
+    // round's length), so the minimum is the same without `min`'s NaN handling.
+    for &l in hops {
+        let x = links[l as usize];
+        if x < rem {
+            rem = x;
+        }
+    }
+    if rem <= 0.0 {
+        None
+    } else if per_sample > 0.0 && rem < enough {
+        Some(crate::ceil::ceil_u32(rem / per_sample))
+    } else {
+        Some(u32::MAX)
     }
 }
 
