@@ -38,6 +38,21 @@ fn load_balanced(this_load: i64, prev_load: i64, nr_this: i64, bias: i64) -> boo
     balanced || (this_load <= prev_load && this_load + prev_load <= tl_per_task)
 }
 
+/// A wake-up's reasons, written out only when decisions are kept (`--explain-sched`): the text
+/// of every wake-up cost more than the decision itself in runs whose threads sleep at barriers.
+pub(super) struct Why {
+    on: bool,
+    parts: Vec<String>,
+}
+
+impl Why {
+    fn push(&mut self, reason: impl FnOnce() -> String) {
+        if self.on {
+            self.parts.push(reason());
+        }
+    }
+}
+
 /// Per thread, `task_struct`'s `wakee_flips`, `last_wakee`, `wakee_flip_decay_ts` and
 /// `recent_used_cpu` (set from a shared reference: `select_idle_sibling()` reads and writes it).
 #[derive(Clone, Debug, Default)]
@@ -102,14 +117,16 @@ impl Sched {
         if runnable[tid] {
             nr[prev] -= 1;
         }
-        let mut why = Vec::new();
+        let mut why = Why { on: self.explain, parts: Vec::new() };
         if wide {
-            why.push(format!(
-                "wake_wide (waker thread {} wakee_flips {}, woken {})",
-                waker_tid + 1,
-                self.wakee[waker_tid].flips,
-                self.wakee[tid].flips
-            ));
+            why.push(|| {
+                format!(
+                    "wake_wide (waker thread {} wakee_flips {}, woken {})",
+                    waker_tid + 1,
+                    self.wakee[waker_tid].flips,
+                    self.wakee[tid].flips
+                )
+            });
         }
         let (cpu, level) = match self.rules.wake_order {
             WakeOrder::CandidateThenAffine => self.candidate_then_affine(tid, waker, prev, &nr, runnable, &mut why),
@@ -130,7 +147,7 @@ impl Sched {
                 to: cpu,
                 path: "wake",
                 level,
-                why: why.join("; "),
+                why: why.parts.join("; "),
             });
         }
         cpu
@@ -159,7 +176,7 @@ impl Sched {
         wide: bool,
         nr: &[usize],
         runnable: &[bool],
-        why: &mut Vec<String>,
+        why: &mut Why,
     ) -> (usize, String) {
         let idle = |c: usize| nr[c] == 0;
         let allowed = &self.allowed[tid];
@@ -212,20 +229,24 @@ impl Sched {
                         (this_load + task_load) * 100 < (prev_load - task_load) * bias
                     }
                 };
-                why.push(format!("wake_affine load {this_load} (waker CPU) vs {prev_load} (prev CPU), bias {bias}%"));
+                why.push(|| {
+                    format!("wake_affine load {this_load} (waker CPU) vs {prev_load} (prev CPU), bias {bias}%")
+                });
                 if pick {
                     waker
                 } else {
                     prev
                 }
             });
-            why.push(format!(
-                "{}: wake_affine -> CPU {} ({} by the waker's CPU {})",
-                d.name,
-                self.pu_os[target],
-                if target == waker { "pulled" } else { "kept" },
-                self.pu_os[waker]
-            ));
+            why.push(|| {
+                format!(
+                    "{}: wake_affine -> CPU {} ({} by the waker's CPU {})",
+                    d.name,
+                    self.pu_os[target],
+                    if target == waker { "pulled" } else { "kept" },
+                    self.pu_os[waker]
+                )
+            });
         }
         // select_idle_sibling() (both versions): the target if idle; prev if it shares the
         // cache and is idle; else the first idle core of the target's LLC after the target
@@ -240,7 +261,7 @@ impl Sched {
         }) {
             // v6.13: the task's recently used CPU, idle, in the target's LLC (not limited by
             // SIS_UTIL: it comes before select_idle_cpu()).
-            why.push(format!("recent_used_cpu CPU {}", self.pu_os[r]));
+            why.push(|| format!("recent_used_cpu CPU {}", self.pu_os[r]));
             r
         } else {
             let n = self.pu_node.len();
@@ -265,7 +286,7 @@ impl Sched {
                 None => match self.rules.idle_sibling {
                     IdleSibling::FirstIdleInLlc if sis_util => {
                         let limit = self.nr_idle_scan[self.pu_node[target]];
-                        why.push(format!("SIS_UTIL scans {limit} CPU(s)"));
+                        why.push(|| format!("SIS_UTIL scans {limit} CPU(s)"));
                         order.iter().take(limit).copied().find(|&c| idle(c)).unwrap_or(target)
                     }
                     IdleSibling::FirstIdleInLlc => llc.first().copied().unwrap_or(target),
@@ -276,11 +297,13 @@ impl Sched {
             }
         };
         let cpu = if allowed.contains(&cpu) { cpu } else { prev };
-        why.push(format!(
-            "select_idle_sibling: CPU {} ({})",
-            self.pu_os[cpu],
-            if idle(cpu) { "idle" } else { "no idle CPU in the LLC" }
-        ));
+        why.push(|| {
+            format!(
+                "select_idle_sibling: CPU {} ({})",
+                self.pu_os[cpu],
+                if idle(cpu) { "idle" } else { "no idle CPU in the LLC" }
+            )
+        });
         (cpu, affine.map(|l| self.domains[l].name.clone()).unwrap_or_default())
     }
 
@@ -304,11 +327,11 @@ impl Sched {
         prev: usize,
         nr: &[usize],
         runnable: &[bool],
-        why: &mut Vec<String>,
+        why: &mut Why,
     ) -> (usize, String) {
         let allowed = &self.allowed[tid];
         if !allowed.contains(&waker) {
-            why.push("waker's CPU not allowed: prev".into());
+            why.push(|| "waker's CPU not allowed: prev".into());
             return (prev, String::new());
         }
         let idle = |c: usize| nr[c] == 0;
@@ -348,7 +371,8 @@ impl Sched {
             let bias = 100 + (imbalance_pct - 100) / 2;
             let affine = load_balanced(this_load, prev_load, nr[waker] as i64, bias);
             let cpu = if affine { candidate } else { prev };
-            why.push(format!(
+            why.push(|| {
+                format!(
                 "{name}: candidate CPU {} ({}); wake_affine load {this_load} (waker CPU {}) vs {prev_load} (prev CPU), \
                  bias {bias}% -> CPU {} ({})",
                 self.pu_os[candidate],
@@ -356,10 +380,11 @@ impl Sched {
                 self.pu_os[waker],
                 self.pu_os[cpu],
                 if affine { "affine" } else { "prev kept" }
-            ));
+            )
+            });
             return (cpu, name);
         }
-        why.push("no SD_WAKE_AFFINE domain with a candidate: prev".into());
+        why.push(|| "no SD_WAKE_AFFINE domain with a candidate: prev".into());
         (prev, String::new())
     }
 }
