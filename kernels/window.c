@@ -30,18 +30,12 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "lines.h"
 #include "options.h"
 #include "timing.h"
 
-#define LINE 64
-#define HUGE (2UL << 20)
 #define MAX_REPS 100
 #define MAX_NOPS 8192
-
-struct line {
-    struct line *next;
-    char pad[LINE - sizeof(struct line *)];
-};
 
 static void usage(const char *why)
 {
@@ -51,14 +45,6 @@ static void usage(const char *why)
                     "prints one JSON line: kernel, size_bytes, pairs, nops, reps, init_s, ns_per_pair (one list per\n"
                     "sweep), cpu_ns_per_pair, checksum\n");
     exit(2);
-}
-
-static uint64_t next_random(uint64_t *s)
-{
-    *s ^= *s >> 12;
-    *s ^= *s << 25;
-    *s ^= *s >> 27;
-    return *s * 0x2545F4914F6CDD1DULL;
 }
 
 /* long loop(struct line **p, long pairs): p[0] and p[1] advanced `pairs` times each, returned in
@@ -155,17 +141,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "window: madvise(MADV_HUGEPAGE): %s; 4 KiB pages\n", strerror(errno));
 
     double t0 = now_s();
-    for (size_t i = 0; i < lines; i++)
-        order[i] = (uint32_t)i;
-    uint64_t state = 0x9E3779B97F4A7C15ULL | 1;
-    for (size_t i = lines - 1; i > 0; i--) {
-        size_t j = next_random(&state) % i;
-        uint32_t t = order[i];
-        order[i] = order[j];
-        order[j] = t;
-    }
-    for (size_t i = 0; i < lines; i++)
-        buf[order[i]].next = &buf[order[(i + 1) % lines]];
+    link_random_cycle(buf, order, lines, 0x9E3779B97F4A7C15ULL | 1);
     struct line *p[2] = {&buf[order[0]], &buf[order[lines / 2]]};
     free(order);
     double init_s = now_s() - t0;
