@@ -32,12 +32,9 @@
 
 static void usage(const char *why)
 {
-    if (why)
-        fprintf(stderr, "chase: %s\n", why);
-    fprintf(stderr, "usage: chase [--size-mib N] [--loads N] [--reps N] [--hugepages] [--seed N]\n"
-                    "prints one JSON line: kernel, size_bytes, lines, hugepages, anon_huge_kib, loads, reps,\n"
-                    "init_s, ns_per_load (one per repetition), cpu_ns_per_load, checksum\n");
-    exit(2);
+    usage_exit("chase", why, "usage: chase [--size-mib N] [--loads N] [--reps N] [--hugepages] [--seed N]\n"
+                             "prints one JSON line: kernel, size_bytes, lines, hugepages, anon_huge_kib, loads, reps,\n"
+                             "init_s, ns_per_load (one per repetition), cpu_ns_per_load, checksum\n");
 }
 
 /* AnonHugePages of this process in KiB (proc/self/smaps_rollup), -1 when unreadable. */
@@ -74,11 +71,8 @@ int main(int argc, char **argv)
             reps = whole_number(a, v, 1, MAX_REPS, usage), i++;
         else if (!strcmp(a, "--seed"))
             seed = whole_number(a, v, 1, 1L << 62, usage), i++;
-        else {
-            char msg[160];
-            snprintf(msg, sizeof msg, "unknown option '%s'", a);
-            usage(msg);
-        }
+        else
+            unknown_option(a, usage);
     }
     const size_t bytes = (size_t)size_mib << 20;
     const size_t lines = bytes / LINE;

@@ -39,12 +39,9 @@
 
 static void usage(const char *why)
 {
-    if (why)
-        fprintf(stderr, "window: %s\n", why);
-    fprintf(stderr, "usage: window [--size-mib N] [--pairs N] [--max-nops N] [--step N] [--reps N]\n"
-                    "prints one JSON line: kernel, size_bytes, pairs, nops, reps, init_s, ns_per_pair (one list per\n"
-                    "sweep), cpu_ns_per_pair, checksum\n");
-    exit(2);
+    usage_exit("window", why, "usage: window [--size-mib N] [--pairs N] [--max-nops N] [--step N] [--reps N]\n"
+                              "prints one JSON line: kernel, size_bytes, pairs, nops, reps, init_s, ns_per_pair (one list per\n"
+                              "sweep), cpu_ns_per_pair, checksum\n");
 }
 
 /* long loop(struct line **p, long pairs): p[0] and p[1] advanced `pairs` times each, returned in
@@ -109,11 +106,8 @@ int main(int argc, char **argv)
             step = whole_number(a, v, 1, MAX_NOPS, usage), i++;
         else if (!strcmp(a, "--reps"))
             reps = whole_number(a, v, 1, MAX_REPS, usage), i++;
-        else {
-            char msg[160];
-            snprintf(msg, sizeof msg, "unknown option '%s'", a);
-            usage(msg);
-        }
+        else
+            unknown_option(a, usage);
     }
 #if !defined(__x86_64__)
     fprintf(stderr, "window: the timed loop is x86-64 machine code; this build is for another architecture\n");
