@@ -3,8 +3,9 @@
 ``run_config`` never raises: a run that fails comes back as a ``failed`` outcome with its error,
 so one bad configuration does not stop a sweep. The outcome carries the result document as JSON
 text and the derived columns, computed here so the one process that writes the store only
-writes; local workers fewer than the CPUs leave that to their client instead (``stored``), which
-has a CPU of its own (``executors.LocalBackend``).
+writes. Encoding here is also the cheapest: handing the document itself to the client (pickled
+here, unpickled there) and encoding it there costs 2-3 times the CPU of the encoding alone
+(bench/study_overhead.py).
 """
 
 from __future__ import annotations
@@ -42,11 +43,9 @@ def simulate(config: dict[str, Any]) -> Any:
     return result
 
 
-def run_config(config: dict[str, Any], run: Runner | None = None, encode: bool = True) -> dict[str, Any]:
+def run_config(config: dict[str, Any], run: Runner | None = None) -> dict[str, Any]:
     """Run one configuration: ``{"status", "error", "wall_s", "cpu_s", "result", "columns"}``. ``run``:
-    the study kind's runner (``study.kinds``); none for a placement run. ``encode=False``: the
-    document itself instead of ``result`` and ``columns`` (``document``), for ``stored`` in the
-    client."""
+    the study kind's runner (``study.kinds``); none for a placement run."""
     start, cpu = time.perf_counter(), time.process_time()
     try:
         doc = (run or simulate)(config).doc
@@ -59,24 +58,15 @@ def run_config(config: dict[str, Any], run: Runner | None = None, encode: bool =
     # wait for is switched out (100-300 ms of 200 runs' wall time at load 8), and that wait belongs
     # to the run it ends, not to the sweep.
     cpu_s = time.process_time() - cpu
-    outcome = {"status": doc.get("status", "ok"), "error": doc.get("error"), "wall_s": time.perf_counter() - start,
-               "cpu_s": cpu_s, "document": doc}
-    return stored(outcome) if encode else outcome
-
-
-def stored(outcome: dict[str, Any]) -> dict[str, Any]:
-    """The outcome as the store keeps it: the document as its JSON text and the derived columns
-    (``run_config`` does it in the worker; a client with a CPU to spare does it itself)."""
-    if "document" not in outcome:
-        return outcome
+    wall_s = time.perf_counter() - start
     from numalab.results.derived import columns
 
-    doc = outcome.pop("document")
     try:
-        outcome.update(result=_DOCUMENT.encode(doc), columns=columns(doc))
+        # The outcome as the store keeps it: the document as its JSON text, the derived columns.
+        return {"status": doc.get("status", "ok"), "error": doc.get("error"), "wall_s": wall_s, "cpu_s": cpu_s,
+                "result": _DOCUMENT.encode(doc), "columns": columns(doc)}
     except Exception as e:  # a document that is not JSON: this run failed, not its batch
-        outcome = _failed(e, outcome["wall_s"], outcome.get("cpu_s"))
-    return outcome
+        return _failed(e, wall_s, cpu_s)
 
 
 def _failed(e: Exception, wall_s: float, cpu_s: float | None) -> dict[str, Any]:
@@ -84,9 +74,9 @@ def _failed(e: Exception, wall_s: float, cpu_s: float | None) -> dict[str, Any]:
     return {"status": "failed", "error": f"{type(e).__name__}: {message}", "wall_s": wall_s, "cpu_s": cpu_s, "result": None, "columns": {}}
 
 
-def run_batch(configs: list[dict[str, Any]], run: Runner | None = None, encode: bool = True) -> list[dict[str, Any]]:
+def run_batch(configs: list[dict[str, Any]], run: Runner | None = None) -> list[dict[str, Any]]:
     """Several configurations in one task (short runs travel in batches, see ``sweep``)."""
-    return [run_config(c, run, encode) for c in configs]
+    return [run_config(c, run) for c in configs]
 
 
 def init_local_worker() -> None:
