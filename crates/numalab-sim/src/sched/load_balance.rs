@@ -33,10 +33,12 @@ impl Sched {
     pub fn balance(&mut self, now_s: f64, live: &[bool]) -> Vec<usize> {
         self.account(now_s, live);
         let mut nr = self.nr_running(live, now_s);
+        // Every CPU's signals, until a balance moves something (`cpu_signals_memo`).
+        let mut sig = None;
         if let BalanceSignals::CpuLoadIndex { .. } | BalanceSignals::QueuedWeightIndex { .. } = self.rules.load.balance
         {
-            let sig = self.cpu_signals(now_s, live);
-            let loads: Vec<u64> = (0..nr.len()).map(|c| self.weighted_cpuload(c, &sig, &nr)).collect();
+            let sig = self.cpu_signals_memo(now_s, live, &mut sig);
+            let loads: Vec<u64> = (0..nr.len()).map(|c| self.weighted_cpuload(c, sig, &nr)).collect();
             self.tick_cpu_load(now_s, &loads);
         }
         let mut moved = Vec::new();
@@ -44,7 +46,10 @@ impl Sched {
         for cpu in 0..ncpu {
             if self.was_busy[cpu] && nr[cpu] == 0 {
                 for l in 0..self.domains.len() {
-                    let (got, done) = self.load_balance(now_s, cpu, l, Idle::Newly, &mut nr, live);
+                    let (got, done) = self.load_balance(now_s, cpu, l, Idle::Newly, &mut nr, live, &mut sig);
+                    if done {
+                        sig = None;
+                    }
                     moved.extend(got);
                     if done {
                         break;
@@ -77,7 +82,11 @@ impl Sched {
                     self.grow_interval(l, cpu);
                     break;
                 }
-                moved.extend(self.load_balance(now_s, cpu, l, idle, &mut nr, live).0);
+                let (got, done) = self.load_balance(now_s, cpu, l, idle, &mut nr, live, &mut sig);
+                if done {
+                    sig = None;
+                }
+                moved.extend(got);
             }
         }
         for (w, &n) in self.was_busy.iter_mut().zip(&nr) {
@@ -262,7 +271,10 @@ impl Sched {
         best.map(|(c, _)| c)
     }
 
-    /// One `load_balance()` of domain `l` for destination `dst`; returns the threads pulled.
+    /// One `load_balance()` of domain `l` for destination `dst`; returns the threads pulled
+    /// and whether anything moved (a thread or the periodic task). `sig`: every CPU's signals
+    /// if known since the last move (`cpu_signals_memo`).
+    #[allow(clippy::too_many_arguments)]
     fn load_balance(
         &mut self,
         now_s: f64,
@@ -271,13 +283,14 @@ impl Sched {
         idle: Idle,
         nr: &mut [usize],
         live: &[bool],
+        sig: &mut Option<Vec<CpuSig>>,
     ) -> (Vec<usize>, bool) {
+        let sig = self.cpu_signals_memo(now_s, live, sig);
         if l == 0 && idle != Idle::Newly && self.rules.load.idle_scan == IdleScan::SisUtil {
-            self.update_idle_cpu_scan(now_s, dst, live);
+            self.update_idle_cpu_scan(dst, sig);
         }
-        let sig = self.cpu_signals(now_s, live);
         // The groups' CPUs are read in place from the domain (group_stats keeps their order).
-        let stats = self.group_stats(l, dst, idle, nr, &sig);
+        let stats = self.group_stats(l, dst, idle, nr, sig);
         let d = &self.domains[l];
         let found = match self.rules.busiest_group {
             BusiestGroup::Capacity => lb_stats::busiest_313(&stats, d, idle),
@@ -289,7 +302,7 @@ impl Sched {
             return (Vec::new(), false);
         };
         let (local, busiest) = (stats[0], stats[b]);
-        let Some(src) = self.busiest_queue(&self.domains[l].groups_of[dst][b], m, nr, &sig) else {
+        let Some(src) = self.busiest_queue(&self.domains[l].groups_of[dst][b], m, nr, sig) else {
             self.balanced(l, dst, idle);
             return (Vec::new(), false);
         };
@@ -489,8 +502,7 @@ impl Sched {
     /// balancing only): with `x = sum_util / llc_weight` and `pct` the domain's
     /// `imbalance_pct`, `nr_idle_scan = llc_weight x (1024 - min(x^2 x pct^2 / (10000 x
     /// 1024), 1024)) / 1024`: the whole LLC when idle, nothing from 85 % utilisation up.
-    fn update_idle_cpu_scan(&mut self, now_s: f64, dst: usize, live: &[bool]) {
-        let sig = self.cpu_signals(now_s, live);
+    fn update_idle_cpu_scan(&mut self, dst: usize, sig: &[CpuSig]) {
         let llc = &self.domains[0].span_of[dst];
         let llc_weight = llc.len() as u64;
         let sum_util: u64 = llc.iter().map(|&c| sig[c].util).sum();
@@ -590,7 +602,7 @@ mod tests {
         let now = start + 4.5e-3;
         let mut nr = s.nr_running(&live, now);
         assert_eq!((nr[cpu], nr[idle]), (2, 0));
-        let (threads, moved) = s.load_balance(now, idle, 0, Idle::Newly, &mut nr, &live);
+        let (threads, moved) = s.load_balance(now, idle, 0, Idle::Newly, &mut nr, &live, &mut None);
         assert!(threads.is_empty() && moved);
         let nz = s.noise.as_ref().unwrap();
         assert_eq!((nz.agent_run_at(idle, now + 1e-3), nz.agent_run_at(cpu, now + 1e-3)), (Some(now), None));
@@ -601,14 +613,14 @@ mod tests {
         let (mut s, cpu, idle, start) = beside_the_agent();
         let now = start + 7.5e-3;
         let mut nr = s.nr_running(&live, now);
-        let (threads, moved) = s.load_balance(now, idle, 0, Idle::Newly, &mut nr, &live);
+        let (threads, moved) = s.load_balance(now, idle, 0, Idle::Newly, &mut nr, &live, &mut None);
         assert!(moved && threads == vec![0], "{threads:?}");
         assert_eq!(s.noise.as_ref().unwrap().agent_run_at(cpu, now + 1e-3), Some(start));
         // Waiting only 0.2 ms (its turn ended at 3 ms): cache hot, and the thread runs.
         let (mut s, cpu, idle, start) = beside_the_agent();
         let now = start + 3.2e-3;
         let mut nr = s.nr_running(&live, now);
-        assert_eq!(s.load_balance(now, idle, 0, Idle::Newly, &mut nr, &live), (Vec::new(), false));
+        assert_eq!(s.load_balance(now, idle, 0, Idle::Newly, &mut nr, &live, &mut None), (Vec::new(), false));
         assert_eq!(s.noise.as_ref().unwrap().agent_run_at(cpu, now), Some(start));
     }
 
