@@ -94,7 +94,7 @@ _RESULTS_PIPE_BYTES = 1 << 20
 
 
 def _roomy_results_pipe(pool: ProcessPoolExecutor) -> None:
-    """A pipe that holds a whole batch's outcomes (20-30 documents of about 11 KB; the default is
+    """A pipe that holds a whole batch's outcomes (up to 64 documents of about 11 KB; the default is
     64 KB): a worker then writes them at once and starts its next batch, instead of waiting, on a
     busy machine a scheduler slice each time, for the client to read every 64 KB. Where it cannot
     be enlarged (another OS, a lower pipe-max-size) the pipe stays as it is."""
