@@ -207,3 +207,22 @@ def test_speedups_whichever_way_runs_and_baselines_are_committed(tmp_path, order
             store.write_many("s", [done(r) for r in commit])
         speedups = {r["placement"]: r["speedup"] for r in store.rows("s")}
     assert speedups == {"interleave=all": 0.5, "membind=1": 0.25, "default": 1.0}
+
+
+def test_repetitions_in_a_batch_read_their_spec_once_and_run_as_from_scratch(monkeypatch):
+    """A batch's runs that differ only in their seed read their configuration once (worker.
+    _SeedsOfOneSpec); their documents are those of runs read one by one."""
+    import pickle
+
+    from numalab.study import parse_study
+
+    resolved = expand(parse_study('name = "r"\nmachine = "e5-2620v4-2s"\nworkload = "dgemv"\nrepetitions = 3\n'
+                                  'params = { n = 4000, reps = 2, threads = 4 }\n[sweep]\nplacement = ["default", "interleave=all"]\n', "r.toml"))
+    configs = pickle.loads(pickle.dumps([r.config for r in resolved.runs]))  # a batch as a worker receives it
+    read, from_canonical = [], RunSpec.from_canonical
+    monkeypatch.setattr(RunSpec, "from_canonical", staticmethod(lambda c: read.append(c) or from_canonical(c)))
+    batch = worker.run_batch(configs)
+    assert len(configs) == 6 and len(read) == 2
+    monkeypatch.undo()
+    alone = [worker.run_config(c)["result"] for c in configs]
+    assert [o["result"] for o in batch] == alone and len(set(alone)) == 6
