@@ -141,9 +141,15 @@ impl Engine<'_> {
         // and a node it does not use may be far cheaper than the ones it does.
         if t.cheapest_s.is_nan() {
             let used = |n: usize| t.prev_rd[n] + t.prev_wr[n] + t.est_rd[n] + t.est_wr[n] > 0.0;
-            let c = cost.iter().enumerate().filter(|&(n, _)| used(n)).map(|(_, &c)| c).fold(f64::INFINITY, f64::min);
+            let (mut c, mut spread) = (f64::INFINITY, 0);
+            for (n, &x) in cost.iter().enumerate() {
+                if used(n) {
+                    c = c.min(x);
+                    spread += 1;
+                }
+            }
             t.cheapest_s = if c.is_finite() { c } else { cost.iter().copied().fold(f64::INFINITY, f64::min) };
-            t.spread = (0..cost.len()).filter(|&n| used(n)).count();
+            t.spread = spread;
         }
         // Caps up front, for every node, when the thread's runs reach several (interleaved
         // pages): worked out in one loop rather than on each node's first sample, where the
