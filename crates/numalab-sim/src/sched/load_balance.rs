@@ -14,6 +14,7 @@
 use super::lb_stats::{self, group_classify, Idle, LbStats, Migration};
 use super::load::CpuSig;
 use super::pelt::CAPACITY;
+use super::wake::Why;
 use super::{GroupLoad, Sched, HZ, MIGRATION_COST_S};
 use crate::profile::{BalanceSignals, BusiestGroup, IdleScan, NohzIdle, TimeSlice};
 
@@ -313,13 +314,14 @@ impl Sched {
             Idle::Now => "idle-balance",
             Idle::Newly => "newidle-balance",
         };
-        let what = match m {
+        let what = || match m {
             Migration::Load(x) => format!("load {x}"),
             Migration::Util(x) => format!("utilisation {x}"),
             Migration::Task(x) => format!("{x} task(s)"),
         };
         let mut pulled = Vec::new();
-        let mut blocked = Vec::new();
+        // Reasons are written only when decisions are kept (`Why`).
+        let mut blocked = Why::new(self.explain);
         let mut left = m.amount() as i64;
         // detach_tasks() (v3.13 move_tasks()): from the tail of the queue (highest thread
         // first here), only when the source runs more than one task.
@@ -339,18 +341,18 @@ impl Sched {
                 break;
             }
             if !self.allowed[t].contains(&dst) {
-                blocked.push(format!("thread {} pinned", t + 1));
+                blocked.push(|| format!("thread {} pinned", t + 1));
                 continue;
             }
             let (running, since) = self.since_ran(now_s, src, t, live);
             if running {
-                blocked.push(format!("thread {} running", t + 1));
+                blocked.push(|| format!("thread {} running", t + 1));
                 continue;
             }
             // task_hot(): ran less than sysctl_sched_migration_cost ago (SMT siblings share
             // their caches: never hot at that level; no SMT level is modelled).
             if since < MIGRATION_COST_S && failed <= tries {
-                blocked.push(format!("thread {} cache hot (ran {:.0} us ago)", t + 1, since * 1e6));
+                blocked.push(|| format!("thread {} cache hot (ran {:.0} us ago)", t + 1, since * 1e6));
                 continue;
             }
             let load = self.balance_load(t);
@@ -360,7 +362,7 @@ impl Sched {
                     // v6.13: "shr_bound(util, env->sd->nr_balance_failed) > env->imbalance".
                     let util = self.pelt_util(t);
                     if (util >> failed.min(63)) as i64 > left {
-                        blocked.push(format!("thread {} utilisation {util} above {left}", t + 1));
+                        blocked.push(|| format!("thread {} utilisation {util} above {left}", t + 1));
                         continue;
                     }
                     util as i64
@@ -375,7 +377,7 @@ impl Sched {
                         BusiestGroup::GroupType => (load.max(1) >> failed.min(63)) as i64 > left,
                     };
                     if skip {
-                        blocked.push(format!("thread {} load {load} above {left}", t + 1));
+                        blocked.push(|| format!("thread {} load {load} above {left}", t + 1));
                         continue;
                     }
                     match self.rules.busiest_group {
@@ -385,22 +387,27 @@ impl Sched {
                 }
             };
             left -= take;
-            let why = format!(
-                "{} from CPU {} ({} runnable) to {} CPU {}: busiest group avg_load {} (load {}, util {}, {} tasks) vs local {} (load {}, util {}, {} tasks), imbalance {what}",
-                d_name(self, l),
-                self.pu_os[src],
-                nr[src],
-                if idle == Idle::Busy { "busy" } else { "idle" },
-                self.pu_os[dst],
-                busiest.avg_load,
-                busiest.load,
-                busiest.util,
-                busiest.g.nr,
-                local.avg_load,
-                local.load,
-                local.util,
-                local.g.nr,
-            );
+            let why = if !self.explain {
+                String::new()
+            } else {
+                format!(
+                    "{} from CPU {} ({} runnable) to {} CPU {}: busiest group avg_load {} (load {}, util {}, {} tasks) vs local {} (load {}, util {}, {} tasks), imbalance {}",
+                    d_name(self, l),
+                    self.pu_os[src],
+                    nr[src],
+                    if idle == Idle::Busy { "busy" } else { "idle" },
+                    self.pu_os[dst],
+                    busiest.avg_load,
+                    busiest.load,
+                    busiest.util,
+                    busiest.g.nr,
+                    local.avg_load,
+                    local.load,
+                    local.util,
+                    local.g.nr,
+                    what(),
+                )
+            };
             nr[src] -= 1;
             nr[dst] += 1;
             self.migrate(now_s, t, dst, path, l, why);
@@ -422,14 +429,18 @@ impl Sched {
             let running =
                 (0..self.cpu.len()).find(|&t| live[t] && self.cpu[t] == src && self.since_ran(now_s, src, t, live).0);
             if let Some(t) = running.filter(|&t| self.allowed[t].contains(&dst)) {
-                let why = format!(
-                    "{} after {} failed attempts ({}): CPU {} pushes its running thread to CPU {}",
-                    d_name(self, l),
-                    self.state[l][dst].nr_balance_failed,
-                    blocked.join(", "),
-                    self.pu_os[src],
-                    self.pu_os[dst]
-                );
+                let why = if !self.explain {
+                    String::new()
+                } else {
+                    format!(
+                        "{} after {} failed attempts ({}): CPU {} pushes its running thread to CPU {}",
+                        d_name(self, l),
+                        self.state[l][dst].nr_balance_failed,
+                        blocked.join(", "),
+                        self.pu_os[src],
+                        self.pu_os[dst]
+                    )
+                };
                 self.state[l][dst].nr_balance_failed = tries + 1;
                 nr[src] -= 1;
                 nr[dst] += 1;
@@ -455,7 +466,7 @@ impl Sched {
         left: &mut i64,
         nr: &mut [usize],
         live: &[bool],
-        blocked: &mut Vec<String>,
+        blocked: &mut Why,
     ) -> bool {
         if nr[src] <= 1 || *left <= 0 {
             return false;
@@ -464,7 +475,7 @@ impl Sched {
             return false;
         };
         if running {
-            blocked.push("background task running".into());
+            blocked.push(|| "background task running".into());
             return false;
         }
         let lru = cands.iter().all(|&t| {
@@ -476,7 +487,7 @@ impl Sched {
         }
         let failed = self.state[l][dst].nr_balance_failed;
         if since < MIGRATION_COST_S && failed <= self.domains[l].cache_nice_tries {
-            blocked.push(format!("background task cache hot (ran {:.0} us ago)", since * 1e6));
+            blocked.push(|| format!("background task cache hot (ran {:.0} us ago)", since * 1e6));
             return false;
         }
         let (load, util) = self.background_signals(src, now_s).map_or((CAPACITY, 0), |(load, util, _)| (load, util));
@@ -485,7 +496,7 @@ impl Sched {
             Migration::Util(_) if (util >> failed.min(63)) as i64 <= *left => util as i64,
             Migration::Load(_) if (load.max(1) >> failed.min(63)) as i64 <= *left => load.max(1) as i64,
             _ => {
-                blocked.push(format!("background task load {load}, utilisation {util} above {left}"));
+                blocked.push(|| format!("background task load {load}, utilisation {util} above {left}"));
                 return false;
             }
         };
