@@ -109,8 +109,9 @@ class SweepSummary:
 
 # Redraws of a sweep's bar per second: rich spends about 2.5 ms of CPU on each, taken from the
 # simulations when the workers fill the CPUs (10 a second, rich's default: 25 ms of CPU a second,
-# 1.2 % of two CPUs; 2 a second: 6.5 ms, with the bar's own updates).
-BAR_REDRAWS_PER_S = 2.0
+# 1.2 % of two CPUs; 2 a second: 6.5 ms, with the bar's own updates; 1 a second: 20-30 ms less of
+# the client's CPU for 200 runs of 20 ms than 2, bench/study_overhead.py --bar).
+BAR_REDRAWS_PER_S = 1.0
 
 
 def study_progress(stream: Any = None) -> Progress:
