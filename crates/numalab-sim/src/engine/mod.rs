@@ -86,8 +86,8 @@ struct Thread {
     /// used last epoch or expects to, kept for the epoch (NaN: to be worked out). Its inputs
     /// change only between epochs and when a phase starts, which reset it.
     cheapest_s: f64,
-    /// Nodes the thread used last epoch or expects to, worked out with `cheapest_s`: a thread
-    /// spread over several nodes has every node's cap worked out before a run (`fast_visits`).
+    /// Nodes the thread's last run of page visits reached: after a run over several, every
+    /// node's cap is worked out before the next (`fast_visits`).
     spread: usize,
     /// Phase execution counter at the start of the last epoch.
     epoch_seq: u64,

@@ -141,20 +141,14 @@ impl Engine<'_> {
         // and a node it does not use may be far cheaper than the ones it does.
         if t.cheapest_s.is_nan() {
             let used = |n: usize| t.prev_rd[n] + t.prev_wr[n] + t.est_rd[n] + t.est_wr[n] > 0.0;
-            let (mut c, mut spread) = (f64::INFINITY, 0);
+            let mut c = f64::INFINITY;
             for (n, &x) in cost.iter().enumerate() {
                 if used(n) {
                     c = c.min(x);
-                    spread += 1;
                 }
             }
             t.cheapest_s = if c.is_finite() { c } else { cost.iter().copied().fold(f64::INFINITY, f64::min) };
-            t.spread = spread;
         }
-        // Caps up front, for every node, when the thread's runs reach several (interleaved
-        // pages): worked out in one loop rather than on each node's first sample, where the
-        // page-table scan would leave its loop (a mispredicted branch and a call per node).
-        let caps_up_front = t.spread > 2;
         let cheapest = t.cheapest_s + kappa;
         let mut served = false;
 
@@ -178,7 +172,11 @@ impl Engine<'_> {
             let enough = per_sample * max as f64 * (1.0 + 1e-9);
             slots.fill([0; 2]);
             let links = budget_link.as_flattened();
-            if caps_up_front {
+            // Caps up front, for every node, when the thread's last run reached several
+            // (interleaved pages): worked out in one loop rather than on each node's first
+            // sample, where the page-table scan would leave its loop (a mispredicted branch and
+            // a call per node). Runs over one node's pages keep working out that node's alone.
+            if t.spread > 2 {
                 // Budgets do not change while a run grows, so a cap worked out now is the one
                 // `admit` would work out on the node's first sample; a node that may take
                 // nothing keeps [0, 0] and is refused there as before.
@@ -214,10 +212,12 @@ impl Engine<'_> {
             if k > 0 {
                 let mut c = 0.0;
                 let links = budget_link.as_flattened_mut();
+                let mut reached = 0;
                 for (n, (s, &[lo, mid, hi])) in slots.iter().zip(pairs).enumerate() {
                     if s[0] == 0 {
                         continue;
                     }
+                    reached += 1;
                     let lines = s[0] as f64 * per;
                     let (rd, wr) = (lines * rd_share, lines * (1.0 - rd_share));
                     budget_node[n] -= lines;
@@ -239,6 +239,7 @@ impl Engine<'_> {
                     t.mix_rd[n] += rd;
                     t.mix_wr[n] += wr;
                 }
+                t.spread = reached;
                 t.visits += k;
                 t.clock += c;
                 t.busy_s += c;
