@@ -602,6 +602,29 @@ mod tests {
     }
 
     #[test]
+    fn a_pull_is_the_same_whether_its_reasons_are_kept_or_not() {
+        // The reasons (blocked threads, the move's why) are written only under --explain-sched:
+        // the decision and the count of decisions are the same without them.
+        let live = [true, true];
+        let mut outcomes = Vec::new();
+        for explain in [true, false] {
+            let (mut s, _, idle, start) = beside_the_agent();
+            s.explain = explain;
+            let now = start + 7.5e-3;
+            let mut nr = s.nr_running(&live, now);
+            let out = s.load_balance(now, idle, 0, Idle::Newly, &mut nr, &live, &mut None);
+            assert_eq!(s.log_total, 1);
+            match s.log.last() {
+                Some(e) => assert!(explain && e.why.contains("imbalance") && e.to == idle, "{}", e.why),
+                None => assert!(!explain),
+            }
+            outcomes.push((out, s.cpu.clone(), nr));
+        }
+        assert_eq!(outcomes[0], outcomes[1]);
+        assert_eq!(outcomes[0].0, (vec![0], true));
+    }
+
+    #[test]
     fn a_newly_idle_cpu_pulls_the_periodic_task_while_it_waits_its_turn() {
         // kernel/sched/fair.c detach_tasks(): the task is a CFS task like the threads; it and
         // the thread beside it take turns (6.13's 3 ms base slice, the task first: woken after
