@@ -242,7 +242,9 @@ def test_study_on_a_dask_cluster_through_scheduler(tmp_path):
     study = tmp_path / "d.toml"
     study.write_text('name = "dask"\nmachine = "e5-2620v4-2s"\nworkload = "dgemv"\nparams = { n = 2000, reps = 2 }\nseeds = [1, 2]\n'
                      '[sweep]\nplacement = ["default", "interleave=all"]\n')
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None) as cluster:
+    # ":0", a free port: None means dask's 8787, and a second cluster on the machine (another
+    # worker's test) turns that into a "Port 8787 is already in use" warning, an error here.
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=":0") as cluster:
         done = subprocess.run([sys.executable, "-m", "numalab.cli.main", "study", str(study), "--results", str(tmp_path / "r"),
                                "--scheduler", cluster.scheduler_address], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
