@@ -9,6 +9,7 @@ mod phases;
 mod premap;
 mod procs;
 mod team;
+mod turns;
 mod visits;
 
 use numalab_model::Machine;
@@ -153,6 +154,8 @@ pub struct Engine<'a> {
     chunk_orders: std::cell::RefCell<Vec<ChunkOrder>>,
     /// What the C library's allocations wrote (docs/allocation.md §3.5).
     alloc_out: Vec<alloc::AllocRegionOut>,
+    /// Threads on each CPU, running or waiting at a barrier (`turns.rs`).
+    on_cpu: Vec<Vec<usize>>,
 }
 
 /// A dynamic schedule's chunk order, by (process, phase execution, chunks).
@@ -386,6 +389,7 @@ impl<'a> Engine<'a> {
             tiering,
             chunk_orders: Default::default(),
             alloc_out: Vec::new(),
+            on_cpu: Vec::new(),
         };
         for (g, l) in allocs.iter().enumerate() {
             if let Some(l) = l {
@@ -407,7 +411,9 @@ impl<'a> Engine<'a> {
             self.start_pending(self.now + dt);
             let live: Vec<bool> = self.threads.iter().map(Thread::live).collect();
             let background = self.sched.background(self.now, self.now + dt, &live);
-            let (costs, shares) = self.solve(&background);
+            let (mut costs, shares) = self.solve(&background);
+            self.refresh_members();
+            let shares = self.turn_shares(&mut costs, &shares, &background);
             if let Some(lb) = self.latbal.as_mut() {
                 lb.observe(self.now, self.now + dt, &self.solver.controller_latency_ns());
             }

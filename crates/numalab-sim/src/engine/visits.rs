@@ -51,10 +51,13 @@ impl Engine<'_> {
             loop {
                 self.woke = false;
                 for tid in 0..nt {
-                    self.run_thread(tid, round_end, &costs[tid], shares[tid]);
+                    // Threads sharing a CPU run in turns (`turns.rs`).
+                    let Some(until) = self.turn_until(tid, round_end) else { continue };
+                    self.run_thread(tid, until, &costs[tid], shares[tid]);
                     if self.oom.is_some() {
                         return;
                     }
+                    self.after_turn(tid);
                 }
                 if !self.woke {
                     break;
