@@ -24,35 +24,17 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "lines.h"
 #include "options.h"
 #include "timing.h"
 
-#define LINE 64
-#define HUGE (2UL << 20)
 #define MAX_REPS 1000
-
-struct line {
-    struct line *next;
-    char pad[LINE - sizeof(struct line *)];
-};
 
 static void usage(const char *why)
 {
-    if (why)
-        fprintf(stderr, "chase: %s\n", why);
-    fprintf(stderr, "usage: chase [--size-mib N] [--loads N] [--reps N] [--hugepages] [--seed N]\n"
-                    "prints one JSON line: kernel, size_bytes, lines, hugepages, anon_huge_kib, loads, reps,\n"
-                    "init_s, ns_per_load (one per repetition), cpu_ns_per_load, checksum\n");
-    exit(2);
-}
-
-/* xorshift64*: a small fixed generator, so a seed always gives the same cycle. */
-static uint64_t next_random(uint64_t *s)
-{
-    *s ^= *s >> 12;
-    *s ^= *s << 25;
-    *s ^= *s >> 27;
-    return *s * 0x2545F4914F6CDD1DULL;
+    usage_exit("chase", why, "usage: chase [--size-mib N] [--loads N] [--reps N] [--hugepages] [--seed N]\n"
+                             "prints one JSON line: kernel, size_bytes, lines, hugepages, anon_huge_kib, loads, reps,\n"
+                             "init_s, ns_per_load (one per repetition), cpu_ns_per_load, checksum\n");
 }
 
 /* AnonHugePages of this process in KiB (proc/self/smaps_rollup), -1 when unreadable. */
@@ -89,11 +71,8 @@ int main(int argc, char **argv)
             reps = whole_number(a, v, 1, MAX_REPS, usage), i++;
         else if (!strcmp(a, "--seed"))
             seed = whole_number(a, v, 1, 1L << 62, usage), i++;
-        else {
-            char msg[160];
-            snprintf(msg, sizeof msg, "unknown option '%s'", a);
-            usage(msg);
-        }
+        else
+            unknown_option(a, usage);
     }
     const size_t bytes = (size_t)size_mib << 20;
     const size_t lines = bytes / LINE;
@@ -120,17 +99,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "chase: cannot allocate the permutation\n");
         return 1;
     }
-    for (size_t i = 0; i < lines; i++)
-        order[i] = (uint32_t)i;
-    uint64_t state = (uint64_t)seed * 0x9E3779B97F4A7C15ULL | 1;
-    for (size_t i = lines - 1; i > 0; i--) {
-        size_t j = next_random(&state) % i;
-        uint32_t t = order[i];
-        order[i] = order[j];
-        order[j] = t;
-    }
-    for (size_t i = 0; i < lines; i++)
-        buf[order[i]].next = &buf[order[(i + 1) % lines]];
+    link_random_cycle(buf, order, lines, (uint64_t)seed * 0x9E3779B97F4A7C15ULL | 1);
     free(order);
     double init_s = now_s() - t0;
     long huge_kib = anon_huge_kib();

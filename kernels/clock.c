@@ -26,11 +26,8 @@
 
 static void usage(const char *why)
 {
-    if (why)
-        fprintf(stderr, "clock: %s\n", why);
-    fprintf(stderr, "usage: clock [--adds HUNDREDS] [--reps N]\n"
-                    "prints one JSON line: kernel, adds, reps, ns_per_add (one per repetition), cpu_ns_per_add, checksum\n");
-    exit(2);
+    usage_exit("clock", why, "usage: clock [--adds HUNDREDS] [--reps N]\n"
+                             "prints one JSON line: kernel, adds, reps, ns_per_add (one per repetition), cpu_ns_per_add, checksum\n");
 }
 
 /* `steps` x 100 dependent adds. Inline assembly: the compiler would fold a C chain of `a += b`
@@ -55,11 +52,8 @@ int main(int argc, char **argv)
             hundreds = whole_number(a, v, 1, 1L << 40, usage), i++;
         else if (!strcmp(a, "--reps"))
             reps = whole_number(a, v, 1, MAX_REPS, usage), i++;
-        else {
-            char msg[160];
-            snprintf(msg, sizeof msg, "unknown option '%s'", a);
-            usage(msg);
-        }
+        else
+            unknown_option(a, usage);
     }
     double wall[MAX_REPS], cpu[MAX_REPS];
     const double adds = (double)hundreds * 100.0;

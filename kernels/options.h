@@ -1,10 +1,27 @@
-/* Option values of the one-thread kernels (chase, clock); the OpenMP kernels' are in common.h. */
+/* Options of the one-thread kernels (chase, clock, window); the OpenMP kernels' are in common.h. */
 #ifndef NUMALAB_KERNELS_OPTIONS_H
 #define NUMALAB_KERNELS_OPTIONS_H
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+/* Say what is wrong (when why is set), then how the kernel is used; exit with status 2. */
+static inline void usage_exit(const char *kernel, const char *why, const char *text)
+{
+    if (why)
+        fprintf(stderr, "%s: %s\n", kernel, why);
+    fprintf(stderr, "%s", text);
+    exit(2);
+}
+
+/* An option the kernel does not know: the kernel's usage(why), which exits with status 2. */
+static inline void unknown_option(const char *opt, void (*usage)(const char *why))
+{
+    char msg[160];
+    snprintf(msg, sizeof msg, "unknown option '%s'", opt);
+    usage(msg);
+}
 
 /* The value s of option opt as a whole number in [lo, hi]; anything else (missing, not a number,
  * out of range) calls the kernel's usage(why), which exits with status 2. */

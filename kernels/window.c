@@ -30,35 +30,18 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "lines.h"
 #include "options.h"
 #include "timing.h"
 
-#define LINE 64
-#define HUGE (2UL << 20)
 #define MAX_REPS 100
 #define MAX_NOPS 8192
 
-struct line {
-    struct line *next;
-    char pad[LINE - sizeof(struct line *)];
-};
-
 static void usage(const char *why)
 {
-    if (why)
-        fprintf(stderr, "window: %s\n", why);
-    fprintf(stderr, "usage: window [--size-mib N] [--pairs N] [--max-nops N] [--step N] [--reps N]\n"
-                    "prints one JSON line: kernel, size_bytes, pairs, nops, reps, init_s, ns_per_pair (one list per\n"
-                    "sweep), cpu_ns_per_pair, checksum\n");
-    exit(2);
-}
-
-static uint64_t next_random(uint64_t *s)
-{
-    *s ^= *s >> 12;
-    *s ^= *s << 25;
-    *s ^= *s >> 27;
-    return *s * 0x2545F4914F6CDD1DULL;
+    usage_exit("window", why, "usage: window [--size-mib N] [--pairs N] [--max-nops N] [--step N] [--reps N]\n"
+                              "prints one JSON line: kernel, size_bytes, pairs, nops, reps, init_s, ns_per_pair (one list per\n"
+                              "sweep), cpu_ns_per_pair, checksum\n");
 }
 
 /* long loop(struct line **p, long pairs): p[0] and p[1] advanced `pairs` times each, returned in
@@ -123,11 +106,8 @@ int main(int argc, char **argv)
             step = whole_number(a, v, 1, MAX_NOPS, usage), i++;
         else if (!strcmp(a, "--reps"))
             reps = whole_number(a, v, 1, MAX_REPS, usage), i++;
-        else {
-            char msg[160];
-            snprintf(msg, sizeof msg, "unknown option '%s'", a);
-            usage(msg);
-        }
+        else
+            unknown_option(a, usage);
     }
 #if !defined(__x86_64__)
     fprintf(stderr, "window: the timed loop is x86-64 machine code; this build is for another architecture\n");
@@ -155,17 +135,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "window: madvise(MADV_HUGEPAGE): %s; 4 KiB pages\n", strerror(errno));
 
     double t0 = now_s();
-    for (size_t i = 0; i < lines; i++)
-        order[i] = (uint32_t)i;
-    uint64_t state = 0x9E3779B97F4A7C15ULL | 1;
-    for (size_t i = lines - 1; i > 0; i--) {
-        size_t j = next_random(&state) % i;
-        uint32_t t = order[i];
-        order[i] = order[j];
-        order[j] = t;
-    }
-    for (size_t i = 0; i < lines; i++)
-        buf[order[i]].next = &buf[order[(i + 1) % lines]];
+    link_random_cycle(buf, order, lines, 0x9E3779B97F4A7C15ULL | 1);
     struct line *p[2] = {&buf[order[0]], &buf[order[lines / 2]]};
     free(order);
     double init_s = now_s() - t0;

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -123,6 +124,20 @@ def vm_compared(guest):
         return _COMPARED[name]
 
     return compared
+
+
+def pytest_configure(config):
+    """Start every test's programs with SIGINT and SIGQUIT at their default actions.
+
+    A shell without job control (`make test &` in a script) starts a background job with both
+    ignored, every program below inherits that, and a Python started with SIGINT ignored never
+    raises KeyboardInterrupt: the tests that stop numalab with a signal would wait for nothing.
+    A Python handler here becomes the default action in every program the tests start (exec
+    resets handled signals, not ignored ones).
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
 @pytest.hookimpl(trylast=True)

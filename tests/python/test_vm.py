@@ -175,6 +175,17 @@ def test_guest_has_no_network_and_the_issue_kernel_cmdline(tmp_path):
     assert f"file:{tmp_path / 'd'}" in a
 
 
+def test_a_tcg_guest_gets_the_boot_cpus_delay_loop_value_and_a_kvm_guest_none(tmp_path):
+    # The figures of a boot log on this project's machine: "tsc: Detected 2597.823 MHz processor",
+    # "Calibrating delay loop (skipped), value calculated using timer frequency.. (lpj=10391292)".
+    config, cpuinfo = tmp_path / "config", tmp_path / "cpuinfo"
+    config.write_text("CONFIG_HZ_250=y\nCONFIG_HZ=250\n")
+    cpuinfo.write_text("processor\t: 0\ncpu MHz\t\t: 2597.823\n")
+    assert qemu.preset_lpj("tcg", config, cpuinfo) == "lpj=10391292"
+    assert qemu.preset_lpj("kvm", config, cpuinfo) == ""
+    assert qemu.preset_lpj("tcg", tmp_path / "missing", cpuinfo) == ""
+
+
 def test_a_hung_guest_is_killed_after_the_timeout():
     with pytest.raises(qemu.GuestTimeout, match=r"within 0.5 s before it was ready.*QEMU was killed"):
         qemu.boot(["sleep", "30"], "NEVER", 0.5)
@@ -365,11 +376,11 @@ def test_cache_keeps_the_most_recently_used_images(tmp_path):
     import os
 
     for i in range(5):
-        p = tmp_path / f"{i}.cpio.gz"
+        p = tmp_path / f"{i}.cpio"
         p.write_bytes(b"x")
         os.utime(p, (1000 + i, 1000 + i))
     initramfs.prune(tmp_path, keep=2)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["3.cpio.gz", "4.cpio.gz"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["3.cpio", "4.cpio"]
 
 
 def test_the_guest_runs_the_kernel_with_the_simulators_resolved_parameters():

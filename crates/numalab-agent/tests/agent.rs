@@ -300,16 +300,27 @@ mod signals {
 
     /// Start the agent on `sleep 30`, recording to a file; wait for the start record.
     // The caller waits for the returned child (`wait` below); clippy cannot follow it out of the loop.
-    #[allow(clippy::zombie_processes)]
+    #[allow(clippy::zombie_processes, unsafe_code)]
     fn start(test: &str) -> (Child, PathBuf, u32) {
         let out = scratch(test).join("records.jsonl");
-        let mut child = Command::new(AGENT)
+        let mut child = Command::new(AGENT);
+        child
             .args(["run", "--interval-ms", "100", "--output", out.to_str().unwrap(), "--", "sleep", "30"])
             // A SIGQUIT may dump core: into the scratch directory, not the source tree.
             .current_dir(out.parent().unwrap())
-            .stdin(Stdio::null())
-            .spawn()
-            .unwrap();
+            .stdin(Stdio::null());
+        // A shell without job control starts a background job with SIGINT and SIGQUIT ignored,
+        // and `sleep` inherits that: it would outlive the forwarded signal until the grace kill
+        // (exit 137). The test is about forwarding, so the command starts with default actions.
+        // SAFETY: signal(2) is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut child, || {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let mut child = child.spawn().unwrap();
         let t0 = Instant::now();
         loop {
             if let Some(pid) = records(&out).first().and_then(|r| r["pid"].as_u64()) {

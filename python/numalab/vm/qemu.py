@@ -163,6 +163,23 @@ def hmat_args(t: Topology) -> list[str]:
     return args
 
 
+def preset_lpj(accel: str, kernel_config: Path, cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """``lpj=N`` for a TCG guest, "" under KVM or where the figures cannot be read. A TCG guest
+    marks its TSCs unsynchronised, so every secondary CPU calibrates its delay loop at bring-up
+    (init/calibrate.c: calibrate_delay(), about 0.1-0.2 s each under TCG; the boot log itself says
+    'Consider using "lpj=" boot option'). The boot CPU's value comes from the timer frequency,
+    TSC kHz * 1000 / HZ (calibrate_delay_is_known() via lpj_fine); QEMU's TCG TSC runs at the
+    host's rate, so the host's clock and the guest kernel's CONFIG_HZ give the same figure."""
+    if accel != "tcg":
+        return ""
+    try:
+        hz = next(int(line.split("=")[1]) for line in kernel_config.read_text().splitlines() if line.startswith("CONFIG_HZ="))
+        mhz = next(float(line.split(":")[1]) for line in cpuinfo.read_text().splitlines() if line.startswith("cpu MHz"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return ""
+    return f"lpj={round(mhz * 1000) * 1000 // hz}" if hz > 0 and mhz > 0 else ""
+
+
 def cmdline(balancing: bool, extra: str = "") -> str:
     """``balancing``: the scanner runs (either bit of numa_balancing; the job writes mode 2 or 3
     through ``kernel.numa_balancing``, as the boot option knows only enable/disable).

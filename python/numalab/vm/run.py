@@ -229,8 +229,9 @@ def _prepare(reqs: list[VmRequest], commands: list[list[str] | None], say: Say):
     return g, topo, accel, base, jobs
 
 
-def _cmdline(req: VmRequest, topo: qemu.Topology) -> str:
-    return qemu.cmdline(req.balancing.scanning, kmem.cmdline(topo.memory_mib, topo.kmem_nodes))
+def _cmdline(req: VmRequest, topo: qemu.Topology, g: vm_setup.Guest, accel: str) -> str:
+    lpj = qemu.preset_lpj(accel, Path(g.kernel).parent / "config")
+    return qemu.cmdline(req.balancing.scanning, f"{lpj} {kmem.cmdline(topo.memory_mib, topo.kmem_nodes)}".strip())
 
 
 def _initrd(tmp: Path, base: bytes, job: guest.Job | list[guest.Job]) -> Path:
@@ -277,7 +278,7 @@ def run_many(reqs: list[VmRequest], say: Say = lambda s: None) -> list[VmOutput]
         tmp = Path(tmpdir)
         initrd = _initrd(tmp, base, jobs)
         data = tmp / "data-port"
-        args = qemu.argv(g.qemu, topo, g.boot_kernel, initrd, _cmdline(req, topo), accel, data)
+        args = qemu.argv(g.qemu, topo, g.boot_kernel, initrd, _cmdline(req, topo, g, accel), accel, data)
         what = f" for {len(reqs)} commands" if len(reqs) > 1 else ""
         say(f"numalab vm: booting {topo.name} ({topo.nodes} nodes, {sum(topo.cpus_per_node)} vCPUs, "
             f"{sum(topo.memory_mib)} MiB, {accel}) with Linux {g.kernel_version}{what}")
@@ -310,7 +311,7 @@ def shell(req: VmRequest, say: Say = lambda s: None) -> int:
     g, topo, accel, base, job = boot_job(req, None, say)
     with tempfile.TemporaryDirectory(prefix="numalab-vm-") as tmpdir:
         initrd = _initrd(Path(tmpdir), base, job)
-        args = qemu.argv(g.qemu, topo, g.boot_kernel, initrd, _cmdline(req, topo), accel, None)
+        args = qemu.argv(g.qemu, topo, g.boot_kernel, initrd, _cmdline(req, topo, g, accel), accel, None)
         say(f"numalab vm shell: {topo.name}, {accel}; `exit` powers the guest off, Ctrl-A x quits QEMU")
         return qemu.interactive(args)
 
