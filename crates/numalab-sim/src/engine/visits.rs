@@ -390,6 +390,7 @@ impl Engine<'_> {
         let mut view = MmView { regions: &mut proc.regions, task_policy: &proc.task_policy };
         let mut world = World { alloc: &mut self.alloc, sched: &mut self.sched, pages_node: &mut self.pages_node };
         let mut extra = 0.0;
+        let mut moved_any = false;
         for u in v.first..end {
             if !view.regions[r].is_marked(u) {
                 continue;
@@ -403,6 +404,7 @@ impl Engine<'_> {
                 charge_copy(self.m, &mut self.budget_node, &mut self.budget_link, cpu_node, from, to, lines);
             }
             for moved in nb.moved.drain(..) {
+                moved_any = true;
                 let move_s = self.cfg.costs.task_move_ns * 1e-9;
                 self.threads[moved].migrations += 1;
                 if moved == tid {
@@ -413,6 +415,11 @@ impl Engine<'_> {
             }
         }
         self.mirror(pid, r, v.first, end);
+        if moved_any {
+            // NUMA balancing moved threads in the middle of the epoch: each runs on its new CPU
+            // from now on, in its turn there (`turns.rs`), not idle until the next epoch.
+            self.refresh_members();
+        }
         extra
     }
 
