@@ -23,6 +23,8 @@ pub(super) struct Turns {
     /// The thread that ran last, and when it gave the CPU up.
     last: Vec<Option<usize>>,
     free_at: Vec<f64>,
+    /// Changes to any of the above so far (the engine's passes stop when nothing changes).
+    changes: u64,
 }
 
 impl Turns {
@@ -33,6 +35,7 @@ impl Turns {
             end: vec![f64::INFINITY; cpus],
             last: vec![None; cpus],
             free_at: vec![f64::NEG_INFINITY; cpus],
+            changes: 0,
         }
     }
 }
@@ -43,6 +46,11 @@ fn tick_at_or_after(t_s: f64) -> f64 {
 }
 
 impl Sched {
+    /// How many times a turn began, ended or got its end so far.
+    pub fn turn_changes(&self) -> u64 {
+        self.turns.changes
+    }
+
     /// The thread holding `cpu`'s turn, if any.
     pub fn turn_holder(&self, cpu: usize) -> Option<usize> {
         self.turns.curr[cpu]
@@ -76,6 +84,7 @@ impl Sched {
     /// `tid` takes `cpu` at `at`; `queued` other runnable threads wait there.
     pub fn begin_turn(&mut self, cpu: usize, tid: usize, at: f64, queued: usize) {
         let t = &mut self.turns;
+        t.changes += 1;
         t.curr[cpu] = Some(tid);
         t.start[cpu] = at;
         t.end[cpu] = f64::INFINITY;
@@ -96,12 +105,14 @@ impl Sched {
         let start = self.turns.start[cpu];
         let slices = ((at - start) / slice).floor().max(0.0) + 1.0;
         self.turns.end[cpu] = tick_at_or_after(start + slices * slice);
+        self.turns.changes += 1;
     }
 
     /// `cpu`'s running thread gives it up at `at` (blocks, exits, or its slice ended).
     pub fn end_turn(&mut self, cpu: usize, at: f64) {
         let t = &mut self.turns;
         if let Some(tid) = t.curr[cpu].take() {
+            t.changes += 1;
             t.last[cpu] = Some(tid);
             t.free_at[cpu] = at;
             t.end[cpu] = f64::INFINITY;
@@ -114,6 +125,7 @@ impl Sched {
     pub fn vacate(&mut self, cpu: usize, at: f64) {
         let t = &mut self.turns;
         if t.curr[cpu].take().is_some() {
+            t.changes += 1;
             t.last[cpu] = None;
             t.free_at[cpu] = at;
             t.end[cpu] = f64::INFINITY;
@@ -138,6 +150,7 @@ impl Sched {
     pub fn preempt(&mut self, cpu: usize, at: f64) {
         if self.turns.curr[cpu].is_some() {
             self.turns.end[cpu] = self.turns.end[cpu].min(at.max(self.turns.start[cpu]));
+            self.turns.changes += 1;
         }
     }
 }
