@@ -50,11 +50,8 @@ build: $(VENV)/.build-stamp kernels agent ## build the Rust core, the agent and 
 kernels: ## build the C/OpenMP kernels (kernels/dgemv, stream, stencil, barrier, chase; static if libgomp.a links)
 	$(MAKE) -s -C kernels
 
-# The agent reads /proc and waits: the release profile's thin LTO, single codegen unit and debug
-# info (stripped here anyway) would cost a third of its build time and buy nothing measurable.
 agent: ## build the static numalab-agent (target/x86_64-unknown-linux-gnu/release/)
-	+CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_DEBUG=0 \
-		RUSTFLAGS='-C target-feature=+crt-static -C strip=debuginfo' cargo build --release --quiet -p numalab-agent --target x86_64-unknown-linux-gnu
+	+RUSTFLAGS='-C target-feature=+crt-static -C strip=debuginfo' cargo build --release --quiet -p numalab-agent --target x86_64-unknown-linux-gnu
 
 # The example study is simulated: it needs the Rust core only (not the agent or the C kernels).
 run: $(VENV)/.build-stamp ## build the Rust core, then run the example study and write its report (the main job)
@@ -66,8 +63,9 @@ run: $(VENV)/.build-stamp ## build the Rust core, then run the example study and
 	@echo "report: $(abspath results/example.html) (open it in a browser; figures beside it)"
 
 # numalab-py (the Python bindings) has no Rust tests: pytest tests the module it builds. Excluding
-# it spares compiling PyO3 a second time, in the test profile.
-CARGO_TEST := cargo test --workspace --exclude numalab-py --quiet
+# it spares compiling PyO3 a second time. --release: the extension's profile, whose compiled crates
+# the tests reuse (Cargo.toml says why).
+CARGO_TEST := cargo test --release --workspace --exclude numalab-py --quiet
 # Tests that reuse one guest's runs share a worker (xdist_group marks; --dist loadgroup), handed out
 # in the order conftest.py sorts them (the guest groups first).
 PYTEST := $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder

@@ -46,29 +46,33 @@ def test_s1_documents_from_a_sweep_equal_runs_made_from_scratch(tmp_path):
         assert stored[run.hash] == text, f"{run.label}: the stored document differs"
 
 
-@pytest.mark.parametrize("encode_here", [True, False], ids=["client encodes", "workers encode"])
-def test_documents_encoded_by_the_client_or_the_workers_are_the_same_text(tmp_path, encode_here):
-    """One worker on a machine with a spare CPU sends its documents to the client to encode
-    (LocalBackend.encode_here): the stored text is the one a worker encodes, byte for byte."""
+def test_one_worker_stores_the_text_its_worker_encodes(tmp_path):
+    """Workers encode their documents whatever their number (sending the document to the client
+    to encode there cost more CPU in all): one worker's stored text is, byte for byte, the text
+    ``run_config`` gives and the one ``json.dumps`` gave before."""
     resolved, runs = _s1_ep_runs()
     resolved.runs[:] = runs[:3]
-    backend = LocalBackend(1, encode_here=encode_here)
-    assert backend.encode_here is encode_here
     with Store(tmp_path) as store:
-        assert run_study(resolved, store, lambda: backend).ok == 3
+        assert run_study(resolved, store, lambda: LocalBackend(1)).ok == 3
         stored = {r["hash"]: (r["result"], r["time_s"], r["local_pct"]) for r in store.rows(resolved.name, documents=True)}
     for run in resolved.runs:
         doc = worker.run_config(run.config)
         assert stored[run.hash] == (doc["result"], doc["columns"]["time_s"], doc["columns"]["local_pct"]), run.label
+        assert doc["result"] == json.dumps(json.loads(doc["result"]), sort_keys=True, separators=(",", ":"))
+
+
+class _Made:
+    def __init__(self, doc):
+        self.doc = doc
 
 
 def test_a_document_that_is_not_json_fails_its_run_only():
-    """Encoding happens after the run (in the worker or the client): a document JSON cannot
-    hold is that run's failure, with the reason, never the batch's."""
-    ok = worker.stored({"status": "ok", "error": None, "wall_s": 0.5, "document": {"schema": "numalab.result/1", "time_s": 1.0}})
+    """Encoding happens after the run, in the worker: a document JSON cannot hold is that run's
+    failure, with the reason, never the batch's."""
+    good = {"schema": "numalab.result/1", "time_s": 1.0}
+    ok, bad = worker.run_batch([{"doc": good}, {"doc": {"schema": "numalab.result/1", "x": {1, 2}}}], lambda c: _Made(c["doc"]))
     assert ok["result"] == '{"schema":"numalab.result/1","time_s":1.0}' and ok["columns"]["time_s"] == 1.0
-    bad = worker.stored({"status": "ok", "error": None, "wall_s": 0.5, "document": {"schema": "numalab.result/1", "x": {1, 2}}})
-    assert bad["status"] == "failed" and bad["result"] is None and bad["wall_s"] == 0.5
+    assert bad["status"] == "failed" and bad["result"] is None and bad["wall_s"] >= 0 and bad["cpu_s"] >= 0
     assert bad["error"].startswith("TypeError: Object of type set is not JSON serializable")
 
 
@@ -203,3 +207,22 @@ def test_speedups_whichever_way_runs_and_baselines_are_committed(tmp_path, order
             store.write_many("s", [done(r) for r in commit])
         speedups = {r["placement"]: r["speedup"] for r in store.rows("s")}
     assert speedups == {"interleave=all": 0.5, "membind=1": 0.25, "default": 1.0}
+
+
+def test_repetitions_in_a_batch_read_their_spec_once_and_run_as_from_scratch(monkeypatch):
+    """A batch's runs that differ only in their seed read their configuration once (worker.
+    _SeedsOfOneSpec); their documents are those of runs read one by one."""
+    import pickle
+
+    from numalab.study import parse_study
+
+    resolved = expand(parse_study('name = "r"\nmachine = "e5-2620v4-2s"\nworkload = "dgemv"\nrepetitions = 3\n'
+                                  'params = { n = 4000, reps = 2, threads = 4 }\n[sweep]\nplacement = ["default", "interleave=all"]\n', "r.toml"))
+    configs = pickle.loads(pickle.dumps([r.config for r in resolved.runs]))  # a batch as a worker receives it
+    read, from_canonical = [], RunSpec.from_canonical
+    monkeypatch.setattr(RunSpec, "from_canonical", staticmethod(lambda c: read.append(c) or from_canonical(c)))
+    batch = worker.run_batch(configs)
+    assert len(configs) == 6 and len(read) == 2
+    monkeypatch.undo()
+    alone = [worker.run_config(c)["result"] for c in configs]
+    assert [o["result"] for o in batch] == alone and len(set(alone)) == 6

@@ -202,9 +202,9 @@ def test_the_summary_counts_the_runs_own_cpu_time(tmp_path):
     assert s.ok == 3 and 0 < s.run_cpu_s <= s.run_wall_s + 3 * 0.005
 
 
-def test_the_sweeps_bar_is_redrawn_twice_a_second():
+def test_the_sweeps_bar_is_redrawn_once_a_second():
     """rich draws a bar 10 times a second by default, about 2.5 ms of CPU each, which a sweep whose
-    workers fill the CPUs takes from the simulations; the sweep's bar is drawn 2 times a second."""
+    workers fill the CPUs takes from the simulations; the sweep's bar is drawn once a second."""
     import io
 
     from numalab.study.sweep import study_progress
@@ -216,11 +216,12 @@ def test_the_sweeps_bar_is_redrawn_twice_a_second():
     stream = Terminal()
     progress = study_progress(stream=stream)
     progress.start(10)
-    time.sleep(1.5)
+    time.sleep(2.5)
     progress.update(3, "2 running, 0 failed")
     progress.stop()
     redraws = stream.getvalue().count("\x1b[2K")  # each redraw erases the line it draws over
-    assert 1 <= redraws <= 5, redraws  # 2 a second for 1.5 s (rich's default: about 15)
+    # Once a second for 2.5 s with the last: 3 (2 a second: 5-6; rich's default: about 25).
+    assert 1 <= redraws <= 4, redraws
 
 
 def test_balancing_runs_are_passed_through_and_recorded(tmp_path):

@@ -55,15 +55,6 @@ def test_the_study_command_says_it_and_runs_with_fewer(cli, tmp_path, monkeypatc
     assert code == 0 and "numalab: note" not in err and len(started) == 1
 
 
-def test_the_client_encodes_only_when_the_workers_leave_a_cpu(four_cpus):
-    for workers, client_encodes in ((1, True), (3, True), (4, False)):
-        backend = executors.LocalBackend(workers)
-        try:
-            assert backend.encode_here is client_encodes, workers
-        finally:
-            backend.close(cancel=False)
-
-
 def test_the_results_pipe_holds_a_batch():
     fcntl = pytest.importorskip("fcntl")
     try:

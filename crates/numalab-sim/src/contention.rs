@@ -75,6 +75,9 @@ struct Scratch {
     link: Vec<[f64; 2]>,
     /// Highest utilisation on the way of each (CPU node, memory node) pair.
     path: Vec<f64>,
+    /// `lat` is the latencies at the current `rho_ctrl` and `rho_link`: a solve ends by
+    /// working them out, and the next one starts from the same utilisations.
+    lat_current: bool,
 }
 
 /// Seconds per line of a thread with compute `kappa` and memory time `mem` (Little's law:
@@ -251,9 +254,14 @@ impl Solver {
         let mut s = std::mem::take(&mut self.scratch);
         reset(&mut s.throttle, d.len(), 1.0);
         s.tot.clear();
-        s.tot.extend(d.iter().flat_map(|t| (0..n).map(|k| t.rd[k] + t.wr[k])));
+        for t in d {
+            s.tot.extend(t.rd[..n].iter().zip(&t.wr[..n]).map(|(r, w)| r + w));
+        }
         for _ in 0..8 {
-            self.latencies(&mut s);
+            if !s.lat_current {
+                self.latencies(&mut s);
+            }
+            s.lat_current = false;
             self.rates(d, &mut s);
             self.utilisation(d, &mut s);
             let mut change: f64 = 0.0;
@@ -274,6 +282,7 @@ impl Solver {
             }
         }
         self.latencies(&mut s);
+        s.lat_current = true;
         // Throttle threads on saturated resources until none is above its bandwidth.
         for _ in 0..8 {
             self.rates(d, &mut s);

@@ -10,6 +10,7 @@ data mapping analysis (``mapping``) adds its headline figures (``mapping_columns
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Any
 
 from numalab import counters
@@ -44,11 +45,17 @@ def columns(doc: dict[str, Any]) -> dict[str, Any]:
         if name not in out and _NAME.match(name) and _number(value):
             out[name] = value
     out.update(mapping_columns(doc.get("mapping")))
-    vmstat = set(counters.names("vmstat"))
+    vmstat = _vmstat_names()
     for name, value in (doc.get("vmstat") or {}).items():
         if name in vmstat and _number(value):
             out[f"vmstat_{name}"] = value
     return out
+
+
+@cache
+def _vmstat_names() -> frozenset[str]:
+    """The registry's vmstat counters, looked up once: a study computes the columns of every run."""
+    return frozenset(counters.names("vmstat"))
 
 
 # Page sizes the data mapping analysis merges pages into (docs/mapping.md §2), by column suffix.

@@ -26,4 +26,9 @@ def to_json(config: dict[str, Any]) -> str:
 
 
 def config_hash(config: dict[str, Any]) -> str:
-    return hashlib.sha256(to_json(config).encode()).hexdigest()
+    return text_hash(to_json(config))
+
+
+def text_hash(text: str) -> str:
+    """The hash of a configuration's ``to_json`` text (a run keeps both: encoded once)."""
+    return hashlib.sha256(text.encode()).hexdigest()

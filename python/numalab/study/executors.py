@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
 from numalab.exceptions import UsageError
-from numalab.study.worker import Runner, init_local_worker, run_batch, stored
+from numalab.study.worker import Runner, init_local_worker, run_batch
 
 
 def _failed(error: str, lost: bool = False) -> dict[str, Any]:
@@ -39,15 +39,10 @@ class LocalBackend:
     copy a lock some other thread holds.
     """
 
-    def __init__(self, workers: int, encode_here: bool | None = None):
+    def __init__(self, workers: int):
         if workers < 1:
             raise UsageError(f"--jobs must be >= 1, got {workers}")
         self.slots = workers
-        # Fewer workers than CPUs: the client, idle on a CPU of its own, turns the documents into
-        # their stored text (0.15-0.3 ms each, pickling the document costs the worker a quarter of
-        # that), so the workers only simulate; as many workers as CPUs encode themselves
-        # (bench/study_overhead.py).
-        self.encode_here = workers < _cpus() if encode_here is None else encode_here
         self.pool = self._new_pool()
 
     def _new_pool(self) -> ProcessPoolExecutor:
@@ -61,21 +56,20 @@ class LocalBackend:
         return pool
 
     def submit(self, configs: list[dict[str, Any]], run: Runner | None = None) -> Future:
-        encode = not self.encode_here
         try:
-            return self.pool.submit(run_batch, configs, run, encode)
+            return self.pool.submit(run_batch, configs, run)
         except BrokenProcessPool:
             # A worker died (killed, out of memory): its pool is unusable; start a fresh one.
             self.pool.shutdown(wait=False, cancel_futures=True)
             self.pool = self._new_pool()
-            return self.pool.submit(run_batch, configs, run, encode)
+            return self.pool.submit(run_batch, configs, run)
 
     def refresh(self) -> None:
         pass
 
     def outcomes(self, handle: Future, n: int) -> list[dict[str, Any]]:
         try:
-            return [stored(o) for o in handle.result()]
+            return handle.result()
         except BrokenProcessPool as e:
             return [_failed(f"worker process died ({e})", lost=True)] * n
         except Exception as e:  # pickling errors and the like: record, do not stop the sweep
@@ -100,7 +94,7 @@ _RESULTS_PIPE_BYTES = 1 << 20
 
 
 def _roomy_results_pipe(pool: ProcessPoolExecutor) -> None:
-    """A pipe that holds a whole batch's outcomes (20-30 documents of about 11 KB; the default is
+    """A pipe that holds a whole batch's outcomes (up to 64 documents of about 11 KB; the default is
     64 KB): a worker then writes them at once and starts its next batch, instead of waiting, on a
     busy machine a scheduler slice each time, for the client to read every 64 KB. Where it cannot
     be enlarged (another OS, a lower pipe-max-size) the pipe stays as it is."""

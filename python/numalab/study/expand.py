@@ -21,7 +21,7 @@ from numalab.spec.run import load_machine
 from numalab.spec import config as config_language
 from numalab.spec.balancing import label as balancing_label
 from numalab.study import kinds
-from numalab.study.canonical import config_hash, to_json
+from numalab.study.canonical import text_hash, to_json
 from numalab.study.errors import located
 from numalab.study.load import StudyFile
 from numalab.study.model import RunPatch, Study
@@ -76,21 +76,20 @@ def expand(sf: StudyFile) -> ResolvedStudy:
     named = [(p, c, _label(p, c, varying), _case(p, c, machines)) for p, c in resolved]
     _check_labels(sf, named)
     runs: dict[str, ResolvedRun] = {}
-    pending_baselines: list[tuple[_Point, dict[str, Any], str]] = []
+    pending_baselines: list[ResolvedRun] = []
     for p, c, label, case in named:
-        h = config_hash(c)
-        b_hash = None
+        run = _run(c, label, case, "run")
         if s.baseline is not None:
             bp = p.copy()
             bp.apply(s.baseline, "baseline")
-            bc = resolver.config(bp)
-            b_hash = config_hash(bc)
-            pending_baselines.append((bp, bc, case))
-        runs.setdefault(h, _run(c, h, label, case, "run", b_hash))
-    for bp, bc, case in pending_baselines:
-        h = config_hash(bc)
-        label = s.baseline.label if s.baseline and s.baseline.label else "baseline"
-        runs.setdefault(h, _run(bc, h, label, case, "baseline", h))
+            baseline = _run(resolver.config(bp), "", case, "baseline")
+            run = replace(run, baseline_hash=baseline.hash)
+            pending_baselines.append(baseline)
+        runs.setdefault(run.hash, run)
+    label = s.baseline.label if s.baseline and s.baseline.label else "baseline"
+    for baseline in pending_baselines:
+        if baseline.hash not in runs:
+            runs[baseline.hash] = replace(baseline, label=label, baseline_hash=baseline.hash)
     return ResolvedStudy(s.name, sf, list(runs.values()))
 
 
@@ -118,7 +117,7 @@ def sample(sf: StudyFile, n: int) -> list[ResolvedRun]:
     machines = {c["machine"] for _, c in resolved}
     if "machine" in swept or len(written["machine"]) > 1:
         machines.add("")  # more than one machine in the whole study: cases name theirs
-    return [_run(c, config_hash(c), _label(p, c, varying), _case(p, c, machines), "run", None) for p, c in resolved]
+    return [_run(c, _label(p, c, varying), _case(p, c, machines), "run") for p, c in resolved]
 
 
 def _check_size(sf: StudyFile) -> None:
@@ -143,8 +142,10 @@ def _check_labels(sf: StudyFile, named: list[tuple["_Point", dict[str, Any], str
                           "configuration; runs that share a label are averaged as repetitions (give each configuration its own label)")
 
 
-def _run(c: dict[str, Any], h: str, label: str, case: str, role: str, b_hash: str | None) -> ResolvedRun:
-    return ResolvedRun(h, c, to_json(c), label, case, role, b_hash)
+def _run(c: dict[str, Any], label: str, case: str, role: str) -> ResolvedRun:
+    """A run without a baseline; its configuration encoded once, for its text and its hash."""
+    text = to_json(c)
+    return ResolvedRun(text_hash(text), c, text, label, case, role, None)
 
 
 def _points(sf: StudyFile) -> list[_Point]:

@@ -39,10 +39,12 @@ from numalab.study.resolved import ResolvedRun, ResolvedStudy
 
 RETRIES = 2
 POLL_S = 0.25
-BATCH_S = 0.5
+# About a second of runs per batch: each batch costs the client's pool threads a few wake-ups
+# (0.5 s batches: 15-20 ms more of the client's CPU for 200 runs of 20 ms, bench/study_overhead.py).
+BATCH_S = 1.0
 SAVE_S = 0.5
 SAVE_RUNS = 256
-MAX_BATCH = 32
+MAX_BATCH = 64
 # Runs per study. Expansion keeps each resolved run in memory (about 3 KB) and checks it (about
 # 0.2 ms) before anything runs, and the store registers the whole list: 100,000 runs is ~300 MB
 # and ~30 s before the first simulation, days of simulations after it.
@@ -107,8 +109,9 @@ class SweepSummary:
 
 # Redraws of a sweep's bar per second: rich spends about 2.5 ms of CPU on each, taken from the
 # simulations when the workers fill the CPUs (10 a second, rich's default: 25 ms of CPU a second,
-# 1.2 % of two CPUs; 2 a second: 6.5 ms, with the bar's own updates).
-BAR_REDRAWS_PER_S = 2.0
+# 1.2 % of two CPUs; 2 a second: 6.5 ms, with the bar's own updates; 1 a second: 20-30 ms less of
+# the client's CPU for 200 runs of 20 ms than 2, bench/study_overhead.py --bar).
+BAR_REDRAWS_PER_S = 1.0
 
 
 def study_progress(stream: Any = None) -> Progress:

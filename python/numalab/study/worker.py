@@ -3,8 +3,9 @@
 ``run_config`` never raises: a run that fails comes back as a ``failed`` outcome with its error,
 so one bad configuration does not stop a sweep. The outcome carries the result document as JSON
 text and the derived columns, computed here so the one process that writes the store only
-writes; local workers fewer than the CPUs leave that to their client instead (``stored``), which
-has a CPU of its own (``executors.LocalBackend``).
+writes. Encoding here is also the cheapest: handing the document itself to the client (pickled
+here, unpickled there) and encoding it there costs 2-3 times the CPU of the encoding alone
+(bench/study_overhead.py).
 """
 
 from __future__ import annotations
@@ -23,14 +24,15 @@ Runner = Callable[[dict[str, Any]], Any]
 _DOCUMENT = json.JSONEncoder(sort_keys=True, separators=(",", ":"), check_circular=False)
 
 
-def simulate(config: dict[str, Any]) -> Any:
-    """One canonical placement configuration, read back into a RunSpec and run; with
-    ``mapping_metrics`` (a study's key), its document gets the data mapping analysis
+def simulate(config: dict[str, Any], spec: Any = None) -> Any:
+    """One canonical placement configuration, read back into a RunSpec (``spec``: already read)
+    and run; with ``mapping_metrics`` (a study's key), its document gets the data mapping analysis
     (docs/mapping.md) without each mapping's time, which would cost six more runs."""
     from numalab.runner import sim
     from numalab.spec import RunSpec
 
-    spec = RunSpec.from_canonical(config)
+    if spec is None:
+        spec = RunSpec.from_canonical(config)
     if not config.get("mapping_metrics"):
         return sim.run(spec)
     from numalab.runner.mapping import mapping_doc
@@ -42,11 +44,9 @@ def simulate(config: dict[str, Any]) -> Any:
     return result
 
 
-def run_config(config: dict[str, Any], run: Runner | None = None, encode: bool = True) -> dict[str, Any]:
+def run_config(config: dict[str, Any], run: Runner | None = None) -> dict[str, Any]:
     """Run one configuration: ``{"status", "error", "wall_s", "cpu_s", "result", "columns"}``. ``run``:
-    the study kind's runner (``study.kinds``); none for a placement run. ``encode=False``: the
-    document itself instead of ``result`` and ``columns`` (``document``), for ``stored`` in the
-    client."""
+    the study kind's runner (``study.kinds``); none for a placement run."""
     start, cpu = time.perf_counter(), time.process_time()
     try:
         doc = (run or simulate)(config).doc
@@ -59,24 +59,15 @@ def run_config(config: dict[str, Any], run: Runner | None = None, encode: bool =
     # wait for is switched out (100-300 ms of 200 runs' wall time at load 8), and that wait belongs
     # to the run it ends, not to the sweep.
     cpu_s = time.process_time() - cpu
-    outcome = {"status": doc.get("status", "ok"), "error": doc.get("error"), "wall_s": time.perf_counter() - start,
-               "cpu_s": cpu_s, "document": doc}
-    return stored(outcome) if encode else outcome
-
-
-def stored(outcome: dict[str, Any]) -> dict[str, Any]:
-    """The outcome as the store keeps it: the document as its JSON text and the derived columns
-    (``run_config`` does it in the worker; a client with a CPU to spare does it itself)."""
-    if "document" not in outcome:
-        return outcome
+    wall_s = time.perf_counter() - start
     from numalab.results.derived import columns
 
-    doc = outcome.pop("document")
     try:
-        outcome.update(result=_DOCUMENT.encode(doc), columns=columns(doc))
+        # The outcome as the store keeps it: the document as its JSON text, the derived columns.
+        return {"status": doc.get("status", "ok"), "error": doc.get("error"), "wall_s": wall_s, "cpu_s": cpu_s,
+                "result": _DOCUMENT.encode(doc), "columns": columns(doc)}
     except Exception as e:  # a document that is not JSON: this run failed, not its batch
-        outcome = _failed(e, outcome["wall_s"], outcome.get("cpu_s"))
-    return outcome
+        return _failed(e, wall_s, cpu_s)
 
 
 def _failed(e: Exception, wall_s: float, cpu_s: float | None) -> dict[str, Any]:
@@ -84,9 +75,33 @@ def _failed(e: Exception, wall_s: float, cpu_s: float | None) -> dict[str, Any]:
     return {"status": "failed", "error": f"{type(e).__name__}: {message}", "wall_s": wall_s, "cpu_s": cpu_s, "result": None, "columns": {}}
 
 
-def run_batch(configs: list[dict[str, Any]], run: Runner | None = None, encode: bool = True) -> list[dict[str, Any]]:
+def run_batch(configs: list[dict[str, Any]], run: Runner | None = None) -> list[dict[str, Any]]:
     """Several configurations in one task (short runs travel in batches, see ``sweep``)."""
-    return [run_config(c, run, encode) for c in configs]
+    runner = run or _SeedsOfOneSpec().simulate
+    return [run_config(c, runner) for c in configs]
+
+
+class _SeedsOfOneSpec:
+    """Placement runs of a batch that differ only in their seed (a study's repetitions) read
+    their configuration into a RunSpec once and change its seed: ``from_canonical`` replaces
+    about 17 fields one by one (0.1-0.3 ms a run of 20 ms). Keyed, as ``store._SharedColumns``,
+    by the values' identities, which repetitions share (study/expand.py; pickling a batch keeps
+    the sharing) and which hold while the batch's configurations are alive."""
+
+    def __init__(self) -> None:
+        self.specs: dict[tuple[Any, ...], Any] = {}
+
+    def simulate(self, config: dict[str, Any]) -> Any:
+        from numalab.spec import RunSpec
+
+        # The type too: 1, 1.0 and True are equal keys but not the same value.
+        key = tuple((k, type(v), v if v is None or isinstance(v, (str, int, float)) else id(v)) for k, v in config.items() if k != "seed")
+        spec = self.specs.get(key)
+        if spec is None:
+            spec = self.specs[key] = RunSpec.from_canonical(config)
+        else:
+            spec = spec.updated(seed=config["seed"])
+        return simulate(config, spec)
 
 
 def init_local_worker() -> None:

@@ -87,6 +87,9 @@ struct Thread {
     /// used last epoch or expects to, kept for the epoch (NaN: to be worked out). Its inputs
     /// change only between epochs and when a phase starts, which reset it.
     cheapest_s: f64,
+    /// Nodes the thread used last epoch or expects to, worked out with `cheapest_s`: a thread
+    /// spread over several nodes has every node's cap worked out before a run (`fast_visits`).
+    spread: usize,
     /// Phase execution counter at the start of the last epoch.
     epoch_seq: u64,
     busy_s: f64,
@@ -293,6 +296,7 @@ impl<'a> Engine<'a> {
                     est_rd: vec![0.0; n],
                     est_wr: vec![0.0; n],
                     cheapest_s: f64::NAN,
+                    spread: 0,
                     epoch_seq: 0,
                     busy_s: 0.0,
                     visits: 0,

@@ -159,9 +159,20 @@ impl Engine<'_> {
         // and a node it does not use may be far cheaper than the ones it does.
         if t.cheapest_s.is_nan() {
             let used = |n: usize| t.prev_rd[n] + t.prev_wr[n] + t.est_rd[n] + t.est_wr[n] > 0.0;
-            let c = cost.iter().enumerate().filter(|&(n, _)| used(n)).map(|(_, &c)| c).fold(f64::INFINITY, f64::min);
+            let (mut c, mut spread) = (f64::INFINITY, 0);
+            for (n, &x) in cost.iter().enumerate() {
+                if used(n) {
+                    c = c.min(x);
+                    spread += 1;
+                }
+            }
             t.cheapest_s = if c.is_finite() { c } else { cost.iter().copied().fold(f64::INFINITY, f64::min) };
+            t.spread = spread;
         }
+        // Caps up front, for every node, when the thread's runs reach several (interleaved
+        // pages): worked out in one loop rather than on each node's first sample, where the
+        // page-table scan would leave its loop (a mispredicted branch and a call per node).
+        let caps_up_front = t.spread > 2;
         let cheapest = t.cheapest_s + kappa;
         let mut served = false;
 
@@ -185,6 +196,17 @@ impl Engine<'_> {
             let enough = per_sample * max as f64 * (1.0 + 1e-9);
             slots.fill([0; 2]);
             let links = budget_link.as_flattened();
+            if caps_up_front {
+                // Budgets do not change while a run grows, so a cap worked out now is the one
+                // `admit` would work out on the node's first sample; a node that may take
+                // nothing keeps [0, 0] and is refused there as before.
+                for (n, (s, &[lo, _, hi])) in slots.iter_mut().zip(pairs).enumerate() {
+                    let hops = &cap_links[lo as usize..hi as usize];
+                    if let Some(c) = cap_of(budget_node[n], hops, links, per_sample, enough) {
+                        *s = [0, c];
+                    }
+                }
+            }
             // The closure stays small (the first sample on a node goes to `node_cap`), so that
             // it is inlined into the page-table scan rather than called for every sample.
             let admit = |n: usize| {
@@ -456,6 +478,12 @@ impl Engine<'_> {
 /// Budgets do not change while a run grows, so this is the cap the node would have had up front.
 #[inline(never)]
 fn node_cap(node_budget: f64, hops: &[u32], links: &[f64], per_sample: f64, enough: f64) -> Option<u32> {
+    cap_of(node_budget, hops, links, per_sample, enough)
+}
+
+/// `node_cap`, inlined where every node's cap is worked out in one loop.
+#[inline(always)]
+fn cap_of(node_budget: f64, hops: &[u32], links: &[f64], per_sample: f64, enough: f64) -> Option<u32> {
     let mut rem = node_budget;
     // A plain comparison rather than `f64::min`: budgets are never NaN (bandwidths times a
     // round's length), so the minimum is the same without `min`'s NaN handling.

@@ -326,7 +326,7 @@ impl Numab {
         let mut tasks = Vec::with_capacity(nthreads);
         for (proc, tids) in threads_of.iter().enumerate() {
             for &tid in tids {
-                debug_assert_eq!(tid, tasks.len());
+                assert_eq!(tid, tasks.len());
                 tasks.push(Task {
                     pid: tid as u32 + 1,
                     proc,

@@ -225,6 +225,21 @@ impl Sched {
         out
     }
 
+    /// `cpu_signals`, computed once into `memo` and read from there until the caller empties
+    /// it: a balancing pass reads them for every CPU and domain level, and they change only
+    /// when a thread or the periodic task moves (`load_balance` says so).
+    pub(super) fn cpu_signals_memo<'m>(
+        &mut self,
+        now_s: f64,
+        queued: &[bool],
+        memo: &'m mut Option<Vec<CpuSig>>,
+    ) -> &'m [CpuSig] {
+        if memo.is_none() {
+            *memo = Some(self.cpu_signals(now_s, queued));
+        }
+        memo.as_deref().unwrap_or_default()
+    }
+
     /// The periodic background task's v6.13 signals on `cpu` at `now_s` (`noise.rs`), sharing
     /// the CPU with the threads runnable there; None without one or in another version's form.
     pub(super) fn background_signals(&self, cpu: usize, now_s: f64) -> Option<(u64, u64, u64)> {
@@ -232,6 +247,10 @@ impl Sched {
             return None;
         }
         let noise = self.noise.as_ref().filter(|n| n.has_agent())?;
+        // The task is attached to one CPU: the others' threads are not counted for nothing.
+        if noise.agent_cpu(now_s) != Some(cpu) {
+            return None;
+        }
         let n = (0..self.cpu.len()).filter(|&t| self.cpu[t] == cpu && self.load.runnable_at(t, now_s)).count() as u64;
         noise.agent_signals(cpu, now_s, CAPACITY / (n + 1))
     }

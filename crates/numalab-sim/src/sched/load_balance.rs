@@ -14,6 +14,7 @@
 use super::lb_stats::{self, group_classify, Idle, LbStats, Migration};
 use super::load::CpuSig;
 use super::pelt::CAPACITY;
+use super::wake::Why;
 use super::{GroupLoad, Sched, HZ, MIGRATION_COST_S};
 use crate::profile::{BalanceSignals, BusiestGroup, IdleScan, NohzIdle, TimeSlice};
 
@@ -33,10 +34,12 @@ impl Sched {
     pub fn balance(&mut self, now_s: f64, live: &[bool]) -> Vec<usize> {
         self.account(now_s, live);
         let mut nr = self.nr_running(live, now_s);
+        // Every CPU's signals, until a balance moves something (`cpu_signals_memo`).
+        let mut sig = None;
         if let BalanceSignals::CpuLoadIndex { .. } | BalanceSignals::QueuedWeightIndex { .. } = self.rules.load.balance
         {
-            let sig = self.cpu_signals(now_s, live);
-            let loads: Vec<u64> = (0..nr.len()).map(|c| self.weighted_cpuload(c, &sig, &nr)).collect();
+            let sig = self.cpu_signals_memo(now_s, live, &mut sig);
+            let loads: Vec<u64> = (0..nr.len()).map(|c| self.weighted_cpuload(c, sig, &nr)).collect();
             self.tick_cpu_load(now_s, &loads);
         }
         let mut moved = Vec::new();
@@ -44,7 +47,10 @@ impl Sched {
         for cpu in 0..ncpu {
             if self.was_busy[cpu] && nr[cpu] == 0 {
                 for l in 0..self.domains.len() {
-                    let (got, done) = self.load_balance(now_s, cpu, l, Idle::Newly, &mut nr, live);
+                    let (got, done) = self.load_balance(now_s, cpu, l, Idle::Newly, &mut nr, live, &mut sig);
+                    if done {
+                        sig = None;
+                    }
                     moved.extend(got);
                     if done {
                         break;
@@ -77,7 +83,11 @@ impl Sched {
                     self.grow_interval(l, cpu);
                     break;
                 }
-                moved.extend(self.load_balance(now_s, cpu, l, idle, &mut nr, live).0);
+                let (got, done) = self.load_balance(now_s, cpu, l, idle, &mut nr, live, &mut sig);
+                if done {
+                    sig = None;
+                }
+                moved.extend(got);
             }
         }
         for (w, &n) in self.was_busy.iter_mut().zip(&nr) {
@@ -268,7 +278,10 @@ impl Sched {
         best.map(|(c, _)| c)
     }
 
-    /// One `load_balance()` of domain `l` for destination `dst`; returns the threads pulled.
+    /// One `load_balance()` of domain `l` for destination `dst`; returns the threads pulled
+    /// and whether anything moved (a thread or the periodic task). `sig`: every CPU's signals
+    /// if known since the last move (`cpu_signals_memo`).
+    #[allow(clippy::too_many_arguments)]
     fn load_balance(
         &mut self,
         now_s: f64,
@@ -277,13 +290,14 @@ impl Sched {
         idle: Idle,
         nr: &mut [usize],
         live: &[bool],
+        sig: &mut Option<Vec<CpuSig>>,
     ) -> (Vec<usize>, bool) {
+        let sig = self.cpu_signals_memo(now_s, live, sig);
         if l == 0 && idle != Idle::Newly && self.rules.load.idle_scan == IdleScan::SisUtil {
-            self.update_idle_cpu_scan(now_s, dst, live);
+            self.update_idle_cpu_scan(dst, sig);
         }
-        let sig = self.cpu_signals(now_s, live);
         // The groups' CPUs are read in place from the domain (group_stats keeps their order).
-        let stats = self.group_stats(l, dst, idle, nr, &sig);
+        let stats = self.group_stats(l, dst, idle, nr, sig);
         let d = &self.domains[l];
         let found = match self.rules.busiest_group {
             BusiestGroup::Capacity => lb_stats::busiest_313(&stats, d, idle),
@@ -295,7 +309,7 @@ impl Sched {
             return (Vec::new(), false);
         };
         let (local, busiest) = (stats[0], stats[b]);
-        let Some(src) = self.busiest_queue(&self.domains[l].groups_of[dst][b], m, nr, &sig) else {
+        let Some(src) = self.busiest_queue(&self.domains[l].groups_of[dst][b], m, nr, sig) else {
             self.balanced(l, dst, idle);
             return (Vec::new(), false);
         };
@@ -306,13 +320,14 @@ impl Sched {
             Idle::Now => "idle-balance",
             Idle::Newly => "newidle-balance",
         };
-        let what = match m {
+        let what = || match m {
             Migration::Load(x) => format!("load {x}"),
             Migration::Util(x) => format!("utilisation {x}"),
             Migration::Task(x) => format!("{x} task(s)"),
         };
         let mut pulled = Vec::new();
-        let mut blocked = Vec::new();
+        // Reasons are written only when decisions are kept (`Why`).
+        let mut blocked = Why::new(self.explain);
         let mut left = m.amount() as i64;
         // detach_tasks() (v3.13 move_tasks()): from the tail of the queue (highest thread
         // first here), only when the source runs more than one task.
@@ -332,18 +347,18 @@ impl Sched {
                 break;
             }
             if !self.allowed[t].contains(&dst) {
-                blocked.push(format!("thread {} pinned", t + 1));
+                blocked.push(|| format!("thread {} pinned", t + 1));
                 continue;
             }
             let (running, since) = self.since_ran(now_s, src, t, live);
             if running {
-                blocked.push(format!("thread {} running", t + 1));
+                blocked.push(|| format!("thread {} running", t + 1));
                 continue;
             }
             // task_hot(): ran less than sysctl_sched_migration_cost ago (SMT siblings share
             // their caches: never hot at that level; no SMT level is modelled).
             if since < MIGRATION_COST_S && failed <= tries {
-                blocked.push(format!("thread {} cache hot (ran {:.0} us ago)", t + 1, since * 1e6));
+                blocked.push(|| format!("thread {} cache hot (ran {:.0} us ago)", t + 1, since * 1e6));
                 continue;
             }
             let load = self.balance_load(t);
@@ -353,7 +368,7 @@ impl Sched {
                     // v6.13: "shr_bound(util, env->sd->nr_balance_failed) > env->imbalance".
                     let util = self.pelt_util(t);
                     if (util >> failed.min(63)) as i64 > left {
-                        blocked.push(format!("thread {} utilisation {util} above {left}", t + 1));
+                        blocked.push(|| format!("thread {} utilisation {util} above {left}", t + 1));
                         continue;
                     }
                     util as i64
@@ -368,7 +383,7 @@ impl Sched {
                         BusiestGroup::GroupType => (load.max(1) >> failed.min(63)) as i64 > left,
                     };
                     if skip {
-                        blocked.push(format!("thread {} load {load} above {left}", t + 1));
+                        blocked.push(|| format!("thread {} load {load} above {left}", t + 1));
                         continue;
                     }
                     match self.rules.busiest_group {
@@ -378,22 +393,27 @@ impl Sched {
                 }
             };
             left -= take;
-            let why = format!(
-                "{} from CPU {} ({} runnable) to {} CPU {}: busiest group avg_load {} (load {}, util {}, {} tasks) vs local {} (load {}, util {}, {} tasks), imbalance {what}",
-                d_name(self, l),
-                self.pu_os[src],
-                nr[src],
-                if idle == Idle::Busy { "busy" } else { "idle" },
-                self.pu_os[dst],
-                busiest.avg_load,
-                busiest.load,
-                busiest.util,
-                busiest.g.nr,
-                local.avg_load,
-                local.load,
-                local.util,
-                local.g.nr,
-            );
+            let why = if !self.explain {
+                String::new()
+            } else {
+                format!(
+                    "{} from CPU {} ({} runnable) to {} CPU {}: busiest group avg_load {} (load {}, util {}, {} tasks) vs local {} (load {}, util {}, {} tasks), imbalance {}",
+                    d_name(self, l),
+                    self.pu_os[src],
+                    nr[src],
+                    if idle == Idle::Busy { "busy" } else { "idle" },
+                    self.pu_os[dst],
+                    busiest.avg_load,
+                    busiest.load,
+                    busiest.util,
+                    busiest.g.nr,
+                    local.avg_load,
+                    local.load,
+                    local.util,
+                    local.g.nr,
+                    what(),
+                )
+            };
             nr[src] -= 1;
             nr[dst] += 1;
             self.migrate(now_s, t, dst, path, l, why);
@@ -415,14 +435,18 @@ impl Sched {
             let running =
                 (0..self.cpu.len()).find(|&t| live[t] && self.cpu[t] == src && self.since_ran(now_s, src, t, live).0);
             if let Some(t) = running.filter(|&t| self.allowed[t].contains(&dst)) {
-                let why = format!(
-                    "{} after {} failed attempts ({}): CPU {} pushes its running thread to CPU {}",
-                    d_name(self, l),
-                    self.state[l][dst].nr_balance_failed,
-                    blocked.join(", "),
-                    self.pu_os[src],
-                    self.pu_os[dst]
-                );
+                let why = if !self.explain {
+                    String::new()
+                } else {
+                    format!(
+                        "{} after {} failed attempts ({}): CPU {} pushes its running thread to CPU {}",
+                        d_name(self, l),
+                        self.state[l][dst].nr_balance_failed,
+                        blocked.join(", "),
+                        self.pu_os[src],
+                        self.pu_os[dst]
+                    )
+                };
                 self.state[l][dst].nr_balance_failed = tries + 1;
                 nr[src] -= 1;
                 nr[dst] += 1;
@@ -448,7 +472,7 @@ impl Sched {
         left: &mut i64,
         nr: &mut [usize],
         live: &[bool],
-        blocked: &mut Vec<String>,
+        blocked: &mut Why,
     ) -> bool {
         if nr[src] <= 1 || *left <= 0 {
             return false;
@@ -457,7 +481,7 @@ impl Sched {
             return false;
         };
         if running {
-            blocked.push("background task running".into());
+            blocked.push(|| "background task running".into());
             return false;
         }
         let lru = cands.iter().all(|&t| {
@@ -469,7 +493,7 @@ impl Sched {
         }
         let failed = self.state[l][dst].nr_balance_failed;
         if since < MIGRATION_COST_S && failed <= self.domains[l].cache_nice_tries {
-            blocked.push(format!("background task cache hot (ran {:.0} us ago)", since * 1e6));
+            blocked.push(|| format!("background task cache hot (ran {:.0} us ago)", since * 1e6));
             return false;
         }
         let (load, util) = self.background_signals(src, now_s).map_or((CAPACITY, 0), |(load, util, _)| (load, util));
@@ -478,7 +502,7 @@ impl Sched {
             Migration::Util(_) if (util >> failed.min(63)) as i64 <= *left => util as i64,
             Migration::Load(_) if (load.max(1) >> failed.min(63)) as i64 <= *left => load.max(1) as i64,
             _ => {
-                blocked.push(format!("background task load {load}, utilisation {util} above {left}"));
+                blocked.push(|| format!("background task load {load}, utilisation {util} above {left}"));
                 return false;
             }
         };
@@ -495,8 +519,7 @@ impl Sched {
     /// balancing only): with `x = sum_util / llc_weight` and `pct` the domain's
     /// `imbalance_pct`, `nr_idle_scan = llc_weight x (1024 - min(x^2 x pct^2 / (10000 x
     /// 1024), 1024)) / 1024`: the whole LLC when idle, nothing from 85 % utilisation up.
-    fn update_idle_cpu_scan(&mut self, now_s: f64, dst: usize, live: &[bool]) {
-        let sig = self.cpu_signals(now_s, live);
+    fn update_idle_cpu_scan(&mut self, dst: usize, sig: &[CpuSig]) {
         let llc = &self.domains[0].span_of[dst];
         let llc_weight = llc.len() as u64;
         let sum_util: u64 = llc.iter().map(|&c| sig[c].util).sum();
@@ -596,7 +619,7 @@ mod tests {
         let now = start + 4.5e-3;
         let mut nr = s.nr_running(&live, now);
         assert_eq!((nr[cpu], nr[idle]), (2, 0));
-        let (threads, moved) = s.load_balance(now, idle, 0, Idle::Newly, &mut nr, &live);
+        let (threads, moved) = s.load_balance(now, idle, 0, Idle::Newly, &mut nr, &live, &mut None);
         assert!(threads.is_empty() && moved);
         let nz = s.noise.as_ref().unwrap();
         assert_eq!((nz.agent_run_at(idle, now + 1e-3), nz.agent_run_at(cpu, now + 1e-3)), (Some(now), None));
@@ -607,14 +630,14 @@ mod tests {
         let (mut s, cpu, idle, start) = beside_the_agent();
         let now = start + 7.5e-3;
         let mut nr = s.nr_running(&live, now);
-        let (threads, moved) = s.load_balance(now, idle, 0, Idle::Newly, &mut nr, &live);
+        let (threads, moved) = s.load_balance(now, idle, 0, Idle::Newly, &mut nr, &live, &mut None);
         assert!(moved && threads == vec![0], "{threads:?}");
         assert_eq!(s.noise.as_ref().unwrap().agent_run_at(cpu, now + 1e-3), Some(start));
         // Waiting only 0.2 ms (its turn ended at 3 ms): cache hot, and the thread runs.
         let (mut s, cpu, idle, start) = beside_the_agent();
         let now = start + 3.2e-3;
         let mut nr = s.nr_running(&live, now);
-        assert_eq!(s.load_balance(now, idle, 0, Idle::Newly, &mut nr, &live), (Vec::new(), false));
+        assert_eq!(s.load_balance(now, idle, 0, Idle::Newly, &mut nr, &live, &mut None), (Vec::new(), false));
         assert_eq!(s.noise.as_ref().unwrap().agent_run_at(cpu, now), Some(start));
     }
 

@@ -208,6 +208,12 @@ impl Noise {
         !self.agent_runs.is_empty()
     }
 
+    /// The CPU the periodic task is attached to at `t` (where it runs or last ran), None
+    /// before its first run.
+    pub fn agent_cpu(&self, t: f64) -> Option<usize> {
+        self.agent_runs.iter().rev().find(|r| r.1 <= t).map(|r| r.0)
+    }
+
     /// The periodic task's v6.13 PELT signals (`load_avg`, `util_avg`, `runnable_avg`) on `cpu`
     /// at `t`, where it runs (or last ran: a blocked task's load stays on its run queue) and
     /// while it runs has `running` 1024ths of the CPU; None where it is not attached.

@@ -38,18 +38,27 @@ fn load_balanced(this_load: i64, prev_load: i64, nr_this: i64, bias: i64) -> boo
     balanced || (this_load <= prev_load && this_load + prev_load <= tl_per_task)
 }
 
-/// A wake-up's reasons, written out only when decisions are kept (`--explain-sched`): the text
-/// of every wake-up cost more than the decision itself in runs whose threads sleep at barriers.
+/// A wake-up's or a balance's reasons, written out only when decisions are kept
+/// (`--explain-sched`): the text of every wake-up cost more than the decision itself in runs
+/// whose threads sleep at barriers.
 pub(super) struct Why {
     on: bool,
     parts: Vec<String>,
 }
 
 impl Why {
-    fn push(&mut self, reason: impl FnOnce() -> String) {
+    pub(super) fn new(on: bool) -> Self {
+        Why { on, parts: Vec::new() }
+    }
+
+    pub(super) fn push(&mut self, reason: impl FnOnce() -> String) {
         if self.on {
             self.parts.push(reason());
         }
+    }
+
+    pub(super) fn join(&self, sep: &str) -> String {
+        self.parts.join(sep)
     }
 }
 
