@@ -240,12 +240,18 @@ impl Engine<'_> {
                     let (rd, wr) = (lines * rd_share, lines * (1.0 - rd_share));
                     budget_node[n] -= lines;
                     // The route back (read data), then the route out (written data), hop by
-                    // hop in route order; none for the CPU's own node.
-                    for &l in &cap_links[lo as usize..mid as usize] {
-                        links[l as usize] -= rd;
+                    // hop in route order; none for the CPU's own node. A sweep that only reads
+                    // (or only writes) takes nothing the other way: subtracting 0 changes no
+                    // budget, so those hops are skipped.
+                    if rd != 0.0 {
+                        for &l in &cap_links[lo as usize..mid as usize] {
+                            links[l as usize] -= rd;
+                        }
                     }
-                    for &l in &cap_links[mid as usize..hi as usize] {
-                        links[l as usize] -= wr;
+                    if wr != 0.0 {
+                        for &l in &cap_links[mid as usize..hi as usize] {
+                            links[l as usize] -= wr;
+                        }
                     }
                     c += lines * (kappa + cost[n]);
                     t.mix_rd[n] += rd;
