@@ -100,6 +100,9 @@ pub struct SchedRules {
     /// A task's time slice among `n` sharing a CPU (`kernel/sched/fair.c: sched_slice()`;
     /// v6.13 `update_deadline()` with `sysctl_sched_base_slice`).
     pub slice: TimeSlice,
+    /// Whether a task woken on a busy CPU takes it from the running task at once
+    /// (`kernel/sched/fair.c`: v3.13 `check_preempt_wakeup()`, v6.13 `check_preempt_wakeup_fair()`).
+    pub wakeup_preempt: WakeupPreempt,
     /// Exec placement: does the exec'ing task count on its CPU (`kernel/sched/core.c:
     /// sched_exec()`, `kernel/sched/fair.c: find_idlest_group()`).
     pub exec_load: ExecLoad,
@@ -141,6 +144,16 @@ pub enum TimeSlice {
     CfsPeriod { period_s: f64, min_granularity_s: f64 },
     /// v6.6+ EEVDF `sysctl_sched_base_slice` (0.75 ms x the same factor 4).
     Base { slice_s: f64 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub enum WakeupPreempt {
+    /// CFS `wakeup_preempt_entity()`: the wakee preempts when the running task's vruntime leads
+    /// its own by more than `wakeup_gran()` (`sysctl_sched_wakeup_granularity` 1 ms x 4).
+    Granularity { gran_s: f64 },
+    /// EEVDF with `RUN_TO_PARITY` (`pick_eevdf()`): an eligible running task keeps the CPU
+    /// until its slice is used up.
+    RunToParity,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -651,6 +664,9 @@ pub const PROFILE_2_6_32: KernelProfile = KernelProfile {
         // sched_nr_latency 5, __sched_period(); kernel/sched.c: update_sysctl() scales both by
         // 1 + ilog2(min(CPUs, 8)) = 4.
         slice: TimeSlice::CfsPeriod { period_s: 20e-3, min_granularity_s: 4e-3 },
+        // kernel/sched_fair.c: check_preempt_wakeup(), wakeup_preempt_entity(): vdiff >
+        // wakeup_gran(), sysctl_sched_wakeup_granularity 1 ms scaled by update_sysctl() x 4.
+        wakeup_preempt: WakeupPreempt::Granularity { gran_s: 4e-3 },
         // kernel/sched.c: sched_exec() calls select_task_rq(p, SD_BALANCE_EXEC, 0) while the
         // exec'ing task runs on its CPU (its weight is in rq->load).
         exec_load: ExecLoad::CountsExecer,
@@ -760,6 +776,9 @@ pub const PROFILE_3_13: KernelProfile = KernelProfile {
     },
     sched: SchedRules {
         slice: TimeSlice::CfsPeriod { period_s: 24e-3, min_granularity_s: 3e-3 },
+        // kernel/sched/fair.c: check_preempt_wakeup(), wakeup_preempt_entity(): vdiff >
+        // wakeup_gran(), sysctl_sched_wakeup_granularity 1 ms scaled by update_sysctl() x 4.
+        wakeup_preempt: WakeupPreempt::Granularity { gran_s: 4e-3 },
         exec_load: ExecLoad::CountsExecer,
         idlest_group: IdlestGroup::LoadAverage,
         wakee_decay: WakeeDecay::Reset,
@@ -847,6 +866,10 @@ pub const PROFILE_6_13: KernelProfile = KernelProfile {
     },
     sched: SchedRules {
         slice: TimeSlice::Base { slice_s: 3e-3 },
+        // kernel/sched/fair.c: check_preempt_wakeup_fair() preempts only when pick_eevdf()
+        // returns the wakee, and pick_eevdf() returns an eligible curr whose slice is protected
+        // (RUN_TO_PARITY, on in kernel/sched/features.h) until update_deadline() renews it.
+        wakeup_preempt: WakeupPreempt::RunToParity,
         exec_load: ExecLoad::DiscountsExecer,
         idlest_group: IdlestGroup::GroupType,
         wakee_decay: WakeeDecay::Halve,

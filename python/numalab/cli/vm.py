@@ -199,7 +199,7 @@ def check_cmd(
                                    for c in check.CASES.values()], indent=2))
             return
         for c in check.CASES.values():
-            more = f"; more thread migrations per thread and second than {c.more_than} (run together)" if c.more_than else ""
+            more = f"; more thread migrations per thread and barrier than {c.more_than} (run together)" if c.more_than else ""
             if c.agree_pct is not None:
                 more += f"; guest and simulator within {c.agree_pct:g}% of the region on every node"
             typer.echo(f"{c.name:<18} {c.workload} {c.params} on {c.machine}, config '{c.config}': expect {c.expect.__doc__}{more}")

@@ -301,7 +301,32 @@ KTHREAD_MEAN_S_2X4 = 0.97e-3
 #: per barrier 11.9-15.7 ms (8 threads, 4 runs), 13.7-16.2 ms (16 threads, 2 runs). ``vm-2x4``:
 #: 63 and 99 ms with 8 threads, 90 and 206 ms with 16; per barrier 14.4-15.8 ms (8 threads, 3
 #: runs), 14.9 and 24.4 ms (16 threads). docs/scheduler.md §10.3.
+#: The same on ``vm-4`` (one vCPU per node; 2026-11-26 20:43-20:45 UTC, load 5.5-16, one boot of
+#: six commands: sched-passive and sched-oversubscribed twice with the agent sampling every second,
+#: once every 30 s; ``numalab vm run --machine vm-4 --thp never --interval-ms 60000 -- sh -c JOB``,
+#: JOB reading every task's ``/proc/PID/stat`` and ``/proc/PID/schedstat`` and the shell's ``times``
+#: around ``numalab-agent run -- barrier``): 7.0-10.9 runs per vCPU per guest second, mean run
+#: 0.47-1.60 ms. docs/scheduler.md §10.3.
+KTHREAD_HZ_4 = 8.5
+KTHREAD_MEAN_S_4 = 0.98e-3
+#: The same on ``vm-8`` (20:48-20:49 UTC, load 8.7-10.2, the same job): 5.3-7.4 runs per vCPU per
+#: guest second, mean run 0.40-1.21 ms. docs/scheduler.md §10.3.
+KTHREAD_HZ_8 = 6.5
+KTHREAD_MEAN_S_8 = 0.67e-3
 GUEST_BACKGROUND: dict[str, dict[int, GuestBackground]] = {
+    # vm-4 (the boot above): 4 threads 8.8-13.0 ms per barrier (three runs), agent 90 and 100 ms
+    # per sample; 8 threads 6.7-12.9 ms (three runs), agent 167 and 210 ms per sample (its CPU
+    # less the 0.32-0.34 s of the runs sampling every 30 s, over the samples but the exit one).
+    "vm-4": {
+        4: GuestBackground(barrier_s=10.5e-3, agent_cost_s=95e-3, kthread_hz=KTHREAD_HZ_4, kthread_mean_s=KTHREAD_MEAN_S_4),
+        8: GuestBackground(barrier_s=10.4e-3, agent_cost_s=188e-3, kthread_hz=KTHREAD_HZ_4, kthread_mean_s=KTHREAD_MEAN_S_4),
+    },
+    # vm-8 (its boot above): 8 threads 10.2-13.4 ms per barrier (three runs), agent 120 and 187 ms
+    # per sample; 16 threads 9.4-17.7 ms, agent 70 and 304 ms per sample (less 0.39 and 0.54 s).
+    "vm-8": {
+        8: GuestBackground(barrier_s=11.7e-3, agent_cost_s=153e-3, kthread_hz=KTHREAD_HZ_8, kthread_mean_s=KTHREAD_MEAN_S_8),
+        16: GuestBackground(barrier_s=13.4e-3, agent_cost_s=187e-3, kthread_hz=KTHREAD_HZ_8, kthread_mean_s=KTHREAD_MEAN_S_8),
+    },
     "vm-4x2": {
         8: GuestBackground(barrier_s=14.2e-3, agent_cost_s=96e-3, kthread_hz=KTHREAD_HZ_4X2, kthread_mean_s=KTHREAD_MEAN_S_4X2),
         16: GuestBackground(barrier_s=15.0e-3, agent_cost_s=161e-3, kthread_hz=KTHREAD_HZ_4X2, kthread_mean_s=KTHREAD_MEAN_S_4X2),
@@ -322,7 +347,7 @@ class Case:
     expect: Expect
     machine: str = "vm-4"
     #: The case run with the same threads bound: this one must move its threads more (thread
-    #: migrations per thread per second), on each side (``orderings``).
+    #: migrations per thread per barrier), on each side (``orderings``).
     more_than: str | None = None
     #: The guest agent's sampling interval. The scheduler cases sample every second: sampling
     #: every 50 ms (numa_maps reads under TCG) is itself the background that moves unbound
@@ -784,18 +809,20 @@ def disagreement(sim: Side, vm: Side, pct: float) -> str | None:
 
 def orderings(results: list[Comparison]) -> dict[str, str]:
     """Cases run together with their ``more_than`` case: case name -> why the ordering failed on a
-    side (its threads must migrate more per thread per second than the bound run's, on both sides)."""
+    side (its threads must migrate more per thread per barrier than the bound run's, on both sides).
+    Per barrier, not per second: both runs pass the same barriers, while the simulated sleeping
+    cases run at the guest's speed (``GUEST_BACKGROUND``) and the bound one at the preset's."""
     by_name = {c.case.name: c for c in results}
     out = {}
     for c in results:
         ref = by_name.get(c.case.more_than or "")
         if ref is None:
             continue
-        bad = [f"{side}: {getattr(c, side).threads.migrations_per_thread_s:.3g} <= {getattr(ref, side).threads.migrations_per_thread_s:.3g}"
-               for side in ("sim", "vm")
-               if getattr(c, side).threads.migrations_per_thread_s <= getattr(ref, side).threads.migrations_per_thread_s]
+        rates = {side: [getattr(x, side).threads.migrations_per_thread_barrier(int(x.case.params.get("reps") or 0)) for x in (c, ref)]
+                 for side in ("sim", "vm")}
+        bad = [f"{side}: {mine:.3g} <= {theirs:.3g}" for side, (mine, theirs) in rates.items() if mine <= theirs]
         if bad:
-            out[c.case.name] = f"thread migrations per thread per second not above {ref.case.name}'s ({'; '.join(bad)})"
+            out[c.case.name] = f"thread migrations per thread per barrier not above {ref.case.name}'s ({'; '.join(bad)})"
     return out
 
 

@@ -9,6 +9,7 @@ mod phases;
 mod premap;
 mod procs;
 mod team;
+mod turns;
 mod visits;
 
 use numalab_model::Machine;
@@ -156,6 +157,8 @@ pub struct Engine<'a> {
     chunk_orders: std::cell::RefCell<Vec<ChunkOrder>>,
     /// What the C library's allocations wrote (docs/allocation.md §3.5).
     alloc_out: Vec<alloc::AllocRegionOut>,
+    /// Threads on each CPU, running or waiting at a barrier (`turns.rs`).
+    on_cpu: Vec<Vec<usize>>,
 }
 
 /// A dynamic schedule's chunk order, by (process, phase execution, chunks).
@@ -390,6 +393,7 @@ impl<'a> Engine<'a> {
             tiering,
             chunk_orders: Default::default(),
             alloc_out: Vec::new(),
+            on_cpu: Vec::new(),
         };
         for (g, l) in allocs.iter().enumerate() {
             if let Some(l) = l {
@@ -411,7 +415,9 @@ impl<'a> Engine<'a> {
             self.start_pending(self.now + dt);
             let live: Vec<bool> = self.threads.iter().map(Thread::live).collect();
             let background = self.sched.background(self.now, self.now + dt, &live);
-            let (costs, shares) = self.solve(&background);
+            let (mut costs, mean_shares) = self.solve(&background);
+            self.refresh_members();
+            let shares = self.turn_shares(&mut costs, &mean_shares, &background);
             if let Some(lb) = self.latbal.as_mut() {
                 lb.observe(self.now, self.now + dt, &self.solver.controller_latency_ns());
             }
@@ -438,11 +444,15 @@ impl<'a> Engine<'a> {
                 let cpu_node = self.sched.pu_node[self.sched.cpu[tid]];
                 self.rec.add_row(cpu_node, &t.mix_rd, &t.mix_wr);
                 visits += t.visits;
-                busy += t.busy_s;
+                // The epoch's pace by the thread's mean share of its CPU: one that takes turns ran
+                // at full speed for part of the epoch and waited for the rest (`turns.rs`).
+                let paced_s =
+                    if shares[tid] == mean_shares[tid] { t.busy_s } else { t.busy_s * shares[tid] / mean_shares[tid] };
+                busy += paced_s;
                 self.samples += t.visits;
                 let lines: f64 = t.mix_rd.iter().chain(&t.mix_wr).sum();
                 if lines > 0.0 && t.lines_total > 0.0 {
-                    shortest_phase = shortest_phase.min(t.lines_total * t.busy_s / lines);
+                    shortest_phase = shortest_phase.min(t.lines_total * paced_s / lines);
                 }
                 if let Some(nb) = self.numab.as_mut() {
                     nb.add_runtime(tid, t.busy_s * shares[tid]);

@@ -56,6 +56,11 @@ impl Engine<'_> {
                 if cpu != prev {
                     t.migrations += 1;
                     t.clock += self.cfg.costs.task_move_ns * 1e-9;
+                    self.moved_member(i, prev);
+                }
+                // Queued behind the CPU's running thread unless it preempts it (`turns.rs`).
+                if self.sched.turn_holder(cpu).is_some_and(|h| h != i) && self.sched.wake_preempts(cpu, i, release) {
+                    self.sched.preempt(cpu, release);
                 }
             }
             self.threads[i].state = State::Running;

@@ -50,11 +50,22 @@ impl Engine<'_> {
             // only that lets a thread already visited in this round do more.
             loop {
                 self.woke = false;
+                let turns_before = self.sched.turn_changes();
+                let mut progressed = false;
                 for tid in 0..nt {
-                    self.run_thread(tid, round_end, &costs[tid], shares[tid]);
+                    // Threads sharing a CPU run in turns (`turns.rs`).
+                    let Some(until) = self.turn_until(tid, round_end) else { continue };
+                    progressed |= self.run_thread(tid, until, &costs[tid], shares[tid]);
                     if self.oom.is_some() {
                         return;
                     }
+                    self.after_turn(tid);
+                }
+                // A pass that changed nothing ends the round: the next would be the same (a
+                // pipelined thread may wait for a predecessor queued for its CPU until later).
+                progressed |= self.sched.turn_changes() != turns_before;
+                if !progressed {
+                    break;
                 }
                 if !self.woke {
                     break;
@@ -79,10 +90,17 @@ impl Engine<'_> {
                 let t = &self.threads[tid];
                 if t.lines_total > 0.0 && progress(t) >= cap {
                     let pc = self.threads[pred].clock;
+                    let cpu = self.sched.cpu[tid];
                     let t = &mut self.threads[tid];
                     if pc > t.clock {
                         t.clock = pc.min(until);
                         did = true;
+                    } else if self.sched.turn_holder(cpu) == Some(tid) && self.sched.turn_end(cpu).is_finite() {
+                        // Others wait for its CPU (`turns.rs`), its predecessor among them or
+                        // behind a thread that waits for this one: the pipeline's flag wait spins
+                        // (NPB LU's sync_left), so its turn runs out and the next one runs.
+                        t.clock = self.sched.turn_end(cpu).min(until).max(t.clock);
+                        return true;
                     }
                     // The predecessor may go on later in this round: look again then.
                     self.woke |= self.threads[pred].state == State::Running && pc < until;
@@ -416,6 +434,7 @@ impl Engine<'_> {
         let mut view = MmView { regions: &mut proc.regions, task_policy: &proc.task_policy };
         let mut world = World { alloc: &mut self.alloc, sched: &mut self.sched, pages_node: &mut self.pages_node };
         let mut extra = 0.0;
+        let mut moved_any = false;
         for u in v.first..end {
             if !view.regions[r].is_marked(u) {
                 continue;
@@ -429,6 +448,7 @@ impl Engine<'_> {
                 charge_copy(self.m, &mut self.budget_node, &mut self.budget_link, cpu_node, from, to, lines);
             }
             for moved in nb.moved.drain(..) {
+                moved_any = true;
                 let move_s = self.cfg.costs.task_move_ns * 1e-9;
                 self.threads[moved].migrations += 1;
                 if moved == tid {
@@ -439,6 +459,11 @@ impl Engine<'_> {
             }
         }
         self.mirror(pid, r, v.first, end);
+        if moved_any {
+            // NUMA balancing moved threads in the middle of the epoch: each runs on its new CPU
+            // from now on, in its turn there (`turns.rs`), not idle until the next epoch.
+            self.refresh_members();
+        }
         extra
     }
 

@@ -167,7 +167,13 @@ impl Sched {
         if n <= 1 {
             return (true, 0.0);
         }
-        // The turns are as old as the run: no task waits for its first.
+        // The engine's turns (`turns.rs`): the thread whose turn covers `now_s` runs (the one
+        // holding the CPU, or the last one still spinning at a barrier there), a queued one last
+        // ran when its last turn ended.
+        if let Some(running) = self.running_at(cpu, now_s).filter(|r| on.contains(r)) {
+            return if running == tid { (true, 0.0) } else { (false, (now_s - self.stopped_at(tid)).max(0.0)) };
+        }
+        // Without them (the scheduler on its own): turns as old as the run, no task waits for its first.
         turn(slice_s(self.rules.slice, n), n, me, now_s, false)
     }
 

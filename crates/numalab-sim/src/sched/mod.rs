@@ -18,6 +18,7 @@ mod load;
 mod load_balance;
 mod noise;
 pub mod pelt;
+mod turns;
 mod wake;
 
 /// Machines the scheduler's unit tests share.
@@ -176,6 +177,8 @@ pub struct Sched {
     nr_idle_scan: Vec<usize>,
     /// Some core has several PUs (`sched_smt_active()`).
     smt: bool,
+    /// Per CPU: the turn of the thread running there (`turns.rs`), given by the engine.
+    turns: turns::Turns,
 }
 
 impl Sched {
@@ -250,6 +253,7 @@ impl Sched {
             cpu_load_jiffy: 0,
             nr_idle_scan,
             smt,
+            turns: turns::Turns::new(m.pus.len()),
         };
         let mut first = 0;
         for ((p, threads), cpus) in procs.iter().zip(&cpusets) {

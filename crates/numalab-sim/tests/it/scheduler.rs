@@ -390,7 +390,8 @@ fn balancing_waits_for_its_interval_instead_of_spreading_at_once() {
 fn k313_forks_spread_over_the_nodes_and_the_balancer_fixes_the_last_one() {
     // v3.13 spreads forks over every NUMA level (all within RECLAIM_DISTANCE); its 112.5 %
     // margin keeps the last worker beside its parent when the groups are nearly even, and an
-    // idle CPU pulls it later.
+    // idle CPU pulls one of the two later. The two take turns on their CPU (one waits for the
+    // other's phase), so the barrier's wake-ups first move them inside their node.
     let m = machine4();
     let w = stream_like(64, 16, Pattern::Block, 20);
     let c = SimConfig { kernel: Kernel::V3_13, explain_sched: true, ..cfg() };
@@ -399,15 +400,18 @@ fn k313_forks_spread_over_the_nodes_and_the_balancer_fixes_the_last_one() {
     cpus.sort();
     cpus.dedup();
     assert_eq!(cpus.len(), 16, "one thread per CPU at the end");
-    assert_eq!(out.threads.iter().map(|t| t.nr_migrations).sum::<u64>(), 1);
-    let moved = out.sched_events.iter().find(|e| e.from_cpu.is_some()).unwrap();
+    let moves: Vec<_> = out.sched_events.iter().filter(|e| e.from_cpu.is_some()).collect();
+    let balanced: Vec<_> = moves.iter().filter(|e| e.path.ends_with("balance")).collect();
+    assert_eq!(balanced.len(), 1, "{moves:?}");
     assert_eq!(
-        moved.from_cpu,
-        Some(13),
-        "from the CPU the exec chose, shared by the primary thread and the last worker"
+        balanced[0].from_node,
+        Some(3),
+        "from the node the exec chose, where the last worker joined the primary"
     );
-    assert!(moved.t_s >= 4e-3, "not before the first balancing interval: {}", moved.t_s);
-    assert!(out.threads.iter().filter(|t| t.tid != moved.tid).all(|t| t.cpu_history.len() == 1));
+    assert!(balanced[0].t_s >= 4e-3, "not before the first balancing interval: {}", balanced[0].t_s);
+    assert!(moves.iter().filter(|e| e.path == "wake").all(|e| e.from_node == Some(3) && e.to_node == 3));
+    let moved: Vec<u32> = moves.iter().map(|e| e.tid).collect();
+    assert!(out.threads.iter().filter(|t| !moved.contains(&t.tid)).all(|t| t.cpu_history.len() == 1));
 }
 
 #[test]
@@ -563,5 +567,31 @@ fn libgomps_binding_moves_each_worker_once_and_the_kernel_counts_it() {
         assert_eq!(moves, [primary, 1, 1, 1, 1, 1, 1, 1], "{kernel:?}");
         // Bound threads never leave their place.
         assert!(out.threads.iter().all(|t| t.away_from_first_node_pct == 0.0), "{kernel:?}");
+    }
+}
+
+#[test]
+fn two_threads_sharing_a_cpu_with_less_work_than_a_slice_finish_one_after_the_other() {
+    // The kernel runs one task of a run queue at a time and keeps it until it blocks or its
+    // slice (3 ms in 6.13, 12 ms for two tasks in 3.13) is used up: each thread's first touch
+    // of 2 MiB takes well under that, so the second starts when the first has finished, where
+    // an even split of the CPU would end both together.
+    let m = one_node();
+    let first_touch = |mib, threads| {
+        let mut w = stream_like(mib, threads, Pattern::Block, 1);
+        w.phases[0].sync = numalab_sim::input::Sync::None;
+        w.program.truncate(1);
+        w
+    };
+    for kernel in [Kernel::V3_13, Kernel::V6_13] {
+        let c = SimConfig { kernel, ..cfg() };
+        let alone = simulate(&m, &first_touch(2, 1), &on_cpus(&[0]), &c).unwrap();
+        assert!(alone.time_s < 2e-3, "{kernel:?}: less work than a slice ({} s)", alone.time_s);
+        let out = simulate(&m, &first_touch(4, 2), &on_cpus(&[0]), &c).unwrap();
+        let mut t: Vec<f64> = out.threads.iter().map(|t| t.time_s).collect();
+        t.sort_by(f64::total_cmp);
+        // The second ends about one thread's work (the lone run's) after the first.
+        let gap = t[1] - t[0];
+        assert!(gap > 0.7 * alone.time_s && gap < 1.3 * alone.time_s, "{kernel:?}: {t:?}, alone {}", alone.time_s);
     }
 }
