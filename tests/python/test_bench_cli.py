@@ -62,12 +62,16 @@ def test_repeat_3_stores_rows_that_report_renders(cli, tmp_path):
 
 
 def test_json_and_the_relative_error_stop(cli, tmp_path):
+    # Each run sleeps 10 ms longer than the one before, so no two times agree to 0.0001% (two runs
+    # of `true` once took the same microseconds and converged).
+    count = tmp_path / "count"
+    cmd = f'echo x >> {count}; sleep "0.0$(wc -l < {count})"'
     code, out, err = cli("bench", "-c", "default", "--repeat", "2", "--rel-error", "0.0001", "--max-repeat", "3", "--warmup",
-                         "--results", str(tmp_path), "--json", "--", "true")
+                         "--results", str(tmp_path), "--json", "--", "sh", "-c", cmd)
     assert code == 0, err
     assert err.splitlines()[0].startswith("bench: warm-up default: ")  # untimed, not stored
     doc = json.loads(out)
-    assert doc["rounds"] == 3 and doc["converged"] is False  # wall times of `true` never agree to 0.0001%
+    assert doc["rounds"] == 3 and doc["converged"] is False
     (c,) = doc["configs"]
     assert c["label"] == "default" and c["runs"] == 3 and len(c["times_s"]) == 3 and c["speedup"] == 1.0
     assert c["ci95_low_s"] <= c["mean_s"] <= c["ci95_high_s"]
