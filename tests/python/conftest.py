@@ -153,7 +153,6 @@ def pytest_collection_modifyitems(config, items):
         defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
         if any(d and d[-1].scope in ("module", "class") for d in defs.values()):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-    _guest_lanes(items, int(os.environ.get("NUMALAB_TEST_GUEST_LANES") or 0))
     # The guest tests first, then the other groups, largest first: xdist hands out groups in
     # collection order (make test passes --no-loadscope-reorder: xdist's own order, by number of
     # tests, would put the guest groups, a few tests each but the suite's longest stretches on one
@@ -170,22 +169,6 @@ def pytest_collection_modifyitems(config, items):
         suffix = "@" + _group(item)
         if _group(item) and hasattr(item, "_id") and not item.nodeid.endswith(suffix):
             item._id = NodeId.parse(item.nodeid + suffix)
-
-
-def _guest_lanes(items, lanes: int) -> None:
-    """``NUMALAB_TEST_GUEST_LANES=N``: the guest tests on at most N workers, their groups dealt
-    round-robin, so at most N guests run at once (TCG guests beside each other on few CPUs spin
-    on locks whose holder's vCPU thread waits for a CPU)."""
-    if lanes < 1:
-        return
-    lane: dict[str, int] = {}
-    for item in items:
-        if item.get_closest_marker("needs_qemu") is None:
-            continue
-        unit = _group(item) or item.nodeid
-        k = lane.setdefault(unit, len(lane) % lanes)
-        item.own_markers[:] = [m for m in item.own_markers if m.name != "xdist_group"]
-        item.add_marker(pytest.mark.xdist_group(f"vm-lane-{k}"))
 
 
 def _group(item) -> str:
