@@ -393,9 +393,7 @@ impl Sched {
                 }
             };
             left -= take;
-            let why = if !self.explain {
-                String::new()
-            } else {
+            let why = self.explained(|| {
                 format!(
                     "{} from CPU {} ({} runnable) to {} CPU {}: busiest group avg_load {} (load {}, util {}, {} tasks) vs local {} (load {}, util {}, {} tasks), imbalance {}",
                     d_name(self, l),
@@ -413,7 +411,7 @@ impl Sched {
                     local.g.nr,
                     what(),
                 )
-            };
+            });
             nr[src] -= 1;
             nr[dst] += 1;
             self.migrate(now_s, t, dst, path, l, why);
@@ -435,9 +433,7 @@ impl Sched {
             let running =
                 (0..self.cpu.len()).find(|&t| live[t] && self.cpu[t] == src && self.since_ran(now_s, src, t, live).0);
             if let Some(t) = running.filter(|&t| self.allowed[t].contains(&dst)) {
-                let why = if !self.explain {
-                    String::new()
-                } else {
+                let why = self.explained(|| {
                     format!(
                         "{} after {} failed attempts ({}): CPU {} pushes its running thread to CPU {}",
                         d_name(self, l),
@@ -446,7 +442,7 @@ impl Sched {
                         self.pu_os[src],
                         self.pu_os[dst]
                     )
-                };
+                });
                 self.state[l][dst].nr_balance_failed = tries + 1;
                 nr[src] -= 1;
                 nr[dst] += 1;

@@ -324,6 +324,15 @@ impl Sched {
         *cands.iter().min_by_key(|&&c| (load[c], core_busy(c), c)).expect("non-empty candidate list")
     }
 
+    /// A decision's reason, built only when decisions are kept (`--explain-sched`).
+    fn explained(&self, reason: impl FnOnce() -> String) -> String {
+        if self.explain {
+            reason()
+        } else {
+            String::new()
+        }
+    }
+
     fn record(&mut self, ev: SchedEvent) {
         self.log_total += 1;
         if self.explain && self.log.len() < LOG_MAX {
