@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DGEMV = ROOT / "kernels" / "dgemv"
-AGENT = ROOT / "target" / "x86_64-unknown-linux-gnu" / "release" / "numalab-agent"
+AGENT = ROOT / "target" / "static" / "numalab-agent"
 
 
 def children_cpu_s() -> float:

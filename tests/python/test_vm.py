@@ -514,3 +514,13 @@ def test_tiering_expectations_follow_the_sides_memory_tiers():
     assert none(side(0, 2)) is None and "expected 0" in none(side(1, 2))
     assert {c.machine for c in check.CASES.values() if c.tiering} == {"vm-tier"}
     assert {"tier-demotion", "tier-no-demotion", "tier-promotion"} <= set(check.CASES)
+
+
+def test_a_failed_balancing_case_shows_when_the_guest_scanner_marked_and_faulted():
+    """The CI runner's tier-promotion marked the slow node's pages once and never faulted: the
+    report's timeline shows the first and last samples and the scanner's counters between."""
+    samples = [{"t_s": 0.2 * k, "vmstat": {"numa_pte_updates": 100 * k, "numa_hint_faults": 0, "numa_pages_migrated": 0}}
+               for k in range(1, 21)]
+    line = check.scanner_timeline({"timeline": [{"t_s": 0.1, "pages_per_node": [1]}] + samples}, points=4)
+    assert line.split("  ") == ["0.20: 100/0/0", "1.40: 700/0/0", "2.80: 1400/0/0", "4.00: 2000/0/0"]
+    assert check.scanner_timeline({"timeline": [{"t_s": 0.1}]}) == ""

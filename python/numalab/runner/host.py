@@ -34,9 +34,9 @@ from numalab.spec import Placement, RunSpec
 AGENT = "numalab-agent"
 #: The repository holding this package (an editable install), where cargo puts the agent.
 REPO = Path(__file__).resolve().parents[3]
-#: Where a build leaves the agent, best first: `make agent` (static, musl or gnu target),
+#: Where a build leaves the agent, best first: `make agent` (static),
 #: `cargo build --release -p numalab-agent`, a debug build.
-BUILD_DIRS = ("target/x86_64-unknown-linux-gnu/release", "target/release", "target/debug")
+BUILD_DIRS = ("target/static", "target/release", "target/debug")
 #: A workload whose descriptor the engine's placement rules are checked with: the rules
 #: (nodes exist, CPUs exist, one CPU binding, preferred takes one node) do not depend on it.
 CHECK_WORKLOAD = "stream"

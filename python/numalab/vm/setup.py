@@ -30,7 +30,7 @@ INSTALL_QEMU = "apt-get install qemu-system-x86"
 KERNEL_META = "linux-image-amd64"
 MANIFEST = "guest.json"
 REPO = Path(__file__).resolve().parents[3]
-AGENT_BUILT = REPO / "target" / "x86_64-unknown-linux-gnu" / "release" / "numalab-agent"
+AGENT_BUILT = REPO / "target" / "static" / "numalab-agent"
 
 Say = Callable[[str], None]
 
