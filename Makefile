@@ -72,10 +72,10 @@ run: $(VENV)/.build-stamp ## build the Rust core, then run the example study and
 	$(NUMALAB) report studies/example.toml --results results -o results/example.html
 	@echo "report: $(abspath results/example.html) (open it in a browser; figures beside it)"
 
-# numalab-py (the Python bindings) has no Rust tests: pytest tests the module it builds. Excluding
-# it spares compiling PyO3 a second time. --release: the extension's profile, whose compiled crates
-# the tests reuse (Cargo.toml says why).
-CARGO_TEST := cargo test --release --workspace --exclude numalab-py --quiet
+# --release: the extension's profile, whose compiled crates the tests reuse (Cargo.toml says why).
+# The whole workspace, numalab-py too (it has no tests): the same packages give the same features,
+# so the same builds of the shared crates (crates/numalab-py/Cargo.toml).
+CARGO_TEST := cargo test --release --workspace --quiet
 # Tests that reuse one guest's runs share a worker (xdist_group marks; --dist loadgroup), handed out
 # in the order conftest.py sorts them (the guest groups first).
 PYTEST := $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
