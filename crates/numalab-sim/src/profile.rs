@@ -8,13 +8,15 @@
 use serde::{Deserialize, Serialize};
 
 /// Which kernel's rules to follow where they differ (docs/allocation.md, docs/balancing.md):
-/// the lookup key of a [`KernelProfile`], spelled `--kernel 2.6.32|3.13|6.13`.
+/// the lookup key of a [`KernelProfile`], spelled `--kernel 2.6.32|3.13|6.1|6.13`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub enum Kernel {
     #[serde(rename = "2.6.32")]
     V2_6_32,
     #[serde(rename = "3.13")]
     V3_13,
+    #[serde(rename = "6.1")]
+    V6_1,
     #[default]
     #[serde(rename = "6.13")]
     V6_13,
@@ -22,8 +24,8 @@ pub enum Kernel {
 
 impl Kernel {
     /// Every profile with its name (`--kernel NAME`), in release order.
-    pub const ALL: [(&'static str, Kernel); 3] =
-        [("2.6.32", Kernel::V2_6_32), ("3.13", Kernel::V3_13), ("6.13", Kernel::V6_13)];
+    pub const ALL: [(&'static str, Kernel); 4] =
+        [("2.6.32", Kernel::V2_6_32), ("3.13", Kernel::V3_13), ("6.1", Kernel::V6_1), ("6.13", Kernel::V6_13)];
 
     pub fn parse(name: &str) -> Result<Kernel, String> {
         Kernel::ALL.iter().find(|(n, _)| *n == name).map(|(_, k)| *k).ok_or_else(|| {
@@ -37,6 +39,7 @@ impl Kernel {
         match self {
             Kernel::V2_6_32 => &PROFILE_2_6_32,
             Kernel::V3_13 => &PROFILE_3_13,
+            Kernel::V6_1 => &PROFILE_6_1,
             Kernel::V6_13 => &PROFILE_6_13,
         }
     }
@@ -137,19 +140,25 @@ pub struct SchedRules {
     pub numa: NumaDomain,
 }
 
+/// The durations below are the kernel's normalized values (`normalized_sysctl_*`): at boot
+/// `kernel/sched/fair.c: update_sysctl()` (v2.6.32 `kernel/sched.c`) multiplies each by
+/// `get_update_sysctl_factor()`, `1 + ilog2(min(num_online_cpus(), 8))` under the default
+/// `SCHED_TUNABLESCALING_LOG` (1, 2, 3, 4 for 1, 2-3, 4-7, 8+ CPUs); `crate::sched` applies
+/// the factor of the machine's CPU count.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub enum TimeSlice {
-    /// v3.13 `sched_slice()` over `__sched_period()`: `max(period, n x min_granularity) / n`
-    /// (latency 6 ms x (1 + log2 min(CPUs, 8)) = 24 ms; 0.75 ms x 4 = 3 ms).
-    CfsPeriod { period_s: f64, min_granularity_s: f64 },
-    /// v6.6+ EEVDF `sysctl_sched_base_slice` (0.75 ms x the same factor 4).
+    /// CFS `sched_slice()` over `__sched_period()`: `max(latency, n x min_granularity) / n`
+    /// (v3.13, v6.1: latency 6 ms, min_granularity 0.75 ms, so 24 ms and 3 ms on 8 CPUs).
+    CfsPeriod { latency_s: f64, min_granularity_s: f64 },
+    /// v6.6+ EEVDF `sysctl_sched_base_slice` (0.75 ms, so 3 ms on 8 CPUs).
     Base { slice_s: f64 },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub enum WakeupPreempt {
     /// CFS `wakeup_preempt_entity()`: the wakee preempts when the running task's vruntime leads
-    /// its own by more than `wakeup_gran()` (`sysctl_sched_wakeup_granularity` 1 ms x 4).
+    /// its own by more than `wakeup_gran()` (`sysctl_sched_wakeup_granularity`, normalized 1 ms,
+    /// scaled like the slice: 4 ms on 8 CPUs).
     Granularity { gran_s: f64 },
     /// EEVDF with `RUN_TO_PARITY` (`pick_eevdf()`): an eligible running task keeps the CPU
     /// until its slice is used up.
@@ -349,9 +358,17 @@ pub enum BusiestGroup {
     /// child's `SD_PREFER_SIBLING`, no newly-idle force, and `max_pull` bounded by the busiest
     /// group's load above one task (`lb_stats::busiest_2632`).
     CapacityPerTaskPull,
-    /// v5.5+ group types (has spare, fully busy, overloaded) and the rewritten
-    /// `calculate_imbalance()`.
+    /// v6.6+ group types (has spare, fully busy, overloaded) and the rewritten
+    /// `calculate_imbalance()`; with `SD_PREFER_SIBLING` (or single-CPU groups) the task
+    /// difference of `sibling_imbalance()` (v6.6): 0 toward a busy destination, normalised by
+    /// the groups' cores; a fully busy group replaces an earlier one of equal `avg_load`.
     GroupType,
+    /// v5.5-v6.5: the same group types, but prefer-sibling spreading forces a balance when
+    /// `busiest->sum_nr_running > local->sum_nr_running + 1` and moves half the plain
+    /// difference (`calculate_imbalance()`: `nr_diff`), whatever the destination's state; a
+    /// fully busy group replaces an earlier one only with a strictly higher `avg_load`
+    /// (`update_sd_pick_busiest()`).
+    GroupTypeTaskDiff,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -662,11 +679,11 @@ pub const PROFILE_2_6_32: KernelProfile = KernelProfile {
     sched: SchedRules {
         // kernel/sched_fair.c: sysctl_sched_latency 5 ms, sysctl_sched_min_granularity 1 ms,
         // sched_nr_latency 5, __sched_period(); kernel/sched.c: update_sysctl() scales both by
-        // 1 + ilog2(min(CPUs, 8)) = 4.
-        slice: TimeSlice::CfsPeriod { period_s: 20e-3, min_granularity_s: 4e-3 },
+        // 1 + ilog2(min(CPUs, 8)).
+        slice: TimeSlice::CfsPeriod { latency_s: 5e-3, min_granularity_s: 1e-3 },
         // kernel/sched_fair.c: check_preempt_wakeup(), wakeup_preempt_entity(): vdiff >
-        // wakeup_gran(), sysctl_sched_wakeup_granularity 1 ms scaled by update_sysctl() x 4.
-        wakeup_preempt: WakeupPreempt::Granularity { gran_s: 4e-3 },
+        // wakeup_gran(), sysctl_sched_wakeup_granularity 1 ms scaled by update_sysctl().
+        wakeup_preempt: WakeupPreempt::Granularity { gran_s: 1e-3 },
         // kernel/sched.c: sched_exec() calls select_task_rq(p, SD_BALANCE_EXEC, 0) while the
         // exec'ing task runs on its CPU (its weight is in rq->load).
         exec_load: ExecLoad::CountsExecer,
@@ -775,10 +792,12 @@ pub const PROFILE_3_13: KernelProfile = KernelProfile {
         zonelist_tie_break: ZonelistTieBreak::DescendingLoad,
     },
     sched: SchedRules {
-        slice: TimeSlice::CfsPeriod { period_s: 24e-3, min_granularity_s: 3e-3 },
+        // kernel/sched/fair.c: sysctl_sched_latency 6 ms, sysctl_sched_min_granularity 0.75 ms,
+        // scaled by update_sysctl().
+        slice: TimeSlice::CfsPeriod { latency_s: 6e-3, min_granularity_s: 0.75e-3 },
         // kernel/sched/fair.c: check_preempt_wakeup(), wakeup_preempt_entity(): vdiff >
-        // wakeup_gran(), sysctl_sched_wakeup_granularity 1 ms scaled by update_sysctl() x 4.
-        wakeup_preempt: WakeupPreempt::Granularity { gran_s: 4e-3 },
+        // wakeup_gran(), sysctl_sched_wakeup_granularity 1 ms scaled by update_sysctl().
+        wakeup_preempt: WakeupPreempt::Granularity { gran_s: 1e-3 },
         exec_load: ExecLoad::CountsExecer,
         idlest_group: IdlestGroup::LoadAverage,
         wakee_decay: WakeeDecay::Reset,
@@ -855,6 +874,138 @@ pub const PROFILE_3_13: KernelProfile = KernelProfile {
     },
 };
 
+/// Linux 6.1 (Debian 12 "bookworm", the guest kernel of `numalab vm`): CFS before EEVDF, the
+/// v5.5 load balancer before v6.6's `sibling_imbalance()`, NUMA balancing before the per-VMA
+/// filters of v6.4, Debian's THP default. Rules equal to 6.13's reuse its variants; each was
+/// checked in the v6.1.20 and v6.1.158 stable sources (Debian's 6.1.0-56 is 6.1.192) against
+/// v6.13.7; docs/scheduler.md §14 lists what 6.1 changes.
+pub const PROFILE_6_1: KernelProfile = KernelProfile {
+    name: "6.1",
+    alloc: AllocRules {
+        fast_path: FastPath::Zonelist,
+        // mm/page_alloc.c: calculate_min_free_kbytes(): clamp(new_min_free_kbytes, 128, 262144).
+        min_free_kbytes_max: 262_144,
+        // mm/page_alloc.c: watermark_scale_factor = 10.
+        watermark_gaps: WatermarkGaps::ScaleFactor { per_10k: 10 },
+        // mm/page_alloc.c: find_next_best_node(): val *= MAX_NUMNODES; build_zonelists():
+        // node_load[node] += 1.
+        zonelist_tie_break: ZonelistTieBreak::IncrementLoad,
+    },
+    sched: SchedRules {
+        // kernel/sched/fair.c: sched_slice() over __sched_period() (EEVDF replaced it in v6.6):
+        // normalized_sysctl_sched_latency 6 ms, normalized_sysctl_sched_min_granularity 0.75 ms,
+        // sched_nr_latency 8, scaled by update_sysctl(); check_preempt_tick() reschedules once
+        // the slice is used up.
+        slice: TimeSlice::CfsPeriod { latency_s: 6e-3, min_granularity_s: 0.75e-3 },
+        // kernel/sched/fair.c: check_preempt_wakeup(), wakeup_preempt_entity(): vdiff >
+        // wakeup_gran(), normalized_sysctl_sched_wakeup_granularity 1 ms scaled by
+        // update_sysctl(); pick_next_entity() takes the leftmost vruntime (NEXT_BUDDY off,
+        // kernel/sched/features.h).
+        wakeup_preempt: WakeupPreempt::Granularity { gran_s: 1e-3 },
+        // kernel/sched/fair.c: update_sg_wakeup_stats(): cpu_load_without(),
+        // cpu_util_without(), idle_cpu_without() (as v6.13).
+        exec_load: ExecLoad::DiscountsExecer,
+        // kernel/sched/fair.c: find_idlest_group(), update_pick_idlest() (as v6.13 without
+        // group_smt_balance), adjust_numa_imbalance() with sd->imb_numa_nr.
+        idlest_group: IdlestGroup::GroupType,
+        // kernel/sched/fair.c: record_wakee(): "current->wakee_flips >>= 1".
+        wakee_decay: WakeeDecay::Halve,
+        wake_wide: WakeWide::MasterSlave,
+        // kernel/sched/fair.c: wake_affine(): wake_affine_idle(), then wake_affine_weight().
+        wake_affine: WakeAffine::IdleThenWeight,
+        // kernel/sched/fair.c: select_idle_cpu(): for_each_cpu_wrap() from target + 1 (no
+        // SD_CLUSTER level on the x86 machines modelled).
+        idle_sibling: IdleSibling::FirstIdleInLlc,
+        // kernel/sched/fair.c: select_idle_sibling(): "recent_used_cpu = p->recent_used_cpu;
+        // p->recent_used_cpu = prev;".
+        recent_used_cpu: true,
+        wake_order: WakeOrder::AffineThenIdleSibling,
+        // kernel/sched/fair.c: nohz_balancer_kick() (as v6.13).
+        nohz_idle: NohzIdle::KickWhenOverloadedOrLlcBusy,
+        // kernel/sched/fair.c: find_busiest_group(): "sds.prefer_sibling && local->group_type ==
+        // group_has_spare && busiest->sum_nr_running > local->sum_nr_running + 1" (v6.6's
+        // sibling_imbalance() is absent); calculate_imbalance(): nr_diff = busiest's
+        // sum_nr_running - local's; update_sd_pick_busiest(): group_fully_busy "if
+        // (sgs->avg_load <= busiest->avg_load) return false". The v6.5 check "local->avg_load
+        // >= sds->avg_load" is in 6.1.158's calculate_imbalance() (stable backport).
+        busiest_group: BusiestGroup::GroupTypeTaskDiff,
+        load: LoadRules {
+            // kernel/sched/pelt.c: ___update_load_sum(), load_avg / runnable_avg / util_avg.
+            tracking: PeltForm::LoadRunnableUtil,
+            // kernel/sched/fair.c: wake_affine_weight(): cpu_load().
+            wake_affine: CpuLoad::LoadAvgWithBlocked,
+            idlest_group: GroupSignals::LoadUtilRunnable,
+            // kernel/sched/features.h: SIS_UTIL true, SIS_PROP false (v6.0);
+            // kernel/sched/fair.c: update_idle_cpu_scan().
+            idle_scan: IdleScan::SisUtil,
+            // kernel/sched/fair.c: update_sg_lb_stats(): cpu_load(), cpu_util_cfs(),
+            // cpu_runnable().
+            balance: BalanceSignals::LoadUtilRunnable,
+        },
+        // kernel/sched/topology.c sd_init(): min_interval sd_weight, max 2*sd_weight,
+        // busy_factor 16, imbalance_pct 117 (SD_SHARE_PKG_RESOURCES), balance_interval sd_weight.
+        mc: McDomain {
+            intervals: DomainIntervals::SpanWeight,
+            busy_factor: 16.0,
+            imbalance_pct: 117.0,
+            groups_prefer_sibling: PreferSibling::WithSmt,
+        },
+        // sd_init(); build_sched_domains(): sd->imb_numa_nr from the LLCs per node (v5.18).
+        numa: NumaDomain {
+            levels: NumaLevels::PerDistance,
+            intervals: DomainIntervals::SpanWeight,
+            busy_factor: 16.0,
+            imbalance_pct: 117.0,
+            imb_numa_nr: ImbNumaNr::PerLlc,
+        },
+    },
+    // kernel/sched/fair.c: task_numa_fault(), task_numa_placement(), numa_migrate_preferred(),
+    // task_numa_migrate(), update_task_scan_period(), task_scan_start(), task_scan_max(),
+    // task_tick_numa(), init_numa_balancing() are as in v6.13; task_numa_work() lacks the
+    // per-VMA state (vma->numab_state, vma_is_accessed(), v6.4-v6.7).
+    numab: NumaBalancingRules {
+        imbalance_pct: 108,
+        stagger_new_threads: true,
+        reset_scan_on_move: true,
+        bind_numa_balancing: true,
+        tick_compare: TickCompare::Ahead,
+        first_period: FirstPeriod::ScanStart,
+        scan_max: ScanMax::GroupScaled,
+        skip_local_single_thread: true,
+        // kernel/sched/fair.c: task_numa_work() scans every suitable VMA each pass.
+        vma_pid_filter: false,
+        scan_budget: ScanBudget::ChunksWithVirtualCap,
+        scan_cost_defers: true,
+        placement: NumaPlacement::MemoryAndCpuFaults,
+        placement_call: PlacementCall::AtRetry,
+        score_nearby: true,
+        scan_period_adapt: ScanPeriodAdapt::PrivateOrLocalThreshold7,
+        migrate_retry: MigrateRetry::PeriodOver16,
+        task_migrate: TaskMigrate::NodeClassify,
+        local_page_stays: true,
+        // kernel/sched/fair.c: should_numa_migrate_memory() (with memory tiering's
+        // numa_hint_fault_latency() and numa_promotion_rate_limit(), as v6.13).
+        migrate_filter: MigrateFilter::GroupFaults,
+        migrate_ratelimit: false,
+        shared_fault_in_active_nodes_local: true,
+    },
+    // Debian's linux-image-6.1.0-56-amd64 config: CONFIG_TRANSPARENT_HUGEPAGE_ALWAYS=y.
+    // mm/mempolicy.c: vma_alloc_folio(): the local (preferred) node with __GFP_THISNODE |
+    // __GFP_NORETRY, then the zonelist only "if (gfp & __GFP_DIRECT_RECLAIM)" (madvised).
+    thp: ThpRules { enabled_default: ThpEnabled::Always, fault: ThpFault::ThisNodeUnlessMadvised },
+    sysctls: SysctlRules {
+        numa_balancing: true,
+        migrate_deferred: false,
+        // kernel/sched/core.c: sysctl_numa_balancing() accepts NUMA_BALANCING_MEMORY_TIERING;
+        // kernel/sched/fair.c: sysctl_numa_balancing_hot_threshold, _promote_rate_limit.
+        memory_tiering: true,
+        // mm/memory-tiers.c: numa_demotion_enabled_store().
+        demotion_enabled: true,
+        // No mm/mempolicy.c weighted interleave (v6.9) nor its auto mode (v6.16).
+        weighted_interleave_auto: false,
+    },
+};
+
 /// Linux 6.13.
 pub const PROFILE_6_13: KernelProfile = KernelProfile {
     name: "6.13",
@@ -865,7 +1016,8 @@ pub const PROFILE_6_13: KernelProfile = KernelProfile {
         zonelist_tie_break: ZonelistTieBreak::IncrementLoad,
     },
     sched: SchedRules {
-        slice: TimeSlice::Base { slice_s: 3e-3 },
+        // kernel/sched/fair.c: sysctl_sched_base_slice 0.75 ms, scaled by update_sysctl().
+        slice: TimeSlice::Base { slice_s: 0.75e-3 },
         // kernel/sched/fair.c: check_preempt_wakeup_fair() preempts only when pick_eevdf()
         // returns the wakee, and pick_eevdf() returns an eligible curr whose slice is protected
         // (RUN_TO_PARITY, on in kernel/sched/features.h) until update_deadline() renews it.

@@ -118,7 +118,7 @@ impl Sched {
                 match self.rules.exec_load {
                     ExecLoad::CountsExecer => {
                         load[start] += 1;
-                        let slice = super::load_balance::slice_s(self.rules.slice, 1);
+                        let slice = self.slice_s(1);
                         sig[start].runnable_load += RunnableAvg313::new_task(0, (slice * 1e9) as u64).load_avg_contrib;
                     }
                     ExecLoad::DiscountsExecer => {}

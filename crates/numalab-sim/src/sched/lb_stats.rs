@@ -249,10 +249,40 @@ fn sibling_imbalance(idle: Idle, local: GroupLoad, busiest: GroupLoad) -> usize 
     }
 }
 
+/// How v5.5+ spreads tasks between groups under `SD_PREFER_SIBLING` (`BusiestGroup`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Spread {
+    /// v5.5-v6.5: the plain running-task difference, whatever the destination's state.
+    TaskDiff,
+    /// v6.6+ `sibling_imbalance()`.
+    SiblingImbalance,
+}
+
+impl Spread {
+    /// The tasks to even out between `local` and `busiest` (before halving).
+    fn imbalance(self, idle: Idle, local: GroupLoad, busiest: GroupLoad) -> usize {
+        match self {
+            // v6.1 calculate_imbalance(): "lsub_positive(&nr_diff, local->sum_nr_running)".
+            Spread::TaskDiff => busiest.nr.saturating_sub(local.nr),
+            Spread::SiblingImbalance => sibling_imbalance(idle, local, busiest),
+        }
+    }
+
+    /// `find_busiest_group()`'s "try to move all excess tasks to child's sibling domain".
+    fn forces(self, idle: Idle, local: GroupLoad, busiest: GroupLoad) -> bool {
+        match self {
+            // v6.1: "busiest->sum_nr_running > local->sum_nr_running + 1".
+            Spread::TaskDiff => busiest.nr > local.nr + 1,
+            Spread::SiblingImbalance => sibling_imbalance(idle, local, busiest) > 1,
+        }
+    }
+}
+
 /// v6.13 `update_sd_pick_busiest()` over the groups in order: a higher type wins; overloaded: a
 /// strictly higher `avg_load`; fully busy: at least as high (0 for both: the later group; no
-/// SMT flag here); has spare: fewer idle CPUs, or as many and strictly more tasks.
-fn pick_busiest_6(groups: &[LbStats]) -> Option<usize> {
+/// SMT flag here; v6.1: strictly higher, so the first stays); has spare: fewer idle CPUs, or as
+/// many and strictly more tasks.
+fn pick_busiest_6(groups: &[LbStats], spread: Spread) -> Option<usize> {
     let mut busiest: Option<usize> = None;
     for (i, g) in groups.iter().enumerate().skip(1) {
         // "Make sure that there is at least one task to pull".
@@ -266,6 +296,7 @@ fn pick_busiest_6(groups: &[LbStats]) -> Option<usize> {
                 std::cmp::Ordering::Less => false,
                 std::cmp::Ordering::Equal => match g.kind {
                     2 => g.avg_load > b.avg_load,
+                    1 if spread == Spread::TaskDiff => g.avg_load > b.avg_load,
                     1 => g.avg_load >= b.avg_load,
                     _ => g.g.idle < b.g.idle || (g.g.idle == b.g.idle && g.g.nr > b.g.nr),
                 },
@@ -281,8 +312,14 @@ fn pick_busiest_6(groups: &[LbStats]) -> Option<usize> {
 /// v6.13 `sched_balance_find_src_group()` (`find_busiest_group()` before 6.10) for a system
 /// without asymmetric capacity or energy model: Some(index of the busiest group, what to move),
 /// None when balanced or the imbalance is 0. `llc`: the domain shares the LLC (`SD_SHARE_LLC`).
-pub(super) fn busiest_6(groups: &[LbStats], d: &Domain, llc: bool, idle: Idle) -> Option<(usize, Migration)> {
-    let b = pick_busiest_6(groups)?;
+pub(super) fn busiest_6(
+    groups: &[LbStats],
+    d: &Domain,
+    llc: bool,
+    idle: Idle,
+    spread: Spread,
+) -> Option<(usize, Migration)> {
+    let b = pick_busiest_6(groups, spread)?;
     let (local, busiest) = (groups[0], groups[b]);
     if local.kind > busiest.kind {
         return None;
@@ -299,7 +336,7 @@ pub(super) fn busiest_6(groups: &[LbStats], d: &Domain, llc: bool, idle: Idle) -
     // "Try to move all excess tasks to a sibling domain of the busiest group's child domain":
     // sds.prefer_sibling is the busiest group's SD_PREFER_SIBLING (its child domain's flag).
     let prefer_sibling = d.groups_prefer_sibling;
-    let force = prefer_sibling && local.kind == 0 && sibling_imbalance(idle, local.g, busiest.g) > 1;
+    let force = prefer_sibling && local.kind == 0 && spread.forces(idle, local.g, busiest.g);
     if busiest.kind != 2 && !force {
         // "this CPU is already busy, let another idle CPU try to pull task"
         if idle == Idle::Busy {
@@ -312,12 +349,20 @@ pub(super) fn busiest_6(groups: &[LbStats], d: &Domain, llc: bool, idle: Idle) -
             return None;
         }
     }
-    let m = imbalance_6(d, llc, idle, local, busiest, sds_avg);
+    let m = imbalance_6(d, llc, idle, spread, local, busiest, sds_avg);
     (m.amount() > 0).then_some((b, m))
 }
 
 /// v6.13 `calculate_imbalance()` for the group types modelled.
-fn imbalance_6(d: &Domain, llc: bool, idle: Idle, local: LbStats, busiest: LbStats, sds_avg: u64) -> Migration {
+fn imbalance_6(
+    d: &Domain,
+    llc: bool,
+    idle: Idle,
+    spread: Spread,
+    local: LbStats,
+    busiest: LbStats,
+    sds_avg: u64,
+) -> Migration {
     if local.kind == 0 {
         if busiest.kind > 1 && !llc {
             // "If busiest is overloaded, try to fill spare capacity": migrate_util; an idle
@@ -329,7 +374,7 @@ fn imbalance_6(d: &Domain, llc: bool, idle: Idle, local: LbStats, busiest: LbSta
             return Migration::Util(imb);
         }
         let imb = if busiest.g.weight == 1 || d.groups_prefer_sibling {
-            sibling_imbalance(idle, local.g, busiest.g)
+            spread.imbalance(idle, local.g, busiest.g)
         } else {
             // "If there is no overload, we just want to even the number of idle CPUs."
             local.g.idle.saturating_sub(busiest.g.idle)
@@ -430,7 +475,46 @@ mod tests {
         let local = stats(1, 2, 400, 300, 310);
         let busiest = stats(5, 2, 5000, 2048, 5000);
         let d = test_domain(true);
-        assert_eq!(busiest_6(&[local, busiest], &d, false, Idle::Now), Some((1, Migration::Util(1748))));
+        assert_eq!(
+            busiest_6(&[local, busiest], &d, false, Idle::Now, Spread::SiblingImbalance),
+            Some((1, Migration::Util(1748)))
+        );
+    }
+
+    #[test]
+    fn v61_spreads_the_plain_task_difference_even_toward_a_busy_cpu() {
+        // First NUMA level (its groups carry SD_PREFER_SIBLING), 2 CPUs a node: the local node
+        // runs 1 task, the other 3 that hardly run (has spare, no idle CPU). The balancing CPU
+        // is busy.
+        let local = stats(1, 2, 400, 300, 310);
+        let busiest = stats(3, 2, 900, 300, 300);
+        let mut d = test_domain(true);
+        d.groups_prefer_sibling = true;
+        // v6.13 sibling_imbalance() is 0 toward a busy CPU: nothing forces the balance, and a
+        // busy CPU does not pull from a group that is not overloaded.
+        assert_eq!(busiest_6(&[local, busiest], &d, false, Idle::Busy, Spread::SiblingImbalance), None);
+        // v6.1 find_busiest_group(): 3 > 1 + 1 forces it; calculate_imbalance(): nr_diff 2,
+        // adjust_numa_imbalance() keeps it (2 tasks would run, imb_numa_nr 0), halved: 1 task.
+        assert_eq!(
+            busiest_6(&[local, busiest], &d, false, Idle::Busy, Spread::TaskDiff),
+            Some((1, Migration::Task(1)))
+        );
+        // Idle, both move the same: the difference 2, halved.
+        for spread in [Spread::TaskDiff, Spread::SiblingImbalance] {
+            assert_eq!(busiest_6(&[local, busiest], &d, false, Idle::Now, spread), Some((1, Migration::Task(1))));
+        }
+    }
+
+    #[test]
+    fn fully_busy_groups_of_equal_load_v61_keeps_the_first_v613_takes_the_last() {
+        // update_sd_pick_busiest(), group_fully_busy, avg_load 0 for both: v6.1 "if
+        // (sgs->avg_load <= busiest->avg_load) return false"; v6.13 only "<" (no SMT here).
+        let local = stats(0, 2, 0, 0, 0);
+        let busy = stats(2, 2, 2000, 2000, 2040);
+        assert_eq!(busy.kind, 1);
+        let groups = [local, busy, busy];
+        assert_eq!(pick_busiest_6(&groups, Spread::TaskDiff), Some(1));
+        assert_eq!(pick_busiest_6(&groups, Spread::SiblingImbalance), Some(2));
     }
 
     fn test_domain(numa: bool) -> Domain {

@@ -153,10 +153,7 @@ impl Sched {
             // 2.6.32 has no averages; 3.13's are kept as the engine's bookkeeping only.
             PeltForm::None | PeltForm::RunnableAvgSum => {
                 let n = self.runnable_per_cpu(now_s)[cpu] as usize + 1;
-                TaskPelt::V313(RunnableAvg313::new_task(
-                    ns(now_s),
-                    ns(super::load_balance::slice_s(self.rules.slice, n)),
-                ))
+                TaskPelt::V313(RunnableAvg313::new_task(ns(now_s), ns(self.slice_s(n))))
             }
         };
         self.load.pelt[tid] = Some(p);

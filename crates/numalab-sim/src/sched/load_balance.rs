@@ -11,20 +11,29 @@
 //! needs at least two tasks on the busiest CPU). A CPU that just went idle balances at once
 //! (`newidle_balance()`, `SD_BALANCE_NEWIDLE`, set on every level in both versions).
 
-use super::lb_stats::{self, group_classify, Idle, LbStats, Migration};
+use super::lb_stats::{self, group_classify, Idle, LbStats, Migration, Spread};
 use super::load::CpuSig;
 use super::pelt::CAPACITY;
 use super::wake::Why;
 use super::{GroupLoad, Sched, HZ, MIGRATION_COST_S};
 use crate::profile::{BalanceSignals, BusiestGroup, IdleScan, NohzIdle, TimeSlice};
 
-/// Time slice of each of `n` tasks sharing a CPU: v3.13 `sched_slice()` over
-/// `__sched_period()` (latency 6 ms x (1 + log2 min(CPUs, 8)) = 24 ms, at least n x 3 ms);
-/// v6.13 EEVDF's `sysctl_sched_base_slice` 0.75 ms x the same factor 4 = 3 ms.
-pub(super) fn slice_s(slice: TimeSlice, n: usize) -> f64 {
+/// `get_update_sysctl_factor()` with `SCHED_TUNABLESCALING_LOG` (`kernel/sched/fair.c`,
+/// v2.6.32 `kernel/sched.c: update_sysctl()`): `1 + ilog2(min(num_online_cpus(), 8))`, the
+/// multiplier of the latency, granularity and slice sysctls.
+pub(super) fn sysctl_factor(online_cpus: usize) -> f64 {
+    f64::from(1 + online_cpus.clamp(1, 8).ilog2())
+}
+
+/// Time slice of each of `n` tasks sharing a CPU, `factor` = [`sysctl_factor`]: CFS
+/// `sched_slice()` over `__sched_period()`, `max(latency, n x min_granularity) / n` (v3.13,
+/// v6.1 on 8 CPUs: 24 ms, at least n x 3 ms); v6.13 EEVDF's `sysctl_sched_base_slice`.
+pub(super) fn slice_s(slice: TimeSlice, n: usize, factor: f64) -> f64 {
     match slice {
-        TimeSlice::CfsPeriod { period_s, min_granularity_s } => period_s.max(n as f64 * min_granularity_s) / n as f64,
-        TimeSlice::Base { slice_s } => slice_s,
+        TimeSlice::CfsPeriod { latency_s, min_granularity_s } => {
+            factor * latency_s.max(n as f64 * min_granularity_s) / n as f64
+        }
+        TimeSlice::Base { slice_s } => factor * slice_s,
     }
 }
 
@@ -160,7 +169,7 @@ impl Sched {
                 // The periodic task, a CFS task, takes turns with the CPU's threads: it comes
                 // first (woken after a long sleep, it preempts the running thread), the threads
                 // after it in thread order.
-                return turn(slice_s(self.rules.slice, on.len() + 1), on.len() + 1, me + 1, now_s - start, true);
+                return turn(self.slice_s(on.len() + 1), on.len() + 1, me + 1, now_s - start, true);
             }
         }
         let n = on.len();
@@ -174,7 +183,7 @@ impl Sched {
             return if running == tid { (true, 0.0) } else { (false, (now_s - self.stopped_at(tid)).max(0.0)) };
         }
         // Without them (the scheduler on its own): turns as old as the run, no task waits for its first.
-        turn(slice_s(self.rules.slice, n), n, me, now_s, false)
+        turn(self.slice_s(n), n, me, now_s, false)
     }
 
     /// The periodic background task on `src` at `now_s`, if it runs there: whether it is
@@ -186,7 +195,7 @@ impl Sched {
             return Some((false, 0.0));
         }
         let n = (0..self.cpu.len()).filter(|&t| live[t] && self.cpu[t] == src).count();
-        Some(turn(slice_s(self.rules.slice, n + 1), n + 1, 0, now_s - start, true))
+        Some(turn(self.slice_s(n + 1), n + 1, 0, now_s - start, true))
     }
 
     /// The statistics of domain `l`'s groups seen from `dst`, in `groups_of[dst]` order
@@ -252,19 +261,19 @@ impl Sched {
                 (BusiestGroup::Capacity | BusiestGroup::CapacityPerTaskPull, Migration::Task(_)) => {
                     self.weighted_cpuload(c, sig, nr)
                 }
-                (BusiestGroup::GroupType, Migration::Load(imb)) => {
+                (BusiestGroup::GroupType | BusiestGroup::GroupTypeTaskDiff, Migration::Load(imb)) => {
                     if nr[c] == 0 || (nr[c] == 1 && sig[c].load > imb) {
                         continue;
                     }
                     sig[c].load
                 }
-                (BusiestGroup::GroupType, Migration::Util(_)) => {
+                (BusiestGroup::GroupType | BusiestGroup::GroupTypeTaskDiff, Migration::Util(_)) => {
                     if nr[c] <= 1 {
                         continue;
                     }
                     sig[c].util
                 }
-                (BusiestGroup::GroupType, Migration::Task(_)) => {
+                (BusiestGroup::GroupType | BusiestGroup::GroupTypeTaskDiff, Migration::Task(_)) => {
                     if nr[c] == 0 {
                         continue;
                     }
@@ -302,7 +311,8 @@ impl Sched {
         let found = match self.rules.busiest_group {
             BusiestGroup::Capacity => lb_stats::busiest_313(&stats, d, idle),
             BusiestGroup::CapacityPerTaskPull => lb_stats::busiest_2632(&stats, d),
-            BusiestGroup::GroupType => lb_stats::busiest_6(&stats, d, l == 0, idle),
+            BusiestGroup::GroupType => lb_stats::busiest_6(&stats, d, l == 0, idle, Spread::SiblingImbalance),
+            BusiestGroup::GroupTypeTaskDiff => lb_stats::busiest_6(&stats, d, l == 0, idle, Spread::TaskDiff),
         };
         let Some((b, m)) = found else {
             self.balanced(l, dst, idle);
@@ -380,7 +390,9 @@ impl Sched {
                         BusiestGroup::Capacity | BusiestGroup::CapacityPerTaskPull => (load / 2) as i64 > left,
                         // v6.13 detach_tasks(): max(task_h_load(p), 1), relaxed by
                         // shr_bound(load, nr_balance_failed).
-                        BusiestGroup::GroupType => (load.max(1) >> failed.min(63)) as i64 > left,
+                        BusiestGroup::GroupType | BusiestGroup::GroupTypeTaskDiff => {
+                            (load.max(1) >> failed.min(63)) as i64 > left
+                        }
                     };
                     if skip {
                         blocked.push(|| format!("thread {} load {load} above {left}", t + 1));
@@ -388,7 +400,7 @@ impl Sched {
                     }
                     match self.rules.busiest_group {
                         BusiestGroup::Capacity | BusiestGroup::CapacityPerTaskPull => load as i64,
-                        BusiestGroup::GroupType => load.max(1) as i64,
+                        BusiestGroup::GroupType | BusiestGroup::GroupTypeTaskDiff => load.max(1) as i64,
                     }
                 }
             };
@@ -612,7 +624,7 @@ mod tests {
         for explain in [true, false] {
             let (mut s, _, idle, start) = beside_the_agent();
             s.explain = explain;
-            let now = start + 7.5e-3;
+            let now = start + 6.0e-3;
             let mut nr = s.nr_running(&live, now);
             let out = s.load_balance(now, idle, 0, Idle::Newly, &mut nr, &live, &mut None);
             assert_eq!(s.log_total, 1);
@@ -629,13 +641,15 @@ mod tests {
     #[test]
     fn a_newly_idle_cpu_pulls_the_periodic_task_while_it_waits_its_turn() {
         // kernel/sched/fair.c detach_tasks(): the task is a CFS task like the threads; it and
-        // the thread beside it take turns (6.13's 3 ms base slice, the task first: woken after
-        // a long sleep, it preempts the thread). In the thread's turn the task waits, ran more
-        // than sysctl_sched_migration_cost ago at 1.5 ms into it, and is taken; its run goes on
-        // on the idle CPU.
+        // the thread beside it take turns (6.13's base slice, 0.75 ms x update_sysctl()'s 3 on 4
+        // CPUs = 2.25 ms, the task first: woken after a long sleep, it preempts the thread). In
+        // the thread's turn (2.25-4.5 ms) the task waits, ran more than
+        // sysctl_sched_migration_cost ago at 1.5 ms into it, and is taken; its run goes on on
+        // the idle CPU.
         let live = [true, true];
         let (mut s, cpu, idle, start) = beside_the_agent();
-        let now = start + 4.5e-3;
+        assert!((s.slice_s(2) - 2.25e-3).abs() < 1e-12);
+        let now = start + 3.75e-3;
         let mut nr = s.nr_running(&live, now);
         assert_eq!((nr[cpu], nr[idle]), (2, 0));
         let (threads, moved) = s.load_balance(now, idle, 0, Idle::Newly, &mut nr, &live, &mut None);
@@ -644,17 +658,17 @@ mod tests {
         assert_eq!((nz.agent_run_at(idle, now + 1e-3), nz.agent_run_at(cpu, now + 1e-3)), (Some(now), None));
         assert!(nz.active_at(idle, start + 0.099) && !nz.active_at(idle, start + 0.101));
         assert_eq!(s.cpu, vec![cpu, (cpu + 2) % 4]);
-        // In the task's next turn (6-9 ms) the thread waits, 1.5 ms since its turn ended: the
-        // thread is taken, not the running task.
+        // In the task's next turn (4.5-6.75 ms) the thread waits, 1.5 ms since its turn ended:
+        // the thread is taken, not the running task.
         let (mut s, cpu, idle, start) = beside_the_agent();
-        let now = start + 7.5e-3;
+        let now = start + 6.0e-3;
         let mut nr = s.nr_running(&live, now);
         let (threads, moved) = s.load_balance(now, idle, 0, Idle::Newly, &mut nr, &live, &mut None);
         assert!(moved && threads == vec![0], "{threads:?}");
         assert_eq!(s.noise.as_ref().unwrap().agent_run_at(cpu, now + 1e-3), Some(start));
-        // Waiting only 0.2 ms (its turn ended at 3 ms): cache hot, and the thread runs.
+        // Waiting only 0.2 ms (its turn ended at 2.25 ms): cache hot, and the thread runs.
         let (mut s, cpu, idle, start) = beside_the_agent();
-        let now = start + 3.2e-3;
+        let now = start + 2.45e-3;
         let mut nr = s.nr_running(&live, now);
         assert_eq!(s.load_balance(now, idle, 0, Idle::Newly, &mut nr, &live, &mut None), (Vec::new(), false));
         assert_eq!(s.noise.as_ref().unwrap().agent_run_at(cpu, now), Some(start));

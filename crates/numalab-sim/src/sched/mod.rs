@@ -36,6 +36,19 @@ pub(crate) mod test_machines {
             "core": {"frequency_ghz": 2.0, "mlp": 10}}"#;
         numalab_model::MachineSpec::from_json(spec).unwrap().resolve().unwrap()
     }
+
+    /// Two nodes of four cores each, distance 21.
+    pub fn two_nodes_of_four_cores() -> numalab_model::Machine {
+        let spec = r#"{"name": "2n4", "description": "two nodes of four cores",
+            "topology": {"packages": 2, "nodes_per_package": 1, "cores_per_node": 4},
+            "memory": {"node_gib": 1},
+            "distances": [[10,21],[21,10]],
+            "latency": {"local_ns": 100},
+            "bandwidth": {"node_gbps": 10},
+            "links": [{"nodes": [0,1], "gbps": 6}],
+            "core": {"frequency_ghz": 2.0, "mlp": 10}}"#;
+        numalab_model::MachineSpec::from_json(spec).unwrap().resolve().unwrap()
+    }
 }
 
 use numalab_model::{CpuSet, Machine};
@@ -177,6 +190,9 @@ pub struct Sched {
     nr_idle_scan: Vec<usize>,
     /// Some core has several PUs (`sched_smt_active()`).
     smt: bool,
+    /// `update_sysctl()`'s multiplier of the slice and granularity sysctls, from the machine's
+    /// CPUs (`load_balance::sysctl_factor`).
+    sysctl_factor: f64,
     /// Per CPU: the turn of the thread running there (`turns.rs`), given by the engine.
     turns: turns::Turns,
 }
@@ -253,6 +269,7 @@ impl Sched {
             cpu_load_jiffy: 0,
             nr_idle_scan,
             smt,
+            sysctl_factor: load_balance::sysctl_factor(m.pus.len()),
             turns: turns::Turns::new(m.pus.len()),
         };
         let mut first = 0;

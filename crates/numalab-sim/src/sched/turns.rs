@@ -101,7 +101,7 @@ impl Sched {
         if self.turns.curr[cpu].is_none() || self.turns.end[cpu].is_finite() {
             return;
         }
-        let slice = super::load_balance::slice_s(self.rules.slice, n.max(2));
+        let slice = self.slice_s(n.max(2));
         let start = self.turns.start[cpu];
         let slices = ((at - start) / slice).floor().max(0.0) + 1.0;
         self.turns.end[cpu] = tick_at_or_after(start + slices * slice);
@@ -141,9 +141,15 @@ impl Sched {
             WakeupPreempt::RunToParity => false,
             WakeupPreempt::Granularity { gran_s } => {
                 let since = self.turns.start[cpu].max(self.stopped_s[wakee]);
-                self.turns.curr[cpu].is_some() && at - since > gran_s
+                self.turns.curr[cpu].is_some() && at - since > gran_s * self.sysctl_factor
             }
         }
+    }
+
+    /// The slice of each of `n` tasks sharing a CPU on this machine (`sched_slice()` /
+    /// `sysctl_sched_base_slice` at the machine's `update_sysctl()` factor).
+    pub fn slice_s(&self, n: usize) -> f64 {
+        super::load_balance::slice_s(self.rules.slice, n, self.sysctl_factor)
     }
 
     /// The running thread of `cpu` is preempted at `at` (the next turn goes to the wakee).
@@ -158,6 +164,51 @@ impl Sched {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sched_on(kernel: crate::input::Kernel, m: &numalab_model::Machine) -> Sched {
+        let p = crate::input::Placement {
+            policy: numalab_model::MemPolicy::new(numalab_model::PolicyMode::Default, Default::default()).unwrap(),
+            cpus: None,
+            proc_bind: crate::input::ProcBind::False,
+            places: crate::input::Places::Cores,
+        };
+        Sched::new(m, &p, kernel, 1, 2).unwrap()
+    }
+
+    #[test]
+    fn cfs_slices_and_wakeup_granularity_scale_with_the_cpu_count() {
+        use crate::input::Kernel;
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        // update_sysctl(): 1 + ilog2(min(num_online_cpus(), 8)).
+        let factors: Vec<f64> = [1, 2, 3, 4, 7, 8, 64].map(super::super::load_balance::sysctl_factor).to_vec();
+        assert_eq!(factors, [1.0, 2.0, 2.0, 3.0, 3.0, 4.0, 4.0]);
+        let four = crate::sched::test_machines::two_nodes_of_two_cores();
+        let eight = crate::sched::test_machines::two_nodes_of_four_cores();
+        assert_eq!((four.pus.len(), eight.pus.len()), (4, 8));
+        for kernel in [Kernel::V3_13, Kernel::V6_1] {
+            let (s4, s8) = (sched_on(kernel, &four), sched_on(kernel, &eight));
+            // sched_slice(): latency 6 ms x 3 = 18 ms over 2 tasks on 4 CPUs; 24 ms on 8.
+            assert!(close(s4.slice_s(2), 9e-3) && close(s8.slice_s(2), 12e-3), "{kernel:?}");
+            // Beyond sched_nr_latency (8) tasks: min_granularity 0.75 ms x 3 (x 4) each.
+            assert!(close(s4.slice_s(16), 2.25e-3) && close(s8.slice_s(16), 3e-3), "{kernel:?}");
+        }
+        // EEVDF's base slice scales the same way.
+        assert!(close(sched_on(Kernel::V6_13, &four).slice_s(2), 2.25e-3));
+        assert!(close(sched_on(Kernel::V6_13, &eight).slice_s(2), 3e-3));
+        // wakeup_gran(): 1 ms x 3 on 4 CPUs, x 4 on 8. Thread 0 runs on CPU 0 from 0; thread 1
+        // wakes there 3.5 ms later: it preempts with 4 CPUs, not with 8.
+        for (m, preempts) in [(&four, true), (&eight, false)] {
+            let mut s = sched_on(Kernel::V6_1, m);
+            s.begin_turn(0, 0, 0.0, 0);
+            assert!(!s.wake_preempts(0, 1, 2.9e-3));
+            assert_eq!(s.wake_preempts(0, 1, 3.5e-3), preempts);
+            assert!(s.wake_preempts(0, 1, 4.1e-3));
+        }
+        // EEVDF's RUN_TO_PARITY: never at wake-up.
+        let mut s = sched_on(Kernel::V6_13, &four);
+        s.begin_turn(0, 0, 0.0, 0);
+        assert!(!s.wake_preempts(0, 1, 10e-3));
+    }
 
     #[test]
     fn a_turn_ends_at_the_first_tick_after_the_slice_under_way() {

@@ -5,13 +5,13 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use numalab_sim::profile::{KernelProfile, PROFILE_2_6_32, PROFILE_3_13, PROFILE_6_13};
+use numalab_sim::profile::{KernelProfile, PROFILE_2_6_32, PROFILE_3_13, PROFILE_6_1, PROFILE_6_13};
 use numalab_sim::Kernel;
 use serde_json::Value;
 
 #[test]
 fn every_kernel_name_resolves_to_its_profile() {
-    assert_eq!(Kernel::ALL.map(|(n, _)| n), ["2.6.32", "3.13", "6.13"]);
+    assert_eq!(Kernel::ALL.map(|(n, _)| n), ["2.6.32", "3.13", "6.1", "6.13"]);
     for (name, kernel) in Kernel::ALL {
         assert_eq!(Kernel::parse(name), Ok(kernel));
         assert_eq!(kernel.profile().name, name, "Kernel::ALL and the profile disagree on the name");
@@ -20,10 +20,11 @@ fn every_kernel_name_resolves_to_its_profile() {
     }
     assert_eq!(Kernel::V2_6_32.profile(), &PROFILE_2_6_32);
     assert_eq!(Kernel::V3_13.profile(), &PROFILE_3_13);
+    assert_eq!(Kernel::V6_1.profile(), &PROFILE_6_1);
     assert_eq!(Kernel::V6_13.profile(), &PROFILE_6_13);
     assert_eq!(Kernel::default(), Kernel::V6_13);
     let err = Kernel::parse("5.4").unwrap_err();
-    assert_eq!(err, "--kernel: '5.4' is not one of 2.6.32, 3.13, 6.13");
+    assert_eq!(err, "--kernel: '5.4' is not one of 2.6.32, 3.13, 6.1, 6.13");
 }
 
 /// `part.rule` -> the rule's value (compact JSON), for one profile. Nested structs (the
@@ -47,7 +48,7 @@ fn rules(p: &KernelProfile) -> BTreeMap<String, String> {
     out
 }
 
-/// One line per rule: `part.rule | 2.6.32 | 3.13 | 6.13`.
+/// One line per rule: `part.rule | 2.6.32 | 3.13 | 6.1 | 6.13`.
 fn table() -> String {
     let cols: Vec<BTreeMap<String, String>> = Kernel::ALL.iter().map(|(_, k)| rules(k.profile())).collect();
     let mut lines = vec![format!("rule | {}", Kernel::ALL.map(|(n, _)| n).join(" | "))];
@@ -165,7 +166,10 @@ fn automatic_numa_balancing_is_refused_with_2_6_32_in_one_line() {
     let on = Balancing { enabled: true, ..Balancing::default() };
     let err = on.check(Kernel::V2_6_32).unwrap_err().to_string();
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("automatic NUMA balancing") && err.contains("2.6.32") && err.contains("3.13, 6.13"), "{err}");
+    assert!(
+        err.contains("automatic NUMA balancing") && err.contains("2.6.32") && err.contains("3.13, 6.1, 6.13"),
+        "{err}"
+    );
     assert!(on.check(Kernel::V3_13).is_ok());
     assert!(Balancing::default().check(Kernel::V2_6_32).is_ok());
 }
