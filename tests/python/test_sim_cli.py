@@ -30,6 +30,20 @@ def test_sim_json_is_the_result_document_and_deterministic(cli):
         assert key in doc
 
 
+def test_sim_runs_the_6_1_profile(cli):
+    # Debian bookworm's guest kernel (`numalab vm`): its own profile, with Debian's THP default.
+    args = ("sim", "--machine", "vm-4", "--workload", "barrier", "--threads", "8", "--reps", "50")
+    code, out, err = cli(*args, "--kernel", "6.1")
+    assert code == 0, err
+    assert "; kernel 6.1, seed 1" in out.splitlines()[0]
+    code, out, err = cli(*args, "--kernel", "6.1", "--json")
+    assert code == 0, err
+    assert json.loads(out)["kernel"] == "6.1"
+    assert "5.4' is not one of 2.6.32, 3.13, 6.1, 6.13" in cli("sim", *SMALL, "--kernel", "5.4")[2]
+    from numalab._core import KERNEL_THP_DEFAULTS
+    assert dict(KERNEL_THP_DEFAULTS)["6.1"] == "always" and dict(KERNEL_THP_DEFAULTS)["6.13"] == "madvise"
+
+
 def test_different_seed_same_structure(cli):
     code, out, _ = cli("sim", *SMALL, "--seed", "7", "--json")
     assert code == 0 and json.loads(out)["seed"] == 7

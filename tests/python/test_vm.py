@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from numalab._core import KERNEL_PROFILES
 from numalab.runner import host
 from numalab.exceptions import UsageError
 from numalab.machine import load as load_machine
@@ -302,9 +303,18 @@ def test_a_kernel_that_is_not_a_bzimage_is_refused(tmp_path, monkeypatch):
 
 
 def test_guest_kernel_release_picks_the_simulator_profile():
-    assert check.sim_kernel("6.1.0-56-amd64") == "6.13"
-    assert check.sim_kernel("3.13.0-170-generic") == "3.13"
-    assert any("6.4+" in n for n in check.profile_notes("6.1.0-56-amd64"))
+    # The newest modelled release not newer than the guest's; 4.20-6.0 take 6.1 (CFS, v5.5
+    # balancer), 6.6 on EEVDF's 6.13.
+    assert check.sim_kernel("6.1.0-56-amd64") == "6.1"
+    assert check.sim_kernel("6.5.13") == "6.1" and check.sim_kernel("5.10.0-30-amd64") == "6.1"
+    assert check.sim_kernel("6.6.0") == "6.13" and check.sim_kernel("6.13.7") == "6.13"
+    assert check.sim_kernel("3.13.0-170-generic") == "3.13" and check.sim_kernel("4.19.0") == "3.13"
+    assert check.sim_kernel("2.6.32-754.el6.x86_64") == "2.6.32" and check.sim_kernel("2.6.18") == "2.6.32"
+    # Every name is a profile the simulator has.
+    assert {name for _, name in check.SIM_KERNEL_SINCE} == set(KERNEL_PROFILES)
+    notes = check.profile_notes("6.1.0-56-amd64")
+    # The per-VMA scan filters (6.4+) are in the 6.1 profile's rules now (vma_pid_filter off).
+    assert notes and not any("6.4+" in n for n in notes) and any("6.9+" in n for n in notes)
 
 
 def test_weighted_interleave_needs_a_newer_guest_kernel():

@@ -217,7 +217,7 @@ impl RunSpec {
             .any(|p| p.flags.numa_balancing);
         if flagged && !config.kernel.profile().numab.bind_numa_balancing {
             return Err(bad(format!(
-                "{MEMBIND_BALANCING}: Linux {} has no MPOL_F_NUMA_BALANCING (added in 5.12); use --kernel 6.13 or drop -b",
+                "{MEMBIND_BALANCING}: Linux {} has no MPOL_F_NUMA_BALANCING (added in 5.12); use --kernel 6.1 or 6.13, or drop -b",
                 config.kernel.profile().name
             )));
         }

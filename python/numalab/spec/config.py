@@ -10,7 +10,7 @@ keys, ``numalab.simulate(..., "interleave=all")``)::
     weighted-interleave=NODES      weights=0=5,1=2           cpunodebind=NODES
     physcpubind=CPUS               omp-proc-bind=spread      omp-places=cores
     balancing[=on|off|0-3]         scan-delay-ms=N           scan-period-min-ms=N
-    scan-period-max-ms=N           scan-size-mb=N            kernel=2.6.32|3.13|6.13
+    scan-period-max-ms=N           scan-size-mb=N            kernel=2.6.32|3.13|6.1|6.13
     hot-threshold-ms=N             promote-rate-limit-mbps=N demotion-enabled[=on|off]
     weighted-interleave-auto[=on|off]
     thp=always|madvise|never       seed=N                    sample-rate=R

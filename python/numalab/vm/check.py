@@ -16,13 +16,14 @@ compared: a TCG guest's time is not hardware time and the ``vm-*`` presets' timi
 placeholders.
 
 Kernel profile: the guest's release picks the simulator's profile (``sim_kernel``). Debian
-bookworm's 6.1 is simulated with the 6.13 profile; where the 6.13 profile follows rules 6.1 does
-not have is listed in ``PROFILE_NOTES`` and printed with the results.
+bookworm's 6.1 is simulated with the 6.1 profile; what the simulator still does differently from
+6.1 is listed in ``PROFILE_NOTES`` and printed with the results.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
@@ -33,17 +34,14 @@ from numalab.spec import RunSpec
 from numalab.vm import ramdisk
 from numalab.vm import run as vm_run
 
-#: The simulator's profile for a guest kernel: rules the 6.13 profile dates 3.15..4.20 are all in
-#: 6.1, so every kernel from 4.20 on maps to 6.13 and older ones to 3.13.
+#: Where the simulator's profile for a guest release still differs from that release.
 PROFILE_NOTES = {
     (6, 1): [
-        "per-VMA scan filters (6.4+: per-VMA scan delay, PID-activity filter, forced scan; "
-        "kernel/sched/fair.c: vma_is_accessed()) are in the 6.13 profile, not in 6.1: 6.1 scans every VMA each pass",
         "2 MiB alignment of anonymous mappings of 2 MiB or more (6.7+, mm/mmap.c: __get_unmapped_area()) "
-        "is in the 6.13 profile: interleave indexes (virtual page numbers) may start one page apart",
-        "weighted interleave (6.9+, MPOL_WEIGHTED_INTERLEAVE) does not exist in 6.1",
+        "is in the simulator for every profile: interleave indexes (virtual page numbers) may start one page apart",
+        "weighted interleave (6.9+, MPOL_WEIGHTED_INTERLEAVE) does not exist in 6.1; the 6.1 profile does not refuse it",
         "memory tiers from firmware figures (6.7+, mm/memory-tiers.c: mt_calc_adistance(), HMAT's hmat_calculate_adistance()) "
-        "are in the 6.13 profile: 6.1 puts every node online at boot in the DRAM tier and dax/kmem memory at "
+        "are in the simulator for every profile: 6.1 puts every node online at boot in the DRAM tier and dax/kmem memory at "
         "MEMTIER_DEFAULT_DAX_ADISTANCE; the guest onlines its CXL nodes through dax/kmem, so both rank them one tier "
         "below DRAM (docs/tiering.md §11)",
     ],
@@ -56,8 +54,25 @@ COUNTERS = NUMASTAT + counters.names("vmstat", "balancing", simulated=True)
 TIER_COUNTERS = counters.names("vmstat", "tiering", simulated=True)
 
 
+#: The simulator's profile for a guest release: the first release each profile stands for. A
+#: guest takes the newest modelled release not newer than its own (3.13 for 3.13-4.19, 6.1 for
+#: 6.1-6.5, 6.13 for 6.6 on, EEVDF's first release); 4.20-6.0 take 6.1, whose CFS, v5.5 load
+#: balancer and v4.14-v4.20 NUMA-balancing rules they share (docs/scheduler.md §14), rather
+#: than 3.13's.
+SIM_KERNEL_SINCE = [((2, 6, 32), "2.6.32"), ((3, 13), "3.13"), ((4, 20), "6.1"), ((6, 6), "6.13")]
+
+
+def _release(release: str) -> tuple[int, ...]:
+    """``6.1.0-56-amd64`` -> (6, 1, 0), ``2.6.32-754.el6`` -> (2, 6, 32)."""
+    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", release)
+    return tuple(int(g) for g in m.groups() if g is not None) if m else (0,)
+
+
 def sim_kernel(release: str) -> str:
-    return "6.13" if vm_run.kernel_tuple(release) >= (4, 20) else "3.13"
+    """The profile simulating guest ``release`` (``SIM_KERNEL_SINCE``); a release older than
+    every profile takes the oldest."""
+    r = _release(release)
+    return ([name for since, name in SIM_KERNEL_SINCE if r >= since] or [SIM_KERNEL_SINCE[0][1]])[-1]
 
 
 def profile_notes(release: str) -> list[str]:
