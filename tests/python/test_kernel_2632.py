@@ -9,7 +9,7 @@ SMALL = ("--machine", "e5620-2s", "--workload", "stream", "--n", "200000", "--th
 
 
 def test_the_profile_is_listed_with_rhel6_thp():
-    assert KERNELS == ("2.6.32", "3.13", "6.13")
+    assert KERNELS == ("2.6.32", "3.13", "6.1", "6.13")
     assert THP_DEFAULT["2.6.32"] == "always"
 
 
