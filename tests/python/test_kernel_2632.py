@@ -33,4 +33,4 @@ def test_an_unknown_kernel_is_one_usage_line_naming_the_profiles(cli):
     code, _, err = cli("sim", *SMALL, "--kernel", "2.4")
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1
-    assert lines[0] == "numalab: --kernel: '2.4' is not one of 2.6.32, 3.13, 6.13"
+    assert lines[0] == "numalab: --kernel: '2.4' is not one of 2.6.32, 3.13, 6.1, 6.13"

@@ -97,7 +97,7 @@ def test_header_shows_given_parameters_and_verbose_all(cli):
         (("--sample-rate", "nan"), "--sample-rate: 'nan' is not a number"),
         (("--sample-rate", "0"), "--sample-rate must be in (0, 1], got 0"),
         (("--omp-proc-bind", "spread", "-C", "0-1"), "4 threads cannot be bound one per place"),
-        (("--kernel", "5.4"), "--kernel: '5.4' is not one of 2.6.32, 3.13, 6.13"),
+        (("--kernel", "5.4"), "--kernel: '5.4' is not one of 2.6.32, 3.13, 6.1, 6.13"),
         (("--ntimes", "0"), "ntimes must be at least 1, got 0"),
         (("--ntimes", "2.5"), "ntimes must be a whole number (ASCII digits), got '2.5'"),
         (("--n", "1", "--n", "2"), "--n is given twice"),

@@ -40,6 +40,11 @@ def test_sim_runs_the_6_1_profile(cli):
     assert code == 0, err
     assert json.loads(out)["kernel"] == "6.1"
     assert "5.4' is not one of 2.6.32, 3.13, 6.1, 6.13" in cli("sim", *SMALL, "--kernel", "5.4")[2]
+    # MPOL_WEIGHTED_INTERLEAVE is 6.9's: refused in one line with 6.1, accepted with 6.13.
+    code, out, err = cli("sim", *SMALL, "--weighted-interleave", "0,1", "--kernel", "6.1")
+    assert code == 2 and out == "" and err.strip().splitlines() == [
+        "numalab: --weighted-interleave: Linux 6.1 has no MPOL_WEIGHTED_INTERLEAVE (added in 6.9); use --kernel 6.13"], err
+    assert cli("sim", *SMALL, "--weighted-interleave", "0,1", "--kernel", "6.13")[0] == 0
     from numalab._core import KERNEL_THP_DEFAULTS
     assert dict(KERNEL_THP_DEFAULTS)["6.1"] == "always" and dict(KERNEL_THP_DEFAULTS)["6.13"] == "madvise"
 

@@ -32,8 +32,8 @@ def _error(tmp_path: Path, body: str) -> str:
         # an unknown placement option
         ('[[runs]]\nplacement = "default"\n[[runs]]\nplacement = "default"\n[[runs]]\nplacement = "interleaved=all"\n', 9, "runs[2].placement", "did you mean interleave?"),
         # a literal
-        ('kernel = "5.0"\n', 4, "kernel", "2.6.32, 3.13, 6.13"),
-        ('[[runs]]\nkernel = "3.12"\n', 5, "runs[0].kernel", "2.6.32, 3.13, 6.13"),
+        ('kernel = "5.0"\n', 4, "kernel", "2.6.32, 3.13, 6.1, 6.13"),
+        ('[[runs]]\nkernel = "3.12"\n', 5, "runs[0].kernel", "2.6.32, 3.13, 6.1, 6.13"),
         # a workload parameter that does not exist, and a value outside its choices
         ("[params]\nnn = 3\n", 5, "params.nn", "init, n, reps, threads"),
         ('[sweep.params]\ninit = ["serial", "paralel"]\n', 5, "sweep.params.init[1]", "serial, parallel"),
@@ -93,7 +93,7 @@ def test_study_cli_reports_a_bad_file_as_a_usage_error(cli, tmp_path):
     f.write_text(HEAD + 'kernel = "5.0"\n')
     code, _, err = cli("study", str(f), "--results", str(tmp_path / "r"))
     assert code == 2
-    assert err.startswith(f"numalab: {f}:4: kernel: '5.0' is not accepted (expected one of: 2.6.32, 3.13, 6.13)")
+    assert err.startswith(f"numalab: {f}:4: kernel: '5.0' is not accepted (expected one of: 2.6.32, 3.13, 6.1, 6.13)")
 
 
 @pytest.mark.parametrize("name, runs", [("example.toml", 16), ("s1-autonuma-npb.toml", 336), ("s2-dgemv-first-touch.toml", 30)])

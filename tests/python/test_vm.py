@@ -313,8 +313,9 @@ def test_guest_kernel_release_picks_the_simulator_profile():
     # Every name is a profile the simulator has.
     assert {name for _, name in check.SIM_KERNEL_SINCE} == set(KERNEL_PROFILES)
     notes = check.profile_notes("6.1.0-56-amd64")
-    # The per-VMA scan filters (6.4+) are in the 6.1 profile's rules now (vma_pid_filter off).
-    assert notes and not any("6.4+" in n for n in notes) and any("6.9+" in n for n in notes)
+    # The per-VMA scan filters (6.4+) and weighted interleave (6.9+) are in the 6.1 profile's
+    # rules now (vma_pid_filter off, weighted interleave refused).
+    assert notes and not any("6.4+" in n or "6.9+" in n for n in notes) and any("6.7+" in n for n in notes)
 
 
 def test_weighted_interleave_needs_a_newer_guest_kernel():

@@ -69,6 +69,9 @@ pub struct AllocRules {
     /// The boot-time tie-breaker of fallback lists (`mm/page_alloc.c: build_zonelists()`,
     /// `find_next_best_node()`).
     pub zonelist_tie_break: ZonelistTieBreak,
+    /// `MPOL_WEIGHTED_INTERLEAVE` (v6.9+, `mm/mempolicy.c: weighted_interleave_nodes()`); a run
+    /// asking for it is refused without (`crate::spec`).
+    pub weighted_interleave: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -675,6 +678,7 @@ pub const PROFILE_2_6_32: KernelProfile = KernelProfile {
         // MAX_NODE_LOAD = nr_online_nodes; build_zonelists(): node_load[node] = load for the
         // first node of a distance tier, load-- from nr_online_nodes.
         zonelist_tie_break: ZonelistTieBreak::DescendingLoad,
+        weighted_interleave: false,
     },
     sched: SchedRules {
         // kernel/sched_fair.c: sysctl_sched_latency 5 ms, sysctl_sched_min_granularity 1 ms,
@@ -790,6 +794,7 @@ pub const PROFILE_3_13: KernelProfile = KernelProfile {
         min_free_kbytes_max: 65_536,
         watermark_gaps: WatermarkGaps::MinQuarters,
         zonelist_tie_break: ZonelistTieBreak::DescendingLoad,
+        weighted_interleave: false,
     },
     sched: SchedRules {
         // kernel/sched/fair.c: sysctl_sched_latency 6 ms, sysctl_sched_min_granularity 0.75 ms,
@@ -890,6 +895,9 @@ pub const PROFILE_6_1: KernelProfile = KernelProfile {
         // mm/page_alloc.c: find_next_best_node(): val *= MAX_NUMNODES; build_zonelists():
         // node_load[node] += 1.
         zonelist_tie_break: ZonelistTieBreak::IncrementLoad,
+        // include/uapi/linux/mempolicy.h: no MPOL_WEIGHTED_INTERLEAVE (MPOL_PREFERRED_MANY is
+        // the last mode).
+        weighted_interleave: false,
     },
     sched: SchedRules {
         // kernel/sched/fair.c: sched_slice() over __sched_period() (EEVDF replaced it in v6.6):
@@ -1014,6 +1022,7 @@ pub const PROFILE_6_13: KernelProfile = KernelProfile {
         min_free_kbytes_max: 262_144,
         watermark_gaps: WatermarkGaps::ScaleFactor { per_10k: 10 },
         zonelist_tie_break: ZonelistTieBreak::IncrementLoad,
+        weighted_interleave: true,
     },
     sched: SchedRules {
         // kernel/sched/fair.c: sysctl_sched_base_slice 0.75 ms, scaled by update_sysctl().

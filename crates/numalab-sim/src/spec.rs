@@ -221,6 +221,15 @@ impl RunSpec {
                 config.kernel.profile().name
             )));
         }
+        let weighted = std::iter::once(&placement.policy)
+            .chain(workload.regions.iter().filter_map(|r| r.policy.as_ref()))
+            .any(|p| p.mode == PolicyMode::WeightedInterleave);
+        if weighted && !config.kernel.profile().alloc.weighted_interleave {
+            return Err(bad(format!(
+                "--weighted-interleave: Linux {} has no MPOL_WEIGHTED_INTERLEAVE (added in 6.9); use --kernel 6.13",
+                config.kernel.profile().name
+            )));
+        }
         check_bound_threads(m, &placement, workload.threads)?;
         // Everything else the engine relies on (sample rate, knobs, finite numbers, footprint):
         // the same function `Engine::new` runs, so a refused run is refused before it starts.

@@ -39,7 +39,6 @@ PROFILE_NOTES = {
     (6, 1): [
         "2 MiB alignment of anonymous mappings of 2 MiB or more (6.7+, mm/mmap.c: __get_unmapped_area()) "
         "is in the simulator for every profile: interleave indexes (virtual page numbers) may start one page apart",
-        "weighted interleave (6.9+, MPOL_WEIGHTED_INTERLEAVE) does not exist in 6.1; the 6.1 profile does not refuse it",
         "memory tiers from firmware figures (6.7+, mm/memory-tiers.c: mt_calc_adistance(), HMAT's hmat_calculate_adistance()) "
         "are in the simulator for every profile: 6.1 puts every node online at boot in the DRAM tier and dax/kmem memory at "
         "MEMTIER_DEFAULT_DAX_ADISTANCE; the guest onlines its CXL nodes through dax/kmem, so both rank them one tier "

@@ -173,3 +173,30 @@ fn automatic_numa_balancing_is_refused_with_2_6_32_in_one_line() {
     assert!(on.check(Kernel::V3_13).is_ok());
     assert!(Balancing::default().check(Kernel::V2_6_32).is_ok());
 }
+
+#[test]
+fn weighted_interleave_is_refused_before_6_9_in_one_line() {
+    // MPOL_WEIGHTED_INTERLEAVE arrived in 6.9: 6.1's include/uapi/linux/mempolicy.h ends at
+    // MPOL_PREFERRED_MANY, so the guest kernel refuses it too (numalab vm).
+    use numalab_sim::spec::{PlacementRequest, PolicyRequest, RunSpec};
+    let m = crate::common::machine4();
+    let placement = PlacementRequest {
+        policy: PolicyRequest {
+            mode: numalab_model::PolicyMode::WeightedInterleave,
+            nodes: Some("0-1".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let ask = |kernel: Kernel| {
+        let w = crate::common::stream_like(8, 2, numalab_sim::input::Pattern::Block, 1);
+        let regions = vec![None; w.regions.len()];
+        RunSpec::new(&m, w, &placement, &regions, numalab_sim::input::SimConfig { kernel, ..crate::common::cfg() })
+    };
+    assert!(ask(Kernel::V6_13).is_ok());
+    for kernel in [Kernel::V2_6_32, Kernel::V3_13, Kernel::V6_1] {
+        let err = ask(kernel).unwrap_err().to_string();
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("--weighted-interleave") && err.contains("added in 6.9"), "{err}");
+    }
+}
