@@ -40,7 +40,7 @@ def test_on_one_vcpu_per_node_oversubscribed_threads_move_at_the_guests_speed(na
     """Two threads per vCPU taking turns (docs/scheduler.md §9): at the preset's speed a barrier
     (0.14-0.22 ms) is far shorter than a slice, so each CPU runs its two threads one after the
     other, all CPUs alike, no CPU goes idle early and 1 thread of 8 or 16 moves (the case expects
-    half). At the guest's speed (10-13 ms per barrier, beyond a 3 ms slice) with its background,
+    half). At the guest's speed (10-13 ms per barrier, beyond 6.13's 2.25-3 ms slice) with its background,
     every thread moves, more per barrier than the bound run's binding move, as in the guest.
     Seen (deterministic, 6.13): 0.000125 migrations per thread per barrier without, 0.063 and
     0.076 with; 6.1 on vm-4 0.043; the guest 0.004-0.074 (§10). vm-8 under 6.1: the next test."""
@@ -119,14 +119,14 @@ def test_with_the_guests_background_the_simulator_moves_sleeping_threads_across_
 @pytest.mark.parametrize("name", ["sched-oversubscribed-4x2", "sched-passive-2x4"])
 def test_under_6_1_cfs_wakeup_preemption_keeps_woken_threads_home(name):
     """The two layouts where 6.1's simulator moves threads across nodes far less than 6.13's and
-    than the guest (docs/scheduler.md §10, §14). The background still makes threads move, but a
-    thread woken at the barrier's release on a CPU where the agent or a kernel thread runs takes
-    the CPU back: CFS's check_preempt_wakeup() preempts once the running task leads the wakee's
-    vruntime by wakeup_gran() (4 ms on 8 vCPUs), and a sleeper's place_entity() credit is up to
-    half the 24 ms latency, where 6.13's RUN_TO_PARITY makes it wait out the running slice, long
-    enough for an idle CPU of another node to pull it; CFS's 12 ms turns (sched_slice()) also
-    keep an oversubscribed CPU's two threads back to back. Swapping EEVDF's wake-up rule alone
-    into the 6.1 profile gives 38.8 % away on oversubscribed-4x2, both rules 6.13's figures.
+    than the guest (docs/scheduler.md §10, §14). The background still makes threads move, mostly
+    within their node. The rules that differ are CFS's: check_preempt_wakeup() lets a woken
+    thread preempt the running task (the agent, a kernel thread, a sibling) once that task leads
+    its vruntime by wakeup_gran() (4 ms on 8 vCPUs; place_entity() credits a sleeper up to half
+    the 24 ms latency), where 6.13's RUN_TO_PARITY makes it wait out the running slice, a wait
+    in which an idle CPU of another node may pull it; and sched_slice()'s 12 ms turns keep an
+    oversubscribed CPU's two threads back to back. Swapping EEVDF's wake-up rule alone into the
+    6.1 profile gives 38.8 % away on oversubscribed-4x2, both rules 6.13's figures.
     Seen (deterministic): oversubscribed-4x2 6.1 5/16 threads changed node, 0.4 % away (6.13
     16/16, 45.7 %; the guest 62-66 %), passive-2x4 1/8, 0.0 % (6.13 4/8, 21.2 %; the guest
     19-38 %). The guest's moves on these layouts are not explained by the modelled background."""
