@@ -226,3 +226,58 @@ def test_repetitions_in_a_batch_read_their_spec_once_and_run_as_from_scratch(mon
     monkeypatch.undo()
     alone = [worker.run_config(c)["result"] for c in configs]
     assert [o["result"] for o in batch] == alone and len(set(alone)) == 6
+
+
+_SWEPT = ('name = "i"\nmachine = "e5-2620v4-2s"\nworkload = "dgemv"\nrepetitions = 3\nparams = { n = 4000, reps = 8, threads = 8 }\n'
+          '[sweep]\nplacement = ["default", "interleave=all", "membind=1", "preferred=0"]\nbalancing = [false, true]\n')
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_documents_encoded_at_a_batch_end_are_those_encoded_after_each_run(tmp_path, workers):
+    """Workers encode a batch's documents after its last run, with the cyclic collector paused
+    meanwhile: the stored texts and every derived column are those of the path before, where
+    each run's document was encoded (``json.dumps``, sorted keys) and its columns computed right
+    after it, one run at a time. 24 runs: batches of several runs, repetitions sharing a spec."""
+    import gc
+
+    from numalab.results.derived import columns
+    from numalab.study import parse_study
+
+    resolved = expand(parse_study(_SWEPT, "i.toml"))
+    assert len(resolved.runs) == 24
+    with Store(tmp_path) as store:
+        assert run_study(resolved, store, lambda: LocalBackend(workers)).ok == 24
+        stored = {r["hash"]: r for r in store.rows("i", documents=True)}
+    assert gc.isenabled()
+    for run in resolved.runs:
+        doc = worker.simulate(run.config).doc
+        row = stored[run.hash]
+        assert row["result"] == json.dumps(doc, sort_keys=True, separators=(",", ":")), run.label
+        cols = columns(doc)
+        assert cols and all(row[k] == v for k, v in cols.items()), run.label
+
+
+def test_a_batch_pauses_the_collector_and_gives_it_back():
+    """The collector is off while a batch runs (its documents kept until they are encoded), and
+    as it was after it: back on, or still off when it was off before; a failed run changes
+    neither."""
+    import gc
+
+    seen = []
+
+    def run(config):
+        seen.append(gc.isenabled())
+        if config.get("fail"):
+            raise ValueError("no such run")
+        return _Made({"schema": "numalab.result/1", "time_s": 1.0})
+
+    assert gc.isenabled()
+    out = worker.run_batch([{}, {"fail": True}, {}], run)
+    assert [o["status"] for o in out] == ["ok", "failed", "ok"] and out[1]["error"] == "ValueError: no such run"
+    assert seen == [False] * 3 and gc.isenabled()
+    gc.disable()
+    try:
+        worker.run_batch([{}], run)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
