@@ -1,0 +1,243 @@
+"""Which kernel path moved a command's threads in the guest, and the simulator's same count
+(docs/scheduler.md §10.4).
+
+In the guest, ``JOB`` (a shell script for ``numalab vm run -- sh -c JOB sh "CMD ARGS"``) turns on
+schedstats, records every ``sched:sched_migrate_task`` of the command's threads with the kernel
+stack that made it (the event's ``stacktrace`` trigger; kernel/trace/trace_events_trigger.c),
+runs the command under the agent, and prints ``/proc/schedstat`` before and after
+(Documentation/scheduler/sched-stats.rst, version 15: kernel/sched/stats.c: show_schedstat())
+and the moves counted by stack. ``report`` reads that output back: moves by path (``path_of``),
+how many crossed nodes, and how busy the guest's CPUs were. ``sim_moves`` gives the simulator's
+moves by path for a ``vm check`` case (its ``--explain-sched`` decisions).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from numalab.console.tables import render, table
+
+#: The guest's job. ``$1`` is the command line (word-split by the shell). The trigger's own
+#: filter keeps other tasks' stacks out (a trigger fires whatever the event's filter says).
+#: Each move is printed as "count orig_cpu dest_cpu <frame<frame..." (the stack's first 14
+#: frames, innermost first), after the CPUs' nodes and the two schedstat snapshots.
+JOB = r"""echo 1 > /proc/sys/kernel/sched_schedstats
+T=/sys/kernel/debug/tracing
+[ -d $T/events ] || { mkdir -p /sys/kernel/tracing; mount -t tracefs nodev /sys/kernel/tracing; T=/sys/kernel/tracing; }
+E=$T/events/sched/sched_migrate_task
+echo 8192 > $T/buffer_size_kb
+echo 'comm == "barrier"' > $E/filter
+echo 'stacktrace if comm == "barrier"' > $E/trigger
+echo 1 > $E/enable
+echo 1 > $T/tracing_on
+echo "== cpunode"; for c in /sys/devices/system/cpu/cpu[0-9]*; do echo "${c##*cpu} $(ls -d $c/node* | sed 's/.*node//')"; done
+cat /proc/schedstat > /tmp/s0
+numalab-agent run --interval-ms=1000 --maps-budget-pct=100 --output=/tmp/inner.jsonl -- $1 > /tmp/cmd.out 2>&1
+echo "== status $?"
+cat /proc/schedstat > /tmp/s1
+echo 0 > $T/tracing_on
+echo "== schedstat0"; cat /tmp/s0
+echo "== schedstat1"; cat /tmp/s1
+echo "== trace"
+awk '
+/sched_migrate_task:/ { if (o != "") print o, d, sig; sig=""; n=0; o="?"; d="?";
+  for (i=1;i<=NF;i++) { if ($i ~ /^orig_cpu=/) o=substr($i,10); if ($i ~ /^dest_cpu=/) d=substr($i,10) } next }
+/^ => / { if (n < 14) { sig = sig "<" $2; n++ } next }
+END { if (o != "") print o, d, sig }' $T/trace | sort | uniq -c
+echo "== agent"; tail -n 1 /tmp/inner.jsonl
+echo; echo "== command"; tail -n 5 /tmp/cmd.out
+"""
+
+#: ``path_of``'s names, in the order the report lists them.
+PATHS = ("wake-up (futex)", "wake-up (other)", "newly idle balance", "periodic balance, idle CPU", "NOHZ idle balance",
+         "periodic balance, busy CPU", "active balance", "fork", "exec", "affinity", "NUMA balancing", "other", "no stack")
+#: ``newidle_balance()`` is ``sched_balance_newidle()`` in later stable 6.1 builds (Debian's 6.1.192).
+NEWIDLE = {"newidle_balance", "sched_balance_newidle"}
+EVENT_FRAME = "trace_event_raw_event_sched_migrate_task"
+
+
+def path_of(frames: list[str]) -> str:
+    """The kernel path of one move from its stack (innermost first): kernel/sched/core.c:
+    try_to_wake_up() (the wake-up's ``select_task_rq()``; futex_wake() for a barrier's sleepers),
+    wake_up_new_task(), sched_exec(), migration_cpu_stop() (an affinity change); fair.c:
+    load_balance() by caller (newidle_balance(); rebalance_domains() from _nohz_idle_balance(),
+    from an idle CPU's tick (do_idle()) or a busy one's), active_load_balance_cpu_stop(),
+    migrate_swap_stop() and migrate_task_to() (NUMA balancing)."""
+    if not frames:
+        return "no stack"
+    # A stack the trace printed without its event line belongs to another task: cut there.
+    if EVENT_FRAME in frames[1:]:
+        frames = frames[:frames.index(EVENT_FRAME, 1)]
+    s = set(frames)
+    if "try_to_wake_up" in s:
+        return "wake-up (futex)" if "futex_wake" in s else "wake-up (other)"
+    for frame, path in (("wake_up_new_task", "fork"), ("sched_exec", "exec"), ("active_load_balance_cpu_stop", "active balance")):
+        if frame in s:
+            return path
+    if "load_balance" in s:
+        if s & NEWIDLE:
+            return "newly idle balance"
+        if any(f.startswith("_nohz_idle_balance") or f == "nohz_idle_balance" for f in s):
+            return "NOHZ idle balance"
+        return "periodic balance, idle CPU" if "do_idle" in s else "periodic balance, busy CPU"
+    if s & {"migration_cpu_stop", "__set_cpus_allowed_ptr"}:
+        return "affinity"
+    if s & {"migrate_swap_stop", "migrate_task_to"}:
+        return "NUMA balancing"
+    return "other"
+
+
+@dataclass(frozen=True)
+class GuestMoves:
+    """One guest run: moves and cross-node moves by path, the agent's ``nr_migrations`` summed
+    over the threads (the same moves counted by the kernel), threads and barriers, and each
+    CPU's busy share (``rq_cpu_time`` over the snapshots' interval)."""
+
+    moves: Counter[str]
+    cross: Counter[str]
+    nr_migrations: int
+    threads: int
+    barriers: int
+    busy: list[float]
+    lb_gained: dict[str, Counter[str]]
+
+
+def _sections(text: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    cur: list[str] | None = None
+    for line in text.splitlines():
+        if line.startswith("== "):
+            cur = out.setdefault(line[3:].split()[0], [])
+            continue
+        if cur is not None:
+            cur.append(line)
+    return out
+
+
+#: /proc/schedstat v15 per domain: 8 counters per idle type (CPU_IDLE, CPU_NOT_IDLE,
+#: CPU_NEWLY_IDLE; the fifth is lb_gained), then alb_*, sbe_*, sbf_*, ttwu_* (kernel/sched/stats.c).
+IDLE_TYPES = ("idle", "busy", "newly idle")
+#: Per CPU the seventh counter is rq_cpu_time (ns), and the header's timestamp is in jiffies.
+RQ_CPU_TIME = 6
+HZ = 250  # Debian 6.1's CONFIG_HZ
+
+
+def _schedstat(lines: list[str]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    cpu = ""
+    for line in lines:
+        a = line.split()
+        if not a:
+            continue
+        if a[0] == "timestamp":
+            out["timestamp"] = [int(a[1])]
+        elif a[0].startswith("cpu"):
+            cpu = a[0]
+            out[cpu] = [int(x) for x in a[1:]]
+        elif a[0].startswith("domain"):
+            out[f"{cpu} {a[0]}"] = [int(x) for x in a[2:]]
+    return out
+
+
+def parse(text: str) -> GuestMoves:
+    """A guest run's output of ``JOB``."""
+    sec = _sections(text)
+    node = {int(a[0]): int(a[1]) for a in (line.split() for line in sec.get("cpunode", [])) if len(a) == 2}
+    moves: Counter[str] = Counter()
+    cross: Counter[str] = Counter()
+    for line in sec.get("trace", []):
+        m = re.match(r"\s*(\d+) (\S+) (\S+) ?(.*)", line)
+        if not m:
+            continue
+        n, o, d = int(m[1]), m[2], m[3]
+        p = path_of(m[4].split("<")[1:])
+        moves[p] += n
+        if o.isdigit() and d.isdigit() and node.get(int(o)) != node.get(int(d)):
+            cross[p] += n
+    agent = [json.loads(line) for line in sec.get("agent", []) if line.startswith("{")]
+    threads = agent[-1].get("threads", []) if agent else []
+    cmd = [json.loads(line) for line in sec.get("command", []) if line.startswith("{")]
+    s0, s1 = _schedstat(sec.get("schedstat0", [])), _schedstat(sec.get("schedstat1", []))
+    elapsed = (s1["timestamp"][0] - s0["timestamp"][0]) / HZ if "timestamp" in s0 and "timestamp" in s1 else 0.0
+    cpus = sorted((k for k in s1 if k.startswith("cpu") and " " not in k), key=lambda k: int(k[3:]))
+    busy = [(s1[c][RQ_CPU_TIME] - s0[c][RQ_CPU_TIME]) / 1e9 / elapsed if elapsed > 0 else 0.0 for c in cpus]
+    gained: dict[str, Counter[str]] = {}
+    for k, v in s1.items():
+        if " " in k and k in s0:
+            level = gained.setdefault(k.split()[1], Counter())
+            for i, it in enumerate(IDLE_TYPES):
+                level[it] += v[8 * i + 4] - s0[k][8 * i + 4]
+    return GuestMoves(moves, cross, sum(int(t["nr_migrations"]) for t in threads), len(threads),
+                      int(cmd[-1]["reps"]) if cmd else 0, busy, gained)
+
+
+def _per(n: int, threads: int, barriers: int) -> str:
+    return f"{n / threads / barriers:.4f}" if threads and barriers else "-"
+
+
+def report(g: GuestMoves, sim: dict[str, tuple[int, int]] | None = None) -> str:
+    """Moves by path (all, across nodes, and per thread per barrier), the simulator's beside them
+    when given (``sim_moves``), the CPUs' busy share and load_balance()'s pulls by domain."""
+    sim = sim or {}
+    names = [p for p in PATHS if g.moves[p]] + sorted(p for p in sim if p not in g.moves)
+    rows = []
+    for p in names:
+        row: list[Any] = [p, g.moves[p], g.cross[p], _per(g.moves[p], g.threads, g.barriers)]
+        if sim:
+            row += [*sim.get(p, (0, 0))]
+        rows.append(row)
+    total = sum(g.moves.values())
+    last: list[Any] = ["total", total, sum(g.cross.values()), _per(total, g.threads, g.barriers)]
+    if sim:
+        last += [sum(a for a, _ in sim.values()), sum(b for _, b in sim.values())]
+    rows.append(last)
+    cols = ["path", "guest moves", "across nodes", "per thread per barrier"] + (["sim moves", "sim across nodes"] if sim else [])
+    text = render(table(cols, rows, f"thread moves by kernel path ({g.threads} threads, {g.barriers} barriers)"))
+    busy = " ".join(f"{b:.2f}" for b in g.busy)
+    mean = sum(g.busy) / len(g.busy) if g.busy else 0.0
+    lines = [text, f"trace {total} moves, the agent's nr_migrations {g.nr_migrations}",
+             f"guest CPUs busy (rq_cpu_time / elapsed): {busy} (mean {mean:.2f})"]
+    for level in sorted(g.lb_gained):
+        lines.append(f"load_balance() pulls, {level}: " + ", ".join(f"{it} {g.lb_gained[level][it]}" for it in IDLE_TYPES))
+    return "\n".join(lines)
+
+
+#: The simulator's ``--explain-sched`` path names, as ``path_of`` names the kernel's (its
+#: ``idle-balance`` counts the NOHZ idle balance's pulls too, docs/scheduler.md §4).
+SIM_PATHS = {"wake": "wake-up (futex)", "newidle-balance": "newly idle balance", "idle-balance": "periodic balance, idle CPU",
+             "busy-balance": "periodic balance, busy CPU", "active-balance": "active balance"}
+
+
+def sim_moves(name: str, kernel: str = "6.1") -> dict[str, tuple[int, int]]:
+    """The simulator's moves (all, across nodes) by path for ``vm check`` case ``name``, on the
+    side ``check.sim_side`` runs (the guest's speed and background where measured), with its
+    decisions kept."""
+    from numalab.machine import load as load_machine
+    from numalab.runner import sim
+    from numalab.spec import RunSpec
+    from numalab.vm import check
+
+    case = check.CASES[name]
+    params = {"threads": load_machine(case.machine).nr_pus, **case.params}
+    spec = RunSpec.create(case.machine, case.workload, params=params, kernel=kernel, thp="never").with_config(case.config)
+    spec = spec.updated(explain_sched=True)
+    doc = sim.run(spec).doc
+    if case.background is not None and spec.noise:
+        # check.sim_side's second run, with the decisions kept.
+        barriers = int(dict(spec.params).get("reps") or 1)
+        slowdown = case.background.barrier_s / (float(doc["time_s"]) / barriers)
+        m, w, placement, policies, config = spec.engine_inputs(check.guest_speed_machine(spec.machine, slowdown))
+        config["background"] = case.background.engine(case.interval_ms)
+        doc = sim.run(spec.bind_inputs(m, w, placement, policies, config)).doc
+    out: dict[str, tuple[int, int]] = {}
+    for e in doc.get("sched_events", []):
+        if e["from_cpu"] is None:
+            continue  # a placement at creation, not a move
+        p = SIM_PATHS.get(e["path"], e["path"])
+        a, b = out.get(p, (0, 0))
+        out[p] = (a + 1, b + int(e["from_node"] != e["to_node"]))
+    return out

@@ -1,0 +1,109 @@
+"""Thread moves by kernel path (docs/scheduler.md §10.4): the stacks of the guest's
+``sched_migrate_task`` events classified by the function that moved the thread, the output of
+``sched_trace.JOB`` read back, and the simulator's moves of a ``vm check`` case by path."""
+
+import json
+
+from numalab.vm import check, sched_trace
+
+# Stacks as Debian's 6.1.192 guest printed them (2026-11-27, sched-oversubscribed-4x2), innermost first.
+EV = "trace_event_raw_event_sched_migrate_task<set_task_cpu<"
+SYSCALL = "do_futex<__x64_sys_futex<do_syscall_64<entry_SYSCALL_64_after_hwframe"
+FUTEX_WAKE = EV + "try_to_wake_up<wake_up_q<futex_wake<" + SYSCALL
+NEWIDLE = EV + "load_balance<sched_balance_newidle<pick_next_task_fair<__schedule<schedule<futex_wait_queue<futex_wait<" + SYSCALL
+IDLE_TICK = (EV + "load_balance<rebalance_domains<handle_softirqs<__irq_exit_rcu<sysvec_apic_timer_interrupt<"
+             "asm_sysvec_apic_timer_interrupt<native_safe_halt<amd_e400_idle<default_idle_call<do_idle<cpu_startup_entry")
+NOHZ = (EV + "load_balance<rebalance_domains<_nohz_idle_balance.isra.0<handle_softirqs<__irq_exit_rcu<"
+        "sysvec_call_function_single<asm_sysvec_call_function_single<native_safe_halt<amd_e400_idle<default_idle_call<do_idle")
+SIGNAL_WAKE = EV + "try_to_wake_up<ptrace_request<arch_ptrace<__x64_sys_ptrace<do_syscall_64"
+
+
+def frames(stack: str) -> list[str]:
+    return stack.split("<")
+
+
+def test_each_stack_names_the_kernel_function_that_moved_the_thread():
+    assert sched_trace.path_of(frames(FUTEX_WAKE)) == "wake-up (futex)"
+    assert sched_trace.path_of(frames(SIGNAL_WAKE)) == "wake-up (other)"
+    assert sched_trace.path_of(frames(NEWIDLE)) == "newly idle balance"
+    assert sched_trace.path_of(frames(NEWIDLE.replace("sched_balance_newidle", "newidle_balance"))) == "newly idle balance"
+    assert sched_trace.path_of(frames(IDLE_TICK)) == "periodic balance, idle CPU"
+    assert sched_trace.path_of(frames(NOHZ)) == "NOHZ idle balance"
+    busy_tick = EV + "load_balance<rebalance_domains<handle_softirqs<__irq_exit_rcu<sysvec_apic_timer_interrupt<asm_sysvec_apic_timer_interrupt"
+    assert sched_trace.path_of(frames(busy_tick)) == "periodic balance, busy CPU"
+    assert sched_trace.path_of(frames(EV + "active_load_balance_cpu_stop<cpu_stopper_thread")) == "active balance"
+    assert sched_trace.path_of(frames(EV + "wake_up_new_task<kernel_clone")) == "fork"
+    assert sched_trace.path_of(frames(EV + "migration_cpu_stop<cpu_stopper_thread")) == "affinity"
+    assert sched_trace.path_of([]) == "no stack"
+
+
+def test_a_second_stack_glued_to_a_move_is_not_read_as_its_path():
+    # A load balance's stack followed by another task's wake-up stack (no event line between):
+    # the move is the load balance's.
+    assert sched_trace.path_of(frames(NEWIDLE + "<" + FUTEX_WAKE)) == "newly idle balance"
+
+
+def job_output() -> str:
+    """Two nodes of two CPUs; 2 s between the snapshots (500 jiffies at HZ 250); CPU 0 ran 0.5 s
+    and CPU 1 1.5 s; domain0 (the node) gained 3 tasks by newly idle balancing, domain1 one by
+    idle balancing. Three futex wake-ups inside node 0, two newly idle pulls from CPU 2 (node 1)
+    to CPU 0, one NOHZ pull inside node 1."""
+    zeros = ["0"] * 36
+
+    def domain(n: int, mask: str, newidle: int, idle: int) -> str:
+        v = list(zeros)
+        v[4], v[16 + 4] = str(idle), str(newidle)
+        return f"domain{n} {mask} " + " ".join(v)
+
+    def snap(ts: int, t0: int, t1: int, nd0: int, id1: int) -> str:
+        cpus = []
+        for c, t in ((0, t0), (1, t1), (2, 0), (3, 0)):
+            cpus.append(f"cpu{c} 0 0 0 0 0 0 {t} 0 0")
+            cpus.append(domain(0, "3" if c < 2 else "c", nd0 if c == 0 else 0, 0))
+            cpus.append(domain(1, "f", 0, id1 if c == 0 else 0))
+        return "\n".join(["version 15", f"timestamp {ts}", *cpus])
+
+    agent = {"threads": [{"nr_migrations": 4}, {"nr_migrations": 2}]}
+    command = {"kernel": "barrier", "reps": 10, "threads": 2}
+    return "\n".join([
+        "== cpunode", "0 0", "1 0", "2 1", "3 1", "== status 0",
+        "== schedstat0", snap(1000, 0, 0, 0, 0),
+        "== schedstat1", snap(1500, 500_000_000, 1_500_000_000, 3, 1),
+        "== trace",
+        f"      3 0 1 <{FUTEX_WAKE}",
+        f"      2 2 0 <{NEWIDLE}",
+        f"      1 3 2 <{NOHZ}",
+        "== agent", json.dumps(agent), "", "== command", json.dumps(command),
+    ])
+
+
+def test_a_guest_run_gives_moves_by_path_across_nodes_and_the_cpus_busy_share():
+    g = sched_trace.parse(job_output())
+    assert g.moves == {"wake-up (futex)": 3, "newly idle balance": 2, "NOHZ idle balance": 1}
+    assert g.cross == {"newly idle balance": 2}
+    assert (g.nr_migrations, g.threads, g.barriers) == (6, 2, 10)
+    assert g.busy == [0.25, 0.75, 0.0, 0.0]
+    assert g.lb_gained["domain0"]["newly idle"] == 3 and g.lb_gained["domain1"]["idle"] == 1
+    text = sched_trace.report(g, {"wake-up (futex)": (1, 0), "periodic balance, busy CPU": (2, 1)})
+    wake = next(line for line in text.splitlines() if line.startswith("wake-up (futex)"))
+    # 3 moves of 2 threads over 10 barriers: 0.15 per thread per barrier; the simulator's 1.
+    assert wake.split()[2:] == ["3", "0", "0.1500", "1", "0"], wake
+    assert any(line.startswith("periodic balance, busy CPU") and line.split()[-2:] == ["2", "1"] for line in text.splitlines())
+    total = next(line for line in text.splitlines() if line.startswith("total"))
+    assert total.split() == ["total", "6", "2", "0.3000", "3", "1"], total
+    assert "trace 6 moves, the agent's nr_migrations 6" in text
+    assert "(mean 0.25)" in text
+
+
+def test_the_simulators_moves_by_path_are_the_vm_check_sides_migrations():
+    # sim_moves repeats check.sim_side's runs with the decisions kept: the same moves.
+    case = check.CASES["sched-oversubscribed-4x2"]
+    from numalab.machine import load as load_machine
+    from numalab.spec import RunSpec
+
+    params = {"threads": load_machine(case.machine).nr_pus, **case.params}
+    spec = RunSpec.create(case.machine, case.workload, params=params, kernel="6.1", thp="never").with_config(case.config)
+    side = check.sim_side(spec, case.background, case.interval_ms)
+    moves = sched_trace.sim_moves("sched-oversubscribed-4x2", "6.1")
+    assert sum(a for a, _ in moves.values()) == sum(side.threads.nr_migrations) > 0
+    assert all(p in sched_trace.PATHS for p in moves), moves
