@@ -451,6 +451,47 @@ mod tests {
         assert!(sched(Kernel::V6_13, &[0]).rules.recent_used_cpu && !sched(Kernel::V3_13, &[0]).rules.recent_used_cpu);
     }
 
+    /// A barrier's release on two nodes of two CPUs with two sleeping threads per CPU (threads
+    /// 2k and 2k+1 on CPU k, asleep since 5 ms), woken at 6 ms one by one in thread order by
+    /// thread 7, still running on CPU 3 (`engine/phases.rs`), with `nr_idle_scan` CPUs to scan
+    /// per LLC. Where threads 0-6 land, and the scheduler.
+    fn release(kernel: Kernel, nr_idle_scan: usize) -> (Vec<usize>, Sched) {
+        let mut s = sched(kernel, &[0, 0, 1, 1, 2, 2, 3, 3]);
+        s.nr_idle_scan = vec![nr_idle_scan; 2];
+        for t in 0..7 {
+            s.sleeps_at(t, 5e-3);
+        }
+        let mut runnable = [false, false, false, false, false, false, false, true];
+        let cpus = (0..7)
+            .map(|t| {
+                s.resumes(t, 6e-3);
+                runnable[t] = true;
+                s.wake(6e-3, t, 7, &runnable)
+            })
+            .collect();
+        (cpus, s)
+    }
+
+    #[test]
+    fn v61_on_idle_cpus_a_cpus_second_wakee_goes_to_the_idle_cpu_beside_it() {
+        // kernel/sched/fair.c (v6.1) select_idle_sibling(): thread 0 finds CPU 0 idle and stays;
+        // thread 1, kept on prev CPU 0 by wake_affine_weight(), finds it taken and, with
+        // SIS_UTIL's scan open (an LLC of low util_avg: update_idle_cpu_scan()),
+        // select_idle_cpu() gives it CPU 1, idle until its own threads wake; they then find no
+        // idle CPU in the node and stay. The wake-up moves inside a node that make most of the 6.1
+        // guest's moves, whose vCPUs are idle most of the time (docs/scheduler.md §10.4). With
+        // the scan closed (nr_idle_scan 0, a busy LLC) thread 1 stays queued on CPU 0.
+        let (open, s) = release(Kernel::V6_1, 2);
+        assert_eq!(open, [0, 1, 1, 1, 2, 2, 3]);
+        let e = s.log.last().unwrap();
+        assert_eq!((e.tid, e.from, e.to, e.path), (1, Some(0), 1, "wake"));
+        assert!(e.why.contains("kept") && e.why.ends_with("select_idle_sibling: CPU 1 (idle)"), "{}", e.why);
+        assert_eq!(s.log.len(), 1, "one move");
+        let (closed, s) = release(Kernel::V6_1, 0);
+        assert_eq!(closed, [0, 0, 1, 1, 2, 2, 3]);
+        assert!(s.log.is_empty());
+    }
+
     #[test]
     fn v2632_an_idle_cpu_of_the_wakers_mc_is_the_candidate_and_wake_affine_takes_it() {
         // Thread 0 wakes thread 1 from CPU 0; thread 1 slept on CPU 2, where threads 2 and 3
