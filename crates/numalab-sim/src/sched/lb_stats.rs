@@ -518,13 +518,11 @@ mod tests {
     }
 
     fn test_domain(numa: bool) -> Domain {
-        let mut d = super::super::domains::build(
-            &crate::sched::test_machines::two_nodes_of_two_cores(),
-            crate::input::Kernel::V6_13,
-        )
-        .into_iter()
-        .find(|d| d.numa == numa)
-        .unwrap();
+        let mut d =
+            super::super::domains::build(&crate::sched::test_machines::two_nodes_of(2), crate::input::Kernel::V6_13)
+                .into_iter()
+                .find(|d| d.numa == numa)
+                .unwrap();
         d.imb_numa_nr = 0;
         d
     }

@@ -577,7 +577,7 @@ mod tests {
     }
 
     fn sched_of(kernel: Kernel, threads: usize) -> Sched {
-        let m = crate::sched::test_machines::two_nodes_of_two_cores();
+        let m = crate::sched::test_machines::two_nodes_of(2);
         let p = Placement {
             policy: numalab_model::MemPolicy::new(numalab_model::PolicyMode::Default, Default::default()).unwrap(),
             cpus: None,

@@ -24,30 +24,19 @@ mod wake;
 /// Machines the scheduler's unit tests share.
 #[cfg(test)]
 pub(crate) mod test_machines {
-    /// Two nodes of two cores each, distance 21.
-    pub fn two_nodes_of_two_cores() -> numalab_model::Machine {
-        let spec = r#"{"name": "2n", "description": "two nodes of two cores",
-            "topology": {"packages": 2, "nodes_per_package": 1, "cores_per_node": 2},
-            "memory": {"node_gib": 1},
+    /// Two nodes of `cores` cores each, distance 21.
+    pub fn two_nodes_of(cores: usize) -> numalab_model::Machine {
+        let spec = format!(
+            r#"{{"name": "2n{cores}", "description": "two nodes of {cores} cores",
+            "topology": {{"packages": 2, "nodes_per_package": 1, "cores_per_node": {cores}}},
+            "memory": {{"node_gib": 1}},
             "distances": [[10,21],[21,10]],
-            "latency": {"local_ns": 100},
-            "bandwidth": {"node_gbps": 10},
-            "links": [{"nodes": [0,1], "gbps": 6}],
-            "core": {"frequency_ghz": 2.0, "mlp": 10}}"#;
-        numalab_model::MachineSpec::from_json(spec).unwrap().resolve().unwrap()
-    }
-
-    /// Two nodes of four cores each, distance 21.
-    pub fn two_nodes_of_four_cores() -> numalab_model::Machine {
-        let spec = r#"{"name": "2n4", "description": "two nodes of four cores",
-            "topology": {"packages": 2, "nodes_per_package": 1, "cores_per_node": 4},
-            "memory": {"node_gib": 1},
-            "distances": [[10,21],[21,10]],
-            "latency": {"local_ns": 100},
-            "bandwidth": {"node_gbps": 10},
-            "links": [{"nodes": [0,1], "gbps": 6}],
-            "core": {"frequency_ghz": 2.0, "mlp": 10}}"#;
-        numalab_model::MachineSpec::from_json(spec).unwrap().resolve().unwrap()
+            "latency": {{"local_ns": 100}},
+            "bandwidth": {{"node_gbps": 10}},
+            "links": [{{"nodes": [0,1], "gbps": 6}}],
+            "core": {{"frequency_ghz": 2.0, "mlp": 10}}}}"#
+        );
+        numalab_model::MachineSpec::from_json(&spec).unwrap().resolve().unwrap()
     }
 }
 

@@ -182,8 +182,8 @@ mod tests {
         // update_sysctl(): 1 + ilog2(min(num_online_cpus(), 8)).
         let factors: Vec<f64> = [1, 2, 3, 4, 7, 8, 64].map(super::super::load_balance::sysctl_factor).to_vec();
         assert_eq!(factors, [1.0, 2.0, 2.0, 3.0, 3.0, 4.0, 4.0]);
-        let four = crate::sched::test_machines::two_nodes_of_two_cores();
-        let eight = crate::sched::test_machines::two_nodes_of_four_cores();
+        let four = crate::sched::test_machines::two_nodes_of(2);
+        let eight = crate::sched::test_machines::two_nodes_of(4);
         assert_eq!((four.pus.len(), eight.pus.len()), (4, 8));
         for kernel in [Kernel::V3_13, Kernel::V6_1] {
             let (s4, s8) = (sched_on(kernel, &four), sched_on(kernel, &eight));

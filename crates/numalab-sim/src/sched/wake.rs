@@ -429,7 +429,7 @@ mod tests {
 
     /// Two nodes of two cores (CPUs 0-1 and 2-3).
     fn sched(kernel: Kernel, cpus: &[usize]) -> Sched {
-        placed(&crate::sched::test_machines::two_nodes_of_two_cores(), kernel, cpus)
+        placed(&crate::sched::test_machines::two_nodes_of(2), kernel, cpus)
     }
 
     #[test]
