@@ -84,9 +84,9 @@ PYTEST := $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-r
 BUILD_JOBS ?= $(shell echo $$(($$(nproc) + 1)))
 
 # Compiling is half of a fresh clone's `make test`: the cargo tests, the Python extension and the
-# kernels are built side by side first (the agent after them, from their crates), then the tests run one suite after the other. The parallel pass's
-# errors are ignored: the second pass meets (and reports) them again, so that a failing build stops
-# only its own suite, under `make -k` too.
+# kernels are built side by side first (the agent after them, from their crates), then the tests
+# run one suite after the other. The parallel pass's errors are ignored: the second pass meets (and
+# reports) them again, so that a failing build stops only its own suite, under `make -k` too.
 test: ## run every test (Rust, then Python)
 	-+$(MAKE) --no-print-directory -j$(BUILD_JOBS) rust-tests $(VENV)/.build-stamp kernels
 	+$(MAKE) --no-print-directory test-rust test-python
