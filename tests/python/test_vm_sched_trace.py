@@ -107,3 +107,26 @@ def test_the_simulators_moves_by_path_are_the_vm_check_sides_migrations():
     moves = sched_trace.sim_moves("sched-oversubscribed-4x2", "6.1")
     assert sum(a for a, _ in moves.values()) == sum(side.threads.nr_migrations) > 0
     assert all(p in sched_trace.PATHS for p in moves), moves
+
+
+def test_moves_is_for_the_scheduler_cases_on_their_own_machines(cli):
+    code, _, err = cli("vm", "check", "--case", "serial-init", "--moves")
+    assert code == 2 and err.strip().splitlines() == ["numalab: --moves traces the scheduler cases (kernels/barrier.c), not 'serial-init' (dgemv)"]
+    code, _, err = cli("vm", "check", "--case", "sched-bound", "--machine", "vm-8", "--moves")
+    assert code == 2 and "leave out --machine" in err
+
+
+def test_vm_check_moves_counts_every_guest_move_by_path_beside_the_simulators(guest, cli):
+    """`numalab vm check --case sched-oversubscribed --moves --json` (vm-4, 8 threads on 4 vCPUs):
+    the trace's moves are the ones the agent counts (nr_migrations), each named by a kernel path;
+    the simulator's are those of the check's own side. Under TCG the guest has moved 10-20 of
+    them by idle and newly idle balancing (2026-11-27)."""
+    code, out, err = cli("vm", "check", "--case", "sched-oversubscribed", "--moves", "--json")
+    assert code == 0, err
+    doc = json.loads(out)["sched-oversubscribed"]
+    g = doc["guest"]
+    assert g["threads"] == 8 and g["barriers"] == check.CASES["sched-oversubscribed"].params["reps"]
+    assert sum(all_ for all_, _ in g["moves"].values()) == g["nr_migrations"]
+    assert set(g["moves"]) <= set(sched_trace.PATHS) and "no stack" not in g["moves"]
+    assert len(g["busy"]) == 4 and all(0 < b <= 1.05 for b in g["busy"])
+    assert doc["sim"] == {p: list(v) for p, v in sched_trace.sim_moves("sched-oversubscribed", "6.1").items()}

@@ -167,6 +167,28 @@ def shell_cmd(
     raise typer.Exit(vm_run.shell(req, say=_say))
 
 
+def _moves(names: list[str], machine: str | None, memory_per_node_mib: int | None, accel: str, timeout: float, as_json: bool) -> None:
+    """``vm check --moves``: each case's moves by kernel path, guest beside simulator."""
+    from numalab.vm import check, sched_trace
+
+    if machine is not None:
+        raise UsageError("--moves traces the cases on their own machines: leave out --machine")
+    other = next((check.CASES[n] for n in names if not check.CASES[n].sched), None)
+    if other is not None:
+        raise UsageError(f"--moves traces the scheduler cases (kernels/barrier.c), not '{other.name}' ({other.workload})")
+    docs = {}
+    for name in names:
+        _say(f"vm check --moves {name}: booting the guest")
+        guest, release = sched_trace.guest_run(name, memory_per_node_mib, accel, timeout)
+        sim = sched_trace.sim_moves(name, check.sim_kernel(release))
+        docs[name] = sched_trace.as_json(guest, sim)
+        if not as_json:
+            typer.echo(f"== {name} (guest Linux {release}, simulator profile {check.sim_kernel(release)})")
+            typer.echo(sched_trace.report(guest, sim) + "\n")
+    if as_json:
+        typer.echo(json.dumps(docs, indent=2, sort_keys=True))
+
+
 @app.command("check", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 @_stop_exits
 @o.with_placement
@@ -184,6 +206,7 @@ def check_cmd(
     timeout: float = typer.Option(300.0, "--timeout", help="Kill a guest after this many seconds per case run it holds (cases share a boot where they can; more than 0, at most 604800)."),
     as_json: bool = typer.Option(False, "--json", help="Print the side-by-side tables (pages per node, counters, threads, verdicts) of every case as one JSON document; progress on stderr."),
     runs: int = typer.Option(1, "--runs", help="Guest runs per case, 1..20 (the scheduler table gives the guest's min..max and whether the simulator falls inside)."),
+    moves: bool = typer.Option(False, "--moves", help="Scheduler cases: count the guest's thread moves by the kernel path that made them (sched_migrate_task stack traces, /proc/schedstat) beside the simulator's, instead of the comparison (docs/scheduler.md §10.4)."),
 ) -> None:
     """Run a workload in the guest and in the simulator on the same preset; print pages per node
     after first touch and after the run, the counters side by side, and the differences.
@@ -225,6 +248,9 @@ def check_cmd(
         if unknown:
             raise UsageError(f"unknown case '{unknown[0]}' (known: {', '.join(check.CASES)})")
         cases = [check.with_machine(check.CASES[n], machine) for n in names]
+    if moves:
+        _moves([c.name for c in cases], machine, memory_per_node_mib, accel, timeout, as_json)
+        return
     failed = []
     results = []
     progress = Progress("vm check", len(cases), unit="cases", interval_s=0, bar=False).start()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from numalab.console.tables import render, table
@@ -241,3 +241,28 @@ def sim_moves(name: str, kernel: str = "6.1") -> dict[str, tuple[int, int]]:
         a, b = out.get(p, (0, 0))
         out[p] = (a + 1, b + int(e["from_node"] != e["to_node"]))
     return out
+
+
+def guest_run(name: str, memory_per_node_mib: int | None = None, accel: str = "tcg", timeout_s: float = 300.0) -> tuple[GuestMoves, str]:
+    """``JOB`` around scheduler case ``name``'s command, in a guest booted as ``vm check`` boots
+    it (its machine, vCPUs, placement and wait policy): the guest's moves and its release."""
+    from numalab.vm import check
+    from numalab.vm import run as vm_run
+    from numalab.vm import setup as vm_setup
+
+    case = check.CASES[name]
+    release = vm_setup.load(lambda s: None).kernel_version
+    req = check._plan(case, memory_per_node_mib, accel, timeout_s, release, lambda s: None).request
+    # The job runs the command under its own agent, sampling every second as the case does; the
+    # outer agent only watches the shell.
+    out = vm_run.run(replace(req, command=["sh", "-c", JOB, "sh", " ".join(req.command)], interval_ms=60000))
+    if out.status != 0:
+        raise vm_run.GuestCommandError(f"vm check --moves {name}: the guest's job failed: {out.text('stderr').strip()[-300:]}")
+    return parse(out.text("stdout")), release
+
+
+def as_json(g: GuestMoves, sim: dict[str, tuple[int, int]]) -> dict[str, Any]:
+    """``--moves --json``: both sides' moves by path (all, across nodes)."""
+    guest = {"moves": {p: [g.moves[p], g.cross[p]] for p in g.moves}, "nr_migrations": g.nr_migrations, "threads": g.threads,
+             "barriers": g.barriers, "busy": g.busy, "lb_gained": {level: dict(c) for level, c in g.lb_gained.items()}}
+    return {"guest": guest, "sim": {p: list(v) for p, v in sim.items()}}
