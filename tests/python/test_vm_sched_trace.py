@@ -114,6 +114,8 @@ def test_moves_is_for_the_scheduler_cases_on_their_own_machines(cli):
     assert code == 2 and err.strip().splitlines() == ["numalab: --moves traces the scheduler cases (kernels/barrier.c), not 'serial-init' (dgemv)"]
     code, _, err = cli("vm", "check", "--case", "sched-bound", "--machine", "vm-8", "--moves")
     assert code == 2 and "leave out --machine" in err
+    code, _, err = cli("vm", "check", "--workload", "barrier", "--moves")
+    assert code == 2 and err.strip().splitlines() == ["numalab: --moves traces named scheduler cases: give --case NAME (see --list)"]
 
 
 def test_vm_check_moves_counts_every_guest_move_by_path_beside_the_simulators(guest, cli):

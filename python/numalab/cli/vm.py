@@ -180,10 +180,11 @@ def _moves(names: list[str], machine: str | None, memory_per_node_mib: int | Non
     for name in names:
         _say(f"vm check --moves {name}: booting the guest")
         guest, release = sched_trace.guest_run(name, memory_per_node_mib, accel, timeout)
-        sim = sched_trace.sim_moves(name, check.sim_kernel(release))
+        kernel = check.sim_kernel(release)
+        sim = sched_trace.sim_moves(name, kernel)
         docs[name] = sched_trace.as_json(guest, sim)
         if not as_json:
-            typer.echo(f"== {name} (guest Linux {release}, simulator profile {check.sim_kernel(release)})")
+            typer.echo(f"== {name} (guest Linux {release}, simulator profile {kernel})")
             typer.echo(sched_trace.report(guest, sim) + "\n")
     if as_json:
         typer.echo(json.dumps(docs, indent=2, sort_keys=True))
@@ -231,6 +232,8 @@ def check_cmd(
         raise UsageError(f"--runs must be in 1..{check.MAX_RUNS}, got {runs}")
     if case and workload:
         raise UsageError("give --case or --workload, not both")
+    if moves and not case:
+        raise UsageError("--moves traces named scheduler cases: give --case NAME (see --list)")
     if not case and not workload:
         raise UsageError(f"give --case NAME (see --list) or --workload {'|'.join(check.KERNEL_OPTIONS)}")
     if workload:
