@@ -43,6 +43,9 @@ pub struct Solver {
     idle: Vec<Vec<f64>>,
     bw_bytes: Vec<f64>,
     link_bytes: Vec<[f64; 2]>,
+    /// Seconds a line occupies each link direction, `LINK_LINE / bytes`: fixed by the machine,
+    /// so worked out once rather than in every pass of every solve.
+    link_service: Vec<[f64; 2]>,
     /// Hops of data flowing from node a to node b, as flat indices `2 * link + dir` into the
     /// per-link `[f64; 2]` tables: `hops[hop_at[a * n + b]..hop_at[a * n + b + 1]]`. One table
     /// rather than nested vectors: every solve walks every route several times.
@@ -68,6 +71,13 @@ struct Scratch {
     /// Per controller: the loaded-latency factor; per link direction: the M/D/1 wait.
     factor: Vec<f64>,
     wait: Vec<[f64; 2]>,
+    /// Threads grouped by CPU node, in thread order within a group (`order[group_at[c]..
+    /// group_at[c + 1]]` for node c), and their read and write shares packed in that order,
+    /// `n` a thread: fixed for a solve, summed over in every pass.
+    order: Vec<usize>,
+    group_at: Vec<usize>,
+    rows_rd: Vec<f64>,
+    rows_wr: Vec<f64>,
     /// Flows summed per (CPU node, memory node) pair, and the utilisations they cause.
     flow_rd: Vec<f64>,
     flow_wr: Vec<f64>,
@@ -112,6 +122,7 @@ impl Solver {
             idle: m.idle_latency_ns.iter().map(|r| r.iter().map(|v| v * 1e-9).collect()).collect(),
             bw_bytes: m.nodes.iter().map(|x| x.bandwidth_gbps.max(1e-9) * 1e9).collect(),
             link_bytes: m.links.iter().map(|l| [l.gbps[0] * 1e9, l.gbps[1] * 1e9]).collect(),
+            link_service: m.links.iter().map(|l| [0, 1].map(|d| LINK_LINE / (l.gbps[d] * 1e9))).collect(),
             hops: m.routes.iter().flatten().flatten().map(|h| 2 * h.link as usize + h.dir as usize).collect(),
             hop_at: std::iter::once(0)
                 .chain(m.routes.iter().flatten().scan(0, |at, r| {
@@ -156,21 +167,30 @@ impl Solver {
     /// Utilisations (`s.ctrl`, `s.link`) the rates `s.x` (lines/s per thread) would cause. Flows
     /// are first summed per (CPU node, memory node) pair, so links are charged once per pair,
     /// not once per thread.
-    fn utilisation(&self, d: &[Demand], s: &mut Scratch) {
+    fn utilisation(&self, s: &mut Scratch) {
         let n = self.n;
-        let Scratch { x, flow_rd: rd, flow_wr: wr, ctrl, link, .. } = s;
+        let Scratch { x, flow_rd: rd, flow_wr: wr, ctrl, link, order, group_at, rows_rd, rows_wr, .. } = s;
         reset(rd, n * n, 0.0);
         reset(wr, n * n, 0.0);
-        for (t, &xt) in d.iter().zip(x.iter()) {
-            if xt == 0.0 {
+        // Thread by thread within each CPU node's group, in thread order: every pair's sum
+        // adds the same terms in the same order as one walk over all threads would.
+        for (c, (rrow, wrow)) in rd.chunks_exact_mut(n.max(1)).zip(wr.chunks_exact_mut(n.max(1))).enumerate() {
+            let group = group_at[c]..group_at[c + 1];
+            if n == GROUP_NODES {
+                let rows = group.start * n..group.end * n;
+                group_sums::<GROUP_NODES>(&order[group], x, &rows_rd[rows.clone()], &rows_wr[rows], rrow, wrow);
                 continue;
             }
-            let row = t.cpu_node * n;
-            // Slices of one length: no bounds checks, and the compiler may use vector registers.
-            let (rrow, wrow) = (&mut rd[row..row + n], &mut wr[row..row + n]);
-            for (((r, w), a), b) in rrow.iter_mut().zip(wrow.iter_mut()).zip(&t.rd[..n]).zip(&t.wr[..n]) {
-                *r += xt * a;
-                *w += xt * b;
+            for j in group {
+                let xt = x[order[j]];
+                if xt == 0.0 {
+                    continue;
+                }
+                let (a, b) = (&rows_rd[j * n..j * n + n], &rows_wr[j * n..j * n + n]);
+                for (((r, w), a), b) in rrow.iter_mut().zip(wrow.iter_mut()).zip(a).zip(b) {
+                    *r += xt * a;
+                    *w += xt * b;
+                }
             }
         }
         reset(ctrl, n, 0.0);
@@ -228,11 +248,10 @@ impl Solver {
         factor.clear();
         factor.extend((0..n).map(|k| numalab_model::machine::curve_factor(&self.curve, self.rho_ctrl[k].min(1.0))));
         wait.clear();
-        wait.extend(self.rho_link.iter().zip(&self.link_bytes).map(|(rho, bytes)| {
+        wait.extend(self.rho_link.iter().zip(&self.link_service).map(|(rho, service)| {
             [0, 1].map(|d| {
                 let rho = rho[d].min(RHO_CAP);
-                let s = LINK_LINE / bytes[d];
-                s * rho / (2.0 * (1.0 - rho))
+                service[d] * rho / (2.0 * (1.0 - rho))
             })
         }));
         let wait = wait.as_flattened();
@@ -257,13 +276,30 @@ impl Solver {
         for t in d {
             s.tot.extend(t.rd[..n].iter().zip(&t.wr[..n]).map(|(r, w)| r + w));
         }
+        reset(&mut s.group_at, n + 1, 0);
+        for t in d {
+            s.group_at[t.cpu_node + 1] += 1;
+        }
+        for c in 0..n {
+            s.group_at[c + 1] += s.group_at[c];
+        }
+        s.order.clear();
+        s.rows_rd.clear();
+        s.rows_wr.clear();
+        for c in 0..n {
+            for (i, t) in d.iter().enumerate().filter(|(_, t)| t.cpu_node == c) {
+                s.order.push(i);
+                s.rows_rd.extend_from_slice(&t.rd[..n]);
+                s.rows_wr.extend_from_slice(&t.wr[..n]);
+            }
+        }
         for _ in 0..8 {
             if !s.lat_current {
                 self.latencies(&mut s);
             }
             s.lat_current = false;
             self.rates(d, &mut s);
-            self.utilisation(d, &mut s);
+            self.utilisation(&mut s);
             let mut change: f64 = 0.0;
             for (old, new) in self.rho_ctrl.iter_mut().zip(&s.ctrl) {
                 let v = 0.5 * *old + 0.5 * new.min(1.0);
@@ -286,7 +322,7 @@ impl Solver {
         // Throttle threads on saturated resources until none is above its bandwidth.
         for _ in 0..8 {
             self.rates(d, &mut s);
-            self.utilisation(d, &mut s);
+            self.utilisation(&mut s);
             self.path_worst(&mut s);
             let mut any = false;
             for (i, t) in d.iter().enumerate() {
@@ -323,6 +359,30 @@ impl Solver {
         }
         self.scratch = s;
     }
+}
+
+/// Nodes of the machines the solver has a fixed-size path for (`group_sums`): 8-node machines
+/// are the design's reference (opteron6282-4p).
+const GROUP_NODES: usize = 8;
+
+/// One CPU node's flows to every memory node (`rrow`, `wrow`), summed over its threads
+/// `order` (positions into the packed rows) in order, in fixed-size accumulators the compiler
+/// keeps in registers and works on two nodes at a time (each node's sum is still its own
+/// chain of additions, in thread order).
+fn group_sums<const N: usize>(tids: &[usize], x: &[f64], rd: &[f64], wr: &[f64], rrow: &mut [f64], wrow: &mut [f64]) {
+    let (mut r, mut w) = ([0.0f64; N], [0.0f64; N]);
+    for ((&tid, a), b) in tids.iter().zip(rd.chunks_exact(N)).zip(wr.chunks_exact(N)) {
+        let xt = x[tid];
+        if xt == 0.0 {
+            continue;
+        }
+        for (((r, w), a), b) in r.iter_mut().zip(w.iter_mut()).zip(a).zip(b) {
+            *r += xt * a;
+            *w += xt * b;
+        }
+    }
+    rrow.copy_from_slice(&r);
+    wrow.copy_from_slice(&w);
 }
 
 /// `v` as `len` copies of `fill`, keeping its allocation.
