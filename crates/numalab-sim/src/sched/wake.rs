@@ -274,10 +274,11 @@ impl Sched {
             r
         } else {
             let n = self.pu_node.len();
-            // The target's LLC in for_each_cpu_wrap() order from target + 1.
+            // The target's LLC in for_each_cpu_wrap() order from target + 1 (the node is
+            // compared first: one load, where the allowed list is a scan).
             let order: Vec<usize> = (1..=n)
                 .map(|k| (target + k) % n)
-                .filter(|&c| allowed.contains(&c) && self.pu_node[c] == self.pu_node[target])
+                .filter(|&c| self.pu_node[c] == self.pu_node[target] && allowed.contains(&c))
                 .collect();
             let llc: Vec<usize> = order.iter().copied().filter(|&c| idle(c)).collect();
             let core_idle =
