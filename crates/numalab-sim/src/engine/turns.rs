@@ -33,9 +33,11 @@ impl Engine<'_> {
     /// average over the epoch, which is what the memory system sees of the CPU's threads.
     pub(super) fn turn_shares(&self, costs: &mut [Vec<f64>], shares: &[f64], background: &[f64]) -> Vec<f64> {
         let mut run = shares.to_vec();
+        // Each CPU's runnable count once, not once per thread on it.
+        let runnable: Vec<usize> = (0..self.on_cpu.len()).map(|cpu| self.runnable_on(cpu)).collect();
         for (tid, t) in self.threads.iter().enumerate() {
             let cpu = self.sched.cpu[tid];
-            if t.state != State::Running || self.runnable_on(cpu) < 2 {
+            if t.state != State::Running || runnable[cpu] < 2 {
                 continue;
             }
             let alone = (1.0 - background[cpu]) + background[cpu] / 2.0;
@@ -54,6 +56,12 @@ impl Engine<'_> {
             .count()
     }
 
+    /// Whether a thread runs (waits for its turn or holds it) on `cpu`: `runnable_on(cpu) > 0`,
+    /// stopping at the first.
+    fn any_runnable_on(&self, cpu: usize) -> bool {
+        self.on_cpu[cpu].iter().any(|&t| self.threads[t].state == State::Running && self.sched.cpu[t] == cpu)
+    }
+
     /// Until when `tid` may run in this pass (at most `until`): the end of its turn, or None
     /// while another thread holds its CPU. A free CPU goes to the thread that waited longest.
     pub(super) fn turn_until(&mut self, tid: usize, until: f64) -> Option<f64> {
@@ -66,8 +74,12 @@ impl Engine<'_> {
                 return Some(until.min(self.sched.turn_end(cpu)));
             }
             if self.sched.cpu[h] == cpu && self.threads[h].state == State::Running {
-                let n = self.runnable_on(cpu);
-                self.sched.contend(cpu, self.threads[tid].clock, n);
+                // contend() changes nothing once the turn has an end: the queue is counted
+                // only before (each waiting thread asks at every pass).
+                if !self.sched.turn_end(cpu).is_finite() {
+                    let n = self.runnable_on(cpu);
+                    self.sched.contend(cpu, self.threads[tid].clock, n);
+                }
                 return None;
             }
             // The holder left between epochs (moved by a balancer, running on): free since then.
@@ -129,7 +141,7 @@ impl Engine<'_> {
             _ => return,
         };
         self.sched.end_turn(cpu, free);
-        if self.runnable_on(cpu) > 0 {
+        if self.any_runnable_on(cpu) {
             self.woke = true;
         }
     }
