@@ -526,6 +526,10 @@ pub struct SimConfig {
     /// `numalab vm check` (docs/scheduler.md §10.3).
     #[serde(default)]
     pub background: Option<crate::sched::Background>,
+    /// The host running a guest's vCPUs (`numalab vm check`'s simulated side; docs/scheduler.md
+    /// §10.5): a CPU makes progress only while a host core runs it. None: every CPU always runs.
+    #[serde(default)]
+    pub vcpu_host: Option<crate::vhost::VcpuHost>,
     /// Keep the scheduler's decisions for `--explain-sched` (docs/scheduler.md §7).
     #[serde(default)]
     pub explain_sched: bool,
@@ -568,6 +572,7 @@ impl Default for SimConfig {
             timeline_points: 100,
             noise: false,
             background: None,
+            vcpu_host: None,
             explain_sched: false,
             omp_wait_policy: WaitPolicy::Unset,
             thp_madvised: Vec::new(),

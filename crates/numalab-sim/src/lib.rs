@@ -34,6 +34,7 @@ pub use numalab_model::rng;
 pub mod sched;
 pub mod spec;
 pub mod tiering;
+pub mod vhost;
 
 pub use error::SimError;
 pub use input::{Placement, SimConfig, WorkloadSpec};

@@ -28,6 +28,9 @@ pub(crate) fn inputs(m: &Machine, w: &WorkloadSpec, p: &Placement, cfg: &SimConf
     if !(cfg.sample_rate > 0.0 && cfg.sample_rate <= 1.0) {
         return bad(format!("--sample-rate must be in (0, 1], got {}", cfg.sample_rate));
     }
+    if let Some(h) = &cfg.vcpu_host {
+        h.check().map_err(SimError::Input)?;
+    }
     policy(m, &p.policy, None)?;
     for r in &w.regions {
         if let Some(pol) = &r.policy {

@@ -5,6 +5,7 @@
 
 pub mod alloc;
 pub(crate) mod check;
+mod host;
 mod phases;
 mod premap;
 mod procs;
@@ -159,6 +160,9 @@ pub struct Engine<'a> {
     alloc_out: Vec<alloc::AllocRegionOut>,
     /// Threads on each CPU, running or waiting at a barrier (`turns.rs`).
     on_cpu: Vec<Vec<usize>>,
+    /// The host running the guest's vCPUs and which it runs this epoch (`crate::vhost`), when
+    /// the run simulates one.
+    host: Option<(crate::vhost::HostRun, Vec<bool>)>,
 }
 
 /// A dynamic schedule's chunk order, by (process, phase execution, chunks).
@@ -394,6 +398,7 @@ impl<'a> Engine<'a> {
             chunk_orders: Default::default(),
             alloc_out: Vec::new(),
             on_cpu: Vec::new(),
+            host: cfg.vcpu_host.clone().map(|h| (crate::vhost::HostRun::new(h, m.pus.len()), vec![true; m.pus.len()])),
         };
         for (g, l) in allocs.iter().enumerate() {
             if let Some(l) = l {
@@ -415,6 +420,7 @@ impl<'a> Engine<'a> {
             self.start_pending(self.now + dt);
             let live: Vec<bool> = self.threads.iter().map(Thread::live).collect();
             let background = self.sched.background(self.now, self.now + dt, &live);
+            self.host_plan();
             let (mut costs, mean_shares) = self.solve(&background);
             self.refresh_members();
             let shares = self.turn_shares(&mut costs, &mean_shares, &background);
@@ -467,6 +473,7 @@ impl<'a> Engine<'a> {
                 t.mix_rd.iter_mut().for_each(|v| *v = 0.0);
                 t.mix_wr.iter_mut().for_each(|v| *v = 0.0);
             }
+            let host_epoch_s = self.host_charge(dt);
             self.epochs += 1;
             self.now = end;
             self.numab_epoch_end();
@@ -488,7 +495,7 @@ impl<'a> Engine<'a> {
             // Epochs as long as VISITS_PER_EPOCH unsampled visits, whatever the sample rate.
             let per_epoch = VISITS_PER_EPOCH / self.stride as f64;
             let by_visits = if visits > 0 { per_epoch * busy / visits as f64 } else { DT_MAX_S };
-            dt = by_visits.min(shortest_phase / PHASE_EPOCHS).clamp(DT_MIN_S, DT_MAX_S);
+            dt = by_visits.min(shortest_phase / PHASE_EPOCHS).clamp(DT_MIN_S, DT_MAX_S).min(host_epoch_s);
         }
         // A run stopped early (out of memory) reports how far each thread got.
         for t in self.threads.iter_mut().filter(|t| t.state != State::Done) {

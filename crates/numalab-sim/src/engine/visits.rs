@@ -55,6 +55,11 @@ impl Engine<'_> {
                 for tid in 0..nt {
                     // Threads sharing a CPU run in turns (`turns.rs`).
                     let Some(until) = self.turn_until(tid, round_end) else { continue };
+                    if self.host_stopped(tid) {
+                        progressed |= self.stand_still(tid, until);
+                        self.after_turn(tid);
+                        continue;
+                    }
                     progressed |= self.run_thread(tid, until, &costs[tid], shares[tid]);
                     if self.oom.is_some() {
                         return;

@@ -371,6 +371,11 @@ impl Sched {
         self.accounted_s = now_s;
     }
 
+    /// Whether background work runs on `cpu` at `t` (the host model's halted vCPUs: `vhost.rs`).
+    pub fn background_at(&self, cpu: usize, t: f64) -> bool {
+        self.noise.as_ref().is_some_and(|n| n.active_at(cpu, t))
+    }
+
     /// Fraction of `[a, b)` each CPU spends on background work (0 without noise).
     pub fn background(&mut self, a: f64, b: f64, live: &[bool]) -> Vec<f64> {
         let n = self.pu_node.len();

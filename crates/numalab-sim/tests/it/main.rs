@@ -15,3 +15,4 @@ mod shared;
 mod thp;
 mod tiering;
 mod timing;
+mod vhost;

@@ -1,0 +1,48 @@
+//! The host model's hooks (`crate::vhost`, docs/scheduler.md §10.5): at each epoch the host
+//! gives its cores to some of the guest's non-halted vCPUs; a thread whose vCPU it does not run
+//! stands still while its clock, its turn and everything the guest's kernel times go on.
+
+use super::*;
+
+impl Engine<'_> {
+    /// Which CPUs the host runs this epoch. A vCPU is halted when none of its threads runs or
+    /// spins at a barrier and no background work runs there.
+    pub(super) fn host_plan(&mut self) {
+        let Some((host, runs)) = self.host.as_mut() else { return };
+        let spin = crate::openmp::spin_s(self.cfg.omp_wait_policy, self.threads.len(), self.sched.available_cpus);
+        let mut busy: Vec<bool> = (0..runs.len()).map(|c| self.sched.background_at(c, self.now)).collect();
+        for (tid, t) in self.threads.iter().enumerate() {
+            if t.state == State::Running || (matches!(t.state, State::Waiting(_)) && self.now - t.clock <= spin) {
+                busy[self.sched.cpu[tid]] = true;
+            }
+        }
+        runs.copy_from_slice(host.plan(&busy));
+    }
+
+    /// Thread `tid` runs on a vCPU the host does not run now.
+    pub(super) fn host_stopped(&self, tid: usize) -> bool {
+        self.host
+            .as_ref()
+            .is_some_and(|(_, runs)| self.threads[tid].state == State::Running && !runs[self.sched.cpu[tid]])
+    }
+
+    /// Its vCPU not run, `tid` makes no progress up to `until`, though the guest counts the
+    /// time as its own (it holds its turn, `turns.rs`).
+    pub(super) fn stand_still(&mut self, tid: usize, until: f64) -> bool {
+        let t = &mut self.threads[tid];
+        let moved = t.clock < until;
+        t.clock = t.clock.max(until);
+        moved
+    }
+
+    /// The epoch's host time to the vCPUs that held a core; the longest next epoch.
+    pub(super) fn host_charge(&mut self, dt: f64) -> f64 {
+        match self.host.as_mut() {
+            Some((host, _)) => {
+                host.charge(dt);
+                host.max_epoch_s()
+            }
+            None => f64::INFINITY,
+        }
+    }
+}
