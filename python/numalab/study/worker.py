@@ -11,7 +11,6 @@ here, unpickled there) and encoding it there costs 2-3 times the CPU of the enco
 from __future__ import annotations
 
 import gc
-import json
 import os
 import signal
 import threading
@@ -20,10 +19,6 @@ from collections import deque
 from typing import Any, Callable
 
 Runner = Callable[[dict[str, Any]], Any]
-# The stored text of a document: sorted keys, no spaces. A document is a tree (the engine's
-# output, plain dicts and lists), so the encoder's check for cycles is not needed: without it
-# the text is the same, a fifth faster.
-_DOCUMENT = json.JSONEncoder(sort_keys=True, separators=(",", ":"), check_circular=False)
 
 
 def simulate(config: dict[str, Any], spec: Any = None) -> Any:
@@ -77,10 +72,11 @@ def _stored(simulated: tuple[Any, float, float | None, dict[str, Any] | None]) -
     if failed is not None:
         return failed
     from numalab.results.derived import columns
+    from numalab.results.text import document_text
 
     try:
         return {"status": doc.get("status", "ok"), "error": doc.get("error"), "wall_s": wall_s, "cpu_s": cpu_s,
-                "result": _DOCUMENT.encode(doc), "columns": columns(doc)}
+                "result": document_text(doc), "columns": columns(doc)}
     except Exception as e:  # a document that is not JSON: this run failed, not its batch
         return _failed(e, wall_s, cpu_s)
 
@@ -94,8 +90,8 @@ def run_batch(configs: list[dict[str, Any]], run: Runner | None = None) -> list[
     """Several configurations in one task (short runs travel in batches, see ``sweep``)."""
     runner = run or _SeedsOfOneSpec().simulate
     # Every run first, then every document encoded: right after a simulation the encoder runs
-    # cache-cold (230 instead of 155 us a document of 11 KB, bench/study_overhead.py's dgemv),
-    # back to back it stays warm. The outcomes travel together at the batch's end either way.
+    # cache-cold (Python's json encoder: 230 instead of 155 us a document of 11 KB, bench/
+    # study_overhead.py's dgemv; orjson, results/text.py, now takes about 30), back to back it stays warm. The outcomes travel together at the batch's end either way.
     # Meanwhile the cyclic collector waits: documents are trees, which reference counting frees,
     # but a batch's documents kept alive (about 1,000 containers each) would start about 100
     # young and one full collection per 200 runs, 20-30 ms, more than the encoding saves.
