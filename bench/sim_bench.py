@@ -11,11 +11,15 @@ For NPB CG class C on 64 threads on opteron6282-4p (the design's reference case)
   footprint on e5620-2s, sampled page visits per second of each (the co-run's own simulation,
   without its alone runs); the issue's bound is >= 80 % (docs/corun.md §2).
 
-Run: `make bench` (or `.venv/bin/python bench/sim_bench.py [--quick] [--repeat N] [--noise-off] [--ratios-only]`).
+With `--hashes`, each run's whole document (sha256 of its JSON, sorted keys) and one digest of
+them all: a speed change must leave them equal (every run of a placement, each repetition too).
+
+Run: `make bench` (or `.venv/bin/python bench/sim_bench.py [--quick] [--repeat N] [--noise-off] [--ratios-only] [--hashes]`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -27,7 +31,7 @@ CASE = {"machine": "opteron6282-4p", "workload": "cg", "params": {"class": "C", 
 # so numa_balancing=2 with demotion demotes and promotes all along (as the placement goldens' case).
 TIER = {"machine": "vm-tier", "workload": "stream", "params": {"n": 8_000_000, "ntimes": 400, "threads": 1}}
 CHILD = r"""
-import json, resource, sys, time
+import hashlib, json, resource, sys, time
 import numalab
 case = json.loads(sys.argv[1])
 t, c = time.perf_counter(), time.process_time()
@@ -35,7 +39,8 @@ r = numalab.simulate(case["machine"], case["workload"], case["placement"], **cas
 wall, cpu = time.perf_counter() - t, time.process_time() - c
 peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({"wall_s": wall, "cpu_s": cpu, "sim_s": r.time_s, "samples": r.doc["engine"]["samples"],
-                  "epochs": r.doc["engine"]["epochs"], "peak_mib": peak_kib / 1024, "status": r.status}))
+                  "epochs": r.doc["engine"]["epochs"], "peak_mib": peak_kib / 1024, "status": r.status,
+                  "hash": hashlib.sha256(json.dumps(r.doc, sort_keys=True).encode()).hexdigest()}))
 """
 
 
@@ -106,6 +111,7 @@ def main() -> None:
     repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 1
     only_noise_off = "--noise-off" in sys.argv
     best: dict[tuple[str, str], dict] = {}
+    hashes: dict[tuple[str, str], set[str]] = {}
     for _ in range(repeat):
         for group, (base, group_params, names) in groups.items():
             if only_noise_off and not group.endswith("noise=off"):
@@ -116,6 +122,7 @@ def main() -> None:
                 if "error" in f:
                     print(f"{label:<44}  not available: {f['error']}")
                     continue
+                hashes.setdefault((group, placement), set()).add(f["hash"])
                 # the ratio is on CPU time: on a busy shared host wall time counts other programs' turns
                 f["rate"] = f["samples"] / f["cpu_s"]
                 if (group, placement) not in best or f["rate"] > best[group, placement]["rate"]:
@@ -129,6 +136,12 @@ def main() -> None:
             if (group, placement) in best:
                 ratio = 100 * best[group, placement]["rate"] / best[group, names[0]]["rate"]
                 print(f"  {group:<20}{placement:<54}{ratio:>6.0f} %")
+    if "--hashes" in sys.argv:
+        print("documents, sha256 of each run's JSON (sorted keys); a placement whose repetitions differ shows them all")
+        for (group, placement), hs in hashes.items():
+            print(f"  {group:<20}{placement:<54}{' '.join(h[:16] for h in sorted(hs))}")
+        whole = hashlib.sha256("".join(f"{g}|{p}|{','.join(sorted(hs))}\n" for (g, p), hs in hashes.items()).encode())
+        print(f"all documents: {whole.hexdigest()[:16]} ({len(hashes)} runs)")
     if "--ratios-only" in sys.argv:
         return
     numalab = os.path.join(os.path.dirname(sys.executable), "numalab")
