@@ -275,9 +275,10 @@ impl Sched {
         } else {
             let n = self.pu_node.len();
             // The target's LLC in for_each_cpu_wrap() order from target + 1 (the node is
-            // compared first: one load, where the allowed list is a scan).
-            let order: Vec<usize> = (1..=n)
-                .map(|k| (target + k) % n)
+            // compared first: one load, where the allowed list is a scan), the wrap as two
+            // ranges, (target + k) % n for k in 1..=n without a division each.
+            let order: Vec<usize> = (target + 1..n)
+                .chain(0..=target)
                 .filter(|&c| self.pu_node[c] == self.pu_node[target] && allowed.contains(&c))
                 .collect();
             let llc: Vec<usize> = order.iter().copied().filter(|&c| idle(c)).collect();
