@@ -272,12 +272,18 @@ class GuestBackground:
     #: Kernel-thread runs per vCPU per guest second and their mean length (``/proc/PID/schedstat``).
     kthread_hz: float
     kthread_mean_s: float
+    #: What a newly idle balance of each domain level costs, lowest first: the guest's
+    #: ``sd->max_newidle_lb_cost`` (debugfs ``sched/domains/cpuN/domainM``), median over its
+    #: vCPUs and samples; empty where not measured (free).
+    newidle_lb_cost_s: tuple[float, ...] = ()
 
-    def engine(self, interval_ms: int) -> dict[str, float]:
+    def engine(self, interval_ms: int) -> dict[str, Any]:
         """The engine's ``background`` (``numalab_sim::sched::Background``): the agent every
-        ``interval_ms``, the kernel threads, no daemons (the guest's init only waits for the agent)."""
+        ``interval_ms``, the kernel threads, no daemons (the guest's init only waits for the agent),
+        and newly idle balancing's cost where measured."""
+        cost = {"newidle_lb_cost_s": list(self.newidle_lb_cost_s)} if self.newidle_lb_cost_s else {}
         return {"kthread_hz": self.kthread_hz, "kthread_mean_s": self.kthread_mean_s, "daemon_hz": 0.0, "daemon_mean_s": 0.0,
-                "agent_period_s": interval_ms / 1000.0, "agent_cost_s": self.agent_cost_s}
+                "agent_period_s": interval_ms / 1000.0, "agent_cost_s": self.agent_cost_s, **cost}
 
 
 def guest_speed_machine(name: str, slowdown: float) -> Any:
@@ -327,27 +333,45 @@ KTHREAD_MEAN_S_4 = 0.98e-3
 #: guest second, mean run 0.40-1.21 ms. docs/scheduler.md §10.3.
 KTHREAD_HZ_8 = 6.5
 KTHREAD_MEAN_S_8 = 0.67e-3
+#: Newly idle balancing's cost per domain level in the guest (``GuestBackground.newidle_lb_cost_s``;
+#: kernel/sched/fair.c: newidle_balance() skips a level when ``rq->avg_idle < curr_cost +
+#: sd->max_newidle_lb_cost``): debugfs ``/sys/kernel/debug/sched/domains/cpuN/domainM/
+#: max_newidle_lb_cost`` read every 0.25 s during one run of each case (2026-11-27 01:47-01:59 UTC,
+#: load 2.5-8.7), median over vCPUs and samples. Under TCG a balance costs 0.02-0.3 ms, and
+#: whenever the host preempts the vCPU during one, milliseconds (up to 39 ms); the kernel keeps
+#: the maximum, decaying 1 % a second, so it differs from run to run: vm-4 sched-oversubscribed
+#: 3.0 and 0.78 ms, sched-passive 0.14 and 0.04 ms. docs/scheduler.md §10.4.
+NEWIDLE_COST_4_PASSIVE = (0.144e-3, 0.040e-3)
+NEWIDLE_COST_4_OVER = (2.98e-3, 0.78e-3)
+NEWIDLE_COST_8_OVER = (0.51e-3, 0.22e-3)
+NEWIDLE_COST_4X2_OVER = (1.98e-3, 3.60e-3, 0.028e-3)
+NEWIDLE_COST_2X4_OVER = (4.41e-3, 3.16e-3)
 GUEST_BACKGROUND: dict[str, dict[int, GuestBackground]] = {
     # vm-4 (the boot above): 4 threads 8.8-13.0 ms per barrier (three runs), agent 90 and 100 ms
     # per sample; 8 threads 6.7-12.9 ms (three runs), agent 167 and 210 ms per sample (its CPU
     # less the 0.32-0.34 s of the runs sampling every 30 s, over the samples but the exit one).
     "vm-4": {
-        4: GuestBackground(barrier_s=10.5e-3, agent_cost_s=95e-3, kthread_hz=KTHREAD_HZ_4, kthread_mean_s=KTHREAD_MEAN_S_4),
-        8: GuestBackground(barrier_s=10.4e-3, agent_cost_s=188e-3, kthread_hz=KTHREAD_HZ_4, kthread_mean_s=KTHREAD_MEAN_S_4),
+        4: GuestBackground(barrier_s=10.5e-3, agent_cost_s=95e-3, kthread_hz=KTHREAD_HZ_4, kthread_mean_s=KTHREAD_MEAN_S_4,
+                            newidle_lb_cost_s=NEWIDLE_COST_4_PASSIVE),
+        8: GuestBackground(barrier_s=10.4e-3, agent_cost_s=188e-3, kthread_hz=KTHREAD_HZ_4, kthread_mean_s=KTHREAD_MEAN_S_4,
+                            newidle_lb_cost_s=NEWIDLE_COST_4_OVER),
     },
     # vm-8 (its boot above): 8 threads 10.2-13.4 ms per barrier (three runs), agent 120 and 187 ms
     # per sample; 16 threads 9.4-17.7 ms, agent 70 and 304 ms per sample (less 0.39 and 0.54 s).
     "vm-8": {
         8: GuestBackground(barrier_s=11.7e-3, agent_cost_s=153e-3, kthread_hz=KTHREAD_HZ_8, kthread_mean_s=KTHREAD_MEAN_S_8),
-        16: GuestBackground(barrier_s=13.4e-3, agent_cost_s=187e-3, kthread_hz=KTHREAD_HZ_8, kthread_mean_s=KTHREAD_MEAN_S_8),
+        16: GuestBackground(barrier_s=13.4e-3, agent_cost_s=187e-3, kthread_hz=KTHREAD_HZ_8, kthread_mean_s=KTHREAD_MEAN_S_8,
+                             newidle_lb_cost_s=NEWIDLE_COST_8_OVER),
     },
     "vm-4x2": {
         8: GuestBackground(barrier_s=14.2e-3, agent_cost_s=96e-3, kthread_hz=KTHREAD_HZ_4X2, kthread_mean_s=KTHREAD_MEAN_S_4X2),
-        16: GuestBackground(barrier_s=15.0e-3, agent_cost_s=161e-3, kthread_hz=KTHREAD_HZ_4X2, kthread_mean_s=KTHREAD_MEAN_S_4X2),
+        16: GuestBackground(barrier_s=15.0e-3, agent_cost_s=161e-3, kthread_hz=KTHREAD_HZ_4X2, kthread_mean_s=KTHREAD_MEAN_S_4X2,
+                             newidle_lb_cost_s=NEWIDLE_COST_4X2_OVER),
     },
     "vm-2x4": {
         8: GuestBackground(barrier_s=15.3e-3, agent_cost_s=81e-3, kthread_hz=KTHREAD_HZ_2X4, kthread_mean_s=KTHREAD_MEAN_S_2X4),
-        16: GuestBackground(barrier_s=19.7e-3, agent_cost_s=148e-3, kthread_hz=KTHREAD_HZ_2X4, kthread_mean_s=KTHREAD_MEAN_S_2X4),
+        16: GuestBackground(barrier_s=19.7e-3, agent_cost_s=148e-3, kthread_hz=KTHREAD_HZ_2X4, kthread_mean_s=KTHREAD_MEAN_S_2X4,
+                             newidle_lb_cost_s=NEWIDLE_COST_2X4_OVER),
     },
 }
 
@@ -578,20 +602,56 @@ def cpus_per_node(machine: Any) -> int:
     return max(1, machine.nr_pus // max(1, len(machine.node_os_indexes)))
 
 
-def sim_side(spec: RunSpec, background: GuestBackground | None = None, interval_ms: int = 1000) -> Side:
-    """The simulator's side; with the guest's ``background``, on the preset at the guest's speed
-    carrying it: a first run gives the simulated seconds per barrier (kernels/barrier.c: one per
-    rep), the second runs on the preset slowed by the guest's over that (``guest_speed_machine``)
-    with the guest's background (``GuestBackground.engine``)."""
+#: The host that runs a guest's vCPUs under TCG (``numalab_sim::vhost::VcpuHost``,
+#: docs/scheduler.md §10.5), for the simulated side of the multi-vCPU sleeping cases. Nothing here
+#: is fitted to the guest's moves:
+#: - ``mode``: ``mttcg``, one host thread per vCPU. QEMU 7.2 enables it for an x86 guest on an x86
+#:   host (``accel/tcg/tcg-all.c: default_mttcg_enabled()``: ``TARGET_SUPPORTS_MTTCG`` and the
+#:   guest's memory order within the host's); seen here: ``ps -L`` of the QEMU process during a
+#:   ``vm-4x2`` run shows 8 vCPU threads beside the main loop, each 10-22 % of a core
+#:   (2026-11-27 01:47 UTC, load 1.8-3.6).
+#: - ``cores``: 1. QEMU's threads used about one core of this 2-core machine shared with other
+#:   work (7.8 CPU s in 7 s of a run), and pinned to one core (``taskset -c 0``) the guest's moves
+#:   and idleness were the same (docs/scheduler.md §10.4).
+#: - ``slice_s``: the host scheduler's slice, 0.75 ms ``sysctl_sched_base_slice`` times
+#:   ``update_sysctl()``'s factor 1 + ilog2(2 CPUs) = 2 (``kernel/sched/fair.c``, the host's
+#:   Linux 6.18: EEVDF).
+GUEST_HOST: dict[str, Any] = {"cores": 1, "mode": "mttcg", "slice_s": 1.5e-3}
+
+
+def sim_doc(spec: RunSpec, background: GuestBackground | None = None, interval_ms: int = 1000,
+            host: bool = True) -> dict[str, Any]:
+    """The simulator's run of a case; with the guest's ``background``, on the preset at the
+    guest's speed carrying it: a first run gives the simulated seconds per barrier
+    (kernels/barrier.c: one per rep), the second runs on the preset slowed by the guest's over
+    that (``guest_speed_machine``) with the guest's background (``GuestBackground.engine``). On a
+    guest with several vCPUs per node both runs also simulate the host running the vCPUs
+    (``GUEST_HOST``): the first then gives the barrier's length with one host core for all
+    vCPUs, and the slowdown left is TCG's own (translated code slower than the preset's
+    placeholder timing). ``host=False`` leaves the host out (every vCPU always runs)."""
     from numalab.runner import sim
 
-    doc = sim.run(spec).doc
+    vcpu_host = GUEST_HOST if host and background is not None and spec.machine in MULTI_CPU_MACHINES else None
+    if vcpu_host is None:
+        doc = sim.run(spec).doc
+    else:
+        m, w, placement, policies, config = spec.engine_inputs(guest_speed_machine(spec.machine, 1.0))
+        config["vcpu_host"] = vcpu_host
+        doc = sim.run(spec.bind_inputs(m, w, placement, policies, config)).doc
     if background is not None and spec.noise:
         barriers = int(dict(spec.params).get("reps") or 1)
         slowdown = background.barrier_s / (float(doc["time_s"]) / barriers)
         m, w, placement, policies, config = spec.engine_inputs(guest_speed_machine(spec.machine, slowdown))
         config["background"] = background.engine(interval_ms)
+        if vcpu_host is not None:
+            config["vcpu_host"] = vcpu_host
         doc = sim.run(spec.bind_inputs(m, w, placement, policies, config)).doc
+    return dict(doc)
+
+
+def sim_side(spec: RunSpec, background: GuestBackground | None = None, interval_ms: int = 1000) -> Side:
+    """The simulator's side of a case (``sim_doc``)."""
+    doc = sim_doc(spec, background, interval_ms)
     series = [list(p["pages_per_node"]) for p in doc["timeline"]] or [doc["pages"]["per_node"]]
     tiers = len({t for t in doc.get("memory_tiers") or [] if t is not None}) or 1
     return Side(*_complete(series), _counters(doc), threads_of(doc), tiers)

@@ -217,7 +217,6 @@ def sim_moves(name: str, kernel: str = "6.1") -> dict[str, tuple[int, int]]:
     side ``check.sim_side`` runs (the guest's speed and background where measured), with its
     decisions kept."""
     from numalab.machine import load as load_machine
-    from numalab.runner import sim
     from numalab.spec import RunSpec
     from numalab.vm import check
 
@@ -225,14 +224,7 @@ def sim_moves(name: str, kernel: str = "6.1") -> dict[str, tuple[int, int]]:
     params = {"threads": load_machine(case.machine).nr_pus, **case.params}
     spec = RunSpec.create(case.machine, case.workload, params=params, kernel=kernel, thp="never").with_config(case.config)
     spec = spec.updated(explain_sched=True)
-    doc = sim.run(spec).doc
-    if case.background is not None and spec.noise:
-        # check.sim_side's second run, with the decisions kept.
-        barriers = int(dict(spec.params).get("reps") or 1)
-        slowdown = case.background.barrier_s / (float(doc["time_s"]) / barriers)
-        m, w, placement, policies, config = spec.engine_inputs(check.guest_speed_machine(spec.machine, slowdown))
-        config["background"] = case.background.engine(case.interval_ms)
-        doc = sim.run(spec.bind_inputs(m, w, placement, policies, config)).doc
+    doc = check.sim_doc(spec, case.background, case.interval_ms)
     out: dict[str, tuple[int, int]] = {}
     for e in doc.get("sched_events", []):
         if e["from_cpu"] is None:
