@@ -130,6 +130,9 @@ pub struct SchedRules {
     pub wake_order: WakeOrder,
     /// When idle CPUs, their tick stopped, are balanced (CONFIG_NO_HZ idle balancing).
     pub nohz_idle: NohzIdle,
+    /// Whether a newly idle CPU balances at once or only when it expects to stay idle longer
+    /// than balancing costs (`kernel/sched/fair.c: newidle_balance()`).
+    pub newidle_gate: NewidleGate,
     /// The busiest group and the imbalance (`kernel/sched/fair.c: find_busiest_group()`,
     /// `update_sd_pick_busiest()`, `calculate_imbalance()`).
     pub busiest_group: BusiestGroup,
@@ -349,6 +352,21 @@ pub enum NohzIdle {
     /// its LLC has more than one busy CPU (`nr_busy_cpus > 1`; 3.13: the `sd_busy` group, the
     /// LLC); otherwise no idle CPU is balanced.
     KickWhenOverloadedOrLlcBusy,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum NewidleGate {
+    /// Every newly idle CPU balances, lowest level first (the model's rule for v2.6.32 and
+    /// v3.13, whose `idle_balance()` gates were not checked).
+    Always,
+    /// v6.1 `newidle_balance()`, v6.13 `sched_balance_newidle()` (since v5.16's "Remove
+    /// sysctl_sched_migration_cost condition"): no balancing when `rq->avg_idle <
+    /// sd->max_newidle_lb_cost` of the lowest domain, and per level a stop when `avg_idle <
+    /// curr_cost + sd->max_newidle_lb_cost`. `rq->avg_idle` is `update_avg()` (1/8 of each
+    /// new sample) of the CPU's idle spells, measured at its wake-up (`kernel/sched/core.c:
+    /// ttwu_do_wakeup()`), capped at `2 x rq->max_idle_balance_cost`, from `2 x
+    /// sysctl_sched_migration_cost` (`sched_init()`).
+    AvgIdleAboveCost,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -710,6 +728,7 @@ pub const PROFILE_2_6_32: KernelProfile = KernelProfile {
         // kernel/sched.c: select_nohz_load_balancer(), trigger_load_balance(),
         // run_rebalance_domains(): the ilb owner balances the tickless idle CPUs on its tick.
         nohz_idle: NohzIdle::OwnerWhileAnyBusy,
+        newidle_gate: NewidleGate::Always,
         // kernel/sched.c: update_sd_lb_stats(): highest avg_load above group_capacity, which
         // "if (prefer_sibling)" lowers to one; find_busiest_group(), calculate_imbalance():
         // max_pull = min(max_load - avg_load, max_load - busiest_load_per_task).
@@ -815,6 +834,7 @@ pub const PROFILE_3_13: KernelProfile = KernelProfile {
         // kernel/sched/fair.c: nohz_kick_needed(): "if (rq->nr_running >= 2) goto need_kick";
         // sd_busy's nr_busy_cpus > 1.
         nohz_idle: NohzIdle::KickWhenOverloadedOrLlcBusy,
+        newidle_gate: NewidleGate::Always,
         busiest_group: BusiestGroup::Capacity,
         load: LoadRules {
             tracking: PeltForm::RunnableAvgSum,
@@ -930,6 +950,9 @@ pub const PROFILE_6_1: KernelProfile = KernelProfile {
         wake_order: WakeOrder::AffineThenIdleSibling,
         // kernel/sched/fair.c: nohz_balancer_kick() (as v6.13).
         nohz_idle: NohzIdle::KickWhenOverloadedOrLlcBusy,
+        // kernel/sched/fair.c: newidle_balance(): "this_rq->avg_idle < sd->max_newidle_lb_cost",
+        // then per domain "this_rq->avg_idle < curr_cost + sd->max_newidle_lb_cost".
+        newidle_gate: NewidleGate::AvgIdleAboveCost,
         // kernel/sched/fair.c: find_busiest_group(): "sds.prefer_sibling && local->group_type ==
         // group_has_spare && busiest->sum_nr_running > local->sum_nr_running + 1" (v6.6's
         // sibling_imbalance() is absent); calculate_imbalance(): nr_diff = busiest's
@@ -1044,6 +1067,8 @@ pub const PROFILE_6_13: KernelProfile = KernelProfile {
         // kernel/sched/fair.c: nohz_balancer_kick(): rq->nr_running >= 2, or the LLC's
         // sd_llc_shared->nr_busy_cpus > 1 (no capacity pressure, misfit or asym packing here).
         nohz_idle: NohzIdle::KickWhenOverloadedOrLlcBusy,
+        // kernel/sched/fair.c: sched_balance_newidle(): as v6.1's newidle_balance().
+        newidle_gate: NewidleGate::AvgIdleAboveCost,
         busiest_group: BusiestGroup::GroupType,
         load: LoadRules {
             tracking: PeltForm::LoadRunnableUtil,

@@ -13,10 +13,11 @@
 
 use super::lb_stats::{self, group_classify, Idle, LbStats, Migration, Spread};
 use super::load::CpuSig;
+use super::newidle;
 use super::pelt::CAPACITY;
 use super::wake::Why;
 use super::{GroupLoad, Sched, HZ, MIGRATION_COST_S};
-use crate::profile::{BalanceSignals, BusiestGroup, IdleScan, NohzIdle, TimeSlice};
+use crate::profile::{BalanceSignals, BusiestGroup, IdleScan, NewidleGate, NohzIdle, TimeSlice};
 
 /// `get_update_sysctl_factor()` with `SCHED_TUNABLESCALING_LOG` (`kernel/sched/fair.c`,
 /// v2.6.32 `kernel/sched.c: update_sysctl()`): `1 + ilog2(min(num_online_cpus(), 8))`, the
@@ -53,15 +54,26 @@ impl Sched {
         }
         let mut moved = Vec::new();
         let ncpu = nr.len();
+        let gated = self.rules.newidle_gate == NewidleGate::AvgIdleAboveCost;
+        let cost: Vec<f64> = self.noise.as_ref().map_or(Vec::new(), |nz| nz.newidle_lb_cost_s().to_vec());
+        let full = newidle::full_cost(&cost, self.domains.len());
+        for (cpu, _) in nr.iter().enumerate().filter(|(_, &n)| n > 0) {
+            self.idle_avg.woke(cpu, now_s, full);
+        }
         for cpu in 0..ncpu {
             if self.was_busy[cpu] && nr[cpu] == 0 {
+                self.idle_avg.went_idle(cpu, now_s);
                 for l in 0..self.domains.len() {
+                    if gated && !self.idle_avg.allows(cpu, l, &cost) {
+                        break;
+                    }
                     let (got, done) = self.load_balance(now_s, cpu, l, Idle::Newly, &mut nr, live, &mut sig);
                     if done {
                         sig = None;
                     }
                     moved.extend(got);
                     if done {
+                        self.idle_avg.pulled(cpu);
                         break;
                     }
                 }
@@ -601,6 +613,7 @@ mod tests {
                 daemon_mean_s: 0.0,
                 agent_period_s: 1.0,
                 agent_cost_s: 0.1,
+                newidle_lb_cost_s: Vec::new(),
             },
         );
         // Generated with no thread runnable, the run stays on its seeded CPU.
@@ -613,6 +626,94 @@ mod tests {
         s.cpu[0] = cpu;
         s.cpu[1] = (cpu + 2) % 4;
         (s, cpu, cpu ^ 1, start)
+    }
+
+    /// Two nodes of one CPU: threads 0 and 1 share CPU 0, thread 2 runs on CPU 1 for 300 ms
+    /// (CPU 0's utilisation full: an overloaded group), then ends; what CPU 1's newly idle
+    /// balance pulls when one balance of a domain costs `newidle_lb_cost_s` (the only background):
+    /// the threads moved and by which path.
+    fn newly_idle_after_300_ms(kernel: Kernel, newidle_lb_cost_s: &[f64]) -> Vec<(usize, &'static str)> {
+        let m = crate::sched::test_machines::two_nodes_of(1);
+        let p = Placement {
+            policy: numalab_model::MemPolicy::new(numalab_model::PolicyMode::Default, Default::default()).unwrap(),
+            cpus: None,
+            proc_bind: ProcBind::False,
+            places: Places::Cores,
+        };
+        let mut s = Sched::new(&m, &p, kernel, 1, 3).unwrap();
+        s.explain = true;
+        let bg = crate::sched::Background {
+            kthread_hz: 0.0,
+            kthread_mean_s: 0.0,
+            daemon_hz: 0.0,
+            daemon_mean_s: 0.0,
+            agent_period_s: 0.0,
+            agent_cost_s: 0.0,
+            newidle_lb_cost_s: newidle_lb_cost_s.to_vec(),
+        };
+        s.set_background(1, bg);
+        let mut live = [false; 3];
+        for t in 0..3 {
+            s.place_new(t, (t > 0).then_some(0), &live);
+            live[t] = true;
+        }
+        s.cpu = vec![0, 0, 1];
+        // Kept on their CPUs meanwhile (CPU 1's own balancing would take one).
+        let both = s.allowed[0].clone();
+        s.allowed = vec![vec![0], vec![0], vec![1]];
+        for k in 1..=300 {
+            assert!(s.balance(k as f64 * 1e-3, &live).is_empty(), "{kernel:?}");
+        }
+        s.allowed = vec![both; 3];
+        let before = s.log.len();
+        let moved = s.balance(300.2e-3, &[true, true, false]);
+        assert_eq!(moved.len(), s.log.len() - before);
+        s.log[before..].iter().map(|e| (e.tid, e.path)).collect()
+    }
+
+    #[test]
+    fn v61_a_newly_idle_cpu_whose_idle_spells_are_shorter_than_a_balance_does_not_pull() {
+        // kernel/sched/fair.c v6.1 newidle_balance(): "this_rq->avg_idle <
+        // sd->max_newidle_lb_cost" skips the balance; rq->avg_idle starts at 2 x
+        // sysctl_sched_migration_cost = 1 ms (kernel/sched/core.c: sched_init()). Free
+        // balancing, or a balance of 0.4 ms (1 ms of average idleness covers it): CPU 1 pulls a
+        // thread of CPU 0 (the overloaded group's, migrate_util).
+        let newidle = vec![(1, "newidle-balance")];
+        assert_eq!(newly_idle_after_300_ms(Kernel::V6_1, &[0.0]), newidle);
+        assert_eq!(newly_idle_after_300_ms(Kernel::V6_1, &[0.4e-3]), newidle);
+        // Costing 2 ms (the TCG guest's, docs/scheduler.md §10.4): no newly idle balance; the
+        // idle CPU's periodic balance (due, kicked by CPU 0's two tasks) takes the thread
+        // instead. 6.13's sched_balance_newidle() reads the same.
+        let periodic = vec![(1, "idle-balance")];
+        assert_eq!(newly_idle_after_300_ms(Kernel::V6_1, &[2e-3]), periodic);
+        assert_eq!(newly_idle_after_300_ms(Kernel::V6_13, &[2e-3]), periodic);
+        assert_eq!(newly_idle_after_300_ms(Kernel::V6_13, &[0.0]), newidle);
+    }
+
+    #[test]
+    fn v61_short_idle_spells_bring_avg_idle_under_the_cost() {
+        // A CPU idle 0.1 ms at a time: avg_idle falls from 1 ms by an eighth of the difference
+        // per spell (kernel/sched/sched.h: update_avg()), under a 0.5 ms balance after 6 spells
+        // (1 -> 0.888 -> 0.789 -> 0.703 -> 0.627 -> 0.561 -> 0.503 -> 0.453 ms: 7).
+        let m = crate::sched::test_machines::two_nodes_of(1);
+        let p = Placement {
+            policy: numalab_model::MemPolicy::new(numalab_model::PolicyMode::Default, Default::default()).unwrap(),
+            cpus: None,
+            proc_bind: ProcBind::False,
+            places: Places::Cores,
+        };
+        let mut s = Sched::new(&m, &p, Kernel::V6_1, 1, 2).unwrap();
+        s.cpu = vec![0, 1];
+        let mut t = 0.0;
+        let mut spells = 0;
+        while s.idle_avg.allows(1, 0, &[0.5e-3]) {
+            t += 5e-3;
+            s.balance(t, &[true, true]);
+            s.balance(t + 1e-3, &[true, false]);
+            s.balance(t + 1.1e-3, &[true, true]);
+            spells += 1;
+        }
+        assert_eq!(spells, 7);
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod fork;
 mod lb_stats;
 mod load;
 mod load_balance;
+mod newidle;
 mod noise;
 pub mod pelt;
 mod turns;
@@ -156,6 +157,8 @@ pub struct Sched {
     pub log_total: u64,
     /// CPUs that had runnable work at the previous balancing point (for newly-idle balancing).
     was_busy: Vec<bool>,
+    /// Per CPU: `rq->avg_idle` and `rq->idle_stamp` (`newidle.rs`).
+    idle_avg: newidle::IdleAvg,
     /// Per thread: node at creation, seconds run away from it, and the last accounting time.
     first_node: Vec<usize>,
     pub away_s: Vec<f64>,
@@ -246,6 +249,7 @@ impl Sched {
             log: Vec::new(),
             log_total: 0,
             was_busy: vec![false; m.pus.len()],
+            idle_avg: newidle::IdleAvg::new(m.pus.len()),
             first_node: vec![0; nthreads],
             away_s: vec![0.0; nthreads],
             accounted_s: 0.0,

@@ -46,6 +46,11 @@ pub struct Background {
     pub agent_period_s: f64,
     #[serde(default)]
     pub agent_cost_s: f64,
+    /// What one newly idle balance of each domain level costs the CPU, lowest first (a guest's
+    /// measured `sd->max_newidle_lb_cost`; `newidle.rs`), the last standing for the levels
+    /// above; none: free.
+    #[serde(default)]
+    pub newidle_lb_cost_s: Vec<f64>,
 }
 
 impl Default for Background {
@@ -58,6 +63,7 @@ impl Default for Background {
             daemon_mean_s: 1e-3,
             agent_period_s: 0.0,
             agent_cost_s: 0.0,
+            newidle_lb_cost_s: Vec::new(),
         }
     }
 }
@@ -203,6 +209,11 @@ impl Noise {
         self.events.iter().filter(|e| e.0 == cpu && e.1 <= t && t < e.2).map(|e| e.1).reduce(f64::min)
     }
 
+    /// One newly idle balance's cost per domain level (`Background::newidle_lb_cost_s`).
+    pub fn newidle_lb_cost_s(&self) -> &[f64] {
+        &self.bg.newidle_lb_cost_s
+    }
+
     /// Whether a periodic task has run yet.
     pub fn has_agent(&self) -> bool {
         !self.agent_runs.is_empty()
@@ -293,6 +304,7 @@ mod tests {
             daemon_mean_s: 0.0,
             agent_period_s: period_s,
             agent_cost_s: cost_s,
+            newidle_lb_cost_s: Vec::new(),
         }
     }
 

@@ -1,0 +1,117 @@
+//! Whether a newly idle CPU balances (profile `sched.newidle_gate`): v6.1
+//! `kernel/sched/fair.c: newidle_balance()`, v6.13 `sched_balance_newidle()`. The kernel skips
+//! the balance when the CPU's average idle spell (`rq->avg_idle`) is shorter than what a balance
+//! of its lowest domain has cost (`sd->max_newidle_lb_cost`), and climbs a level only while
+//! `avg_idle >= curr_cost + sd->max_newidle_lb_cost` (`curr_cost`: the levels balanced so far).
+//! `avg_idle` is `update_avg()` of each idle spell, from the `idle_stamp` set when the CPU went
+//! idle to its next wake-up (`kernel/sched/core.c: ttwu_do_wakeup()`), capped at
+//! `2 x rq->max_idle_balance_cost`. A balance's cost per level is the host's (`Background`'s
+//! `newidle_lb_cost_s`, the guest's measured `max_newidle_lb_cost`), each balance costing that
+//! maximum, which is held: the kernel's decays by 1 % a second (`update_newidle_cost()`).
+
+use super::MIGRATION_COST_S;
+
+#[derive(Clone, Debug)]
+pub(super) struct IdleAvg {
+    /// Per CPU: `rq->avg_idle` in seconds.
+    avg_idle_s: Vec<f64>,
+    /// Per CPU: `rq->idle_stamp`, when it went idle (none once woken or after a pull).
+    idle_stamp_s: Vec<Option<f64>>,
+}
+
+impl IdleAvg {
+    /// `sched_init()`: `rq->avg_idle = 2*sysctl_sched_migration_cost`.
+    pub(super) fn new(ncpu: usize) -> Self {
+        IdleAvg { avg_idle_s: vec![2.0 * MIGRATION_COST_S; ncpu], idle_stamp_s: vec![None; ncpu] }
+    }
+
+    /// `newidle_balance()`: "this_rq->idle_stamp = rq_clock(this_rq)".
+    pub(super) fn went_idle(&mut self, cpu: usize, now_s: f64) {
+        self.idle_stamp_s[cpu] = Some(now_s);
+    }
+
+    /// A newly idle balance pulled a task: "if (pulled_task) this_rq->idle_stamp = 0" (no sample).
+    pub(super) fn pulled(&mut self, cpu: usize) {
+        self.idle_stamp_s[cpu] = None;
+    }
+
+    /// The CPU has work again (`ttwu_do_wakeup()`): the idle spell is a sample of
+    /// `update_avg()` (`*avg += (sample - *avg) / 8`), the average capped at `2 x
+    /// max_idle_balance_cost` (that is `max(sysctl_sched_migration_cost, the balances' cost)`:
+    /// `newidle_balance()` raises it to `curr_cost`, `rebalance_domains()` brings it back to
+    /// the larger of the two).
+    pub(super) fn woke(&mut self, cpu: usize, now_s: f64, full_cost_s: f64) {
+        if let Some(stamp) = self.idle_stamp_s[cpu].take() {
+            let avg = &mut self.avg_idle_s[cpu];
+            *avg += (now_s - stamp - *avg) / 8.0;
+            *avg = avg.min(2.0 * MIGRATION_COST_S.max(full_cost_s));
+        }
+    }
+
+    /// Whether level `l` (0 the lowest) is balanced: `avg_idle >= curr_cost +
+    /// max_newidle_lb_cost`, the levels below `l` balanced before (`cost_of`).
+    pub(super) fn allows(&self, cpu: usize, l: usize, cost_s: &[f64]) -> bool {
+        self.avg_idle_s[cpu] >= (0..=l).map(|k| cost_of(cost_s, k)).sum::<f64>()
+    }
+
+    #[cfg(test)]
+    pub(super) fn avg_idle_s(&self, cpu: usize) -> f64 {
+        self.avg_idle_s[cpu]
+    }
+}
+
+/// Level `l`'s cost: its own, else the highest level's given, else 0.
+pub(super) fn cost_of(cost_s: &[f64], l: usize) -> f64 {
+    cost_s.get(l).or(cost_s.last()).copied().unwrap_or(0.0)
+}
+
+/// All `levels` balanced once (`rebalance_domains()`'s `max_cost`).
+pub(super) fn full_cost(cost_s: &[f64], levels: usize) -> f64 {
+    (0..levels).map(|l| cost_of(cost_s, l)).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn avg_idle_moves_an_eighth_toward_each_idle_spell_and_is_capped() {
+        let mut a = IdleAvg::new(2);
+        assert_eq!(a.avg_idle_s(0), 1e-3);
+        // A 0.2 ms spell: 1 ms + (0.2 - 1) / 8 = 0.9 ms.
+        a.went_idle(0, 1.0);
+        a.woke(0, 1.0 + 0.2e-3, 0.0);
+        assert!((a.avg_idle_s(0) - 0.9e-3).abs() < 1e-12);
+        // Woken again without an idle spell in between: no sample.
+        a.woke(0, 2.0, 0.0);
+        assert!((a.avg_idle_s(0) - 0.9e-3).abs() < 1e-12);
+        // A 1 s spell: capped at 2 x max(sysctl_sched_migration_cost, cost) = 1 ms ...
+        a.went_idle(0, 3.0);
+        a.woke(0, 4.0, 0.0);
+        assert_eq!(a.avg_idle_s(0), 1e-3);
+        // ... or twice a 3 ms balance.
+        a.went_idle(0, 5.0);
+        a.woke(0, 6.0, 3e-3);
+        assert_eq!(a.avg_idle_s(0), 6e-3);
+        // A pull ends the spell without a sample; the other CPU is untouched.
+        a.went_idle(0, 7.0);
+        a.pulled(0);
+        a.woke(0, 8.0, 3e-3);
+        assert_eq!((a.avg_idle_s(0), a.avg_idle_s(1)), (6e-3, 1e-3));
+    }
+
+    #[test]
+    fn a_level_is_balanced_only_while_avg_idle_covers_the_cost_so_far() {
+        let a = IdleAvg::new(1);
+        // avg_idle 1 ms: at 0.4 ms a balance, levels 0 and 1 (0.4, 0.8 ms) but not 2 (1.2 ms).
+        let c = [0.4e-3];
+        assert!(a.allows(0, 0, &c) && a.allows(0, 1, &c) && !a.allows(0, 2, &c));
+        // Per level: 0.3 ms then 0.8 ms: level 1 needs 1.1 ms.
+        assert!(a.allows(0, 0, &[0.3e-3, 0.8e-3]) && !a.allows(0, 1, &[0.3e-3, 0.8e-3]));
+        assert!((full_cost(&[0.3e-3, 0.8e-3], 3) - 1.9e-3).abs() < 1e-12);
+        // Costlier than the average idle spell: not even the lowest level.
+        assert!(!a.allows(0, 0, &[1.5e-3]));
+        // Free balancing (the default): every level.
+        assert!(a.allows(0, 5, &[]));
+    }
+}
