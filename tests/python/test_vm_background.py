@@ -171,3 +171,27 @@ def test_the_host_is_simulated_on_guests_with_several_vcpus_per_node_only():
     two = _spec(check.CASES["sched-passive-4x2"], KERNEL)
     bg = check.CASES["sched-passive-4x2"].background
     assert check.sim_doc(two, bg)["time_s"] != check.sim_doc(two, bg, host=False)["time_s"]
+
+
+def test_the_guests_newly_idle_balancing_cost_reaches_the_engine_and_takes_newly_idle_pulls(monkeypatch: pytest.MonkeyPatch):
+    """``GuestBackground.newidle_lb_cost_s`` (the guest's ``max_newidle_lb_cost`` per level,
+    docs/scheduler.md §10.4) goes to the engine only when measured; on ``vm-4`` oversubscribed
+    (costs 3.0 and 0.78 ms under TCG) 6.1's newly idle cut-off (``newidle_balance()``: ``avg_idle
+    < max_newidle_lb_cost``) takes most of the simulator's newly idle pulls, and idle balancing
+    pulls instead (2026-11-27: 208 newly idle and 17 idle-CPU pulls without the cost, 49 and 99 with)."""
+    from dataclasses import replace
+
+    from numalab.vm import sched_trace
+
+    bg = check.GuestBackground(barrier_s=0.015, agent_cost_s=0.1, kthread_hz=6.0, kthread_mean_s=0.7e-3,
+                               newidle_lb_cost_s=(3e-3, 1e-3))
+    assert bg.engine(1000)["newidle_lb_cost_s"] == [3e-3, 1e-3]
+    assert "newidle_lb_cost_s" not in replace(bg, newidle_lb_cost_s=()).engine(1000)
+    case = check.CASES["sched-oversubscribed"]
+    assert case.background is not None and case.background.newidle_lb_cost_s == check.NEWIDLE_COST_4_OVER
+    with_cost = sched_trace.sim_moves("sched-oversubscribed")
+    monkeypatch.setitem(check.CASES, "sched-oversubscribed", replace(case, background=replace(case.background, newidle_lb_cost_s=())))
+    without = sched_trace.sim_moves("sched-oversubscribed")
+    newidle, idle = "newly idle balance", "periodic balance, idle CPU"
+    assert with_cost[newidle][0] < without[newidle][0] / 2, (with_cost, without)
+    assert with_cost[idle][0] > without[idle][0], (with_cost, without)
