@@ -52,3 +52,22 @@ fn a_host_without_cores_is_refused() {
     let e = simulate(&m, &w, &pinned(MemPolicy::default_policy()), &c).unwrap_err().to_string();
     assert!(e.contains("vcpu_host.cores"), "{e}");
 }
+
+#[test]
+fn halted_vcpus_take_no_host_time_from_the_busy_one() {
+    // Both threads on the primary's core (the other 15 vCPUs halted): one host core runs it
+    // alone, as fast as without the host.
+    let m = machine4();
+    let w = stream_like(16, 2, Pattern::Block, 4);
+    let p = numalab_sim::input::Placement {
+        proc_bind: numalab_sim::input::ProcBind::Primary,
+        ..pinned(MemPolicy::default_policy())
+    };
+    let run = |host| {
+        let c = SimConfig { vcpu_host: host, omp_wait_policy: WaitPolicy::Passive, ..cfg() };
+        simulate(&m, &w, &p, &c).unwrap().time_s
+    };
+    let base = run(None);
+    let one = run(Some(VcpuHost { cores: 1, mode: HostMode::Mttcg, slice_s: 1.5e-3 }));
+    assert!((one / base - 1.0).abs() < 0.05, "{one} against {base}");
+}
