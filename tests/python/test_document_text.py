@@ -32,8 +32,17 @@ def test_a_document_orjson_refuses_is_encoded_as_before():
 
 
 def test_a_document_that_is_not_json_raises_jsons_error():
-    with pytest.raises(TypeError, match="Object of type set is not JSON serializable"):
-        document_text({"x": {1, 2}})
+    """Dates and dataclasses too, which orjson could write: json's error, as before orjson."""
+    import dataclasses
+    import datetime
+
+    @dataclasses.dataclass
+    class Point:
+        x: float
+
+    for value, name in (({1, 2}, "set"), (datetime.date(2026, 11, 27), "date"), (Point(1.0), "Point")):
+        with pytest.raises(TypeError, match=f"Object of type {name} is not JSON serializable"):
+            document_text({"x": value})
 
 
 def test_nan_and_infinities_are_null():

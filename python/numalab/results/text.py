@@ -14,8 +14,10 @@ either gives equal values, and every reader of the store parses the text:
   SQLite's ``json_valid`` rejects).
 
 A document orjson refuses (keys that are not strings, integers beyond 64 bits, objects that are
-not JSON: numpy scalars, sets) is encoded by the json encoder, as before: the same text for the
-same document, and the same TypeError for one that is not JSON at all.
+not JSON: numpy scalars, sets; dataclasses and dates too, which orjson could write but json did
+not) is encoded by the json encoder, as before: the same text for the same document, and the same
+TypeError for one that is not JSON at all. Enums and UUIDs, which json refused, are written as
+their values.
 """
 
 from __future__ import annotations
@@ -28,11 +30,12 @@ import orjson
 # A document is a tree (the engine's output, plain dicts and lists), so the check for cycles is
 # not needed: without it the text is the same, a fifth faster.
 _FALLBACK = json.JSONEncoder(sort_keys=True, separators=(",", ":"), check_circular=False)
+_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 
 
 def document_text(doc: Any) -> str:
     """``doc`` as the store keeps it (the module's docstring says how it is spelled)."""
     try:
-        return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS).decode()
+        return orjson.dumps(doc, option=_OPTIONS).decode()
     except orjson.JSONEncodeError:
         return _FALLBACK.encode(doc)
