@@ -27,7 +27,7 @@ $(MATURIN_STAMP):
 	touch $@
 
 $(STAMP): pyproject.toml $(MATURIN_STAMP)
-	$(PIP) install -q "pytest>=8" "pytest-xdist>=3.6" "typer==0.20.0" "click==8.1.8" "rich>=13" "pydantic>=2.7,<3" "numpy>=1.26" "pandas>=2.1" "matplotlib>=3.8" "dask[distributed]>=2024.1" "pyarrow>=14" "defusedxml>=0.7" "hypothesis>=6.100" "scipy>=1.11" "pymetis>=2025.2" "dask-jobqueue>=0.9" "ruff==0.17.6" "mypy==2.4.1"
+	$(PIP) install -q "pytest>=8" "pytest-xdist>=3.6" "typer==0.20.0" "click==8.1.8" "rich>=13" "pydantic>=2.7,<3" "numpy>=1.26" "pandas>=2.1" "matplotlib>=3.8" "dask[distributed]>=2024.1" "pyarrow>=14" "defusedxml>=0.7" "orjson==3.13.0" "hypothesis>=6.100" "scipy>=1.11" "pymetis>=2025.2" "dask-jobqueue>=0.9" "ruff==0.17.6" "mypy==2.4.1"
 	touch $@
 
 venv: $(STAMP) ## create .venv with the Python dependencies (from PyPI)
