@@ -33,6 +33,7 @@ from numalab.console.progress import clock
 from numalab.console.tables import pct, render, table
 from numalab.exceptions import USAGE_ERRORS, NumalabError, UsageError
 from numalab.results.agent import balancing_mode
+from numalab.results.text import document_text
 from numalab.runner import host
 from numalab.spec import Placement, RunSpec
 from numalab.spec import config as cfg
@@ -210,7 +211,7 @@ def measure(plan: list[Config], command: list[str], *, name: str, results: Path,
                 result = one(c, f"{kind}: {r * len(plan) + i + 1}/{rounds * len(plan)} runs ({c.label})")
                 doc = result.doc
                 outcome = {"status": doc["status"], "error": doc["error"], "wall_s": doc["time_s"],
-                           "result": json.dumps(doc, sort_keys=True, separators=(",", ":")), "columns": columns(doc)}
+                           "result": document_text(doc), "columns": columns(doc)}
                 store.write(name, runs[(i, r)], outcome)
                 _stop_if_bad(result, c, store, name)
                 # The time the program reports, as the store's speedups compare (docs/measure.md §3).

@@ -244,6 +244,7 @@ def store(results: Path, name: Optional[str], machine: str, gspec: Any, settings
     """Store the runs as one study (its rows: this command's balancers; baseline: none, if run)."""
     from numalab.results.derived import columns
     from numalab.results.store import Store
+    from numalab.results.text import document_text
     from numalab.study.canonical import config_hash, to_json
     from numalab.study.resolved import ResolvedRun
 
@@ -266,6 +267,6 @@ def store(results: Path, name: Optional[str], machine: str, gspec: Any, settings
         st.register_study(resolved)
         for run, doc in zip(runs, docs):
             outcome = {"status": "ok", "error": None, "wall_s": doc.get("wall_s"),
-                       "result": json.dumps(doc, sort_keys=True, separators=(",", ":")), "columns": columns(doc)}
+                       "result": document_text(doc), "columns": columns(doc)}
             st.write(study, run, outcome)
         return st.path

@@ -14,6 +14,7 @@ from typing import Any, Callable
 from numalab.results.fairness import AloneCache, apply
 from numalab.results.metrics import derived_metrics
 from numalab.results.result import Result
+from numalab.results.text import document_text
 from numalab.results.store import ALONE_STORE_ENV as STORE_ENV  # the store alone runs are cached in (set by the study's client)
 from numalab.spec.corun_bind import CorunBound
 from numalab.spec.run import BoundRun
@@ -82,7 +83,7 @@ def _run_alone(single: Single, spec: Any, run_: AloneRun, cache: AloneCache, bou
     doc = single(spec.bind(bound.machine)).doc
     if doc["status"] != "ok":
         return None
-    text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    text = document_text(doc)
     cache.put(run_, {"status": "ok", "error": None, "wall_s": time.perf_counter() - start, "result": text, "columns": columns(doc)})
     return float(doc["processes"][0]["time_s"])
 
