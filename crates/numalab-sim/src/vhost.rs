@@ -4,7 +4,8 @@
 //! ran when it stopped: its thread makes no progress, yet the guest charges the time to it (tick,
 //! PELT, vruntime, the turn it holds). A halted vCPU (nothing to run in the guest) uses no host
 //! time. Off unless a run asks for it (`SimConfig::vcpu_host`); then the engine asks `plan()`
-//! at every epoch which vCPUs a host core runs, and charges them with `charge()`.
+//! at every round of its epochs (a quarter epoch) which vCPUs a host core runs, and charges them
+//! with `charge()`.
 //!
 //! Two modes, as QEMU 7.2 has them:
 //! - `rr` (`accel/tcg/tcg-accel-ops-rr.c: rr_cpu_thread_fn`): one host thread runs every vCPU in
@@ -85,7 +86,7 @@ impl HostRun {
         }
     }
 
-    /// The longest epoch that keeps the host's turns: a slice.
+    /// The longest epoch the engine may take: a slice.
     pub fn max_epoch_s(&self) -> f64 {
         self.cfg.slice_s
     }

@@ -613,10 +613,13 @@ def cpus_per_node(machine: Any) -> int:
 #: - ``cores``: 1. QEMU's threads used about one core of this 2-core machine shared with other
 #:   work (7.8 CPU s in 7 s of a run), and pinned to one core (``taskset -c 0``) the guest's moves
 #:   and idleness were the same (docs/scheduler.md §10.4).
-#: - ``slice_s``: the host scheduler's slice, 0.75 ms ``sysctl_sched_base_slice`` times
-#:   ``update_sysctl()``'s factor 1 + ilog2(2 CPUs) = 2 (``kernel/sched/fair.c``, the host's
-#:   Linux 6.18: EEVDF).
-GUEST_HOST: dict[str, Any] = {"cores": 1, "mode": "mttcg", "slice_s": 1.5e-3}
+#: - ``slice_s``: how long the host's scheduler lets a vCPU thread run before the next one, 4 ms:
+#:   its slice is 1.5 ms (``sysctl_sched_base_slice`` 0.75 ms times ``update_sysctl()``'s factor
+#:   1 + ilog2(2 CPUs), ``kernel/sched/fair.c``, the host's Linux 6.18: EEVDF), but a running
+#:   task's passed deadline is noticed only at the tick (``task_tick_fair()`` → ``update_curr()``
+#:   → ``update_deadline()``; ``HRTICK`` is off by default, ``kernel/sched/features.h``), every
+#:   4 ms with the host's ``CONFIG_HZ=250``.
+GUEST_HOST: dict[str, Any] = {"cores": 1, "mode": "mttcg", "slice_s": 4e-3}
 
 
 def sim_doc(spec: RunSpec, background: GuestBackground | None = None, interval_ms: int = 1000,
@@ -649,9 +652,10 @@ def sim_doc(spec: RunSpec, background: GuestBackground | None = None, interval_m
     return dict(doc)
 
 
-def sim_side(spec: RunSpec, background: GuestBackground | None = None, interval_ms: int = 1000) -> Side:
+def sim_side(spec: RunSpec, background: GuestBackground | None = None, interval_ms: int = 1000,
+             host: bool = True) -> Side:
     """The simulator's side of a case (``sim_doc``)."""
-    doc = sim_doc(spec, background, interval_ms)
+    doc = sim_doc(spec, background, interval_ms, host)
     series = [list(p["pages_per_node"]) for p in doc["timeline"]] or [doc["pages"]["per_node"]]
     tiers = len({t for t in doc.get("memory_tiers") or [] if t is not None}) or 1
     return Side(*_complete(series), _counters(doc), threads_of(doc), tiers)

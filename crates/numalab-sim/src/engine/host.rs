@@ -1,18 +1,19 @@
-//! The host model's hooks (`crate::vhost`, docs/scheduler.md §10.5): at each epoch the host
-//! gives its cores to some of the guest's non-halted vCPUs; a thread whose vCPU it does not run
+//! The host model's hooks (`crate::vhost`, docs/scheduler.md §10.5): at each round of a slice
+//! (`visits.rs: run_slice`) the host gives its cores to some of the guest's non-halted vCPUs; a thread whose vCPU it does not run
 //! stands still while its clock, its turn and everything the guest's kernel times go on.
 
 use super::*;
 
 impl Engine<'_> {
-    /// Which CPUs the host runs this epoch. A vCPU is halted when none of its threads runs or
-    /// spins at a barrier and no background work runs there.
-    pub(super) fn host_plan(&mut self) {
+    /// Which CPUs the host runs from `t` (a round of a slice: the host switches vCPUs at
+    /// rounds). A vCPU is halted when none of its threads runs or spins at a barrier and no
+    /// background work runs there.
+    pub(super) fn host_plan(&mut self, t: f64) {
         let Some((host, runs)) = self.host.as_mut() else { return };
         let spin = crate::openmp::spin_s(self.cfg.omp_wait_policy, self.threads.len(), self.sched.available_cpus);
-        let mut busy: Vec<bool> = (0..runs.len()).map(|c| self.sched.background_at(c, self.now)).collect();
-        for (tid, t) in self.threads.iter().enumerate() {
-            if t.state == State::Running || (matches!(t.state, State::Waiting(_)) && self.now - t.clock <= spin) {
+        let mut busy: Vec<bool> = (0..runs.len()).map(|c| self.sched.background_at(c, t)).collect();
+        for (tid, th) in self.threads.iter().enumerate() {
+            if th.state == State::Running || (matches!(th.state, State::Waiting(_)) && t - th.clock <= spin) {
                 busy[self.sched.cpu[tid]] = true;
             }
         }
@@ -35,14 +36,15 @@ impl Engine<'_> {
         moved
     }
 
-    /// The epoch's host time to the vCPUs that held a core; the longest next epoch.
-    pub(super) fn host_charge(&mut self, dt: f64) -> f64 {
-        match self.host.as_mut() {
-            Some((host, _)) => {
-                host.charge(dt);
-                host.max_epoch_s()
-            }
-            None => f64::INFINITY,
+    /// The round's host time to the vCPUs that held a core.
+    pub(super) fn host_charge(&mut self, dt: f64) {
+        if let Some((host, _)) = self.host.as_mut() {
+            host.charge(dt);
         }
+    }
+
+    /// The longest epoch: a host slice with the host model, else no limit.
+    pub(super) fn host_max_epoch(&self) -> f64 {
+        self.host.as_ref().map_or(f64::INFINITY, |(host, _)| host.max_epoch_s())
     }
 }

@@ -420,7 +420,6 @@ impl<'a> Engine<'a> {
             self.start_pending(self.now + dt);
             let live: Vec<bool> = self.threads.iter().map(Thread::live).collect();
             let background = self.sched.background(self.now, self.now + dt, &live);
-            self.host_plan();
             let (mut costs, mean_shares) = self.solve(&background);
             self.refresh_members();
             let shares = self.turn_shares(&mut costs, &mean_shares, &background);
@@ -473,7 +472,7 @@ impl<'a> Engine<'a> {
                 t.mix_rd.iter_mut().for_each(|v| *v = 0.0);
                 t.mix_wr.iter_mut().for_each(|v| *v = 0.0);
             }
-            let host_epoch_s = self.host_charge(dt);
+            let host_epoch_s = self.host_max_epoch();
             self.epochs += 1;
             self.now = end;
             self.numab_epoch_end();

@@ -46,6 +46,10 @@ impl Engine<'_> {
         for round in 1..=ROUNDS {
             let round_end = slice_start + (slice_end - slice_start) * round as f64 / ROUNDS as f64;
             self.refill_budgets((slice_end - slice_start) / ROUNDS as f64);
+            let round_start = slice_start + (slice_end - slice_start) * (round - 1) as f64 / ROUNDS as f64;
+            if self.host.is_some() {
+                self.host_plan(round_start);
+            }
             // Another pass only if a barrier released threads or a pipeline moved on, since
             // only that lets a thread already visited in this round do more.
             loop {
@@ -76,6 +80,7 @@ impl Engine<'_> {
                     break;
                 }
             }
+            self.host_charge(round_end - round_start);
         }
     }
 
