@@ -145,7 +145,7 @@ def test_under_6_1_cfs_wakeup_preemption_keeps_woken_threads_home(name):
 
 #: The guest's migrations per thread per barrier (6.1 under TCG, 2026-11-26/27, load 0.8-16,
 #: docs/scheduler.md §10.3-§10.5): the lowest and highest of its runs (fewer on a less loaded
-#: host: passive-4x2 0.0195-0.0295 in three runs at load 3-4, 0.041-0.065 in seven at 0.8-9).
+#: host: passive-4x2 0.0195-0.0295 in three runs at load 3-4, 0.041-0.065 in six at 0.8-9).
 GUEST_PER_BARRIER = {"sched-oversubscribed-4x2": (0.199, 0.268), "sched-passive-4x2": (0.0195, 0.065),
                      "sched-oversubscribed-2x4": (0.302, 0.345), "sched-passive-2x4": (0.023, 0.0825)}
 

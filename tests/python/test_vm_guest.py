@@ -90,7 +90,7 @@ def test_a_passive_team_on_two_vcpus_per_node_the_simulator_beside_three_guest_r
     guest's measured background (the agent's samples, kernel threads; §10.3), moves threads
     across nodes too: asserted on the simulator alone (its figures are fixed by the seed). Not
     asserted: the migrations per barrier against the guest's, which follow the host's load (the
-    guest 0.041-0.065 in seven runs of 9 s at load 0.8-9, 0.0195-0.0295 in three of 4.4 s at load
+    guest 0.041-0.065 in six runs of 9 s at load 0.8-9, 0.0195-0.0295 in three of 4.4 s at load
     3-4 on 2026-11-27; the simulator with the host model 0.101, docs/scheduler.md §10.5)."""
     c = check.compare(check.CASES["sched-passive-4x2"], timeout_s=600, runs=3)
     table = check.sched_table([c])
