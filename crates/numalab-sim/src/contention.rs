@@ -325,13 +325,14 @@ impl Solver {
             self.utilisation(&mut s);
             self.path_worst(&mut s);
             let mut any = false;
-            for (i, t) in d.iter().enumerate() {
+            for (i, (t, tot)) in d.iter().zip(s.tot.chunks_exact(n.max(1))).enumerate() {
                 // Highest utilisation on the thread's paths; 0 for a thread that moves nothing.
+                // `tot[k]` is `rd[k] + wr[k]`, summed once per solve.
                 let mut worst: f64 = 0.0;
-                let row = t.cpu_node * n;
-                for k in 0..n {
-                    if t.rd[k] + t.wr[k] != 0.0 {
-                        worst = worst.max(s.path[row + k]);
+                let path = &s.path[t.cpu_node * n..t.cpu_node * n + n];
+                for (&tot, &p) in tot.iter().zip(path) {
+                    if tot != 0.0 {
+                        worst = worst.max(p);
                     }
                 }
                 if worst > THROTTLE_TARGET + 1e-6 {
@@ -345,9 +346,9 @@ impl Solver {
         }
         let lat = &s.lat;
         cost.resize_with(d.len(), Vec::new);
-        for ((t, &th), out) in d.iter().zip(&s.throttle).zip(cost.iter_mut()) {
+        for (((t, &th), out), tot) in d.iter().zip(&s.throttle).zip(cost.iter_mut()).zip(s.tot.chunks_exact(n.max(1))) {
             let row = &lat[t.cpu_node * n..t.cpu_node * n + n];
-            let mem: f64 = (0..n).map(|k| (t.rd[k] + t.wr[k]) * row[k]).sum::<f64>() / t.mlp;
+            let mem: f64 = (0..n).map(|k| tot[k] * row[k]).sum::<f64>() / t.mlp;
             let per_line = line_time_chained(t.compute_per_line, t.chain_per_line, mem, t.mlp);
             // The memory time not hidden by compute, spread over nodes in proportion to
             // their latency, so the mix's average is `per_line - compute`.
