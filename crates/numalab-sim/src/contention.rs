@@ -40,7 +40,8 @@ pub struct Demand {
 
 pub struct Solver {
     n: usize,
-    idle: Vec<Vec<f64>>,
+    /// Idle latency (s), CPU node c to memory node k at `c * n + k`.
+    idle: Vec<f64>,
     bw_bytes: Vec<f64>,
     link_bytes: Vec<[f64; 2]>,
     /// Seconds a line occupies each link direction, `LINK_LINE / bytes`: fixed by the machine,
@@ -119,7 +120,7 @@ impl Solver {
         let n = m.nodes.len();
         Solver {
             n,
-            idle: m.idle_latency_ns.iter().map(|r| r.iter().map(|v| v * 1e-9).collect()).collect(),
+            idle: m.idle_latency_ns.iter().flat_map(|r| r.iter().map(|v| v * 1e-9)).collect(),
             bw_bytes: m.nodes.iter().map(|x| x.bandwidth_gbps.max(1e-9) * 1e9).collect(),
             link_bytes: m.links.iter().map(|l| [l.gbps[0] * 1e9, l.gbps[1] * 1e9]).collect(),
             link_service: m.links.iter().map(|l| [0, 1].map(|d| LINK_LINE / (l.gbps[d] * 1e9))).collect(),
@@ -143,7 +144,9 @@ impl Solver {
     pub fn controller_latency_ns(&self) -> Vec<f64> {
         (0..self.n)
             .map(|k| {
-                self.idle[k][k] * numalab_model::machine::curve_factor(&self.curve, self.rho_ctrl[k].min(1.0)) * 1e9
+                self.idle[k * self.n + k]
+                    * numalab_model::machine::curve_factor(&self.curve, self.rho_ctrl[k].min(1.0))
+                    * 1e9
             })
             .collect()
     }
@@ -257,9 +260,9 @@ impl Solver {
         let wait = wait.as_flattened();
         let route_wait = |hops: &[usize]| -> f64 { hops.iter().map(|&h| wait[h]).sum() };
         lat.clear();
-        for c in 0..n {
-            for (k, f) in factor.iter().enumerate() {
-                lat.push(self.idle[c][k] * f + route_wait(self.route(c, k)) + route_wait(self.route(k, c)));
+        for (c, idle) in self.idle.chunks_exact(n.max(1)).enumerate() {
+            for (k, (f, idle)) in factor.iter().zip(idle).enumerate() {
+                lat.push(idle * f + route_wait(self.route(c, k)) + route_wait(self.route(k, c)));
             }
         }
     }
