@@ -589,7 +589,12 @@ mod tests {
     }
 
     fn sched_of(kernel: Kernel, threads: usize) -> Sched {
-        let m = crate::sched::test_machines::two_nodes_of(2);
+        sched_on(2, kernel, threads)
+    }
+
+    /// `threads` unbound threads on two nodes of `cores` cores each.
+    fn sched_on(cores: usize, kernel: Kernel, threads: usize) -> Sched {
+        let m = crate::sched::test_machines::two_nodes_of(cores);
         let p = Placement {
             policy: numalab_model::MemPolicy::new(numalab_model::PolicyMode::Default, Default::default()).unwrap(),
             cpus: None,
@@ -633,14 +638,7 @@ mod tests {
     /// balance pulls when one balance of a domain costs `newidle_lb_cost_s` (the only background):
     /// the threads moved and by which path.
     fn newly_idle_after_300_ms(kernel: Kernel, newidle_lb_cost_s: &[f64]) -> Vec<(usize, &'static str)> {
-        let m = crate::sched::test_machines::two_nodes_of(1);
-        let p = Placement {
-            policy: numalab_model::MemPolicy::new(numalab_model::PolicyMode::Default, Default::default()).unwrap(),
-            cpus: None,
-            proc_bind: ProcBind::False,
-            places: Places::Cores,
-        };
-        let mut s = Sched::new(&m, &p, kernel, 1, 3).unwrap();
+        let mut s = sched_on(1, kernel, 3);
         s.explain = true;
         let bg = crate::sched::Background {
             kthread_hz: 0.0,
