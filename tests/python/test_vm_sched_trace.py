@@ -45,7 +45,7 @@ def test_a_second_stack_glued_to_a_move_is_not_read_as_its_path():
 
 def job_output() -> str:
     """Two nodes of two CPUs; 2 s between the snapshots (500 jiffies at HZ 250); CPU 0 ran 0.5 s
-    and CPU 1 1.5 s; domain0 (the node) gained 3 tasks by newly idle balancing, domain1 one by
+    and went idle 20 times, CPU 1 ran 1.5 s and went idle 5 times; domain0 (the node) gained 3 tasks by newly idle balancing, domain1 one by
     idle balancing. Three futex wake-ups inside node 0, two newly idle pulls from CPU 2 (node 1)
     to CPU 0, one NOHZ pull inside node 1."""
     zeros = ["0"] * 36
@@ -55,10 +55,10 @@ def job_output() -> str:
         v[4], v[16 + 4] = str(idle), str(newidle)
         return f"domain{n} {mask} " + " ".join(v)
 
-    def snap(ts: int, t0: int, t1: int, nd0: int, id1: int) -> str:
+    def snap(ts: int, t0: int, t1: int, nd0: int, id1: int, goidle: int = 0) -> str:
         cpus = []
         for c, t in ((0, t0), (1, t1), (2, 0), (3, 0)):
-            cpus.append(f"cpu{c} 0 0 0 0 0 0 {t} 0 0")
+            cpus.append(f"cpu{c} 0 0 0 {goidle * (4 if c == 0 else 1) if c < 2 else 0} 0 0 {t} 0 0")
             cpus.append(domain(0, "3" if c < 2 else "c", nd0 if c == 0 else 0, 0))
             cpus.append(domain(1, "f", 0, id1 if c == 0 else 0))
         return "\n".join(["version 15", f"timestamp {ts}", *cpus])
@@ -68,7 +68,7 @@ def job_output() -> str:
     return "\n".join([
         "== cpunode", "0 0", "1 0", "2 1", "3 1", "== status 0",
         "== schedstat0", snap(1000, 0, 0, 0, 0),
-        "== schedstat1", snap(1500, 500_000_000, 1_500_000_000, 3, 1),
+        "== schedstat1", snap(1500, 500_000_000, 1_500_000_000, 3, 1, 5),
         "== trace",
         f"      3 0 1 <{FUTEX_WAKE}",
         f"      2 2 0 <{NEWIDLE}",
@@ -83,6 +83,7 @@ def test_a_guest_run_gives_moves_by_path_across_nodes_and_the_cpus_busy_share():
     assert g.cross == {"newly idle balance": 2}
     assert (g.nr_migrations, g.threads, g.barriers) == (6, 2, 10)
     assert g.busy == [0.25, 0.75, 0.0, 0.0]
+    assert g.goidle == [20, 5, 0, 0]
     assert g.lb_gained["domain0"]["newly idle"] == 3 and g.lb_gained["domain1"]["idle"] == 1
     text = sched_trace.report(g, {"wake-up (futex)": (1, 0), "periodic balance, busy CPU": (2, 1)})
     wake = next(line for line in text.splitlines() if line.startswith("wake-up (futex)"))
@@ -93,6 +94,8 @@ def test_a_guest_run_gives_moves_by_path_across_nodes_and_the_cpus_busy_share():
     assert total.split() == ["total", "6", "2", "0.3000", "3", "1"], total
     assert "trace 6 moves, the agent's nr_migrations 6" in text
     assert "(mean 0.25)" in text
+    # sched_goidle over 10 barriers: 2.0, 0.5, 0, 0.
+    assert "guest CPUs idle entries per barrier (sched_goidle): 2.00 0.50 0.00 0.00 (mean 0.62)" in text
 
 
 def test_the_simulators_moves_by_path_are_the_vm_check_sides_migrations():
@@ -107,6 +110,29 @@ def test_the_simulators_moves_by_path_are_the_vm_check_sides_migrations():
     moves = sched_trace.sim_moves("sched-oversubscribed-4x2", "6.1")
     assert sum(a for a, _ in moves.values()) == sum(side.threads.nr_migrations) > 0
     assert all(p in sched_trace.PATHS for p in moves), moves
+
+
+def test_the_simulators_cpus_are_busy_and_go_idle_as_their_threads_hold_and_leave_them():
+    """The simulated side's ``rq_cpu_time`` and ``sched_goidle`` per CPU (the document's
+    ``sched_cpus`` under ``--explain-sched``): a bound spinning team holds every CPU the whole
+    run and never leaves one idle; the oversubscribed ``vm-4x2`` team on the modelled host
+    (``check.GUEST_HOST``) leaves each vCPU idle at least about once per barrier, and counts a
+    vCPU the host does not run as busy while its thread holds it (2026-11-27: busy 0.67-0.86,
+    idle 1.0-1.4 times per barrier)."""
+    bound = sched_trace.sim_sched("sched-bound", "6.1")
+    assert bound.barriers == check.CASES["sched-bound"].params["reps"]
+    assert len(bound.busy) == 4 and all(0.98 <= b <= 1.0 for b in bound.busy), bound.busy
+    assert bound.goidle == [0, 0, 0, 0]
+    over = sched_trace.sim_sched("sched-oversubscribed-4x2", "6.1")
+    assert len(over.busy) == 8 and all(0.3 < b <= 1.0 for b in over.busy), over.busy
+    assert all(n >= 0.8 * over.barriers for n in over.goidle), (over.goidle, over.barriers)
+    g = sched_trace.parse(job_output())
+    text = sched_trace.report(g, over)
+    assert any(line.startswith("sim CPUs busy (rq_cpu_time / elapsed): ") for line in text.splitlines())
+    per = next(line for line in text.splitlines() if line.startswith("sim CPUs idle entries per barrier"))
+    assert [float(x) for x in per.split(": ")[1].split()[:8]] == [round(n / over.barriers, 2) for n in over.goidle]
+    doc = sched_trace.as_json(g, over)
+    assert doc["sim_cpus"] == {"busy": over.busy, "goidle": over.goidle, "barriers": over.barriers}
 
 
 def test_moves_is_for_the_scheduler_cases_on_their_own_machines(cli):

@@ -112,6 +112,16 @@ pub struct SchedEventOut {
     pub why: String,
 }
 
+/// One CPU's `/proc/schedstat` figures over the run (`--explain-sched`; kernel/sched/stats.c:
+/// `show_schedstat()`): seconds a thread held it (`rq_cpu_time`, ns there) and idle entries.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SchedCpuOut {
+    pub cpu: u32,
+    pub node: u32,
+    pub rq_cpu_time_s: f64,
+    pub sched_goidle: u64,
+}
+
 /// One completed scan pass over a process's address space (`--explain-balancing`).
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct PassOut {
@@ -187,6 +197,9 @@ pub struct SimOutput {
     /// Scheduler decisions for `--explain-sched` (docs/scheduler.md §7), empty unless asked.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sched_events: Vec<SchedEventOut>,
+    /// Per CPU, how long threads held it and how often it went idle (`--explain-sched`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sched_cpus: Vec<SchedCpuOut>,
     /// Time charged to balancing work (balancing on only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub balancing_cost: Option<BalancingCost>,
@@ -337,6 +350,7 @@ impl Recorder {
             vmstat: Vmstat::default(),
             balancing_passes: Vec::new(),
             sched_events: Vec::new(),
+            sched_cpus: Vec::new(),
             balancing_cost: None,
             timeline: self.timeline,
             engine: EngineInfo { sample_rate, sample_stride: stride, bandwidth_waits, epochs, samples },

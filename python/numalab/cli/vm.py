@@ -181,7 +181,7 @@ def _moves(names: list[str], machine: str | None, memory_per_node_mib: int | Non
         _say(f"vm check --moves {name}: booting the guest")
         guest, release = sched_trace.guest_run(name, memory_per_node_mib, accel, timeout)
         kernel = check.sim_kernel(release)
-        sim = sched_trace.sim_moves(name, kernel)
+        sim = sched_trace.sim_sched(name, kernel)
         docs[name] = sched_trace.as_json(guest, sim)
         if not as_json:
             typer.echo(f"== {name} (guest Linux {release}, simulator profile {kernel})")

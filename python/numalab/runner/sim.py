@@ -63,6 +63,7 @@ def document(bound: BoundRun, out: dict[str, Any]) -> dict[str, Any]:
         doc["balancing_passes"] = out.get("balancing_passes", [])
     if s.explain_sched:
         doc["sched_events"] = out.get("sched_events", [])
+        doc["sched_cpus"] = out.get("sched_cpus", [])
     if out.get("thp"):
         doc["thp"] = thp_doc(s, nodes, out["thp"])
     if out.get("alloc"):

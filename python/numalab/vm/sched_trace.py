@@ -7,8 +7,9 @@ stack that made it (the event's ``stacktrace`` trigger; kernel/trace/trace_event
 runs the command under the agent, and prints ``/proc/schedstat`` before and after
 (Documentation/scheduler/sched-stats.rst, version 15: kernel/sched/stats.c: show_schedstat())
 and the moves counted by stack. ``report`` reads that output back: moves by path (``path_of``),
-how many crossed nodes, and how busy the guest's CPUs were. ``sim_moves`` gives the simulator's
-moves by path for a ``vm check`` case (its ``--explain-sched`` decisions).
+how many crossed nodes, how busy the guest's CPUs were and how often they went idle.
+``sim_sched`` gives the simulator's moves by path for a ``vm check`` case (its
+``--explain-sched`` decisions) and its CPUs' same two figures (the document's ``sched_cpus``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from numalab.console.tables import render, table
@@ -94,8 +95,8 @@ def path_of(frames: list[str]) -> str:
 @dataclass(frozen=True)
 class GuestMoves:
     """One guest run: moves and cross-node moves by path, the agent's ``nr_migrations`` summed
-    over the threads (the same moves counted by the kernel), threads and barriers, and each
-    CPU's busy share (``rq_cpu_time`` over the snapshots' interval)."""
+    over the threads (the same moves counted by the kernel), threads and barriers, each CPU's
+    busy share (``rq_cpu_time`` over the snapshots' interval) and idle entries (``sched_goidle``)."""
 
     moves: Counter[str]
     cross: Counter[str]
@@ -104,6 +105,18 @@ class GuestMoves:
     barriers: int
     busy: list[float]
     lb_gained: dict[str, Counter[str]]
+    goidle: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SimSched:
+    """The simulator's side of a case: moves (all, across nodes) by path, and per CPU the share
+    of the run a thread held it (``rq_cpu_time_s`` over the run) and its idle entries."""
+
+    moves: dict[str, tuple[int, int]]
+    busy: list[float]
+    goidle: list[int]
+    barriers: int
 
 
 def _sections(text: str) -> dict[str, list[str]]:
@@ -121,7 +134,9 @@ def _sections(text: str) -> dict[str, list[str]]:
 #: /proc/schedstat v15 per domain: 8 counters per idle type (CPU_IDLE, CPU_NOT_IDLE,
 #: CPU_NEWLY_IDLE; the fifth is lb_gained), then alb_*, sbe_*, sbf_*, ttwu_* (kernel/sched/stats.c).
 IDLE_TYPES = ("idle", "busy", "newly idle")
-#: Per CPU the seventh counter is rq_cpu_time (ns), and the header's timestamp is in jiffies.
+#: Per CPU the fourth counter is sched_goidle, the seventh rq_cpu_time (ns), and the header's
+#: timestamp is in jiffies.
+SCHED_GOIDLE = 3
 RQ_CPU_TIME = 6
 HZ = 250  # Debian 6.1's CONFIG_HZ
 
@@ -165,6 +180,7 @@ def parse(text: str) -> GuestMoves:
     elapsed = (s1["timestamp"][0] - s0["timestamp"][0]) / HZ if "timestamp" in s0 and "timestamp" in s1 else 0.0
     cpus = sorted((k for k in s1 if k.startswith("cpu") and " " not in k), key=lambda k: int(k[3:]))
     busy = [(s1[c][RQ_CPU_TIME] - s0[c][RQ_CPU_TIME]) / 1e9 / elapsed if elapsed > 0 else 0.0 for c in cpus]
+    goidle = [s1[c][SCHED_GOIDLE] - s0.get(c, s1[c])[SCHED_GOIDLE] for c in cpus]
     gained: dict[str, Counter[str]] = {}
     for k, v in s1.items():
         if " " in k and k in s0:
@@ -172,17 +188,29 @@ def parse(text: str) -> GuestMoves:
             for i, it in enumerate(IDLE_TYPES):
                 level[it] += v[8 * i + 4] - s0[k][8 * i + 4]
     return GuestMoves(moves, cross, sum(int(t["nr_migrations"]) for t in threads), len(threads),
-                      int(cmd[-1]["reps"]) if cmd else 0, busy, gained)
+                      int(cmd[-1]["reps"]) if cmd else 0, busy, gained, goidle)
 
 
 def _per(n: int, threads: int, barriers: int) -> str:
     return f"{n / threads / barriers:.4f}" if threads and barriers else "-"
 
 
-def report(g: GuestMoves, sim: dict[str, tuple[int, int]] | None = None) -> str:
+def _cpus(who: str, busy: list[float], goidle: list[int], barriers: int) -> list[str]:
+    """Two lines: each CPU's busy share and its idle entries per barrier, with their means."""
+    mean = sum(busy) / len(busy) if busy else 0.0
+    out = [f"{who} CPUs busy (rq_cpu_time / elapsed): " + " ".join(f"{b:.2f}" for b in busy) + f" (mean {mean:.2f})"]
+    if goidle and barriers:
+        per = [n / barriers for n in goidle]
+        out.append(f"{who} CPUs idle entries per barrier (sched_goidle): " + " ".join(f"{p:.2f}" for p in per)
+                   + f" (mean {sum(per) / len(per):.2f})")
+    return out
+
+
+def report(g: GuestMoves, side: SimSched | dict[str, tuple[int, int]] | None = None) -> str:
     """Moves by path (all, across nodes, and per thread per barrier), the simulator's beside them
-    when given (``sim_moves``), the CPUs' busy share and load_balance()'s pulls by domain."""
-    sim = sim or {}
+    when given (``sim_sched``, or its moves alone), both sides' CPUs' busy share and idle entries
+    per barrier, and load_balance()'s pulls by domain."""
+    sim = side.moves if isinstance(side, SimSched) else side or {}
     names = [p for p in PATHS if g.moves[p]] + sorted(p for p in sim if p not in g.moves)
     rows = []
     for p in names:
@@ -197,10 +225,9 @@ def report(g: GuestMoves, sim: dict[str, tuple[int, int]] | None = None) -> str:
     rows.append(last)
     cols = ["path", "guest moves", "across nodes", "per thread per barrier"] + (["sim moves", "sim across nodes"] if sim else [])
     text = render(table(cols, rows, f"thread moves by kernel path ({g.threads} threads, {g.barriers} barriers)"))
-    busy = " ".join(f"{b:.2f}" for b in g.busy)
-    mean = sum(g.busy) / len(g.busy) if g.busy else 0.0
-    lines = [text, f"trace {total} moves, the agent's nr_migrations {g.nr_migrations}",
-             f"guest CPUs busy (rq_cpu_time / elapsed): {busy} (mean {mean:.2f})"]
+    lines = [text, f"trace {total} moves, the agent's nr_migrations {g.nr_migrations}", *_cpus("guest", g.busy, g.goidle, g.barriers)]
+    if isinstance(side, SimSched):
+        lines += _cpus("sim", side.busy, side.goidle, side.barriers)
     for level in sorted(g.lb_gained):
         lines.append(f"load_balance() pulls, {level}: " + ", ".join(f"{it} {g.lb_gained[level][it]}" for it in IDLE_TYPES))
     return "\n".join(lines)
@@ -213,9 +240,16 @@ SIM_PATHS = {"wake": "wake-up (futex)", "newidle-balance": "newly idle balance",
 
 
 def sim_moves(name: str, kernel: str = "6.1") -> dict[str, tuple[int, int]]:
-    """The simulator's moves (all, across nodes) by path for ``vm check`` case ``name``, on the
-    side ``check.sim_side`` runs (the guest's speed and background where measured), with its
-    decisions kept."""
+    """The simulator's moves (all, across nodes) by path for ``vm check`` case ``name``."""
+    return sim_sched(name, kernel).moves
+
+
+def sim_sched(name: str, kernel: str = "6.1") -> SimSched:
+    """The simulator's side of ``vm check`` case ``name`` as ``check.sim_side`` runs it (the
+    guest's speed and background where measured, the host model on several vCPUs per node) with
+    its decisions kept: moves by path, and per CPU the share of the run a thread held it (a vCPU
+    the host does not run counts as busy while its thread holds the turn, as the guest's
+    ``rq_cpu_time`` counts it) and its idle entries."""
     from numalab.machine import load as load_machine
     from numalab.spec import RunSpec
     from numalab.vm import check
@@ -232,7 +266,10 @@ def sim_moves(name: str, kernel: str = "6.1") -> dict[str, tuple[int, int]]:
         p = SIM_PATHS.get(e["path"], e["path"])
         a, b = out.get(p, (0, 0))
         out[p] = (a + 1, b + int(e["from_node"] != e["to_node"]))
-    return out
+    run_s = float(doc["time_s"])
+    cpus = sorted(doc.get("sched_cpus", []), key=lambda c: int(c["cpu"]))
+    busy = [float(c["rq_cpu_time_s"]) / run_s if run_s > 0 else 0.0 for c in cpus]
+    return SimSched(out, busy, [int(c["sched_goidle"]) for c in cpus], int(params.get("reps") or 0))
 
 
 def guest_run(name: str, memory_per_node_mib: int | None = None, accel: str = "tcg", timeout_s: float = 300.0) -> tuple[GuestMoves, str]:
@@ -253,8 +290,11 @@ def guest_run(name: str, memory_per_node_mib: int | None = None, accel: str = "t
     return parse(out.text("stdout")), release
 
 
-def as_json(g: GuestMoves, sim: dict[str, tuple[int, int]]) -> dict[str, Any]:
-    """``--moves --json``: both sides' moves by path (all, across nodes)."""
+def as_json(g: GuestMoves, side: SimSched) -> dict[str, Any]:
+    """``--moves --json``: both sides' moves by path (all, across nodes), and their CPUs' busy
+    share and idle entries (``sim_cpus``: the simulator's)."""
     guest = {"moves": {p: [g.moves[p], g.cross[p]] for p in g.moves}, "nr_migrations": g.nr_migrations, "threads": g.threads,
-             "barriers": g.barriers, "busy": g.busy, "lb_gained": {level: dict(c) for level, c in g.lb_gained.items()}}
-    return {"guest": guest, "sim": {p: list(v) for p, v in sim.items()}}
+             "barriers": g.barriers, "busy": g.busy, "goidle": g.goidle,
+             "lb_gained": {level: dict(c) for level, c in g.lb_gained.items()}}
+    return {"guest": guest, "sim": {p: list(v) for p, v in side.moves.items()},
+            "sim_cpus": {"busy": side.busy, "goidle": side.goidle, "barriers": side.barriers}}

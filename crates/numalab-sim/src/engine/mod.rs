@@ -730,7 +730,23 @@ impl Engine<'_> {
                 why: e.why.clone(),
             })
             .collect();
-        SchedOutputs { threads, events }
+        // Only with the decisions: a new field in every document would change the goldens.
+        let cpus = if self.cfg.explain_sched {
+            let end = self.threads.iter().map(|t| t.finish_s).fold(0.0, f64::max);
+            s.cpu_schedstat(end)
+                .into_iter()
+                .enumerate()
+                .map(|(c, (busy, goidle))| crate::output::SchedCpuOut {
+                    cpu: s.pu_os[c],
+                    node: node_os(c),
+                    rq_cpu_time_s: busy,
+                    sched_goidle: goidle,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        SchedOutputs { threads, events, cpus }
     }
 }
 
@@ -741,6 +757,7 @@ struct SchedOutputs {
     /// Per thread: first node, percent of time away from it, (seconds, CPU, node) history.
     threads: Vec<ThreadSchedOut>,
     events: Vec<crate::output::SchedEventOut>,
+    cpus: Vec<crate::output::SchedCpuOut>,
 }
 
 impl SchedOutputs {
@@ -751,6 +768,7 @@ impl SchedOutputs {
             t.cpu_history = hist;
         }
         out.sched_events = self.events;
+        out.sched_cpus = self.cpus;
     }
 }
 

@@ -25,6 +25,12 @@ pub(super) struct Turns {
     free_at: Vec<f64>,
     /// Changes to any of the above so far (the engine's passes stop when nothing changes).
     changes: u64,
+    /// Per CPU, as `/proc/schedstat` counts them (kernel/sched/stats.h: `rq_sched_info_depart()`,
+    /// kernel/sched/core.c: `schedstat_inc(rq->sched_goidle)` via `sched_info_switch()`): seconds
+    /// a thread held the CPU (spinning at a barrier included, and a vCPU the host does not run
+    /// whose thread holds its turn), and how often it went idle after a turn (a gap before the next).
+    rq_cpu_time_s: Vec<f64>,
+    sched_goidle: Vec<u64>,
 }
 
 impl Turns {
@@ -36,7 +42,14 @@ impl Turns {
             last: vec![None; cpus],
             free_at: vec![f64::NEG_INFINITY; cpus],
             changes: 0,
+            rq_cpu_time_s: vec![0.0; cpus],
+            sched_goidle: vec![0; cpus],
         }
+    }
+
+    /// The turn on `cpu` ends at `at`: its time on the CPU.
+    fn charge(&mut self, cpu: usize, at: f64) {
+        self.rq_cpu_time_s[cpu] += (at - self.start[cpu]).max(0.0);
     }
 }
 
@@ -49,6 +62,20 @@ impl Sched {
     /// How many times a turn began, ended or got its end so far.
     pub fn turn_changes(&self) -> u64 {
         self.turns.changes
+    }
+
+    /// Per CPU at the run's end `end_s`: seconds a thread held it and how often it went idle
+    /// (`rq_cpu_time`, `sched_goidle`). A turn still held counts up to `end_s`; a spin that
+    /// would have ended after it (workers spinning at the last barrier) only up to `end_s`.
+    pub fn cpu_schedstat(&self, end_s: f64) -> Vec<(f64, u64)> {
+        let t = &self.turns;
+        (0..t.curr.len())
+            .map(|c| {
+                let open = if t.curr[c].is_some() { (end_s - t.start[c]).max(0.0) } else { 0.0 };
+                let past = if t.free_at[c] > end_s { t.free_at[c] - end_s } else { 0.0 };
+                ((t.rq_cpu_time_s[c] + open - past).max(0.0), t.sched_goidle[c])
+            })
+            .collect()
     }
 
     /// The thread holding `cpu`'s turn, if any.
@@ -85,6 +112,13 @@ impl Sched {
     pub fn begin_turn(&mut self, cpu: usize, tid: usize, at: f64, queued: usize) {
         let t = &mut self.turns;
         t.changes += 1;
+        if t.free_at[cpu].is_finite() && at > t.free_at[cpu] {
+            t.sched_goidle[cpu] += 1;
+        } else if at < t.free_at[cpu] {
+            // The last holder, released while still spinning there, goes on: its spin was
+            // charged up to a free_at it did not reach.
+            t.rq_cpu_time_s[cpu] -= t.free_at[cpu] - at;
+        }
         t.curr[cpu] = Some(tid);
         t.start[cpu] = at;
         t.end[cpu] = f64::INFINITY;
@@ -113,6 +147,7 @@ impl Sched {
         let t = &mut self.turns;
         if let Some(tid) = t.curr[cpu].take() {
             t.changes += 1;
+            t.charge(cpu, at);
             t.last[cpu] = Some(tid);
             t.free_at[cpu] = at;
             t.end[cpu] = f64::INFINITY;
@@ -126,6 +161,7 @@ impl Sched {
         let t = &mut self.turns;
         if t.curr[cpu].take().is_some() {
             t.changes += 1;
+            t.charge(cpu, at);
             t.last[cpu] = None;
             t.free_at[cpu] = at;
             t.end[cpu] = f64::INFINITY;
@@ -173,6 +209,34 @@ mod tests {
             places: crate::input::Places::Cores,
         };
         Sched::new(m, &p, kernel, 1, 2).unwrap()
+    }
+
+    #[test]
+    fn rq_cpu_time_counts_held_turns_and_sched_goidle_the_gaps_between_them() {
+        let m = crate::sched::test_machines::two_nodes_of(2);
+        let mut s = sched_on(crate::input::Kernel::V6_1, &m);
+        // CPU 0: thread 0 holds it 0-1 s, then (idle 1-2 s) thread 1 2-3 s, handed straight to
+        // thread 0 3-3.5 s (no idle entry); thread 0 spins until 4.5 s at a barrier but is
+        // released at 4 s and goes on (the spin past 4 s is not counted twice), exits at 5 s.
+        s.begin_turn(0, 0, 0.0, 0);
+        s.end_turn(0, 1.0);
+        s.begin_turn(0, 1, 2.0, 0);
+        s.end_turn(0, 3.0);
+        s.begin_turn(0, 0, 3.0, 0);
+        s.end_turn(0, 4.5);
+        s.begin_turn(0, 0, 4.0, 0);
+        s.end_turn(0, 5.0);
+        // CPU 1: one turn from 0.5 s still held at the run's end (6 s); CPU 2: a spin at the last
+        // barrier that would end at 7 s counts up to 6 s.
+        s.begin_turn(1, 1, 0.5, 0);
+        s.begin_turn(2, 0, 1.0, 0);
+        s.end_turn(2, 7.0);
+        let st = s.cpu_schedstat(6.0);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        assert!(close(st[0].0, 4.0) && st[0].1 == 1, "{:?}", st[0]);
+        assert!(close(st[1].0, 5.5) && st[1].1 == 0, "{:?}", st[1]);
+        assert!(close(st[2].0, 5.0) && st[2].1 == 0, "{:?}", st[2]);
+        assert_eq!(st[3], (0.0, 0));
     }
 
     #[test]
