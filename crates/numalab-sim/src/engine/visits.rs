@@ -208,9 +208,9 @@ impl Engine<'_> {
                 // Budgets do not change while a run grows, so a cap worked out now is the one
                 // `admit` would work out on the node's first sample; a node that may take
                 // nothing keeps [0, 0] and is refused there as before.
-                for (n, (s, &[lo, _, hi])) in slots.iter_mut().zip(pairs).enumerate() {
+                for ((s, &[lo, _, hi]), &b) in slots.iter_mut().zip(pairs).zip(budget_node.iter()) {
                     let hops = &cap_links[lo as usize..hi as usize];
-                    if let Some(c) = cap_of(budget_node[n], hops, links, per_sample, enough) {
+                    if let Some(c) = cap_of(b, hops, links, per_sample, enough) {
                         *s = [0, c];
                     }
                 }
@@ -241,31 +241,36 @@ impl Engine<'_> {
                 let mut c = 0.0;
                 let links = budget_link.as_flattened_mut();
                 let mut reached = 0;
-                for (n, (s, &[lo, mid, hi])) in slots.iter().zip(pairs).enumerate() {
+                // A sweep that only reads (or only writes) takes nothing the other way:
+                // subtracting 0 changes no budget, so those hops are skipped, decided once per
+                // run (a product that rounds to 0 would subtract 0 here, which changes nothing).
+                let (take_rd, take_wr) = (rd_share != 0.0, 1.0 - rd_share != 0.0);
+                // Every node's state walked in step (no index checks per node), in node order.
+                let per_node = slots.iter().zip(pairs).zip(budget_node.iter_mut()).zip(cost);
+                let mix = t.mix_rd.iter_mut().zip(t.mix_wr.iter_mut());
+                for ((((s, &[lo, mid, hi]), b), &cn), (mr, mw)) in per_node.zip(mix) {
                     if s[0] == 0 {
                         continue;
                     }
                     reached += 1;
                     let lines = s[0] as f64 * per;
                     let (rd, wr) = (lines * rd_share, lines * (1.0 - rd_share));
-                    budget_node[n] -= lines;
+                    *b -= lines;
                     // The route back (read data), then the route out (written data), hop by
-                    // hop in route order; none for the CPU's own node. A sweep that only reads
-                    // (or only writes) takes nothing the other way: subtracting 0 changes no
-                    // budget, so those hops are skipped.
-                    if rd != 0.0 {
+                    // hop in route order; none for the CPU's own node.
+                    if take_rd {
                         for &l in &cap_links[lo as usize..mid as usize] {
                             links[l as usize] -= rd;
                         }
                     }
-                    if wr != 0.0 {
+                    if take_wr {
                         for &l in &cap_links[mid as usize..hi as usize] {
                             links[l as usize] -= wr;
                         }
                     }
-                    c += lines * (kappa + cost[n]);
-                    t.mix_rd[n] += rd;
-                    t.mix_wr[n] += wr;
+                    c += lines * (kappa + cn);
+                    *mr += rd;
+                    *mw += wr;
                 }
                 t.spread = reached;
                 t.visits += k;
