@@ -168,10 +168,13 @@ impl Engine<'_> {
         // The cheapest node the thread went to last epoch (or expects to): runs are sized by it,
         // and a node it does not use may be far cheaper than the ones it does.
         if t.cheapest_s.is_nan() {
-            let used = |n: usize| t.prev_rd[n] + t.prev_wr[n] + t.est_rd[n] + t.est_wr[n] > 0.0;
+            // The node's four vectors walked in step with its cost (the same sum, in the same
+            // order): once per epoch and phase for every thread, an indexed closure was a call
+            // and four index checks per node.
             let mut c = f64::INFINITY;
-            for (n, &x) in cost.iter().enumerate() {
-                if used(n) {
+            let seen = t.prev_rd.iter().zip(&t.prev_wr).zip(t.est_rd.iter().zip(&t.est_wr));
+            for (&x, ((&pr, &pw), (&er, &ew))) in cost.iter().zip(seen) {
+                if pr + pw + er + ew > 0.0 {
                     c = c.min(x);
                 }
             }
@@ -198,7 +201,6 @@ impl Engine<'_> {
             // the first sample on a node finds the cap reached with nothing counted yet.
             let max = room.min(RUN_PAGES);
             let enough = per_sample * max as f64 * (1.0 + 1e-9);
-            slots.fill([0; 2]);
             let links = budget_link.as_flattened();
             // Caps up front, for every node, when the thread's last run reached several
             // (interleaved pages): worked out in one loop rather than on each node's first
@@ -207,13 +209,14 @@ impl Engine<'_> {
             if t.spread > 2 {
                 // Budgets do not change while a run grows, so a cap worked out now is the one
                 // `admit` would work out on the node's first sample; a node that may take
-                // nothing keeps [0, 0] and is refused there as before.
+                // nothing gets [0, 0] and is refused there as before. Every slot is written
+                // here, so none needs clearing first.
                 for ((s, &[lo, _, hi]), &b) in slots.iter_mut().zip(pairs).zip(budget_node.iter()) {
                     let hops = &cap_links[lo as usize..hi as usize];
-                    if let Some(c) = cap_of(b, hops, links, per_sample, enough) {
-                        *s = [0, c];
-                    }
+                    *s = [0, cap_of(b, hops, links, per_sample, enough).unwrap_or(0)];
                 }
+            } else {
+                slots.fill([0; 2]);
             }
             // The closure stays small (the first sample on a node goes to `node_cap`), so that
             // it is inlined into the page-table scan rather than called for every sample.
