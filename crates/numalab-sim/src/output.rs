@@ -120,6 +120,9 @@ pub struct SchedCpuOut {
     pub node: u32,
     pub rq_cpu_time_s: f64,
     pub sched_goidle: u64,
+    /// Host time the vCPU received (`vhost.rs`), with the host model only (docs/scheduler.md §10.5).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_s: Option<f64>,
 }
 
 /// One completed scan pass over a process's address space (`--explain-balancing`).

@@ -68,6 +68,8 @@ pub struct HostRun {
     holds: Vec<bool>,
     used_s: Vec<f64>,
     runtime_s: Vec<f64>,
+    /// Per vCPU: host time actually received (`runtime_s` less the credit of `place_entity()`).
+    received_s: Vec<f64>,
     /// Per vCPU: it was halted at the last plan (comes back placed, `mttcg`).
     halted: Vec<bool>,
     /// `rr`: the vCPU after the last one given the core.
@@ -81,6 +83,7 @@ impl HostRun {
             holds: vec![false; vcpus],
             used_s: vec![0.0; vcpus],
             runtime_s: vec![0.0; vcpus],
+            received_s: vec![0.0; vcpus],
             halted: vec![true; vcpus],
             next: 0,
         }
@@ -130,17 +133,24 @@ impl HostRun {
 
     /// The vCPUs that hold a core ran `dt` seconds of host time.
     pub fn charge(&mut self, dt: f64) {
-        for ((&h, u), r) in self.holds.iter().zip(&mut self.used_s).zip(&mut self.runtime_s) {
+        for (c, &h) in self.holds.iter().enumerate() {
             if h {
-                *u += dt;
-                *r += dt;
+                self.used_s[c] += dt;
+                self.runtime_s[c] += dt;
+                self.received_s[c] += dt;
             }
         }
     }
 
-    /// Host time each vCPU received so far.
+    /// Each vCPU's runtime in the host scheduler's order: host time received, raised to the
+    /// least of those waiting when it came back from a halt (`mttcg`).
     pub fn runtime_s(&self) -> &[f64] {
         &self.runtime_s
+    }
+
+    /// Host time each vCPU actually received so far.
+    pub fn received_s(&self) -> &[f64] {
+        &self.received_s
     }
 }
 
@@ -208,6 +218,8 @@ mod tests {
         let least = before[..3].iter().copied().reduce(f64::min).unwrap();
         assert!(before[3] < least, "{before:?}");
         assert_eq!(h.runtime_s()[3], least);
+        // The credit orders the host's queue; it is not host time the vCPU ran.
+        assert_eq!(h.received_s()[3], before[3]);
     }
 
     #[test]
@@ -220,6 +232,7 @@ mod tests {
         // One core, two vCPUs: 10 ms of host time between them, about half each.
         let r = h.runtime_s();
         assert!((r[0] + r[1] - 10e-3).abs() < 1e-12);
+        assert_eq!(h.received_s(), r);
         assert!((r[0] - r[1]).abs() <= 2e-3, "{r:?}");
     }
 }

@@ -741,6 +741,7 @@ impl Engine<'_> {
                     node: node_os(c),
                     rq_cpu_time_s: busy,
                     sched_goidle: goidle,
+                    host_s: self.host.as_ref().map(|(host, _)| host.received_s()[c]),
                 })
                 .collect()
         } else {
