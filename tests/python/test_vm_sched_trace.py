@@ -117,14 +117,17 @@ def test_the_simulators_cpus_are_busy_and_go_idle_as_their_threads_hold_and_leav
     ``sched_cpus`` under ``--explain-sched``): a bound spinning team holds every CPU the whole
     run and never leaves one idle; the oversubscribed ``vm-4x2`` team on the modelled host
     (``check.GUEST_HOST``) leaves each vCPU idle at least about once per barrier, and counts a
-    vCPU the host does not run as busy while its thread holds it (2026-11-27: busy 0.67-0.86,
-    idle 1.0-1.4 times per barrier)."""
+    vCPU the host does not run as busy while its thread holds it, from the host's first run of it
+    after a halt (2026-11-27: busy 0.04-0.61, mean 0.234, the guest's 0.26; idle 1.0-1.4 times
+    per barrier; before that rule busy 0.67-0.86, mean 0.775, docs/scheduler.md §10.5)."""
     bound = sched_trace.sim_sched("sched-bound", "6.1")
     assert bound.barriers == check.CASES["sched-bound"].params["reps"]
     assert len(bound.busy) == 4 and all(0.98 <= b <= 1.0 for b in bound.busy), bound.busy
     assert bound.goidle == [0, 0, 0, 0]
     over = sched_trace.sim_sched("sched-oversubscribed-4x2", "6.1")
-    assert len(over.busy) == 8 and all(0.3 < b <= 1.0 for b in over.busy), over.busy
+    assert len(over.busy) == 8 and all(0 < b <= 1.0 for b in over.busy), over.busy
+    # Deterministic; within a factor of two of the guest's 0.26 (one run, 02:37 UTC, §10.5).
+    assert 0.13 < sum(over.busy) / 8 < 0.52, over.busy
     assert all(n >= 0.8 * over.barriers for n in over.goidle), (over.goidle, over.barriers)
     g = sched_trace.parse(job_output())
     text = sched_trace.report(g, over)
@@ -162,14 +165,14 @@ def test_vm_check_moves_counts_every_guest_move_by_path_beside_the_simulators(gu
     assert doc["sim"] == {p: list(v) for p, v in sched_trace.sim_moves("sched-oversubscribed", "6.1").items()}
 
 
-def test_the_simulated_vcpus_busy_time_is_mostly_held_while_the_host_runs_another():
+def test_the_simulated_vcpus_are_run_by_the_host_about_half_the_time_a_thread_holds_them():
     """Where a simulated vCPU's busy share goes on the modelled host (docs/scheduler.md §10.5):
     ``host_s`` (``--explain-sched``, the host model on only) is the host time the vCPU received.
     One host core for 8 vCPUs: the core is never idle while a vCPU has work (together one core of
-    the run), every vCPU gets less host time than its thread holds it, and most of the held time
-    is spent not run. Seen (deterministic, 6.1, 2026-11-27): busy 0.775, host 0.125 per vCPU
-    (0.052-0.23), so held but not run 0.65, against the guest's 0.26 busy of which about 0.125 run
-    on its one core."""
+    the run), and a thread woken onto a halted vCPU holds it only from the host's next run of it,
+    so the time held but not run is below the time run, as the guest's 0.26 busy with about 0.125
+    run on its one core implies. Seen (deterministic, 6.1, 2026-11-27): busy 0.234, host 0.125
+    per vCPU, held but not run 0.109; before the switch waited for the host, 0.775 and 0.65."""
     from numalab.machine import load as load_machine
     from numalab.spec import RunSpec
 
@@ -184,8 +187,8 @@ def test_the_simulated_vcpus_busy_time_is_mostly_held_while_the_host_runs_anothe
     held = [float(c["rq_cpu_time_s"]) for c in cpus]
     # The last round may run a little past the last thread's end: at most a host slice.
     assert 0.95 * run_s <= sum(host) <= run_s + check.GUEST_HOST["slice_s"], (sum(host), run_s)
-    assert all(0 < h < b for h, b in zip(host, held)), (host, held)
-    assert sum(b - h for h, b in zip(host, held)) > 3 * sum(host), (host, held)
+    assert all(h > 0 for h in host), host
+    assert 0 < sum(held) - sum(host) < sum(host), (host, held)
     # Without the host model the field is absent (the golden documents stay as they were).
     quiet = check.sim_doc(spec, case.background, case.interval_ms, host=False)
     assert all("host_s" not in c for c in quiet["sched_cpus"])

@@ -72,6 +72,10 @@ pub struct HostRun {
     received_s: Vec<f64>,
     /// Per vCPU: it was halted at the last plan (comes back placed, `mttcg`).
     halted: Vec<bool>,
+    /// Per vCPU: halted, or back from a halt and not run since; `resumed`: given a core at the
+    /// last plan in that state.
+    asleep: Vec<bool>,
+    resumed: Vec<bool>,
     /// `rr`: the vCPU after the last one given the core.
     next: usize,
 }
@@ -85,6 +89,8 @@ impl HostRun {
             runtime_s: vec![0.0; vcpus],
             received_s: vec![0.0; vcpus],
             halted: vec![true; vcpus],
+            asleep: vec![true; vcpus],
+            resumed: vec![false; vcpus],
             next: 0,
         }
     }
@@ -108,6 +114,7 @@ impl HostRun {
                 self.runtime_s[c] = self.runtime_s[c].max(least_waiting);
             }
             self.halted[c] = !b;
+            self.asleep[c] |= !b;
             // A halted vCPU gives its core up; one whose slice ran out goes to the back.
             if self.holds[c] && (!b || self.used_s[c] >= self.cfg.slice_s) {
                 self.holds[c] = false;
@@ -128,7 +135,17 @@ impl HostRun {
             self.next = (c + 1) % n;
             free -= 1;
         }
+        for c in 0..n {
+            self.resumed[c] = self.holds[c] && self.asleep[c];
+            self.asleep[c] &= !self.holds[c];
+        }
         &self.holds
+    }
+
+    /// The vCPUs the last plan runs for the first time since they halted: only now can the
+    /// guest's kernel there switch to a thread woken onto it while halted.
+    pub fn resumed(&self) -> &[bool] {
+        &self.resumed
     }
 
     /// The vCPUs that hold a core ran `dt` seconds of host time.
@@ -220,6 +237,24 @@ mod tests {
         assert_eq!(h.runtime_s()[3], least);
         // The credit orders the host's queue; it is not host time the vCPU ran.
         assert_eq!(h.received_s()[3], before[3]);
+    }
+
+    #[test]
+    fn a_vcpu_resumes_when_first_run_after_a_halt() {
+        let mut h = host(HostMode::Mttcg, 1, 1e-3, 2);
+        held(&mut h, &[true, false]);
+        assert_eq!(h.resumed(), &[true, false]);
+        h.charge(1e-3);
+        // vCPU 1 gets work but waits for the core (placed level with vCPU 0, which wins the
+        // tie): not resumed until it gets the core, once.
+        assert_eq!(held(&mut h, &[true, true]), vec![0]);
+        assert_eq!(h.resumed(), &[false, false]);
+        h.charge(1e-3);
+        assert_eq!(held(&mut h, &[true, true]), vec![1]);
+        assert_eq!(h.resumed(), &[false, true]);
+        h.charge(1e-3);
+        assert_eq!(held(&mut h, &[true, true]), vec![0]);
+        assert_eq!(h.resumed(), &[false, false]);
     }
 
     #[test]

@@ -18,6 +18,12 @@ impl Engine<'_> {
             }
         }
         runs.copy_from_slice(host.plan(&busy));
+        // A thread woken onto a halted vCPU is switched to only when the vCPU runs again (the
+        // wake-up's IPI, `kernel/sched/core.c: ttwu_queue_wakelist` / `resched_curr`); the
+        // guest's `rq_cpu_time` counts from that switch (`kernel/sched/stats.h: sched_info_arrive`).
+        for (c, _) in host.resumed().iter().enumerate().filter(|(_, &r)| r) {
+            self.sched.turn_switched_at(c, t);
+        }
     }
 
     /// Thread `tid` runs on a vCPU the host does not run now.

@@ -108,6 +108,15 @@ impl Sched {
         self.stopped_s[tid]
     }
 
+    /// The vCPU `cpu`, halted when its current turn began, runs again at `at`: the turn's time
+    /// on the CPU counts from then (`engine/host.rs: host_plan`).
+    pub fn turn_switched_at(&mut self, cpu: usize, at: f64) {
+        let t = &mut self.turns;
+        if t.curr[cpu].is_some() && t.start[cpu] < at {
+            t.start[cpu] = at;
+        }
+    }
+
     /// `tid` takes `cpu` at `at`; `queued` other runnable threads wait there.
     pub fn begin_turn(&mut self, cpu: usize, tid: usize, at: f64, queued: usize) {
         let t = &mut self.turns;
