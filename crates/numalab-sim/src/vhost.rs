@@ -258,6 +258,26 @@ mod tests {
     }
 
     #[test]
+    fn a_vcpu_woken_mid_slice_waits_for_the_running_ones_slice_to_end() {
+        // Linux 6.18 `kernel/sched/fair.c: check_preempt_wakeup_fair()` preempts only when
+        // `__pick_eevdf()` picks the woken entity, which it does not while the running one is
+        // eligible and in its protected slice (`RUN_TO_PARITY`); placed without lag, level with
+        // the running vCPU, the woken one is never picked early (docs/scheduler.md §10.5).
+        let mut h = host(HostMode::Mttcg, 1, 4e-3, 2);
+        for _ in 0..3 {
+            assert_eq!(held(&mut h, &[true, false]), vec![0]);
+            h.charge(1e-3);
+        }
+        assert_eq!(held(&mut h, &[true, true]), vec![0]);
+        assert_eq!(h.resumed(), &[false, false]);
+        assert_eq!(h.runtime_s()[1], 3e-3);
+        h.charge(1e-3);
+        // The slice ends: the woken vCPU, now behind, runs.
+        assert_eq!(held(&mut h, &[true, true]), vec![1]);
+        assert_eq!(h.resumed(), &[false, true]);
+    }
+
+    #[test]
     fn a_vcpu_not_run_gets_no_host_time() {
         let mut h = host(HostMode::Mttcg, 1, 1.5e-3, 2);
         for _ in 0..10 {
