@@ -170,9 +170,13 @@ def test_the_simulated_vcpus_are_run_by_the_host_about_half_the_time_a_thread_ho
     ``host_s`` (``--explain-sched``, the host model on only) is the host time the vCPU received.
     One host core for 8 vCPUs: the core is never idle while a vCPU has work (together one core of
     the run), and a thread woken onto a halted vCPU holds it only from the host's next run of it,
-    so the time held but not run is below the time run, as the guest's 0.26 busy with about 0.125
-    run on its one core implies. Seen (deterministic, 6.1, 2026-11-27): busy 0.234, host 0.125
-    per vCPU, held but not run 0.109; before the switch waited for the host, 0.775 and 0.65."""
+    so the time held but not run is of the order of the time run, as the guest's 0.26 busy with
+    at most 0.125 run on its one core implies (at least 0.135 held but not run). Seen
+    (deterministic, 6.1, 2026-11-27): with the host's EEVDF (lag kept over halts, wake-up
+    preemption) busy 0.282 (0.227-0.362 per vCPU; the guest 0.23-0.30), host 0.125 per vCPU, held
+    but not run 0.157; with the earlier least-runtime host 0.234 (0.04-0.61), 0.125, 0.109; before
+    the switch waited for the host, 0.775 and 0.65. Asserted: held but not run between half and
+    twice the time run."""
     from numalab.machine import load as load_machine
     from numalab.spec import RunSpec
 
@@ -188,7 +192,7 @@ def test_the_simulated_vcpus_are_run_by_the_host_about_half_the_time_a_thread_ho
     # The last round may run a little past the last thread's end: at most a host slice.
     assert 0.95 * run_s <= sum(host) <= run_s + check.GUEST_HOST["slice_s"], (sum(host), run_s)
     assert all(h > 0 for h in host), host
-    assert 0 < sum(held) - sum(host) < sum(host), (host, held)
+    assert 0.5 * sum(host) < sum(held) - sum(host) < 2 * sum(host), (host, held)
     # Without the host model the field is absent (the golden documents stay as they were).
     quiet = check.sim_doc(spec, case.background, case.interval_ms, host=False)
     assert all("host_s" not in c for c in quiet["sched_cpus"])

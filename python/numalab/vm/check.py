@@ -613,13 +613,15 @@ def cpus_per_node(machine: Any) -> int:
 #: - ``cores``: 1. QEMU's threads used about one core of this 2-core machine shared with other
 #:   work (7.8 CPU s in 7 s of a run), and pinned to one core (``taskset -c 0``) the guest's moves
 #:   and idleness were the same (docs/scheduler.md §10.4).
-#: - ``slice_s``: how long the host's scheduler lets a vCPU thread run before the next one, 4 ms:
-#:   its slice is 1.5 ms (``sysctl_sched_base_slice`` 0.75 ms times ``update_sysctl()``'s factor
-#:   1 + ilog2(2 CPUs), ``kernel/sched/fair.c``, the host's Linux 6.18: EEVDF), but a running
-#:   task's passed deadline is noticed only at the tick (``task_tick_fair()`` → ``update_curr()``
-#:   → ``update_deadline()``; ``HRTICK`` is off by default, ``kernel/sched/features.h``), every
-#:   4 ms with the host's ``CONFIG_HZ=250``.
-GUEST_HOST: dict[str, Any] = {"cores": 1, "mode": "mttcg", "slice_s": 4e-3}
+#: - ``request_s``: the host's EEVDF request, 1.5 ms (``sysctl_sched_base_slice`` 0.75 ms times
+#:   ``update_sysctl()``'s factor 1 + ilog2(2 CPUs), ``kernel/sched/fair.c``, the host's Linux
+#:   6.18): a vCPU thread's deadline is a request after its vruntime, the lag it keeps over a
+#:   halt at most max(2 requests, a tick) (``update_entity_lag()``).
+#: - ``slice_s``: the host's tick, 4 ms with its ``CONFIG_HZ=250``: a running thread's passed
+#:   deadline is noticed there (``task_tick_fair()`` → ``update_curr()`` →
+#:   ``update_deadline()``; ``HRTICK`` is off by default, ``kernel/sched/features.h``) or at a
+#:   wake-up on its core (``check_preempt_wakeup_fair()`` → ``update_curr()``).
+GUEST_HOST: dict[str, Any] = {"cores": 1, "mode": "mttcg", "slice_s": 4e-3, "request_s": 1.5e-3}
 
 
 def sim_doc(spec: RunSpec, background: GuestBackground | None = None, interval_ms: int = 1000,
