@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from numalab.exceptions import UsageError
-from numalab.study import executors
+from numalab.study import executors, pool
 
 
 @pytest.fixture
@@ -61,12 +61,13 @@ def test_the_results_pipe_holds_a_batch():
         limit = int(Path("/proc/sys/fs/pipe-max-size").read_text())
     except OSError:
         pytest.skip("no /proc/sys/fs/pipe-max-size: not Linux")
-    if limit < executors._RESULTS_PIPE_BYTES:
+    if limit < pool.PIPE_BYTES:
         pytest.skip(f"pipe-max-size is {limit} bytes here")
     backend = executors.LocalBackend(1)
     try:
-        writer = backend.pool._result_queue._writer
         f_getpipe_sz = 1032  # fs/pipe.c: pipe_fcntl
-        assert fcntl.fcntl(writer.fileno(), f_getpipe_sz) >= executors._RESULTS_PIPE_BYTES
+        for worker in backend.pool.workers:
+            assert fcntl.fcntl(worker.results.fileno(), f_getpipe_sz) >= pool.PIPE_BYTES
+            assert fcntl.fcntl(worker.tasks.fileno(), f_getpipe_sz) >= pool.PIPE_BYTES
     finally:
         backend.close(cancel=False)

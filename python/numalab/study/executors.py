@@ -7,22 +7,22 @@ the runner travels by reference, so a worker imports the kind's module itself) a
 handle (with ``add_done_callback``, through which the sweep learns of finished batches), says
 what a done handle produced (``outcomes``, one per configuration, never raising), how many
 batches can execute at once (``slots``, refreshed by ``refresh``), and how to stop (``close``).
+A backend whose outcomes arrive in the sweep's own thread has ``wait(timeout)``, which the sweep
+calls to receive them (the local one: no thread of its own to wake).
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import re
 import shutil
 import subprocess
-import threading
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
 from numalab.exceptions import UsageError
+from numalab.study.pool import WorkerLost, WorkerPool, context as pool_context
 from numalab.study.worker import Runner, init_local_worker, run_batch
 
 
@@ -31,38 +31,26 @@ def _failed(error: str, lost: bool = False) -> dict[str, Any]:
 
 
 class LocalBackend:
-    """``ProcessPoolExecutor`` workers on this machine.
+    """Worker processes on this machine (``pool.WorkerPool``), started at once.
 
     Workers are forked when the client has no other thread (the usual case: the pool starts
     before the progress display), which costs milliseconds and no re-import; otherwise they come
     from a forkserver that has imported numalab once, because forking a threaded process can
-    copy a lock some other thread holds.
+    copy a lock some other thread holds. The sweep calls ``wait``, which reads the outcomes in
+    its own thread (no thread of the backend's).
     """
 
     def __init__(self, workers: int):
         if workers < 1:
             raise UsageError(f"--jobs must be >= 1, got {workers}")
         self.slots = workers
-        self.pool = self._new_pool()
-
-    def _new_pool(self) -> ProcessPoolExecutor:
-        if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
-            ctx: multiprocessing.context.BaseContext = multiprocessing.get_context("fork")
-        else:
-            ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["numalab.study.worker", "numalab.runner.sim"])
-        pool = ProcessPoolExecutor(max_workers=self.slots, mp_context=ctx, initializer=init_local_worker)
-        _roomy_results_pipe(pool)
-        return pool
+        self.pool = WorkerPool(workers, pool_context, initializer=init_local_worker)
 
     def submit(self, configs: list[dict[str, Any]], run: Runner | None = None) -> Future:
-        try:
-            return self.pool.submit(run_batch, configs, run)
-        except BrokenProcessPool:
-            # A worker died (killed, out of memory): its pool is unusable; start a fresh one.
-            self.pool.shutdown(wait=False, cancel_futures=True)
-            self.pool = self._new_pool()
-            return self.pool.submit(run_batch, configs, run)
+        return self.pool.submit(run_batch, configs, run)
+
+    def wait(self, timeout: float) -> None:
+        self.pool.wait(timeout)
 
     def refresh(self) -> None:
         pass
@@ -70,43 +58,14 @@ class LocalBackend:
     def outcomes(self, handle: Future, n: int) -> list[dict[str, Any]]:
         try:
             return handle.result()
-        except BrokenProcessPool as e:
+        except WorkerLost as e:
             return [_failed(f"worker process died ({e})", lost=True)] * n
         except Exception as e:  # pickling errors and the like: record, do not stop the sweep
             return [_failed(f"{type(e).__name__}: {e}")] * n
 
     def close(self, cancel: bool, pending: Iterable[Future] = ()) -> None:
-        self.pool.shutdown(wait=not cancel, cancel_futures=cancel)
-        if cancel:
-            # Runs in progress would otherwise finish first; Ctrl-C must stop now. Python 3.14
-            # has terminate_workers(); before it the processes are only reachable this way.
-            terminate = getattr(self.pool, "terminate_workers", None)
-            if terminate is not None:
-                terminate()
-            else:
-                for p in list((getattr(self.pool, "_processes", None) or {}).values()):
-                    p.terminate()
-
-
-# Linux's fcntl F_SETPIPE_SZ (fs/pipe.c: pipe_fcntl); Python 3.11's fcntl module lacks the name.
-_F_SETPIPE_SZ = 1031
-_RESULTS_PIPE_BYTES = 1 << 20
-
-
-def _roomy_results_pipe(pool: ProcessPoolExecutor) -> None:
-    """A pipe that holds a whole batch's outcomes (up to 64 documents of about 11 KB; the default is
-    64 KB): a worker then writes them at once and starts its next batch, instead of waiting, on a
-    busy machine a scheduler slice each time, for the client to read every 64 KB. Where it cannot
-    be enlarged (another OS, a lower pipe-max-size) the pipe stays as it is."""
-    writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
-    if writer is None or not hasattr(writer, "fileno"):
-        return
-    try:
-        import fcntl
-
-        fcntl.fcntl(writer.fileno(), _F_SETPIPE_SZ, _RESULTS_PIPE_BYTES)
-    except (ImportError, OSError):
-        pass
+        # Cancelled: runs in progress would otherwise finish first; Ctrl-C must stop now.
+        self.pool.close(cancel=cancel)
 
 
 class DaskBackend:

@@ -169,8 +169,13 @@ class _Sweep:
                 self._top_up()
                 self.progress.start(len(todo))
                 last_refresh = time.monotonic()
+                wait = getattr(self.backend, "wait", None)
                 while self.in_flight:
-                    for handle in _drain(self.finished, self._poll_s()):
+                    timeout = self._poll_s()
+                    if wait is not None:
+                        wait(timeout)  # completes the handles that returned (their callbacks queue them)
+                        timeout = 0.0
+                    for handle in _drain(self.finished, timeout):
                         self._collect(handle)
                     if self.unsaved and (len(self.unsaved) >= SAVE_RUNS or time.monotonic() - self.unsaved_since >= SAVE_S):
                         self._save()
