@@ -18,6 +18,14 @@ const LINK_LINE: f64 = 80.0;
 const RHO_CAP: f64 = 0.99;
 /// Throttled threads aim just below saturation, leaving the per-slice hard cap for bursts.
 const THROTTLE_TARGET: f64 = 0.97;
+/// Most passes of the damped fixed point per solve (docs/contention.md §6): a converging
+/// interleaved CG solve takes 18 on average, a first-touch one 1.
+const FIXED_POINT_PASSES: usize = 30;
+/// A utilisation's damping: where it starts and its ceiling, its floor, and how it grows after a
+/// pass that kept the direction of the last (docs/contention.md §6).
+const DAMP_MAX: f64 = 0.5;
+const DAMP_MIN: f64 = 0.01;
+const DAMP_GROW: f64 = 1.5;
 
 /// What the solver needs of one running thread.
 #[derive(Clone, Debug)]
@@ -55,6 +63,10 @@ pub struct Solver {
     curve: Vec<numalab_model::CurvePoint>,
     pub rho_ctrl: Vec<f64>,
     pub rho_link: Vec<[f64; 2]>,
+    /// Damping of each utilisation, controllers then link directions in `rho_link`'s order,
+    /// kept from one solve to the next as the utilisations are: a link near saturation needs a
+    /// small one every epoch (its M/D/1 wait is steep there), a controller it drives a large one.
+    damp: Vec<f64>,
     /// Working buffers kept from one solve to the next: a solve runs every epoch, and building
     /// them anew each time cost about as much as the arithmetic.
     scratch: Scratch,
@@ -86,6 +98,8 @@ struct Scratch {
     link: Vec<[f64; 2]>,
     /// Highest utilisation on the way of each (CPU node, memory node) pair.
     path: Vec<f64>,
+    /// Each utilisation's step (`new - old`, before damping) in the last pass of this solve.
+    last_step: Vec<f64>,
     /// `lat` is the latencies at the current `rho_ctrl` and `rho_link`: a solve ends by
     /// working them out, and the next one starts from the same utilisations.
     lat_current: bool,
@@ -134,6 +148,7 @@ impl Solver {
             curve: m.loaded_latency.clone(),
             rho_ctrl: vec![0.0; n],
             rho_link: vec![[0.0; 2]; m.links.len()],
+            damp: vec![DAMP_MAX; n + 2 * m.links.len()],
             scratch: Scratch::default(),
         }
     }
@@ -296,7 +311,8 @@ impl Solver {
                 s.rows_wr.extend_from_slice(&t.wr[..n]);
             }
         }
-        for _ in 0..8 {
+        reset(&mut s.last_step, self.damp.len(), 0.0);
+        for _ in 0..FIXED_POINT_PASSES {
             if !s.lat_current {
                 self.latencies(&mut s);
             }
@@ -304,17 +320,15 @@ impl Solver {
             self.rates(d, &mut s);
             self.utilisation(&mut s);
             let mut change: f64 = 0.0;
-            for (old, new) in self.rho_ctrl.iter_mut().zip(&s.ctrl) {
-                let v = 0.5 * *old + 0.5 * new.min(1.0);
+            let news = s.ctrl.iter().chain(s.link.as_flattened());
+            let olds = self.rho_ctrl.iter_mut().chain(self.rho_link.as_flattened_mut());
+            for (((old, new), damp), last) in olds.zip(news).zip(&mut self.damp).zip(&mut s.last_step) {
+                let step = new.min(1.0) - *old;
+                *damp = adapt_damping(*damp, step * *last);
+                *last = step;
+                let v = *old + *damp * step;
                 change = change.max((v - *old).abs());
                 *old = v;
-            }
-            for (old, new) in self.rho_link.iter_mut().zip(&s.link) {
-                for k in 0..2 {
-                    let v = 0.5 * old[k] + 0.5 * new[k].min(1.0);
-                    change = change.max((v - old[k]).abs());
-                    old[k] = v;
-                }
             }
             if change < 1e-4 {
                 break;
@@ -387,6 +401,20 @@ fn group_sums<const N: usize>(tids: &[usize], x: &[f64], rd: &[f64], wr: &[f64],
     }
     rrow.copy_from_slice(&r);
     wrow.copy_from_slice(&w);
+}
+
+/// A utilisation's damping after a pass whose step times the last pass's step is `turn`: halved
+/// when the step changed direction (the damped map overshot: its slope is below `-1 / damp`,
+/// a steep loaded-latency or M/D/1 curve near saturation), grown when it kept its direction
+/// (still creeping towards the fixed point), unchanged on the first pass or a zero step.
+fn adapt_damping(damp: f64, turn: f64) -> f64 {
+    if turn < 0.0 {
+        (damp * 0.5).max(DAMP_MIN)
+    } else if turn > 0.0 {
+        (damp * DAMP_GROW).min(DAMP_MAX)
+    } else {
+        damp
+    }
 }
 
 /// `v` as `len` copies of `fill`, keeping its allocation.
