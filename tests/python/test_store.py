@@ -136,6 +136,30 @@ def test_readers_see_committed_runs_while_the_writer_is_open(tmp_path, resolved)
         other.close()
 
 
+def test_a_checkpoint_puts_the_committed_runs_into_the_database_file(tmp_path, resolved):
+    """The sweep checkpoints while its workers exit: the database file alone then holds the runs
+    (before it they are in the write-ahead log only)."""
+    import shutil
+
+    def runs_in_file_alone() -> int:
+        alone = tmp_path / "alone"
+        shutil.rmtree(alone, ignore_errors=True)
+        alone.mkdir()
+        shutil.copy(tmp_path / "numalab.db", alone / "numalab.db")  # without numalab.db-wal
+        con = sqlite3.connect(alone / "numalab.db")
+        try:
+            return con.execute("SELECT count(*) FROM runs").fetchone()[0]
+        finally:
+            con.close()
+
+    with Store(tmp_path) as store:
+        store.register_study(resolved)
+        store.write_many("st", [(r, _outcome(1.0)) for r in resolved.runs])
+        assert runs_in_file_alone() == 0
+        store.checkpoint()
+        assert runs_in_file_alone() == len(resolved.runs)
+
+
 def test_load_gives_a_dataframe_with_parameters_as_columns(tmp_path, resolved):
     with Store(tmp_path) as store:
         store.register_study(resolved)

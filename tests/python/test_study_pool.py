@@ -90,3 +90,21 @@ def test_a_close_after_the_tasks_lets_the_workers_exit():
     p.close(cancel=False)  # waits for the task, then asks the worker to stop
     assert future.result() == pid
     assert p.workers == [] and not os.path.exists(f"/proc/{pid}")
+
+
+def test_stopped_workers_exit_after_their_tasks_and_a_later_task_still_runs():
+    p = pool.WorkerPool(2, pool.context)
+    try:
+        first = [p.submit(_pid_after, 0.2) for _ in range(2)]
+        pids = {w.process.pid for w in p.workers}
+        p.stop()
+        _wait_all(p, first)
+        assert {f.result() for f in first} == pids  # the tasks they had ran
+        for w in list(p.workers):
+            w.process.join(timeout=30)
+            assert w.process.exitcode == 0  # and then they exited, before close
+        late = p.submit(_pid_after, 0.0)  # e.g. a lost run tried again: a new worker runs it
+        _wait_all(p, [late])
+        assert late.result() not in pids
+    finally:
+        p.close(cancel=False)

@@ -455,6 +455,12 @@ class Store:
                 self.db.executemany(f"INSERT OR REPLACE INTO runs ({', '.join(names)}) VALUES ({_marks(names)})", values)
             self._update_speedups(study, [h for h, _row, _cols in rows], t)
 
+    @_guarded
+    def checkpoint(self) -> None:
+        """Copy the write-ahead log into the database file now, as closing the store would (a
+        sweep does it while its workers exit); readers in the middle of a read are not waited for."""
+        self.db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
     @staticmethod
     def _row(study: str, run: Any, outcome: dict[str, Any], now: str | None = None, shared: "_SharedColumns | None" = None) -> dict[str, Any]:
         c = run.config

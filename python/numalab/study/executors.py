@@ -8,7 +8,8 @@ handle (with ``add_done_callback``, through which the sweep learns of finished b
 what a done handle produced (``outcomes``, one per configuration, never raising), how many
 batches can execute at once (``slots``, refreshed by ``refresh``), and how to stop (``close``).
 A backend whose outcomes arrive in the sweep's own thread has ``wait(timeout)``, which the sweep
-calls to receive them (the local one: no thread of its own to wake).
+calls to receive them (the local one: no thread of its own to wake), and may have ``stop()``: no
+more batches, so its workers can exit while the sweep commits its last runs.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ class LocalBackend:
 
     def wait(self, timeout: float) -> None:
         self.pool.wait(timeout)
+
+    def stop(self) -> None:
+        self.pool.stop()
 
     def refresh(self) -> None:
         pass

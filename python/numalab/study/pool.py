@@ -77,6 +77,15 @@ class _Worker:
         task_reader.close()
         result_writer.close()
         self.pending: deque[Future] = deque()  # its tasks, in the order it runs them
+        self.stopping = False  # told to exit after its tasks
+
+    def stop(self) -> None:
+        if not self.stopping:
+            self.stopping = True
+            try:
+                self.tasks.send_bytes(b"")
+            except OSError:
+                pass  # already gone
 
 
 class WorkerPool:
@@ -102,7 +111,11 @@ class WorkerPool:
         except Exception as e:
             future.set_exception(e)
             return future
-        worker = min(self.workers, key=lambda w: len(w.pending))
+        running = [w for w in self.workers if not w.stopping]
+        if not running:  # a task after ``stop`` (a lost run tried again): a worker for it
+            running = [_Worker(self.context(), self.initializer)]
+            self.workers += running
+        worker = min(running, key=lambda w: len(w.pending))
         worker.pending.append(future)
         try:
             worker.tasks.send_bytes(message)
@@ -130,7 +143,9 @@ class WorkerPool:
             # What it sent before exiting is still in its pipe.
             while worker.pending and worker.results.poll(0) and self._receive(worker):
                 pass
-            self._lost(worker)
+            if worker.pending or not worker.stopping:
+                self._lost(worker)
+            # else: it ended as asked (``stop``), after its last task
 
     def _receive(self, worker: _Worker) -> bool:
         try:
@@ -159,7 +174,14 @@ class WorkerPool:
         pending, worker.pending = worker.pending, deque()
         for future in pending:
             future.set_exception(WorkerLost(f"a worker process exited with code {code}"))
-        self.workers.append(_Worker(self.context(), self.initializer))
+        if not worker.stopping:  # after ``stop``, ``submit`` starts one if a task comes
+            self.workers.append(_Worker(self.context(), self.initializer))
+
+    def stop(self) -> None:
+        """No more tasks: each worker exits after those it has, while the client does its last
+        work (a sweep's last commit and checkpoint); ``close`` then finds them gone or going."""
+        for worker in self.workers:
+            worker.stop()
 
     def close(self, cancel: bool) -> None:
         """Stop the workers: at once (``cancel``: their tasks are dropped) or after their tasks."""
@@ -169,10 +191,7 @@ class WorkerPool:
             if cancel:
                 worker.process.terminate()
             else:
-                try:
-                    worker.tasks.send_bytes(b"")
-                except OSError:
-                    pass
+                worker.stop()
         for worker in self.workers:
             worker.process.join()
             _close(worker)

@@ -185,7 +185,13 @@ class _Sweep:
                         last_refresh = time.monotonic()
                     s = self.summary
                     self.progress.update(s.done, f"{min(len(self.in_flight), self.backend.slots)} running, {s.failed} failed")
+                stop = getattr(self.backend, "stop", None)
+                if stop is not None:
+                    stop()  # local workers exit meanwhile, instead of after the store's last writes
                 self._save()
+                # What closing the store would do (copy the WAL into the database, sync it), done
+                # while the workers exit: 4-8 ms of a 200-run study's wall time.
+                self.store.checkpoint()
             except KeyboardInterrupt:
                 self.summary.interrupted = True
                 self._save()  # runs collected when the signal came
