@@ -244,6 +244,11 @@ def _case(p: _Point, c: dict[str, Any], machines: set[str]) -> str:
     return " ".join(parts)
 
 
+# A point's values as its resolver key (``json.dumps`` with options builds an encoder per call);
+# repr for the models (Balancing): a frozen dataclass's names every field.
+_KEY_ENCODER = json.JSONEncoder(sort_keys=True, default=repr)
+
+
 class _Resolver:
     """Point -> RunSpec -> canonical configuration. Every value is checked by the same rules as
     the CLI (``RunSpec``, the engine's ``RunSpec``); errors point at the key that set it."""
@@ -259,8 +264,7 @@ class _Resolver:
 
     def config(self, p: _Point) -> dict[str, Any]:
         try:
-            # repr for the models (Balancing): a frozen dataclass's names every field
-            key = json.dumps({"values": p.values, "params": p.params}, sort_keys=True, default=repr)
+            key = _KEY_ENCODER.encode({"values": p.values, "params": p.params})
         except (TypeError, ValueError):
             return self._config(p)[0]
         kept = self.kept.get(key)
