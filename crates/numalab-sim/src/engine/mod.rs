@@ -84,6 +84,16 @@ struct Thread {
     /// Estimated mix of the current phase (from sampled page entries at its start).
     est_rd: Vec<f64>,
     est_wr: Vec<f64>,
+    /// The sums of `prev_rd` then `prev_wr`, and of `est_rd` then `est_wr`, worked out when
+    /// they were set (`Engine::solve` reads them every epoch).
+    prev_lines: f64,
+    est_lines: f64,
+    /// Bumped whenever `prev_*` or `est_*` change: the thread's row of the solver's demands is
+    /// refilled only when what it was filled from changed (`Engine::solve`).
+    mix_version: u64,
+    /// `Engine::mlp` for the current phase and its number of SMT sharers (`u32::MAX`: to be
+    /// worked out); a phase start resets it.
+    mlp: (u32, f64),
     /// The cheapest cost per line (`engine::visits::fast_visits`) among the nodes the thread
     /// used last epoch or expects to, kept for the epoch (NaN: to be worked out). Its inputs
     /// change only between epochs and when a phase starts, which reset it.
@@ -120,8 +130,10 @@ pub struct Engine<'a> {
     cfg: &'a SimConfig,
     alloc: Allocator,
     solver: Solver,
-    /// The solver's input, kept from epoch to epoch (`Engine::solve`).
+    /// The solver's input, kept from epoch to epoch (`Engine::solve`), and what each thread's
+    /// row was filled from.
     demands: Vec<Demand>,
+    rows: Vec<RowSrc>,
     /// Last epoch's costs per line, refilled in place by the solver.
     costs: Vec<Vec<f64>>,
     /// Cache instances per PU (docs/contention.md §4.1).
@@ -163,6 +175,21 @@ pub struct Engine<'a> {
     /// The host running the guest's vCPUs and which it runs this epoch (`crate::vhost`), when
     /// the run simulates one.
     host: Option<(crate::vhost::HostRun, Vec<bool>)>,
+}
+
+/// What a thread's row of the solver's demands was filled from (`Engine::solve`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RowSrc {
+    Unset,
+    /// Not running: no demand.
+    Zero,
+    /// Its last epoch's mix (`prev`) or its phase's estimate, as of `Thread::mix_version`.
+    Mix {
+        prev: bool,
+        version: u64,
+    },
+    /// No mix yet: all of it read from its CPU's node.
+    Local(usize),
 }
 
 /// A dynamic schedule's chunk order, by (process, phase execution, chunks).
@@ -299,6 +326,10 @@ impl<'a> Engine<'a> {
                     prev_wr: vec![0.0; n],
                     est_rd: vec![0.0; n],
                     est_wr: vec![0.0; n],
+                    prev_lines: 0.0,
+                    est_lines: 0.0,
+                    mix_version: 0,
+                    mlp: (u32::MAX, 0.0),
                     cheapest_s: f64::NAN,
                     spread: 0,
                     epoch_seq: 0,
@@ -376,6 +407,7 @@ impl<'a> Engine<'a> {
             alloc: Allocator::new(m, cfg.kernel),
             solver: Solver::new(m),
             demands: Vec::new(),
+            rows: Vec::new(),
             costs: Vec::new(),
             caches: crate::cache::CacheMap::new(m),
             sched,
@@ -445,9 +477,15 @@ impl<'a> Engine<'a> {
             }
             self.costs = costs;
             for (tid, t) in self.threads.iter_mut().enumerate() {
-                // A thread's CPU only changes between epochs, so its mix is its access-map row.
-                let cpu_node = self.sched.pu_node[self.sched.cpu[tid]];
-                self.rec.add_row(cpu_node, &t.mix_rd, &t.mix_wr);
+                // Every entry is a count of lines (>= 0): a sum of 0 is a mix of zeros, which
+                // would add nothing to the access map (most turn-takers move no line in an
+                // epoch).
+                let lines: f64 = t.mix_rd.iter().chain(&t.mix_wr).sum();
+                if lines != 0.0 {
+                    // A thread's CPU only changes between epochs, so its mix is its access-map row.
+                    let cpu_node = self.sched.pu_node[self.sched.cpu[tid]];
+                    self.rec.add_row(cpu_node, &t.mix_rd, &t.mix_wr);
+                }
                 visits += t.visits;
                 // The epoch's pace by the thread's mean share of its CPU: one that takes turns ran
                 // at full speed for part of the epoch and waited for the rest (`turns.rs`).
@@ -455,7 +493,6 @@ impl<'a> Engine<'a> {
                     if shares[tid] == mean_shares[tid] { t.busy_s } else { t.busy_s * shares[tid] / mean_shares[tid] };
                 busy += paced_s;
                 self.samples += t.visits;
-                let lines: f64 = t.mix_rd.iter().chain(&t.mix_wr).sum();
                 if lines > 0.0 && t.lines_total > 0.0 {
                     shortest_phase = shortest_phase.min(t.lines_total * paced_s / lines);
                 }
@@ -467,10 +504,18 @@ impl<'a> Engine<'a> {
                 if t.state == State::Running && t.clock < end {
                     t.clock = end; // blocked by a pipeline dependency for the rest of the epoch
                 }
-                std::mem::swap(&mut t.mix_rd, &mut t.prev_rd);
-                std::mem::swap(&mut t.mix_wr, &mut t.prev_wr);
-                t.mix_rd.iter_mut().for_each(|v| *v = 0.0);
-                t.mix_wr.iter_mut().for_each(|v| *v = 0.0);
+                // This epoch's mix becomes the previous one and the new one starts empty; both
+                // empty already, nothing changes.
+                if lines != 0.0 || t.prev_lines != 0.0 {
+                    std::mem::swap(&mut t.mix_rd, &mut t.prev_rd);
+                    std::mem::swap(&mut t.mix_wr, &mut t.prev_wr);
+                    if t.prev_lines != 0.0 {
+                        t.mix_rd.iter_mut().for_each(|v| *v = 0.0);
+                        t.mix_wr.iter_mut().for_each(|v| *v = 0.0);
+                    }
+                    t.prev_lines = lines;
+                    t.mix_version += 1;
+                }
             }
             let host_epoch_s = self.host_max_epoch();
             self.epochs += 1;
@@ -615,6 +660,7 @@ impl<'a> Engine<'a> {
         // Last epoch's demands are refilled in place: their per-node vectors are not allocated
         // again every epoch.
         let mut demands = std::mem::take(&mut self.demands);
+        self.rows.resize(self.threads.len(), RowSrc::Unset);
         demands.resize_with(self.threads.len(), || Demand {
             cpu_node: 0,
             mlp: 1.0,
@@ -624,28 +670,49 @@ impl<'a> Engine<'a> {
             rd: vec![0.0; n],
             wr: vec![0.0; n],
         });
-        for (tid, (t, d)) in self.threads.iter().zip(demands.iter_mut()).enumerate() {
+        for (tid, ((t, d), row)) in
+            self.threads.iter_mut().zip(demands.iter_mut()).zip(self.rows.iter_mut()).enumerate()
+        {
             let cpu = self.sched.cpu[tid];
             let node = self.sched.pu_node[cpu];
             // Last epoch's observed mix if the thread stayed in one phase, else the estimate
             // for the phase it is in now.
-            let observed: f64 = t.prev_rd.iter().chain(&t.prev_wr).sum();
-            let (src_rd, src_wr) =
-                if observed > 0.0 && t.seq == t.epoch_seq { (&t.prev_rd, &t.prev_wr) } else { (&t.est_rd, &t.est_wr) };
-            let total: f64 = src_rd.iter().chain(src_wr).sum();
-            if t.state != State::Running {
-                d.rd.fill(0.0);
-                d.wr.fill(0.0);
+            let prev = t.prev_lines > 0.0 && t.seq == t.epoch_seq;
+            let total = if prev { t.prev_lines } else { t.est_lines };
+            let src = if t.state != State::Running {
+                RowSrc::Zero
             } else if total > 0.0 {
-                d.rd.iter_mut().zip(src_rd).for_each(|(o, v)| *o = v / total);
-                d.wr.iter_mut().zip(src_wr).for_each(|(o, v)| *o = v / total);
+                RowSrc::Mix { prev, version: t.mix_version }
             } else {
-                d.rd.fill(0.0);
-                d.rd[node] = 1.0;
-                d.wr.fill(0.0);
+                RowSrc::Local(node)
+            };
+            // A row filled from the same mix holds the same quotients already (most threads
+            // waiting for their turn did not run last epoch).
+            if *row != src {
+                *row = src;
+                let (src_rd, src_wr) = if prev { (&t.prev_rd, &t.prev_wr) } else { (&t.est_rd, &t.est_wr) };
+                match src {
+                    RowSrc::Mix { .. } => {
+                        d.rd.iter_mut().zip(src_rd).for_each(|(o, v)| *o = v / total);
+                        d.wr.iter_mut().zip(src_wr).for_each(|(o, v)| *o = v / total);
+                    }
+                    RowSrc::Local(_) => {
+                        d.rd.fill(0.0);
+                        d.rd[node] = 1.0;
+                        d.wr.fill(0.0);
+                    }
+                    RowSrc::Zero | RowSrc::Unset => {
+                        d.rd.fill(0.0);
+                        d.wr.fill(0.0);
+                    }
+                }
             }
             d.cpu_node = node;
-            d.mlp = self.mlp(t, self.m.pus.get(cpu).map_or(1, |u| busy_pus[u.core as usize]));
+            let sharers = self.m.pus.get(cpu).map_or(1, |u| busy_pus[u.core as usize]);
+            if t.mlp.0 != sharers {
+                t.mlp = (sharers, Self::mlp_of(self.m, self.groups[self.procs[t.pid].slot.group].workload, t, sharers));
+            }
+            d.mlp = t.mlp.1;
             d.compute_per_line = t.compute_per_line_s;
             d.chain_per_line = t.chain_per_line_s;
             // While background work is runnable it shares the CPU fairly with the threads.
@@ -665,10 +732,10 @@ impl<'a> Engine<'a> {
     /// loads of the core's instruction window where the machine measured one and the phase says
     /// its instructions, up to its share of the core's fill buffers (`sharers` SMT threads run
     /// on the core), or fewer if its phase says so (docs/contention.md §4).
-    fn mlp(&self, t: &Thread, sharers: u32) -> f64 {
-        let phase = self.current_phase(t).map(|p| &self.wl(t.pid).phases[p]);
+    fn mlp_of(m: &Machine, w: &WorkloadSpec, t: &Thread, sharers: u32) -> f64 {
+        let phase = w.program.get(t.step).and_then(|s| s.phases.get(t.pos)).map(|&p| &w.phases[p]);
         let streams = phase.map_or(1, |p| p.accesses.len());
-        let core_mlp = self.m.cores.first().map_or(10.0, |c| c.lines_in_flight(streams, t.instructions_per_line))
+        let core_mlp = m.cores.first().map_or(10.0, |c| c.lines_in_flight(streams, t.instructions_per_line))
             / sharers.max(1) as f64;
         phase.and_then(|p| p.mlp).map_or(core_mlp, |m| m.min(core_mlp)).max(1.0)
     }

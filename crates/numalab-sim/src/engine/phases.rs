@@ -96,6 +96,7 @@ impl Engine<'_> {
     }
 
     pub(super) fn start_next_phase(&mut self, tid: usize) {
+        self.threads[tid].mlp.0 = u32::MAX;
         // Skip steps repeated zero times or with no phases.
         loop {
             let t = &self.threads[tid];
@@ -140,8 +141,10 @@ impl Engine<'_> {
         let instructions = self.wl(pid).instructions.get(phase).copied().flatten();
         let t = &mut self.threads[tid];
         t.instructions_per_line = instructions.filter(|_| total > 0.0).map(|i| i / total);
+        t.est_lines = est_rd.iter().chain(&est_wr).sum();
         t.est_rd = est_rd;
         t.est_wr = est_wr;
+        t.mix_version += 1;
         t.cheapest_s = f64::NAN;
         t.sweeps = sweeps;
         t.lines_total = lines;
