@@ -42,8 +42,10 @@ def test_on_one_vcpu_per_node_oversubscribed_threads_move_at_the_guests_speed(na
     other, all CPUs alike, no CPU goes idle early and 1 thread of 8 or 16 moves (the case expects
     half). At the guest's speed (10-13 ms per barrier, beyond 6.13's 2.25-3 ms slice) with its background,
     every thread moves, more per barrier than the bound run's binding move, as in the guest.
-    Seen (deterministic, 6.13): 0.000125 migrations per thread per barrier without, 0.063 and
-    0.076 with; 6.1 on vm-4 0.043; the guest 0.004-0.074 (§10). vm-8 under 6.1: the next test."""
+    Seen (deterministic, 2026-11-27, with util_est and a busy CPU's interval a jiffy shorter,
+    §10.4): 0.000125 and 0.00025 migrations per thread per barrier without, 0.039 (vm-4) and
+    0.033 (vm-8: 9.4 times the bound run's 0.0035; 0.076 before util_est) with; 6.1 on vm-4
+    0.033; the guest 0.004-0.074 (§10). vm-8 under 6.1: the next test."""
     case = check.CASES[name]
     bound = check.sim_side(_spec(check.CASES[case.more_than or ""], kernel))
     quiet = check.sim_side(_spec(case, kernel))
@@ -51,7 +53,7 @@ def test_on_one_vcpu_per_node_oversubscribed_threads_move_at_the_guests_speed(na
     reps = int(case.params["reps"])
     assert case.expect(quiet) is not None, quiet.threads
     assert case.expect(busy) is None, busy.threads
-    assert busy.threads.migrations_per_thread_barrier(reps) > 10 * bound.threads.migrations_per_thread_barrier(reps), (bound.threads, busy.threads)
+    assert busy.threads.migrations_per_thread_barrier(reps) > 5 * bound.threads.migrations_per_thread_barrier(reps), (bound.threads, busy.threads)
 
 
 def test_on_vm_8_cfs_slices_longer_than_a_barriers_work_move_fewer_threads_than_eevdf():
@@ -59,12 +61,12 @@ def test_on_vm_8_cfs_slices_longer_than_a_barriers_work_move_fewer_threads_than_
     With 8 vCPUs update_sysctl()'s factor is 4: 6.1's sched_slice() gives each of two threads 12 ms
     (24 ms latency), more than its share of a 10-13 ms barrier, so check_preempt_tick() does not
     end a turn before the thread reaches the barrier, and a woken thread preempts only after
-    wakeup_gran() (4 ms); 6.13's EEVDF turns are 3 ms under RUN_TO_PARITY. Swapping only those two
-    rules into the 6.1 profile gives 6.13's figures (the slice alone: 0.053), so the CFS rules, not
-    the balancer's, make the difference. Seen (deterministic): 6.1 0.0085 migrations per thread
-    per barrier (8 of 16 threads change node), 6.13 0.076 (16 of 16), the bound run 0.0035; the
-    guest 0.017-0.026 (two runs each of 2026-11-26 23:16 and 23:29 UTC, §10). The case's own
-    expectation holds under 6.1."""
+    wakeup_gran() (4 ms); 6.13's EEVDF turns are 3 ms under RUN_TO_PARITY (2026-11-26: swapping
+    only those two rules into the 6.1 profile gave 6.13's figures, so the CFS rules, not the
+    balancer's, made the difference). Seen (deterministic, 2026-11-27, with util_est and a busy
+    CPU's interval a jiffy shorter, §10.4): 6.1 0.017 migrations per thread per barrier (13 of 16
+    threads change node), 6.13 0.033 (16 of 16), the bound run 0.0035 (before: 0.0085, 8 of 16,
+    and 0.076); the guest 0.017-0.034 (§10, §10.4). The case's own expectation holds under 6.1."""
     case = check.CASES["sched-oversubscribed-8"]
     reps = int(case.params["reps"])
     bound = check.sim_side(_spec(check.CASES[case.more_than or ""], "6.1")).threads.migrations_per_thread_barrier(reps)
@@ -73,7 +75,7 @@ def test_on_vm_8_cfs_slices_longer_than_a_barriers_work_move_fewer_threads_than_
     assert case.expect(cfs) is None, cfs.threads
     per_barrier = cfs.threads.migrations_per_thread_barrier(reps)
     assert bound < per_barrier, (bound, cfs.threads)
-    assert eevdf.threads.migrations_per_thread_barrier(reps) > 4 * per_barrier, (cfs.threads, eevdf.threads)
+    assert eevdf.threads.migrations_per_thread_barrier(reps) > 1.5 * per_barrier, (cfs.threads, eevdf.threads)
     assert eevdf.threads.changed_node > cfs.threads.changed_node
 
 
@@ -94,7 +96,7 @@ def test_the_guest_speed_machine_runs_the_barrier_loop_that_many_times_slower():
 
 @pytest.mark.parametrize(("name", "kernel"), [(n, "6.13") for n in ("sched-passive-4x2", "sched-oversubscribed-4x2", "sched-passive-2x4",
                                                                   "sched-oversubscribed-2x4")]
-                         + [(n, KERNEL) for n in ("sched-passive-4x2", "sched-oversubscribed-2x4")])
+                         + [(n, KERNEL) for n in ("sched-oversubscribed-2x4",)])
 def test_with_the_guests_background_the_simulator_moves_sleeping_threads_across_nodes(name, kernel):
     """Without it (§6's estimates, a simulated barrier 25-30 times shorter than the guest's) a
     passive team that started evenly stays home and an oversubscribed one barely moves (§10.2);
@@ -104,7 +106,8 @@ def test_with_the_guests_background_the_simulator_moves_sleeping_threads_across_
     (``recent_used_cpu`` moves them inside a node at the preset's speed too), 21.2-55.6 % with it;
     with threads taking turns on a shared CPU (§9) the passive ``vm-2x4`` team moves 4 of 8 threads
     across (the guest 3-7 of 8 in eight runs), the others 8/8 and 16/16. These figures are 6.13's;
-    under 6.1 (the guest's own kernel) two of the four hold, the other two are the next test.
+    under 6.1 (the guest's own kernel) oversubscribed-2x4 holds (13 of 16 threads change node,
+    29 % away; 2026-11-27, with util_est), the passive ones are the next test.
     The background's own effect: without the host model (§10.5), which also changes the first
     touch (the vCPUs take turns on the host)."""
     case = check.CASES[name]
@@ -118,7 +121,7 @@ def test_with_the_guests_background_the_simulator_moves_sleeping_threads_across_
     assert busy.after_init == [busy.total // len(busy.after_init)] * len(busy.after_init)
 
 
-@pytest.mark.parametrize("name", ["sched-passive-2x4"])
+@pytest.mark.parametrize("name", ["sched-passive-4x2", "sched-passive-2x4"])
 def test_under_6_1_cfs_wakeup_preemption_keeps_woken_threads_home(name):
     """The layout where 6.1's simulator moves threads across nodes far less than 6.13's and
     than the guest (docs/scheduler.md §10, §14; oversubscribed-4x2 was another until the host
@@ -132,7 +135,8 @@ def test_under_6_1_cfs_wakeup_preemption_keeps_woken_threads_home(name):
     6.1 profile gives 38.8 % away on oversubscribed-4x2, both rules 6.13's figures.
     Seen (deterministic): oversubscribed-4x2 6.1 5/16 threads changed node, 0.4 % away (6.13
     16/16, 45.7 %; the guest 62-66 %), passive-2x4 1/8, 0.0 % (6.13 4/8, 21.2 %; the guest
-    19-38 %). The guest's moves on these layouts are not explained by the modelled background.
+    19-38 %); 2026-11-27, with util_est (§10.4): passive-2x4 0/8, 0.0 % (6.13 2/8, 21.2 %),
+    passive-4x2 1/8, 0.1 % (6.13 8/8, 74.8 %; before util_est 6.1 moved 3 of 8 there). The guest's moves on these layouts are not explained by the modelled background.
     The CFS rules' own effect: without the host model (§10.5), with which 6.1 moves 7 of 8."""
     case = check.CASES[name]
     cfs, eevdf = _spec(case, KERNEL), _spec(case, "6.13")
@@ -193,8 +197,9 @@ def test_the_guests_newly_idle_balancing_cost_reaches_the_engine_and_takes_newly
     """``GuestBackground.newidle_lb_cost_s`` (the guest's ``max_newidle_lb_cost`` per level,
     docs/scheduler.md §10.4) goes to the engine only when measured; on ``vm-4`` oversubscribed
     (costs 3.0 and 0.78 ms under TCG) 6.1's newly idle cut-off (``newidle_balance()``: ``avg_idle
-    < max_newidle_lb_cost``) takes most of the simulator's newly idle pulls, and idle balancing
-    pulls instead (2026-11-27: 208 newly idle and 17 idle-CPU pulls without the cost, 49 and 99 with)."""
+    < max_newidle_lb_cost``) takes newly idle pulls, and idle balancing pulls instead (2026-11-27:
+    208 newly idle and 17 idle-CPU pulls without the cost, 49 and 99 with; with util_est and a busy
+    CPU's interval a jiffy shorter, §10.4, 147 and 23 without, 74 and 97 with)."""
     from dataclasses import replace
 
     from numalab.vm import sched_trace
@@ -209,5 +214,5 @@ def test_the_guests_newly_idle_balancing_cost_reaches_the_engine_and_takes_newly
     monkeypatch.setitem(check.CASES, "sched-oversubscribed", replace(case, background=replace(case.background, newidle_lb_cost_s=())))
     without = sched_trace.sim_moves("sched-oversubscribed")
     newidle, idle = "newly idle balance", "periodic balance, idle CPU"
-    assert with_cost[newidle][0] < without[newidle][0] / 2, (with_cost, without)
-    assert with_cost[idle][0] > without[idle][0], (with_cost, without)
+    assert with_cost[newidle][0] < without[newidle][0], (with_cost, without)
+    assert with_cost[idle][0] > 2 * without[idle][0], (with_cost, without)

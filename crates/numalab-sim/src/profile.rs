@@ -133,6 +133,9 @@ pub struct SchedRules {
     /// Whether a newly idle CPU balances at once or only when it expects to stay idle longer
     /// than balancing costs (`kernel/sched/fair.c: newidle_balance()`).
     pub newidle_gate: NewidleGate,
+    /// A busy CPU's balance interval in jiffies (`kernel/sched/fair.c: rebalance_domains()`,
+    /// v6.x `get_sd_balance_interval()`).
+    pub busy_interval: BusyInterval,
     /// The busiest group and the imbalance (`kernel/sched/fair.c: find_busiest_group()`,
     /// `update_sd_pick_busiest()`, `calculate_imbalance()`).
     pub busiest_group: BusiestGroup,
@@ -236,6 +239,21 @@ pub struct LoadRules {
     pub idle_scan: IdleScan,
     /// What the load balancer's `update_sg_lb_stats()` sums per group.
     pub balance: BalanceSignals,
+    /// Whether `cpu_util_cfs()` and `detach_tasks()` read a task's estimated utilisation
+    /// (`UTIL_EST`, `crate::sched` `util_est.rs`), and in which form.
+    pub util_est: UtilEst,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum UtilEst {
+    /// No estimate (v2.6.32, v3.13: no utilisation signal read by a decision).
+    Off,
+    /// v6.1 `struct util_est { enqueued, ewma }` (`kernel/sched/fair.c: util_est_update()`,
+    /// `UTIL_EST_FASTUP`): `_task_util_est()` is `max(ewma, enqueued)`.
+    EnqueuedEwma,
+    /// v6.8+ one `unsigned int util_est`, the EWMA, kept when the task waited for the CPU
+    /// (`util_est_update()`: "dequeued + UTIL_EST_MARGIN < task_runnable(p)").
+    Ewma,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -352,6 +370,17 @@ pub enum NohzIdle {
     /// its LLC has more than one busy CPU (`nr_busy_cpus > 1`; 3.13: the `sd_busy` group, the
     /// LLC); otherwise no idle CPU is balanced.
     KickWhenOverloadedOrLlcBusy,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum BusyInterval {
+    /// `msecs_to_jiffies(balance_interval x busy_factor)`, at least one jiffy (v2.6.32
+    /// `rebalance_domains()` in `kernel/sched.c`, v3.13 `rebalance_domains()`).
+    Scaled,
+    /// v6.1, v6.13 `get_sd_balance_interval()`: the same less one jiffy on a busy CPU, "to
+    /// reduce likelihood of busy balancing at higher domains racing with balancing at lower
+    /// domains by preventing their balancing periods from being multiples of each other".
+    ScaledLessOneJiffy,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -729,6 +758,9 @@ pub const PROFILE_2_6_32: KernelProfile = KernelProfile {
         // run_rebalance_domains(): the ilb owner balances the tickless idle CPUs on its tick.
         nohz_idle: NohzIdle::OwnerWhileAnyBusy,
         newidle_gate: NewidleGate::Always,
+        // kernel/sched.c: rebalance_domains(): "interval = msecs_to_jiffies(interval)", no
+        // busy-CPU correction.
+        busy_interval: BusyInterval::Scaled,
         // kernel/sched.c: update_sd_lb_stats(): highest avg_load above group_capacity, which
         // "if (prefer_sibling)" lowers to one; find_busiest_group(), calculate_imbalance():
         // max_pull = min(max_load - avg_load, max_load - busiest_load_per_task).
@@ -746,6 +778,7 @@ pub const PROFILE_2_6_32: KernelProfile = KernelProfile {
                 mc: LoadIdx { busy: 2, idle: 0, newidle: 0 },
                 numa: LoadIdx { busy: 3, idle: 2, newidle: 0 },
             },
+            util_est: UtilEst::Off,
         },
         // include/linux/topology.h SD_MC_INIT: min 1, max 4, busy_factor 64, imbalance_pct 125,
         // balance_interval 1.
@@ -835,6 +868,9 @@ pub const PROFILE_3_13: KernelProfile = KernelProfile {
         // sd_busy's nr_busy_cpus > 1.
         nohz_idle: NohzIdle::KickWhenOverloadedOrLlcBusy,
         newidle_gate: NewidleGate::Always,
+        // kernel/sched/fair.c: rebalance_domains(): "interval = msecs_to_jiffies(interval)", no
+        // busy-CPU correction.
+        busy_interval: BusyInterval::Scaled,
         busiest_group: BusiestGroup::Capacity,
         load: LoadRules {
             tracking: PeltForm::RunnableAvgSum,
@@ -847,6 +883,7 @@ pub const PROFILE_3_13: KernelProfile = KernelProfile {
                 mc: LoadIdx { busy: 2, idle: 0, newidle: 0 },
                 numa: LoadIdx { busy: 3, idle: 2, newidle: 0 },
             },
+            util_est: UtilEst::Off,
         },
         // include/linux/topology.h SD_MC_INIT: min 1, max 4, busy_factor 64, imbalance_pct 125,
         // balance_interval 1.
@@ -953,6 +990,8 @@ pub const PROFILE_6_1: KernelProfile = KernelProfile {
         // kernel/sched/fair.c: newidle_balance(): "this_rq->avg_idle < sd->max_newidle_lb_cost",
         // then per domain "this_rq->avg_idle < curr_cost + sd->max_newidle_lb_cost".
         newidle_gate: NewidleGate::AvgIdleAboveCost,
+        // kernel/sched/fair.c: get_sd_balance_interval(): "if (cpu_busy) interval -= 1;".
+        busy_interval: BusyInterval::ScaledLessOneJiffy,
         // kernel/sched/fair.c: find_busiest_group(): "sds.prefer_sibling && local->group_type ==
         // group_has_spare && busiest->sum_nr_running > local->sum_nr_running + 1" (v6.6's
         // sibling_imbalance() is absent); calculate_imbalance(): nr_diff = busiest's
@@ -972,6 +1011,10 @@ pub const PROFILE_6_1: KernelProfile = KernelProfile {
             // kernel/sched/fair.c: update_sg_lb_stats(): cpu_load(), cpu_util_cfs(),
             // cpu_runnable().
             balance: BalanceSignals::LoadUtilRunnable,
+            // kernel/sched/features.h: SCHED_FEAT(UTIL_EST, true), SCHED_FEAT(UTIL_EST_FASTUP, true);
+            // kernel/sched/sched.h: cpu_util_cfs() "max_t(unsigned long, util,
+            // READ_ONCE(cfs_rq->avg.util_est.enqueued))"; detach_tasks(): task_util_est(p).
+            util_est: UtilEst::EnqueuedEwma,
         },
         // kernel/sched/topology.c sd_init(): min_interval sd_weight, max 2*sd_weight,
         // busy_factor 16, imbalance_pct 117 (SD_SHARE_PKG_RESOURCES), balance_interval sd_weight.
@@ -1069,6 +1112,8 @@ pub const PROFILE_6_13: KernelProfile = KernelProfile {
         nohz_idle: NohzIdle::KickWhenOverloadedOrLlcBusy,
         // kernel/sched/fair.c: sched_balance_newidle(): as v6.1's newidle_balance().
         newidle_gate: NewidleGate::AvgIdleAboveCost,
+        // kernel/sched/fair.c: get_sd_balance_interval(): "if (cpu_busy) interval -= 1;".
+        busy_interval: BusyInterval::ScaledLessOneJiffy,
         busiest_group: BusiestGroup::GroupType,
         load: LoadRules {
             tracking: PeltForm::LoadRunnableUtil,
@@ -1076,6 +1121,9 @@ pub const PROFILE_6_13: KernelProfile = KernelProfile {
             idlest_group: GroupSignals::LoadUtilRunnable,
             idle_scan: IdleScan::SisUtil,
             balance: BalanceSignals::LoadUtilRunnable,
+            // kernel/sched/features.h: SCHED_FEAT(UTIL_EST, true); kernel/sched/fair.c: cpu_util()
+            // "util = max(util, util_est)", util_est_update(), detach_tasks(): task_util_est(p).
+            util_est: UtilEst::Ewma,
         },
         // kernel/sched/topology.c sd_init(): min_interval = sd_weight, max = 2*sd_weight,
         // busy_factor 16, imbalance_pct 117 (SD_SHARE_LLC), balance_interval = sd_weight.

@@ -15,6 +15,7 @@
 //! `blocked_load_avg`, `dequeue_entity_load_avg()`).
 
 use super::pelt::{RunnableAvg313, SchedAvg, CAPACITY};
+use super::util_est::TaskUtilEst;
 use super::Sched;
 use crate::profile::{BalanceSignals, CpuLoad, PeltForm};
 
@@ -42,10 +43,22 @@ impl TaskPelt {
         }
     }
 
-    fn update(&mut self, now_ns: u64, runnable: bool, running: u64) {
+    /// Returns whether v6's averages were recomputed (always false for v3.13's form).
+    fn update(&mut self, now_ns: u64, runnable: bool, running: u64) -> bool {
         match self {
             TaskPelt::V6(sa) => sa.update(now_ns, runnable, running),
-            TaskPelt::V313(sa) => sa.update(now_ns, runnable),
+            TaskPelt::V313(sa) => {
+                sa.update(now_ns, runnable);
+                false
+            }
+        }
+    }
+
+    /// v6 `task_runnable()`: `se.avg.runnable_avg` (0 in v3.13's form, which reads none).
+    fn runnable(&self) -> u64 {
+        match self {
+            TaskPelt::V6(sa) => sa.runnable_avg,
+            TaskPelt::V313(_) => 0,
         }
     }
 }
@@ -55,7 +68,8 @@ impl TaskPelt {
 pub(super) struct CpuSig {
     /// v6.13 `cpu_load()`: every attached thread's `load_avg`, sleepers included.
     pub load: u64,
-    /// v6.13 `cpu_util_cfs()`, capped at the capacity.
+    /// v6.13 `cpu_util_cfs()`: `util_avg` or, if larger, the queued tasks' estimates
+    /// (`util_est.rs`), capped at the capacity.
     pub util: u64,
     /// v6.13 `cpu_runnable()`: `cfs_rq->avg.runnable_avg`.
     pub runnable: u64,
@@ -73,6 +87,8 @@ pub(super) struct LoadTrack {
     /// Its load when it fell asleep (what `task_h_load()` reads at its wake-up: a sleeping
     /// task's own average is not updated until it is enqueued again).
     load_at_sleep: Vec<u64>,
+    /// Its estimated utilisation (`util_est.rs`), updated when it falls asleep.
+    util_est: Vec<TaskUtilEst>,
     exited: Vec<bool>,
 }
 
@@ -86,6 +102,7 @@ impl LoadTrack {
             pelt: vec![None; threads],
             sleep_at: vec![f64::INFINITY; threads],
             load_at_sleep: vec![0; threads],
+            util_est: vec![TaskUtilEst::default(); threads],
             exited: vec![false; threads],
         }
     }
@@ -125,14 +142,18 @@ impl Sched {
             }
             let share = CAPACITY / nr[self.cpu[t]].max(1);
             let sleep = self.load.sleep_at[t];
+            let form = self.rules.load.util_est;
             if sleep < now_s {
                 if sleep > self.loads_at_s {
-                    p.update(ns(sleep), true, share);
+                    if p.update(ns(sleep), true, share) {
+                        self.load.util_est[t].util_changed();
+                    }
                     self.load.load_at_sleep[t] = p.load();
+                    self.load.util_est[t].went_to_sleep(form, p.util(), p.runnable());
                 }
                 p.update(ns(now_s), false, 0);
-            } else {
-                p.update(ns(now_s), true, share);
+            } else if p.update(ns(now_s), true, share) {
+                self.load.util_est[t].util_changed();
             }
             self.load.pelt[t] = Some(p);
         }
@@ -166,6 +187,7 @@ impl Sched {
         if t_s <= self.loads_at_s {
             if let Some(p) = self.load.pelt[tid] {
                 self.load.load_at_sleep[tid] = p.load();
+                self.load.util_est[tid].went_to_sleep(self.rules.load.util_est, p.util(), p.runnable());
             }
         }
     }
@@ -199,8 +221,13 @@ impl Sched {
     pub(super) fn cpu_signals(&mut self, now_s: f64, queued: &[bool]) -> Vec<CpuSig> {
         self.update_loads(now_s);
         let mut out = vec![CpuSig::default(); self.pu_node.len()];
+        // util_est_enqueue(): the queued tasks' estimates, per CPU.
+        let mut est = vec![0u64; out.len()];
         for t in 0..self.cpu.len() {
             let Some(p) = self.load.pelt[t].filter(|_| !self.load.exited[t]) else { continue };
+            if queued[t] {
+                est[self.cpu[t]] += self.load.util_est[t].estimate(self.rules.load.util_est);
+            }
             let c = &mut out[self.cpu[t]];
             c.load += p.load();
             c.util += p.util();
@@ -217,7 +244,7 @@ impl Sched {
                 c.util += util;
                 c.runnable += runnable;
             }
-            c.util = c.util.min(CAPACITY);
+            c.util = c.util.max(est[cpu]).min(CAPACITY);
         }
         out
     }
@@ -282,8 +309,9 @@ impl Sched {
         }
     }
 
-    /// v6.13 `cpu_util_cfs()`: the utilisation of every thread attached to `cpu`, sleeping
-    /// ones included, capped at the CPU's capacity (`cpu_util()`; no `util_est` here).
+    /// `cfs_rq->avg.util_avg` of `cpu`: the utilisation of every thread attached to it, sleeping
+    /// ones included, capped at the CPU's capacity, as `post_init_entity_util_avg()` reads it
+    /// (without the estimates `cpu_signals()` adds for `cpu_util_cfs()`).
     pub(super) fn cpu_util(&self, cpu: usize) -> u64 {
         let bg = self.background_signals(cpu, self.loads_at_s).map_or(0, |s| s.1);
         (self.attached(cpu).map(|(_, p)| p.util()).sum::<u64>() + bg).min(CAPACITY)
@@ -354,8 +382,72 @@ impl Sched {
         }
     }
 
-    /// Thread `tid`'s utilisation (v6.13 `task_util()`; 0 in v3.13, which has none).
-    pub(super) fn pelt_util(&self, tid: usize) -> u64 {
-        self.load.pelt[tid].map_or(0, |p| p.util())
+    /// Thread `tid`'s utilisation as `detach_tasks()` moves it: `task_util_est()`, the larger
+    /// of `task_util()` and its estimate (`util_est.rs`; 0 in v3.13, which has neither).
+    pub(super) fn task_util_est(&self, tid: usize) -> u64 {
+        let util = self.load.pelt[tid].map_or(0, |p| p.util());
+        util.max(self.load.util_est[tid].estimate(self.rules.load.util_est))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::{Kernel, Placement, Places, ProcBind};
+    use crate::profile::UtilEst;
+
+    /// Two nodes of one CPU, thread 0 on CPU 0, thread 1 asleep on CPU 1; `util_est` replaces
+    /// the profile's form when given.
+    fn alone(kernel: Kernel, util_est: Option<UtilEst>) -> Sched {
+        let m = crate::sched::test_machines::two_nodes_of(1);
+        let p = Placement {
+            policy: numalab_model::MemPolicy::new(numalab_model::PolicyMode::Default, Default::default()).unwrap(),
+            cpus: None,
+            proc_bind: ProcBind::False,
+            places: Places::Cores,
+        };
+        let mut s = Sched::new(&m, &p, kernel, 1, 2).unwrap();
+        if let Some(form) = util_est {
+            let mut rules = s.rules.clone();
+            rules.load.util_est = form;
+            s.rules = Box::leak(Box::new(rules));
+        }
+        let mut live = [false; 2];
+        for t in 0..2 {
+            s.place_new_at(0.0, t, (t > 0).then_some(0), &live);
+            live[t] = true;
+        }
+        s.cpu = vec![0, 1];
+        s.sleeps_at(1, 0.0);
+        s
+    }
+
+    /// Thread 0 runs alone 200 ms, sleeps 200 ms and is woken: CPU 0's `cpu_util_cfs()` while
+    /// it sleeps (at 300 ms) and once it is queued again, and its `util_avg` and
+    /// `task_util_est()` then.
+    fn after_a_sleep(kernel: Kernel, util_est: Option<UtilEst>) -> (u64, u64, u64, u64) {
+        let mut s = alone(kernel, util_est);
+        s.sleeps_at(0, 0.2);
+        let asleep = s.cpu_signals(0.3, &[false, false])[0].util;
+        s.resumes(0, 0.4);
+        let queued = s.cpu_signals(0.4, &[true, false])[0].util;
+        (asleep, queued, s.load.pelt[0].map_or(0, |p| p.util()), s.task_util_est(0))
+    }
+
+    #[test]
+    fn a_woken_task_weighs_what_it_used_before_it_slept() {
+        // kernel/sched/sched.h (6.1) cpu_util_cfs(): max(util_avg, util_est.enqueued); 6.13
+        // cpu_util(): max(util, util_est). 200 ms alone bring util_avg near 1024; 200 ms asleep
+        // take it under 20 (32 ms half-life), but the estimate taken at the sleep stays.
+        for kernel in [Kernel::V6_1, Kernel::V6_13] {
+            let (asleep, queued, util, est) = after_a_sleep(kernel, None);
+            assert!(util < 20, "{kernel:?}: util_avg {util}");
+            assert!(queued > 950 && est > 950, "{kernel:?}: cpu {queued}, task {est}");
+            // A sleeping task's estimate is not on the run queue (util_est_dequeue()).
+            assert!(asleep < 150, "{kernel:?}: asleep {asleep}");
+            // Without UTIL_EST the woken task's CPU reads its decayed util_avg.
+            let (_, queued, _, est) = after_a_sleep(kernel, Some(UtilEst::Off));
+            assert!(queued < 20 && est < 20, "{kernel:?}: cpu {queued}, task {est}");
+        }
     }
 }

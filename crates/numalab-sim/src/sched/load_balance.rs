@@ -17,13 +17,26 @@ use super::newidle;
 use super::pelt::CAPACITY;
 use super::wake::Why;
 use super::{GroupLoad, Sched, HZ, MIGRATION_COST_S};
-use crate::profile::{BalanceSignals, BusiestGroup, IdleScan, NewidleGate, NohzIdle, TimeSlice};
+use crate::profile::{BalanceSignals, BusiestGroup, BusyInterval, IdleScan, NewidleGate, NohzIdle, TimeSlice};
 
 /// `get_update_sysctl_factor()` with `SCHED_TUNABLESCALING_LOG` (`kernel/sched/fair.c`,
 /// v2.6.32 `kernel/sched.c: update_sysctl()`): `1 + ilog2(min(num_online_cpus(), 8))`, the
 /// multiplier of the latency, granularity and slice sysctls.
 pub(super) fn sysctl_factor(online_cpus: usize) -> f64 {
     f64::from(1 + online_cpus.clamp(1, 8).ilog2())
+}
+
+/// A domain's balance interval in jiffies (`rebalance_domains()`, v6.x
+/// `get_sd_balance_interval()`): `msecs_to_jiffies(balance_interval)` (rounded up), times
+/// `busy_factor` on a busy CPU, at least one jiffy; 6.x takes one jiffy off a busy CPU's.
+pub(super) fn balance_interval_jiffies(balance_interval_ms: f64, busy_factor: Option<f64>, rule: BusyInterval) -> f64 {
+    let ms = balance_interval_ms * busy_factor.unwrap_or(1.0);
+    let jiffies = (ms * HZ / 1000.0).ceil();
+    let less = match (busy_factor, rule) {
+        (Some(_), BusyInterval::ScaledLessOneJiffy) => 1.0,
+        _ => 0.0,
+    };
+    (jiffies - less).max(1.0)
 }
 
 /// Time slice of each of `n` tasks sharing a CPU, `factor` = [`sysctl_factor`]: CFS
@@ -89,11 +102,8 @@ impl Sched {
             for l in 0..self.domains.len() {
                 let busy = nr[cpu] > 0;
                 let st = &self.state[l][cpu];
-                let mut ms = st.balance_interval_ms;
-                if busy {
-                    ms *= self.domains[l].busy_factor;
-                }
-                let jiffies = (ms * HZ / 1000.0).ceil().max(1.0);
+                let factor = busy.then_some(self.domains[l].busy_factor);
+                let jiffies = balance_interval_jiffies(st.balance_interval_ms, factor, self.rules.busy_interval);
                 if now_s + 1e-12 < st.last_balance_s + jiffies / HZ {
                     continue;
                 }
@@ -387,8 +397,9 @@ impl Sched {
             let take = match m {
                 Migration::Task(_) => 1,
                 Migration::Util(_) => {
-                    // v6.13: "shr_bound(util, env->sd->nr_balance_failed) > env->imbalance".
-                    let util = self.pelt_util(t);
+                    // v6.13: "util = task_util_est(p)", "shr_bound(util,
+                    // env->sd->nr_balance_failed) > env->imbalance".
+                    let util = self.task_util_est(t);
                     if (util >> failed.min(63)) as i64 > left {
                         blocked.push(|| format!("thread {} utilisation {util} above {left}", t + 1));
                         continue;
@@ -771,6 +782,20 @@ mod tests {
         let mut nr = s.nr_running(&live, now);
         assert_eq!(s.load_balance(now, idle, 0, Idle::Newly, &mut nr, &live, &mut None), (Vec::new(), false));
         assert_eq!(s.noise.as_ref().unwrap().agent_run_at(cpu, now), Some(start));
+    }
+
+    #[test]
+    fn v61_and_v613_take_a_jiffy_off_a_busy_cpus_interval_and_v313_does_not() {
+        let rule = |k: Kernel| k.profile().sched.busy_interval;
+        // A NUMA domain of 4 CPUs (balance_interval 4 ms, busy_factor 16): 64 ms, 16 jiffies.
+        for (k, busy) in [(Kernel::V6_1, 15.0), (Kernel::V6_13, 15.0), (Kernel::V3_13, 16.0), (Kernel::V2_6_32, 16.0)] {
+            assert_eq!(balance_interval_jiffies(4.0, Some(16.0), rule(k)), busy, "{k:?}");
+            // An idle CPU's interval is not corrected: 4 ms is one jiffy.
+            assert_eq!(balance_interval_jiffies(4.0, None, rule(k)), 1.0, "{k:?}");
+        }
+        // msecs_to_jiffies() rounds up (5 ms: 2 jiffies), and the clamp keeps one jiffy.
+        assert_eq!(balance_interval_jiffies(5.0, None, BusyInterval::ScaledLessOneJiffy), 2.0);
+        assert_eq!(balance_interval_jiffies(1.0, Some(1.0), BusyInterval::ScaledLessOneJiffy), 1.0);
     }
 
     #[test]

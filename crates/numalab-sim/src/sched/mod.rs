@@ -20,6 +20,7 @@ mod newidle;
 mod noise;
 pub mod pelt;
 mod turns;
+mod util_est;
 mod wake;
 
 /// Machines the scheduler's unit tests share.

@@ -157,11 +157,14 @@ impl SchedAvg {
     /// `__update_load_avg_se()` for a nice-0 task up to `now` (ns): on a run queue (runnable)
     /// or not (blocked, `__update_load_avg_blocked_se()`), with `running` its share of the CPU
     /// in 1024ths.
-    pub fn update(&mut self, now: u64, on_rq: bool, running: u64) {
+    /// Returns whether the averages were recomputed (a period boundary was crossed).
+    pub fn update(&mut self, now: u64, on_rq: bool, running: u64) -> bool {
         let r = u64::from(on_rq);
         if self.update_load_sum(now, r, r, running.min(1024) * r) {
             self.update_load_avg(NICE_0_WEIGHT);
+            return true;
         }
+        false
     }
 
     /// A task created at `now` (ns) and enqueued on a CPU whose run queue has `rq_util` and
