@@ -288,7 +288,15 @@ class GuestBackground:
 
 def guest_speed_machine(name: str, slowdown: float) -> Any:
     """The preset ``name`` (a ``vm-*`` guest, whose timing numbers are placeholders) ``slowdown``
-    times slower: core frequency and bandwidth divided, latency multiplied by it."""
+    times slower: core frequency and bandwidth divided, latency multiplied by it, and one idle
+    latency from every CPU to every node (``latency.matrix_ns``, the local one; the SLIT
+    ``distances`` stay, they build the guest's sched domains). Under TCG the guest's memory is the
+    host's: QEMU backs every guest node with ordinary host RAM (``memory-backend-ram``) read
+    through the softmmu TLB, and this host has one node, so an access costs the same from every
+    vCPU to every node. The preset's ``local x SLIT / 10`` would slow a thread moved off its
+    first-touch node 1.6-2.2 times, keep its CPU near full while the others wait at the barrier,
+    and make busy CPUs pull that the guest's never do (docs/scheduler.md §10.4). No ``vm-*``
+    preset has links, so nothing else charges a remote access."""
     from numalab.machine import load as load_machine
     from numalab.machine.presets import PRESET_DIR
     from numalab.machine.tomlfile import load_toml
@@ -297,6 +305,8 @@ def guest_speed_machine(name: str, slowdown: float) -> Any:
     data.pop("estimates", None)
     data["core"]["frequency_ghz"] /= slowdown
     data["latency"]["local_ns"] *= slowdown
+    nodes = len(load_machine(name).node_os_indexes)
+    data["latency"]["matrix_ns"] = [[data["latency"]["local_ns"]] * nodes for _ in range(nodes)]
     data["bandwidth"]["node_gbps"] /= slowdown
     return type(load_machine(name)).from_spec_json(json.dumps(data))
 
