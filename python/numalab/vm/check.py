@@ -637,7 +637,8 @@ GUEST_HOST: dict[str, Any] = {"cores": 1, "mode": "mttcg", "slice_s": 4e-3, "req
 def sim_doc(spec: RunSpec, background: GuestBackground | None = None, interval_ms: int = 1000,
             host: bool = True) -> dict[str, Any]:
     """The simulator's run of a case; with the guest's ``background``, on the preset at the
-    guest's speed carrying it: a first run gives the simulated seconds per barrier
+    guest's speed carrying it: a first run, on ``guest_speed_machine`` not slowed (the preset
+    with the guest's one memory latency), gives the simulated seconds per barrier
     (kernels/barrier.c: one per rep), the second runs on the preset slowed by the guest's over
     that (``guest_speed_machine``) with the guest's background (``GuestBackground.engine``). On a
     guest with several vCPUs per node both runs also simulate the host running the vCPUs
@@ -647,11 +648,14 @@ def sim_doc(spec: RunSpec, background: GuestBackground | None = None, interval_m
     from numalab.runner import sim
 
     vcpu_host = GUEST_HOST if host and background is not None and spec.machine in MULTI_CPU_MACHINES else None
-    if vcpu_host is None:
+    if background is None:
         doc = sim.run(spec).doc
     else:
+        # The first run times the barrier on the machine the second run slows down, so the
+        # slowdown is the guest's alone (not the preset's placeholder remote latencies).
         m, w, placement, policies, config = spec.engine_inputs(guest_speed_machine(spec.machine, 1.0))
-        config["vcpu_host"] = vcpu_host
+        if vcpu_host is not None:
+            config["vcpu_host"] = vcpu_host
         doc = sim.run(spec.bind_inputs(m, w, placement, policies, config)).doc
     if background is not None and spec.noise:
         barriers = int(dict(spec.params).get("reps") or 1)
