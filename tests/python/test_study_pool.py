@@ -108,3 +108,17 @@ def test_stopped_workers_exit_after_their_tasks_and_a_later_task_still_runs():
         assert late.result() not in pids
     finally:
         p.close(cancel=False)
+
+
+def test_a_worker_whose_client_is_gone_exits_quietly(capfd):
+    p = pool.WorkerPool(1, pool.context)
+    worker = p.workers[0]
+    try:
+        p.submit(_pid_after, 0.3)
+        worker.results.close()  # as when the client dies: nobody reads the worker's results
+        worker.process.join(timeout=30)
+        assert worker.process.exitcode == 0
+        assert "Traceback" not in capfd.readouterr().err
+    finally:
+        worker.process.terminate()
+        worker.process.join()

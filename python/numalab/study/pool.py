@@ -21,7 +21,7 @@ import threading
 from collections import deque
 from concurrent.futures import Future
 from multiprocessing.connection import Connection, wait as wait_ready
-from typing import Any, Callable, cast
+from typing import Any, Callable, Sequence, cast
 
 # Linux's fcntl F_SETPIPE_SZ (fs/pipe.c: pipe_fcntl); Python 3.11's fcntl module lacks the name.
 F_SETPIPE_SZ = 1031
@@ -45,9 +45,15 @@ def roomy(conn: Connection) -> None:
         pass
 
 
-def _serve(tasks: Connection, results: Connection, initializer: Callable[[], None] | None) -> None:
+def _serve(tasks: Connection, results: Connection, initializer: Callable[[], None] | None, inherited: tuple[int, ...] = ()) -> None:
     """A worker: run each task as it comes, send its result back; an empty task (or the client
-    gone) ends it."""
+    gone) ends it. ``inherited``: the client's ends of the pipes, which a forked worker holds too
+    and closes, so that its pipes end when the client does."""
+    for fd in inherited:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
     if initializer is not None:
         initializer()
     while True:
@@ -62,22 +68,31 @@ def _serve(tasks: Connection, results: Connection, initializer: Callable[[], Non
             reply = pickle.dumps((True, fn(*args)), pickle.HIGHEST_PROTOCOL)
         except Exception as e:  # a task that raised, or a result that does not pickle
             reply = pickle.dumps((False, f"{type(e).__name__}: {e}"), pickle.HIGHEST_PROTOCOL)
-        results.send_bytes(reply)
+        try:
+            results.send_bytes(reply)
+        except OSError:
+            return  # the client is gone (its end of the pipe closed): nobody to run for
 
 
 class _Worker:
-    def __init__(self, ctx: Any, initializer: Callable[[], None] | None):
+    def __init__(self, ctx: Any, initializer: Callable[[], None] | None, others: Sequence["_Worker"] = ()):
         task_reader, self.tasks = ctx.Pipe(duplex=False)
         self.results, result_writer = ctx.Pipe(duplex=False)
         roomy(self.tasks)
         roomy(self.results)
-        self.process = ctx.Process(target=_serve, args=(task_reader, result_writer, initializer), name="numalab-worker")
+        # A forked worker has every descriptor of the client: the client's ends of its own pipes and
+        # of the other workers'. A worker started by a forkserver has only those it is given.
+        inherited = tuple(fd for w in [self, *others] for fd in w.client_fds()) if ctx.get_start_method() == "fork" else ()
+        self.process = ctx.Process(target=_serve, args=(task_reader, result_writer, initializer, inherited), name="numalab-worker")
         self.process.start()
         # The worker's ends live in the worker only: its results pipe then ends when it does.
         task_reader.close()
         result_writer.close()
         self.pending: deque[Future] = deque()  # its tasks, in the order it runs them
         self.stopping = False  # told to exit after its tasks
+
+    def client_fds(self) -> tuple[int, ...]:
+        return tuple(c.fileno() for c in (self.tasks, self.results) if not c.closed)
 
     def stop(self) -> None:
         if not self.stopping:
@@ -98,7 +113,7 @@ class WorkerPool:
         self.workers: list[_Worker] = []
         try:
             for _ in range(workers):
-                self.workers.append(_Worker(context(), initializer))
+                self.workers.append(_Worker(context(), initializer, self.workers))
         except BaseException:
             self.close(cancel=True)
             raise
@@ -113,7 +128,7 @@ class WorkerPool:
             return future
         running = [w for w in self.workers if not w.stopping]
         if not running:  # a task after ``stop`` (a lost run tried again): a worker for it
-            running = [_Worker(self.context(), self.initializer)]
+            running = [_Worker(self.context(), self.initializer, self.workers)]
             self.workers += running
         worker = min(running, key=lambda w: len(w.pending))
         worker.pending.append(future)
@@ -175,7 +190,7 @@ class WorkerPool:
         for future in pending:
             future.set_exception(WorkerLost(f"a worker process exited with code {code}"))
         if not worker.stopping:  # after ``stop``, ``submit`` starts one if a task comes
-            self.workers.append(_Worker(self.context(), self.initializer))
+            self.workers.append(_Worker(self.context(), self.initializer, self.workers))
 
     def stop(self) -> None:
         """No more tasks: each worker exits after those it has, while the client does its last
