@@ -146,11 +146,10 @@ def init_local_worker() -> None:
 
     Ctrl-C reaches the whole process group; only the client handles it (it stops the workers
     itself). SIGTERM gets its default action back: a worker forked while the sweep turns SIGTERM
-    into KeyboardInterrupt inherits that handler, and a worker blocked on the results queue's lock
-    (held by a worker that was killed) would then survive the executor's ``terminate()``, since
-    ``concurrent.futures.process._sendback_result`` catches the exception and waits for the lock
-    again, while the executor waits for it to exit. A worker whose client died (``kill -9``)
-    exits instead of running orphaned.
+    into KeyboardInterrupt inherits that handler, and code that catches the exception would then
+    survive the pool's ``terminate()`` (``concurrent.futures.process._sendback_result`` did, waiting
+    again for a lock a killed worker held, while the executor waited for it to exit). A worker whose
+    client died (``kill -9``) exits instead of running orphaned.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
