@@ -55,11 +55,13 @@ pub struct Solver {
     /// Seconds a line occupies each link direction, `LINK_LINE / bytes`: fixed by the machine,
     /// so worked out once rather than in every pass of every solve.
     link_service: Vec<[f64; 2]>,
-    /// Hops of data flowing from node a to node b, as flat indices `2 * link + dir` into the
-    /// per-link `[f64; 2]` tables: `hops[hop_at[a * n + b]..hop_at[a * n + b + 1]]`. One table
-    /// rather than nested vectors: every solve walks every route several times.
-    hops: Vec<usize>,
-    hop_at: Vec<usize>,
+    /// Hops of each (CPU node c, memory node k) pair, as flat indices `2 * link + dir` into the
+    /// per-link `[f64; 2]` tables, pair after pair in `c * n + k` order: first the route its read
+    /// data takes (k to c), then the one its written data takes (c to k), the two ending at
+    /// `pair_ends[c * n + k]`. Laid out once per machine in the order every pass walks them,
+    /// rather than looked up route by route in every pass.
+    pair_hops: Vec<usize>,
+    pair_ends: Vec<[usize; 2]>,
     curve: Vec<numalab_model::CurvePoint>,
     pub rho_ctrl: Vec<f64>,
     pub rho_link: Vec<[f64; 2]>,
@@ -84,6 +86,8 @@ struct Scratch {
     /// Per controller: the loaded-latency factor; per link direction: the M/D/1 wait.
     factor: Vec<f64>,
     wait: Vec<[f64; 2]>,
+    /// Per route, CPU node c to memory node k at `c * n + k`: the sum of its hops' waits.
+    route_wait: Vec<f64>,
     /// Threads grouped by CPU node, in thread order within a group (`order[group_at[c]..
     /// group_at[c + 1]]` for node c), and their read and write shares packed in that order,
     /// `n` a thread: fixed for a solve, summed over in every pass.
@@ -132,19 +136,25 @@ pub fn line_time_chained(kappa: f64, chain: f64, mem: f64, mlp: f64) -> f64 {
 impl Solver {
     pub fn new(m: &Machine) -> Self {
         let n = m.nodes.len();
+        let (mut pair_hops, mut pair_ends) = (Vec::new(), Vec::new());
+        let flat =
+            |r: &[numalab_model::Hop]| r.iter().map(|h| 2 * h.link as usize + h.dir as usize).collect::<Vec<_>>();
+        for c in 0..n {
+            for k in 0..n {
+                pair_hops.extend(flat(&m.routes[k][c]));
+                let mid = pair_hops.len();
+                pair_hops.extend(flat(&m.routes[c][k]));
+                pair_ends.push([mid, pair_hops.len()]);
+            }
+        }
         Solver {
             n,
             idle: m.idle_latency_ns.iter().flat_map(|r| r.iter().map(|v| v * 1e-9)).collect(),
             bw_bytes: m.nodes.iter().map(|x| x.bandwidth_gbps.max(1e-9) * 1e9).collect(),
             link_bytes: m.links.iter().map(|l| [l.gbps[0] * 1e9, l.gbps[1] * 1e9]).collect(),
             link_service: m.links.iter().map(|l| [0, 1].map(|d| LINK_LINE / (l.gbps[d] * 1e9))).collect(),
-            hops: m.routes.iter().flatten().flatten().map(|h| 2 * h.link as usize + h.dir as usize).collect(),
-            hop_at: std::iter::once(0)
-                .chain(m.routes.iter().flatten().scan(0, |at, r| {
-                    *at += r.len();
-                    Some(*at)
-                }))
-                .collect(),
+            pair_hops,
+            pair_ends,
             curve: m.loaded_latency.clone(),
             rho_ctrl: vec![0.0; n],
             rho_link: vec![[0.0; 2]; m.links.len()],
@@ -166,20 +176,19 @@ impl Solver {
             .collect()
     }
 
-    /// Lines/s of every thread into `s.x` at the latencies `s.lat` and throttles `s.throttle`.
+    /// Lines/s of every thread into `s.x` (one slot per thread, sized by the solve) at the
+    /// latencies `s.lat` and throttles `s.throttle`.
     fn rates(&self, d: &[Demand], s: &mut Scratch) {
+        if self.n == GROUP_NODES {
+            return rates_fixed::<GROUP_NODES>(d, s);
+        }
         let n = self.n;
-        s.x.clear();
-        s.x.extend(d.iter().zip(s.tot.chunks_exact(n.max(1))).zip(&s.throttle).map(|((t, tot), th)| {
-            let row = &s.lat[t.cpu_node * n..t.cpu_node * n + n];
-            let mem: f64 = (0..n).map(|k| tot[k] * row[k]).sum::<f64>() / t.mlp;
-            let per_line = line_time_chained(t.compute_per_line, t.chain_per_line, mem, t.mlp);
-            if per_line > 0.0 {
-                th * t.cpu_share / per_line
-            } else {
-                0.0
-            }
-        }));
+        let Scratch { x, tot, throttle, lat, .. } = s;
+        for (((x, t), tot), th) in x.iter_mut().zip(d).zip(tot.chunks_exact(n.max(1))).zip(throttle.iter()) {
+            let row = &lat[t.cpu_node * n..t.cpu_node * n + n];
+            let mem: f64 = tot.iter().zip(row).map(|(a, l)| a * l).sum::<f64>() / t.mlp;
+            *x = thread_rate(t, *th, mem);
+        }
     }
 
     /// Utilisations (`s.ctrl`, `s.link`) the rates `s.x` (lines/s per thread) would cause. Flows
@@ -214,28 +223,37 @@ impl Solver {
         reset(ctrl, n, 0.0);
         reset(link, self.link_bytes.len(), [0.0; 2]);
         let (link, bytes) = (link.as_flattened_mut(), self.link_bytes.as_flattened());
-        for c in 0..n {
-            for k in 0..n {
-                let (r, w) = (rd[c * n + k], wr[c * n + k]);
+        let mut at = 0;
+        for ((rrow, wrow), ends) in
+            rd.chunks_exact(n.max(1)).zip(wr.chunks_exact(n.max(1))).zip(self.pair_ends.chunks_exact(n.max(1)))
+        {
+            for ((((&r, &w), &[mid, end]), ctrl), bw) in
+                rrow.iter().zip(wrow).zip(ends).zip(ctrl.iter_mut()).zip(&self.bw_bytes)
+            {
+                let (read, write) = (&self.pair_hops[at..mid], &self.pair_hops[mid..end]);
+                at = end;
                 if r + w == 0.0 {
                     continue;
                 }
-                ctrl[k] += (r + w) * LINE / self.bw_bytes[k];
+                *ctrl += (r + w) * LINE / bw;
                 // Read data flows memory -> CPU, written data CPU -> memory.
-                for &h in self.route(k, c) {
+                for &h in read {
                     link[h] += r * LINK_LINE / bytes[h];
                 }
-                for &h in self.route(c, k) {
+                for &h in write {
                     link[h] += w * LINK_LINE / bytes[h];
                 }
             }
         }
     }
 
-    /// The hops (flat link-direction indices) of data flowing from node `a` to node `b`.
-    fn route(&self, a: usize, b: usize) -> &[usize] {
-        let i = a * self.n + b;
-        &self.hops[self.hop_at[i]..self.hop_at[i + 1]]
+    /// Each (CPU node, memory node) pair's hops, read route then write route, in pair order.
+    fn pairs(&self) -> impl Iterator<Item = (&[usize], &[usize])> {
+        self.pair_ends.iter().scan(0, |at, &[mid, end]| {
+            let hops = (&self.pair_hops[*at..mid], &self.pair_hops[mid..end]);
+            *at = end;
+            Some(hops)
+        })
     }
 
     /// For every (CPU node, memory node) pair, the highest utilisation on the way (`s.path`).
@@ -244,14 +262,13 @@ impl Solver {
         let Scratch { ctrl, link, path, .. } = s;
         reset(path, n * n, 0.0);
         let link = link.as_flattened();
-        for c in 0..n {
-            for k in 0..n {
-                let mut w = ctrl[k];
-                for &h in self.route(k, c).iter().chain(self.route(c, k)) {
-                    w = w.max(link[h]);
-                }
-                path[c * n + k] = w;
+        let ctrl = ctrl.iter().cycle();
+        for ((p, (read, write)), &ctrl) in path.iter_mut().zip(self.pairs()).zip(ctrl) {
+            let mut w = ctrl;
+            for &h in read.iter().chain(write) {
+                w = w.max(link[h]);
             }
+            *p = w;
         }
     }
 
@@ -259,10 +276,10 @@ impl Solver {
     /// utilisations, for every pair: the controller's idle latency times its loaded-latency
     /// factor plus an M/D/1 wait on each hop both ways, with each controller's curve factor and
     /// each link direction's wait computed once rather than once per pair and hop (the same
-    /// operations in the same order, so the same bits; it runs up to 9 times per solve).
+    /// operations in the same order, so the same bits; it runs in every pass).
     fn latencies(&self, s: &mut Scratch) {
         let n = self.n;
-        let Scratch { lat, factor, wait, .. } = s;
+        let Scratch { lat, factor, wait, route_wait, .. } = s;
         factor.clear();
         factor.extend((0..n).map(|k| numalab_model::machine::curve_factor(&self.curve, self.rho_ctrl[k].min(1.0))));
         wait.clear();
@@ -273,11 +290,17 @@ impl Solver {
             })
         }));
         let wait = wait.as_flattened();
-        let route_wait = |hops: &[usize]| -> f64 { hops.iter().map(|&h| wait[h]).sum() };
-        lat.clear();
-        for (c, idle) in self.idle.chunks_exact(n.max(1)).enumerate() {
-            for (k, (f, idle)) in factor.iter().zip(idle).enumerate() {
-                lat.push(idle * f + route_wait(self.route(c, k)) + route_wait(self.route(k, c)));
+        // Each route's wait, summed once: the route from c to k is pair (c, k)'s way out (its
+        // write route) and pair (k, c)'s way back.
+        route_wait.resize(n * n, 0.0);
+        for (sum, &[mid, end]) in route_wait.iter_mut().zip(&self.pair_ends) {
+            *sum = self.pair_hops[mid..end].iter().map(|&h| wait[h]).sum::<f64>();
+        }
+        // The way out (c to k) then the way back (k to c); every slot is overwritten.
+        lat.resize(n * n, 0.0);
+        for (c, (lrow, irow)) in lat.chunks_exact_mut(n.max(1)).zip(self.idle.chunks_exact(n.max(1))).enumerate() {
+            for (k, ((lat, idle), f)) in lrow.iter_mut().zip(irow).zip(factor.iter()).enumerate() {
+                *lat = idle * f + route_wait[c * n + k] + route_wait[k * n + c];
             }
         }
     }
@@ -290,6 +313,7 @@ impl Solver {
         let n = self.n;
         let mut s = std::mem::take(&mut self.scratch);
         reset(&mut s.throttle, d.len(), 1.0);
+        reset(&mut s.x, d.len(), 0.0);
         s.tot.clear();
         for t in d {
             s.tot.extend(t.rd[..n].iter().zip(&t.wr[..n]).map(|(r, w)| r + w));
@@ -319,17 +343,13 @@ impl Solver {
             s.lat_current = false;
             self.rates(d, &mut s);
             self.utilisation(&mut s);
-            let mut change: f64 = 0.0;
-            let news = s.ctrl.iter().chain(s.link.as_flattened());
-            let olds = self.rho_ctrl.iter_mut().chain(self.rho_link.as_flattened_mut());
-            for (((old, new), damp), last) in olds.zip(news).zip(&mut self.damp).zip(&mut s.last_step) {
-                let step = new.min(1.0) - *old;
-                *damp = adapt_damping(*damp, step * *last);
-                *last = step;
-                let v = *old + *damp * step;
-                change = change.max((v - *old).abs());
-                *old = v;
-            }
+            // Controllers then link directions, each in its own walk (a chained walk cost more
+            // than the steps).
+            let (damp_ctrl, damp_link) = self.damp.split_at_mut(n);
+            let (last_ctrl, last_link) = s.last_step.split_at_mut(n);
+            let change = damped_steps(&mut self.rho_ctrl, &s.ctrl, damp_ctrl, last_ctrl, 0.0);
+            let change =
+                damped_steps(self.rho_link.as_flattened_mut(), s.link.as_flattened(), damp_link, last_link, change);
             if change < 1e-4 {
                 break;
             }
@@ -401,6 +421,48 @@ fn group_sums<const N: usize>(tids: &[usize], x: &[f64], rd: &[f64], wr: &[f64],
     }
     rrow.copy_from_slice(&r);
     wrow.copy_from_slice(&w);
+}
+
+/// Moves each utilisation `olds[i]` a damped step towards `news[i]` (capped at 1), adapting its
+/// damping; returns the largest move, `change` if none is larger.
+fn damped_steps(olds: &mut [f64], news: &[f64], damps: &mut [f64], lasts: &mut [f64], mut change: f64) -> f64 {
+    for (((old, new), damp), last) in olds.iter_mut().zip(news).zip(damps).zip(lasts) {
+        let step = new.min(1.0) - *old;
+        *damp = adapt_damping(*damp, step * *last);
+        *last = step;
+        let v = *old + *damp * step;
+        change = change.max((v - *old).abs());
+        *old = v;
+    }
+    change
+}
+
+/// Lines/s of thread `t` at throttle `th` when its memory time per line is `mem`.
+#[inline]
+fn thread_rate(t: &Demand, th: f64, mem: f64) -> f64 {
+    let per_line = line_time_chained(t.compute_per_line, t.chain_per_line, mem, t.mlp);
+    if per_line > 0.0 {
+        th * t.cpu_share / per_line
+    } else {
+        0.0
+    }
+}
+
+/// `Solver::rates` on an `N`-node machine: each thread's row and shares as fixed-size arrays
+/// (no index checks, the sum unrolled; the same products added in the same order).
+fn rates_fixed<const N: usize>(d: &[Demand], s: &mut Scratch) {
+    let Scratch { x, tot, throttle, lat, .. } = s;
+    for (((x, t), tot), th) in x.iter_mut().zip(d).zip(tot.chunks_exact(N).map(row::<N>)).zip(throttle.iter()) {
+        let lat = row::<N>(&lat[t.cpu_node * N..t.cpu_node * N + N]);
+        let mem: f64 = tot.iter().zip(lat).map(|(a, l)| a * l).sum::<f64>() / t.mlp;
+        *x = thread_rate(t, *th, mem);
+    }
+}
+
+/// A row of `N` values as a fixed-size array (every caller passes exactly `N`).
+#[inline]
+fn row<const N: usize>(v: &[f64]) -> &[f64; N] {
+    v.try_into().expect("a row of N values")
 }
 
 /// A utilisation's damping after a pass whose step times the last pass's step is `turn`: halved
