@@ -29,7 +29,9 @@ impl Engine<'_> {
         // the wake-up path places them (docs/scheduler.md §5).
         self.procs[pid].arrived = 0;
         let first = self.procs[pid].slot.first_tid;
-        let members: Vec<usize> = (first..first + self.procs[pid].slot.threads).collect();
+        // Woken in the order they went to sleep (`futex_wake()`'s FIFO: `sched/wake.rs`).
+        let arrived: Vec<f64> = (first..first + self.procs[pid].slot.threads).map(|i| self.threads[i].clock).collect();
+        let members: Vec<usize> = crate::sched::futex_wake_order(&arrived).into_iter().map(|k| first + k).collect();
         let release = members.iter().map(|&i| self.threads[i].clock).fold(0.0, f64::max);
         self.woke = true;
         let mut runnable: Vec<bool> =

@@ -96,6 +96,7 @@ fn distinct_cores(cpus: &[usize], pu_core: &[usize]) -> usize {
 
 pub use domains::Domain;
 pub use noise::{Background, Noise};
+pub use wake::futex_wake_order;
 
 /// `CONFIG_HZ`: the kernel's default (`kernel/Kconfig.hz`: `default HZ_250`); balancing
 /// intervals are whole jiffies (`msecs_to_jiffies` in `get_sd_balance_interval`).

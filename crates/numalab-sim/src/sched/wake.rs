@@ -72,6 +72,20 @@ pub struct Wakee {
     recent_used_cpu: std::cell::Cell<Option<usize>>,
 }
 
+/// The order in which a barrier's release wakes its sleeping threads: libgomp's last thread
+/// wakes them all with one `futex_wake(&bar->generation, INT_MAX)`
+/// (`libgomp/config/linux/bar.c: gomp_barrier_wait_end`), and `futex_wake()`
+/// (`kernel/futex/waitwake.c`; `kernel/futex.c` before 5.16) walks the hash bucket's `plist` of
+/// waiters, which `futex_queue()` appends to by priority, FIFO among equals (every thread is
+/// nice 0): they wake in the order they went to sleep, each through `select_task_rq_fair()`.
+/// `arrived[k]` is member k's arrival at the barrier (its sleep begins one spin later, the same
+/// spin for all); simultaneous arrivals in member order.
+pub fn futex_wake_order(arrived: &[f64]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..arrived.len()).collect();
+    order.sort_by(|&a, &b| arrived[a].total_cmp(&arrived[b]));
+    order
+}
+
 impl Sched {
     /// `record_wakee(p)` with `current` = `waker` (v3.13 `task_waking_fair()`, v6.13
     /// `select_task_rq_fair()`; both before the CPU is chosen).
@@ -492,6 +506,41 @@ mod tests {
         let (closed, s) = release(Kernel::V6_1, 0);
         assert_eq!(closed, [0, 0, 1, 1, 2, 2, 3]);
         assert!(s.log.is_empty());
+    }
+
+    #[test]
+    fn futex_wake_wakes_in_sleep_order() {
+        // FIFO among nice-0 waiters: the first to sleep wakes first; equal times in member order.
+        assert_eq!(futex_wake_order(&[3e-3, 1e-3, 2e-3, 1e-3]), [1, 3, 2, 0]);
+        assert_eq!(futex_wake_order(&[]), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn v61_sleep_order_sends_a_cpus_second_sleeper_to_the_idle_cpu_beside_it() {
+        // Threads 0 and 2 on CPU 0, 1 and 3 on CPU 1 (one node), 4 the waker on CPU 2; CPU 0's
+        // pair slept first. Woken in sleep order (0, 2, 1, 3) with SIS_UTIL's scan open, thread 2
+        // finds CPU 0 taken (its first wakee queued: idle_cpu() is false) and CPU 1 idle: it
+        // moves there (kernel/sched/fair.c v6.1 select_idle_sibling()). Thread 1 then finds CPU 1
+        // holding thread 2 and thread 3's blocked load, wake_affine_weight() takes it to the
+        // waker's CPU 2, and select_idle_sibling() to idle CPU 3 beside it; thread 3 finds no
+        // idle CPU and stays. In thread order (0, 1, 2, 3) each thread finds its CPU idle or
+        // taken by its partner, the sibling taken too: nothing moves.
+        let moves = |order: &[usize]| {
+            let mut s = sched(Kernel::V6_1, &[0, 1, 0, 1, 2]);
+            s.nr_idle_scan = vec![2, 2];
+            for t in 0..4 {
+                s.sleeps_at(t, 5e-3);
+            }
+            let mut runnable = [false, false, false, false, true];
+            for &t in order {
+                s.resumes(t, 6e-3);
+                runnable[t] = true;
+                s.wake(6e-3, t, 4, &runnable);
+            }
+            s.log.iter().map(|e| (e.tid, e.to)).collect::<Vec<_>>()
+        };
+        assert_eq!(moves(&futex_wake_order(&[1e-3, 4e-3, 2e-3, 5e-3])), [(2, 1), (1, 3)]);
+        assert_eq!(moves(&[0, 1, 2, 3]), []);
     }
 
     #[test]
