@@ -905,9 +905,9 @@ def disagreement(sim: Side, vm: Side, pct: float) -> str | None:
     return ", ".join(f"node{i} differs by {d} pages" for i, d in off) + f" (more than {pct:g}% of {sim.total}: {limit:.0f})"
 
 
-def orderings(results: list[Comparison]) -> dict[str, str]:
+def orderings(results: list[Comparison], sides: tuple[str, ...] = ("sim", "vm")) -> dict[str, str]:
     """Cases run together with their ``more_than`` case: case name -> why the ordering failed on a
-    side (its threads must migrate more per thread per barrier than the bound run's, on both sides).
+    side of ``sides`` (its threads must migrate more per thread per barrier than the bound run's).
     Per barrier, not per second: both runs pass the same barriers, while the simulated sleeping
     cases run at the guest's speed (``GUEST_BACKGROUND``) and the bound one at the preset's."""
     by_name = {c.case.name: c for c in results}
@@ -917,7 +917,7 @@ def orderings(results: list[Comparison]) -> dict[str, str]:
         if ref is None:
             continue
         rates = {side: [getattr(x, side).threads.migrations_per_thread_barrier(int(x.case.params.get("reps") or 0)) for x in (c, ref)]
-                 for side in ("sim", "vm")}
+                 for side in sides}
         bad = [f"{side}: {mine:.3g} <= {theirs:.3g}" for side, (mine, theirs) in rates.items() if mine <= theirs]
         if bad:
             out[c.case.name] = f"thread migrations per thread per barrier not above {ref.case.name}'s ({'; '.join(bad)})"
