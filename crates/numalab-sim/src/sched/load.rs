@@ -393,19 +393,14 @@ impl Sched {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::{Kernel, Placement, Places, ProcBind};
+    use crate::input::Kernel;
     use crate::profile::UtilEst;
 
     /// Two nodes of one CPU, thread 0 on CPU 0, thread 1 asleep on CPU 1; `util_est` replaces
     /// the profile's form when given.
     fn alone(kernel: Kernel, util_est: Option<UtilEst>) -> Sched {
         let m = crate::sched::test_machines::two_nodes_of(1);
-        let p = Placement {
-            policy: numalab_model::MemPolicy::new(numalab_model::PolicyMode::Default, Default::default()).unwrap(),
-            cpus: None,
-            proc_bind: ProcBind::False,
-            places: Places::Cores,
-        };
+        let p = crate::sched::test_machines::unbound();
         let mut s = Sched::new(&m, &p, kernel, 1, 2).unwrap();
         if let Some(form) = util_est {
             let mut rules = s.rules.clone();

@@ -593,7 +593,7 @@ fn d_name(s: &Sched, l: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::{Kernel, Placement, Places, ProcBind};
+    use crate::input::Kernel;
 
     fn sched(kernel: Kernel) -> Sched {
         sched_of(kernel, 1)
@@ -606,12 +606,7 @@ mod tests {
     /// `threads` unbound threads on two nodes of `cores` cores each.
     fn sched_on(cores: usize, kernel: Kernel, threads: usize) -> Sched {
         let m = crate::sched::test_machines::two_nodes_of(cores);
-        let p = Placement {
-            policy: numalab_model::MemPolicy::new(numalab_model::PolicyMode::Default, Default::default()).unwrap(),
-            cpus: None,
-            proc_bind: ProcBind::False,
-            places: Places::Cores,
-        };
+        let p = crate::sched::test_machines::unbound();
         Sched::new(&m, &p, kernel, 1, threads).unwrap()
     }
 
@@ -705,12 +700,7 @@ mod tests {
         // per spell (kernel/sched/sched.h: update_avg()), under a 0.5 ms balance after 6 spells
         // (1 -> 0.888 -> 0.789 -> 0.703 -> 0.627 -> 0.561 -> 0.503 -> 0.453 ms: 7).
         let m = crate::sched::test_machines::two_nodes_of(1);
-        let p = Placement {
-            policy: numalab_model::MemPolicy::new(numalab_model::PolicyMode::Default, Default::default()).unwrap(),
-            cpus: None,
-            proc_bind: ProcBind::False,
-            places: Places::Cores,
-        };
+        let p = crate::sched::test_machines::unbound();
         let mut s = Sched::new(&m, &p, Kernel::V6_1, 1, 2).unwrap();
         s.cpu = vec![0, 1];
         let mut t = 0.0;

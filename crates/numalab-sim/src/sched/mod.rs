@@ -40,6 +40,16 @@ pub(crate) mod test_machines {
         );
         numalab_model::MachineSpec::from_json(&spec).unwrap().resolve().unwrap()
     }
+
+    /// Threads unbound (no `cpunodebind`, `OMP_PROC_BIND=false`), memory policy default.
+    pub fn unbound() -> crate::input::Placement {
+        crate::input::Placement {
+            policy: numalab_model::MemPolicy::new(numalab_model::PolicyMode::Default, Default::default()).unwrap(),
+            cpus: None,
+            proc_bind: crate::input::ProcBind::False,
+            places: crate::input::Places::Cores,
+        }
+    }
 }
 
 use numalab_model::{CpuSet, Machine};

@@ -417,16 +417,9 @@ impl Sched {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::{Kernel, Placement, Places, ProcBind};
+    use crate::input::Kernel;
 
-    fn unbound() -> Placement {
-        Placement {
-            policy: numalab_model::MemPolicy::new(numalab_model::PolicyMode::Default, Default::default()).unwrap(),
-            cpus: None,
-            proc_bind: ProcBind::False,
-            places: Places::Cores,
-        }
-    }
+    use crate::sched::test_machines::unbound;
 
     /// Threads created (their loads tracked from then on), then thread `k` on `cpus[k]`; only
     /// later decisions are logged.
