@@ -298,15 +298,41 @@ impl Sched {
         })
     }
 
-    /// A CPU's load as a decision reads it (`which`, from the profile), at the last update.
-    /// `runnable`: the threads on a run queue now (v3.13 counts only those).
-    pub(super) fn cpu_load(&self, cpu: usize, runnable: &[bool], which: CpuLoad) -> u64 {
-        match which {
-            // NICE_0_LOAD (CAPACITY here) per queued task: every thread runs at nice 0.
-            CpuLoad::RqWeight => self.attached(cpu).filter(|(t, _)| runnable[*t]).count() as u64 * CAPACITY,
-            CpuLoad::LoadAvgWithBlocked => self.cpu_load_all(cpu),
-            CpuLoad::RunnableLoadAvg => self.attached(cpu).filter(|(t, _)| runnable[*t]).map(|(_, p)| p.load()).sum(),
+    /// `cpu_load()` of `a` and of `b` with thread `off` taken off its run queue (a woken
+    /// task is on none while `wake_affine()` runs), in one walk over the threads: a wake-up
+    /// reads both, and the sums are of integers, so one walk gives the same values.
+    pub(super) fn cpu_load_pair(
+        &self,
+        a: usize,
+        b: usize,
+        runnable: &[bool],
+        off: usize,
+        which: CpuLoad,
+    ) -> (u64, u64) {
+        let (mut la, mut lb) = (0u64, 0u64);
+        for (t, &cpu) in self.cpu.iter().enumerate() {
+            if (cpu != a && cpu != b) || self.load.exited[t] {
+                continue;
+            }
+            let Some(p) = &self.load.pelt[t] else { continue };
+            let v = match which {
+                CpuLoad::RqWeight if runnable[t] && t != off => CAPACITY,
+                CpuLoad::RunnableLoadAvg if runnable[t] && t != off => p.load(),
+                CpuLoad::RqWeight | CpuLoad::RunnableLoadAvg => 0,
+                CpuLoad::LoadAvgWithBlocked => p.load(),
+            };
+            if cpu == a {
+                la += v;
+            }
+            if cpu == b {
+                lb += v;
+            }
         }
+        if matches!(which, CpuLoad::LoadAvgWithBlocked) {
+            la += self.background_signals(a, self.loads_at_s).map_or(0, |s| s.0);
+            lb += self.background_signals(b, self.loads_at_s).map_or(0, |s| s.0);
+        }
+        (la, lb)
     }
 
     /// `cfs_rq->avg.util_avg` of `cpu`: the utilisation of every thread attached to it, sleeping

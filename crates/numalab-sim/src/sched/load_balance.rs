@@ -237,19 +237,32 @@ impl Sched {
             .iter()
             .enumerate()
             .map(|(id, cpus)| {
-                let g = GroupLoad::of(cpus, nr, &self.pu_core);
-                let sum = |f: &dyn Fn(usize) -> u64| cpus.iter().map(|&c| f(c)).sum::<u64>();
-                let util = sum(&|c| sig[c].util);
-                let runnable = sum(&|c| sig[c].runnable);
-                let weighted = sum(&|c| self.weighted_cpuload(c, sig, nr));
-                let mut st = LbStats { g, load: 0, util, weighted, avg_load: 0, kind: 0 };
+                // GroupLoad::of() and the group's sums in one walk over its CPUs: the balancer
+                // builds these for every group at every level it balances, and the sums are of
+                // integers, so one walk gives the same values.
+                let by_index = !matches!(self.rules.load.balance, BalanceSignals::LoadUtilRunnable);
+                let (mut tasks, mut idle_cpus) = (0usize, 0usize);
+                let (mut util, mut runnable, mut weighted, mut load) = (0u64, 0u64, 0u64, 0u64);
+                for &c in cpus {
+                    tasks += nr[c];
+                    idle_cpus += usize::from(nr[c] == 0);
+                    util += sig[c].util;
+                    runnable += sig[c].runnable;
+                    weighted += self.weighted_cpuload(c, sig, nr);
+                    load += if by_index { self.biased_load(c, idx, sig, nr, id == 0) } else { sig[c].load };
+                }
+                let g = GroupLoad {
+                    nr: tasks,
+                    weight: cpus.len(),
+                    idle: idle_cpus,
+                    cores: super::distinct_cores(cpus, &self.pu_core),
+                };
+                let mut st = LbStats { g, load, util, weighted, avg_load: 0, kind: 0 };
                 match self.rules.load.balance {
                     BalanceSignals::CpuLoadIndex { .. } | BalanceSignals::QueuedWeightIndex { .. } => {
-                        st.load = sum(&|c| self.biased_load(c, idx, sig, nr, id == 0));
                         st.avg_load = st.load * CAPACITY / st.capacity();
                     }
                     BalanceSignals::LoadUtilRunnable => {
-                        st.load = sum(&|c| sig[c].load);
                         st.kind = group_classify(pct, g.nr, g.weight, util, runnable);
                         // "Computing avg_load makes sense only when group is overloaded".
                         if st.kind == 2 {

@@ -229,10 +229,9 @@ impl Sched {
             target = by_idle.unwrap_or_else(|| {
                 // The loads are PELT's (load.rs), as the profile's `load.wake_affine` says; the
                 // woken task is on no run queue (`on_rq` 0) while this runs.
-                let mut queued = runnable.to_vec();
-                queued[tid] = false;
-                let this_load = self.cpu_load(waker, &queued, self.rules.load.wake_affine) as i64;
-                let prev_load = self.cpu_load(prev, &queued, self.rules.load.wake_affine) as i64;
+                let (this_load, prev_load) =
+                    self.cpu_load_pair(waker, prev, runnable, tid, self.rules.load.wake_affine);
+                let (this_load, prev_load) = (this_load as i64, prev_load as i64);
                 let pick = match self.rules.wake_affine {
                     // v3.13 kernel/sched/fair.c: wake_affine(): with this_load > 0,
                     // this_eff_load = 100 x (this_load + weight) and prev_eff_load =
@@ -288,13 +287,13 @@ impl Sched {
             r
         } else {
             let n = self.pu_node.len();
-            // The target's LLC in for_each_cpu_wrap() order from target + 1 (the node is
-            // compared first: one load, where the allowed list is a scan), the wrap as two
-            // ranges, (target + k) % n for k in 1..=n without a division each.
-            let order: Vec<usize> = (target + 1..n)
-                .chain(0..=target)
-                .filter(|&c| self.pu_node[c] == self.pu_node[target] && allowed.contains(&c))
-                .collect();
+            // The target's LLC in for_each_cpu_wrap() order from target + 1: the allowed CPUs
+            // of the target's node (a handful, where the machine has many), each once, by
+            // their distance (c - target - 1) mod n after the target.
+            let mut order: Vec<usize> =
+                allowed.iter().copied().filter(|&c| self.pu_node[c] == self.pu_node[target]).collect();
+            order.sort_unstable_by_key(|&c| (c + n - target - 1) % n);
+            order.dedup();
             let llc: Vec<usize> = order.iter().copied().filter(|&c| idle(c)).collect();
             let core_idle =
                 |c: usize| (0..nr.len()).filter(|&q| self.pu_core[q] == self.pu_core[c]).all(|q| nr[q] == 0);
@@ -389,10 +388,8 @@ impl Sched {
             let Some(candidate) = candidate else { continue };
             // wake_affine(): rq->load.weight of each CPU (wake_idx 0); the woken task is on no
             // run queue, the waker is on its CPU's.
-            let mut queued = runnable.to_vec();
-            queued[tid] = false;
-            let this_load = self.cpu_load(waker, &queued, self.rules.load.wake_affine) as i64;
-            let prev_load = self.cpu_load(prev, &queued, self.rules.load.wake_affine) as i64;
+            let (this_load, prev_load) = self.cpu_load_pair(waker, prev, runnable, tid, self.rules.load.wake_affine);
+            let (this_load, prev_load) = (this_load as i64, prev_load as i64);
             let bias = 100 + (imbalance_pct - 100) / 2;
             let affine = load_balanced(this_load, prev_load, nr[waker] as i64, bias);
             let cpu = if affine { candidate } else { prev };
