@@ -456,6 +456,24 @@ mod tests {
     }
 
     #[test]
+    fn a_wake_ups_pair_of_loads_is_each_cpus_own_without_the_woken_thread() {
+        let mut s = alone(Kernel::V6_13, None);
+        s.update_loads(0.1);
+        let (l0, l1) = (s.cpu_load_avg(0), s.cpu_load_avg(1));
+        assert!(l0 > 0 && l1 > 0, "loads {l0} {l1}");
+        let which = CpuLoad::LoadAvgWithBlocked;
+        assert_eq!(s.cpu_load_pair(0, 1, &[true, false], 1, which), (l0, l1));
+        assert_eq!(s.cpu_load_pair(1, 0, &[true, false], 1, which), (l1, l0));
+        assert_eq!(s.cpu_load_pair(0, 0, &[true, false], 1, which), (l0, l0));
+        // Queued threads only: the woken one (`off`) is on no run queue.
+        let q = CpuLoad::RqWeight;
+        assert_eq!(s.cpu_load_pair(0, 1, &[true, true], 1, q), (CAPACITY, 0));
+        assert_eq!(s.cpu_load_pair(0, 1, &[true, true], 0, q), (0, CAPACITY));
+        let r = CpuLoad::RunnableLoadAvg;
+        assert_eq!(s.cpu_load_pair(0, 1, &[true, true], 1, r), (l0, 0));
+    }
+
+    #[test]
     fn a_woken_task_weighs_what_it_used_before_it_slept() {
         // kernel/sched/sched.h (6.1) cpu_util_cfs(): max(util_avg, util_est.enqueued); 6.13
         // cpu_util(): max(util, util_est). 200 ms alone bring util_avg near 1024; 200 ms asleep
