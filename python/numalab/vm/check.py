@@ -523,7 +523,10 @@ def file_cases() -> list[Case]:
     p = {"n": 1024, "reps": 20}
     return [
         Case("filemap", "filemap", {**p, "madvise": "normal"}, BOUND, read_around(), **f),
-        Case("filemap-random", "filemap", {**p, "madvise": "random"}, BOUND, even(0), **f),
+        # Within 7 pages, not 0: the guest's sample after first touch can be taken as the last
+        # pages are written (4,092 and 4,093 of 4,096 seen in CI); read-around's 16 pages at a
+        # boundary still fail it.
+        Case("filemap-random", "filemap", {**p, "madvise": "random"}, BOUND, even(7), **f),
         # One process per node instead of one thread: each forked after the mapping, bound to
         # its node, writing its block (the simulator's co-run with split=file).
         Case("filemap-procs", "filemap", {**p, "madvise": "normal", "threads": 1, "procs": 4}, "default", read_around(), procs=4, **f),
