@@ -56,6 +56,9 @@ impl Sched {
     /// every CPU whose interval has passed. Returns the threads moved.
     pub fn balance(&mut self, now_s: f64, live: &[bool]) -> Vec<usize> {
         self.account(now_s, live);
+        // A task still on a wake list is on no run queue: no balancer counts or moves it.
+        let live = &self.enqueued(live);
+        self.ttwu_pending = self.ttwu_pending_cpus();
         let mut nr = self.nr_running(live, now_s);
         // Every CPU's signals, until a balance moves something (`cpu_signals_memo`).
         let mut sig = None;
@@ -74,7 +77,7 @@ impl Sched {
             self.idle_avg.woke(cpu, now_s, full);
         }
         for cpu in 0..ncpu {
-            if self.was_busy[cpu] && nr[cpu] == 0 {
+            if self.was_busy[cpu] && nr[cpu] == 0 && !self.ttwu_pending[cpu] {
                 self.idle_avg.went_idle(cpu, now_s);
                 for l in 0..self.domains.len() {
                     if gated && !self.idle_avg.allows(cpu, l, &cost) {
@@ -96,7 +99,7 @@ impl Sched {
         // busy CPU's kick (profile `sched.nohz_idle`), each at its own intervals as below.
         let idle_balanced = self.nohz_kick(&nr);
         for cpu in 0..ncpu {
-            if nr[cpu] == 0 && !idle_balanced {
+            if nr[cpu] == 0 && (!idle_balanced || self.ttwu_pending[cpu]) {
                 continue;
             }
             for l in 0..self.domains.len() {
@@ -158,7 +161,7 @@ impl Sched {
     /// `should_we_balance()`: the first idle CPU of the local group, else the group's first.
     fn should_we_balance(&self, cpu: usize, l: usize, nr: &[usize]) -> bool {
         let group = &self.domains[l].groups_of[cpu][0];
-        match group.iter().find(|&&c| nr[c] == 0) {
+        match group.iter().find(|&&c| nr[c] == 0 && !self.ttwu_pending[c]) {
             Some(&first_idle) => first_idle == cpu,
             None => group.first() == Some(&cpu),
         }
@@ -245,7 +248,7 @@ impl Sched {
                 let (mut util, mut runnable, mut weighted, mut load) = (0u64, 0u64, 0u64, 0u64);
                 for &c in cpus {
                     tasks += nr[c];
-                    idle_cpus += usize::from(nr[c] == 0);
+                    idle_cpus += usize::from(nr[c] == 0 && !self.ttwu_pending[c]);
                     util += sig[c].util;
                     runnable += sig[c].runnable;
                     weighted += self.weighted_cpuload(c, sig, nr);
@@ -705,6 +708,34 @@ mod tests {
         assert_eq!(newly_idle_after_300_ms(Kernel::V6_1, &[2e-3]), periodic);
         assert_eq!(newly_idle_after_300_ms(Kernel::V6_13, &[2e-3]), periodic);
         assert_eq!(newly_idle_after_300_ms(Kernel::V6_13, &[0.0]), newidle);
+    }
+
+    #[test]
+    fn v61_a_task_on_a_wake_list_is_neither_pulled_nor_counted_until_its_cpu_takes_it() {
+        // As newly_idle_after_300_ms(): CPU 1 goes newly idle beside CPU 0's two threads, but
+        // thread 1 waits on CPU 0's wake list (kernel/sched/core.c: ttwu_queue_wakelist(); a
+        // halted vCPU the host has not run since the wake-up). Not on CPU 0's run queue,
+        // detach_tasks() cannot take it and CPU 0 runs one task: nothing moves, and CPU 0's
+        // one task does not kick idle balancing (nohz_balancer_kick(): nr_running >= 2).
+        let mut s = sched_on(1, Kernel::V6_1, 3);
+        let mut live = [false; 3];
+        for t in 0..3 {
+            s.place_new(t, (t > 0).then_some(0), &live);
+            live[t] = true;
+        }
+        s.cpu = vec![0, 0, 1];
+        let both = s.allowed[0].clone();
+        s.allowed = vec![vec![0], vec![0], vec![1]];
+        for k in 1..=300 {
+            assert!(s.balance(k as f64 * 1e-3, &live).is_empty());
+        }
+        s.allowed = vec![both; 3];
+        s.queue_wakelist(1);
+        assert!(s.balance(300.2e-3, &[true, true, false]).is_empty());
+        assert!(s.balance(320e-3, &[true, true, false]).is_empty());
+        // CPU 0 handles its IPI: thread 1 is queued there, and idle CPU 1 takes it.
+        s.flush_wakelist(0);
+        assert_eq!(s.balance(340e-3, &[true, true, false]), vec![1]);
     }
 
     #[test]
