@@ -137,6 +137,11 @@ pub struct SchedRules {
     /// ttwu_queue()` / `ttwu_queue_wakelist()`): until the target handles the IPI the task is
     /// on no run queue.
     pub ttwu_queue: TtwuQueue,
+    /// A newly idle balance's `detach_tasks()` stops after its first task (`kernel/sched/fair.c`:
+    /// "#ifdef CONFIG_PREEMPTION ... if (env->idle == CPU_NEWLY_IDLE) break;", v3.13's
+    /// `move_tasks()` the same under `CONFIG_PREEMPT`): true where the modelled build is
+    /// preemptible.
+    pub newidle_one_task: bool,
     /// A busy CPU's balance interval in jiffies (`kernel/sched/fair.c: rebalance_domains()`,
     /// v6.x `get_sd_balance_interval()`).
     pub busy_interval: BusyInterval,
@@ -777,6 +782,8 @@ pub const PROFILE_2_6_32: KernelProfile = KernelProfile {
         nohz_idle: NohzIdle::OwnerWhileAnyBusy,
         newidle_gate: NewidleGate::Always,
         ttwu_queue: TtwuQueue::Absent,
+        // No build checked: up to the imbalance, as the model had it (docs/scheduler.md §9).
+        newidle_one_task: false,
         // kernel/sched.c: rebalance_domains(): "interval = msecs_to_jiffies(interval)", no
         // busy-CPU correction.
         busy_interval: BusyInterval::Scaled,
@@ -888,6 +895,8 @@ pub const PROFILE_3_13: KernelProfile = KernelProfile {
         nohz_idle: NohzIdle::KickWhenOverloadedOrLlcBusy,
         newidle_gate: NewidleGate::Always,
         ttwu_queue: TtwuQueue::CrossLlc,
+        // No build checked: up to the imbalance, as the model had it (docs/scheduler.md §9).
+        newidle_one_task: false,
         // kernel/sched/fair.c: rebalance_domains(): "interval = msecs_to_jiffies(interval)", no
         // busy-CPU correction.
         busy_interval: BusyInterval::Scaled,
@@ -1011,6 +1020,9 @@ pub const PROFILE_6_1: KernelProfile = KernelProfile {
         // then per domain "this_rq->avg_idle < curr_cost + sd->max_newidle_lb_cost".
         newidle_gate: NewidleGate::AvgIdleAboveCost,
         ttwu_queue: TtwuQueue::CrossLlcOrIdle,
+        // Debian 12's linux-image-6.1.0-56-amd64 (numalab vm's guest) /boot/config:
+        // CONFIG_PREEMPT_DYNAMIC=y selects PREEMPT_BUILD, so CONFIG_PREEMPTION=y.
+        newidle_one_task: true,
         // kernel/sched/fair.c: get_sd_balance_interval(): "if (cpu_busy) interval -= 1;".
         busy_interval: BusyInterval::ScaledLessOneJiffy,
         // kernel/sched/fair.c: find_busiest_group(): "sds.prefer_sibling && local->group_type ==
@@ -1134,6 +1146,8 @@ pub const PROFILE_6_13: KernelProfile = KernelProfile {
         // kernel/sched/fair.c: sched_balance_newidle(): as v6.1's newidle_balance().
         newidle_gate: NewidleGate::AvgIdleAboveCost,
         ttwu_queue: TtwuQueue::CrossLlcOrIdle,
+        // No build checked: up to the imbalance, as the model had it (docs/scheduler.md §9).
+        newidle_one_task: false,
         // kernel/sched/fair.c: get_sd_balance_interval(): "if (cpu_busy) interval -= 1;".
         busy_interval: BusyInterval::ScaledLessOneJiffy,
         busiest_group: BusiestGroup::GroupType,

@@ -385,6 +385,10 @@ impl Sched {
             cands.clear();
         }
         let agent_moved = self.pull_agent(now_s, (l, src, dst), m, &cands, &mut left, nr, live, &mut blocked);
+        if agent_moved && idle == Idle::Newly && self.rules.newidle_one_task {
+            // The periodic task was the first task detached.
+            cands.clear();
+        }
         for t in cands {
             // "We only want to steal up to the prescribed amount of load/util/tasks."
             if left <= 0 {
@@ -467,6 +471,10 @@ impl Sched {
             nr[dst] += 1;
             self.migrate(now_s, t, dst, path, l, why);
             pulled.push(t);
+            // A preemptible build's newly idle balance stops at its first task.
+            if idle == Idle::Newly && self.rules.newidle_one_task {
+                break;
+            }
         }
         let st = &mut self.state[l][dst];
         if !pulled.is_empty() || agent_moved {
@@ -736,6 +744,40 @@ mod tests {
         // CPU 0 handles its IPI: thread 1 is queued there, and idle CPU 1 takes it.
         s.flush_wakelist(0);
         assert_eq!(s.balance(340e-3, &[true, true, false]), vec![1]);
+    }
+
+    #[test]
+    fn a_preemptible_6_1_build_pulls_one_task_per_newly_idle_balance() {
+        // Two nodes of two CPUs: threads 0-3 share CPU 0 for 300 ms, thread 4 runs on CPU 1,
+        // then sleeps. CPU 1's newly idle balance at MC (one CPU per group, SD_SHARE_PKG_RESOURCES)
+        // finds CPU 0 overloaded against its spare capacity: calculate_imbalance() asks for
+        // (4 - 0) >> 1 = 2 tasks. Debian's 6.1 (CONFIG_PREEMPTION) detach_tasks() stops after
+        // the first; the 6.13 profile, as before, takes both.
+        let newly_idle_pulls = |kernel: Kernel| {
+            let mut s = sched_on(2, kernel, 5);
+            s.explain = true;
+            let mut live = [false; 5];
+            for t in 0..5 {
+                s.place_new(t, (t > 0).then_some(0), &live);
+                live[t] = true;
+            }
+            s.cpu = vec![0, 0, 0, 0, 1];
+            let all = s.allowed[0].clone();
+            s.allowed = vec![vec![0], vec![0], vec![0], vec![0], vec![1]];
+            for k in 1..=300 {
+                assert!(s.balance(k as f64 * 1e-3, &live).is_empty());
+            }
+            s.allowed = vec![all; 5];
+            let before = s.log.len();
+            s.balance(300.2e-3, &[true, true, true, true, false]);
+            s.log[before..]
+                .iter()
+                .filter(|e| e.path == "newidle-balance")
+                .map(|e| (e.to, e.level.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(newly_idle_pulls(Kernel::V6_1), vec![(1, "MC".to_string())]);
+        assert_eq!(newly_idle_pulls(Kernel::V6_13), vec![(1, "MC".to_string()); 2]);
     }
 
     #[test]
