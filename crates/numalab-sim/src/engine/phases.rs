@@ -59,6 +59,8 @@ impl Engine<'_> {
                     && self.sched.ttwu_queue_cond(i, waker, &runnable, release)
                 {
                     self.sched.queue_wakelist(i);
+                } else {
+                    self.sched.ttwu_do_wakeup(cpu, release);
                 }
                 let t = &mut self.threads[i];
                 t.clock += crate::openmp::WAKE_LATENCY_S;

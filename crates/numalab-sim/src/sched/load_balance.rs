@@ -73,8 +73,12 @@ impl Sched {
         let gated = self.rules.newidle_gate == NewidleGate::AvgIdleAboveCost;
         let cost: Vec<f64> = self.noise.as_ref().map_or(Vec::new(), |nz| nz.newidle_lb_cost_s().to_vec());
         let full = newidle::full_cost(&cost, self.domains.len());
-        for (cpu, _) in nr.iter().enumerate().filter(|(_, &n)| n > 0) {
-            self.idle_avg.woke(cpu, now_s, full);
+        // Background work running now was woken there (ttwu_do_wakeup(), seen at the epoch's
+        // end); the threads' wake-ups sample as they happen (`newidle.rs: ttwu_do_wakeup`).
+        for cpu in 0..nr.len() {
+            if self.noise.as_ref().is_some_and(|nz| nz.active_at(cpu, now_s)) {
+                self.idle_avg.woke(cpu, now_s, full);
+            }
         }
         for cpu in 0..ncpu {
             if self.was_busy[cpu] && nr[cpu] == 0 && !self.ttwu_pending[cpu] {
@@ -742,7 +746,7 @@ mod tests {
         assert!(s.balance(300.2e-3, &[true, true, false]).is_empty());
         assert!(s.balance(320e-3, &[true, true, false]).is_empty());
         // CPU 0 handles its IPI: thread 1 is queued there, and idle CPU 1 takes it.
-        s.flush_wakelist(0);
+        s.flush_wakelist(0, 340e-3);
         assert_eq!(s.balance(340e-3, &[true, true, false]), vec![1]);
     }
 
@@ -791,14 +795,34 @@ mod tests {
         s.cpu = vec![0, 1];
         let mut t = 0.0;
         let mut spells = 0;
-        while s.idle_avg.allows(1, 0, &[0.5e-3]) {
+        while s.idle_avg.allows(1, 0, &[0.5e-3]) && spells < 100 {
             t += 5e-3;
             s.balance(t, &[true, true]);
             s.balance(t + 1e-3, &[true, false]);
+            // Its thread woken onto it (kernel/sched/core.c: ttwu_do_wakeup()).
+            s.ttwu_do_wakeup(1, t + 1.1e-3);
             s.balance(t + 1.1e-3, &[true, true]);
             spells += 1;
         }
         assert_eq!(spells, 7);
+    }
+
+    #[test]
+    fn v61_a_cpu_given_work_without_a_wake_up_keeps_its_idle_spell_open() {
+        // ttwu_do_wakeup() alone closes rq->idle_stamp: CPU 1 goes idle at 1 ms (newidle_balance()
+        // sets the stamp), has its thread back at 1.1 ms without a wake-up (as when another CPU's
+        // balance attaches a task): no sample, avg_idle stays 1 ms. A wake-up at 1.2 ms closes
+        // the spell: 1 + (0.2 - 1) / 8 = 0.9 ms.
+        let m = crate::sched::test_machines::two_nodes_of(1);
+        let p = crate::sched::test_machines::unbound();
+        let mut s = Sched::new(&m, &p, Kernel::V6_1, 1, 2).unwrap();
+        s.cpu = vec![0, 1];
+        s.balance(0.5e-3, &[true, true]);
+        s.balance(1e-3, &[true, false]);
+        s.balance(1.1e-3, &[true, true]);
+        assert_eq!(s.idle_avg.avg_idle_s(1), 1e-3);
+        s.ttwu_do_wakeup(1, 1.2e-3);
+        assert!((s.idle_avg.avg_idle_s(1) - 0.9e-3).abs() < 1e-12);
     }
 
     #[test]

@@ -39,10 +39,16 @@ impl Sched {
         self.on_wakelist[tid] = true;
     }
 
-    /// `cpu` handles its IPI: the tasks on its wake list join its run queue.
-    pub fn flush_wakelist(&mut self, cpu: usize) {
+    /// `cpu` handles its IPI at `now_s`: the tasks on its wake list join its run queue
+    /// (`sched_ttwu_pending()` → `ttwu_do_activate()`, a wake-up of the run queue).
+    pub fn flush_wakelist(&mut self, cpu: usize, now_s: f64) {
+        let mut any = false;
         for (t, w) in self.on_wakelist.iter_mut().enumerate() {
+            any |= *w && self.cpu[t] == cpu;
             *w &= self.cpu[t] != cpu;
+        }
+        if any {
+            self.ttwu_do_wakeup(cpu, now_s);
         }
     }
 
@@ -108,9 +114,9 @@ mod tests {
         assert_eq!(s.ttwu_pending_cpus(), vec![false, true, false, false]);
         assert_eq!(s.enqueued(&[true, true, false]), vec![true, false, false]);
         // Another CPU's flush leaves them listed; CPU 1's enqueues both.
-        s.flush_wakelist(0);
+        s.flush_wakelist(0, 0.0);
         assert_eq!(s.enqueued(&[true, true, true]), vec![true, false, false]);
-        s.flush_wakelist(1);
+        s.flush_wakelist(1, 0.0);
         assert_eq!(s.enqueued(&[true, true, true]), vec![true, true, true]);
         assert_eq!(s.ttwu_pending_cpus(), vec![false; 4]);
     }
