@@ -233,5 +233,6 @@ def test_the_guests_newly_idle_balancing_cost_reaches_the_engine_and_takes_newly
     monkeypatch.setitem(check.CASES, "sched-oversubscribed", replace(case, background=replace(case.background, newidle_lb_cost_s=())))
     without = sched_trace.sim_moves("sched-oversubscribed")
     newidle, idle = "newly idle balance", "periodic balance, idle CPU"
-    assert with_cost[newidle][0] < without[newidle][0], (with_cost, without)
+    # With the cost no newly idle balance may pull at all (the path is then absent).
+    assert with_cost.get(newidle, (0, 0))[0] < without[newidle][0], (with_cost, without)
     assert with_cost[idle][0] > 2 * without[idle][0], (with_cost, without)

@@ -133,6 +133,15 @@ pub struct SchedRules {
     /// Whether a newly idle CPU balances at once or only when it expects to stay idle longer
     /// than balancing costs (`kernel/sched/fair.c: newidle_balance()`).
     pub newidle_gate: NewidleGate,
+    /// Which wake-ups the waker leaves to the target CPU to enqueue (`kernel/sched/core.c:
+    /// ttwu_queue()` / `ttwu_queue_wakelist()`): until the target handles the IPI the task is
+    /// on no run queue.
+    pub ttwu_queue: TtwuQueue,
+    /// A newly idle balance's `detach_tasks()` stops after its first task (`kernel/sched/fair.c`:
+    /// "#ifdef CONFIG_PREEMPTION ... if (env->idle == CPU_NEWLY_IDLE) break;", v3.13's
+    /// `move_tasks()` the same under `CONFIG_PREEMPT`): true where the modelled build is
+    /// preemptible.
+    pub newidle_one_task: bool,
     /// A busy CPU's balance interval in jiffies (`kernel/sched/fair.c: rebalance_domains()`,
     /// v6.x `get_sd_balance_interval()`).
     pub busy_interval: BusyInterval,
@@ -381,6 +390,20 @@ pub enum BusyInterval {
     /// reduce likelihood of busy balancing at higher domains racing with balancing at lower
     /// domains by preventing their balancing periods from being multiples of each other".
     ScaledLessOneJiffy,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum TtwuQueue {
+    /// v2.6.32 `kernel/sched.c: try_to_wake_up()`: the waker enqueues the task itself (the
+    /// remote wake list came with v3.0).
+    Absent,
+    /// v3.13 `kernel/sched/core.c: ttwu_queue()`: "if (sched_feat(TTWU_QUEUE) &&
+    /// !cpus_share_cache(smp_processor_id(), cpu))" the task goes on the target's wake list.
+    CrossLlc,
+    /// v6.1, v6.13 `ttwu_queue_cond()` (since v6.0's "Remove the limitation of WF_ON_CPU on
+    /// wakelist if wakee cpu is idle"): across LLCs, and inside one to another CPU whose run
+    /// queue is empty ("if (!cpu_rq(cpu)->nr_running) return true;").
+    CrossLlcOrIdle,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -758,6 +781,9 @@ pub const PROFILE_2_6_32: KernelProfile = KernelProfile {
         // run_rebalance_domains(): the ilb owner balances the tickless idle CPUs on its tick.
         nohz_idle: NohzIdle::OwnerWhileAnyBusy,
         newidle_gate: NewidleGate::Always,
+        ttwu_queue: TtwuQueue::Absent,
+        // No build checked: up to the imbalance, as the model had it (docs/scheduler.md §9).
+        newidle_one_task: false,
         // kernel/sched.c: rebalance_domains(): "interval = msecs_to_jiffies(interval)", no
         // busy-CPU correction.
         busy_interval: BusyInterval::Scaled,
@@ -868,6 +894,9 @@ pub const PROFILE_3_13: KernelProfile = KernelProfile {
         // sd_busy's nr_busy_cpus > 1.
         nohz_idle: NohzIdle::KickWhenOverloadedOrLlcBusy,
         newidle_gate: NewidleGate::Always,
+        ttwu_queue: TtwuQueue::CrossLlc,
+        // No build checked: up to the imbalance, as the model had it (docs/scheduler.md §9).
+        newidle_one_task: false,
         // kernel/sched/fair.c: rebalance_domains(): "interval = msecs_to_jiffies(interval)", no
         // busy-CPU correction.
         busy_interval: BusyInterval::Scaled,
@@ -990,6 +1019,10 @@ pub const PROFILE_6_1: KernelProfile = KernelProfile {
         // kernel/sched/fair.c: newidle_balance(): "this_rq->avg_idle < sd->max_newidle_lb_cost",
         // then per domain "this_rq->avg_idle < curr_cost + sd->max_newidle_lb_cost".
         newidle_gate: NewidleGate::AvgIdleAboveCost,
+        ttwu_queue: TtwuQueue::CrossLlcOrIdle,
+        // Debian 12's linux-image-6.1.0-56-amd64 (numalab vm's guest) /boot/config:
+        // CONFIG_PREEMPT_DYNAMIC=y selects PREEMPT_BUILD, so CONFIG_PREEMPTION=y.
+        newidle_one_task: true,
         // kernel/sched/fair.c: get_sd_balance_interval(): "if (cpu_busy) interval -= 1;".
         busy_interval: BusyInterval::ScaledLessOneJiffy,
         // kernel/sched/fair.c: find_busiest_group(): "sds.prefer_sibling && local->group_type ==
@@ -1112,6 +1145,9 @@ pub const PROFILE_6_13: KernelProfile = KernelProfile {
         nohz_idle: NohzIdle::KickWhenOverloadedOrLlcBusy,
         // kernel/sched/fair.c: sched_balance_newidle(): as v6.1's newidle_balance().
         newidle_gate: NewidleGate::AvgIdleAboveCost,
+        ttwu_queue: TtwuQueue::CrossLlcOrIdle,
+        // No build checked: up to the imbalance, as the model had it (docs/scheduler.md §9).
+        newidle_one_task: false,
         // kernel/sched/fair.c: get_sd_balance_interval(): "if (cpu_busy) interval -= 1;".
         busy_interval: BusyInterval::ScaledLessOneJiffy,
         busiest_group: BusiestGroup::GroupType,

@@ -18,6 +18,10 @@ impl Engine<'_> {
             }
         }
         runs.copy_from_slice(host.plan(&busy));
+        // A vCPU the host runs handles its IPIs: its wake list joins its run queue.
+        for (c, _) in runs.iter().enumerate().filter(|(_, &r)| r) {
+            self.sched.flush_wakelist(c, t);
+        }
         // A thread woken onto a halted vCPU is switched to only when the vCPU runs again (the
         // wake-up's IPI, `kernel/sched/core.c: ttwu_queue_wakelist` / `resched_curr`); the
         // guest's `rq_cpu_time` counts from that switch (`kernel/sched/stats.h: sched_info_arrive`).

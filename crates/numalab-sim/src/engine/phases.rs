@@ -53,6 +53,15 @@ impl Engine<'_> {
                 let prev = self.sched.cpu[i];
                 runnable[i] = true;
                 let cpu = self.sched.wake(release, i, waker, &runnable);
+                // Onto a vCPU the host does not run, a wake-up left to the target waits there
+                // for the host (`sched/wakelist.rs`).
+                if self.host.as_ref().is_some_and(|(_, runs)| !runs[cpu])
+                    && self.sched.ttwu_queue_cond(i, waker, &runnable, release)
+                {
+                    self.sched.queue_wakelist(i);
+                } else {
+                    self.sched.ttwu_do_wakeup(cpu, release);
+                }
                 let t = &mut self.threads[i];
                 t.clock += crate::openmp::WAKE_LATENCY_S;
                 if cpu != prev {

@@ -109,6 +109,7 @@ pub(super) fn start(
             let prev = sched.cpu[tid];
             now_runnable[tid] = true;
             let cpu = sched.wake(release, tid, first + waker, &now_runnable);
+            sched.ttwu_do_wakeup(cpu, release);
             t.clock += WAKE_LATENCY_S;
             if cpu != prev {
                 t.migrations += 1;

@@ -56,6 +56,9 @@ impl Sched {
     /// every CPU whose interval has passed. Returns the threads moved.
     pub fn balance(&mut self, now_s: f64, live: &[bool]) -> Vec<usize> {
         self.account(now_s, live);
+        // A task still on a wake list is on no run queue: no balancer counts or moves it.
+        let live = &self.enqueued(live);
+        self.ttwu_pending = self.ttwu_pending_cpus();
         let mut nr = self.nr_running(live, now_s);
         // Every CPU's signals, until a balance moves something (`cpu_signals_memo`).
         let mut sig = None;
@@ -70,11 +73,15 @@ impl Sched {
         let gated = self.rules.newidle_gate == NewidleGate::AvgIdleAboveCost;
         let cost: Vec<f64> = self.noise.as_ref().map_or(Vec::new(), |nz| nz.newidle_lb_cost_s().to_vec());
         let full = newidle::full_cost(&cost, self.domains.len());
-        for (cpu, _) in nr.iter().enumerate().filter(|(_, &n)| n > 0) {
-            self.idle_avg.woke(cpu, now_s, full);
+        // Background work running now was woken there (ttwu_do_wakeup(), seen at the epoch's
+        // end); the threads' wake-ups sample as they happen (`newidle.rs: ttwu_do_wakeup`).
+        for cpu in 0..nr.len() {
+            if self.noise.as_ref().is_some_and(|nz| nz.active_at(cpu, now_s)) {
+                self.idle_avg.woke(cpu, now_s, full);
+            }
         }
         for cpu in 0..ncpu {
-            if self.was_busy[cpu] && nr[cpu] == 0 {
+            if self.was_busy[cpu] && nr[cpu] == 0 && !self.ttwu_pending[cpu] {
                 self.idle_avg.went_idle(cpu, now_s);
                 for l in 0..self.domains.len() {
                     if gated && !self.idle_avg.allows(cpu, l, &cost) {
@@ -96,7 +103,7 @@ impl Sched {
         // busy CPU's kick (profile `sched.nohz_idle`), each at its own intervals as below.
         let idle_balanced = self.nohz_kick(&nr);
         for cpu in 0..ncpu {
-            if nr[cpu] == 0 && !idle_balanced {
+            if nr[cpu] == 0 && (!idle_balanced || self.ttwu_pending[cpu]) {
                 continue;
             }
             for l in 0..self.domains.len() {
@@ -158,7 +165,7 @@ impl Sched {
     /// `should_we_balance()`: the first idle CPU of the local group, else the group's first.
     fn should_we_balance(&self, cpu: usize, l: usize, nr: &[usize]) -> bool {
         let group = &self.domains[l].groups_of[cpu][0];
-        match group.iter().find(|&&c| nr[c] == 0) {
+        match group.iter().find(|&&c| nr[c] == 0 && !self.ttwu_pending[c]) {
             Some(&first_idle) => first_idle == cpu,
             None => group.first() == Some(&cpu),
         }
@@ -245,7 +252,7 @@ impl Sched {
                 let (mut util, mut runnable, mut weighted, mut load) = (0u64, 0u64, 0u64, 0u64);
                 for &c in cpus {
                     tasks += nr[c];
-                    idle_cpus += usize::from(nr[c] == 0);
+                    idle_cpus += usize::from(nr[c] == 0 && !self.ttwu_pending[c]);
                     util += sig[c].util;
                     runnable += sig[c].runnable;
                     weighted += self.weighted_cpuload(c, sig, nr);
@@ -382,6 +389,10 @@ impl Sched {
             cands.clear();
         }
         let agent_moved = self.pull_agent(now_s, (l, src, dst), m, &cands, &mut left, nr, live, &mut blocked);
+        if agent_moved && idle == Idle::Newly && self.rules.newidle_one_task {
+            // The periodic task was the first task detached.
+            cands.clear();
+        }
         for t in cands {
             // "We only want to steal up to the prescribed amount of load/util/tasks."
             if left <= 0 {
@@ -464,6 +475,10 @@ impl Sched {
             nr[dst] += 1;
             self.migrate(now_s, t, dst, path, l, why);
             pulled.push(t);
+            // A preemptible build's newly idle balance stops at its first task.
+            if idle == Idle::Newly && self.rules.newidle_one_task {
+                break;
+            }
         }
         let st = &mut self.state[l][dst];
         if !pulled.is_empty() || agent_moved {
@@ -708,6 +723,68 @@ mod tests {
     }
 
     #[test]
+    fn v61_a_task_on_a_wake_list_is_neither_pulled_nor_counted_until_its_cpu_takes_it() {
+        // As newly_idle_after_300_ms(): CPU 1 goes newly idle beside CPU 0's two threads, but
+        // thread 1 waits on CPU 0's wake list (kernel/sched/core.c: ttwu_queue_wakelist(); a
+        // halted vCPU the host has not run since the wake-up). Not on CPU 0's run queue,
+        // detach_tasks() cannot take it and CPU 0 runs one task: nothing moves, and CPU 0's
+        // one task does not kick idle balancing (nohz_balancer_kick(): nr_running >= 2).
+        let mut s = sched_on(1, Kernel::V6_1, 3);
+        let mut live = [false; 3];
+        for t in 0..3 {
+            s.place_new(t, (t > 0).then_some(0), &live);
+            live[t] = true;
+        }
+        s.cpu = vec![0, 0, 1];
+        let both = s.allowed[0].clone();
+        s.allowed = vec![vec![0], vec![0], vec![1]];
+        for k in 1..=300 {
+            assert!(s.balance(k as f64 * 1e-3, &live).is_empty());
+        }
+        s.allowed = vec![both; 3];
+        s.queue_wakelist(1);
+        assert!(s.balance(300.2e-3, &[true, true, false]).is_empty());
+        assert!(s.balance(320e-3, &[true, true, false]).is_empty());
+        // CPU 0 handles its IPI: thread 1 is queued there, and idle CPU 1 takes it.
+        s.flush_wakelist(0, 340e-3);
+        assert_eq!(s.balance(340e-3, &[true, true, false]), vec![1]);
+    }
+
+    #[test]
+    fn a_preemptible_6_1_build_pulls_one_task_per_newly_idle_balance() {
+        // Two nodes of two CPUs: threads 0-3 share CPU 0 for 300 ms, thread 4 runs on CPU 1,
+        // then sleeps. CPU 1's newly idle balance at MC (one CPU per group, SD_SHARE_PKG_RESOURCES)
+        // finds CPU 0 overloaded against its spare capacity: calculate_imbalance() asks for
+        // (4 - 0) >> 1 = 2 tasks. Debian's 6.1 (CONFIG_PREEMPTION) detach_tasks() stops after
+        // the first; the 6.13 profile, as before, takes both.
+        let newly_idle_pulls = |kernel: Kernel| {
+            let mut s = sched_on(2, kernel, 5);
+            s.explain = true;
+            let mut live = [false; 5];
+            for t in 0..5 {
+                s.place_new(t, (t > 0).then_some(0), &live);
+                live[t] = true;
+            }
+            s.cpu = vec![0, 0, 0, 0, 1];
+            let all = s.allowed[0].clone();
+            s.allowed = vec![vec![0], vec![0], vec![0], vec![0], vec![1]];
+            for k in 1..=300 {
+                assert!(s.balance(k as f64 * 1e-3, &live).is_empty());
+            }
+            s.allowed = vec![all; 5];
+            let before = s.log.len();
+            s.balance(300.2e-3, &[true, true, true, true, false]);
+            s.log[before..]
+                .iter()
+                .filter(|e| e.path == "newidle-balance")
+                .map(|e| (e.to, e.level.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(newly_idle_pulls(Kernel::V6_1), vec![(1, "MC".to_string())]);
+        assert_eq!(newly_idle_pulls(Kernel::V6_13), vec![(1, "MC".to_string()); 2]);
+    }
+
+    #[test]
     fn v61_short_idle_spells_bring_avg_idle_under_the_cost() {
         // A CPU idle 0.1 ms at a time: avg_idle falls from 1 ms by an eighth of the difference
         // per spell (kernel/sched/sched.h: update_avg()), under a 0.5 ms balance after 6 spells
@@ -718,14 +795,34 @@ mod tests {
         s.cpu = vec![0, 1];
         let mut t = 0.0;
         let mut spells = 0;
-        while s.idle_avg.allows(1, 0, &[0.5e-3]) {
+        while s.idle_avg.allows(1, 0, &[0.5e-3]) && spells < 100 {
             t += 5e-3;
             s.balance(t, &[true, true]);
             s.balance(t + 1e-3, &[true, false]);
+            // Its thread woken onto it (kernel/sched/core.c: ttwu_do_wakeup()).
+            s.ttwu_do_wakeup(1, t + 1.1e-3);
             s.balance(t + 1.1e-3, &[true, true]);
             spells += 1;
         }
         assert_eq!(spells, 7);
+    }
+
+    #[test]
+    fn v61_a_cpu_given_work_without_a_wake_up_keeps_its_idle_spell_open() {
+        // ttwu_do_wakeup() alone closes rq->idle_stamp: CPU 1 goes idle at 1 ms (newidle_balance()
+        // sets the stamp), has its thread back at 1.1 ms without a wake-up (as when another CPU's
+        // balance attaches a task): no sample, avg_idle stays 1 ms. A wake-up at 1.2 ms closes
+        // the spell: 1 + (0.2 - 1) / 8 = 0.9 ms.
+        let m = crate::sched::test_machines::two_nodes_of(1);
+        let p = crate::sched::test_machines::unbound();
+        let mut s = Sched::new(&m, &p, Kernel::V6_1, 1, 2).unwrap();
+        s.cpu = vec![0, 1];
+        s.balance(0.5e-3, &[true, true]);
+        s.balance(1e-3, &[true, false]);
+        s.balance(1.1e-3, &[true, true]);
+        assert_eq!(s.idle_avg.avg_idle_s(1), 1e-3);
+        s.ttwu_do_wakeup(1, 1.2e-3);
+        assert!((s.idle_avg.avg_idle_s(1) - 0.9e-3).abs() < 1e-12);
     }
 
     #[test]

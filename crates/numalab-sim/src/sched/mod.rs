@@ -22,6 +22,7 @@ pub mod pelt;
 mod turns;
 mod util_est;
 mod wake;
+mod wakelist;
 
 /// Machines the scheduler's unit tests share.
 #[cfg(test)]
@@ -171,6 +172,10 @@ pub struct Sched {
     was_busy: Vec<bool>,
     /// Per CPU: `rq->avg_idle` and `rq->idle_stamp` (`newidle.rs`).
     idle_avg: newidle::IdleAvg,
+    /// Per thread: woken onto a CPU's wake list, not yet on its run queue (`wakelist.rs`).
+    on_wakelist: Vec<bool>,
+    /// Per CPU, as of the current balance: a task waits on its wake list (`rq->ttwu_pending`).
+    ttwu_pending: Vec<bool>,
     /// Per thread: node at creation, seconds run away from it, and the last accounting time.
     first_node: Vec<usize>,
     pub away_s: Vec<f64>,
@@ -262,6 +267,8 @@ impl Sched {
             log_total: 0,
             was_busy: vec![false; m.pus.len()],
             idle_avg: newidle::IdleAvg::new(m.pus.len()),
+            on_wakelist: vec![false; nthreads],
+            ttwu_pending: vec![false; m.pus.len()],
             first_node: vec![0; nthreads],
             away_s: vec![0.0; nthreads],
             accounted_s: 0.0,

@@ -9,7 +9,7 @@
 //! `newidle_lb_cost_s`, the guest's measured `max_newidle_lb_cost`), each balance costing that
 //! maximum, which is held: the kernel's decays by 1 % a second (`update_newidle_cost()`).
 
-use super::MIGRATION_COST_S;
+use super::{Sched, MIGRATION_COST_S};
 
 #[derive(Clone, Debug)]
 pub(super) struct IdleAvg {
@@ -43,7 +43,7 @@ impl IdleAvg {
     pub(super) fn woke(&mut self, cpu: usize, now_s: f64, full_cost_s: f64) {
         if let Some(stamp) = self.idle_stamp_s[cpu].take() {
             let avg = &mut self.avg_idle_s[cpu];
-            *avg += (now_s - stamp - *avg) / 8.0;
+            *avg += ((now_s - stamp).max(0.0) - *avg) / 8.0;
             *avg = avg.min(2.0 * MIGRATION_COST_S.max(full_cost_s));
         }
     }
@@ -57,6 +57,19 @@ impl IdleAvg {
     #[cfg(test)]
     pub(super) fn avg_idle_s(&self, cpu: usize) -> f64 {
         self.avg_idle_s[cpu]
+    }
+}
+
+impl Sched {
+    /// A task was woken onto `cpu`'s run queue at `now_s` (`kernel/sched/core.c:
+    /// ttwu_do_wakeup()`, also from `sched_ttwu_pending()` for a wake list): the CPU's idle
+    /// spell, if one is open, is a sample of `rq->avg_idle`. Only a wake-up samples: a task a
+    /// balance pulls onto an idle CPU leaves `rq->idle_stamp` set, so the spell closes at the
+    /// CPU's next wake-up, however long it has been busy meanwhile (under the cap).
+    pub fn ttwu_do_wakeup(&mut self, cpu: usize, now_s: f64) {
+        let cost = self.noise.as_ref().map_or(&[][..], |nz| nz.newidle_lb_cost_s());
+        let full = full_cost(cost, self.domains.len());
+        self.idle_avg.woke(cpu, now_s, full);
     }
 }
 
