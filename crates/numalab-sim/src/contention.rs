@@ -62,6 +62,10 @@ pub struct Solver {
     /// rather than looked up route by route in every pass.
     pair_hops: Vec<usize>,
     pair_ends: Vec<[usize; 2]>,
+    /// Every hop of every pair's routes as the link direction it charges, in the order of
+    /// `pair_hops` (pair after pair, read route then write route): one flat walk adds each
+    /// direction's terms in the same order as the walk pair by pair and route by route did.
+    charges: Vec<Charge>,
     curve: Vec<numalab_model::CurvePoint>,
     pub rho_ctrl: Vec<f64>,
     pub rho_link: Vec<[f64; 2]>,
@@ -84,6 +88,15 @@ struct Mover {
     kappa: f64,
     chain: f64,
     share: f64,
+}
+
+/// One hop of a pair's route: the flow it carries (an index into `Scratch::flow`), the link
+/// direction (a flat index into the per-link `[f64; 2]` tables) and that direction's bytes/s.
+#[derive(Clone, Copy)]
+struct Charge {
+    flow: u32,
+    link: u32,
+    bytes: f64,
 }
 
 #[derive(Default)]
@@ -113,9 +126,9 @@ struct Scratch {
     wait: Vec<[f64; 2]>,
     /// Per route, CPU node c to memory node k at `c * n + k`: the sum of its hops' waits.
     route_wait: Vec<f64>,
-    /// Flows summed per (CPU node, memory node) pair, and the utilisations they cause.
-    flow_rd: Vec<f64>,
-    flow_wr: Vec<f64>,
+    /// Flows summed per (CPU node, memory node) pair, read flows (`c * n + k`) then write flows
+    /// (`n * n + c * n + k`), and the utilisations they cause.
+    flow: Vec<f64>,
     ctrl: Vec<f64>,
     link: Vec<[f64; 2]>,
     /// Highest utilisation on the way of each (CPU node, memory node) pair.
@@ -165,14 +178,27 @@ impl Solver {
                 pair_ends.push([mid, pair_hops.len()]);
             }
         }
+        let link_bytes: Vec<[f64; 2]> = m.links.iter().map(|l| [l.gbps[0] * 1e9, l.gbps[1] * 1e9]).collect();
+        let mut charges = Vec::with_capacity(pair_hops.len());
+        let mut at = 0;
+        for (pair, &[mid, end]) in pair_ends.iter().enumerate() {
+            for (i, &h) in pair_hops[at..end].iter().enumerate() {
+                // Read data flows memory -> CPU (the read flow), written data CPU -> memory.
+                let flow = if at + i < mid { pair } else { n * n + pair };
+                let bytes = link_bytes.as_flattened()[h];
+                charges.push(Charge { flow: flow as u32, link: h as u32, bytes });
+            }
+            at = end;
+        }
         Solver {
             n,
             idle: m.idle_latency_ns.iter().flat_map(|r| r.iter().map(|v| v * 1e-9)).collect(),
             bw_bytes: m.nodes.iter().map(|x| x.bandwidth_gbps.max(1e-9) * 1e9).collect(),
-            link_bytes: m.links.iter().map(|l| [l.gbps[0] * 1e9, l.gbps[1] * 1e9]).collect(),
+            link_bytes,
             link_service: m.links.iter().map(|l| [0, 1].map(|d| LINK_LINE / (l.gbps[d] * 1e9))).collect(),
             pair_hops,
             pair_ends,
+            charges,
             curve: m.loaded_latency.clone(),
             rho_ctrl: vec![0.0; n],
             rho_link: vec![[0.0; 2]; m.links.len()],
@@ -222,16 +248,16 @@ impl Solver {
         reset(&mut s.per_line, s.movers.len(), 0.0);
     }
 
-    /// Flows summed per (CPU node, memory node) pair (`s.flow_rd`, `s.flow_wr`, lines/s) of the
+    /// Flows summed per (CPU node, memory node) pair (`s.flow`, lines/s) of the
     /// movers at the latencies `s.lat` and throttles `s.throttle`: each mover's rate (its seconds
     /// per line into `s.per_line`, or taken from there if `same_lat`, the latencies being those
     /// of the last call) times its shares, added up mover by mover within each CPU node's group,
     /// in thread order.
     fn flows(&self, s: &mut Scratch, same_lat: bool) {
         let n = self.n;
-        let Scratch { movers, group_at, rows_rd, rows_wr, rows_tot, throttle, per_line, lat, flow_rd, flow_wr, .. } = s;
-        reset(flow_rd, n * n, 0.0);
-        reset(flow_wr, n * n, 0.0);
+        let Scratch { movers, group_at, rows_rd, rows_wr, rows_tot, throttle, per_line, lat, flow, .. } = s;
+        reset(flow, 2 * n * n, 0.0);
+        let (flow_rd, flow_wr) = flow.split_at_mut(n * n);
         let rows = flow_rd.chunks_exact_mut(n.max(1)).zip(flow_wr.chunks_exact_mut(n.max(1)));
         for (c, ((rrow, wrow), lat)) in rows.zip(lat.chunks_exact(n.max(1))).enumerate() {
             let (g, at) = (group_at[c]..group_at[c + 1], group_at[c] * n..group_at[c + 1] * n);
@@ -252,35 +278,23 @@ impl Solver {
         }
     }
 
-    /// Utilisations (`s.ctrl`, `s.link`) the flows `s.flow_rd`, `s.flow_wr` cause: links are
-    /// charged once per (CPU node, memory node) pair, not once per thread.
+    /// Utilisations (`s.ctrl`, `s.link`) the flows `s.flow` cause: links are charged once per
+    /// (CPU node, memory node) pair, not once per thread. A pair that moves nothing adds +0 to
+    /// each sum it reaches, which leaves it as it is.
     fn utilisation(&self, s: &mut Scratch) {
         let n = self.n;
-        let Scratch { flow_rd: rd, flow_wr: wr, ctrl, link, .. } = s;
+        let Scratch { flow, ctrl, link, .. } = s;
+        let (rd, wr) = flow.split_at(n * n);
         reset(ctrl, n, 0.0);
-        reset(link, self.link_bytes.len(), [0.0; 2]);
-        let (link, bytes) = (link.as_flattened_mut(), self.link_bytes.as_flattened());
-        let mut at = 0;
-        for ((rrow, wrow), ends) in
-            rd.chunks_exact(n.max(1)).zip(wr.chunks_exact(n.max(1))).zip(self.pair_ends.chunks_exact(n.max(1)))
-        {
-            for ((((&r, &w), &[mid, end]), ctrl), bw) in
-                rrow.iter().zip(wrow).zip(ends).zip(ctrl.iter_mut()).zip(&self.bw_bytes)
-            {
-                let (read, write) = (&self.pair_hops[at..mid], &self.pair_hops[mid..end]);
-                at = end;
-                if r + w == 0.0 {
-                    continue;
-                }
+        for (rrow, wrow) in rd.chunks_exact(n.max(1)).zip(wr.chunks_exact(n.max(1))) {
+            for (((ctrl, &r), &w), bw) in ctrl.iter_mut().zip(rrow).zip(wrow).zip(&self.bw_bytes) {
                 *ctrl += (r + w) * LINE / bw;
-                // Read data flows memory -> CPU, written data CPU -> memory.
-                for &h in read {
-                    link[h] += r * LINK_LINE / bytes[h];
-                }
-                for &h in write {
-                    link[h] += w * LINK_LINE / bytes[h];
-                }
             }
+        }
+        reset(link, self.link_bytes.len(), [0.0; 2]);
+        let link = link.as_flattened_mut();
+        for c in &self.charges {
+            link[c.link as usize] += flow[c.flow as usize] * LINK_LINE / c.bytes;
         }
     }
 
