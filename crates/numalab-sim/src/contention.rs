@@ -127,8 +127,12 @@ struct Scratch {
     /// Per route, CPU node c to memory node k at `c * n + k`: the sum of its hops' waits.
     route_wait: Vec<f64>,
     /// Flows summed per (CPU node, memory node) pair, read flows (`c * n + k`) then write flows
-    /// (`n * n + c * n + k`), and the utilisations they cause.
+    /// (`n * n + c * n + k`), and the utilisations they cause. The passes sum into `flow_rd` and
+    /// `flow_wr` and copy them into `flow`: summing into the two halves of `flow` itself took a
+    /// sixth more instructions than the copy costs (the compiler's code for the sums got worse).
     flow: Vec<f64>,
+    flow_rd: Vec<f64>,
+    flow_wr: Vec<f64>,
     ctrl: Vec<f64>,
     link: Vec<[f64; 2]>,
     /// Highest utilisation on the way of each (CPU node, memory node) pair.
@@ -255,9 +259,22 @@ impl Solver {
     /// in thread order.
     fn flows(&self, s: &mut Scratch, same_lat: bool) {
         let n = self.n;
-        let Scratch { movers, group_at, rows_rd, rows_wr, rows_tot, throttle, per_line, lat, flow, .. } = s;
-        reset(flow, 2 * n * n, 0.0);
-        let (flow_rd, flow_wr) = flow.split_at_mut(n * n);
+        let Scratch {
+            movers,
+            group_at,
+            rows_rd,
+            rows_wr,
+            rows_tot,
+            throttle,
+            per_line,
+            lat,
+            flow,
+            flow_rd,
+            flow_wr,
+            ..
+        } = s;
+        reset(flow_rd, n * n, 0.0);
+        reset(flow_wr, n * n, 0.0);
         let rows = flow_rd.chunks_exact_mut(n.max(1)).zip(flow_wr.chunks_exact_mut(n.max(1)));
         for (c, ((rrow, wrow), lat)) in rows.zip(lat.chunks_exact(n.max(1))).enumerate() {
             let (g, at) = (group_at[c]..group_at[c + 1], group_at[c] * n..group_at[c + 1] * n);
@@ -276,6 +293,9 @@ impl Solver {
                 group.flows(lat, rrow, wrow);
             }
         }
+        flow.clear();
+        flow.extend_from_slice(flow_rd);
+        flow.extend_from_slice(flow_wr);
     }
 
     /// Utilisations (`s.ctrl`, `s.link`) the flows `s.flow` cause: links are charged once per
