@@ -607,6 +607,45 @@ mod tests {
         r
     }
 
+    /// 4 memory-bound threads per node of `square()` reading all 4 nodes evenly, a quarter of
+    /// their lines written.
+    fn interleaved_team() -> Vec<Demand> {
+        (0..16)
+            .map(|t| Demand {
+                cpu_node: t / 4,
+                mlp: 10.0,
+                compute_per_line: 1e-10 * (1 + t % 3) as f64,
+                chain_per_line: 0.0,
+                cpu_share: 1.0,
+                rd: vec![0.1875; 4],
+                wr: vec![0.0625; 4],
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_thread_that_moves_nothing_changes_no_other_threads_cost() {
+        // A thread blocked at a barrier or asleep (all-zero shares) loads no controller or link:
+        // the others' costs are the same, bit for bit, with it or without it, epoch after epoch,
+        // wherever it sits among them.
+        let m = square();
+        let team = interleaved_team();
+        let mut with_idle = team.clone();
+        let idle = Demand { rd: vec![0.0; 4], wr: vec![0.0; 4], ..team[5].clone() };
+        with_idle.insert(5, idle);
+        let (mut alone, mut beside) = (Solver::new(&m), Solver::new(&m));
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for _ in 0..3 {
+            alone.solve(&team, &mut a);
+            beside.solve(&with_idle, &mut b);
+            let others: Vec<&Vec<f64>> = b.iter().enumerate().filter(|&(i, _)| i != 5).map(|(_, c)| c).collect();
+            assert_eq!(a.iter().collect::<Vec<_>>(), others);
+            assert_eq!(alone.rho_link, beside.rho_link);
+        }
+        // Its own cost per line is each node's loaded latency over its misses in flight.
+        assert!(b[5].iter().all(|&c| c > 0.0 && c.is_finite()));
+    }
+
     #[test]
     fn an_interleaved_solve_reaches_its_fixed_point_with_a_link_near_saturation() {
         // 4 memory-bound threads per node reading all 4 nodes evenly: every link carries about
