@@ -62,6 +62,10 @@ pub struct Solver {
     /// rather than looked up route by route in every pass.
     pair_hops: Vec<usize>,
     pair_ends: Vec<[usize; 2]>,
+    /// Every hop of every pair's routes as the link direction it charges, in the order of
+    /// `pair_hops` (pair after pair, read route then write route): one flat walk adds each
+    /// direction's terms in the same order as the walk pair by pair and route by route did.
+    charges: Vec<Charge>,
     curve: Vec<numalab_model::CurvePoint>,
     pub rho_ctrl: Vec<f64>,
     pub rho_link: Vec<[f64; 2]>,
@@ -74,13 +78,47 @@ pub struct Solver {
     scratch: Scratch,
 }
 
+/// What a pass needs of one thread that moves lines (a row not all zero), packed with the others
+/// in CPU-node group order.
+#[derive(Clone, Copy)]
+struct Mover {
+    /// Its index in the solve's demands.
+    tid: usize,
+    mlp: f64,
+    kappa: f64,
+    chain: f64,
+    share: f64,
+}
+
+/// One hop of a pair's route: the flow it carries (an index into `Scratch::flow`), the link
+/// direction (a flat index into the per-link `[f64; 2]` tables) and that direction's bytes/s.
+#[derive(Clone, Copy)]
+struct Charge {
+    flow: u32,
+    link: u32,
+    bytes: f64,
+}
+
 #[derive(Default)]
 struct Scratch {
-    /// Each thread's `rd[k] + wr[k]`, row by row.
-    tot: Vec<f64>,
+    /// The threads that move lines, grouped by CPU node, in thread order within a group
+    /// (`movers[group_at[c]..group_at[c + 1]]` for node c), and their read shares, write shares
+    /// and the sums of both (`rd[k] + wr[k]`) packed in that order, `n` a thread: fixed for a
+    /// solve, walked in every pass. A thread that moves nothing is left out: its rate times its
+    /// zero shares adds +0 to every flow (which changes no sum of non-negative terms), and no
+    /// utilisation on its paths can throttle it.
+    movers: Vec<Mover>,
+    group_at: Vec<usize>,
+    rows_rd: Vec<f64>,
+    rows_wr: Vec<f64>,
+    rows_tot: Vec<f64>,
+    /// Per mover: its throttle, and its seconds per line at the current latencies before
+    /// throttling (the latencies stay put through the throttle rounds, so that is worked out
+    /// once for them).
     throttle: Vec<f64>,
-    /// Lines/s per thread.
-    x: Vec<f64>,
+    per_line: Vec<f64>,
+    /// Each thread's throttle, in the demands' order, for the costs.
+    thread_throttle: Vec<f64>,
     /// Loaded latency (s), CPU node c to memory node k at `c * n + k`.
     lat: Vec<f64>,
     /// Per controller: the loaded-latency factor; per link direction: the M/D/1 wait.
@@ -88,14 +126,11 @@ struct Scratch {
     wait: Vec<[f64; 2]>,
     /// Per route, CPU node c to memory node k at `c * n + k`: the sum of its hops' waits.
     route_wait: Vec<f64>,
-    /// Threads grouped by CPU node, in thread order within a group (`order[group_at[c]..
-    /// group_at[c + 1]]` for node c), and their read and write shares packed in that order,
-    /// `n` a thread: fixed for a solve, summed over in every pass.
-    order: Vec<usize>,
-    group_at: Vec<usize>,
-    rows_rd: Vec<f64>,
-    rows_wr: Vec<f64>,
-    /// Flows summed per (CPU node, memory node) pair, and the utilisations they cause.
+    /// Flows summed per (CPU node, memory node) pair, read flows (`c * n + k`) then write flows
+    /// (`n * n + c * n + k`), and the utilisations they cause. The passes sum into `flow_rd` and
+    /// `flow_wr` and copy them into `flow`: summing into the two halves of `flow` itself took a
+    /// sixth more instructions than the copy costs (the compiler's code for the sums got worse).
+    flow: Vec<f64>,
     flow_rd: Vec<f64>,
     flow_wr: Vec<f64>,
     ctrl: Vec<f64>,
@@ -147,14 +182,27 @@ impl Solver {
                 pair_ends.push([mid, pair_hops.len()]);
             }
         }
+        let link_bytes: Vec<[f64; 2]> = m.links.iter().map(|l| [l.gbps[0] * 1e9, l.gbps[1] * 1e9]).collect();
+        let mut charges = Vec::with_capacity(pair_hops.len());
+        let mut at = 0;
+        for (pair, &[mid, end]) in pair_ends.iter().enumerate() {
+            for (i, &h) in pair_hops[at..end].iter().enumerate() {
+                // Read data flows memory -> CPU (the read flow), written data CPU -> memory.
+                let flow = if at + i < mid { pair } else { n * n + pair };
+                let bytes = link_bytes.as_flattened()[h];
+                charges.push(Charge { flow: flow as u32, link: h as u32, bytes });
+            }
+            at = end;
+        }
         Solver {
             n,
             idle: m.idle_latency_ns.iter().flat_map(|r| r.iter().map(|v| v * 1e-9)).collect(),
             bw_bytes: m.nodes.iter().map(|x| x.bandwidth_gbps.max(1e-9) * 1e9).collect(),
-            link_bytes: m.links.iter().map(|l| [l.gbps[0] * 1e9, l.gbps[1] * 1e9]).collect(),
+            link_bytes,
             link_service: m.links.iter().map(|l| [0, 1].map(|d| LINK_LINE / (l.gbps[d] * 1e9))).collect(),
             pair_hops,
             pair_ends,
+            charges,
             curve: m.loaded_latency.clone(),
             rho_ctrl: vec![0.0; n],
             rho_link: vec![[0.0; 2]; m.links.len()],
@@ -176,74 +224,97 @@ impl Solver {
             .collect()
     }
 
-    /// Lines/s of every thread into `s.x` (one slot per thread, sized by the solve) at the
-    /// latencies `s.lat` and throttles `s.throttle`.
-    fn rates(&self, d: &[Demand], s: &mut Scratch) {
-        if self.n == GROUP_NODES {
-            return rates_fixed::<GROUP_NODES>(d, s);
-        }
+    /// Packs the threads that move lines (`Scratch::movers` and their rows), unthrottled.
+    fn pack(&self, d: &[Demand], s: &mut Scratch) {
         let n = self.n;
-        let Scratch { x, tot, throttle, lat, .. } = s;
-        for (((x, t), tot), th) in x.iter_mut().zip(d).zip(tot.chunks_exact(n.max(1))).zip(throttle.iter()) {
-            let row = &lat[t.cpu_node * n..t.cpu_node * n + n];
-            let mem: f64 = tot.iter().zip(row).map(|(a, l)| a * l).sum::<f64>() / t.mlp;
-            *x = thread_rate(t, *th, mem);
+        let moves = |t: &Demand| t.rd[..n].iter().chain(&t.wr[..n]).any(|&v| v != 0.0);
+        reset(&mut s.group_at, n + 1, 0);
+        for t in d.iter().filter(|t| moves(t)) {
+            s.group_at[t.cpu_node + 1] += 1;
         }
+        for c in 0..n {
+            s.group_at[c + 1] += s.group_at[c];
+        }
+        s.movers.clear();
+        s.rows_rd.clear();
+        s.rows_wr.clear();
+        s.rows_tot.clear();
+        for c in 0..n {
+            for (tid, t) in d.iter().enumerate().filter(|(_, t)| t.cpu_node == c && moves(t)) {
+                let (mlp, kappa, chain, share) = (t.mlp, t.compute_per_line, t.chain_per_line, t.cpu_share);
+                s.movers.push(Mover { tid, mlp, kappa, chain, share });
+                s.rows_rd.extend_from_slice(&t.rd[..n]);
+                s.rows_wr.extend_from_slice(&t.wr[..n]);
+                s.rows_tot.extend(t.rd[..n].iter().zip(&t.wr[..n]).map(|(r, w)| r + w));
+            }
+        }
+        reset(&mut s.throttle, s.movers.len(), 1.0);
+        reset(&mut s.per_line, s.movers.len(), 0.0);
     }
 
-    /// Utilisations (`s.ctrl`, `s.link`) the rates `s.x` (lines/s per thread) would cause. Flows
-    /// are first summed per (CPU node, memory node) pair, so links are charged once per pair,
-    /// not once per thread.
-    fn utilisation(&self, s: &mut Scratch) {
+    /// Flows summed per (CPU node, memory node) pair (`s.flow`, lines/s) of the
+    /// movers at the latencies `s.lat` and throttles `s.throttle`: each mover's rate (its seconds
+    /// per line into `s.per_line`, or taken from there if `same_lat`, the latencies being those
+    /// of the last call) times its shares, added up mover by mover within each CPU node's group,
+    /// in thread order.
+    fn flows(&self, s: &mut Scratch, same_lat: bool) {
         let n = self.n;
-        let Scratch { x, flow_rd: rd, flow_wr: wr, ctrl, link, order, group_at, rows_rd, rows_wr, .. } = s;
-        reset(rd, n * n, 0.0);
-        reset(wr, n * n, 0.0);
-        // Thread by thread within each CPU node's group, in thread order: every pair's sum
-        // adds the same terms in the same order as one walk over all threads would.
-        for (c, (rrow, wrow)) in rd.chunks_exact_mut(n.max(1)).zip(wr.chunks_exact_mut(n.max(1))).enumerate() {
-            let group = group_at[c]..group_at[c + 1];
+        let Scratch {
+            movers,
+            group_at,
+            rows_rd,
+            rows_wr,
+            rows_tot,
+            throttle,
+            per_line,
+            lat,
+            flow,
+            flow_rd,
+            flow_wr,
+            ..
+        } = s;
+        reset(flow_rd, n * n, 0.0);
+        reset(flow_wr, n * n, 0.0);
+        let rows = flow_rd.chunks_exact_mut(n.max(1)).zip(flow_wr.chunks_exact_mut(n.max(1)));
+        for (c, ((rrow, wrow), lat)) in rows.zip(lat.chunks_exact(n.max(1))).enumerate() {
+            let (g, at) = (group_at[c]..group_at[c + 1], group_at[c] * n..group_at[c + 1] * n);
+            let group = Group {
+                movers: &movers[g.clone()],
+                tot: &rows_tot[at.clone()],
+                rd: &rows_rd[at.clone()],
+                wr: &rows_wr[at],
+                throttle: &throttle[g.clone()],
+                per_line: &mut per_line[g],
+                same_lat,
+            };
             if n == GROUP_NODES {
-                let rows = group.start * n..group.end * n;
-                group_sums::<GROUP_NODES>(&order[group], x, &rows_rd[rows.clone()], &rows_wr[rows], rrow, wrow);
-                continue;
-            }
-            for j in group {
-                let xt = x[order[j]];
-                if xt == 0.0 {
-                    continue;
-                }
-                let (a, b) = (&rows_rd[j * n..j * n + n], &rows_wr[j * n..j * n + n]);
-                for (((r, w), a), b) in rrow.iter_mut().zip(wrow.iter_mut()).zip(a).zip(b) {
-                    *r += xt * a;
-                    *w += xt * b;
-                }
+                group.flows_fixed::<GROUP_NODES>(row::<GROUP_NODES>(lat), rrow, wrow);
+            } else {
+                group.flows(lat, rrow, wrow);
             }
         }
+        flow.clear();
+        flow.extend_from_slice(flow_rd);
+        flow.extend_from_slice(flow_wr);
+    }
+
+    /// Utilisations (`s.ctrl`, `s.link`) the flows `s.flow` cause: links are charged once per
+    /// (CPU node, memory node) pair, not once per thread. A pair that moves nothing adds +0 to
+    /// each sum it reaches, which leaves it as it is.
+    fn utilisation(&self, s: &mut Scratch) {
+        let n = self.n;
+        let Scratch { flow, ctrl, link, .. } = s;
+        let (rd, wr) = flow.split_at(n * n);
         reset(ctrl, n, 0.0);
-        reset(link, self.link_bytes.len(), [0.0; 2]);
-        let (link, bytes) = (link.as_flattened_mut(), self.link_bytes.as_flattened());
-        let mut at = 0;
-        for ((rrow, wrow), ends) in
-            rd.chunks_exact(n.max(1)).zip(wr.chunks_exact(n.max(1))).zip(self.pair_ends.chunks_exact(n.max(1)))
-        {
-            for ((((&r, &w), &[mid, end]), ctrl), bw) in
-                rrow.iter().zip(wrow).zip(ends).zip(ctrl.iter_mut()).zip(&self.bw_bytes)
-            {
-                let (read, write) = (&self.pair_hops[at..mid], &self.pair_hops[mid..end]);
-                at = end;
-                if r + w == 0.0 {
-                    continue;
-                }
+        for (rrow, wrow) in rd.chunks_exact(n.max(1)).zip(wr.chunks_exact(n.max(1))) {
+            for (((ctrl, &r), &w), bw) in ctrl.iter_mut().zip(rrow).zip(wrow).zip(&self.bw_bytes) {
                 *ctrl += (r + w) * LINE / bw;
-                // Read data flows memory -> CPU, written data CPU -> memory.
-                for &h in read {
-                    link[h] += r * LINK_LINE / bytes[h];
-                }
-                for &h in write {
-                    link[h] += w * LINK_LINE / bytes[h];
-                }
             }
+        }
+        reset(link, self.link_bytes.len(), [0.0; 2]);
+        let link = link.as_flattened_mut();
+        for c in &self.charges {
+            link[c.link as usize] += flow[c.flow as usize] * LINK_LINE / c.bytes;
         }
     }
 
@@ -312,36 +383,14 @@ impl Solver {
     pub fn solve(&mut self, d: &[Demand], cost: &mut Vec<Vec<f64>>) {
         let n = self.n;
         let mut s = std::mem::take(&mut self.scratch);
-        reset(&mut s.throttle, d.len(), 1.0);
-        reset(&mut s.x, d.len(), 0.0);
-        s.tot.clear();
-        for t in d {
-            s.tot.extend(t.rd[..n].iter().zip(&t.wr[..n]).map(|(r, w)| r + w));
-        }
-        reset(&mut s.group_at, n + 1, 0);
-        for t in d {
-            s.group_at[t.cpu_node + 1] += 1;
-        }
-        for c in 0..n {
-            s.group_at[c + 1] += s.group_at[c];
-        }
-        s.order.clear();
-        s.rows_rd.clear();
-        s.rows_wr.clear();
-        for c in 0..n {
-            for (i, t) in d.iter().enumerate().filter(|(_, t)| t.cpu_node == c) {
-                s.order.push(i);
-                s.rows_rd.extend_from_slice(&t.rd[..n]);
-                s.rows_wr.extend_from_slice(&t.wr[..n]);
-            }
-        }
+        self.pack(d, &mut s);
         reset(&mut s.last_step, self.damp.len(), 0.0);
         for _ in 0..FIXED_POINT_PASSES {
             if !s.lat_current {
                 self.latencies(&mut s);
             }
             s.lat_current = false;
-            self.rates(d, &mut s);
+            self.flows(&mut s, false);
             self.utilisation(&mut s);
             // Controllers then link directions, each in its own walk (a chained walk cost more
             // than the steps).
@@ -357,35 +406,41 @@ impl Solver {
         self.latencies(&mut s);
         s.lat_current = true;
         // Throttle threads on saturated resources until none is above its bandwidth.
-        for _ in 0..8 {
-            self.rates(d, &mut s);
+        for round in 0..8 {
+            self.flows(&mut s, round > 0);
             self.utilisation(&mut s);
             self.path_worst(&mut s);
             let mut any = false;
-            for (i, (t, tot)) in d.iter().zip(s.tot.chunks_exact(n.max(1))).enumerate() {
-                // Highest utilisation on the thread's paths; 0 for a thread that moves nothing.
-                // `tot[k]` is `rd[k] + wr[k]`, summed once per solve.
-                let mut worst: f64 = 0.0;
-                let path = &s.path[t.cpu_node * n..t.cpu_node * n + n];
-                for (&tot, &p) in tot.iter().zip(path) {
-                    if tot != 0.0 {
-                        worst = worst.max(p);
+            let Scratch { group_at, rows_tot, throttle, path, .. } = &mut s;
+            for (c, path) in path.chunks_exact(n.max(1)).enumerate() {
+                let g = group_at[c]..group_at[c + 1];
+                for (th, tot) in throttle[g.clone()].iter_mut().zip(rows_tot[g.start * n..g.end * n].chunks_exact(n)) {
+                    // Highest utilisation on the thread's paths.
+                    let mut worst: f64 = 0.0;
+                    for (&tot, &p) in tot.iter().zip(path) {
+                        if tot != 0.0 {
+                            worst = worst.max(p);
+                        }
                     }
-                }
-                if worst > THROTTLE_TARGET + 1e-6 {
-                    s.throttle[i] *= THROTTLE_TARGET / worst;
-                    any = true;
+                    if worst > THROTTLE_TARGET + 1e-6 {
+                        *th *= THROTTLE_TARGET / worst;
+                        any = true;
+                    }
                 }
             }
             if !any {
                 break;
             }
         }
+        reset(&mut s.thread_throttle, d.len(), 1.0);
+        for (m, &th) in s.movers.iter().zip(&s.throttle) {
+            s.thread_throttle[m.tid] = th;
+        }
         let lat = &s.lat;
         cost.resize_with(d.len(), Vec::new);
-        for (((t, &th), out), tot) in d.iter().zip(&s.throttle).zip(cost.iter_mut()).zip(s.tot.chunks_exact(n.max(1))) {
+        for ((t, &th), out) in d.iter().zip(&s.thread_throttle).zip(cost.iter_mut()) {
             let row = &lat[t.cpu_node * n..t.cpu_node * n + n];
-            let mem: f64 = (0..n).map(|k| tot[k] * row[k]).sum::<f64>() / t.mlp;
+            let mem: f64 = (0..n).map(|k| (t.rd[k] + t.wr[k]) * row[k]).sum::<f64>() / t.mlp;
             let per_line = line_time_chained(t.compute_per_line, t.chain_per_line, mem, t.mlp);
             // The memory time not hidden by compute, spread over nodes in proportion to
             // their latency, so the mix's average is `per_line - compute`.
@@ -403,24 +458,81 @@ impl Solver {
 /// are the design's reference (opteron6282-4p).
 const GROUP_NODES: usize = 8;
 
-/// One CPU node's flows to every memory node (`rrow`, `wrow`), summed over its threads
-/// `order` (positions into the packed rows) in order, in fixed-size accumulators the compiler
-/// keeps in registers and works on two nodes at a time (each node's sum is still its own
-/// chain of additions, in thread order).
-fn group_sums<const N: usize>(tids: &[usize], x: &[f64], rd: &[f64], wr: &[f64], rrow: &mut [f64], wrow: &mut [f64]) {
-    let (mut r, mut w) = ([0.0f64; N], [0.0f64; N]);
-    for ((&tid, a), b) in tids.iter().zip(rd.chunks_exact(N)).zip(wr.chunks_exact(N)) {
-        let xt = x[tid];
-        if xt == 0.0 {
-            continue;
-        }
-        for (((r, w), a), b) in r.iter_mut().zip(w.iter_mut()).zip(a).zip(b) {
-            *r += xt * a;
-            *w += xt * b;
+/// One CPU node's movers, their packed rows and their state in a pass.
+struct Group<'a> {
+    movers: &'a [Mover],
+    tot: &'a [f64],
+    rd: &'a [f64],
+    wr: &'a [f64],
+    throttle: &'a [f64],
+    per_line: &'a mut [f64],
+    /// The latencies are those of the last pass: `per_line` holds each mover's seconds per line.
+    same_lat: bool,
+}
+
+impl Group<'_> {
+    /// Seconds per line of mover `m` whose `rd[k] + wr[k]` are `tot`, at latencies `lat`
+    /// (its memory time by Little's law, docs/contention.md §4).
+    #[inline]
+    fn per_line<'l>(m: &Mover, tot: impl Iterator<Item = &'l f64>, lat: impl Iterator<Item = &'l f64>) -> f64 {
+        let mem: f64 = tot.zip(lat).map(|(a, l)| a * l).sum::<f64>() / m.mlp;
+        line_time_chained(m.kappa, m.chain, mem, m.mlp)
+    }
+
+    /// Lines/s of a mover at throttle `th` and `per_line` seconds per line unthrottled.
+    #[inline]
+    fn rate(m: &Mover, th: f64, per_line: f64) -> f64 {
+        if per_line > 0.0 {
+            th * m.share / per_line
+        } else {
+            0.0
         }
     }
-    rrow.copy_from_slice(&r);
-    wrow.copy_from_slice(&w);
+
+    /// The group's flows to every memory node into `rrow`, `wrow` (each node's sum a chain of
+    /// additions in thread order).
+    fn flows(self, lat: &[f64], rrow: &mut [f64], wrow: &mut [f64]) {
+        let n = lat.len();
+        let rows = self.tot.chunks_exact(n).zip(self.rd.chunks_exact(n)).zip(self.wr.chunks_exact(n));
+        for ((m, ((tot, a), b)), (&th, pl)) in self.movers.iter().zip(rows).zip(self.throttle.iter().zip(self.per_line))
+        {
+            if !self.same_lat {
+                *pl = Self::per_line(m, tot.iter(), lat.iter());
+            }
+            let xt = Self::rate(m, th, *pl);
+            if xt == 0.0 {
+                continue;
+            }
+            for (((r, w), a), b) in rrow.iter_mut().zip(wrow.iter_mut()).zip(a).zip(b) {
+                *r += xt * a;
+                *w += xt * b;
+            }
+        }
+    }
+
+    /// `flows` on an `N`-node machine: rows as fixed-size arrays and the sums in fixed-size
+    /// accumulators the compiler keeps in registers and works on two nodes at a time (the same
+    /// products added in the same order).
+    fn flows_fixed<const N: usize>(self, lat: &[f64; N], rrow: &mut [f64], wrow: &mut [f64]) {
+        let (mut r, mut w) = ([0.0f64; N], [0.0f64; N]);
+        let rows = self.tot.chunks_exact(N).zip(self.rd.chunks_exact(N)).zip(self.wr.chunks_exact(N));
+        for ((m, ((tot, a), b)), (&th, pl)) in self.movers.iter().zip(rows).zip(self.throttle.iter().zip(self.per_line))
+        {
+            if !self.same_lat {
+                *pl = Self::per_line(m, row::<N>(tot).iter(), lat.iter());
+            }
+            let xt = Self::rate(m, th, *pl);
+            if xt == 0.0 {
+                continue;
+            }
+            for (((r, w), a), b) in r.iter_mut().zip(w.iter_mut()).zip(row::<N>(a)).zip(row::<N>(b)) {
+                *r += xt * a;
+                *w += xt * b;
+            }
+        }
+        rrow.copy_from_slice(&r);
+        wrow.copy_from_slice(&w);
+    }
 }
 
 /// Moves each utilisation `olds[i]` a damped step towards `news[i]` (capped at 1), adapting its
@@ -435,28 +547,6 @@ fn damped_steps(olds: &mut [f64], news: &[f64], damps: &mut [f64], lasts: &mut [
         *old = v;
     }
     change
-}
-
-/// Lines/s of thread `t` at throttle `th` when its memory time per line is `mem`.
-#[inline]
-fn thread_rate(t: &Demand, th: f64, mem: f64) -> f64 {
-    let per_line = line_time_chained(t.compute_per_line, t.chain_per_line, mem, t.mlp);
-    if per_line > 0.0 {
-        th * t.cpu_share / per_line
-    } else {
-        0.0
-    }
-}
-
-/// `Solver::rates` on an `N`-node machine: each thread's row and shares as fixed-size arrays
-/// (no index checks, the sum unrolled; the same products added in the same order).
-fn rates_fixed<const N: usize>(d: &[Demand], s: &mut Scratch) {
-    let Scratch { x, tot, throttle, lat, .. } = s;
-    for (((x, t), tot), th) in x.iter_mut().zip(d).zip(tot.chunks_exact(N).map(row::<N>)).zip(throttle.iter()) {
-        let lat = row::<N>(&lat[t.cpu_node * N..t.cpu_node * N + N]);
-        let mem: f64 = tot.iter().zip(lat).map(|(a, l)| a * l).sum::<f64>() / t.mlp;
-        *x = thread_rate(t, *th, mem);
-    }
 }
 
 /// A row of `N` values as a fixed-size array (every caller passes exactly `N`).
@@ -506,15 +596,54 @@ mod tests {
     /// solver caps them): 0 at the fixed point.
     fn residual(sv: &mut Solver, d: &[Demand]) -> f64 {
         let mut s = std::mem::take(&mut sv.scratch);
-        reset(&mut s.throttle, d.len(), 1.0);
+        sv.pack(d, &mut s);
         sv.latencies(&mut s);
-        sv.rates(d, &mut s);
+        sv.flows(&mut s, false);
         sv.utilisation(&mut s);
         let news = s.ctrl.iter().chain(s.link.as_flattened());
         let olds = sv.rho_ctrl.iter().chain(sv.rho_link.as_flattened());
         let r = olds.zip(news).map(|(o, n)| (n.min(1.0) - o).abs()).fold(0.0, f64::max);
         sv.scratch = s;
         r
+    }
+
+    /// 4 memory-bound threads per node of `square()` reading all 4 nodes evenly, a quarter of
+    /// their lines written.
+    fn interleaved_team() -> Vec<Demand> {
+        (0..16)
+            .map(|t| Demand {
+                cpu_node: t / 4,
+                mlp: 10.0,
+                compute_per_line: 1e-10 * (1 + t % 3) as f64,
+                chain_per_line: 0.0,
+                cpu_share: 1.0,
+                rd: vec![0.1875; 4],
+                wr: vec![0.0625; 4],
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_thread_that_moves_nothing_changes_no_other_threads_cost() {
+        // A thread blocked at a barrier or asleep (all-zero shares) loads no controller or link:
+        // the others' costs are the same, bit for bit, with it or without it, epoch after epoch,
+        // wherever it sits among them.
+        let m = square();
+        let team = interleaved_team();
+        let mut with_idle = team.clone();
+        let idle = Demand { rd: vec![0.0; 4], wr: vec![0.0; 4], ..team[5].clone() };
+        with_idle.insert(5, idle);
+        let (mut alone, mut beside) = (Solver::new(&m), Solver::new(&m));
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for _ in 0..3 {
+            alone.solve(&team, &mut a);
+            beside.solve(&with_idle, &mut b);
+            let others: Vec<&Vec<f64>> = b.iter().enumerate().filter(|&(i, _)| i != 5).map(|(_, c)| c).collect();
+            assert_eq!(a.iter().collect::<Vec<_>>(), others);
+            assert_eq!(alone.rho_link, beside.rho_link);
+        }
+        // Its own cost per line is each node's loaded latency over its misses in flight.
+        assert!(b[5].iter().all(|&c| c > 0.0 && c.is_finite()));
     }
 
     #[test]
