@@ -239,7 +239,7 @@ impl Engine<'_> {
                     None => false,
                 }
             };
-            let (k, per) = sweep.extend_run(r.shift, &r.node, &r.marked, max, admit);
+            let (k, per) = sweep.extend_run(r.shift, &r.node, r.marked_or_none(), max, admit);
             if k > 0 {
                 let mut c = 0.0;
                 let links = budget_link.as_flattened_mut();
@@ -445,7 +445,7 @@ impl Engine<'_> {
         let proc = &mut self.procs[pid];
         let r = v.region as usize;
         let end = (v.first + v.units).min(proc.regions[r].units());
-        if !pages::any_marked(&proc.regions[r].marked, v.first, end - v.first) {
+        if !pages::any_marked(proc.regions[r].marked_or_none(), v.first, end - v.first) {
             return 0.0;
         }
         let start = self.threads[tid].clock;
