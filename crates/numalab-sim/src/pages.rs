@@ -94,6 +94,9 @@ pub struct Region {
     /// NUMA balancing only (empty otherwise): one bit per entry, set while the mapping is
     /// PROT_NONE for a hinting fault.
     pub marked: Vec<u64>,
+    /// How many entries `marked` has set (kept by `set_marked`): a run over a region with none
+    /// skips the bitmap (`marked_or_none`).
+    pub nr_marked: u64,
     /// NUMA balancing only: `last_cpupid` per entry (a THP has one), `CPUPID_UNSET` until the
     /// first hinting fault.
     pub cpupid: Vec<u32>,
@@ -163,6 +166,7 @@ impl Region {
     /// Allocate the per-page state NUMA balancing needs.
     pub fn enable_balancing(&mut self) {
         self.marked = vec![0; self.node.len().div_ceil(64)];
+        self.nr_marked = 0;
         self.cpupid = vec![CPUPID_UNSET; self.node.len()];
     }
 
@@ -174,10 +178,29 @@ impl Region {
     #[inline]
     pub fn set_marked(&mut self, u: u64, on: bool) {
         let (w, b) = ((u >> 6) as usize, 1u64 << (u & 63));
+        let was = self.marked[w] & b != 0;
         if on {
             self.marked[w] |= b;
         } else {
             self.marked[w] &= !b;
+        }
+        if on != was {
+            if on {
+                self.nr_marked += 1;
+            } else {
+                self.nr_marked -= 1;
+            }
+        }
+    }
+
+    /// The marks to check, or none (as with balancing off) when no entry is marked: every
+    /// check then finds nothing marked, as it would in the all-zero bitmap, without reading it.
+    #[inline]
+    pub fn marked_or_none(&self) -> &[u64] {
+        if self.nr_marked == 0 {
+            &[]
+        } else {
+            &self.marked
         }
     }
 }
@@ -241,6 +264,7 @@ pub fn layout(specs: &[RegionSpec], policies: Vec<Option<Resolved>>) -> Vec<Regi
                 node: PageTable::new(units as usize),
                 policy,
                 marked: Vec::new(),
+                nr_marked: 0,
                 cpupid: Vec::new(),
                 readaround: match s.file {
                     None => 0,
@@ -272,6 +296,33 @@ mod tests {
             }
         }
         assert_eq!(unmarked_run(&[], 3, 7), 7);
+    }
+
+    /// Runs skip the bitmap of a region whose count is 0: the count must be the set bits.
+    #[test]
+    fn nr_marked_counts_the_marked_entries() {
+        let spec = RegionSpec {
+            name: "a".into(),
+            bytes: 300 * 4096,
+            planes: 1,
+            thp: false,
+            policy: None,
+            address: None,
+            alloc: None,
+            file: None,
+        };
+        let mut r = layout(&[spec], vec![None]).pop().unwrap();
+        assert!(r.marked_or_none().is_empty(), "balancing off");
+        r.enable_balancing();
+        assert!(r.marked_or_none().is_empty(), "nothing marked yet");
+        for (u, on) in [(5, true), (5, true), (64, true), (299, true), (7, false), (5, false), (64, false)] {
+            r.set_marked(u, on);
+            let set: u32 = r.marked.iter().map(|w| w.count_ones()).sum();
+            assert_eq!(r.nr_marked, set as u64, "after entry {u} set to {on}");
+        }
+        assert_eq!(r.marked_or_none().len(), 5, "entry 299 still marked");
+        r.set_marked(299, false);
+        assert!(r.marked_or_none().is_empty());
     }
 
     #[test]

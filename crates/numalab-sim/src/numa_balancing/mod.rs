@@ -282,6 +282,9 @@ pub struct Numab {
     rate: Vec<RateWindow>,
     /// The thread `cpu_rq(cpu)->curr` names, per logical PU.
     curr: Vec<Option<usize>>,
+    /// The CPU of each thread `curr` was worked out from (with `live`): `curr` depends on
+    /// nothing else, so an epoch end where no thread moved or ended keeps it.
+    curr_cpus: Vec<usize>,
     live: Vec<bool>,
     pub vmstat: Vmstat,
     cost: BalancingCost,
@@ -305,7 +308,23 @@ struct TierState {
 }
 
 fn ns(s: f64) -> u64 {
-    (s * 1e9).round().max(0.0) as u64
+    round_ns(s * 1e9)
+}
+
+/// `x.round().max(0.0) as u64`, bit for bit, without the library call `round` is on baseline
+/// x86-64 (no SSE4.1 `roundsd`): runtimes are added for every thread at every epoch end.
+/// Below 2^52 the integer part converts exactly and `x - t` is the exact fraction, so
+/// rounding half away from zero is `t + (fraction >= 0.5)`; NaN, negatives and large values
+/// take `round` itself.
+#[inline]
+fn round_ns(x: f64) -> u64 {
+    if (0.0..4_503_599_627_370_496.0).contains(&x) {
+        // Through i64: one conversion instruction each way, where u64's takes a branch.
+        let t = x as i64;
+        (t + i64::from(x - t as f64 >= 0.5)) as u64
+    } else {
+        x.round().max(0.0) as u64
+    }
 }
 
 impl Numab {
@@ -375,6 +394,7 @@ impl Numab {
             groups: Vec::new(),
             rate: vec![RateWindow::default(); n],
             curr: vec![None; topo.pu_node.len()],
+            curr_cpus: Vec::new(),
             live: vec![true; nthreads],
             vmstat: Vmstat::default(),
             cost: BalancingCost::default(),
@@ -444,12 +464,19 @@ impl Numab {
 
     /// Which threads still exist (finished threads leave the run queues and `mm_users`).
     pub fn set_live(&mut self, live: &[bool], sched: &Sched) {
-        self.live.copy_from_slice(live);
+        if self.live != live {
+            self.live.copy_from_slice(live);
+            self.curr_cpus.clear();
+        }
         self.refresh_curr(sched);
     }
 
     /// Recompute `rq->curr` for every CPU after threads moved.
     pub fn refresh_curr(&mut self, sched: &Sched) {
+        if self.curr_cpus == sched.cpu {
+            return;
+        }
+        self.curr_cpus.clone_from(&sched.cpu);
         self.curr.iter_mut().for_each(|c| *c = None);
         for (tid, &cpu) in sched.cpu.iter().enumerate() {
             if self.live[tid] && self.curr[cpu].is_none() {
@@ -554,5 +581,21 @@ fn policy_mof(p: &Resolved, rules: &NumaBalancingRules) -> bool {
         PolicyMode::Default => true,
         PolicyMode::Bind => p.numa_balancing && rules.bind_numa_balancing,
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::round_ns;
+
+    /// Runtimes and clocks in ns must be what `round` gives, or balancing's timeline changes.
+    #[test]
+    fn round_ns_is_round_clamped_at_zero() {
+        let halves = [0.5, 1.5, 2.5, 1e9 + 0.5, 4_503_599_627_370_495.5];
+        let near = [0.499_999_999_999_999_94, 0.500_000_000_000_000_1, 2.499_999_999_999_999_6, 1e6 - 1e-10];
+        let odd = [0.0, -0.0, -0.4, -0.5, -3.7, f64::NAN, f64::INFINITY, 4_503_599_627_370_496.0, 1e19, 1e300];
+        for x in halves.into_iter().chain(near).chain(odd).chain((0..10_000).map(|i| i as f64 * 0.123_456_789)) {
+            assert_eq!(round_ns(x), x.round().max(0.0) as u64, "{x}");
+        }
     }
 }

@@ -273,6 +273,7 @@ mod tests {
             node: PageTable::new(used as usize),
             policy: None,
             marked: Vec::new(),
+            nr_marked: 0,
             cpupid: Vec::new(),
             readaround: 0,
             shared: false,
