@@ -356,6 +356,15 @@ NEWIDLE_COST_4_OVER = (2.98e-3, 0.78e-3)
 NEWIDLE_COST_8_OVER = (0.51e-3, 0.22e-3)
 NEWIDLE_COST_4X2_OVER = (1.98e-3, 3.60e-3, 0.028e-3)
 NEWIDLE_COST_2X4_OVER = (4.41e-3, 3.16e-3)
+#: The same for the passive cases (2026-11-27 07:45-07:50 UTC, load 1.8-5.6, two runs each, every
+#: run under ``vm/sched_trace.py``'s ``JOB``, beside it one ``cat`` of every
+#: ``cpu*/domain*/max_newidle_lb_cost`` every 0.25 s; vm-4x2's first run read ``sched/debug``
+#: each sample too, about one sample a second), median over vCPUs and samples of both runs:
+#: per run vm-4x2 2.2 / 0.43 / 0.046 and 0.96 / 0.38 / 0.064 ms, vm-2x4 0.17 / 0.20 and 0.12 /
+#: 0.14 ms, vm-8 0.29 / 0.039 and 0.095 / 0.046 ms. docs/scheduler.md §10.6.
+NEWIDLE_COST_4X2_PASSIVE = (0.981e-3, 0.383e-3, 0.063e-3)
+NEWIDLE_COST_2X4_PASSIVE = (0.140e-3, 0.156e-3)
+NEWIDLE_COST_8_PASSIVE = (0.135e-3, 0.045e-3)
 GUEST_BACKGROUND: dict[str, dict[int, GuestBackground]] = {
     # vm-4 (the boot above): 4 threads 8.8-13.0 ms per barrier (three runs), agent 90 and 100 ms
     # per sample; 8 threads 6.7-12.9 ms (three runs), agent 167 and 210 ms per sample (its CPU
@@ -369,17 +378,20 @@ GUEST_BACKGROUND: dict[str, dict[int, GuestBackground]] = {
     # vm-8 (its boot above): 8 threads 10.2-13.4 ms per barrier (three runs), agent 120 and 187 ms
     # per sample; 16 threads 9.4-17.7 ms, agent 70 and 304 ms per sample (less 0.39 and 0.54 s).
     "vm-8": {
-        8: GuestBackground(barrier_s=11.7e-3, agent_cost_s=153e-3, kthread_hz=KTHREAD_HZ_8, kthread_mean_s=KTHREAD_MEAN_S_8),
+        8: GuestBackground(barrier_s=11.7e-3, agent_cost_s=153e-3, kthread_hz=KTHREAD_HZ_8, kthread_mean_s=KTHREAD_MEAN_S_8,
+                            newidle_lb_cost_s=NEWIDLE_COST_8_PASSIVE),
         16: GuestBackground(barrier_s=13.4e-3, agent_cost_s=187e-3, kthread_hz=KTHREAD_HZ_8, kthread_mean_s=KTHREAD_MEAN_S_8,
                              newidle_lb_cost_s=NEWIDLE_COST_8_OVER),
     },
     "vm-4x2": {
-        8: GuestBackground(barrier_s=14.2e-3, agent_cost_s=96e-3, kthread_hz=KTHREAD_HZ_4X2, kthread_mean_s=KTHREAD_MEAN_S_4X2),
+        8: GuestBackground(barrier_s=14.2e-3, agent_cost_s=96e-3, kthread_hz=KTHREAD_HZ_4X2, kthread_mean_s=KTHREAD_MEAN_S_4X2,
+                            newidle_lb_cost_s=NEWIDLE_COST_4X2_PASSIVE),
         16: GuestBackground(barrier_s=15.0e-3, agent_cost_s=161e-3, kthread_hz=KTHREAD_HZ_4X2, kthread_mean_s=KTHREAD_MEAN_S_4X2,
                              newidle_lb_cost_s=NEWIDLE_COST_4X2_OVER),
     },
     "vm-2x4": {
-        8: GuestBackground(barrier_s=15.3e-3, agent_cost_s=81e-3, kthread_hz=KTHREAD_HZ_2X4, kthread_mean_s=KTHREAD_MEAN_S_2X4),
+        8: GuestBackground(barrier_s=15.3e-3, agent_cost_s=81e-3, kthread_hz=KTHREAD_HZ_2X4, kthread_mean_s=KTHREAD_MEAN_S_2X4,
+                            newidle_lb_cost_s=NEWIDLE_COST_2X4_PASSIVE),
         16: GuestBackground(barrier_s=19.7e-3, agent_cost_s=148e-3, kthread_hz=KTHREAD_HZ_2X4, kthread_mean_s=KTHREAD_MEAN_S_2X4,
                              newidle_lb_cost_s=NEWIDLE_COST_2X4_OVER),
     },
