@@ -90,6 +90,19 @@ pub(super) struct LoadTrack {
     /// Its estimated utilisation (`util_est.rs`), updated when it falls asleep.
     util_est: Vec<TaskUtilEst>,
     exited: Vec<bool>,
+    /// Counts the changes of `pelt` and `exited` (what `LoadSums` depends on besides the CPUs).
+    version: u64,
+}
+
+/// Every CPU's `cpu_load()` over its threads (sleeping ones included, the background task
+/// not), as summed for the threads' loads at `version` on the CPUs `cpu`: kept while both
+/// hold, as the wake-ups of a barrier's release read it for each woken thread and move few.
+/// Sums of the same integers: the same values as a walk each time.
+#[derive(Clone, Debug, Default)]
+pub(super) struct LoadSums {
+    version: Option<u64>,
+    cpu: Vec<usize>,
+    sums: Vec<u64>,
 }
 
 fn ns(t_s: f64) -> u64 {
@@ -104,6 +117,7 @@ impl LoadTrack {
             load_at_sleep: vec![0; threads],
             util_est: vec![TaskUtilEst::default(); threads],
             exited: vec![false; threads],
+            version: 0,
         }
     }
 
@@ -133,6 +147,7 @@ impl Sched {
         if now_s <= self.loads_at_s {
             return;
         }
+        self.load.version += 1;
         // Each runnable thread's share over the interval: from the states at its start.
         let nr = self.runnable_per_cpu(self.loads_at_s);
         for t in 0..self.cpu.len() {
@@ -178,6 +193,7 @@ impl Sched {
             }
         };
         self.load.pelt[tid] = Some(p);
+        self.load.version += 1;
     }
 
     /// Thread `tid`, arriving at a barrier, falls asleep at `t_s` unless released before.
@@ -203,6 +219,7 @@ impl Sched {
     pub fn exits(&mut self, tid: usize, t_s: f64) {
         self.update_loads(t_s);
         self.load.exited[tid] = true;
+        self.load.version += 1;
     }
 
     /// Thread `tid`'s load at the last update (None before it is created).
@@ -309,18 +326,25 @@ impl Sched {
         off: usize,
         which: CpuLoad,
     ) -> (u64, u64) {
+        // Queued threads only: their load, or NICE_0_LOAD each (`rq->load.weight`).
+        let by_load = match which {
+            CpuLoad::LoadAvgWithBlocked => {
+                let sums = self.cpu_load_sums();
+                let bg = |c: usize| self.background_signals(c, self.loads_at_s).map_or(0, |s| s.0);
+                return (sums[a] + bg(a), sums[b] + bg(b));
+            }
+            CpuLoad::RqWeight => false,
+            CpuLoad::RunnableLoadAvg => true,
+        };
         let (mut la, mut lb) = (0u64, 0u64);
-        for (t, &cpu) in self.cpu.iter().enumerate() {
-            if (cpu != a && cpu != b) || self.load.exited[t] {
+        // Zipped, not indexed: the walk runs at every wake-up, over every thread.
+        let threads = self.cpu.iter().zip(&self.load.exited).zip(&self.load.pelt).enumerate();
+        for (t, ((&cpu, &exited), p)) in threads {
+            if (cpu != a && cpu != b) || exited || !runnable[t] || t == off {
                 continue;
             }
-            let Some(p) = &self.load.pelt[t] else { continue };
-            let v = match which {
-                CpuLoad::RqWeight if runnable[t] && t != off => CAPACITY,
-                CpuLoad::RunnableLoadAvg if runnable[t] && t != off => p.load(),
-                CpuLoad::RqWeight | CpuLoad::RunnableLoadAvg => 0,
-                CpuLoad::LoadAvgWithBlocked => p.load(),
-            };
+            let Some(p) = p else { continue };
+            let v = if by_load { p.load() } else { CAPACITY };
             if cpu == a {
                 la += v;
             }
@@ -328,11 +352,28 @@ impl Sched {
                 lb += v;
             }
         }
-        if matches!(which, CpuLoad::LoadAvgWithBlocked) {
-            la += self.background_signals(a, self.loads_at_s).map_or(0, |s| s.0);
-            lb += self.background_signals(b, self.loads_at_s).map_or(0, |s| s.0);
-        }
         (la, lb)
+    }
+
+    /// Every CPU's sum of its threads' loads (`LoadSums`), summed again only when a thread's load
+    /// or CPU changed since.
+    fn cpu_load_sums(&self) -> std::cell::Ref<'_, [u64]> {
+        {
+            let mut c = self.load_sums.borrow_mut();
+            if c.version != Some(self.load.version) || c.cpu != self.cpu {
+                let LoadSums { version, cpu, sums } = &mut *c;
+                *version = Some(self.load.version);
+                cpu.clone_from(&self.cpu);
+                sums.clear();
+                sums.resize(self.pu_node.len(), 0);
+                for ((&cpu, &exited), p) in self.cpu.iter().zip(&self.load.exited).zip(&self.load.pelt) {
+                    if let Some(p) = p.as_ref().filter(|_| !exited) {
+                        sums[cpu] += p.load();
+                    }
+                }
+            }
+        }
+        std::cell::Ref::map(self.load_sums.borrow(), |c| c.sums.as_slice())
     }
 
     /// `cfs_rq->avg.util_avg` of `cpu`: the utilisation of every thread attached to it, sleeping
@@ -471,6 +512,12 @@ mod tests {
         assert_eq!(s.cpu_load_pair(0, 1, &[true, true], 0, q), (0, CAPACITY));
         let r = CpuLoad::RunnableLoadAvg;
         assert_eq!(s.cpu_load_pair(0, 1, &[true, true], 1, r), (l0, 0));
+        // The sums follow a thread that moves (however its CPU is set) and loads that change.
+        s.cpu[1] = 0;
+        assert_eq!(s.cpu_load_pair(0, 1, &[true, false], 1, which), (l0 + l1, 0));
+        s.update_loads(0.2);
+        assert_ne!(s.cpu_load_avg(0), l0 + l1);
+        assert_eq!(s.cpu_load_pair(1, 0, &[true, false], 1, which), (0, s.cpu_load_avg(0)));
     }
 
     #[test]

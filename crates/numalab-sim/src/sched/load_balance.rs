@@ -108,13 +108,11 @@ impl Sched {
             }
             for l in 0..self.domains.len() {
                 let busy = nr[cpu] > 0;
-                let st = &self.state[l][cpu];
-                let factor = busy.then_some(self.domains[l].busy_factor);
-                let jiffies = balance_interval_jiffies(st.balance_interval_ms, factor, self.rules.busy_interval);
-                if now_s + 1e-12 < st.last_balance_s + jiffies / HZ {
+                if now_s + 1e-12 < self.state[l][cpu].due_s[usize::from(busy)] {
                     continue;
                 }
                 self.state[l][cpu].last_balance_s = now_s;
+                self.refresh_due(l, cpu);
                 let idle = if busy { Idle::Busy } else { Idle::Now };
                 if !self.should_we_balance(cpu, l, &nr) {
                     // load_balance(): "goto out_balanced" and stop climbing for this CPU.
@@ -159,7 +157,19 @@ impl Sched {
         let st = &mut self.state[l][cpu];
         if st.balance_interval_ms < max {
             st.balance_interval_ms *= 2.0;
+            self.refresh_due(l, cpu);
         }
+    }
+
+    /// `state[l][cpu].due_s` from its interval and last balance: `last_balance + interval`
+    /// (`balance_interval_jiffies()`) on an idle CPU and on a busy one.
+    pub(super) fn refresh_due(&mut self, l: usize, cpu: usize) {
+        let busy_factor = self.domains[l].busy_factor;
+        let st = &mut self.state[l][cpu];
+        st.due_s = [None, Some(busy_factor)].map(|factor| {
+            let jiffies = balance_interval_jiffies(st.balance_interval_ms, factor, self.rules.busy_interval);
+            st.last_balance_s + jiffies / HZ
+        });
     }
 
     /// `should_we_balance()`: the first idle CPU of the local group, else the group's first.
@@ -258,12 +268,8 @@ impl Sched {
                     weighted += self.weighted_cpuload(c, sig, nr);
                     load += if by_index { self.biased_load(c, idx, sig, nr, id == 0) } else { sig[c].load };
                 }
-                let g = GroupLoad {
-                    nr: tasks,
-                    weight: cpus.len(),
-                    idle: idle_cpus,
-                    cores: super::distinct_cores(cpus, &self.pu_core),
-                };
+                let g =
+                    GroupLoad { nr: tasks, weight: cpus.len(), idle: idle_cpus, cores: self.group_cores[l][dst][id] };
                 let mut st = LbStats { g, load, util, weighted, avg_load: 0, kind: 0 };
                 match self.rules.load.balance {
                     BalanceSignals::CpuLoadIndex { .. } | BalanceSignals::QueuedWeightIndex { .. } => {
@@ -484,12 +490,14 @@ impl Sched {
         if !pulled.is_empty() || agent_moved {
             st.nr_balance_failed = 0;
             st.balance_interval_ms = self.domains[l].min_interval_ms(dst);
+            self.refresh_due(l, dst);
             return (pulled, true);
         }
         if idle != Idle::Newly {
             st.nr_balance_failed += 1;
         }
         st.balance_interval_ms = self.domains[l].min_interval_ms(dst);
+        self.refresh_due(l, dst);
         // need_active_balance(): too many failures; the stopper moves the running task when
         // the source still has at least two.
         if idle != Idle::Newly && self.state[l][dst].nr_balance_failed > tries + 2 && nr[src] >= 2 {
