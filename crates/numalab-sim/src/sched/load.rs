@@ -150,6 +150,8 @@ impl Sched {
         self.load.version += 1;
         // Each runnable thread's share over the interval: from the states at its start.
         let nr = self.runnable_per_cpu(self.loads_at_s);
+        // The same for every thread: once.
+        let (now_ns, form) = (ns(now_s), self.rules.load.util_est);
         for t in 0..self.cpu.len() {
             let Some(mut p) = self.load.pelt[t] else { continue };
             if self.load.exited[t] {
@@ -157,7 +159,6 @@ impl Sched {
             }
             let share = CAPACITY / nr[self.cpu[t]].max(1);
             let sleep = self.load.sleep_at[t];
-            let form = self.rules.load.util_est;
             if sleep < now_s {
                 if sleep > self.loads_at_s {
                     if p.update(ns(sleep), true, share) {
@@ -166,8 +167,8 @@ impl Sched {
                     self.load.load_at_sleep[t] = p.load();
                     self.load.util_est[t].went_to_sleep(form, p.util(), p.runnable());
                 }
-                p.update(ns(now_s), false, 0);
-            } else if p.update(ns(now_s), true, share) {
+                p.update(now_ns, false, 0);
+            } else if p.update(now_ns, true, share) {
                 self.load.util_est[t].util_changed();
             }
             self.load.pelt[t] = Some(p);
@@ -262,6 +263,20 @@ impl Sched {
                 c.runnable += runnable;
             }
             c.util = c.util.max(est[cpu]).min(CAPACITY);
+        }
+        out
+    }
+
+    /// Every CPU's `runnable_load` at `now_s` (brought up to date first), as `cpu_signals`
+    /// gives it, without the other signals: what v2.6.32 / v3.13's `cpu_load[]` ticks read at
+    /// every balancing point, where a pass seldom goes on to `load_balance()`.
+    pub(super) fn runnable_loads(&mut self, now_s: f64, queued: &[bool]) -> Vec<u64> {
+        self.update_loads(now_s);
+        let mut out = vec![0u64; self.pu_node.len()];
+        for (t, &cpu) in self.cpu.iter().enumerate() {
+            if let Some(p) = self.load.pelt[t].filter(|_| queued[t] && !self.load.exited[t]) {
+                out[cpu] += p.load();
+            }
         }
         out
     }

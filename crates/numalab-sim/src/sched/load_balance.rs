@@ -62,11 +62,19 @@ impl Sched {
         let mut nr = self.nr_running(live, now_s);
         // Every CPU's signals, until a balance moves something (`cpu_signals_memo`).
         let mut sig = None;
-        if let BalanceSignals::CpuLoadIndex { .. } | BalanceSignals::QueuedWeightIndex { .. } = self.rules.load.balance
-        {
-            let sig = self.cpu_signals_memo(now_s, live, &mut sig);
-            let loads: Vec<u64> = (0..nr.len()).map(|c| self.weighted_cpuload(c, sig, &nr)).collect();
-            self.tick_cpu_load(now_s, &loads);
+        // weighted_cpuload() for the cpu_load[] tick: the signals' runnable_load (brought up to
+        // date now, as cpu_signals() would), or NICE_0_LOAD per runnable task.
+        match self.rules.load.balance {
+            BalanceSignals::CpuLoadIndex { .. } => {
+                let loads = self.runnable_loads(now_s, live);
+                self.tick_cpu_load(now_s, &loads);
+            }
+            BalanceSignals::QueuedWeightIndex { .. } => {
+                self.update_loads(now_s);
+                let loads: Vec<u64> = nr.iter().map(|&n| n as u64 * CAPACITY).collect();
+                self.tick_cpu_load(now_s, &loads);
+            }
+            BalanceSignals::LoadUtilRunnable => {}
         }
         let mut moved = Vec::new();
         let ncpu = nr.len();
@@ -106,6 +114,10 @@ impl Sched {
             if nr[cpu] == 0 && (!idle_balanced || self.ttwu_pending[cpu]) {
                 continue;
             }
+            // No level due (the test below for each): nothing to do on this CPU.
+            if now_s + 1e-12 < self.cpu_due_s[cpu][usize::from(nr[cpu] > 0)] {
+                continue;
+            }
             for l in 0..self.domains.len() {
                 let busy = nr[cpu] > 0;
                 if now_s + 1e-12 < self.state[l][cpu].due_s[usize::from(busy)] {
@@ -142,6 +154,9 @@ impl Sched {
         match self.rules.nohz_idle {
             NohzIdle::OwnerWhileAnyBusy => nr.iter().any(|&n| n > 0),
             NohzIdle::KickWhenOverloadedOrLlcBusy => {
+                if nr.iter().any(|&n| n >= 2) {
+                    return true;
+                }
                 let nodes = self.nr_idle_scan.len();
                 let mut busy = vec![0usize; nodes];
                 for (c, &n) in nr.iter().enumerate() {
@@ -170,6 +185,8 @@ impl Sched {
             let jiffies = balance_interval_jiffies(st.balance_interval_ms, factor, self.rules.busy_interval);
             st.last_balance_s + jiffies / HZ
         });
+        self.cpu_due_s[cpu] =
+            [0, 1].map(|busy| self.state.iter().map(|s| s[cpu].due_s[busy]).fold(f64::INFINITY, f64::min));
     }
 
     /// `should_we_balance()`: the first idle CPU of the local group, else the group's first.

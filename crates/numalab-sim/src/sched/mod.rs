@@ -168,6 +168,9 @@ pub struct Sched {
     domains: Vec<Domain>,
     /// `state[level][cpu]`.
     state: Vec<Vec<DomState>>,
+    /// Per CPU: the earliest `due_s` of its levels, idle and busy (a CPU none of whose levels
+    /// is due is passed over at once).
+    cpu_due_s: Vec<[f64; 2]>,
     noise: Option<Noise>,
     explain: bool,
     pub log: Vec<SchedEvent>,
@@ -282,6 +285,7 @@ impl Sched {
             available_cpus,
             domains,
             state,
+            cpu_due_s: vec![[0.0; 2]; m.pus.len()],
             noise: None,
             explain: false,
             log: Vec::new(),
