@@ -130,10 +130,10 @@ impl Sched {
     /// Runnable threads per CPU at `now_s`, by the threads' own states.
     fn runnable_per_cpu(&self, now_s: f64) -> Vec<u64> {
         let mut n = vec![0u64; self.pu_node.len()];
-        for t in 0..self.cpu.len() {
-            if self.load.runnable_at(t, now_s) {
-                n[self.cpu[t]] += 1;
-            }
+        // `runnable_at()` over zipped columns (every balancing point walks them).
+        let l = &self.load;
+        for (((&cpu, p), &exited), &sleep) in self.cpu.iter().zip(&l.pelt).zip(&l.exited).zip(&l.sleep_at) {
+            n[cpu] += u64::from(p.is_some() && !exited && now_s < sleep);
         }
         n
     }
@@ -152,26 +152,28 @@ impl Sched {
         let nr = self.runnable_per_cpu(self.loads_at_s);
         // The same for every thread: once.
         let (now_ns, form) = (ns(now_s), self.rules.load.util_est);
-        for t in 0..self.cpu.len() {
-            let Some(mut p) = self.load.pelt[t] else { continue };
-            if self.load.exited[t] {
+        let from_s = self.loads_at_s;
+        // Zipped columns, each thread's state updated in place.
+        let LoadTrack { pelt, sleep_at, load_at_sleep, util_est, exited, .. } = &mut self.load;
+        let threads = self.cpu.iter().zip(pelt.iter_mut()).zip(exited.iter()).zip(sleep_at.iter());
+        for ((((&cpu, p), &exited), &sleep), (at_sleep, est)) in threads.zip(load_at_sleep.iter_mut().zip(util_est)) {
+            let Some(p) = p.as_mut() else { continue };
+            if exited {
                 continue;
             }
-            let share = CAPACITY / nr[self.cpu[t]].max(1);
-            let sleep = self.load.sleep_at[t];
+            let share = CAPACITY / nr[cpu].max(1);
             if sleep < now_s {
-                if sleep > self.loads_at_s {
+                if sleep > from_s {
                     if p.update(ns(sleep), true, share) {
-                        self.load.util_est[t].util_changed();
+                        est.util_changed();
                     }
-                    self.load.load_at_sleep[t] = p.load();
-                    self.load.util_est[t].went_to_sleep(form, p.util(), p.runnable());
+                    *at_sleep = p.load();
+                    est.went_to_sleep(form, p.util(), p.runnable());
                 }
                 p.update(now_ns, false, 0);
             } else if p.update(now_ns, true, share) {
-                self.load.util_est[t].util_changed();
+                est.util_changed();
             }
-            self.load.pelt[t] = Some(p);
         }
         self.loads_at_s = self.loads_at_s.max(now_s);
     }
