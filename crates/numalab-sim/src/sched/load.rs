@@ -90,6 +90,19 @@ pub(super) struct LoadTrack {
     /// Its estimated utilisation (`util_est.rs`), updated when it falls asleep.
     util_est: Vec<TaskUtilEst>,
     exited: Vec<bool>,
+    /// Counts the changes of `pelt` and `exited` (what `LoadSums` depends on besides the CPUs).
+    version: u64,
+}
+
+/// Every CPU's `cpu_load()` over its threads (sleeping ones included, the background task
+/// not), as summed for the threads' loads at `version` on the CPUs `cpu`: kept while both
+/// hold, as the wake-ups of a barrier's release read it for each woken thread and move few.
+/// Sums of the same integers: the same values as a walk each time.
+#[derive(Clone, Debug, Default)]
+pub(super) struct LoadSums {
+    version: Option<u64>,
+    cpu: Vec<usize>,
+    sums: Vec<u64>,
 }
 
 fn ns(t_s: f64) -> u64 {
@@ -104,6 +117,7 @@ impl LoadTrack {
             load_at_sleep: vec![0; threads],
             util_est: vec![TaskUtilEst::default(); threads],
             exited: vec![false; threads],
+            version: 0,
         }
     }
 
@@ -116,10 +130,10 @@ impl Sched {
     /// Runnable threads per CPU at `now_s`, by the threads' own states.
     fn runnable_per_cpu(&self, now_s: f64) -> Vec<u64> {
         let mut n = vec![0u64; self.pu_node.len()];
-        for t in 0..self.cpu.len() {
-            if self.load.runnable_at(t, now_s) {
-                n[self.cpu[t]] += 1;
-            }
+        // `runnable_at()` over zipped columns (every balancing point walks them).
+        let l = &self.load;
+        for (((&cpu, p), &exited), &sleep) in self.cpu.iter().zip(&l.pelt).zip(&l.exited).zip(&l.sleep_at) {
+            n[cpu] += u64::from(p.is_some() && !exited && now_s < sleep);
         }
         n
     }
@@ -133,29 +147,33 @@ impl Sched {
         if now_s <= self.loads_at_s {
             return;
         }
+        self.load.version += 1;
         // Each runnable thread's share over the interval: from the states at its start.
         let nr = self.runnable_per_cpu(self.loads_at_s);
-        for t in 0..self.cpu.len() {
-            let Some(mut p) = self.load.pelt[t] else { continue };
-            if self.load.exited[t] {
+        // The same for every thread: once.
+        let (now_ns, form) = (ns(now_s), self.rules.load.util_est);
+        let from_s = self.loads_at_s;
+        // Zipped columns, each thread's state updated in place.
+        let LoadTrack { pelt, sleep_at, load_at_sleep, util_est, exited, .. } = &mut self.load;
+        let threads = self.cpu.iter().zip(pelt.iter_mut()).zip(exited.iter()).zip(sleep_at.iter());
+        for ((((&cpu, p), &exited), &sleep), (at_sleep, est)) in threads.zip(load_at_sleep.iter_mut().zip(util_est)) {
+            let Some(p) = p.as_mut() else { continue };
+            if exited {
                 continue;
             }
-            let share = CAPACITY / nr[self.cpu[t]].max(1);
-            let sleep = self.load.sleep_at[t];
-            let form = self.rules.load.util_est;
+            let share = CAPACITY / nr[cpu].max(1);
             if sleep < now_s {
-                if sleep > self.loads_at_s {
+                if sleep > from_s {
                     if p.update(ns(sleep), true, share) {
-                        self.load.util_est[t].util_changed();
+                        est.util_changed();
                     }
-                    self.load.load_at_sleep[t] = p.load();
-                    self.load.util_est[t].went_to_sleep(form, p.util(), p.runnable());
+                    *at_sleep = p.load();
+                    est.went_to_sleep(form, p.util(), p.runnable());
                 }
-                p.update(ns(now_s), false, 0);
-            } else if p.update(ns(now_s), true, share) {
-                self.load.util_est[t].util_changed();
+                p.update(now_ns, false, 0);
+            } else if p.update(now_ns, true, share) {
+                est.util_changed();
             }
-            self.load.pelt[t] = Some(p);
         }
         self.loads_at_s = self.loads_at_s.max(now_s);
     }
@@ -178,6 +196,7 @@ impl Sched {
             }
         };
         self.load.pelt[tid] = Some(p);
+        self.load.version += 1;
     }
 
     /// Thread `tid`, arriving at a barrier, falls asleep at `t_s` unless released before.
@@ -203,6 +222,7 @@ impl Sched {
     pub fn exits(&mut self, tid: usize, t_s: f64) {
         self.update_loads(t_s);
         self.load.exited[tid] = true;
+        self.load.version += 1;
     }
 
     /// Thread `tid`'s load at the last update (None before it is created).
@@ -245,6 +265,20 @@ impl Sched {
                 c.runnable += runnable;
             }
             c.util = c.util.max(est[cpu]).min(CAPACITY);
+        }
+        out
+    }
+
+    /// Every CPU's `runnable_load` at `now_s` (brought up to date first), as `cpu_signals`
+    /// gives it, without the other signals: what v2.6.32 / v3.13's `cpu_load[]` ticks read at
+    /// every balancing point, where a pass seldom goes on to `load_balance()`.
+    pub(super) fn runnable_loads(&mut self, now_s: f64, queued: &[bool]) -> Vec<u64> {
+        self.update_loads(now_s);
+        let mut out = vec![0u64; self.pu_node.len()];
+        for (t, &cpu) in self.cpu.iter().enumerate() {
+            if let Some(p) = self.load.pelt[t].filter(|_| queued[t] && !self.load.exited[t]) {
+                out[cpu] += p.load();
+            }
         }
         out
     }
@@ -309,18 +343,25 @@ impl Sched {
         off: usize,
         which: CpuLoad,
     ) -> (u64, u64) {
+        // Queued threads only: their load, or NICE_0_LOAD each (`rq->load.weight`).
+        let by_load = match which {
+            CpuLoad::LoadAvgWithBlocked => {
+                let sums = self.cpu_load_sums();
+                let bg = |c: usize| self.background_signals(c, self.loads_at_s).map_or(0, |s| s.0);
+                return (sums[a] + bg(a), sums[b] + bg(b));
+            }
+            CpuLoad::RqWeight => false,
+            CpuLoad::RunnableLoadAvg => true,
+        };
         let (mut la, mut lb) = (0u64, 0u64);
-        for (t, &cpu) in self.cpu.iter().enumerate() {
-            if (cpu != a && cpu != b) || self.load.exited[t] {
+        // Zipped, not indexed: the walk runs at every wake-up, over every thread.
+        let threads = self.cpu.iter().zip(&self.load.exited).zip(&self.load.pelt).enumerate();
+        for (t, ((&cpu, &exited), p)) in threads {
+            if (cpu != a && cpu != b) || exited || !runnable[t] || t == off {
                 continue;
             }
-            let Some(p) = &self.load.pelt[t] else { continue };
-            let v = match which {
-                CpuLoad::RqWeight if runnable[t] && t != off => CAPACITY,
-                CpuLoad::RunnableLoadAvg if runnable[t] && t != off => p.load(),
-                CpuLoad::RqWeight | CpuLoad::RunnableLoadAvg => 0,
-                CpuLoad::LoadAvgWithBlocked => p.load(),
-            };
+            let Some(p) = p else { continue };
+            let v = if by_load { p.load() } else { CAPACITY };
             if cpu == a {
                 la += v;
             }
@@ -328,11 +369,28 @@ impl Sched {
                 lb += v;
             }
         }
-        if matches!(which, CpuLoad::LoadAvgWithBlocked) {
-            la += self.background_signals(a, self.loads_at_s).map_or(0, |s| s.0);
-            lb += self.background_signals(b, self.loads_at_s).map_or(0, |s| s.0);
-        }
         (la, lb)
+    }
+
+    /// Every CPU's sum of its threads' loads (`LoadSums`), summed again only when a thread's load
+    /// or CPU changed since.
+    fn cpu_load_sums(&self) -> std::cell::Ref<'_, [u64]> {
+        {
+            let mut c = self.load_sums.borrow_mut();
+            if c.version != Some(self.load.version) || c.cpu != self.cpu {
+                let LoadSums { version, cpu, sums } = &mut *c;
+                *version = Some(self.load.version);
+                cpu.clone_from(&self.cpu);
+                sums.clear();
+                sums.resize(self.pu_node.len(), 0);
+                for ((&cpu, &exited), p) in self.cpu.iter().zip(&self.load.exited).zip(&self.load.pelt) {
+                    if let Some(p) = p.as_ref().filter(|_| !exited) {
+                        sums[cpu] += p.load();
+                    }
+                }
+            }
+        }
+        std::cell::Ref::map(self.load_sums.borrow(), |c| c.sums.as_slice())
     }
 
     /// `cfs_rq->avg.util_avg` of `cpu`: the utilisation of every thread attached to it, sleeping
@@ -471,6 +529,12 @@ mod tests {
         assert_eq!(s.cpu_load_pair(0, 1, &[true, true], 0, q), (0, CAPACITY));
         let r = CpuLoad::RunnableLoadAvg;
         assert_eq!(s.cpu_load_pair(0, 1, &[true, true], 1, r), (l0, 0));
+        // The sums follow a thread that moves (however its CPU is set) and loads that change.
+        s.cpu[1] = 0;
+        assert_eq!(s.cpu_load_pair(0, 1, &[true, false], 1, which), (l0 + l1, 0));
+        s.update_loads(0.2);
+        assert_ne!(s.cpu_load_avg(0), l0 + l1);
+        assert_eq!(s.cpu_load_pair(1, 0, &[true, false], 1, which), (0, s.cpu_load_avg(0)));
     }
 
     #[test]

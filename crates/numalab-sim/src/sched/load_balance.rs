@@ -62,11 +62,19 @@ impl Sched {
         let mut nr = self.nr_running(live, now_s);
         // Every CPU's signals, until a balance moves something (`cpu_signals_memo`).
         let mut sig = None;
-        if let BalanceSignals::CpuLoadIndex { .. } | BalanceSignals::QueuedWeightIndex { .. } = self.rules.load.balance
-        {
-            let sig = self.cpu_signals_memo(now_s, live, &mut sig);
-            let loads: Vec<u64> = (0..nr.len()).map(|c| self.weighted_cpuload(c, sig, &nr)).collect();
-            self.tick_cpu_load(now_s, &loads);
+        // weighted_cpuload() for the cpu_load[] tick: the signals' runnable_load (brought up to
+        // date now, as cpu_signals() would), or NICE_0_LOAD per runnable task.
+        match self.rules.load.balance {
+            BalanceSignals::CpuLoadIndex { .. } => {
+                let loads = self.runnable_loads(now_s, live);
+                self.tick_cpu_load(now_s, &loads);
+            }
+            BalanceSignals::QueuedWeightIndex { .. } => {
+                self.update_loads(now_s);
+                let loads: Vec<u64> = nr.iter().map(|&n| n as u64 * CAPACITY).collect();
+                self.tick_cpu_load(now_s, &loads);
+            }
+            BalanceSignals::LoadUtilRunnable => {}
         }
         let mut moved = Vec::new();
         let ncpu = nr.len();
@@ -106,15 +114,17 @@ impl Sched {
             if nr[cpu] == 0 && (!idle_balanced || self.ttwu_pending[cpu]) {
                 continue;
             }
+            // No level due (the test below for each): nothing to do on this CPU.
+            if now_s + 1e-12 < self.cpu_due_s[cpu][usize::from(nr[cpu] > 0)] {
+                continue;
+            }
             for l in 0..self.domains.len() {
                 let busy = nr[cpu] > 0;
-                let st = &self.state[l][cpu];
-                let factor = busy.then_some(self.domains[l].busy_factor);
-                let jiffies = balance_interval_jiffies(st.balance_interval_ms, factor, self.rules.busy_interval);
-                if now_s + 1e-12 < st.last_balance_s + jiffies / HZ {
+                if now_s + 1e-12 < self.state[l][cpu].due_s[usize::from(busy)] {
                     continue;
                 }
                 self.state[l][cpu].last_balance_s = now_s;
+                self.refresh_due(l, cpu);
                 let idle = if busy { Idle::Busy } else { Idle::Now };
                 if !self.should_we_balance(cpu, l, &nr) {
                     // load_balance(): "goto out_balanced" and stop climbing for this CPU.
@@ -144,6 +154,9 @@ impl Sched {
         match self.rules.nohz_idle {
             NohzIdle::OwnerWhileAnyBusy => nr.iter().any(|&n| n > 0),
             NohzIdle::KickWhenOverloadedOrLlcBusy => {
+                if nr.iter().any(|&n| n >= 2) {
+                    return true;
+                }
                 let nodes = self.nr_idle_scan.len();
                 let mut busy = vec![0usize; nodes];
                 for (c, &n) in nr.iter().enumerate() {
@@ -159,7 +172,21 @@ impl Sched {
         let st = &mut self.state[l][cpu];
         if st.balance_interval_ms < max {
             st.balance_interval_ms *= 2.0;
+            self.refresh_due(l, cpu);
         }
+    }
+
+    /// `state[l][cpu].due_s` from its interval and last balance: `last_balance + interval`
+    /// (`balance_interval_jiffies()`) on an idle CPU and on a busy one.
+    pub(super) fn refresh_due(&mut self, l: usize, cpu: usize) {
+        let busy_factor = self.domains[l].busy_factor;
+        let st = &mut self.state[l][cpu];
+        st.due_s = [None, Some(busy_factor)].map(|factor| {
+            let jiffies = balance_interval_jiffies(st.balance_interval_ms, factor, self.rules.busy_interval);
+            st.last_balance_s + jiffies / HZ
+        });
+        self.cpu_due_s[cpu] =
+            [0, 1].map(|busy| self.state.iter().map(|s| s[cpu].due_s[busy]).fold(f64::INFINITY, f64::min));
     }
 
     /// `should_we_balance()`: the first idle CPU of the local group, else the group's first.
@@ -258,12 +285,8 @@ impl Sched {
                     weighted += self.weighted_cpuload(c, sig, nr);
                     load += if by_index { self.biased_load(c, idx, sig, nr, id == 0) } else { sig[c].load };
                 }
-                let g = GroupLoad {
-                    nr: tasks,
-                    weight: cpus.len(),
-                    idle: idle_cpus,
-                    cores: super::distinct_cores(cpus, &self.pu_core),
-                };
+                let g =
+                    GroupLoad { nr: tasks, weight: cpus.len(), idle: idle_cpus, cores: self.group_cores[l][dst][id] };
                 let mut st = LbStats { g, load, util, weighted, avg_load: 0, kind: 0 };
                 match self.rules.load.balance {
                     BalanceSignals::CpuLoadIndex { .. } | BalanceSignals::QueuedWeightIndex { .. } => {
@@ -484,12 +507,14 @@ impl Sched {
         if !pulled.is_empty() || agent_moved {
             st.nr_balance_failed = 0;
             st.balance_interval_ms = self.domains[l].min_interval_ms(dst);
+            self.refresh_due(l, dst);
             return (pulled, true);
         }
         if idle != Idle::Newly {
             st.nr_balance_failed += 1;
         }
         st.balance_interval_ms = self.domains[l].min_interval_ms(dst);
+        self.refresh_due(l, dst);
         // need_active_balance(): too many failures; the stopper moves the running task when
         // the source still has at least two.
         if idle != Idle::Newly && self.state[l][dst].nr_balance_failed > tries + 2 && nr[src] >= 2 {

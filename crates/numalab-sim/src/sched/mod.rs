@@ -143,6 +143,10 @@ struct DomState {
     balance_interval_ms: f64,
     last_balance_s: f64,
     nr_balance_failed: u32,
+    /// When the interval has passed, on an idle CPU and on a busy one (`due_s[busy]`): the two
+    /// above give it, and the balancer asks every epoch for every CPU and level
+    /// (`Sched::refresh_due` after every change of either).
+    due_s: [f64; 2],
 }
 
 pub struct Sched {
@@ -164,6 +168,9 @@ pub struct Sched {
     domains: Vec<Domain>,
     /// `state[level][cpu]`.
     state: Vec<Vec<DomState>>,
+    /// Per CPU: the earliest `due_s` of its levels, idle and busy (a CPU none of whose levels
+    /// is due is passed over at once).
+    cpu_due_s: Vec<[f64; 2]>,
     noise: Option<Noise>,
     explain: bool,
     pub log: Vec<SchedEvent>,
@@ -204,6 +211,16 @@ pub struct Sched {
     sysctl_factor: f64,
     /// Per CPU: the turn of the thread running there (`turns.rs`), given by the engine.
     turns: turns::Turns,
+    /// Per node (LLC): its PUs in logical order (`sd_llc_size`, `select_idle_sibling()`'s scan).
+    node_pus: Vec<Vec<usize>>,
+    /// Buffers a wake-up reuses (`wake.rs`): one is made for every woken thread.
+    wake_scratch: wake::Scratch,
+    /// `group_cores[level][cpu][group]`: the distinct cores of `domains[level].groups_of[cpu]
+    /// [group]` (`GroupLoad::cores`), fixed with the domains.
+    group_cores: Vec<Vec<Vec<usize>>>,
+    /// Every CPU's `cpu_load()` over its threads while they stay where they were summed
+    /// (`load.rs`, `cpu_load_pair`).
+    load_sums: std::cell::RefCell<load::LoadSums>,
 }
 
 impl Sched {
@@ -234,6 +251,10 @@ impl Sched {
         let available_cpus = (0..m.pus.len()).filter(|&i| allowed.iter().any(|a| a.contains(&i))).count();
         let nthreads = allowed.len();
         let domains = domains::build(m, kernel);
+        let group_cores = domains
+            .iter()
+            .map(|d| d.groups_of.iter().map(|gs| gs.iter().map(|g| distinct_cores(g, &pu_core)).collect()).collect())
+            .collect();
         let state = domains
             .iter()
             .map(|d| {
@@ -242,12 +263,15 @@ impl Sched {
                         balance_interval_ms: d.init_interval_ms(c),
                         last_balance_s: 0.0,
                         nr_balance_failed: 0,
+                        due_s: [0.0; 2],
                     })
                     .collect()
             })
             .collect();
         let nodes = pu_node.iter().copied().max().map_or(0, |n| n + 1);
-        let nr_idle_scan = (0..nodes).map(|n| pu_node.iter().filter(|&&x| x == n).count()).collect();
+        let node_pus: Vec<Vec<usize>> =
+            (0..nodes).map(|n| (0..pu_node.len()).filter(|&c| pu_node[c] == n).collect()).collect();
+        let nr_idle_scan = node_pus.iter().map(Vec::len).collect();
         let smt = (0..pu_core.len()).any(|c| (0..c).any(|q| pu_core[q] == pu_core[c]));
         let mut s = Sched {
             rules: &kernel.profile().sched,
@@ -261,6 +285,7 @@ impl Sched {
             available_cpus,
             domains,
             state,
+            cpu_due_s: vec![[0.0; 2]; m.pus.len()],
             noise: None,
             explain: false,
             log: Vec::new(),
@@ -283,7 +308,16 @@ impl Sched {
             smt,
             sysctl_factor: load_balance::sysctl_factor(m.pus.len()),
             turns: turns::Turns::new(m.pus.len()),
+            node_pus,
+            wake_scratch: wake::Scratch::default(),
+            group_cores,
+            load_sums: Default::default(),
         };
+        for l in 0..s.domains.len() {
+            for c in 0..s.pu_node.len() {
+                s.refresh_due(l, c);
+            }
+        }
         let mut first = 0;
         for ((p, threads), cpus) in procs.iter().zip(&cpusets) {
             if p.proc_bind != ProcBind::False {
@@ -332,18 +366,24 @@ impl Sched {
 
     /// Runnable tasks per CPU: live threads plus background work active at `now_s`.
     fn nr_running(&self, live: &[bool], now_s: f64) -> Vec<usize> {
-        let mut n = vec![0; self.pu_node.len()];
-        for (t, &cpu) in self.cpu.iter().enumerate() {
-            if live[t] {
-                n[cpu] += 1;
-            }
+        let mut n = Vec::new();
+        self.nr_running_into(live, now_s, &mut n);
+        n
+    }
+
+    /// `nr_running()` into `n` (emptied first): a wake-up asks it for every woken thread, and
+    /// a buffer kept between them spares an allocation each time.
+    fn nr_running_into(&self, live: &[bool], now_s: f64, n: &mut Vec<usize>) {
+        n.clear();
+        n.resize(self.pu_node.len(), 0);
+        for (&cpu, &l) in self.cpu.iter().zip(live) {
+            n[cpu] += usize::from(l);
         }
         if let Some(noise) = &self.noise {
             for (c, v) in n.iter_mut().enumerate() {
                 *v += usize::from(noise.active_at(c, now_s));
             }
         }
-        n
     }
 
     /// The least loaded of `cands` (ties: an idle core first, then the lowest PU).

@@ -72,6 +72,15 @@ pub struct Wakee {
     recent_used_cpu: std::cell::Cell<Option<usize>>,
 }
 
+/// Buffers a wake-up fills and a later one reuses: the runnable tasks per CPU, the target's LLC
+/// in scan order, and marks over the CPUs for building that order.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Scratch {
+    nr: Vec<usize>,
+    order: Vec<usize>,
+    mark: Vec<bool>,
+}
+
 /// The order in which a barrier's release wakes its sleeping threads: libgomp's last thread
 /// wakes them all with one `futex_wake(&bar->generation, INT_MAX)`
 /// (`libgomp/config/linux/bar.c: gomp_barrier_wait_end`), and `futex_wake()`
@@ -81,9 +90,16 @@ pub struct Wakee {
 /// `arrived[k]` is member k's arrival at the barrier (its sleep begins one spin later, the same
 /// spin for all); simultaneous arrivals in member order.
 pub fn futex_wake_order(arrived: &[f64]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..arrived.len()).collect();
-    order.sort_by(|&a, &b| arrived[a].total_cmp(&arrived[b]));
-    order
+    // Sorted on (key, member) pairs, the key ordered as `f64::total_cmp` orders the times (its
+    // own bit transform): the same order as a stable sort by time, without its comparisons
+    // through the slice (a release sorts its whole team).
+    let key = |t: f64| {
+        let bits = t.to_bits() as i64;
+        bits ^ ((((bits >> 63) as u64) >> 1) as i64)
+    };
+    let mut keyed: Vec<(i64, usize)> = arrived.iter().enumerate().map(|(k, &t)| (key(t), k)).collect();
+    keyed.sort_unstable();
+    keyed.into_iter().map(|(_, k)| k).collect()
 }
 
 impl Sched {
@@ -107,10 +123,7 @@ impl Sched {
 
     /// `wake_wide(p)`: `factor` is `sd_llc_size` of the waker's CPU (the PUs of its node here).
     fn wake_wide(&self, waker: usize, wakee: usize) -> bool {
-        let factor = {
-            let node = self.pu_node[self.cpu[waker]];
-            self.pu_node.iter().filter(|&&n| n == node).count() as u64
-        };
+        let factor = self.node_pus[self.pu_node[self.cpu[waker]]].len() as u64;
         let (current, p) = (self.wakee[waker].flips, self.wakee[wakee].flips);
         match self.rules.wake_wide {
             // v3.13: "if (p->wakee_flips > factor) if (current->wakee_flips > factor *
@@ -136,9 +149,10 @@ impl Sched {
         let waker = self.cpu[waker_tid];
         let prev = self.cpu[tid];
         // The woken task itself is not yet on any runqueue.
-        let mut nr = self.nr_running(runnable, now_s);
+        let mut scratch = std::mem::take(&mut self.wake_scratch);
+        self.nr_running_into(runnable, now_s, &mut scratch.nr);
         if runnable[tid] {
-            nr[prev] -= 1;
+            scratch.nr[prev] -= 1;
         }
         let mut why = Why { on: self.explain, parts: Vec::new() };
         if wide {
@@ -152,11 +166,17 @@ impl Sched {
             });
         }
         let (cpu, level) = match self.rules.wake_order {
-            WakeOrder::CandidateThenAffine => self.candidate_then_affine(tid, waker, prev, &nr, runnable, &mut why),
+            WakeOrder::CandidateThenAffine => {
+                self.candidate_then_affine(tid, waker, prev, &scratch.nr, runnable, &mut why)
+            }
             WakeOrder::AffineThenIdleSibling => {
-                self.affine_then_idle_sibling(tid, waker, prev, wide, &nr, runnable, &mut why)
+                let (cpu, level) =
+                    self.affine_then_idle_sibling(tid, waker, prev, wide, runnable, &mut scratch, &mut why);
+                // The level's name is for the log, which only a move reaches.
+                (cpu, level.filter(|_| cpu != prev).map(|l| self.domains[l].name.clone()).unwrap_or_default())
             }
         };
+        self.wake_scratch = scratch;
         if cpu != prev {
             self.cpu[tid] = cpu;
             if self.history[tid].len() < super::HISTORY_MAX {
@@ -189,7 +209,7 @@ impl Sched {
 
     /// v3.13 / v6.13 (`WakeOrder::AffineThenIdleSibling`): `wake_affine()` between the waker's
     /// CPU and `prev`, then `select_idle_sibling()` around the target. Returns the CPU and the
-    /// affine domain's name (empty when none).
+    /// affine domain's level (None when none). `scratch.nr`: the runnable tasks per CPU.
     #[allow(clippy::too_many_arguments, reason = "the wake-up's inputs and its explanation")]
     fn affine_then_idle_sibling(
         &self,
@@ -197,10 +217,12 @@ impl Sched {
         waker: usize,
         prev: usize,
         wide: bool,
-        nr: &[usize],
         runnable: &[bool],
+        scratch: &mut Scratch,
         why: &mut Why,
-    ) -> (usize, String) {
+    ) -> (usize, Option<usize>) {
+        let Scratch { nr, order, mark } = scratch;
+        let nr: &[usize] = nr;
         let idle = |c: usize| nr[c] == 0;
         let allowed = &self.allowed[tid];
         // v6.13: want_affine = !wake_wide(p) && the waker's CPU is allowed; v3.13 asks only the
@@ -286,22 +308,23 @@ impl Sched {
             why.push(|| format!("recent_used_cpu CPU {}", self.pu_os[r]));
             r
         } else {
-            let n = self.pu_node.len();
-            // The target's LLC in for_each_cpu_wrap() order from target + 1: the allowed CPUs
-            // of the target's node (a handful, where the machine has many), each once, by
-            // their distance (c - target - 1) mod n after the target.
-            let mut order: Vec<usize> =
-                allowed.iter().copied().filter(|&c| self.pu_node[c] == self.pu_node[target]).collect();
-            order.sort_unstable_by_key(|&c| (c + n - target - 1) % n);
-            order.dedup();
-            let llc: Vec<usize> = order.iter().copied().filter(|&c| idle(c)).collect();
-            let core_idle =
-                |c: usize| (0..nr.len()).filter(|&q| self.pu_core[q] == self.pu_core[c]).all(|q| nr[q] == 0);
+            self.llc_order(allowed, target, mark, order);
+            let order: &[usize] = order;
+            // The LLC's idle CPUs in that order.
+            let llc = || order.iter().copied().filter(|&c| idle(c));
+            // Without SMT a core is its one CPU.
+            let core_idle = |c: usize| {
+                if self.smt {
+                    (0..nr.len()).filter(|&q| self.pu_core[q] == self.pu_core[c]).all(|q| nr[q] == 0)
+                } else {
+                    idle(c)
+                }
+            };
             // v6.13 select_idle_cpu(): select_idle_core() (no limit) only with SMT active and an
             // idle core; otherwise SIS_UTIL's limit: "nr = sd_share->nr_idle_scan + 1; if (nr
             // == 1) return -1;" and "if (--nr <= 0) return -1;" before each CPU looked at.
             let sis_util = self.rules.load.idle_scan == IdleScan::SisUtil;
-            let idle_core = if sis_util && !self.smt { None } else { llc.iter().copied().find(|&c| core_idle(c)) };
+            let idle_core = if sis_util && !self.smt { None } else { llc().find(|&c| core_idle(c)) };
             match idle_core {
                 Some(c) => c,
                 // No idle core: v6.13 select_idle_cpu() takes the first idle CPU of the LLC it
@@ -313,9 +336,9 @@ impl Sched {
                         why.push(|| format!("SIS_UTIL scans {limit} CPU(s)"));
                         order.iter().take(limit).copied().find(|&c| idle(c)).unwrap_or(target)
                     }
-                    IdleSibling::FirstIdleInLlc => llc.first().copied().unwrap_or(target),
+                    IdleSibling::FirstIdleInLlc => llc().next().unwrap_or(target),
                     IdleSibling::TargetCoreSibling => {
-                        llc.iter().copied().find(|&c| self.pu_core[c] == self.pu_core[target]).unwrap_or(target)
+                        llc().find(|&c| self.pu_core[c] == self.pu_core[target]).unwrap_or(target)
                     }
                 },
             }
@@ -328,7 +351,27 @@ impl Sched {
                 if idle(cpu) { "idle" } else { "no idle CPU in the LLC" }
             )
         });
-        (cpu, affine.map(|l| self.domains[l].name.clone()).unwrap_or_default())
+        (cpu, affine)
+    }
+
+    /// The target's LLC in `for_each_cpu_wrap()` order from `target + 1`, into `order`: the
+    /// allowed CPUs of the target's node, each once, by their distance `(c - target - 1) mod n`
+    /// after the target (the node's CPUs above the target, then from its first up to the
+    /// target). `mark` (all false, left so) marks the allowed ones on the way.
+    fn llc_order(&self, allowed: &[usize], target: usize, mark: &mut Vec<bool>, order: &mut Vec<usize>) {
+        let node = self.pu_node[target];
+        mark.resize(self.pu_node.len(), false);
+        for &c in allowed {
+            mark[c] |= self.pu_node[c] == node;
+        }
+        let pus = &self.node_pus[node];
+        let split = pus.partition_point(|&c| c <= target);
+        order.clear();
+        for &c in pus[split..].iter().chain(&pus[..split]) {
+            if std::mem::take(&mut mark[c]) {
+                order.push(c);
+            }
+        }
     }
 
     /// v2.6.32 `kernel/sched_fair.c: select_task_rq_fair()` for `SD_BALANCE_WAKE`
@@ -499,10 +542,36 @@ mod tests {
     }
 
     #[test]
+    fn the_llc_is_scanned_from_the_cpu_after_the_target_round_to_it() {
+        // for_each_cpu_wrap(cpu, sched_domain_span(sd), target + 1): the allowed CPUs of the
+        // target's node, each once, whatever the order of the thread's list.
+        let m = crate::sched::test_machines::two_nodes_of(4);
+        let s = Sched::new(&m, &unbound(), Kernel::V6_13, 1, 1).unwrap();
+        let (mut mark, mut order) = (Vec::new(), Vec::new());
+        let cases: [(&[usize], usize, &[usize]); 4] = [
+            (&[0, 1, 2, 3, 4, 5, 6, 7], 1, &[2, 3, 0, 1]),
+            (&[7, 5, 3, 1, 5, 6], 5, &[6, 7, 5]),
+            (&[2, 0, 4], 3, &[0, 2]),
+            (&[4], 0, &[]),
+        ];
+        for (allowed, target, want) in cases {
+            s.llc_order(allowed, target, &mut mark, &mut order);
+            assert_eq!(order, want, "allowed {allowed:?}, target {target}");
+        }
+        assert!(mark.iter().all(|&m| !m), "the marks are left clear");
+    }
+
+    #[test]
     fn futex_wake_wakes_in_sleep_order() {
         // FIFO among nice-0 waiters: the first to sleep wakes first; equal times in member order.
         assert_eq!(futex_wake_order(&[3e-3, 1e-3, 2e-3, 1e-3]), [1, 3, 2, 0]);
         assert_eq!(futex_wake_order(&[]), Vec::<usize>::new());
+        // Signs, zeros and infinities in f64::total_cmp's order, ties in member order.
+        let times = [0.5, -0.0, 0.0, -1.0, f64::INFINITY, 0.5, f64::NEG_INFINITY, 1e-300, -0.0];
+        let mut stable: Vec<usize> = (0..times.len()).collect();
+        stable.sort_by(|&a, &b| times[a].total_cmp(&times[b]));
+        assert_eq!(futex_wake_order(&times), stable);
+        assert_eq!(stable, [6, 3, 1, 8, 2, 7, 0, 5, 4]);
     }
 
     #[test]
