@@ -207,6 +207,11 @@ struct Scratch {
     /// every node a run reaches, and nested route vectors cost more to walk than the work.
     cap_links: Vec<u32>,
     pair_hops: Vec<[u32; 3]>,
+    /// The same hops both ways per pair, padded to four with the index of the link budgets'
+    /// last entry (an infinite budget, never taken from), so a node's cap is the minimum of five
+    /// budgets with no loop; empty when a pair has more than four hops (the loop over
+    /// `cap_links` then). The minimum does not depend on the order or on repeats.
+    cap_hops4: Vec<[u32; 4]>,
 }
 
 impl Scratch {
@@ -227,7 +232,19 @@ impl Scratch {
                 pair_hops.push([lo, mid, cap_links.len() as u32]);
             }
         }
-        Scratch { slots: vec![[0; 2]; n], cap_links, pair_hops }
+        let pad = 2 * m.links.len() as u32;
+        let mut cap_hops4 = Vec::with_capacity(n * n);
+        for &[lo, _, hi] in &pair_hops {
+            let hops = &cap_links[lo as usize..hi as usize];
+            if hops.len() > 4 {
+                cap_hops4.clear();
+                break;
+            }
+            let mut h = [pad; 4];
+            h[..hops.len()].copy_from_slice(hops);
+            cap_hops4.push(h);
+        }
+        Scratch { slots: vec![[0; 2]; n], cap_links, pair_hops, cap_hops4 }
     }
 }
 
@@ -418,7 +435,11 @@ impl<'a> Engine<'a> {
             rec: Recorder::new(m, cfg.timeline_points),
             oom: None,
             budget_node: vec![0.0; m.nodes.len()],
-            budget_link: vec![[0.0; 2]; m.links.len()],
+            // One more entry than links, never refilled nor taken from: the padding of
+            // `Scratch::cap_hops4`.
+            budget_link: (0..=m.links.len())
+                .map(|l| if l < m.links.len() { [0.0; 2] } else { [f64::INFINITY; 2] })
+                .collect(),
             pages_node: vec![0; m.nodes.len()],
             woke: false,
             budget_waits: 0,

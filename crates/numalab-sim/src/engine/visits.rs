@@ -163,7 +163,7 @@ impl Engine<'_> {
     pub(super) fn fast_visits(&mut self, tid: usize, until: f64, cost: &[f64], share: f64) -> bool {
         let cpu_node = self.sched.pu_node[self.sched.cpu[tid]];
         let Engine { threads, procs, budget_node, budget_link, scratch, .. } = self;
-        let Scratch { slots, cap_links, pair_hops } = scratch;
+        let Scratch { slots, cap_links, pair_hops, cap_hops4 } = scratch;
         let pairs = &pair_hops[cpu_node * slots.len()..(cpu_node + 1) * slots.len()];
         let t = &mut threads[tid];
         let regions = &procs[t.pid].regions;
@@ -213,10 +213,17 @@ impl Engine<'_> {
                 // Budgets do not change while a run grows, so a cap worked out now is the one
                 // `admit` would work out on the node's first sample; a node that may take
                 // nothing gets [0, 0] and is refused there as before. Every slot is written
-                // here, so none needs clearing first.
-                for ((s, &[lo, _, hi]), &b) in slots.iter_mut().zip(pairs).zip(budget_node.iter()) {
-                    let hops = &cap_links[lo as usize..hi as usize];
-                    *s = [0, cap_of(b, hops, links, per_sample, enough).unwrap_or(0)];
+                // here, so none needs clearing first. Padded hops (`Scratch::cap_hops4`) where
+                // the machine has them, sliced here: most calls (first touch) never get here.
+                if let Some(hops4) = cap_hops4.get(cpu_node * slots.len()..(cpu_node + 1) * slots.len()) {
+                    for ((s, hops), &b) in slots.iter_mut().zip(hops4).zip(budget_node.iter()) {
+                        *s = [0, cap_of(b, hops, links, per_sample, enough).unwrap_or(0)];
+                    }
+                } else {
+                    for ((s, &[lo, _, hi]), &b) in slots.iter_mut().zip(pairs).zip(budget_node.iter()) {
+                        let hops = &cap_links[lo as usize..hi as usize];
+                        *s = [0, cap_of(b, hops, links, per_sample, enough).unwrap_or(0)];
+                    }
                 }
             } else {
                 slots.fill([0; 2]);
@@ -275,8 +282,14 @@ impl Engine<'_> {
                         }
                     }
                     c += lines * (kappa + cn);
-                    *mr += rd;
-                    *mw += wr;
+                    // Likewise the mix: adding +0 leaves a sum of non-negative terms that starts at
+                    // +0 unchanged (it is never -0).
+                    if take_rd {
+                        *mr += rd;
+                    }
+                    if take_wr {
+                        *mw += wr;
+                    }
                 }
                 t.spread = reached;
                 t.visits += k;
