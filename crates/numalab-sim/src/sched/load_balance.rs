@@ -6,7 +6,9 @@
 //! and its busiest CPU, and pulls queued tasks that `can_migrate_task()` allows (not running,
 //! allowed on the destination, not cache hot unless balancing failed more than
 //! `cache_nice_tries` times). Balanced: `balance_interval` doubles up to `max_interval`; moved:
-//! back to `min_interval`. After more than `cache_nice_tries + 2` failures, active balancing
+//! back to `min_interval`. A busiest CPU whose tasks are all pinned away from the destination
+//! (`LBF_ALL_PINNED`) leaves the search, which is redone; ending with none left, the domain
+//! counts no failure and its interval doubles up to `MAX_PINNED_INTERVAL` (512 ms). After more than `cache_nice_tries + 2` failures, active balancing
 //! pushes the running task (`need_active_balance()`, `active_load_balance_cpu_stop()`, which
 //! needs at least two tasks on the busiest CPU). A CPU that just went idle balances at once
 //! (`newidle_balance()`, `SD_BALANCE_NEWIDLE`, set on every level in both versions).
@@ -18,6 +20,11 @@ use super::pelt::CAPACITY;
 use super::wake::Why;
 use super::{GroupLoad, Sched, HZ, MIGRATION_COST_S};
 use crate::profile::{BalanceSignals, BusiestGroup, BusyInterval, IdleScan, NewidleGate, NohzIdle, TimeSlice};
+
+/// `MAX_PINNED_INTERVAL` (`kernel/sched/fair.c`, v3.13 / v6.1 / v6.13; v2.6.32 `kernel/sched.c`):
+/// the `balance_interval` (ms) a domain whose busiest tasks were all pinned may grow to, past
+/// `max_interval` (`load_balance()`, label `out_one_pinned`).
+pub(super) const MAX_PINNED_INTERVAL_MS: f64 = 512.0;
 
 /// `get_update_sysctl_factor()` with `SCHED_TUNABLESCALING_LOG` (`kernel/sched/fair.c`,
 /// v2.6.32 `kernel/sched.c: update_sysctl()`): `1 + ilog2(min(num_online_cpus(), 8))`, the
@@ -128,7 +135,7 @@ impl Sched {
                 let idle = if busy { Idle::Busy } else { Idle::Now };
                 if !self.should_we_balance(cpu, l, &nr) {
                     // load_balance(): "goto out_balanced" and stop climbing for this CPU.
-                    self.grow_interval(l, cpu);
+                    self.grow_interval(l, cpu, false);
                     break;
                 }
                 let (got, done) = self.load_balance(now_s, cpu, l, idle, &mut nr, live, &mut sig);
@@ -167,10 +174,13 @@ impl Sched {
         }
     }
 
-    fn grow_interval(&mut self, l: usize, cpu: usize) {
+    /// `load_balance()`, label `out_one_pinned`: "if ((env.flags & LBF_ALL_PINNED &&
+    /// sd->balance_interval < MAX_PINNED_INTERVAL) || sd->balance_interval < sd->max_interval)
+    /// sd->balance_interval *= 2".
+    fn grow_interval(&mut self, l: usize, cpu: usize, all_pinned: bool) {
         let max = self.domains[l].max_interval_ms(cpu);
         let st = &mut self.state[l][cpu];
-        if st.balance_interval_ms < max {
+        if (all_pinned && st.balance_interval_ms < MAX_PINNED_INTERVAL_MS) || st.balance_interval_ms < max {
             st.balance_interval_ms *= 2.0;
             self.refresh_due(l, cpu);
         }
@@ -180,13 +190,26 @@ impl Sched {
     /// (`balance_interval_jiffies()`) on an idle CPU and on a busy one.
     pub(super) fn refresh_due(&mut self, l: usize, cpu: usize) {
         let busy_factor = self.domains[l].busy_factor;
+        let cap = self.max_load_balance_interval_jiffies();
         let st = &mut self.state[l][cpu];
         st.due_s = [None, Some(busy_factor)].map(|factor| {
-            let jiffies = balance_interval_jiffies(st.balance_interval_ms, factor, self.rules.busy_interval);
+            let jiffies = balance_interval_jiffies(st.balance_interval_ms, factor, self.rules.busy_interval).min(cap);
             st.last_balance_s + jiffies / HZ
         });
         self.cpu_due_s[cpu] =
             [0, 1].map(|busy| self.state.iter().map(|s| s[cpu].due_s[busy]).fold(f64::INFINITY, f64::min));
+    }
+
+    /// The longest balance interval in jiffies: v3.13 / v6.x `max_load_balance_interval` =
+    /// `HZ x num_online_cpus() / 10` (`update_max_interval()`, applied by `rebalance_domains()` /
+    /// `get_sd_balance_interval()`). v2.6.32 caps at `HZ x NR_CPUS / 10` (`kernel/sched.c:
+    /// rebalance_domains()`), a build constant of at least the CPUs modelled: no cap here.
+    /// Reached only past `max_interval` (`MAX_PINNED_INTERVAL` x `busy_factor`).
+    fn max_load_balance_interval_jiffies(&self) -> f64 {
+        match self.rules.busiest_group {
+            BusiestGroup::CapacityPerTaskPull => f64::INFINITY,
+            _ => (HZ * self.pu_node.len() as f64 / 10.0).floor(),
+        }
     }
 
     /// `should_we_balance()`: the first idle CPU of the local group, else the group's first.
@@ -257,8 +280,18 @@ impl Sched {
     /// The statistics of domain `l`'s groups seen from `dst`, in `groups_of[dst]` order
     /// (`update_sd_lb_stats()`, `update_sg_lb_stats()`): v3.13 sums each CPU's `target_load()` /
     /// `source_load()` at the load index of the balancing CPU's state, v6.13 `cpu_load()`, `cpu_util_cfs()` and
-    /// `cpu_runnable()` into `group_classify()`.
-    fn group_stats(&self, l: usize, dst: usize, idle: Idle, nr: &[usize], sig: &[CpuSig]) -> Vec<LbStats> {
+    /// `cpu_runnable()` into `group_classify()`. Only CPUs still in `env->cpus` count
+    /// (`for_each_cpu_and(i, sched_group_span(group), env->cpus)`): not those in `cleared`; the
+    /// group's weight and capacity stay whole (`sgs->group_weight = group->group_weight`).
+    fn group_stats(
+        &self,
+        l: usize,
+        dst: usize,
+        idle: Idle,
+        nr: &[usize],
+        sig: &[CpuSig],
+        cleared: &[usize],
+    ) -> Vec<LbStats> {
         let d = &self.domains[l];
         let pct = d.imbalance_pct as u64;
         // v3.13 get_sd_load_idx().
@@ -277,7 +310,7 @@ impl Sched {
                 let by_index = !matches!(self.rules.load.balance, BalanceSignals::LoadUtilRunnable);
                 let (mut tasks, mut idle_cpus) = (0usize, 0usize);
                 let (mut util, mut runnable, mut weighted, mut load) = (0u64, 0u64, 0u64, 0u64);
-                for &c in cpus {
+                for &c in cpus.iter().filter(|c| !cleared.contains(c)) {
                     tasks += nr[c];
                     idle_cpus += usize::from(nr[c] == 0 && !self.ttwu_pending[c]);
                     util += sig[c].util;
@@ -308,10 +341,17 @@ impl Sched {
     /// `find_busiest_queue()` in the busiest group: v3.13 the highest `weighted_cpuload()`; v6.13
     /// by migration type, the highest `cpu_load()`, utilisation (of CPUs running more than one
     /// task) or number of tasks; the first CPU on ties. A CPU whose single task outweighs the
-    /// imbalance is skipped when moving load.
-    fn busiest_queue(&self, cpus: &[usize], m: Migration, nr: &[usize], sig: &[CpuSig]) -> Option<usize> {
+    /// imbalance is skipped when moving load. CPUs in `cleared` are out of `env->cpus`.
+    fn busiest_queue(
+        &self,
+        cpus: &[usize],
+        m: Migration,
+        nr: &[usize],
+        sig: &[CpuSig],
+        cleared: &[usize],
+    ) -> Option<usize> {
         let mut best: Option<(usize, u64)> = None;
-        for &c in cpus {
+        for &c in cpus.iter().filter(|c| !cleared.contains(c)) {
             let key = match (self.rules.busiest_group, m) {
                 (
                     BusiestGroup::Capacity | BusiestGroup::CapacityPerTaskPull,
@@ -370,8 +410,63 @@ impl Sched {
         if l == 0 && idle != Idle::Newly && self.rules.load.idle_scan == IdleScan::SisUtil {
             self.update_idle_cpu_scan(dst, sig);
         }
+        // env->cpus: the CPUs still searched. A busiest CPU whose tasks are all pinned away from
+        // `dst` leaves it and the search is redone ("goto redo"); `all_pinned` then stays set
+        // (LBF_ALL_PINNED, set again for each busiest CPU and cleared by a task allowed on `dst`).
+        let mut cleared: Vec<usize> = Vec::new();
+        let mut all_pinned = false;
+        loop {
+            match self.pull_from_busiest(now_s, (l, dst, idle), nr, live, sig, &cleared) {
+                Pulled::Some(got) => return got,
+                Pulled::Balanced => {
+                    // "goto out_balanced" (LBF_ALL_PINNED kept from an earlier busiest CPU).
+                    self.balanced(l, dst, idle, all_pinned);
+                    return (Vec::new(), false);
+                }
+                Pulled::AllPinned(src) => {
+                    all_pinned = true;
+                    cleared.push(src);
+                    if !self.redo_after_all_pinned(l, dst, &cleared) {
+                        // v6.x "goto out_all_pinned": as out_balanced for what is modelled.
+                        self.balanced(l, dst, idle, true);
+                        return (Vec::new(), false);
+                    }
+                }
+            }
+        }
+    }
+
+    /// After a busiest CPU whose tasks were all pinned (`load_balance()`, "if
+    /// (unlikely(env.flags & LBF_ALL_PINNED))"): whether to search again. v2.6.32 / v3.13: "if
+    /// (!cpumask_empty(cpus)) goto redo", `cpus` starting as `cpu_active_mask`: always (the
+    /// search ends when no busiest group or CPU is left, "goto out_balanced"). v6.1 / v6.13: "if
+    /// (!cpumask_subset(cpus, env.dst_grpmask)) goto redo", `cpus` the domain's span: while a
+    /// CPU outside the local group is left.
+    fn redo_after_all_pinned(&self, l: usize, dst: usize, cleared: &[usize]) -> bool {
+        let d = &self.domains[l];
+        match self.rules.busiest_group {
+            BusiestGroup::Capacity | BusiestGroup::CapacityPerTaskPull => true,
+            BusiestGroup::GroupType | BusiestGroup::GroupTypeTaskDiff => {
+                let local = &d.groups_of[dst][0];
+                d.span_of[dst].iter().any(|c| !cleared.contains(c) && !local.contains(c))
+            }
+        }
+    }
+
+    /// One search of `load_balance()` over `env->cpus` (all but `cleared`): the busiest group
+    /// and CPU, then `detach_tasks()` / active balancing from it.
+    #[allow(clippy::too_many_arguments)]
+    fn pull_from_busiest(
+        &mut self,
+        now_s: f64,
+        (l, dst, idle): (usize, usize, Idle),
+        nr: &mut [usize],
+        live: &[bool],
+        sig: &[CpuSig],
+        cleared: &[usize],
+    ) -> Pulled {
         // The groups' CPUs are read in place from the domain (group_stats keeps their order).
-        let stats = self.group_stats(l, dst, idle, nr, sig);
+        let stats = self.group_stats(l, dst, idle, nr, sig, cleared);
         let d = &self.domains[l];
         let found = match self.rules.busiest_group {
             BusiestGroup::Capacity => lb_stats::busiest_313(&stats, d, idle),
@@ -380,13 +475,11 @@ impl Sched {
             BusiestGroup::GroupTypeTaskDiff => lb_stats::busiest_6(&stats, d, l == 0, idle, Spread::TaskDiff),
         };
         let Some((b, m)) = found else {
-            self.balanced(l, dst, idle);
-            return (Vec::new(), false);
+            return Pulled::Balanced;
         };
         let (local, busiest) = (stats[0], stats[b]);
-        let Some(src) = self.busiest_queue(&self.domains[l].groups_of[dst][b], m, nr, sig) else {
-            self.balanced(l, dst, idle);
-            return (Vec::new(), false);
+        let Some(src) = self.busiest_queue(&self.domains[l].groups_of[dst][b], m, nr, sig, cleared) else {
+            return Pulled::Balanced;
         };
         let failed = self.state[l][dst].nr_balance_failed;
         let tries = self.domains[l].cache_nice_tries;
@@ -411,6 +504,11 @@ impl Sched {
         if nr[src] <= 1 {
             cands.clear();
         }
+        // LBF_ALL_PINNED: set when detach_tasks() runs ("if (busiest->nr_running > 1)"), cleared
+        // by can_migrate_task() for the first task allowed on `dst` (running or cache hot
+        // alike); the periodic background task, when on `src`, is allowed everywhere.
+        let detaching = !cands.is_empty();
+        let mut pullable = self.noise.as_ref().is_some_and(|nz| nz.agent_run_at(src, now_s).is_some());
         let agent_moved = self.pull_agent(now_s, (l, src, dst), m, &cands, &mut left, nr, live, &mut blocked);
         if agent_moved && idle == Idle::Newly && self.rules.newidle_one_task {
             // The periodic task was the first task detached.
@@ -429,6 +527,7 @@ impl Sched {
                 blocked.push(|| format!("thread {} pinned", t + 1));
                 continue;
             }
+            pullable = true;
             let (running, since) = self.since_ran(now_s, src, t, live);
             if running {
                 blocked.push(|| format!("thread {} running", t + 1));
@@ -508,19 +607,41 @@ impl Sched {
             st.nr_balance_failed = 0;
             st.balance_interval_ms = self.domains[l].min_interval_ms(dst);
             self.refresh_due(l, dst);
-            return (pulled, true);
+            return Pulled::Some((pulled, true));
+        }
+        if detaching && !pullable {
+            return Pulled::AllPinned(src);
         }
         if idle != Idle::Newly {
             st.nr_balance_failed += 1;
         }
-        st.balance_interval_ms = self.domains[l].min_interval_ms(dst);
-        self.refresh_due(l, dst);
         // need_active_balance(): too many failures; the stopper moves the running task when
         // the source still has at least two.
-        if idle != Idle::Newly && self.state[l][dst].nr_balance_failed > tries + 2 && nr[src] >= 2 {
-            let running =
-                (0..self.cpu.len()).find(|&t| live[t] && self.cpu[t] == src && self.since_ran(now_s, src, t, live).0);
-            if let Some(t) = running.filter(|&t| self.allowed[t].contains(&dst)) {
+        let need_active = idle != Idle::Newly && self.state[l][dst].nr_balance_failed > tries + 2;
+        let running = need_active
+            .then(|| {
+                (0..self.cpu.len()).find(|&t| live[t] && self.cpu[t] == src && self.since_ran(now_s, src, t, live).0)
+            })
+            .flatten();
+        if let Some(t) = running.filter(|&t| !self.allowed[t].contains(&dst)) {
+            // "Don't kick the active_load_balance_cpu_stop, if the curr task on busiest CPU
+            // can't be moved to this_cpu": "goto out_one_pinned", the interval grown and not
+            // reset, nr_balance_failed kept. v2.6.32 / v3.13 set LBF_ALL_PINNED there ("all_pinned
+            // = 1" / "env.flags |= LBF_ALL_PINNED"); v6.1 / v6.13 keep the flag as detach_tasks()
+            // left it: still set only when it did not run (one task on `src`).
+            let flag = match self.rules.busiest_group {
+                BusiestGroup::Capacity | BusiestGroup::CapacityPerTaskPull => true,
+                BusiestGroup::GroupType | BusiestGroup::GroupTypeTaskDiff => !detaching,
+            };
+            blocked.push(|| format!("running thread {} pinned", t + 1));
+            self.grow_interval(l, dst, flag);
+            return Pulled::Some((Vec::new(), false));
+        }
+        let st = &mut self.state[l][dst];
+        st.balance_interval_ms = self.domains[l].min_interval_ms(dst);
+        self.refresh_due(l, dst);
+        if nr[src] >= 2 {
+            if let Some(t) = running {
                 let why = self.explained(|| {
                     format!(
                         "{} after {} failed attempts ({}): CPU {} pushes its running thread to CPU {}",
@@ -535,10 +656,10 @@ impl Sched {
                 nr[src] -= 1;
                 nr[dst] += 1;
                 self.migrate(now_s, t, dst, "active-balance", l, why);
-                return (vec![t], true);
+                return Pulled::Some((vec![t], true));
             }
         }
-        (Vec::new(), false)
+        Pulled::Some((Vec::new(), false))
     }
 
     /// `detach_tasks()` for the periodic background task (`noise.rs`), a CFS task like the
@@ -614,13 +735,26 @@ impl Sched {
         self.nr_idle_scan[self.pu_node[dst]] = y as usize;
     }
 
-    fn balanced(&mut self, l: usize, cpu: usize, idle: Idle) {
+    /// `load_balance()`'s `out_balanced` / `out_all_pinned`: `nr_balance_failed` reset, then
+    /// `out_one_pinned`'s interval growth (`grow_interval()`; past `max_interval` up to
+    /// `MAX_PINNED_INTERVAL` when `all_pinned`).
+    fn balanced(&mut self, l: usize, cpu: usize, idle: Idle, all_pinned: bool) {
         // newidle_balance() disregards intervals: no growth for it.
         if idle != Idle::Newly {
             self.state[l][cpu].nr_balance_failed = 0;
-            self.grow_interval(l, cpu);
+            self.grow_interval(l, cpu, all_pinned);
         }
     }
+}
+
+/// What one search of `load_balance()` came to.
+enum Pulled {
+    /// Done: the threads pulled and whether anything moved.
+    Some((Vec<usize>, bool)),
+    /// No busiest group or CPU ("goto out_balanced").
+    Balanced,
+    /// Every task on this busiest CPU is pinned away from the destination (LBF_ALL_PINNED).
+    AllPinned(usize),
 }
 
 /// Task `me` of `n` taking turns of `slice` seconds in order, `elapsed` seconds after the first
@@ -692,6 +826,20 @@ mod tests {
         (s, cpu, cpu ^ 1, start)
     }
 
+    /// For the tests that hold threads in place with affinity for a while: CPU `cpu`'s
+    /// balancing then met only pinned tasks, backed off (LBF_ALL_PINNED: up to
+    /// MAX_PINNED_INTERVAL) and counted no failure (nr_balance_failed = 0). Held in place
+    /// otherwise, its balances would have failed: intervals back to min_interval and ten
+    /// failures, enough for shr_bound(util or load, nr_balance_failed) to let any thread fit
+    /// and for cache-hot threads to go (more than cache_nice_tries).
+    fn as_if_held_without_affinity(s: &mut Sched, cpu: usize) {
+        for l in 0..s.domains.len() {
+            s.state[l][cpu].balance_interval_ms = s.domains[l].min_interval_ms(cpu);
+            s.state[l][cpu].nr_balance_failed = 10;
+            s.refresh_due(l, cpu);
+        }
+    }
+
     /// Two nodes of one CPU: threads 0 and 1 share CPU 0, thread 2 runs on CPU 1 for 300 ms
     /// (CPU 0's utilisation full: an overloaded group), then ends; what CPU 1's newly idle
     /// balance pulls when one balance of a domain costs `newidle_lb_cost_s` (the only background):
@@ -722,10 +870,110 @@ mod tests {
             assert!(s.balance(k as f64 * 1e-3, &live).is_empty(), "{kernel:?}");
         }
         s.allowed = vec![both; 3];
+        as_if_held_without_affinity(&mut s, 1);
         let before = s.log.len();
         let moved = s.balance(300.2e-3, &[true, true, false]);
         assert_eq!(moved.len(), s.log.len() - before);
         s.log[before..].iter().map(|e| (e.tid, e.path)).collect()
+    }
+
+    /// Two nodes of two CPUs (0-1, 2-3); `on[t]` each thread's CPU, `pinned[t]` whether it is
+    /// allowed there only. 300 ms of balancing with every thread kept on its CPU gives the
+    /// signals; then each thread gets its own affinity. Returns the machine and the NUMA level.
+    fn pinned_after_300_ms(kernel: Kernel, on: &[usize], pinned: &[bool]) -> (Sched, usize, Vec<bool>) {
+        let n = on.len();
+        let mut s = sched_on(2, kernel, n);
+        let mut live = vec![false; n];
+        for t in 0..n {
+            s.place_new(t, None, &live);
+            live[t] = true;
+        }
+        s.cpu = on.to_vec();
+        let all = s.allowed[0].clone();
+        s.allowed = on.iter().map(|&c| vec![c]).collect();
+        for k in 1..=300 {
+            assert!(s.balance(k as f64 * 1e-3, &live).is_empty(), "{kernel:?}");
+        }
+        s.allowed = (0..n).map(|t| if pinned[t] { vec![on[t]] } else { all.clone() }).collect();
+        let numa = s.domains.iter().position(|d| d.numa).unwrap();
+        (s, numa, live)
+    }
+
+    #[test]
+    fn a_cpu_whose_busiest_tasks_are_all_pinned_backs_off_to_512_ms() {
+        // Four threads pinned to CPU 0. Idle CPU 2's NUMA balance (span 0-3, local group 2-3)
+        // finds node 0 busiest and CPU 0 its busiest CPU, every task there pinned
+        // (LBF_ALL_PINNED): CPU 0 leaves env->cpus and the search is redone over CPU 1, idle:
+        // no busiest group ("goto out_balanced"; 6.x: CPU 1 is left outside the local group,
+        // so it is redone too). kernel/sched/fair.c load_balance(), out_one_pinned: nr_balance_failed
+        // = 0, balance_interval doubles past max_interval while under MAX_PINNED_INTERVAL, up to
+        // 512 ms, then stays. Before this rule each call counted a failure and reset the
+        // interval to min_interval. min / max_interval: 3.13 / 6.x the span's weight and twice
+        // it (4, 8 ms); 2.6.32 SD_NODE_INIT 8, 32 ms.
+        let from_4 = [8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 512.0, 512.0];
+        let from_8 = [16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 512.0, 512.0, 512.0];
+        for (kernel, min, max, grown) in [
+            (Kernel::V2_6_32, 8.0, 32.0, from_8),
+            (Kernel::V3_13, 4.0, 8.0, from_4),
+            (Kernel::V6_1, 4.0, 8.0, from_4),
+            (Kernel::V6_13, 4.0, 8.0, from_4),
+        ] {
+            let (mut s, numa, live) = pinned_after_300_ms(kernel, &[0, 0, 0, 0], &[true; 4]);
+            assert_eq!(s.domains[numa].min_interval_ms(2), min, "{kernel:?}");
+            assert_eq!(s.domains[numa].max_interval_ms(2), max, "{kernel:?}");
+            s.state[numa][2].balance_interval_ms = min;
+            s.state[numa][2].nr_balance_failed = 5;
+            let mut seen = Vec::new();
+            for k in 0..9 {
+                let now = 0.301 + k as f64 * 1e-3;
+                let mut nr = s.nr_running(&live, now);
+                assert_eq!(s.load_balance(now, 2, numa, Idle::Now, &mut nr, &live, &mut None), (Vec::new(), false));
+                assert_eq!(s.state[numa][2].nr_balance_failed, 0, "{kernel:?}");
+                seen.push(s.state[numa][2].balance_interval_ms);
+            }
+            assert_eq!(seen, grown, "{kernel:?}");
+            // The next balance is due an interval after this one (an idle CPU: 512 ms = 128
+            // jiffies at HZ 250, under max_load_balance_interval = HZ x 4 / 10 = 100 jiffies in
+            // 3.13 / 6.x: capped at 0.4 s; 2.6.32's HZ x NR_CPUS / 10 does not bind).
+            let wait = s.state[numa][2].due_s[0] - s.state[numa][2].last_balance_s;
+            let expect = if kernel == Kernel::V2_6_32 { 0.512 } else { 0.4 };
+            assert!((wait - expect).abs() < 1e-9, "{kernel:?}: {wait}");
+        }
+    }
+
+    #[test]
+    fn a_newly_idle_balance_meeting_only_pinned_tasks_leaves_the_interval() {
+        // As above through newidle_balance(): v6.x load_balance() "if (env.idle ==
+        // CPU_NEWLY_IDLE) goto out" before the interval is grown; nothing is counted.
+        for kernel in [Kernel::V3_13, Kernel::V6_13] {
+            let (mut s, numa, live) = pinned_after_300_ms(kernel, &[0, 0, 0, 0], &[true; 4]);
+            s.state[numa][2].balance_interval_ms = 4.0;
+            let mut nr = s.nr_running(&live, 0.301);
+            assert_eq!(s.load_balance(0.301, 2, numa, Idle::Newly, &mut nr, &live, &mut None), (Vec::new(), false));
+            assert_eq!((s.state[numa][2].balance_interval_ms, s.state[numa][2].nr_balance_failed), (4.0, 0));
+        }
+    }
+
+    #[test]
+    fn after_an_all_pinned_cpu_the_balance_pulls_from_the_next_busiest() {
+        // Threads 0-2 pinned to CPU 0, threads 3-5 free on CPU 1. Idle CPU 2's NUMA balance
+        // picks CPU 0 (three tasks, the most load), finds all pinned, clears it from env->cpus
+        // and redoes the search ("goto redo"): node 0 is now CPU 1 alone (its load, util and
+        // tasks; weight and capacity still two CPUs'), still the busiest group, and CPU 1 gives
+        // threads. Without the redo nothing moves (every task examined on CPU 0 is pinned). Tasks cache hot would stay: nr_balance_failed > cache_nice_tries lifts that.
+        for kernel in [Kernel::V2_6_32, Kernel::V3_13, Kernel::V6_1, Kernel::V6_13] {
+            let on = [0, 0, 0, 1, 1, 1];
+            let (mut s, numa, live) = pinned_after_300_ms(kernel, &on, &[true, true, true, false, false, false]);
+            s.state[numa][2].nr_balance_failed = s.domains[numa].cache_nice_tries + 1;
+            let mut nr = s.nr_running(&live, 0.301);
+            let (got, moved) = s.load_balance(0.301, 2, numa, Idle::Now, &mut nr, &live, &mut None);
+            // (3.13 moves two: its imbalance, load-based, covers two threads' weight.)
+            assert!(moved && !got.is_empty() && got.iter().all(|t| (3..6).contains(t)), "{kernel:?}: {got:?}");
+            assert!(got.iter().all(|&t| s.cpu[t] == 2));
+            // A move resets the interval and the failures.
+            assert_eq!(s.state[numa][2].nr_balance_failed, 0);
+            assert_eq!(s.state[numa][2].balance_interval_ms, s.domains[numa].min_interval_ms(2));
+        }
     }
 
     #[test]
@@ -767,6 +1015,7 @@ mod tests {
             assert!(s.balance(k as f64 * 1e-3, &live).is_empty());
         }
         s.allowed = vec![both; 3];
+        as_if_held_without_affinity(&mut s, 1);
         s.queue_wakelist(1);
         assert!(s.balance(300.2e-3, &[true, true, false]).is_empty());
         assert!(s.balance(320e-3, &[true, true, false]).is_empty());
