@@ -128,6 +128,23 @@ pub struct RegionSpec {
     pub file: Option<FileSpec>,
 }
 
+impl RegionSpec {
+    /// Anonymous memory of `bytes` in `planes` planes, under the process's policy, 4 KiB pages,
+    /// first written where the workload says (no allocator, no fixed address).
+    pub fn anonymous(name: impl Into<String>, bytes: u64, planes: u64) -> Self {
+        RegionSpec {
+            name: name.into(),
+            bytes,
+            planes,
+            thp: false,
+            policy: None,
+            address: None,
+            alloc: None,
+            file: None,
+        }
+    }
+}
+
 /// How a file mapping is read (`crate::pages::fault_window`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -301,16 +301,7 @@ mod tests {
     /// Runs skip the bitmap of a region whose count is 0: the count must be the set bits.
     #[test]
     fn nr_marked_counts_the_marked_entries() {
-        let spec = RegionSpec {
-            name: "a".into(),
-            bytes: 300 * 4096,
-            planes: 1,
-            thp: false,
-            policy: None,
-            address: None,
-            alloc: None,
-            file: None,
-        };
+        let spec = RegionSpec::anonymous("a", 300 * 4096, 1);
         let mut r = layout(&[spec], vec![None]).pop().unwrap();
         assert!(r.marked_or_none().is_empty(), "balancing off");
         r.enable_balancing();

@@ -400,16 +400,7 @@ mod tests {
             [(10_000u64, 7u64, 3u64), (1 << 40, 162, 64), (u64::MAX / 3, 1000, 5), (5000, 10, 64)]
         {
             // A small region's layout, then the sizes under test (only `ranges` reads them).
-            let spec = RegionSpec {
-                name: "u".into(),
-                bytes: 4096,
-                planes: 1,
-                thp: false,
-                policy: None,
-                address: None,
-                alloc: None,
-                file: None,
-            };
+            let spec = RegionSpec::anonymous("u", 4096, 1);
             let r = crate::pages::Region { bytes, planes, ..crate::pages::layout(&[spec], vec![None]).pop().unwrap() };
             let a = AccessSpec {
                 region: 0,
@@ -442,16 +433,7 @@ mod tests {
         use crate::input::RegionSpec;
         // 10 planes of 1000 bytes over 4 threads: whole planes give 3, 3, 2, 2 planes; with
         // 10 rows per plane (collapse(2)) every thread gets 25 rows = 2.5 planes.
-        let spec = RegionSpec {
-            name: "u".into(),
-            bytes: 10_000,
-            planes: 10,
-            thp: false,
-            policy: None,
-            address: None,
-            alloc: None,
-            file: None,
-        };
+        let spec = RegionSpec::anonymous("u", 10_000, 10);
         let r = crate::pages::layout(&[spec], vec![None]).pop().unwrap();
         let mut a = AccessSpec {
             region: 0,

@@ -128,16 +128,7 @@ mod tests {
             passes: 1.0,
             cached: None,
         };
-        let region = RegionSpec {
-            name: "a".into(),
-            bytes: 4 << 12,
-            planes: 4,
-            thp: false,
-            policy: None,
-            address: None,
-            alloc: None,
-            file: None,
-        };
+        let region = RegionSpec::anonymous("a", 4 << 12, 4);
         let phase: PhaseSpec = serde_json::from_value(serde_json::json!({
             "name": "p", "cycles": 1.0, "mlp": null, "sync": "barrier", "accesses": [access]
         }))

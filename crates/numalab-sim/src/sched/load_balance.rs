@@ -1058,15 +1058,20 @@ mod tests {
         assert_eq!(newly_idle_pulls(Kernel::V6_13), vec![(1, "MC".to_string()); 2]);
     }
 
+    /// 6.1 on two nodes of one CPU, a thread on each.
+    fn v61_one_thread_per_node() -> Sched {
+        let m = crate::sched::test_machines::two_nodes_of(1);
+        let mut s = Sched::new(&m, &crate::sched::test_machines::unbound(), Kernel::V6_1, 1, 2).unwrap();
+        s.cpu = vec![0, 1];
+        s
+    }
+
     #[test]
     fn v61_short_idle_spells_bring_avg_idle_under_the_cost() {
         // A CPU idle 0.1 ms at a time: avg_idle falls from 1 ms by an eighth of the difference
         // per spell (kernel/sched/sched.h: update_avg()), under a 0.5 ms balance after 6 spells
         // (1 -> 0.888 -> 0.789 -> 0.703 -> 0.627 -> 0.561 -> 0.503 -> 0.453 ms: 7).
-        let m = crate::sched::test_machines::two_nodes_of(1);
-        let p = crate::sched::test_machines::unbound();
-        let mut s = Sched::new(&m, &p, Kernel::V6_1, 1, 2).unwrap();
-        s.cpu = vec![0, 1];
+        let mut s = v61_one_thread_per_node();
         let mut t = 0.0;
         let mut spells = 0;
         while s.idle_avg.allows(1, 0, &[0.5e-3]) && spells < 100 {
@@ -1087,10 +1092,7 @@ mod tests {
         // sets the stamp), has its thread back at 1.1 ms without a wake-up (as when another CPU's
         // balance attaches a task): no sample, avg_idle stays 1 ms. A wake-up at 1.2 ms closes
         // the spell: 1 + (0.2 - 1) / 8 = 0.9 ms.
-        let m = crate::sched::test_machines::two_nodes_of(1);
-        let p = crate::sched::test_machines::unbound();
-        let mut s = Sched::new(&m, &p, Kernel::V6_1, 1, 2).unwrap();
-        s.cpu = vec![0, 1];
+        let mut s = v61_one_thread_per_node();
         s.balance(0.5e-3, &[true, true]);
         s.balance(1e-3, &[true, false]);
         s.balance(1.1e-3, &[true, true]);

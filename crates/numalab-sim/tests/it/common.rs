@@ -34,16 +34,7 @@ pub fn stream_like(mib: u64, threads: u32, init: Pattern, reps: u64) -> Workload
         params: Default::default(),
         processes: 1,
         threads,
-        regions: vec![RegionSpec {
-            name: "a".into(),
-            bytes,
-            planes: bytes / 8,
-            thp: false,
-            policy: None,
-            address: None,
-            alloc: None,
-            file: None,
-        }],
+        regions: vec![RegionSpec::anonymous("a", bytes, bytes / 8)],
         phases: vec![
             PhaseSpec {
                 name: "init".into(),

@@ -30,16 +30,7 @@ fn one_region(bytes: u64, planes: u64, thp: bool, threads: u32, pat: Pattern) ->
         params: Default::default(),
         processes: 1,
         threads,
-        regions: vec![RegionSpec {
-            name: "a".into(),
-            bytes,
-            planes,
-            thp,
-            policy: None,
-            address: None,
-            alloc: None,
-            file: None,
-        }],
+        regions: vec![RegionSpec { thp, ..RegionSpec::anonymous("a", bytes, planes) }],
         phases: vec![
             PhaseSpec {
                 name: "p".into(),

@@ -38,20 +38,8 @@ impl Rig {
         for (t, &n) in nodes.iter().enumerate() {
             sched.cpu[t] = first_cpu(&sched, n) + t % 2;
         }
-        let specs: Vec<RegionSpec> = regions
-            .iter()
-            .enumerate()
-            .map(|(i, &p)| RegionSpec {
-                name: format!("r{i}"),
-                bytes: p * 4096,
-                planes: 1,
-                thp: false,
-                policy: None,
-                address: None,
-                alloc: None,
-                file: None,
-            })
-            .collect();
+        let specs: Vec<RegionSpec> =
+            regions.iter().enumerate().map(|(i, &p)| RegionSpec::anonymous(format!("r{i}"), p * 4096, 1)).collect();
         let mut regions = pages::layout(&specs, vec![None; specs.len()]);
         regions.iter_mut().for_each(|r| r.enable_balancing());
         let knobs = Balancing { enabled: true, ..Balancing::default() };
@@ -977,16 +965,7 @@ fn dgemv(n: u64, reps: u64) -> WorkloadSpec {
         params: Default::default(),
         processes: 1,
         threads: 16,
-        regions: vec![RegionSpec {
-            name: "A".into(),
-            bytes,
-            planes: n,
-            thp: false,
-            policy: None,
-            address: None,
-            alloc: None,
-            file: None,
-        }],
+        regions: vec![RegionSpec::anonymous("A", bytes, n)],
         phases: vec![
             PhaseSpec {
                 name: "init".into(),

@@ -14,16 +14,7 @@ use crate::common::{access, machine4_with_gib, pinned, policy};
 /// region `big`, then sweeps it `reps` times at one second of compute each.
 fn run(kernel: Kernel, madvised: bool, reps: u64) -> SimOutput {
     let m = machine4_with_gib(1.0);
-    let region = |name: &str, mib: u64, thp: bool| RegionSpec {
-        name: name.into(),
-        bytes: mib << 20,
-        planes: mib,
-        thp,
-        policy: None,
-        address: None,
-        alloc: None,
-        file: None,
-    };
+    let region = |name: &str, mib: u64, thp: bool| RegionSpec { thp, ..RegionSpec::anonymous(name, mib << 20, mib) };
     let phase = |name: &str, region: usize, cycles: f64, wr: f64| PhaseSpec {
         name: name.into(),
         cycles,
