@@ -840,6 +840,24 @@ mod tests {
         }
     }
 
+    /// Threads 0 and 1 created on CPU 0 and thread 2 on CPU 1, each kept there for 300 ms of
+    /// balancing (CPU 1's own balancing would take one), then free to move, as if never pinned.
+    fn threads_0_and_1_on_cpu_0_for_300_ms(s: &mut Sched) {
+        let mut live = [false; 3];
+        for t in 0..3 {
+            s.place_new(t, (t > 0).then_some(0), &live);
+            live[t] = true;
+        }
+        s.cpu = vec![0, 0, 1];
+        let both = s.allowed[0].clone();
+        s.allowed = vec![vec![0], vec![0], vec![1]];
+        for k in 1..=300 {
+            assert!(s.balance(k as f64 * 1e-3, &live).is_empty());
+        }
+        s.allowed = vec![both; 3];
+        as_if_held_without_affinity(s, 1);
+    }
+
     /// Two nodes of one CPU: threads 0 and 1 share CPU 0, thread 2 runs on CPU 1 for 300 ms
     /// (CPU 0's utilisation full: an overloaded group), then ends; what CPU 1's newly idle
     /// balance pulls when one balance of a domain costs `newidle_lb_cost_s` (the only background):
@@ -857,20 +875,7 @@ mod tests {
             newidle_lb_cost_s: newidle_lb_cost_s.to_vec(),
         };
         s.set_background(1, bg);
-        let mut live = [false; 3];
-        for t in 0..3 {
-            s.place_new(t, (t > 0).then_some(0), &live);
-            live[t] = true;
-        }
-        s.cpu = vec![0, 0, 1];
-        // Kept on their CPUs meanwhile (CPU 1's own balancing would take one).
-        let both = s.allowed[0].clone();
-        s.allowed = vec![vec![0], vec![0], vec![1]];
-        for k in 1..=300 {
-            assert!(s.balance(k as f64 * 1e-3, &live).is_empty(), "{kernel:?}");
-        }
-        s.allowed = vec![both; 3];
-        as_if_held_without_affinity(&mut s, 1);
+        threads_0_and_1_on_cpu_0_for_300_ms(&mut s);
         let before = s.log.len();
         let moved = s.balance(300.2e-3, &[true, true, false]);
         assert_eq!(moved.len(), s.log.len() - before);
@@ -1003,19 +1008,7 @@ mod tests {
         // detach_tasks() cannot take it and CPU 0 runs one task: nothing moves, and CPU 0's
         // one task does not kick idle balancing (nohz_balancer_kick(): nr_running >= 2).
         let mut s = sched_on(1, Kernel::V6_1, 3);
-        let mut live = [false; 3];
-        for t in 0..3 {
-            s.place_new(t, (t > 0).then_some(0), &live);
-            live[t] = true;
-        }
-        s.cpu = vec![0, 0, 1];
-        let both = s.allowed[0].clone();
-        s.allowed = vec![vec![0], vec![0], vec![1]];
-        for k in 1..=300 {
-            assert!(s.balance(k as f64 * 1e-3, &live).is_empty());
-        }
-        s.allowed = vec![both; 3];
-        as_if_held_without_affinity(&mut s, 1);
+        threads_0_and_1_on_cpu_0_for_300_ms(&mut s);
         s.queue_wakelist(1);
         assert!(s.balance(300.2e-3, &[true, true, false]).is_empty());
         assert!(s.balance(320e-3, &[true, true, false]).is_empty());
