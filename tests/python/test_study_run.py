@@ -20,12 +20,14 @@ from numalab.study.sweep import run_study
 
 from inline_backend import InlineBackend
 
-# 16 runs of about 0.1-0.2 s each: long enough to be killed in the middle.
+# 32 runs of about 0.1-0.2 s each: long enough to be killed in the middle. The sweep commits
+# whole batches (up to a second of runs each), so the stored count jumps; with 16 runs, a fast
+# host under the suite's load once went from under 3 to all 16 between two looks.
 SLOW = """
 name = "slow"
 machine = "e5-2620v4-2s"
 workload = "dgemv"
-repetitions = 16
+repetitions = 32
 params = { n = 10000, reps = 200, threads = 16 }
 """
 
@@ -137,12 +139,12 @@ def test_a_lost_worker_does_not_lose_or_repeat_runs(tmp_path):
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        pytest.fail(f"the study did not finish after losing a worker; stored {len(_stored(results / 'numalab.db'))} of 16\n"
+        pytest.fail(f"the study did not finish after losing a worker; stored {len(_stored(results / 'numalab.db'))} of 32\n"
                     f"stdout: {out[-2000:]}\nstderr: {err[-2000:]}")
     assert proc.returncode == 0, err
-    assert "16 of 16 runs done: 16 ok" in out
+    assert "32 of 32 runs done: 32 ok" in out
     con = sqlite3.connect(results / "numalab.db")
-    assert con.execute("SELECT count(*), count(DISTINCT hash) FROM runs WHERE status = 'ok'").fetchone() == (16, 16)
+    assert con.execute("SELECT count(*), count(DISTINCT hash) FROM runs WHERE status = 'ok'").fetchone() == (32, 32)
     con.close()
 
 
