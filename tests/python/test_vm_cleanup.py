@@ -135,3 +135,64 @@ def test_vm_shell_without_a_terminal_is_refused(stdin):
     assert err.strip().splitlines() == [
         "numalab: vm shell needs a terminal on stdin (the guest's console never ends otherwise); "
         "to run a script in the guest: numalab vm run -- sh -c '...'"], err
+
+
+def _fake_qemu(script: str) -> list[str]:
+    return [sys.executable, "-c", textwrap.dedent(script)]
+
+
+def test_a_boot_without_its_ready_line_in_time_is_killed_as_hung(tmp_path):
+    from numalab.vm import qemu
+
+    pidfile = tmp_path / "qemu.pid"
+    fake = _fake_qemu(f"""
+        import os, time
+        open({str(pidfile)!r}, "w").write(str(os.getpid()))
+        print("Linux version 6.1 ...", flush=True)
+        time.sleep(600)
+    """)
+    start = time.monotonic()
+    with pytest.raises(qemu.BootHung, match=r"not ready within 1 s \(boot hung\).*\n.*Linux version"):
+        qemu.boot(fake, "READY", 600, ready_within_s=1)
+    assert time.monotonic() - start < 30
+    assert _gone(int(pidfile.read_text()))
+
+
+def test_a_guest_ready_in_time_runs_to_its_end_past_the_ready_limit():
+    from numalab.vm import qemu
+
+    fake = _fake_qemu("""
+        import time
+        print("x READY", flush=True)
+        time.sleep(1.5)
+        print("done", flush=True)
+    """)
+    b = qemu.boot(fake, "x READY", 60, ready_within_s=0.5)
+    assert b.returncode == 0 and b.ready_s is not None and b.console.endswith("done")
+
+
+def test_a_hung_boot_is_booted_once_more_and_said(tmp_path, monkeypatch):
+    from numalab.vm import run as vm_run
+
+    first = tmp_path / "first-boot"
+    fake = _fake_qemu(f"""
+        import os, time
+        if not os.path.exists({str(first)!r}):
+            open({str(first)!r}, "w").close()
+            time.sleep(600)
+        print("x READY", flush=True)
+    """)
+    monkeypatch.setattr(vm_run, "READY_WITHIN_S", 1.0)
+    said: list[str] = []
+    b = vm_run._boot_once_more_if_hung(fake, "x READY", 60, said.append)
+    assert b.returncode == 0 and b.ready_s is not None
+    assert len(said) == 1 and "boot hung" in said[0] and said[0].endswith("booting it once more")
+
+
+def test_a_boot_hung_twice_is_an_error(monkeypatch):
+    from numalab.vm import qemu
+    from numalab.vm import run as vm_run
+
+    monkeypatch.setattr(vm_run, "READY_WITHIN_S", 0.5)
+    with pytest.raises(qemu.BootHung):
+        vm_run._boot_once_more_if_hung(_fake_qemu("import time; time.sleep(600)"), "x READY", 60, lambda s: None)

@@ -41,6 +41,10 @@ class GuestTimeout(NumalabError):
     """The guest did not finish in time; QEMU was killed (exit code 1)."""
 
 
+class BootHung(GuestTimeout):
+    """The guest printed no READY line within ``boot``'s ``ready_within_s``; QEMU was killed."""
+
+
 class QemuFailed(NumalabError):
     """QEMU exited with an error before the guest finished (exit code 1)."""
 
@@ -267,12 +271,15 @@ def _death_signal():
 MAX_LINE = 1 << 16
 
 
-def boot(args: list[str], ready_line: str, timeout_s: float) -> Boot:
-    """Run QEMU, read its console, kill it after ``timeout_s`` (GuestTimeout) or on any way out:
-    an exception, a stop signal (``Stopped``), numalab's own death (PR_SET_PDEATHSIG)."""
+def boot(args: list[str], ready_line: str, timeout_s: float, ready_within_s: float | None = None) -> Boot:
+    """Run QEMU, read its console, kill it after ``timeout_s`` (GuestTimeout), after
+    ``ready_within_s`` without the ready line (BootHung), or on any way out: an exception, a stop
+    signal (``Stopped``), numalab's own death (PR_SET_PDEATHSIG)."""
     start = time.monotonic()
     tail: deque[str] = deque(maxlen=40)
     ready: list[float] = []
+    seen_ready = threading.Event()
+    hung = False
     with stop_on_signals():
         proc = subprocess.Popen(
             args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
@@ -287,11 +294,14 @@ def boot(args: list[str], ready_line: str, timeout_s: float) -> Boot:
                 tail.append(line)
                 if not ready and line.rstrip().endswith(ready_line):
                     ready.append(time.monotonic() - start)
+                    seen_ready.set()
 
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
         try:
-            rc = proc.wait(timeout=timeout_s)
+            if ready_within_s is not None and ready_within_s < timeout_s:
+                hung = not _ready_or_exited(proc, seen_ready, ready_within_s)
+            rc = None if hung else proc.wait(timeout=timeout_s - (time.monotonic() - start))
         except subprocess.TimeoutExpired:
             rc = None
         finally:
@@ -300,9 +310,21 @@ def boot(args: list[str], ready_line: str, timeout_s: float) -> Boot:
             console.close()
     if rc is None:
         last = "\n".join(f"  | {ln}" for ln in list(tail)[-10:])
+        if hung:
+            raise BootHung(f"the guest was not ready within {ready_within_s:g} s (boot hung); QEMU was killed. "
+                           f"Last console lines:\n{last}")
         where = "before it was ready (boot hung?)" if not ready else f"(ready after {ready[0]:.1f} s; the command hung?)"
         raise GuestTimeout(f"the guest did not finish within {timeout_s:g} s {where}; QEMU was killed. Last console lines:\n{last}")
     return Boot(rc, "\n".join(tail), ready[0] if ready else None, time.monotonic() - start)
+
+
+def _ready_or_exited(proc: subprocess.Popen, seen_ready: threading.Event, within_s: float) -> bool:
+    """Wait up to ``within_s`` for the ready line or QEMU's exit; False if neither came."""
+    end = time.monotonic() + within_s
+    while time.monotonic() < end:
+        if seen_ready.wait(min(0.2, max(0.0, end - time.monotonic()))) or proc.poll() is not None:
+            return True
+    return seen_ready.is_set() or proc.poll() is not None
 
 
 def _kill(proc: subprocess.Popen) -> None:
