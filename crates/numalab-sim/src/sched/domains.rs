@@ -140,6 +140,8 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
     };
     let mut child_span: Vec<Vec<usize>> = span_of.clone();
     let llc_weight = span_of.iter().map(|s| s.len()).max().unwrap_or(1);
+    // The node's CPUs (sched_init_numa()'s NODE level, cpumask_of_node()).
+    let node_weight = (0..n_pus).map(|c| pu_node.iter().filter(|&&n| n == pu_node[c]).count()).max().unwrap_or(1);
     for (k, d) in tiers.iter().copied().enumerate() {
         let span_of: Vec<Vec<usize>> = if d == 0 {
             (0..n_pus)
@@ -163,19 +165,18 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
         // cache_nice_tries 2 (v3.13 sd_numa_init(), v6.13 sd_init() with SD_NUMA).
         let imb_numa_nr = match rules.numa.imb_numa_nr {
             ImbNumaNr::Unused => 0,
-            // v6.13 build_sched_domains(): above the LLC, nr_llcs = span/llc span,
-            // imb = nr_llcs (or span >> 3 with one LLC), at least 1; higher NUMA levels scale it
-            // by max(1, span / span of the first NUMA level's parent).
-            ImbNumaNr::PerLlc if k == 0 => {
-                let nr_llcs = weight / llc_weight.max(1);
-                (if nr_llcs == 1 { weight >> 3 } else { nr_llcs }).max(1)
-            }
+            // v6.1/v6.13 build_sched_domains() runs its imb_numa_nr loop over the domains as
+            // built, before cpu_attach_domain() drops the degenerate ones: the LLC's parent is
+            // the node's level (sched_init_numa()'s NODE, "the NUMA identity distance"; x86's
+            // DIE is cpu_cpu_mask(), the node's CPUs too), not the first NUMA level. MC spans the
+            // node here, so nr_llcs = node span / LLC span = 1 and imb = max(1, node span >> 3)
+            // ("allow an imbalance up to 12.5% of the node"); imb_span is the first SD_NUMA
+            // level's span, and every NUMA level takes imb x max(1, its span / imb_span).
             ImbNumaNr::PerLlc => {
-                let first = out[1].imb_numa_nr;
-                // imb_span: the second NUMA level's span (this one's, when it is that level).
-                let imb_span =
-                    out.get(2).map_or(weight, |d: &Domain| d.span_of.iter().map(Vec::len).max().unwrap_or(1));
-                first * (weight / imb_span.max(1)).max(1)
+                let nr_llcs = node_weight / llc_weight.max(1);
+                let imb = (if nr_llcs == 1 { node_weight >> 3 } else { nr_llcs }).max(1);
+                let imb_span = out.get(1).map_or(weight, |d: &Domain| d.span_of.iter().map(Vec::len).max().unwrap_or(1));
+                imb * (weight / imb_span.max(1)).max(1)
             }
         };
         let dom = Domain {
