@@ -86,8 +86,8 @@ fn k313_fork_leaves_for_an_idle_remote_node_at_once() {
 fn k6_fork_stays_on_the_parents_node_within_the_numa_imbalance_allowance() {
     // v6.13 build_sched_domains(): the LLC's parent is the node (NODE level, 16 CPUs, one LLC),
     // imb = max(1, 16 >> 3) = 2, and NUMA21 (the first NUMA level) takes 2 x max(1, 32 / 32).
-    // Worker 1: 1 running + 1 <= 2 and an idle-CPU difference of 1 <= 2: stays (next idle
-    // core). Worker 2: 2 + 1 > 2 and node 1 has more idle CPUs: it goes there.
+    // Worker 1: 1 running + 1 <= 2 and an idle-CPU difference of 1 <= NUMA_IMBALANCE_MIN (2):
+    // stays (next idle core). Worker 2: 2 + 1 > 2 and node 1 has more idle CPUs: it goes there.
     let s = create(&two_nodes_16(), Kernel::V6_13, 3);
     assert_eq!(s.cpu[0], 0, "exec stays: its own CPU counts as idle");
     assert_eq!(nodes(&s), vec![0, 0, 1]);
