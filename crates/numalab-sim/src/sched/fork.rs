@@ -282,9 +282,14 @@ impl Sched {
                     // imb_numa_nr capped by the task's allowed CPUs in the local group.
                     let imb_nr = d.imb_numa_nr.min(local_allowed.max(1));
                     let imbalance = local.g.idle.abs_diff(idl.g.idle);
+                    if imbalance == 0 {
+                        // adjust_numa_imbalance() returns the imbalance itself: 0, so the local
+                        // group stays ("if (!adjust_numa_imbalance(...)) return NULL;").
+                        return Err("NUMA: idle-CPU difference 0".into());
+                    }
                     if adjust_numa_imbalance(imbalance, local.g.nr + 1, imb_nr) == 0 {
                         return Err(format!(
-                            "NUMA imbalance allowance: {} running + 1 <= imb_numa_nr {imb_nr}, idle-CPU difference {imbalance}",
+                            "NUMA imbalance allowance: {} running + 1 <= imb_numa_nr {imb_nr}, idle-CPU difference {imbalance} <= {NUMA_IMBALANCE_MIN}",
                             local.g.nr
                         ));
                     }
