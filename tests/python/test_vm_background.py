@@ -141,8 +141,9 @@ def test_with_the_guests_background_the_simulator_moves_sleeping_threads_across_
     busy 283 and 266; passive 0 and 15, 0 and 10). Under 6.1 (the guest's kernel) without the
     host model vm-2x4 oversubscribed no longer moves its team (2 of 16, 3 moves across nodes):
     6.1's 12 ms slices keep a CPU's two threads back to back (the next test); the 15 of 16 seen
-    before came from one wake-up pile-up (4 threads on a vCPU) that the old fork order made; with
-    the host model it moves 16 of 16, as the guest (test_with_the_host_running_the_vcpus_...)."""
+    before came from one pile-up in that run's course (4 threads runnable on one vCPU at 1.39 s,
+    then 80 idle pulls across nodes), which the new fork order does not meet; with the host model
+    it moves 16 of 16, as the guest (test_with_the_host_running_the_vcpus_...)."""
     case = check.CASES[name]
     spec = _spec(case, kernel)
     quiet = check.sim_side(spec)
