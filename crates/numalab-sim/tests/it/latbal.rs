@@ -18,7 +18,8 @@ fn latbal() -> SimConfig {
 fn on_an_idle_machine_single_threaded_copies_allocate_locally() {
     let m = machine4();
     let mut w = stream_like(32, 1, Pattern::Block, 2);
-    // Three copies on four nodes: one node stays without pages for the indicator's comparison.
+    // Three copies on four nodes: one node stays without pages for the indicator's comparison
+    // (imb_numa_nr is 1 on these 4-CPU nodes, so four copies would take a node each).
     w.processes = 3;
     let local = simulate(&m, &w, &unpinned(), &SimConfig::default()).unwrap();
     let lb = simulate(&m, &w, &unpinned(), &latbal()).unwrap();
