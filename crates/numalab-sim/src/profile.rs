@@ -503,8 +503,9 @@ pub enum NumaLevels {
 pub enum ImbNumaNr {
     /// No `sd->imb_numa_nr` (v3.13 `sd_numa_init()`).
     Unused,
-    /// v5.18+ `build_sched_domains()`: LLCs in the first NUMA level (span >> 3 with one LLC),
-    /// scaled up for higher levels.
+    /// v5.18+ `build_sched_domains()`: set at the LLC's parent, which spans the node (its LLCs,
+    /// or node span >> 3 with one LLC, at least 1), scaled up for NUMA levels wider than the
+    /// first (`sched/domains.rs`).
     PerLlc,
 }
 

@@ -139,7 +139,9 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
         DomainIntervals::SpanWeight => (None, None, None),
     };
     let mut child_span: Vec<Vec<usize>> = span_of.clone();
-    let llc_weight = span_of.iter().map(|s| s.len()).max().unwrap_or(1);
+    // MC spans the node here (one LLC per node), so the LLC's parent and the LLC have one span.
+    let node_weight = span_of.iter().map(|s| s.len()).max().unwrap_or(1);
+    let llc_imb = llc_parent_imb_numa_nr(node_weight, node_weight);
     for (k, d) in tiers.iter().copied().enumerate() {
         let span_of: Vec<Vec<usize>> = if d == 0 {
             (0..n_pus)
@@ -163,19 +165,11 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
         // cache_nice_tries 2 (v3.13 sd_numa_init(), v6.13 sd_init() with SD_NUMA).
         let imb_numa_nr = match rules.numa.imb_numa_nr {
             ImbNumaNr::Unused => 0,
-            // v6.13 build_sched_domains(): above the LLC, nr_llcs = span/llc span,
-            // imb = nr_llcs (or span >> 3 with one LLC), at least 1; higher NUMA levels scale it
-            // by max(1, span / span of the first NUMA level's parent).
-            ImbNumaNr::PerLlc if k == 0 => {
-                let nr_llcs = weight / llc_weight.max(1);
-                (if nr_llcs == 1 { weight >> 3 } else { nr_llcs }).max(1)
-            }
+            // imb_span: the first SD_NUMA domain's span (this one's, when it is that domain).
             ImbNumaNr::PerLlc => {
-                let first = out[1].imb_numa_nr;
-                // imb_span: the second NUMA level's span (this one's, when it is that level).
                 let imb_span =
-                    out.get(2).map_or(weight, |d: &Domain| d.span_of.iter().map(Vec::len).max().unwrap_or(1));
-                first * (weight / imb_span.max(1)).max(1)
+                    out.get(1).map_or(weight, |d: &Domain| d.span_of.iter().map(Vec::len).max().unwrap_or(1));
+                llc_imb * (weight / imb_span.max(1)).max(1)
             }
         };
         let dom = Domain {
@@ -211,6 +205,24 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
     out
 }
 
+/// v6.1 / v6.13 `kernel/sched/topology.c: build_sched_domains()`, the loop after the groups are
+/// built ("Calculate an allowed NUMA imbalance such that LLCs do not get imbalanced"): per CPU,
+/// over its domains as `build_sched_domain()` made them, before `cpu_attach_domain()` drops the
+/// degenerate ones. The first domain without `SD_SHARE_PKG_RESOURCES` (6.13: `SD_SHARE_LLC`)
+/// whose child has it, the LLC's parent, gets `imb`: `nr_llcs = span / child span`, `imb = span
+/// >> 3` ("an imbalance up to 12.5% of the node") with one LLC, else `nr_llcs`, at least 1.
+/// That parent spans the node: x86's `DIE` (6.13 `PKG`), `cpu_cpu_mask()` =
+/// `cpumask_of_node(cpu_to_node(cpu))` (`include/linux/topology.h`), or, where a package holds
+/// several nodes and `arch/x86/kernel/smpboot.c` leaves `DIE`/`PKG` out
+/// (`x86_numa_in_package_topology`, 6.13 `build_sched_topology()`), `sched_init_numa()`'s `NODE`
+/// level, which has no `SD_NUMA`. Every domain above takes `imb x max(1, span / imb_span)`,
+/// `imb_span` being the first `SD_NUMA` ancestor's span.
+fn llc_parent_imb_numa_nr(node_weight: usize, llc_weight: usize) -> usize {
+    let nr_llcs = node_weight / llc_weight.max(1);
+    let imb = if nr_llcs == 1 { node_weight >> 3 } else { nr_llcs };
+    imb.max(1)
+}
+
 /// Each CPU's groups: its own child span first, then the child span of every CPU of its span
 /// not yet covered, in CPU order.
 fn groups(span_of: &[Vec<usize>], child_span: &[Vec<usize>]) -> Vec<Vec<Vec<usize>>> {
@@ -225,4 +237,51 @@ fn groups(span_of: &[Vec<usize>], child_span: &[Vec<usize>]) -> Vec<Vec<Vec<usiz
             out
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::build;
+    use crate::input::Kernel;
+
+    fn machine(nodes: usize, cores: usize, distances: &str) -> numalab_model::Machine {
+        let spec = format!(
+            r#"{{"name": "m", "description": "test",
+            "topology": {{"packages": {nodes}, "nodes_per_package": 1, "cores_per_node": {cores}}},
+            "memory": {{"node_gib": 1}},
+            "distances": {distances},
+            "latency": {{"local_ns": 100}},
+            "bandwidth": {{"node_gbps": 10}},
+            "core": {{"frequency_ghz": 2.0, "mlp": 10}}}}"#
+        );
+        numalab_model::MachineSpec::from_json(&spec).unwrap().resolve().unwrap()
+    }
+
+    fn imb(m: &numalab_model::Machine, kernel: Kernel) -> Vec<usize> {
+        build(m, kernel).iter().map(|d| d.imb_numa_nr).collect()
+    }
+
+    /// Square SLIT 10/16/22, as `vm-4x2`: the first NUMA level spans 3 nodes.
+    const SQUARE: &str = "[[10,16,16,22],[16,10,22,16],[16,22,10,16],[22,16,16,10]]";
+
+    #[test]
+    fn imb_numa_nr_is_an_eighth_of_the_node_at_least_one() {
+        // Nodes of 2 and 4 CPUs: 2 >> 3 = 4 >> 3 = 0, so 1 at every NUMA level (NUMA16 spans 3
+        // nodes, NUMA22 all 4: 8 / 6 and 16 / 12 are 1). 16 CPUs: 16 >> 3 = 2.
+        for kernel in [Kernel::V6_1, Kernel::V6_13] {
+            assert_eq!(imb(&machine(4, 2, SQUARE), kernel), vec![0, 1, 1]);
+            assert_eq!(imb(&machine(4, 4, SQUARE), kernel), vec![0, 1, 1]);
+            assert_eq!(imb(&machine(2, 16, "[[10,21],[21,10]]"), kernel), vec![0, 2]);
+        }
+        // v3.13 has no imb_numa_nr.
+        assert_eq!(imb(&machine(2, 16, "[[10,21],[21,10]]"), Kernel::V3_13), vec![0, 0]);
+    }
+
+    #[test]
+    fn higher_numa_levels_scale_it_by_their_span_over_the_first_numa_levels() {
+        // Nodes of 16 CPUs in pairs at 12, the pairs at 20: imb 2 at NUMA12 (32 CPUs, imb_span),
+        // 2 x 64 / 32 = 4 at NUMA20.
+        let d = "[[10,12,20,20],[12,10,20,20],[20,20,10,12],[20,20,12,10]]";
+        assert_eq!(imb(&machine(4, 16, d), Kernel::V6_13), vec![0, 2, 4]);
+    }
 }

@@ -282,9 +282,14 @@ impl Sched {
                     // imb_numa_nr capped by the task's allowed CPUs in the local group.
                     let imb_nr = d.imb_numa_nr.min(local_allowed.max(1));
                     let imbalance = local.g.idle.abs_diff(idl.g.idle);
+                    if imbalance == 0 {
+                        // adjust_numa_imbalance() returns the imbalance itself: 0, so the local
+                        // group stays ("if (!adjust_numa_imbalance(...)) return NULL;").
+                        return Err("NUMA: idle-CPU difference 0".into());
+                    }
                     if adjust_numa_imbalance(imbalance, local.g.nr + 1, imb_nr) == 0 {
                         return Err(format!(
-                            "NUMA imbalance allowance: {} running + 1 <= imb_numa_nr {imb_nr}, idle-CPU difference {imbalance}",
+                            "NUMA imbalance allowance: {} running + 1 <= imb_numa_nr {imb_nr}, idle-CPU difference {imbalance} <= {NUMA_IMBALANCE_MIN}",
                             local.g.nr
                         ));
                     }
@@ -298,15 +303,36 @@ impl Sched {
     }
 }
 
-/// v6.13 `kernel/sched/fair.c: adjust_numa_imbalance()`: no imbalance while the destination
-/// would run at most `imb_numa_nr` tasks and the imbalance is at most that (a small imbalance
-/// keeps communicating tasks together).
+/// v6.1 and v6.13 `kernel/sched/fair.c`: `NUMA_IMBALANCE_MIN`, the imbalance a lightly loaded
+/// destination tolerates ("a simple pair of communicating tasks").
+const NUMA_IMBALANCE_MIN: usize = 2;
+
+/// v6.1 and v6.13 `kernel/sched/fair.c: adjust_numa_imbalance()`: no imbalance while the
+/// destination would run at most `imb_numa_nr` tasks ("if (dst_running > imb_numa_nr) return
+/// imbalance;") and the imbalance is at most `NUMA_IMBALANCE_MIN`, whatever `imb_numa_nr` is.
 pub(super) fn adjust_numa_imbalance(imbalance: usize, dst_running: usize, imb_numa_nr: usize) -> usize {
     if dst_running > imb_numa_nr {
         return imbalance;
     }
-    if imbalance <= imb_numa_nr {
+    if imbalance <= NUMA_IMBALANCE_MIN {
         return 0;
     }
     imbalance
+}
+
+#[cfg(test)]
+mod tests {
+    use super::adjust_numa_imbalance;
+
+    #[test]
+    fn a_lightly_loaded_destination_tolerates_two_tasks_of_imbalance_whatever_imb_numa_nr() {
+        // imb_numa_nr 1 (a node of fewer than 16 CPUs): a destination that would run 1 task
+        // keeps an idle-CPU difference of 2 (NUMA_IMBALANCE_MIN), not only of 1.
+        assert_eq!(adjust_numa_imbalance(2, 1, 1), 0);
+        assert_eq!(adjust_numa_imbalance(3, 1, 1), 3);
+        // With 2 tasks it would run more than imb_numa_nr: the imbalance stands.
+        assert_eq!(adjust_numa_imbalance(1, 2, 1), 1);
+        // A larger imb_numa_nr does not raise the tolerated imbalance above 2.
+        assert_eq!(adjust_numa_imbalance(3, 2, 4), 3);
+    }
 }

@@ -18,14 +18,16 @@ fn latbal() -> SimConfig {
 fn on_an_idle_machine_single_threaded_copies_allocate_locally() {
     let m = machine4();
     let mut w = stream_like(32, 1, Pattern::Block, 2);
-    w.processes = 4;
+    // Three copies on four nodes: one node stays without pages for the indicator's comparison
+    // (imb_numa_nr is 1 on these 4-CPU nodes, so four copies would take a node each).
+    w.processes = 3;
     let local = simulate(&m, &w, &unpinned(), &SimConfig::default()).unwrap();
     let lb = simulate(&m, &w, &unpinned(), &latbal()).unwrap();
     // Each copy allocates on the node it runs on, as the default policy does.
     assert_eq!(lb.pages_per_node, local.pages_per_node);
     assert!(lb.pages_per_node.iter().filter(|&&p| p > 0).count() > 1, "{:?}", lb.pages_per_node);
     let rep = lb.latency_balanced.expect("the policy reports");
-    assert_eq!(rep.decisions.len(), 4);
+    assert_eq!(rep.decisions.len(), 3);
     assert!(
         rep.decisions.iter().all(|d| d.balanced && d.node == d.cpu_node && d.why == "first"),
         "{:?}",

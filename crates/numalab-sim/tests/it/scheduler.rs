@@ -30,6 +30,19 @@ fn two_nodes() -> Machine {
     MachineSpec::from_json(spec).unwrap().resolve().unwrap()
 }
 
+/// Two nodes of sixteen cores: 6.x allows a NUMA imbalance of max(1, 16 >> 3) = 2 tasks.
+fn two_nodes_16() -> Machine {
+    let spec = r#"{"name": "2n16", "description": "two nodes of sixteen cores",
+        "topology": {"packages": 2, "nodes_per_package": 1, "cores_per_node": 16},
+        "memory": {"node_gib": 1},
+        "distances": [[10,21],[21,10]],
+        "latency": {"local_ns": 100},
+        "bandwidth": {"node_gbps": 10},
+        "links": [{"nodes": [0,1], "gbps": 6}],
+        "core": {"frequency_ghz": 2.0, "mlp": 10}}"#;
+    MachineSpec::from_json(spec).unwrap().resolve().unwrap()
+}
+
 /// Create `n` threads of one process in order (exec, then forks from thread 0).
 fn create(m: &Machine, kernel: Kernel, n: usize) -> Sched {
     let mut s = Sched::new(m, &unbound(), kernel, 1, n).unwrap();
@@ -71,15 +84,25 @@ fn k313_fork_leaves_for_an_idle_remote_node_at_once() {
 
 #[test]
 fn k6_fork_stays_on_the_parents_node_within_the_numa_imbalance_allowance() {
-    // v6.13: imb_numa_nr = 2 LLCs in the NUMA21 span. Worker 1: 1 running + 1 <= 2 and an
-    // idle-CPU difference of 1 <= 2: stays (next idle core). Worker 2: 2 + 1 > 2 and node 1 has
-    // more idle CPUs: it goes there. Worker 3: node 1 has spare and node 0 as many idle CPUs
-    // after... (2 idle vs 3): node 1 again.
-    let s = create(&two_nodes(), Kernel::V6_13, 4);
+    // v6.13 build_sched_domains(): the LLC's parent is the node (NODE level, 16 CPUs, one LLC),
+    // imb = max(1, 16 >> 3) = 2, and NUMA21 (the first NUMA level) takes 2 x max(1, 32 / 32).
+    // Worker 1: 1 running + 1 <= 2 and an idle-CPU difference of 1 <= NUMA_IMBALANCE_MIN (2):
+    // stays (next idle core). Worker 2: 2 + 1 > 2 and node 1 has more idle CPUs: it goes there.
+    let s = create(&two_nodes_16(), Kernel::V6_13, 3);
     assert_eq!(s.cpu[0], 0, "exec stays: its own CPU counts as idle");
-    assert_eq!(nodes(&s), vec![0, 0, 1, 1]);
+    assert_eq!(nodes(&s), vec![0, 0, 1]);
     assert!(s.log[1].why.contains("NUMA imbalance allowance"), "{}", s.log[1].why);
     assert_ne!(s.cpu[0], s.cpu[1], "the worker takes the idle core, not its parent's");
+}
+
+#[test]
+fn k6_fork_on_a_four_cpu_node_allows_an_imbalance_of_one_task() {
+    // Nodes of four CPUs: imb = max(1, 4 >> 3) = 1 (not the two LLCs of the NUMA21 span).
+    // Worker 1: 1 running + 1 > 1, so the allowance does not apply and node 1, with more idle
+    // CPUs (4 against 3), takes it.
+    let s = create(&two_nodes(), Kernel::V6_13, 2);
+    assert_eq!(nodes(&s), vec![0, 1]);
+    assert!(s.log[1].why.contains("NUMA21: idlest group"), "{}", s.log[1].why);
 }
 
 /// Threads created at 0 (each with its kernel's initial PELT load), then put on `cpus`.
@@ -214,13 +237,14 @@ fn wake_affine_reads_pelt_loads_not_task_counts() {
 fn a_fork_avoids_the_cpu_of_a_sleeper_by_its_blocked_utilisation_in_6_13() {
     // Thread 0 runs on CPU 0, thread 1 fell asleep on CPU 1 at 1 ms; thread 0 forks thread 2 at
     // 10 ms. 6.13: the NUMA level keeps it on node 0 (adjust_numa_imbalance(1, 2, 2) = 0); at
-    // MC, CPUs 1, 2 and 3 are idle single-CPU groups of type has_spare with one idle CPU each,
+    // MC, CPUs 1 to 15 are idle single-CPU groups of type has_spare with one idle CPU each,
     // and update_pick_idlest() takes the lowest group_util: CPU 1 still carries the sleeper's
     // decaying util_avg, so CPU 2 (counting tasks, CPU 1 would come first). 3.13's
     // runnable_load_avg leaves the sleeper out: node 0's 1023 / 4 against node 1's 0 moves the
     // fork to node 1 (CPU 4, then CPU 5 at MC: "100 x 0 < 112 x 0" is false, §3).
-    for (kernel, want) in [(Kernel::V6_13, 2), (Kernel::V3_13, 5)] {
-        let mut s = Sched::new(&two_nodes(), &unbound(), kernel, 1, 3).unwrap();
+    // (6.13 on nodes of sixteen CPUs, where the allowance is 2 tasks: two_nodes_16().)
+    for (kernel, m, want) in [(Kernel::V6_13, two_nodes_16(), 2), (Kernel::V3_13, two_nodes(), 5)] {
+        let mut s = Sched::new(&m, &unbound(), kernel, 1, 3).unwrap();
         s.set_options(None, true);
         s.place_new(0, None, &[false, false, false]);
         s.place_new(1, Some(0), &[true, false, false]);
