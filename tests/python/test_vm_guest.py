@@ -49,13 +49,26 @@ def _guest_once_more(c: check.Comparison) -> check.Comparison:
     return check.compare(c.case, timeout_s=600)
 
 
+#: Cases whose simulated side falls short of the case's expectation for a stated reason. The
+#: shortfall is asserted as stated, so a model that closes the gap fails here until it is removed.
+#: - vm-8 oversubscribed under 6.1: 13 moves on 5 of 16 threads, where `move()` asks half the team
+#:   (the guest moved 16 of 16): its vCPUs sit idle 74 % of the run and balance more, which the
+#:   host model does not cover on one vCPU per node; no 6.1 rule on the path differs
+#:   (docs/scheduler.md §10.7).
+SIM_SHORT = {"sched-oversubscribed-8": "threads migrated, expected >= 0.5 of them"}
+
+
 @pytest.mark.parametrize("name", [_case(n) for n, c in check.CASES.items() if c.machine not in check.MULTI_CPU_MACHINES])
 def test_guest_and_simulator_agree(guest, vm_compared, name):
     c = vm_compared(name)
-    if not c.ok and c.case.sched:
+    if c.case.sched and set(c.failures) - {"sim"}:
         c = _guest_once_more(c)
     text = check.report(c)
-    assert c.ok, text
+    failures = dict(c.failures)
+    if name in SIM_SHORT:
+        assert SIM_SHORT[name] in failures.pop("sim", ""), f"the known shortfall is gone: remove {name} from SIM_SHORT\n{text}"
+        assert c.sim.threads.migrated > 0, text
+    assert not failures, text
     assert c.kernel_release == guest.kernel_version
     # Both sides placed the same pages: the guest's anonymous pages are the arrays plus a few
     # (each thread's stack, libc's heap: 14 pages with 4 threads), so totals agree within 2% and
