@@ -17,30 +17,28 @@ fn unbound() -> Placement {
     }
 }
 
-/// 2 nodes x 4 cores, one PU per core, distance 21 (one LLC per node).
-fn two_nodes() -> Machine {
-    let spec = r#"{"name": "2n", "description": "two nodes of four cores",
-        "topology": {"packages": 2, "nodes_per_package": 1, "cores_per_node": 4},
-        "memory": {"node_gib": 1},
+/// 2 nodes x `cores` cores, one PU per core, distance 21 (one LLC per node).
+fn two_nodes_of(cores: usize) -> Machine {
+    let spec = format!(
+        r#"{{"name": "2n{cores}", "description": "two nodes of {cores} cores",
+        "topology": {{"packages": 2, "nodes_per_package": 1, "cores_per_node": {cores}}},
+        "memory": {{"node_gib": 1}},
         "distances": [[10,21],[21,10]],
-        "latency": {"local_ns": 100},
-        "bandwidth": {"node_gbps": 10},
-        "links": [{"nodes": [0,1], "gbps": 6}],
-        "core": {"frequency_ghz": 2.0, "mlp": 10}}"#;
-    MachineSpec::from_json(spec).unwrap().resolve().unwrap()
+        "latency": {{"local_ns": 100}},
+        "bandwidth": {{"node_gbps": 10}},
+        "links": [{{"nodes": [0,1], "gbps": 6}}],
+        "core": {{"frequency_ghz": 2.0, "mlp": 10}}}}"#
+    );
+    MachineSpec::from_json(&spec).unwrap().resolve().unwrap()
+}
+
+fn two_nodes() -> Machine {
+    two_nodes_of(4)
 }
 
 /// Two nodes of sixteen cores: 6.x allows a NUMA imbalance of max(1, 16 >> 3) = 2 tasks.
 fn two_nodes_16() -> Machine {
-    let spec = r#"{"name": "2n16", "description": "two nodes of sixteen cores",
-        "topology": {"packages": 2, "nodes_per_package": 1, "cores_per_node": 16},
-        "memory": {"node_gib": 1},
-        "distances": [[10,21],[21,10]],
-        "latency": {"local_ns": 100},
-        "bandwidth": {"node_gbps": 10},
-        "links": [{"nodes": [0,1], "gbps": 6}],
-        "core": {"frequency_ghz": 2.0, "mlp": 10}}"#;
-    MachineSpec::from_json(spec).unwrap().resolve().unwrap()
+    two_nodes_of(16)
 }
 
 /// Create `n` threads of one process in order (exec, then forks from thread 0).
