@@ -217,6 +217,18 @@ impl Sched {
         self.load.sleep_at[tid] = f64::INFINITY;
     }
 
+    /// Thread `tid`, just woken (`resumes`), waits on its CPU's wake list (`wakelist.rs`): on
+    /// no run queue, its signals stay blocked until the CPU enqueues it (`enqueued_at`). The
+    /// kernel's first PELT update after the sleep is the enqueue's (v6.1 kernel/sched/core.c:
+    /// `sched_ttwu_pending()` → `ttwu_do_activate()` → `activate_task()`; fair.c:
+    /// `enqueue_entity()` → `update_load_avg()`, where `__update_load_avg_se()` sees `se->on_rq`
+    /// still 0): the time on the list decays as sleep, neither runnable nor running.
+    pub(super) fn waits_off_runqueue(&mut self, tid: usize) {
+        // resumes() brought the signals to the wake-up: asleep from there on.
+        self.load.sleep_at[tid] = self.load.sleep_at[tid].min(self.loads_at_s);
+        self.load.version += 1;
+    }
+
     /// Thread `tid` exited at `t_s`: its load leaves its run queue (`task_dead_fair()`,
     /// `remove_entity_load_avg()`; v3.13 `dequeue_entity_load_avg()`).
     pub fn exits(&mut self, tid: usize, t_s: f64) {
@@ -535,6 +547,38 @@ mod tests {
         s.update_loads(0.2);
         assert_ne!(s.cpu_load_avg(0), l0 + l1);
         assert_eq!(s.cpu_load_pair(1, 0, &[true, false], 1, which), (0, s.cpu_load_avg(0)));
+    }
+
+    #[test]
+    fn a_task_on_a_wake_list_decays_as_asleep_until_its_cpu_enqueues_it() {
+        // Thread 0 runs alone 200 ms, sleeps, is woken at 300 ms onto a wake list and enqueued
+        // at 350 ms (sched_ttwu_pending() → enqueue_entity()'s first update_load_avg()): its
+        // signals at 350 ms and after are those of a thread asleep until 350 ms, and below
+        // those of one enqueued at the wake-up.
+        let run = |listed: bool, woken_s: f64| {
+            let mut s = alone(Kernel::V6_1, None);
+            s.sleeps_at(0, 0.2);
+            s.resumes(0, woken_s);
+            if listed {
+                s.queue_wakelist(0);
+                s.update_loads(0.34);
+                s.flush_wakelist(0, 0.35);
+            }
+            // The task's own util_avg (the CPU's reads util_est's larger estimate), and the
+            // CPU's runnable_avg.
+            let at = s.cpu_signals(0.35, &[true, false])[0].runnable;
+            let util = s.load.pelt[0].map_or(0, |p| p.util());
+            let later = s.cpu_signals(0.36, &[true, false])[0].runnable;
+            (util, at, s.load.pelt[0].map_or(0, |p| p.util()), later)
+        };
+        let (listed, asleep, woken) = (run(true, 0.3), run(false, 0.35), run(false, 0.3));
+        assert_eq!(listed, asleep);
+        // 200 ms alone bring util_avg near 1024, 150 ms asleep to a 26th (y^150, y^32 = 1/2):
+        // about 40; 50 ms runnable from 300 ms bring it back above half.
+        assert!(listed.0 < 60 && woken.0 > 500, "listed {listed:?}, woken {woken:?}");
+        assert!(listed.1 < 60 && woken.1 > 500, "listed {listed:?}, woken {woken:?}");
+        // Enqueued, it runs: 10 ms more raise both.
+        assert!(listed.2 > listed.0 + 100 && listed.3 > listed.1 + 100, "{listed:?}");
     }
 
     #[test]

@@ -34,18 +34,23 @@ impl Sched {
         }
     }
 
-    /// `tid` waits on its CPU's wake list.
+    /// `tid` waits on its CPU's wake list, its PELT signals blocked until then (`load.rs`).
     pub fn queue_wakelist(&mut self, tid: usize) {
         self.on_wakelist[tid] = true;
+        self.waits_off_runqueue(tid);
     }
 
     /// `cpu` handles its IPI at `now_s`: the tasks on its wake list join its run queue
     /// (`sched_ttwu_pending()` → `ttwu_do_activate()`, a wake-up of the run queue).
     pub fn flush_wakelist(&mut self, cpu: usize, now_s: f64) {
         let mut any = false;
-        for (t, w) in self.on_wakelist.iter_mut().enumerate() {
-            any |= *w && self.cpu[t] == cpu;
-            *w &= self.cpu[t] != cpu;
+        for t in 0..self.on_wakelist.len() {
+            if self.on_wakelist[t] && self.cpu[t] == cpu {
+                self.on_wakelist[t] = false;
+                // enqueue_entity()'s update_load_avg(): runnable from here.
+                self.resumes(t, now_s);
+                any = true;
+            }
         }
         if any {
             self.ttwu_do_wakeup(cpu, now_s);
