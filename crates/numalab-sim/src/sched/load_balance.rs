@@ -15,7 +15,6 @@
 
 use super::lb_stats::{self, group_classify, Idle, LbStats, Migration, Spread};
 use super::load::CpuSig;
-use super::newidle;
 use super::pelt::CAPACITY;
 use super::wake::Why;
 use super::{GroupLoad, Sched, HZ, MIGRATION_COST_S};
@@ -86,20 +85,18 @@ impl Sched {
         let mut moved = Vec::new();
         let ncpu = nr.len();
         let gated = self.rules.newidle_gate == NewidleGate::AvgIdleAboveCost;
-        let cost: Vec<f64> = self.noise.as_ref().map_or(Vec::new(), |nz| nz.newidle_lb_cost_s().to_vec());
-        let full = newidle::full_cost(&cost, self.domains.len());
         // Background work running now was woken there (ttwu_do_wakeup(), seen at the epoch's
         // end); the threads' wake-ups sample as they happen (`newidle.rs: ttwu_do_wakeup`).
         for cpu in 0..nr.len() {
             if self.noise.as_ref().is_some_and(|nz| nz.active_at(cpu, now_s)) {
-                self.idle_avg.woke(cpu, now_s, full);
+                self.ttwu_do_wakeup(cpu, now_s);
             }
         }
         for cpu in 0..ncpu {
             if self.was_busy[cpu] && nr[cpu] == 0 && !self.ttwu_pending[cpu] {
                 self.idle_avg.went_idle(cpu, now_s);
                 for l in 0..self.domains.len() {
-                    if gated && !self.idle_avg.allows(cpu, l, &cost) {
+                    if gated && !self.idle_avg.allows_level(cpu, l) {
                         break;
                     }
                     let (got, done) = self.load_balance(now_s, cpu, l, Idle::Newly, &mut nr, live, &mut sig);

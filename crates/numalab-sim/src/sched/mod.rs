@@ -343,6 +343,7 @@ impl Sched {
     /// keep the decisions for `--explain-sched`.
     pub fn set_options(&mut self, noise_seed: Option<u64>, explain: bool) {
         self.noise = noise_seed.map(|seed| Noise::new(seed, self.pu_node.clone()));
+        self.refresh_newidle_costs();
         self.explain = explain;
     }
 
@@ -350,6 +351,7 @@ impl Sched {
     /// docs/scheduler.md §10.3) instead of §6's estimates.
     pub fn set_background(&mut self, seed: u64, bg: Background) {
         self.noise = Some(Noise::with(seed, self.pu_node.clone(), bg));
+        self.refresh_newidle_costs();
     }
 
     /// Thread `tid` last ran at `t_s`: at a barrier's release, its arrival plus libgomp's spin

@@ -9,6 +9,7 @@
 //! `newidle_lb_cost_s`, the guest's measured `max_newidle_lb_cost`), each balance costing that
 //! maximum, which is held: the kernel's decays by 1 % a second (`update_newidle_cost()`).
 
+use super::domains::Domain;
 use super::{Sched, MIGRATION_COST_S};
 
 #[derive(Clone, Debug)]
@@ -17,12 +18,35 @@ pub(super) struct IdleAvg {
     avg_idle_s: Vec<f64>,
     /// Per CPU: `rq->idle_stamp`, when it went idle (none once woken or after a pull).
     idle_stamp_s: Vec<Option<f64>>,
+    /// Per CPU, per modelled level: one newly idle balance's cost there (`level_costs`).
+    level_cost_s: Vec<Vec<f64>>,
 }
 
 impl IdleAvg {
-    /// `sched_init()`: `rq->avg_idle = 2*sysctl_sched_migration_cost`.
+    /// `sched_init()`: `rq->avg_idle = 2*sysctl_sched_migration_cost`; balancing free.
     pub(super) fn new(ncpu: usize) -> Self {
-        IdleAvg { avg_idle_s: vec![2.0 * MIGRATION_COST_S; ncpu], idle_stamp_s: vec![None; ncpu] }
+        IdleAvg {
+            avg_idle_s: vec![2.0 * MIGRATION_COST_S; ncpu],
+            idle_stamp_s: vec![None; ncpu],
+            level_cost_s: vec![Vec::new(); ncpu],
+        }
+    }
+
+    /// The levels' costs from the guest's measured ones (`level_costs`).
+    pub(super) fn set_costs(&mut self, domains: &[Domain], given: &[f64]) {
+        for (cpu, c) in self.level_cost_s.iter_mut().enumerate() {
+            *c = level_costs(domains, cpu, given);
+        }
+    }
+
+    /// `allows()` with `cpu`'s own level costs.
+    pub(super) fn allows_level(&self, cpu: usize, l: usize) -> bool {
+        self.allows(cpu, l, &self.level_cost_s[cpu])
+    }
+
+    /// `cpu`'s domains all balanced once (`rebalance_domains()`'s `max_cost`).
+    pub(super) fn full_cost_s(&self, cpu: usize) -> f64 {
+        self.level_cost_s[cpu].iter().sum()
     }
 
     /// `newidle_balance()`: "this_rq->idle_stamp = rq_clock(this_rq)".
@@ -67,9 +91,14 @@ impl Sched {
     /// balance pulls onto an idle CPU leaves `rq->idle_stamp` set, so the spell closes at the
     /// CPU's next wake-up, however long it has been busy meanwhile (under the cap).
     pub fn ttwu_do_wakeup(&mut self, cpu: usize, now_s: f64) {
-        let cost = self.noise.as_ref().map_or(&[][..], |nz| nz.newidle_lb_cost_s());
-        let full = full_cost(cost, self.domains.len());
+        let full = self.idle_avg.full_cost_s(cpu);
         self.idle_avg.woke(cpu, now_s, full);
+    }
+
+    /// The newly idle costs per level from the background's (`Background::newidle_lb_cost_s`).
+    pub(super) fn refresh_newidle_costs(&mut self) {
+        let given = self.noise.as_ref().map_or(&[][..], |nz| nz.newidle_lb_cost_s());
+        self.idle_avg.set_costs(&self.domains, given);
     }
 }
 
@@ -78,9 +107,25 @@ pub(super) fn cost_of(cost_s: &[f64], l: usize) -> f64 {
     cost_s.get(l).or(cost_s.last()).copied().unwrap_or(0.0)
 }
 
-/// All `levels` balanced once (`rebalance_domains()`'s `max_cost`).
-pub(super) fn full_cost(cost_s: &[f64], levels: usize) -> f64 {
-    (0..levels).map(|l| cost_of(cost_s, l)).sum()
+/// Each modelled level's cost for `cpu`, from `given`, the guest's measured costs per domain as
+/// debugfs lists them (`/sys/kernel/debug/sched/domains/cpuN/domainM`, M counting the domains
+/// the CPU is attached to, lowest first: `kernel/sched/debug.c: register_sd()` over
+/// `for_each_domain()`). The kernel attaches no domain with a single group (v6.1
+/// `kernel/sched/topology.c: cpu_attach_domain()` drops what `sd_degenerate()` and
+/// `sd_parent_degenerate()` find: one CPU, or the span of the level below), such as `MC` over a
+/// node of one CPU: such a level costs nothing and the next one takes `domain0`'s cost.
+pub(super) fn level_costs(domains: &[Domain], cpu: usize, given: &[f64]) -> Vec<f64> {
+    let mut attached = 0;
+    domains
+        .iter()
+        .map(|d| {
+            if d.groups_of[cpu].len() <= 1 {
+                return 0.0;
+            }
+            attached += 1;
+            cost_of(given, attached - 1)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -114,6 +159,29 @@ mod tests {
     }
 
     #[test]
+    fn a_level_the_kernel_drops_as_degenerate_costs_nothing_and_the_next_takes_domain0s_cost() {
+        use crate::input::Kernel;
+        use crate::sched::test_machines::{two_nodes_of, unbound};
+        // Two nodes of one CPU: MC spans one CPU (sd_degenerate()), so the NUMA level is the
+        // guest's domain0 and takes its cost.
+        let one = Sched::new(&two_nodes_of(1), &unbound(), Kernel::V6_1, 1, 1).unwrap();
+        assert_eq!(level_costs(one.domains(), 0, &[0.6e-3, 0.2e-3]), vec![0.0, 0.6e-3]);
+        // So with avg_idle at its initial 1 ms a newly idle CPU balances the NUMA level (0.6 ms
+        // so far), where MC's 0.6 ms before it would have stopped it (1.2 ms); the cap on
+        // avg_idle is twice max(0.5 ms, 0.6 ms).
+        let mut a = IdleAvg::new(2);
+        a.set_costs(one.domains(), &[0.6e-3]);
+        assert!(a.allows_level(0, 1) && !a.allows(0, 1, &[0.6e-3, 0.6e-3]));
+        assert!((a.full_cost_s(1) - 0.6e-3).abs() < 1e-15);
+        // Two CPUs per node: MC balances two groups and keeps domain0's cost.
+        let two = Sched::new(&two_nodes_of(2), &unbound(), Kernel::V6_1, 1, 1).unwrap();
+        assert_eq!(level_costs(two.domains(), 0, &[0.6e-3, 0.2e-3]), vec![0.6e-3, 0.2e-3]);
+        // Fewer costs given than levels: the last given for the rest; none: free.
+        assert_eq!(level_costs(two.domains(), 3, &[0.6e-3]), vec![0.6e-3, 0.6e-3]);
+        assert_eq!(level_costs(one.domains(), 1, &[]), vec![0.0, 0.0]);
+    }
+
+    #[test]
     fn a_level_is_balanced_only_while_avg_idle_covers_the_cost_so_far() {
         let a = IdleAvg::new(1);
         // avg_idle 1 ms: at 0.4 ms a balance, levels 0 and 1 (0.4, 0.8 ms) but not 2 (1.2 ms).
@@ -121,7 +189,6 @@ mod tests {
         assert!(a.allows(0, 0, &c) && a.allows(0, 1, &c) && !a.allows(0, 2, &c));
         // Per level: 0.3 ms then 0.8 ms: level 1 needs 1.1 ms.
         assert!(a.allows(0, 0, &[0.3e-3, 0.8e-3]) && !a.allows(0, 1, &[0.3e-3, 0.8e-3]));
-        assert!((full_cost(&[0.3e-3, 0.8e-3], 3) - 1.9e-3).abs() < 1e-12);
         // Costlier than the average idle spell: not even the lowest level.
         assert!(!a.allows(0, 0, &[1.5e-3]));
         // Free balancing (the default): every level.
