@@ -109,7 +109,7 @@ pub(super) fn cost_of(cost_s: &[f64], l: usize) -> f64 {
 
 /// Each modelled level's cost for `cpu`, from `given`, the guest's measured costs per domain as
 /// debugfs lists them (`/sys/kernel/debug/sched/domains/cpuN/domainM`, M counting the domains
-/// the CPU is attached to, lowest first: `kernel/sched/debug.c: register_sd()` over
+/// the CPU is attached to, lowest first: `kernel/sched/debug.c: update_sched_domain_debugfs()` over
 /// `for_each_domain()`). The kernel attaches no domain with a single group (v6.1
 /// `kernel/sched/topology.c: cpu_attach_domain()` drops what `sd_degenerate()` and
 /// `sd_parent_degenerate()` find: one CPU, or the span of the level below), such as `MC` over a
