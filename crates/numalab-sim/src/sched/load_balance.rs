@@ -736,9 +736,11 @@ impl Sched {
     /// `out_one_pinned`'s interval growth (`grow_interval()`; past `max_interval` up to
     /// `MAX_PINNED_INTERVAL` when `all_pinned`).
     fn balanced(&mut self, l: usize, cpu: usize, idle: Idle, all_pinned: bool) {
-        // newidle_balance() disregards intervals: no growth for it.
+        // Every idle type resets the failures ("sd->nr_balance_failed = 0" before "if
+        // (env.idle == CPU_NEWLY_IDLE) goto out"; v2.6.32 load_balance_newidle()'s out_balanced
+        // too); newidle_balance() disregards intervals: no growth for it.
+        self.state[l][cpu].nr_balance_failed = 0;
         if idle != Idle::Newly {
-            self.state[l][cpu].nr_balance_failed = 0;
             self.grow_interval(l, cpu, all_pinned);
         }
     }
@@ -944,12 +946,14 @@ mod tests {
     }
 
     #[test]
-    fn a_newly_idle_balance_meeting_only_pinned_tasks_leaves_the_interval() {
+    fn a_newly_idle_balance_meeting_only_pinned_tasks_leaves_the_interval_and_resets_failures() {
         // As above through newidle_balance(): v6.x load_balance() "if (env.idle ==
-        // CPU_NEWLY_IDLE) goto out" before the interval is grown; nothing is counted.
-        for kernel in [Kernel::V3_13, Kernel::V6_13] {
+        // CPU_NEWLY_IDLE) goto out" before the interval is grown, after out_balanced's
+        // "sd->nr_balance_failed = 0" (which periodic balances' failures had raised).
+        for kernel in [Kernel::V3_13, Kernel::V6_1, Kernel::V6_13] {
             let (mut s, numa, live) = pinned_after_300_ms(kernel, &[0, 0, 0, 0], &[true; 4]);
             s.state[numa][2].balance_interval_ms = 4.0;
+            s.state[numa][2].nr_balance_failed = 5;
             let mut nr = s.nr_running(&live, 0.301);
             assert_eq!(s.load_balance(0.301, 2, numa, Idle::Newly, &mut nr, &live, &mut None), (Vec::new(), false));
             assert_eq!((s.state[numa][2].balance_interval_ms, s.state[numa][2].nr_balance_failed), (4.0, 0));
@@ -1009,7 +1013,12 @@ mod tests {
         s.queue_wakelist(1);
         assert!(s.balance(300.2e-3, &[true, true, false]).is_empty());
         assert!(s.balance(320e-3, &[true, true, false]).is_empty());
-        // CPU 0 handles its IPI: thread 1 is queued there, and idle CPU 1 takes it.
+        // Those balances found CPU 1's domains balanced: out_balanced reset the failures the
+        // setup gave it, newly idle or not ("sd->nr_balance_failed = 0").
+        assert!(s.state.iter().all(|st| st[1].nr_balance_failed == 0));
+        // CPU 0 handles its IPI: thread 1 is queued there, and idle CPU 1 takes it (with the
+        // failures back, so that the thread it shared CPU 0 with moments ago is not hot).
+        as_if_held_without_affinity(&mut s, 1);
         s.flush_wakelist(0, 340e-3);
         assert_eq!(s.balance(340e-3, &[true, true, false]), vec![1]);
     }
