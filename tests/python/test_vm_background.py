@@ -143,7 +143,12 @@ def test_with_the_guests_background_the_simulator_moves_sleeping_threads_across_
     6.1's 12 ms slices keep a CPU's two threads back to back (the next test); the 15 of 16 seen
     before came from one pile-up in that run's course (4 threads runnable on one vCPU at 1.39 s,
     then 80 idle pulls across nodes), which the new fork order does not meet; with the host model
-    it moves 16 of 16, as the guest (test_with_the_host_running_the_vcpus_...)."""
+    it moves 16 of 16, as the guest (test_with_the_host_running_the_vcpus_...).
+    Since a balanced newly idle balance resets nr_balance_failed (load_balance()'s out_balanced,
+    docs/scheduler.md §10.8), periodic failures no longer pile up past cache_nice_tries and
+    release cache-hot threads: passive-2x4 moves 4 times across nodes with the background (0
+    quiet; 2 of 8 threads, 10.8 % away), where it moved 15, so the background is asserted to
+    move threads across nodes where the quiet run moves none, not five times as often."""
     case = check.CASES[name]
     spec = _spec(case, kernel)
     quiet = check.sim_side(spec)
@@ -151,7 +156,7 @@ def test_with_the_guests_background_the_simulator_moves_sleeping_threads_across_
     assert busy.threads.changed_node >= len(busy.threads.away_pct) // 3, busy.threads
     assert busy.threads.mean_away_pct > quiet.threads.mean_away_pct + 5.0, (quiet.threads, busy.threads)
     across = (_moves_across_nodes(spec), _moves_across_nodes(spec, case.background, case.interval_ms, host=False))
-    assert across[1] > 5 * max(1, across[0]), across
+    assert across[0] == 0 < across[1] if "threads" not in case.params else across[1] > 5 * max(1, across[0]), across
     if "threads" not in case.params:
         # One thread per vCPU (passive): each fork takes the node with more idle CPUs unless the
         # idle-CPU difference is 0, so the team alternates between the nodes, an even share each;
@@ -186,14 +191,17 @@ def test_under_6_1_cfs_wakeup_preemption_keeps_woken_threads_home(name):
     stay away most of the run (6.1 2/8 threads, 19.2 % away; 6.13 4/8, 14.1 %), so the time away
     no longer orders the kernels; the count of threads and of migrations does (6.1 25 and 28
     migrations against 6.13's 75 and 45).
-    The CFS rules' own effect: without the host model (§10.5), with which 6.1 moves 6-8 of 8."""
+    The CFS rules' own effect: without the host model (§10.5), with which 6.1 moves 6-8 of 8.
+    With a balanced newly idle balance resetting nr_balance_failed (§10.8) 6.13's passive-2x4
+    moves 2 of 8 threads (42 migrations, 10.8 % away), as many as 6.1's 2 (25, 19.2 %): on that
+    layout the kernels now differ in how often threads move, not in how many leave their node."""
     case = check.CASES[name]
     cfs, eevdf = _spec(case, KERNEL), _spec(case, "6.13")
     quiet = check.sim_side(cfs).threads
     busy = check.sim_side(cfs, case.background, case.interval_ms, host=False).threads
     other = check.sim_side(eevdf, case.background, case.interval_ms, host=False).threads
     assert sum(busy.nr_migrations) > sum(quiet.nr_migrations), (quiet, busy)
-    assert busy.changed_node < other.changed_node, (busy, other)
+    assert busy.changed_node <= other.changed_node, (busy, other)
     assert sum(busy.nr_migrations) < sum(other.nr_migrations), (busy, other)
 
 
