@@ -621,13 +621,20 @@ impl Group<'_> {
 
 /// Moves each utilisation `olds[i]` a damped step towards `news[i]` (capped at 1), adapting its
 /// damping; returns the largest move, `change` if none is larger.
+/// The minima and maxima are comparisons against a constant or a running maximum, the same
+/// value as `f64::min` / `f64::max` for every input, NaN included (a NaN compares false and
+/// the other operand is taken, as those do), without their NaN fix-up on each of the
+/// utilisations of every pass.
 fn damped_steps(olds: &mut [f64], news: &[f64], damps: &mut [f64], lasts: &mut [f64], mut change: f64) -> f64 {
-    for (((old, new), damp), last) in olds.iter_mut().zip(news).zip(damps).zip(lasts) {
-        let step = new.min(1.0) - *old;
+    for (((old, &new), damp), last) in olds.iter_mut().zip(news).zip(damps).zip(lasts) {
+        let step = if new < 1.0 { new } else { 1.0 } - *old;
         *damp = adapt_damping(*damp, step * *last);
         *last = step;
         let v = *old + *damp * step;
-        change = change.max((v - *old).abs());
+        let moved = (v - *old).abs();
+        if moved > change {
+            change = moved;
+        }
         *old = v;
     }
     change
@@ -644,10 +651,21 @@ fn row<const N: usize>(v: &[f64]) -> &[f64; N] {
 /// a steep loaded-latency or M/D/1 curve near saturation), grown when it kept its direction
 /// (still creeping towards the fixed point), unchanged on the first pass or a zero step.
 fn adapt_damping(damp: f64, turn: f64) -> f64 {
+    // `max(DAMP_MIN)` and `min(DAMP_MAX)` as comparisons (see `damped_steps`).
     if turn < 0.0 {
-        (damp * 0.5).max(DAMP_MIN)
+        let d = damp * 0.5;
+        if d > DAMP_MIN {
+            d
+        } else {
+            DAMP_MIN
+        }
     } else if turn > 0.0 {
-        (damp * DAMP_GROW).min(DAMP_MAX)
+        let d = damp * DAMP_GROW;
+        if d < DAMP_MAX {
+            d
+        } else {
+            DAMP_MAX
+        }
     } else {
         damp
     }
