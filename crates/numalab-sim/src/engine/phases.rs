@@ -189,14 +189,16 @@ impl Engine<'_> {
             let r = &proc.regions[s.region as usize];
             let pol = r.policy.as_ref().unwrap_or(&proc.task_policy);
             let w = s.total_lines / K as f64;
+            // Each point's read and written lines, the same products for every point.
+            let (w_rd, w_wr, writes) = (w * s.rd_share(), w * (1.0 - s.rd_share()), s.writes());
             s.sample_points(K, r.shift, |u| {
                 let node = match r.node.get(u as usize) {
                     Some(&x) if x != NONE => x as usize,
-                    _ if s.writes() => pol.expected_node(r.ilx(u), cpu_node),
+                    _ if writes => pol.expected_node(r.ilx(u), cpu_node),
                     _ => return,
                 };
-                rd[node] += w * s.rd_share();
-                wr[node] += w * (1.0 - s.rd_share());
+                rd[node] += w_rd;
+                wr[node] += w_wr;
             });
         }
     }
