@@ -47,6 +47,15 @@ fn unit_start(r: &Region, u: u64, n: u64) -> u64 {
 /// split among the processes mapping it (`Region::part`, docs/corun.md §6) gives this process's
 /// threads only its slice of the partitioned patterns; `shared` still reads all of it.
 pub fn ranges(a: &AccessSpec, r: &Region, t: u64, nt: u64, chunk_order: &[u64]) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    ranges_into(a, r, t, nt, chunk_order, &mut out);
+    out
+}
+
+/// `ranges` into `out` (emptied first), keeping its allocation: a thread's sweeps are rebuilt at
+/// every phase start, and a new vector per access each time was a fifth of that work.
+pub fn ranges_into(a: &AccessSpec, r: &Region, t: u64, nt: u64, chunk_order: &[u64], out: &mut Vec<(u64, u64)>) {
+    out.clear();
     let planes = |p0: u64, p1: u64| (plane_start(r, p0), plane_start(r, p1));
     // A static split divides `planes x rows` units (a collapse(2) over plane and row).
     let per_plane = a.rows.max(1);
@@ -59,7 +68,6 @@ pub fn ranges(a: &AccessSpec, r: &Region, t: u64, nt: u64, chunk_order: &[u64]) 
         let (s, e) = static_share(e0 - s0, nt, t);
         (s0 + s, s0 + e)
     };
-    let mut out = Vec::new();
     match a.pattern {
         Pattern::Block | Pattern::Private => {
             let (s, e) = share(n_rows);
@@ -78,7 +86,7 @@ pub fn ranges(a: &AccessSpec, r: &Region, t: u64, nt: u64, chunk_order: &[u64]) 
             // A thread past the line count of the largest plane gets nothing of any plane.
             let max_lines = r.bytes.div_ceil(r.planes).div_ceil(64) + 1;
             if t >= max_lines {
-                return out;
+                return;
             }
             // Plane starts `p * bytes / planes` one after the other: quotient and remainder
             // carried from plane to plane give the same integers as `plane_start` without its
@@ -125,7 +133,6 @@ pub fn ranges(a: &AccessSpec, r: &Region, t: u64, nt: u64, chunk_order: &[u64]) 
         Pattern::Gather | Pattern::Scatter => {}
     }
     out.retain(|&(s, e)| e > s);
-    out
 }
 
 /// A cursor over one access of one thread in one phase execution.
@@ -151,6 +158,20 @@ pub struct Sweep {
 
 impl Sweep {
     pub fn new(a: &AccessSpec, r: &Region, region: u32, t: u64, nt: u64, chunk_order: &[u64], stride: u64) -> Self {
+        Self::reusing(a, r, (region, t, nt), chunk_order, stride, Vec::new())
+    }
+
+    /// `new` with `buf` (any contents) as the vector of its byte ranges, reusing its allocation
+    /// (`into_buffer` gives it back when the sweep is done with).
+    pub fn reusing(
+        a: &AccessSpec,
+        r: &Region,
+        (region, t, nt): (u32, u64, u64),
+        chunk_order: &[u64],
+        stride: u64,
+        mut buf: Vec<(u64, u64)>,
+    ) -> Self {
+        buf.clear();
         // A sample never covers more than the whole region: a stride past it (a sample rate far
         // below 1 / pages) behaves the same and keeps the page arithmetic inside u64.
         let stride = stride.clamp(1, r.units() + 1);
@@ -167,7 +188,7 @@ impl Sweep {
                 write,
                 rd_share,
                 lines_per_byte: 0.0,
-                ranges: Vec::new(),
+                ranges: buf,
                 range: 0,
                 pos: 0,
                 stride,
@@ -180,7 +201,10 @@ impl Sweep {
             };
         }
         // An access that moves nothing to or from DRAM (data kept in cache) visits no page.
-        let ranges = if traffic > 0.0 { ranges(a, r, t, nt, chunk_order) } else { Vec::new() };
+        let mut ranges = buf;
+        if traffic > 0.0 {
+            ranges_into(a, r, t, nt, chunk_order, &mut ranges);
+        }
         let bytes: u64 = ranges.iter().map(|(s, e)| e - s).sum();
         let lines_per_byte = traffic / 64.0;
         let pos = ranges.first().map_or(0, |r| r.0);
@@ -202,6 +226,11 @@ impl Sweep {
         }
     }
 
+    /// The vector of its byte ranges, for `reusing`.
+    pub fn into_buffer(self) -> Vec<(u64, u64)> {
+        self.ranges
+    }
+
     pub fn finished(&self) -> bool {
         self.random_left == 0 && self.range >= self.ranges.len()
     }
@@ -216,16 +245,17 @@ impl Sweep {
     }
 
     /// `k` page entries spread evenly over what this sweep will touch, each with the share of
-    /// the sweep's lines it stands for and the read share (for estimating a phase's mix).
-    pub fn sample_points(&self, k: usize, shift: u32) -> Vec<u64> {
+    /// the sweep's lines it stands for and the read share (for estimating a phase's mix), handed
+    /// to `out` in order (not collected: this runs at every phase start, for every access).
+    pub fn sample_points(&self, k: usize, shift: u32, mut out: impl FnMut(u64)) {
         if self.random_left > 0 {
-            return (0..k as u64).map(|i| (2 * i + 1) * self.random_units / (2 * k as u64)).collect();
+            (0..k as u64).for_each(|i| out((2 * i + 1) * self.random_units / (2 * k as u64)));
+            return;
         }
         let total: u64 = self.ranges.iter().map(|(s, e)| e - s).sum();
         if total == 0 {
-            return Vec::new();
+            return;
         }
-        let mut out = Vec::with_capacity(k);
         let (mut ri, mut before) = (0, 0u64);
         for i in 0..k as u64 {
             let off = (2 * i + 1) * total / (2 * k as u64);
@@ -233,9 +263,8 @@ impl Sweep {
                 before += self.ranges[ri].1 - self.ranges[ri].0;
                 ri += 1;
             }
-            out.push((self.ranges[ri].0 + off - before) >> shift);
+            out((self.ranges[ri].0 + off - before) >> shift);
         }
-        out
     }
 
     /// Lines one whole sample (`stride` pages) of this sweep moves.

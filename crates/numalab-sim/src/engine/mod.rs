@@ -121,7 +121,7 @@ struct Process {
     task_policy: Resolved,
     arrived: u64,
     /// Total lines of each phase over all threads (to split its compute cycles).
-    phase_lines: Vec<Option<Vec<f64>>>,
+    phase_lines: Vec<Option<f64>>,
 }
 
 pub struct Engine<'a> {

@@ -136,10 +136,10 @@ impl Engine<'_> {
         };
         let spec = &self.wl(pid).phases[phase];
         let nt = self.procs[pid].slot.threads as u64;
-        let sweeps = self.sweeps_for(pid, phase, idx, seq);
+        let old = std::mem::take(&mut self.threads[tid].sweeps);
+        let sweeps = self.sweeps_for(pid, phase, idx, seq, old);
         let lines: f64 = sweeps.iter().map(|s| s.total_lines).sum();
-        let per_thread = self.phase_lines(pid, phase, seq);
-        let total: f64 = per_thread.iter().sum();
+        let total = self.phase_lines(pid, phase, seq);
         let share = if total > 0.0 { lines / total } else { 1.0 / nt as f64 };
         let freq = self.m.cores.first().map_or(2e9, |c| c.frequency_hz);
         // A reduction's chain takes one add latency per dependent add whatever the core's
@@ -148,7 +148,10 @@ impl Engine<'_> {
             self.m.cores.first().map_or(numalab_model::machine::ADD_LATENCY_CYCLES / freq, |c| c.add_latency_s());
         let chain_s = spec.chain * share * add_s;
         let compute_s = (spec.cycles * share / freq).max(chain_s);
-        let (est_rd, est_wr) = self.estimate_mix(tid, &sweeps);
+        // The estimate is worked out in the thread's own vectors (not new ones every phase).
+        let (mut est_rd, mut est_wr) =
+            (std::mem::take(&mut self.threads[tid].est_rd), std::mem::take(&mut self.threads[tid].est_wr));
+        self.estimate_mix(tid, &sweeps, &mut est_rd, &mut est_wr);
         let instructions = self.wl(pid).instructions.get(phase).copied().flatten();
         let t = &mut self.threads[tid];
         t.instructions_per_line = instructions.filter(|_| total > 0.0).map(|i| i / total);
@@ -171,12 +174,14 @@ impl Engine<'_> {
         }
     }
 
-    /// The node mix of a phase from 16 sampled page entries per access; pages not yet placed are
-    /// counted where a first write would put them (reads of them cost nothing: zero page).
-    pub(super) fn estimate_mix(&self, tid: usize, sweeps: &[Sweep]) -> (Vec<f64>, Vec<f64>) {
+    /// The node mix of a phase from 16 sampled page entries per access, into `rd` and `wr` (one
+    /// entry per node, zeroed first); pages not yet placed are counted where a first write would
+    /// put them (reads of them cost nothing: zero page).
+    pub(super) fn estimate_mix(&self, tid: usize, sweeps: &[Sweep], rd: &mut Vec<f64>, wr: &mut Vec<f64>) {
         const K: usize = 16;
         let n = self.m.nodes.len();
-        let (mut rd, mut wr) = (vec![0.0; n], vec![0.0; n]);
+        reset(rd, n);
+        reset(wr, n);
         let t = &self.threads[tid];
         let proc = &self.procs[t.pid];
         let cpu_node = self.sched.pu_node[self.sched.cpu[tid]];
@@ -184,20 +189,23 @@ impl Engine<'_> {
             let r = &proc.regions[s.region as usize];
             let pol = r.policy.as_ref().unwrap_or(&proc.task_policy);
             let w = s.total_lines / K as f64;
-            for u in s.sample_points(K, r.shift) {
+            // Each point's read and written lines, the same products for every point.
+            let (w_rd, w_wr, writes) = (w * s.rd_share(), w * (1.0 - s.rd_share()), s.writes());
+            s.sample_points(K, r.shift, |u| {
                 let node = match r.node.get(u as usize) {
                     Some(&x) if x != NONE => x as usize,
-                    _ if s.writes() => pol.expected_node(r.ilx(u), cpu_node),
-                    _ => continue,
+                    _ if writes => pol.expected_node(r.ilx(u), cpu_node),
+                    _ => return,
                 };
-                rd[node] += w * s.rd_share();
-                wr[node] += w * (1.0 - s.rd_share());
-            }
+                rd[node] += w_rd;
+                wr[node] += w_wr;
+            });
         }
-        (rd, wr)
     }
 
-    pub(super) fn sweeps_for(&self, pid: usize, phase: usize, idx: u64, seq: u64) -> Vec<Sweep> {
+    /// Thread `idx`'s sweeps of `phase` in execution `seq`, built in `old`'s vector and the range
+    /// vectors of its sweeps (a thread's last phase's: they are rebuilt at every phase start).
+    pub(super) fn sweeps_for(&self, pid: usize, phase: usize, idx: u64, seq: u64, old: Vec<Sweep>) -> Vec<Sweep> {
         let spec = &self.wl(pid).phases[phase];
         let nt = self.procs[pid].slot.threads as u64;
         let regions = &self.procs[pid].regions;
@@ -206,26 +214,33 @@ impl Engine<'_> {
         } else {
             (0.0, 0.0)
         };
-        spec.accesses
-            .iter()
-            .map(|a| {
-                // The traffic this thread's share of its caches leaves (docs/contention.md §4.1).
-                let eff;
-                let a = if a.cached.is_some() {
-                    eff = crate::cache::effective(a, capacity);
-                    &eff
-                } else {
-                    a
-                };
-                let r = &regions[a.region];
-                let order = if a.pattern == crate::input::Pattern::Dynamic {
-                    self.chunk_order(pid, seq, r.planes.div_ceil(a.chunk.max(1)))
-                } else {
-                    Rc::new(Vec::new())
-                };
-                Sweep::new(a, r, a.region as u32, idx, nt, &order, self.stride)
-            })
-            .collect()
+        let mut out = old;
+        let mut bufs: Vec<Vec<(u64, u64)>> = Vec::new();
+        // The range vectors back in the order they were taken, so access i reuses access i's.
+        while let Some(s) = out.pop() {
+            bufs.push(s.into_buffer());
+        }
+        out.extend(spec.accesses.iter().map(|a| {
+            // The traffic this thread's share of its caches leaves (docs/contention.md §4.1).
+            let eff;
+            let a = if a.cached.is_some() {
+                eff = crate::cache::effective(a, capacity);
+                &eff
+            } else {
+                a
+            };
+            let r = &regions[a.region];
+            let dynamic;
+            let order: &[u64] = if a.pattern == crate::input::Pattern::Dynamic {
+                dynamic = self.chunk_order(pid, seq, r.planes.div_ceil(a.chunk.max(1)));
+                &dynamic
+            } else {
+                &[]
+            };
+            let buf = bufs.pop().unwrap_or_default();
+            Sweep::reusing(a, r, (a.region as u32, idx, nt), order, self.stride, buf)
+        }));
+        out
     }
 
     /// Cache capacity (per-thread window, shared window) of thread `tid` where it runs now,
@@ -256,15 +271,24 @@ impl Engine<'_> {
         order
     }
 
-    /// Lines each thread moves in one execution of `phase` (computed once per phase).
-    pub(super) fn phase_lines(&mut self, pid: usize, phase: usize, seq: u64) -> Vec<f64> {
-        if let Some(v) = &self.procs[pid].phase_lines[phase] {
-            return v.clone();
+    /// Lines all threads move in one execution of `phase`: each thread's sum, then their sum in
+    /// thread order (computed once per phase).
+    pub(super) fn phase_lines(&mut self, pid: usize, phase: usize, seq: u64) -> f64 {
+        if let Some(v) = self.procs[pid].phase_lines[phase] {
+            return v;
         }
         let nt = self.procs[pid].slot.threads as u64;
-        let v: Vec<f64> =
-            (0..nt).map(|i| self.sweeps_for(pid, phase, i, seq).iter().map(|s| s.total_lines).sum()).collect();
-        self.procs[pid].phase_lines[phase] = Some(v.clone());
-        v
+        let v: Vec<f64> = (0..nt)
+            .map(|i| self.sweeps_for(pid, phase, i, seq, Vec::new()).iter().map(|s| s.total_lines).sum())
+            .collect();
+        let total = v.iter().sum();
+        self.procs[pid].phase_lines[phase] = Some(total);
+        total
     }
+}
+
+/// `v` as `n` zeros, keeping its allocation.
+fn reset(v: &mut Vec<f64>, n: usize) {
+    v.clear();
+    v.resize(n, 0.0);
 }
