@@ -69,7 +69,7 @@ use crate::mempolicy::Resolved;
 use crate::output::{BalancingCost, NodeFaults, PassOut, ThreadSched, Vmstat};
 use crate::pages::Region;
 use crate::profile::NumaBalancingRules;
-use crate::sched::Sched;
+use crate::sched::{llc_parent_imb_numa_nr, Sched};
 
 /// `TICK_NSEC` at `CONFIG_HZ=250`.
 const TICK_NS: u64 = 4_000_000;
@@ -113,8 +113,10 @@ struct Topo {
     node_os: Vec<u32>,
     /// NUMA balancing's `imbalance_pct` (`NumaBalancingRules::imbalance_pct`).
     imbalance_pct: i64,
-    /// 6.13 `sd_numa->imb_numa_nr` per node (5.18+): LLCs (nodes) in the lowest NUMA domain.
-    imb_numa_nr: Vec<i64>,
+    /// 6.x `sd_numa->imb_numa_nr` per node (5.18+), which `task_numa_migrate()` copies into
+    /// `env.imb_numa_nr` from the CPU's lowest `SD_NUMA` domain: the node's allowance, as
+    /// `build_sched_domains()` sets it (`llc_parent_imb_numa_nr()`; one LLC per node here).
+    imb_numa_nr: Vec<usize>,
 }
 
 impl Topo {
@@ -128,9 +130,7 @@ impl Topo {
         let power = siblings.iter().map(|s| if s.len() > 1 { 1178 / s.len() as i64 } else { 1024 }).collect();
         let dist = m.distances.clone();
         let max_dist = dist.iter().flatten().copied().max().unwrap_or(10);
-        let remote: Vec<u32> = dist.iter().flatten().copied().filter(|&d| d > 10).collect();
-        let lowest = remote.iter().copied().min().unwrap_or(10);
-        let imb_numa_nr = (0..n).map(|x| (0..n).filter(|&y| dist[x][y] <= lowest).count().max(1) as i64).collect();
+        let imb_numa_nr = node_pus.iter().map(|p| llc_parent_imb_numa_nr(p.len(), p.len())).collect();
         Topo {
             n,
             ttype: topo_type(&dist, max_dist),

@@ -4,14 +4,13 @@
 
 use super::{Numab, World, MS};
 use crate::profile::{MigrateRetry, TaskMigrate};
+use crate::sched::adjust_numa_imbalance;
 
 /// Load of one always-runnable task (`NICE_0_LOAD`, `task_h_load` of a lone task).
 const TASK_LOAD: i64 = 1024;
 const CAPACITY: i64 = 1024;
 /// `SMALLIMP` (4.19+): smaller improvements are not worth a swap.
 const SMALLIMP: i64 = 30;
-/// `NUMA_IMBALANCE_MIN` (5.7+).
-const IMBALANCE_MIN: i64 = 2;
 
 #[derive(Clone, Copy, Debug, Default)]
 struct NodeStats {
@@ -266,9 +265,8 @@ impl Numab {
             // Would the move leave the nodes more imbalanced than the load balancer allows?
             let src_running = env.src.nr_running - 1;
             let dst_running = env.dst.nr_running + 1;
-            let imbalance = (dst_running - src_running).max(0);
-            let nr = self.topo.imb_numa_nr[env.src_nid];
-            let imbalance = if dst_running <= nr && imbalance <= IMBALANCE_MIN { 0 } else { imbalance };
+            let imbalance = (dst_running - src_running).max(0) as usize;
+            let imbalance = adjust_numa_imbalance(imbalance, dst_running as usize, self.topo.imb_numa_nr[env.src_nid]);
             if imbalance == 0 {
                 if let Some(idle) = env.dst.idle_cpu {
                     (env.best_cpu, env.best_task, env.best_imp) = (Some(idle), None, 0);

@@ -217,7 +217,7 @@ pub fn build(m: &Machine, kernel: Kernel) -> Vec<Domain> {
 /// (`x86_numa_in_package_topology`, 6.13 `build_sched_topology()`), `sched_init_numa()`'s `NODE`
 /// level, which has no `SD_NUMA`. Every domain above takes `imb x max(1, span / imb_span)`,
 /// `imb_span` being the first `SD_NUMA` ancestor's span.
-fn llc_parent_imb_numa_nr(node_weight: usize, llc_weight: usize) -> usize {
+pub(crate) fn llc_parent_imb_numa_nr(node_weight: usize, llc_weight: usize) -> usize {
     let nr_llcs = node_weight / llc_weight.max(1);
     let imb = if nr_llcs == 1 { node_weight >> 3 } else { nr_llcs };
     imb.max(1)

@@ -310,7 +310,7 @@ const NUMA_IMBALANCE_MIN: usize = 2;
 /// v6.1 and v6.13 `kernel/sched/fair.c: adjust_numa_imbalance()`: no imbalance while the
 /// destination would run at most `imb_numa_nr` tasks ("if (dst_running > imb_numa_nr) return
 /// imbalance;") and the imbalance is at most `NUMA_IMBALANCE_MIN`, whatever `imb_numa_nr` is.
-pub(super) fn adjust_numa_imbalance(imbalance: usize, dst_running: usize, imb_numa_nr: usize) -> usize {
+pub(crate) fn adjust_numa_imbalance(imbalance: usize, dst_running: usize, imb_numa_nr: usize) -> usize {
     if dst_running > imb_numa_nr {
         return imbalance;
     }

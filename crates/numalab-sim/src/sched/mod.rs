@@ -12,7 +12,9 @@
 //!   background activity (timer ticks, kernel threads, daemons).
 
 mod domains;
+pub(crate) use domains::llc_parent_imb_numa_nr;
 mod fork;
+pub(crate) use fork::adjust_numa_imbalance;
 mod lb_stats;
 mod load;
 mod load_balance;
