@@ -92,7 +92,7 @@ impl Sched {
             }
         }
         // With the host model a vCPU balances newly idle at the round its last thread blocks
-        // (`newidle.rs: newidle_where_run`), not here.
+        // (`vcpu_newidle.rs: newidle_where_run`), not here.
         for cpu in 0..ncpu {
             if !self.newidle_when_run && self.was_busy[cpu] && nr[cpu] == 0 && !self.ttwu_pending[cpu] {
                 moved.extend(self.newidle_balance(now_s, cpu, &mut nr, live, &mut sig));
