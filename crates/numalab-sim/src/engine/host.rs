@@ -30,6 +30,23 @@ impl Engine<'_> {
         }
     }
 
+    /// At `t`, the end of a round: a vCPU the host ran whose last thread blocked in it balances
+    /// newly idle now, from this state, before the host's next vCPUs change it
+    /// (`sched/vcpu_newidle.rs`). A pulled thread joins its new CPU's turns at once.
+    pub(super) fn host_round_end(&mut self, t: f64) {
+        let Some((_, runs)) = self.host.as_ref() else { return };
+        let ran = runs.clone();
+        let spin = crate::openmp::spin_s(self.cfg.omp_wait_policy, self.threads.len(), self.sched.available_cpus);
+        let live: Vec<bool> =
+            self.threads.iter().map(|th| th.state == State::Running || self.spinning(th, t, spin)).collect();
+        let from = self.sched.cpu.clone();
+        let moved = self.sched.newidle_where_run(t, &live, &ran);
+        for &tid in &moved {
+            self.moved_member(tid, from[tid]);
+        }
+        self.balanced_moves(&moved, self.numab.is_some().then_some(from));
+    }
+
     /// Thread `tid` runs on a vCPU the host does not run now.
     pub(super) fn host_stopped(&self, tid: usize) -> bool {
         self.host

@@ -277,6 +277,9 @@ impl<'a> Engine<'a> {
         if let (true, Some(bg)) = (cfg.noise, &cfg.background) {
             sched.set_background(cfg.seed, bg.clone());
         }
+        if cfg.vcpu_host.is_some() {
+            sched.newidle_at_host_rounds();
+        }
         let n = m.nodes.len();
         // The C library's allocations (docs/allocation.md §3.5), once per group of identical processes.
         let allocs: Vec<_> = groups.iter().map(|g| alloc::layouts(g.workload, m.pus.len())).collect();
@@ -777,7 +780,13 @@ impl<'a> Engine<'a> {
             self.threads.iter().map(|t| t.state == State::Running || self.spinning(t, self.now, spin)).collect();
         let before = self.numab.is_some().then(|| self.sched.cpu.clone());
         let moved = self.sched.balance(self.now, &live);
-        for &tid in &moved {
+        self.balanced_moves(&moved, before);
+    }
+
+    /// The costs of the threads a balance `moved` (their CPUs `before` it, kept for NUMA
+    /// balancing only).
+    fn balanced_moves(&mut self, moved: &[usize], before: Option<Vec<usize>>) {
+        for &tid in moved {
             let t = &mut self.threads[tid];
             t.migrations += 1;
             t.clock += self.cfg.costs.task_move_ns * 1e-9;

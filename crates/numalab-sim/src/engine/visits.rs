@@ -84,6 +84,9 @@ impl Engine<'_> {
                 }
             }
             self.host_charge(round_end - round_start);
+            if self.host.is_some() {
+                self.host_round_end(round_end);
+            }
         }
     }
 

@@ -84,7 +84,6 @@ impl Sched {
         }
         let mut moved = Vec::new();
         let ncpu = nr.len();
-        let gated = self.rules.newidle_gate == NewidleGate::AvgIdleAboveCost;
         // Background work running now was woken there (ttwu_do_wakeup(), seen at the epoch's
         // end); the threads' wake-ups sample as they happen (`newidle.rs: ttwu_do_wakeup`).
         for cpu in 0..nr.len() {
@@ -92,23 +91,11 @@ impl Sched {
                 self.ttwu_do_wakeup(cpu, now_s);
             }
         }
+        // With the host model a vCPU balances newly idle at the round its last thread blocks
+        // (`vcpu_newidle.rs: newidle_where_run`), not here.
         for cpu in 0..ncpu {
-            if self.was_busy[cpu] && nr[cpu] == 0 && !self.ttwu_pending[cpu] {
-                self.idle_avg.went_idle(cpu, now_s);
-                for l in 0..self.domains.len() {
-                    if gated && !self.idle_avg.allows_level(cpu, l) {
-                        break;
-                    }
-                    let (got, done) = self.load_balance(now_s, cpu, l, Idle::Newly, &mut nr, live, &mut sig);
-                    if done {
-                        sig = None;
-                    }
-                    moved.extend(got);
-                    if done {
-                        self.idle_avg.pulled(cpu);
-                        break;
-                    }
-                }
+            if !self.newidle_when_run && self.was_busy[cpu] && nr[cpu] == 0 && !self.ttwu_pending[cpu] {
+                moved.extend(self.newidle_balance(now_s, cpu, &mut nr, live, &mut sig));
             }
         }
         // Idle CPUs have their tick stopped (CONFIG_NO_HZ_IDLE): they are balanced only on a
@@ -142,8 +129,40 @@ impl Sched {
                 moved.extend(got);
             }
         }
-        for (w, &n) in self.was_busy.iter_mut().zip(&nr) {
-            *w = n > 0;
+        if !self.newidle_when_run {
+            for (w, &n) in self.was_busy.iter_mut().zip(&nr) {
+                *w = n > 0;
+            }
+        }
+        moved
+    }
+
+    /// `newidle_balance()` on `cpu`, whose last task just blocked: its levels from the lowest
+    /// while the gate (`newidle.rs`) allows, until one pulls. Returns the threads moved.
+    pub(super) fn newidle_balance(
+        &mut self,
+        now_s: f64,
+        cpu: usize,
+        nr: &mut [usize],
+        live: &[bool],
+        sig: &mut Option<Vec<CpuSig>>,
+    ) -> Vec<usize> {
+        let gated = self.rules.newidle_gate == NewidleGate::AvgIdleAboveCost;
+        self.idle_avg.went_idle(cpu, now_s);
+        let mut moved = Vec::new();
+        for l in 0..self.domains.len() {
+            if gated && !self.idle_avg.allows_level(cpu, l) {
+                break;
+            }
+            let (got, done) = self.load_balance(now_s, cpu, l, Idle::Newly, nr, live, sig);
+            if done {
+                *sig = None;
+            }
+            moved.extend(got);
+            if done {
+                self.idle_avg.pulled(cpu);
+                break;
+            }
         }
         moved
     }
@@ -999,6 +1018,37 @@ mod tests {
         assert_eq!(newly_idle_after_300_ms(Kernel::V6_1, &[2e-3]), periodic);
         assert_eq!(newly_idle_after_300_ms(Kernel::V6_13, &[2e-3]), periodic);
         assert_eq!(newly_idle_after_300_ms(Kernel::V6_13, &[0.0]), newidle);
+    }
+
+    #[test]
+    fn with_the_host_model_a_vcpu_balances_newly_idle_only_at_a_round_the_host_runs_it() {
+        // As newly_idle_after_300_ms() (newly idle balancing free): thread 2 on CPU 1 has
+        // blocked beside CPU 0's two threads. In the guest newidle_balance() runs in CPU 1's own
+        // schedule() (pick_next_task_fair(), label idle), so only while the host runs CPU 1.
+        let hosted = || {
+            let mut s = sched_on(1, Kernel::V6_1, 3);
+            threads_0_and_1_on_cpu_0_for_300_ms(&mut s);
+            s.newidle_at_host_rounds();
+            s.explain = true;
+            s
+        };
+        let live = [true, true, false];
+        // A round in which the host ran CPU 0 only: CPU 1 does not balance, and stays due.
+        let mut s = hosted();
+        assert!(s.newidle_where_run(300.1e-3, &live, &[true, false]).is_empty());
+        // The next round runs CPU 1: it balances newly idle then and takes thread 1 (CPU 0's
+        // queued one); the round after finds it busy and balances nothing more.
+        assert_eq!(s.newidle_where_run(300.2e-3, &live, &[false, true]), vec![1]);
+        assert_eq!((s.log.last().unwrap().path, s.cpu[1]), ("newidle-balance", 1));
+        assert!(s.newidle_where_run(300.3e-3, &[true, true, false], &[false, true]).is_empty());
+        // The epoch's end no longer balances newly idle: CPU 1's due idle balance (kicked by
+        // CPU 0's two tasks) takes the thread instead, where without the host model the newly
+        // idle balance does (newly_idle_after_300_ms()).
+        let mut s = hosted();
+        let before = s.log.len();
+        assert_eq!(s.balance(300.2e-3, &live), vec![1]);
+        assert_eq!(s.log[before..].iter().map(|e| e.path).collect::<Vec<_>>(), vec!["idle-balance"]);
+        assert_eq!(newly_idle_after_300_ms(Kernel::V6_1, &[0.0]), vec![(1, "newidle-balance")]);
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod noise;
 pub mod pelt;
 mod turns;
 mod util_est;
+mod vcpu_newidle;
 mod wake;
 mod wakelist;
 
@@ -179,6 +180,9 @@ pub struct Sched {
     pub log_total: u64,
     /// CPUs that had runnable work at the previous balancing point (for newly-idle balancing).
     was_busy: Vec<bool>,
+    /// The host model is on: newly idle balancing happens at the host's rounds, on a vCPU the
+    /// host runs (`newidle.rs: newidle_where_run`), not at epoch ends.
+    newidle_when_run: bool,
     /// Per CPU: `rq->avg_idle` and `rq->idle_stamp` (`newidle.rs`).
     idle_avg: newidle::IdleAvg,
     /// Per thread: woken onto a CPU's wake list, not yet on its run queue (`wakelist.rs`).
@@ -293,6 +297,7 @@ impl Sched {
             log: Vec::new(),
             log_total: 0,
             was_busy: vec![false; m.pus.len()],
+            newidle_when_run: false,
             idle_avg: newidle::IdleAvg::new(m.pus.len()),
             on_wakelist: vec![false; nthreads],
             ttwu_pending: vec![false; m.pus.len()],
