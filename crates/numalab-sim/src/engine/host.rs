@@ -17,6 +17,10 @@ impl Engine<'_> {
                 busy[self.sched.cpu[tid]] = true;
             }
         }
+        // A vCPU kicked to balance the idle ones leaves its halt (the IPI, `vcpu_newidle.rs`).
+        for (c, b) in busy.iter_mut().enumerate() {
+            *b |= self.sched.nohz_kicked(c);
+        }
         runs.copy_from_slice(host.plan(&busy));
         // A vCPU the host runs handles its IPIs: its wake list joins its run queue.
         for (c, _) in runs.iter().enumerate().filter(|(_, &r)| r) {
@@ -31,8 +35,9 @@ impl Engine<'_> {
     }
 
     /// At `t`, the end of a round: a vCPU the host ran whose last thread blocked in it balances
-    /// newly idle now, from this state, before the host's next vCPUs change it
-    /// (`sched/vcpu_newidle.rs`). A pulled thread joins its new CPU's turns at once.
+    /// newly idle now, from this state, before the host's next vCPUs change it, and a kicked
+    /// idle vCPU the host ran balances the idle ones (`sched/vcpu_newidle.rs`). A pulled thread
+    /// joins its new CPU's turns at once.
     pub(super) fn host_round_end(&mut self, t: f64) {
         let Some((_, runs)) = self.host.as_ref() else { return };
         let ran = runs.clone();
@@ -40,7 +45,7 @@ impl Engine<'_> {
         let live: Vec<bool> =
             self.threads.iter().map(|th| th.state == State::Running || self.spinning(th, t, spin)).collect();
         let from = self.sched.cpu.clone();
-        let moved = self.sched.newidle_where_run(t, &live, &ran);
+        let moved = self.sched.balance_where_run(t, &live, &ran);
         for &tid in &moved {
             self.moved_member(tid, from[tid]);
         }

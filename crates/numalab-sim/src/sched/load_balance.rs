@@ -99,40 +99,61 @@ impl Sched {
             }
         }
         // Idle CPUs have their tick stopped (CONFIG_NO_HZ_IDLE): they are balanced only on a
-        // busy CPU's kick (profile `sched.nohz_idle`), each at its own intervals as below.
+        // busy CPU's kick (profile `sched.nohz_idle`), each at its own intervals as below. With
+        // the host model the kicked vCPU balances them when the host runs it
+        // (`vcpu_newidle.rs: nohz_where_run`).
         let idle_balanced = self.nohz_kick(&nr);
+        if self.newidle_when_run && idle_balanced {
+            self.kick_ilb(now_s, &nr);
+        }
         for cpu in 0..ncpu {
-            if nr[cpu] == 0 && (!idle_balanced || self.ttwu_pending[cpu]) {
+            if nr[cpu] == 0 && (!idle_balanced || self.newidle_when_run || self.ttwu_pending[cpu]) {
                 continue;
             }
-            // No level due (the test below for each): nothing to do on this CPU.
-            if now_s + 1e-12 < self.cpu_due_s[cpu][usize::from(nr[cpu] > 0)] {
-                continue;
-            }
-            for l in 0..self.domains.len() {
-                let busy = nr[cpu] > 0;
-                if now_s + 1e-12 < self.state[l][cpu].due_s[usize::from(busy)] {
-                    continue;
-                }
-                self.state[l][cpu].last_balance_s = now_s;
-                self.refresh_due(l, cpu);
-                let idle = if busy { Idle::Busy } else { Idle::Now };
-                if !self.should_we_balance(cpu, l, &nr) {
-                    // load_balance(): "goto out_balanced" and stop climbing for this CPU.
-                    self.grow_interval(l, cpu, false);
-                    break;
-                }
-                let (got, done) = self.load_balance(now_s, cpu, l, idle, &mut nr, live, &mut sig);
-                if done {
-                    sig = None;
-                }
-                moved.extend(got);
-            }
+            moved.extend(self.rebalance_domains(now_s, cpu, &mut nr, live, &mut sig));
         }
         if !self.newidle_when_run {
             for (w, &n) in self.was_busy.iter_mut().zip(&nr) {
                 *w = n > 0;
             }
+        }
+        moved
+    }
+
+    /// `rebalance_domains()` on `cpu`: each level whose interval has passed (on an idle CPU or a
+    /// busy one, as `nr` says), from the lowest, until `should_we_balance()` leaves it to
+    /// another CPU of the group. Returns the threads moved.
+    pub(super) fn rebalance_domains(
+        &mut self,
+        now_s: f64,
+        cpu: usize,
+        nr: &mut [usize],
+        live: &[bool],
+        sig: &mut Option<Vec<CpuSig>>,
+    ) -> Vec<usize> {
+        let mut moved = Vec::new();
+        // No level due (the test below for each): nothing to do on this CPU.
+        if now_s + 1e-12 < self.cpu_due_s[cpu][usize::from(nr[cpu] > 0)] {
+            return moved;
+        }
+        for l in 0..self.domains.len() {
+            let busy = nr[cpu] > 0;
+            if now_s + 1e-12 < self.state[l][cpu].due_s[usize::from(busy)] {
+                continue;
+            }
+            self.state[l][cpu].last_balance_s = now_s;
+            self.refresh_due(l, cpu);
+            let idle = if busy { Idle::Busy } else { Idle::Now };
+            if !self.should_we_balance(cpu, l, nr) {
+                // load_balance(): "goto out_balanced" and stop climbing for this CPU.
+                self.grow_interval(l, cpu, false);
+                break;
+            }
+            let (got, done) = self.load_balance(now_s, cpu, l, idle, nr, live, sig);
+            if done {
+                *sig = None;
+            }
+            moved.extend(got);
         }
         moved
     }
@@ -1041,14 +1062,46 @@ mod tests {
         assert_eq!(s.newidle_where_run(300.2e-3, &live, &[false, true]), vec![1]);
         assert_eq!((s.log.last().unwrap().path, s.cpu[1]), ("newidle-balance", 1));
         assert!(s.newidle_where_run(300.3e-3, &[true, true, false], &[false, true]).is_empty());
-        // The epoch's end no longer balances newly idle: CPU 1's due idle balance (kicked by
-        // CPU 0's two tasks) takes the thread instead, where without the host model the newly
-        // idle balance does (newly_idle_after_300_ms()).
+        // The epoch's end no longer balances newly idle: without the host model the newly idle
+        // balance takes the thread there (newly_idle_after_300_ms()).
         let mut s = hosted();
         let before = s.log.len();
-        assert_eq!(s.balance(300.2e-3, &live), vec![1]);
-        assert_eq!(s.log[before..].iter().map(|e| e.path).collect::<Vec<_>>(), vec!["idle-balance"]);
+        s.balance(300.2e-3, &live);
+        assert!(s.log[before..].iter().all(|e| e.path != "newidle-balance"));
         assert_eq!(newly_idle_after_300_ms(Kernel::V6_1, &[0.0]), vec![(1, "newidle-balance")]);
+    }
+
+    #[test]
+    fn with_the_host_model_the_kicked_idle_vcpu_balances_the_idle_ones_when_the_host_runs_it() {
+        // As newly_idle_after_300_ms() with a 2 ms newly idle cost: CPU 1's newly idle balance
+        // is gated, and its due idle balance, on CPU 0's kick (nr_running >= 2), takes thread 1
+        // at once without the host model. With it, nohz_balancer_kick() kicks CPU 1 (the first
+        // idle CPU, find_new_ilb()) and the balance waits for the host to run CPU 1.
+        let hosted = || {
+            let mut s = sched_on(1, Kernel::V6_1, 3);
+            threads_0_and_1_on_cpu_0_for_300_ms(&mut s);
+            s.newidle_at_host_rounds();
+            s.explain = true;
+            // CPU 1 went idle rounds ago: no newly idle balance pending.
+            s.was_busy[1] = false;
+            s
+        };
+        let live = [true, true, false];
+        let mut s = hosted();
+        assert!(s.balance(300.2e-3, &live).is_empty());
+        assert!(s.nohz_kicked(1) && !s.nohz_kicked(0));
+        // A round on CPU 0 only: nothing; then the host runs CPU 1, which takes thread 1 by its
+        // idle balance, and the kick is spent.
+        assert!(s.balance_where_run(300.3e-3, &live, &[true, false]).is_empty());
+        assert_eq!(s.balance_where_run(300.4e-3, &live, &[false, true]), vec![1]);
+        assert_eq!((s.log.last().unwrap().path, s.cpu[1]), ("idle-balance", 1));
+        assert!(!s.nohz_kicked(1));
+        // Kicked, CPU 1 gets a task of its own before the host runs it (thread 2 woken there):
+        // no longer idle, it balances nothing (nohz_idle_balance(): "if (idle != CPU_IDLE)").
+        let mut s = hosted();
+        assert!(s.balance(300.2e-3, &live).is_empty());
+        assert!(s.balance_where_run(300.4e-3, &[true, true, true], &[false, true]).is_empty());
+        assert!(!s.nohz_kicked(1) && s.cpu[..2] == [0, 0]);
     }
 
     #[test]

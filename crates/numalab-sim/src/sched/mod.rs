@@ -183,6 +183,9 @@ pub struct Sched {
     /// The host model is on: newly idle balancing happens at the host's rounds, on a vCPU the
     /// host runs (`newidle.rs: newidle_where_run`), not at epoch ends.
     newidle_when_run: bool,
+    /// With the host model: the idle vCPU `nohz_balancer_kick()` kicked, until the host runs it
+    /// (`vcpu_newidle.rs`).
+    nohz_ilb: Option<usize>,
     /// Per CPU: `rq->avg_idle` and `rq->idle_stamp` (`newidle.rs`).
     idle_avg: newidle::IdleAvg,
     /// Per thread: woken onto a CPU's wake list, not yet on its run queue (`wakelist.rs`).
@@ -298,6 +301,7 @@ impl Sched {
             log_total: 0,
             was_busy: vec![false; m.pus.len()],
             newidle_when_run: false,
+            nohz_ilb: None,
             idle_avg: newidle::IdleAvg::new(m.pus.len()),
             on_wakelist: vec![false; nthreads],
             ttwu_pending: vec![false; m.pus.len()],

@@ -1,23 +1,44 @@
-//! When a guest's vCPU balances newly idle under the host model (`crate::vhost`,
-//! docs/scheduler.md §10.9). `newidle_balance()` runs in `schedule()` on the CPU whose last task
-//! blocks (v6.1 `kernel/sched/fair.c: pick_next_task_fair()`, label `idle`), so a vCPU does it
-//! while the host runs it, at that moment and from that state. The engine acts at the host's
-//! rounds (`engine/host.rs`): a vCPU the host ran in a round and that has no task left at its
-//! end balances then, before the host's next vCPUs change the state; epoch ends
-//! (`Sched::balance()`) then leave newly idle balancing out.
+//! When a guest's vCPU balances under the host model (`crate::vhost`, docs/scheduler.md §10.9):
+//! only while the host runs it, since the balancing code runs on the vCPU itself.
+//!
+//! - `newidle_balance()` runs in `schedule()` on the CPU whose last task blocks (v6.1
+//!   `kernel/sched/fair.c: pick_next_task_fair()`, label `idle`), at that moment and from that
+//!   state. The engine acts at the host's rounds (`engine/host.rs`): a vCPU the host ran in a
+//!   round and that has no task left at its end balances then, before the host's next vCPUs
+//!   change the state; epoch ends (`Sched::balance()`) leave newly idle balancing out.
+//! - An idle CPU's tick is stopped (`tick_nohz_idle_stop_tick()`; the model has every idle CPU
+//!   so), so idle CPUs are balanced by the NOHZ balance: a busy CPU's tick
+//!   (`nohz_balancer_kick()`, at epoch ends as before) kicks the first idle CPU
+//!   (`find_new_ilb()`) with an IPI (`kick_ilb()`); that vCPU leaves its halt, and when the host
+//!   runs it `nohz_csd_func()` → `run_rebalance_domains()` → `nohz_idle_balance()` balances
+//!   every idle CPU whose interval has passed (`_nohz_idle_balance()`), from the one after it,
+//!   itself last. If it is no longer idle by then, nothing (`nohz_idle_balance()`: "if (idle !=
+//!   CPU_IDLE) return false").
 
 use super::Sched;
 
 impl Sched {
-    /// The host model is on: newly idle balancing only through `newidle_where_run()`.
+    /// The host model is on: newly idle and NOHZ balancing only through `balance_where_run()`.
     pub fn newidle_at_host_rounds(&mut self) {
         self.newidle_when_run = true;
     }
 
-    /// At `now_s`, the end of a host round: each vCPU the host ran in it (`ran`) that had work
-    /// before and has none now (`runnable`: threads running or spinning; a task on a wake list
-    /// does not count, and a CPU with one waiting there is not idle) balances newly idle.
-    /// Returns the threads moved.
+    /// Whether `cpu` was kicked to balance idle CPUs and waits for the host: it is not halted.
+    pub fn nohz_kicked(&self, cpu: usize) -> bool {
+        self.nohz_ilb == Some(cpu)
+    }
+
+    /// At `now_s`, the end of a host round in which the host ran the vCPUs `ran`: their newly
+    /// idle balances, then the kicked vCPU's NOHZ balance. `runnable`: threads running or
+    /// spinning. Returns the threads moved.
+    pub fn balance_where_run(&mut self, now_s: f64, runnable: &[bool], ran: &[bool]) -> Vec<usize> {
+        let mut moved = self.newidle_where_run(now_s, runnable, ran);
+        moved.extend(self.nohz_where_run(now_s, runnable, ran));
+        moved
+    }
+
+    /// Each vCPU the host ran (`ran`) that had work before and has none now (a task on a wake
+    /// list does not count, and a CPU with one waiting there is not idle) balances newly idle.
     pub fn newidle_where_run(&mut self, now_s: f64, runnable: &[bool], ran: &[bool]) -> Vec<usize> {
         self.account(now_s, runnable);
         let live = &self.enqueued(runnable);
@@ -35,6 +56,42 @@ impl Sched {
         for (cpu, &n) in nr.iter().enumerate() {
             if ran[cpu] || n > 0 {
                 self.was_busy[cpu] = n > 0;
+            }
+        }
+        moved
+    }
+
+    /// `nohz_balancer_kick()` decided to kick at `now_s` (`nr`: tasks per CPU): if an idle CPU's
+    /// balance is due (`nohz.next_balance`) and no kick waits, the first idle CPU
+    /// (`find_new_ilb()`: `idle_cpu()`, which a task on its wake list rules out) is kicked.
+    pub(super) fn kick_ilb(&mut self, now_s: f64, nr: &[usize]) {
+        let idle = |c: usize| nr[c] == 0 && !self.ttwu_pending[c];
+        if self.nohz_ilb.is_some() || !(0..nr.len()).any(|c| idle(c) && now_s + 1e-12 >= self.cpu_due_s[c][0]) {
+            return;
+        }
+        let ilb = (0..nr.len()).find(|&c| idle(c));
+        self.nohz_ilb = ilb;
+    }
+
+    /// The kicked vCPU, if the host ran it, balances every idle CPU whose interval has passed
+    /// (`_nohz_idle_balance()`'s `for_each_cpu_wrap(balance_cpu, nohz.idle_cpus_mask,
+    /// this_cpu+1)`), itself last.
+    fn nohz_where_run(&mut self, now_s: f64, runnable: &[bool], ran: &[bool]) -> Vec<usize> {
+        let Some(ilb) = self.nohz_ilb.filter(|&c| ran[c]) else { return Vec::new() };
+        self.nohz_ilb = None;
+        self.account(now_s, runnable);
+        let live = &self.enqueued(runnable);
+        self.ttwu_pending = self.ttwu_pending_cpus();
+        let mut nr = self.nr_running(live, now_s);
+        let mut moved = Vec::new();
+        if nr[ilb] > 0 || self.ttwu_pending[ilb] {
+            return moved;
+        }
+        let mut sig = None;
+        let n = nr.len();
+        for cpu in (1..=n).map(|k| (ilb + k) % n) {
+            if nr[cpu] == 0 && !self.ttwu_pending[cpu] {
+                moved.extend(self.rebalance_domains(now_s, cpu, &mut nr, live, &mut sig));
             }
         }
         moved
