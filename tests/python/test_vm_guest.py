@@ -51,7 +51,7 @@ def _guest_once_more(c: check.Comparison) -> check.Comparison:
 
 #: Cases whose simulated side falls short of the case's expectation for a stated reason. The
 #: shortfall is asserted as stated, so a model that closes the gap fails here until it is removed.
-#: - vm-8 oversubscribed under 6.1: 13 moves on 5 of 16 threads, where `move()` asks half the team
+#: - vm-8 oversubscribed under 6.1: a dozen moves on 5-6 of 16 threads, where `move()` asks half the team
 #:   (the guest moved 16 of 16): its vCPUs sit idle 74 % of the run and balance more, which the
 #:   host model does not cover on one vCPU per node; no 6.1 rule on the path differs
 #:   (docs/scheduler.md §10.7).
