@@ -95,11 +95,16 @@ def test_sim_takes_npb_version_and_reports_it(cli) -> None:
 def test_whole_plane_splits_leave_threads_idle() -> None:
     # FT class W (nz = 32 k-planes) on 64 threads: 3.3.1 deals out whole planes, so half the
     # threads get none of init_ui, evolve, cffts1 and cffts2, while 3.4.2's (k, j) rows reach all.
+    # The busy half, threads 0-31, has four threads on every node (6.13 forks leave the parent's
+    # node from the second on: imb_numa_nr 1 on 8-CPU nodes, docs/scheduler.md §10.7), so it
+    # reaches every memory controller and the memory-bound phases lose little: 6 % in all.
     from numalab.runner import sim as runner
 
     spec = RunSpec.create("opteron6282-4p", "ft", params={"class": "W", "threads": 64}, noise="off")
     new, old = runner.run(spec), runner.run(spec.updated(npb_version="3.3.1"))
-    assert old.time_s > 1.1 * new.time_s, (old.time_s, new.time_s)
+    assert old.time_s > 1.03 * new.time_s, (old.time_s, new.time_s)
+    busy_nodes = {t["first_node"] for t in old.doc["threads"] if t["tid"] < 32}
+    assert len(busy_nodes) == 8, busy_nodes
 
 
 def test_workloads_lists_the_releases(cli) -> None:
