@@ -1041,18 +1041,21 @@ mod tests {
         assert_eq!(newly_idle_after_300_ms(Kernel::V6_13, &[0.0]), newidle);
     }
 
+    /// threads_0_and_1_on_cpu_0_for_300_ms() under 6.1 with the host model's balancing rounds.
+    fn hosted_after_300_ms() -> Sched {
+        let mut s = sched_on(1, Kernel::V6_1, 3);
+        threads_0_and_1_on_cpu_0_for_300_ms(&mut s);
+        s.newidle_at_host_rounds();
+        s.explain = true;
+        s
+    }
+
     #[test]
     fn with_the_host_model_a_vcpu_balances_newly_idle_only_at_a_round_the_host_runs_it() {
         // As newly_idle_after_300_ms() (newly idle balancing free): thread 2 on CPU 1 has
         // blocked beside CPU 0's two threads. In the guest newidle_balance() runs in CPU 1's own
         // schedule() (pick_next_task_fair(), label idle), so only while the host runs CPU 1.
-        let hosted = || {
-            let mut s = sched_on(1, Kernel::V6_1, 3);
-            threads_0_and_1_on_cpu_0_for_300_ms(&mut s);
-            s.newidle_at_host_rounds();
-            s.explain = true;
-            s
-        };
+        let hosted = hosted_after_300_ms;
         let live = [true, true, false];
         // A round in which the host ran CPU 0 only: CPU 1 does not balance, and stays due.
         let mut s = hosted();
@@ -1078,10 +1081,7 @@ mod tests {
         // at once without the host model. With it, nohz_balancer_kick() kicks CPU 1 (the first
         // idle CPU, find_new_ilb()) and the balance waits for the host to run CPU 1.
         let hosted = || {
-            let mut s = sched_on(1, Kernel::V6_1, 3);
-            threads_0_and_1_on_cpu_0_for_300_ms(&mut s);
-            s.newidle_at_host_rounds();
-            s.explain = true;
+            let mut s = hosted_after_300_ms();
             // CPU 1 went idle rounds ago: no newly idle balance pending.
             s.was_busy[1] = false;
             s
