@@ -7,7 +7,8 @@
 //!   round and that has no task left at its end balances then, before the host's next vCPUs
 //!   change the state; epoch ends (`Sched::balance()`) leave newly idle balancing out.
 //! - An idle CPU's tick is stopped (`tick_nohz_idle_stop_tick()`; the model has every idle CPU
-//!   so), so idle CPUs are balanced by the NOHZ balance: a busy CPU's tick
+//!   so, where the guest keeps it at many idle entries: §10.9, not modelled), so idle CPUs are
+//!   balanced by the NOHZ balance: a busy CPU's tick
 //!   (`nohz_balancer_kick()`, at epoch ends as before) kicks the first idle CPU
 //!   (`find_new_ilb()`) with an IPI (`kick_ilb()`); that vCPU leaves its halt, and when the host
 //!   runs it `nohz_csd_func()` → `run_rebalance_domains()` → `nohz_idle_balance()` balances
