@@ -811,6 +811,32 @@ fn item58_threads_with_private_data_stay_ungrouped() {
 }
 
 #[test]
+fn k6_a_task_does_not_join_a_running_one_on_a_small_preferred_node_but_goes_next_to_it() {
+    // 6.13, item 60's crossing on 4-CPU nodes: task 0 on node 1 prefers node 2, where task 1
+    // runs. task_numa_find_cpu(): node 2 has spare capacity, dst_running 1 + 1 = 2 exceeds
+    // sd_numa->imb_numa_nr = max(1, 4 >> 3) = 1, so the imbalance 2 - 0 stands and the move is
+    // refused; task_numa_compare() swaps no ungrouped tasks into spare capacity. With no CPU
+    // on the preferred node task_numa_migrate() tries the other nodes: node 3, next to node 2
+    // (distance 16), runs nothing, so task 0 takes an idle CPU there. Asleep, task 1 leaves node
+    // 2 empty: dst_running 1 <= 1 and imbalance 1 <= NUMA_IMBALANCE_MIN, so task 0 goes there.
+    for task1_runs in [true, false] {
+        let mut r = Rig::new(Kernel::V6_13, &[1, 2], &[256, 256]);
+        r.place(0, 2);
+        r.place(1, 1);
+        r.alloc.free[1] = 0;
+        r.alloc.free[2] = 0;
+        r.nb.set_live(&[true, task1_runs], &r.sched);
+        r.tick(1.1, 100.0);
+        r.tick(2.2, 100.0);
+        r.fault_all(0, 0, 2.3);
+        r.tick(70.0, 100.0);
+        r.fault(0, 0, 0, 70.1);
+        assert_eq!(r.nb.thread_sched(0, &r.sched).numa_preferred_nid, 2);
+        assert_eq!((r.node_of(0), r.node_of(1)), if task1_runs { (3, 2) } else { (2, 2) }, "task 1 runs: {task1_runs}");
+    }
+}
+
+#[test]
 fn item60_numa_migrate_preferred_is_retried_every_interval_and_idle_on_the_preferred_node() {
     // Item 63's crossing (task 0 on node 1 with its memory on node 2, task 1 the reverse, both
     // nodes full), task 0 pinned to its CPU when its first fold sets the preferred node at
