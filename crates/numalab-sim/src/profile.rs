@@ -783,7 +783,9 @@ pub const PROFILE_2_6_32: KernelProfile = KernelProfile {
         nohz_idle: NohzIdle::OwnerWhileAnyBusy,
         newidle_gate: NewidleGate::Always,
         ttwu_queue: TtwuQueue::Absent,
-        // No build checked: up to the imbalance, as the model had it (docs/scheduler.md §9).
+        // Not preemptible: RHEL 6's configs/kernel-2.6.32-x86_64.config (2.6.32 source
+        // package, read in a public mirror; no registry here serves it) has
+        // CONFIG_PREEMPT_VOLUNTARY=y, "# CONFIG_PREEMPT is not set": up to the imbalance.
         newidle_one_task: false,
         // kernel/sched.c: rebalance_domains(): "interval = msecs_to_jiffies(interval)", no
         // busy-CPU correction.
@@ -896,7 +898,10 @@ pub const PROFILE_3_13: KernelProfile = KernelProfile {
         nohz_idle: NohzIdle::KickWhenOverloadedOrLlcBusy,
         newidle_gate: NewidleGate::Always,
         ttwu_queue: TtwuQueue::CrossLlc,
-        // No build checked: up to the imbalance, as the model had it (docs/scheduler.md §9).
+        // Not preemptible: Ubuntu 14.04's 3.13.0 debian.master/config/amd64/
+        // config.flavour.generic (read in a public mirror; no registry here serves it) has
+        // CONFIG_PREEMPT_VOLUNTARY=y, "# CONFIG_PREEMPT is not set" (only the lowlatency
+        // flavour sets it; PREEMPT_DYNAMIC came in v5.12): up to the imbalance.
         newidle_one_task: false,
         // kernel/sched/fair.c: rebalance_domains(): "interval = msecs_to_jiffies(interval)", no
         // busy-CPU correction.
@@ -1147,8 +1152,13 @@ pub const PROFILE_6_13: KernelProfile = KernelProfile {
         // kernel/sched/fair.c: sched_balance_newidle(): as v6.1's newidle_balance().
         newidle_gate: NewidleGate::AvgIdleAboveCost,
         ttwu_queue: TtwuQueue::CrossLlcOrIdle,
-        // No build checked: up to the imbalance, as the model had it (docs/scheduler.md §9).
-        newidle_one_task: false,
+        // A preemptible build. v6.13.7 kernel/Kconfig.preempt: PREEMPT_DYNAMIC "select
+        // PREEMPT_BUILD", "default y if HAVE_PREEMPT_DYNAMIC_CALL" (arch/x86/Kconfig selects
+        // it), and PREEMPT_BUILD "select PREEMPTION". Debian's 6.12 amd64 configs
+        // (linux-config-6.12 6.12.117-1 and 6.12.95-1~bpo12+1, config.amd64_none_amd64.xz):
+        // CONFIG_PREEMPT_DYNAMIC=y, CONFIG_PREEMPTION=y (voluntary by default, the #ifdef
+        // compiled in). Ubuntu's config was not reachable (docs/scheduler.md §14.1).
+        newidle_one_task: true,
         // kernel/sched/fair.c: get_sd_balance_interval(): "if (cpu_busy) interval -= 1;".
         busy_interval: BusyInterval::ScaledLessOneJiffy,
         busiest_group: BusiestGroup::GroupType,

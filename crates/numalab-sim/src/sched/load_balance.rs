@@ -1127,14 +1127,19 @@ mod tests {
     }
 
     #[test]
-    fn a_preemptible_6_1_build_pulls_one_task_per_newly_idle_balance() {
+    fn a_preemptible_build_pulls_one_task_per_newly_idle_balance() {
         // Two nodes of two CPUs: threads 0-3 share CPU 0 for 300 ms, thread 4 runs on CPU 1,
         // then sleeps. CPU 1's newly idle balance at MC (one CPU per group, SD_SHARE_PKG_RESOURCES)
         // finds CPU 0 overloaded against its spare capacity: calculate_imbalance() asks for
-        // (4 - 0) >> 1 = 2 tasks. Debian's 6.1 (CONFIG_PREEMPTION) detach_tasks() stops after
-        // the first; the 6.13 profile, as before, takes both.
-        let newly_idle_pulls = |kernel: Kernel| {
+        // (4 - 0) >> 1 = 2 tasks. Under CONFIG_PREEMPTION (Debian's 6.1 and 6.12 builds, so the
+        // 6.1 and 6.13 profiles) detach_tasks() stops after the first; the same 6.13 rules
+        // built without it (PREEMPT_NONE or PREEMPT_VOLUNTARY, no PREEMPT_DYNAMIC) take both.
+        let newly_idle_pulls = |kernel: Kernel, one_task: Option<bool>| {
             let mut s = sched_on(2, kernel, 5);
+            if let Some(one_task) = one_task {
+                let rules = crate::profile::SchedRules { newidle_one_task: one_task, ..s.rules.clone() };
+                s.rules = Box::leak(Box::new(rules));
+            }
             s.explain = true;
             let mut live = [false; 5];
             for t in 0..5 {
@@ -1156,8 +1161,9 @@ mod tests {
                 .map(|e| (e.to, e.level.clone()))
                 .collect::<Vec<_>>()
         };
-        assert_eq!(newly_idle_pulls(Kernel::V6_1), vec![(1, "MC".to_string())]);
-        assert_eq!(newly_idle_pulls(Kernel::V6_13), vec![(1, "MC".to_string()); 2]);
+        assert_eq!(newly_idle_pulls(Kernel::V6_1, None), vec![(1, "MC".to_string())]);
+        assert_eq!(newly_idle_pulls(Kernel::V6_13, None), vec![(1, "MC".to_string())]);
+        assert_eq!(newly_idle_pulls(Kernel::V6_13, Some(false)), vec![(1, "MC".to_string()); 2]);
     }
 
     /// 6.1 on two nodes of one CPU, a thread on each.
