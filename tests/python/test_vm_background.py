@@ -298,3 +298,33 @@ def test_the_guests_newly_idle_balancing_cost_reaches_the_engine_and_takes_newly
     # With the cost no newly idle balance may pull at all (the path is then absent).
     assert with_cost.get(newidle, (0, 0))[0] < without[newidle][0], (with_cost, without)
     assert with_cost[idle][0] > 2 * without[idle][0], (with_cost, without)
+
+
+def test_the_guests_share_of_stopped_ticks_reaches_the_engine_and_all_stopped_is_the_tickless_model(monkeypatch: pytest.MonkeyPatch):
+    """Each sleeping case carries the guest's measured share of the idle loop's tries that
+    stopped the tick (``check.TICK_STOP_*``, docs/scheduler.md §10.10). An idle CPU that keeps
+    its tick is out of ``nohz.idle_cpus_mask`` and balances itself at its tick; with every try
+    stopping it (share 1) every idle CPU is in the mask, which without the host model is the
+    tickless model's run, move for move."""
+    from dataclasses import replace
+
+    from numalab.vm import sched_trace
+
+    bg = check.GuestBackground(barrier_s=0.015, agent_cost_s=0.1, kthread_hz=6.0, kthread_mean_s=0.7e-3)
+    assert "tick_stop_share" not in bg.engine(1000)
+    assert replace(bg, tick_stop_share=0.9).engine(1000)["tick_stop_share"] == 0.9
+    for name, case in check.CASES.items():
+        if case.sched and case.background is not None:
+            assert case.background.tick_stop_share is not None and 0.8 < case.background.tick_stop_share <= 1.0, name
+    case = check.CASES["sched-oversubscribed"]
+    assert case.machine not in check.MULTI_CPU_MACHINES
+
+    def moves(share: float | None) -> dict[str, tuple[int, int]]:
+        monkeypatch.setitem(check.CASES, "sched-oversubscribed", replace(case, background=replace(case.background, tick_stop_share=share)))
+        return sched_trace.sim_moves("sched-oversubscribed")
+
+    tickless = moves(None)
+    assert moves(1.0) == tickless
+    # Every try keeping it: no idle CPU in the mask, no NOHZ balance; the idle CPUs balance at
+    # their own ticks, so the moves differ.
+    assert moves(0.0) != tickless
