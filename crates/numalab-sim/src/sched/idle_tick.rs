@@ -14,7 +14,10 @@
 //! `scheduler_tick()` → `trigger_load_balance()` each tick, which balances it as idle
 //! (`run_rebalance_domains()` → `rebalance_domains(rq, CPU_IDLE)`) when `rq->next_balance` is
 //! due. Whether a try stops the tick depends on the guest's timers and RCU state, which the model
-//! does not have: each try stops it with the measured share, drawn from the run's seed.
+//! does not have: each try stops it with the measured share, drawn from the run's seed. Not
+//! modelled: a stopped tick's one-shot timer, set for the next timer event, also runs the tick's
+//! handler when it expires (the guest's idle vCPUs handle a tick about once per idle period,
+//! §10.10); the model has no timers.
 
 use super::load::CpuSig;
 use super::Sched;
