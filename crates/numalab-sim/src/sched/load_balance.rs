@@ -946,36 +946,61 @@ mod tests {
     }
 
     #[test]
-    fn v61_an_idle_cpu_that_kept_its_tick_is_left_to_it_by_the_kick_and_balances_itself_there() {
-        // As newly_idle_after_300_ms() with a 2 ms newly idle cost: CPU 1 goes idle beside CPU
-        // 0's two threads, its newly idle balance gated. Every try stopping the tick (share 1):
-        // CPU 1 joins nohz.idle_cpus_mask and CPU 0's kick balances it at once, as when every
-        // idle CPU is taken as tickless.
+    fn v61_an_idle_cpu_keeps_its_tick_to_the_next_jiffy_and_balances_itself_there_not_by_the_kick() {
+        // As newly_idle_after_300_ms() with a 2 ms newly idle cost: CPU 1 goes idle at 300.2 ms
+        // beside CPU 0's two threads, its newly idle balance gated. Taken as tickless (no
+        // share), CPU 0's kick balances it at once.
         let live = [true, true, false];
-        let mut s = quiet_after_300_ms(Kernel::V6_1, &[2e-3], Some(1.0));
+        let mut s = quiet_after_300_ms(Kernel::V6_1, &[2e-3], None);
         assert_eq!(s.balance(300.2e-3, &live), vec![1]);
         assert_eq!(s.log.last().unwrap().path, "idle-balance");
-        // Every try keeping it (share 0): CPU 1 is not in the mask, so the kick has no idle CPU
-        // to balance ("if (likely(!atomic_read(&nohz.nr_cpus))) return"); CPU 1 balances itself
-        // at its own tick a jiffy later (trigger_load_balance() -> rebalance_domains(CPU_IDLE)).
-        let mut s = quiet_after_300_ms(Kernel::V6_1, &[2e-3], Some(0.0));
-        assert!(s.balance(300.2e-3, &live).is_empty());
-        assert!(s.idle_tick_due(1, 304.2e-3) && !s.idle_tick_due(1, 304.1e-3));
-        assert!(s.balance(302.2e-3, &live).is_empty());
-        assert_eq!(s.balance(304.2e-3, &live), vec![1]);
-        assert_eq!((s.log.last().unwrap().path, s.cpu[1]), ("idle-tick-balance", 1));
-        // Busy now, its tick is no idle one.
-        assert!(!s.idle_tick_due(1, 310e-3));
+        // Keeping its tick to the next jiffy (300.2 ms is jiffy 75.05 at HZ 250), whatever the
+        // share: not in nohz.idle_cpus_mask, so the kick has no idle CPU to balance ("if
+        // (likely(!atomic_read(&nohz.nr_cpus))) return"); CPU 1 balances itself at its tick
+        // (trigger_load_balance() -> rebalance_domains(CPU_IDLE)).
+        for share in [0.0, 1.0] {
+            let mut s = quiet_after_300_ms(Kernel::V6_1, &[2e-3], Some(share));
+            assert!(s.balance(300.2e-3, &live).is_empty());
+            assert!(s.idle_tick_due(1, 304.0e-3) && !s.idle_tick_due(1, 303.9e-3));
+            assert!(s.balance(302.2e-3, &live).is_empty());
+            assert_eq!(s.balance(304.0e-3, &live), vec![1]);
+            assert_eq!((s.log.last().unwrap().path, s.cpu[1]), ("idle-tick-balance", 1));
+            // Busy now, its tick is no idle one.
+            assert!(!s.idle_tick_due(1, 310e-3));
+        }
+    }
+
+    #[test]
+    fn v61_an_idle_cpu_joins_the_nohz_mask_when_a_try_at_its_tick_stops_it() {
+        // As above, but all three threads pinned where they are until CPU 1's first tick in idle
+        // (304 ms), whose balance so finds nothing to pull; there its idle loop tries to stop the
+        // tick. Stopped (share 1), CPU 1 joins nohz.idle_cpus_mask and a later kick from CPU 0
+        // balances it (idle-balance); kept (share 0), it is still out of the mask and balances
+        // itself at its tick (idle-tick-balance).
+        let live = [true, true, false];
+        let run = |share: f64| {
+            let mut s = quiet_after_300_ms(Kernel::V6_1, &[2e-3], Some(share));
+            let both = s.allowed[0].clone();
+            s.allowed = vec![vec![0], vec![0], vec![1]];
+            assert!(s.balance(300.2e-3, &live).is_empty());
+            assert!(s.balance(304.0e-3, &live).is_empty());
+            s.allowed = vec![both; 3];
+            assert_eq!(s.idle_tick_due(1, 1.0), share == 0.0);
+            assert_eq!(s.balance(1.0, &live), vec![1]);
+            s.log.last().unwrap().path
+        };
+        assert_eq!(run(1.0), "idle-balance");
+        assert_eq!(run(0.0), "idle-tick-balance");
     }
 
     #[test]
     fn with_the_host_model_a_vcpu_that_kept_its_tick_balances_at_it_when_the_host_runs_it() {
-        // As above (share 0) with the host model: CPU 1's last thread blocks in a round the host
-        // runs it (newly idle balance gated), and it keeps its tick. Its tick a jiffy later is
-        // handled, and balances, only in a round the host runs CPU 1; no kick is sent to it
-        // meanwhile (find_new_ilb() searches nohz.idle_cpus_mask only).
+        // As above with the host model: CPU 1's last thread blocks in a round the host runs it
+        // (newly idle balance gated), and it keeps its tick. Its tick at 304 ms is handled, and
+        // balances, only in a round the host runs CPU 1; no kick is sent to it meanwhile
+        // (find_new_ilb() searches nohz.idle_cpus_mask only).
         let live = [true, true, false];
-        let mut s = quiet_after_300_ms(Kernel::V6_1, &[2e-3], Some(0.0));
+        let mut s = quiet_after_300_ms(Kernel::V6_1, &[2e-3], Some(1.0));
         s.newidle_at_host_rounds();
         assert!(s.balance_where_run(300.1e-3, &live, &[false, true]).is_empty());
         assert!(s.balance(300.2e-3, &live).is_empty());
@@ -984,12 +1009,6 @@ mod tests {
         assert!(s.idle_tick_due(1, 304.3e-3));
         assert_eq!(s.balance_where_run(304.3e-3, &live, &[false, true]), vec![1]);
         assert_eq!((s.log.last().unwrap().path, s.cpu[1]), ("idle-tick-balance", 1));
-        // The same vCPU stopping its tick joins the mask and is kicked instead.
-        let mut s = quiet_after_300_ms(Kernel::V6_1, &[2e-3], Some(1.0));
-        s.newidle_at_host_rounds();
-        assert!(s.balance_where_run(300.1e-3, &live, &[false, true]).is_empty());
-        assert!(s.balance(300.2e-3, &live).is_empty());
-        assert!(s.nohz_kicked(1) && !s.idle_tick_due(1, 1.0));
     }
 
     /// Two nodes of two CPUs (0-1, 2-3); `on[t]` each thread's CPU, `pinned[t]` whether it is
