@@ -373,7 +373,8 @@ NEWIDLE_COST_2X4_PASSIVE = (0.140e-3, 0.156e-3)
 NEWIDLE_COST_8_PASSIVE = (0.135e-3, 0.045e-3)
 #: Of the guest's idle loop's tries to stop the tick, the share that stopped it
 #: (``GuestBackground.tick_stop_share``; kernel/time/tick-sched.c: __tick_nohz_idle_stop_tick()
-#: counts every try in ``idle_calls`` and every stop in ``idle_sleeps``): both counters' growth
+#: counts every try in ``idle_calls`` and every stop in ``idle_sleeps``; the tries come at the
+#: idle vCPU's ticks, none at its idle entry, where the tick always ran on to the next jiffy): both counters' growth
 #: over the command's run, summed over the vCPUs, two runs of each case pooled (2026-11-27
 #: 11:29-11:35 UTC, load 3-8.6, ``numalab vm check --moves --case NAME``, whose job snapshots
 #: ``/proc/timer_list`` around the command; per run 0.874-0.960). docs/scheduler.md §10.10.

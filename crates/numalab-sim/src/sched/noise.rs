@@ -51,8 +51,9 @@ pub struct Background {
     /// above; none: free.
     #[serde(default)]
     pub newidle_lb_cost_s: Vec<f64>,
-    /// Of the idle loop's tries to stop the tick, the share that stop it (a guest's measured
-    /// `idle_sleeps / idle_calls`; `idle_tick.rs`); none: every idle CPU is tickless.
+    /// Of the idle loop's tries to stop the tick at an idle CPU's ticks, the share that stop it
+    /// (a guest's measured `idle_sleeps / idle_calls`; `idle_tick.rs`: the tick runs on to the
+    /// next jiffy after each idle entry); none: every idle CPU is tickless.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tick_stop_share: Option<f64>,
 }
