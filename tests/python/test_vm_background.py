@@ -298,3 +298,36 @@ def test_the_guests_newly_idle_balancing_cost_reaches_the_engine_and_takes_newly
     # With the cost no newly idle balance may pull at all (the path is then absent).
     assert with_cost.get(newidle, (0, 0))[0] < without[newidle][0], (with_cost, without)
     assert with_cost[idle][0] > 2 * without[idle][0], (with_cost, without)
+
+
+def test_the_guests_share_of_stopped_ticks_reaches_the_engine_and_idle_cpus_balance_at_their_own_ticks():
+    """Each sleeping case carries the guest's measured share of the idle loop's tries that
+    stopped the tick (``check.TICK_STOP_*``, docs/scheduler.md §10.10). An idle CPU keeps its tick
+    to the next jiffy and balances itself there (``idle-tick-balance``), out of
+    ``nohz.idle_cpus_mask`` until a try stops it; taken as tickless (no share) it has no tick of
+    its own, and only the NOHZ balance (``idle-balance``) balances it. 2026-11-27: 13 own-tick
+    pulls and 10 NOHZ ones on ``vm-4`` oversubscribed with the share, 0 and 34 without."""
+    from dataclasses import replace
+
+    bg = check.GuestBackground(barrier_s=0.015, agent_cost_s=0.1, kthread_hz=6.0, kthread_mean_s=0.7e-3)
+    assert "tick_stop_share" not in bg.engine(1000)
+    assert replace(bg, tick_stop_share=0.9).engine(1000)["tick_stop_share"] == 0.9
+    for name, case in check.CASES.items():
+        if case.sched and case.background is not None:
+            assert case.background.tick_stop_share is not None and 0.8 < case.background.tick_stop_share <= 1.0, name
+    case = check.CASES["sched-oversubscribed"]
+    assert case.machine not in check.MULTI_CPU_MACHINES
+
+    def pulls(share: float | None) -> dict[str, int]:
+        params = {"threads": load_machine(case.machine).nr_pus, **case.params}
+        spec = RunSpec.create(case.machine, case.workload, params=params, kernel="6.1", thp="never").with_config(case.config)
+        doc = check.sim_doc(spec.updated(explain_sched=True), replace(case.background, tick_stop_share=share), case.interval_ms)
+        out: dict[str, int] = {}
+        for e in doc["sched_events"]:
+            if e["from_cpu"] is not None:
+                out[e["path"]] = out.get(e["path"], 0) + 1
+        return out
+
+    tickless, ticking = pulls(None), pulls(case.background.tick_stop_share)
+    assert tickless.get("idle-tick-balance", 0) == 0 and tickless["idle-balance"] > 0, tickless
+    assert ticking["idle-tick-balance"] > 0, ticking

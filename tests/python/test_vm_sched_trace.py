@@ -98,6 +98,31 @@ def test_a_guest_run_gives_moves_by_path_across_nodes_and_the_cpus_busy_share():
     assert "guest CPUs idle entries per barrier (sched_goidle): 2.00 0.50 0.00 0.00 (mean 0.62)" in text
 
 
+def ticks_section(calls: list[int], sleeps: list[int], loc: list[int]) -> list[str]:
+    """A snapshot as the job's ``tk`` prints it: ``/proc/timer_list``'s per-CPU lines (6.1
+    kernel/time/timer_list.c: print_cpu(), ``P(idle_calls)`` as "  .%-15s: %Lu") and
+    ``/proc/interrupts``' local timer line."""
+    out = []
+    for c, (n, s) in enumerate(zip(calls, sleeps)):
+        out += [f"cpu: {c}", f"  .idle_calls     : {n}", f"  .idle_sleeps    : {s}"]
+    return out + ["LOC:  " + "  ".join(str(n) for n in loc) + "   Local timer interrupts"]
+
+
+def test_the_guest_run_gives_each_cpus_tries_to_stop_the_tick_its_stops_and_its_idle_ticks():
+    """The job's snapshots of the idle loop's tick counters around the command, and the traced
+    idle ticks per CPU (docs/scheduler.md §10.10): the growth in between, per CPU; a CPU the
+    trace saw no idle tick on has none."""
+    text = "\n".join([job_output(), "== ticks0", *ticks_section([10, 5, 0, 7], [9, 5, 0, 1], [100, 50, 3, 9]),
+                      "== ticks1", *ticks_section([110, 55, 4, 7], [99, 50, 4, 1], [400, 90, 13, 9]),
+                      "== idleticks", "0 120", "1 30", "2 4"])
+    g = sched_trace.parse(text)
+    assert g.ticks == sched_trace.Ticks([100, 50, 4, 0], [90, 45, 4, 0], [300, 40, 10, 0], [120, 30, 4, 0])
+    assert "(stopped 0.90 of the tries)" in sched_trace.report(g)
+    assert sched_trace.as_json(g, sched_trace.SimSched({}, [], [], 0))["guest"]["ticks"]["idle_ticks"] == [120, 30, 4, 0]
+    # Runs from before the counters were kept have none.
+    assert sched_trace.parse(job_output()).ticks is None
+
+
 def test_the_simulators_moves_by_path_are_the_vm_check_sides_migrations():
     # sim_moves repeats check.sim_side's runs with the decisions kept: the same moves.
     case = check.CASES["sched-oversubscribed-4x2"]

@@ -276,12 +276,18 @@ class GuestBackground:
     #: ``sd->max_newidle_lb_cost`` (debugfs ``sched/domains/cpuN/domainM``), median over its
     #: vCPUs and samples; empty where not measured (free).
     newidle_lb_cost_s: tuple[float, ...] = ()
+    #: Of the idle loop's tries to stop the tick, the share that stopped it: the guest's
+    #: ``idle_sleeps / idle_calls`` (``/proc/timer_list``) over the case's runs; None where not
+    #: measured (every idle vCPU tickless).
+    tick_stop_share: float | None = None
 
     def engine(self, interval_ms: int) -> dict[str, Any]:
         """The engine's ``background`` (``numalab_sim::sched::Background``): the agent every
         ``interval_ms``, the kernel threads, no daemons (the guest's init only waits for the agent),
-        and newly idle balancing's cost where measured."""
+        and newly idle balancing's cost and the idle tick's stop share where measured."""
         cost = {"newidle_lb_cost_s": list(self.newidle_lb_cost_s)} if self.newidle_lb_cost_s else {}
+        if self.tick_stop_share is not None:
+            cost["tick_stop_share"] = self.tick_stop_share
         return {"kthread_hz": self.kthread_hz, "kthread_mean_s": self.kthread_mean_s, "daemon_hz": 0.0, "daemon_mean_s": 0.0,
                 "agent_period_s": interval_ms / 1000.0, "agent_cost_s": self.agent_cost_s, **cost}
 
@@ -365,35 +371,58 @@ NEWIDLE_COST_2X4_OVER = (4.41e-3, 3.16e-3)
 NEWIDLE_COST_4X2_PASSIVE = (0.981e-3, 0.383e-3, 0.063e-3)
 NEWIDLE_COST_2X4_PASSIVE = (0.140e-3, 0.156e-3)
 NEWIDLE_COST_8_PASSIVE = (0.135e-3, 0.045e-3)
+#: Of the guest's idle loop's tries to stop the tick, the share that stopped it
+#: (``GuestBackground.tick_stop_share``; kernel/time/tick-sched.c: __tick_nohz_idle_stop_tick()
+#: counts every try in ``idle_calls`` and every stop in ``idle_sleeps``; the tries come at the
+#: idle vCPU's ticks, none at its idle entry, where the tick always ran on to the next jiffy): both counters' growth
+#: over the command's run, summed over the vCPUs, two runs of each case pooled (2026-11-27
+#: 11:29-11:35 UTC, load 3-8.6, ``numalab vm check --moves --case NAME``, whose job snapshots
+#: ``/proc/timer_list`` around the command; per run 0.874-0.960). docs/scheduler.md §10.10.
+TICK_STOP_4_PASSIVE = 0.922
+TICK_STOP_4_OVER = 0.915
+TICK_STOP_8_PASSIVE = 0.915
+TICK_STOP_8_OVER = 0.899
+TICK_STOP_4X2_PASSIVE = 0.944
+TICK_STOP_4X2_OVER = 0.930
+TICK_STOP_2X4_PASSIVE = 0.950
+TICK_STOP_2X4_OVER = 0.951
 GUEST_BACKGROUND: dict[str, dict[int, GuestBackground]] = {
     # vm-4 (the boot above): 4 threads 8.8-13.0 ms per barrier (three runs), agent 90 and 100 ms
     # per sample; 8 threads 6.7-12.9 ms (three runs), agent 167 and 210 ms per sample (its CPU
     # less the 0.32-0.34 s of the runs sampling every 30 s, over the samples but the exit one).
     "vm-4": {
         4: GuestBackground(barrier_s=10.5e-3, agent_cost_s=95e-3, kthread_hz=KTHREAD_HZ_4, kthread_mean_s=KTHREAD_MEAN_S_4,
-                            newidle_lb_cost_s=NEWIDLE_COST_4_PASSIVE),
+                            newidle_lb_cost_s=NEWIDLE_COST_4_PASSIVE,
+                            tick_stop_share=TICK_STOP_4_PASSIVE),
         8: GuestBackground(barrier_s=10.4e-3, agent_cost_s=188e-3, kthread_hz=KTHREAD_HZ_4, kthread_mean_s=KTHREAD_MEAN_S_4,
-                            newidle_lb_cost_s=NEWIDLE_COST_4_OVER),
+                            newidle_lb_cost_s=NEWIDLE_COST_4_OVER,
+                            tick_stop_share=TICK_STOP_4_OVER),
     },
     # vm-8 (its boot above): 8 threads 10.2-13.4 ms per barrier (three runs), agent 120 and 187 ms
     # per sample; 16 threads 9.4-17.7 ms, agent 70 and 304 ms per sample (less 0.39 and 0.54 s).
     "vm-8": {
         8: GuestBackground(barrier_s=11.7e-3, agent_cost_s=153e-3, kthread_hz=KTHREAD_HZ_8, kthread_mean_s=KTHREAD_MEAN_S_8,
-                            newidle_lb_cost_s=NEWIDLE_COST_8_PASSIVE),
+                            newidle_lb_cost_s=NEWIDLE_COST_8_PASSIVE,
+                            tick_stop_share=TICK_STOP_8_PASSIVE),
         16: GuestBackground(barrier_s=13.4e-3, agent_cost_s=187e-3, kthread_hz=KTHREAD_HZ_8, kthread_mean_s=KTHREAD_MEAN_S_8,
-                             newidle_lb_cost_s=NEWIDLE_COST_8_OVER),
+                             newidle_lb_cost_s=NEWIDLE_COST_8_OVER,
+                             tick_stop_share=TICK_STOP_8_OVER),
     },
     "vm-4x2": {
         8: GuestBackground(barrier_s=14.2e-3, agent_cost_s=96e-3, kthread_hz=KTHREAD_HZ_4X2, kthread_mean_s=KTHREAD_MEAN_S_4X2,
-                            newidle_lb_cost_s=NEWIDLE_COST_4X2_PASSIVE),
+                            newidle_lb_cost_s=NEWIDLE_COST_4X2_PASSIVE,
+                            tick_stop_share=TICK_STOP_4X2_PASSIVE),
         16: GuestBackground(barrier_s=15.0e-3, agent_cost_s=161e-3, kthread_hz=KTHREAD_HZ_4X2, kthread_mean_s=KTHREAD_MEAN_S_4X2,
-                             newidle_lb_cost_s=NEWIDLE_COST_4X2_OVER),
+                             newidle_lb_cost_s=NEWIDLE_COST_4X2_OVER,
+                             tick_stop_share=TICK_STOP_4X2_OVER),
     },
     "vm-2x4": {
         8: GuestBackground(barrier_s=15.3e-3, agent_cost_s=81e-3, kthread_hz=KTHREAD_HZ_2X4, kthread_mean_s=KTHREAD_MEAN_S_2X4,
-                            newidle_lb_cost_s=NEWIDLE_COST_2X4_PASSIVE),
+                            newidle_lb_cost_s=NEWIDLE_COST_2X4_PASSIVE,
+                            tick_stop_share=TICK_STOP_2X4_PASSIVE),
         16: GuestBackground(barrier_s=19.7e-3, agent_cost_s=148e-3, kthread_hz=KTHREAD_HZ_2X4, kthread_mean_s=KTHREAD_MEAN_S_2X4,
-                             newidle_lb_cost_s=NEWIDLE_COST_2X4_OVER),
+                             newidle_lb_cost_s=NEWIDLE_COST_2X4_OVER,
+                             tick_stop_share=TICK_STOP_2X4_OVER),
     },
 }
 

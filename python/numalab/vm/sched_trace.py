@@ -34,21 +34,31 @@ echo 8192 > $T/buffer_size_kb
 echo 'comm == "barrier"' > $E/filter
 echo 'stacktrace if comm == "barrier"' > $E/trigger
 echo 1 > $E/enable
+H=$T/events/timer/hrtimer_expire_entry
+A=$(grep " tick_sched_timer$" /proc/kallsyms | cut -d" " -f1)
+[ -n "$A" ] && [ -d $H ] && echo "common_pid == 0 && function == 0x$A" > $H/filter && echo 1 > $H/enable
 echo 1 > $T/tracing_on
 echo "== cpunode"; for c in /sys/devices/system/cpu/cpu[0-9]*; do echo "${c##*cpu} $(ls -d $c/node* | sed 's/.*node//')"; done
+tk() { grep -E "^cpu:|idle_calls|idle_sleeps" /proc/timer_list; grep "LOC:" /proc/interrupts; }
+tk > /tmp/k0
 cat /proc/schedstat > /tmp/s0
 numalab-agent run --interval-ms=1000 --maps-budget-pct=100 --output=/tmp/inner.jsonl -- $1 > /tmp/cmd.out 2>&1
 echo "== status $?"
 cat /proc/schedstat > /tmp/s1
+tk > /tmp/k1
 echo 0 > $T/tracing_on
 echo "== schedstat0"; cat /tmp/s0
 echo "== schedstat1"; cat /tmp/s1
+echo "== ticks0"; cat /tmp/k0
+echo "== ticks1"; cat /tmp/k1
 echo "== trace"
 awk '
 /sched_migrate_task:/ { if (o != "") print o, d, sig; sig=""; n=0; o="?"; d="?";
   for (i=1;i<=NF;i++) { if ($i ~ /^orig_cpu=/) o=substr($i,10); if ($i ~ /^dest_cpu=/) d=substr($i,10) } next }
 /^ => / { if (n < 14) { sig = sig "<" $2; n++ } next }
 END { if (o != "") print o, d, sig }' $T/trace | sort | uniq -c
+echo "== idleticks"; awk '/hrtimer_expire_entry:/ { for (i=1;i<=NF;i++) if ($i ~ /^\[[0-9]+\]$/) { n[substr($i,2,length($i)-2)+0]++; break } }
+END { for (c in n) print c, n[c] }' $T/trace | sort -n
 echo "== agent"; tail -n 1 /tmp/inner.jsonl
 echo; echo "== command"; tail -n 5 /tmp/cmd.out
 """
@@ -106,6 +116,49 @@ class GuestMoves:
     busy: list[float]
     lb_gained: dict[str, Counter[str]]
     goidle: list[int] = field(default_factory=list)
+    ticks: Ticks | None = None
+
+
+@dataclass(frozen=True)
+class Ticks:
+    """Per CPU over the command's run, from ``/proc/timer_list`` (kernel/time/timer_list.c:
+    print_cpu()) and ``/proc/interrupts``: ``idle_calls``, the idle loop's tries to stop the tick
+    (kernel/time/tick-sched.c: __tick_nohz_idle_stop_tick(), once per pass of do_idle()'s loop,
+    so at each idle entry and again after every interrupt that wakes the idle CPU, its own tick
+    included); ``idle_sleeps``, those that left the tick stopped; ``loc``, local timer
+    interrupts; ``idle_ticks``, the tick's handler run in the idle task (``tick_sched_timer``
+    expiring with pid 0, traced: each runs ``scheduler_tick()`` → ``trigger_load_balance()``,
+    whether the tick was kept or stopped and its one-shot timer came), empty without the trace."""
+
+    idle_calls: list[int]
+    idle_sleeps: list[int]
+    loc: list[int]
+    idle_ticks: list[int] = field(default_factory=list)
+
+
+def _ticks(lines: list[str]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {"idle_calls": [], "idle_sleeps": [], "loc": []}
+    for line in lines:
+        a = line.replace(":", " ").split()
+        if not a:
+            continue
+        if a[0] in ("idle_calls", ".idle_calls", "idle_sleeps", ".idle_sleeps"):
+            out[a[0].lstrip(".")].append(int(a[1]))
+        elif a[0] == "LOC":
+            out["loc"] = [int(x) for x in a[1:] if x.isdigit()]
+    return out
+
+
+def ticks_of(lines0: list[str], lines1: list[str], idle: list[str] | None = None) -> Ticks | None:
+    """The counters' growth between the two snapshots, or None without them; ``idle``: the
+    job's "CPU count" lines of traced idle ticks."""
+    t0, t1 = _ticks(lines0), _ticks(lines1)
+    if not t1["idle_calls"] or len(t0["idle_calls"]) != len(t1["idle_calls"]):
+        return None
+    d = {k: [b - a for a, b in zip(t0[k], t1[k])] for k in t1}
+    per = dict((int(a[0]), int(a[1])) for a in (line.split() for line in idle or []) if len(a) == 2)
+    ticks = [per.get(c, 0) for c in range(len(d["idle_calls"]))] if idle is not None else []
+    return Ticks(d["idle_calls"], d["idle_sleeps"], d["loc"], ticks)
 
 
 @dataclass(frozen=True)
@@ -188,7 +241,8 @@ def parse(text: str) -> GuestMoves:
             for i, it in enumerate(IDLE_TYPES):
                 level[it] += v[8 * i + 4] - s0[k][8 * i + 4]
     return GuestMoves(moves, cross, sum(int(t["nr_migrations"]) for t in threads), len(threads),
-                      int(cmd[-1]["reps"]) if cmd else 0, busy, gained, goidle)
+                      int(cmd[-1]["reps"]) if cmd else 0, busy, gained, goidle,
+                      ticks_of(sec.get("ticks0", []), sec.get("ticks1", []), sec.get("idleticks")))
 
 
 def _per(n: int, threads: int, barriers: int) -> str:
@@ -228,14 +282,24 @@ def report(g: GuestMoves, side: SimSched | dict[str, tuple[int, int]] | None = N
     lines = [text, f"trace {total} moves, the agent's nr_migrations {g.nr_migrations}", *_cpus("guest", g.busy, g.goidle, g.barriers)]
     if isinstance(side, SimSched):
         lines += _cpus("sim", side.busy, side.goidle, side.barriers)
+    if g.ticks is not None:
+        k = g.ticks
+        lines.append("guest idle_calls / idle_sleeps / local timer interrupts per CPU: "
+                     + " ".join(f"{c}/{s}/{n}" for c, s, n in zip(k.idle_calls, k.idle_sleeps, k.loc))
+                     + f" (stopped {sum(k.idle_sleeps) / max(1, sum(k.idle_calls)):.2f} of the tries)")
+        if k.idle_ticks:
+            lines.append("guest ticks handled idle (tick_sched_timer in the idle task) per CPU: "
+                         + " ".join(str(n) for n in k.idle_ticks) + f" (total {sum(k.idle_ticks)})")
     for level in sorted(g.lb_gained):
         lines.append(f"load_balance() pulls, {level}: " + ", ".join(f"{it} {g.lb_gained[level][it]}" for it in IDLE_TYPES))
     return "\n".join(lines)
 
 
 #: The simulator's ``--explain-sched`` path names, as ``path_of`` names the kernel's (its
-#: ``idle-balance`` counts the NOHZ idle balance's pulls too, docs/scheduler.md §4).
+#: ``idle-balance`` counts the NOHZ idle balance's pulls too, docs/scheduler.md §4; ``idle-tick-balance`` an idle
+#: CPU's own at a kept tick, §10.10).
 SIM_PATHS = {"wake": "wake-up (futex)", "newidle-balance": "newly idle balance", "idle-balance": "periodic balance, idle CPU",
+             "idle-tick-balance": "periodic balance, idle CPU",
              "busy-balance": "periodic balance, busy CPU", "active-balance": "active balance"}
 
 
@@ -296,5 +360,8 @@ def as_json(g: GuestMoves, side: SimSched) -> dict[str, Any]:
     guest = {"moves": {p: [g.moves[p], g.cross[p]] for p in g.moves}, "nr_migrations": g.nr_migrations, "threads": g.threads,
              "barriers": g.barriers, "busy": g.busy, "goidle": g.goidle,
              "lb_gained": {level: dict(c) for level, c in g.lb_gained.items()}}
+    if g.ticks is not None:
+        guest["ticks"] = {"idle_calls": g.ticks.idle_calls, "idle_sleeps": g.ticks.idle_sleeps, "loc": g.ticks.loc,
+                          "idle_ticks": g.ticks.idle_ticks}
     return {"guest": guest, "sim": {p: list(v) for p, v in side.moves.items()},
             "sim_cpus": {"busy": side.busy, "goidle": side.goidle, "barriers": side.barriers}}

@@ -18,8 +18,9 @@ impl Engine<'_> {
             }
         }
         // A vCPU kicked to balance the idle ones leaves its halt (the IPI, `vcpu_newidle.rs`).
+        // So does an idle vCPU whose kept tick has come (its timer interrupt, `idle_tick.rs`).
         for (c, b) in busy.iter_mut().enumerate() {
-            *b |= self.sched.nohz_kicked(c);
+            *b |= self.sched.nohz_kicked(c) || self.sched.idle_tick_due(c, t);
         }
         runs.copy_from_slice(host.plan(&busy));
         // A vCPU the host runs handles its IPIs: its wake list joins its run queue.

@@ -96,18 +96,32 @@ impl Sched {
         for cpu in 0..ncpu {
             if !self.newidle_when_run && self.was_busy[cpu] && nr[cpu] == 0 && !self.ttwu_pending[cpu] {
                 moved.extend(self.newidle_balance(now_s, cpu, &mut nr, live, &mut sig));
+                self.went_idle_if(cpu, now_s, &nr);
             }
+        }
+        // A busy CPU's tick leaves nohz.idle_cpus_mask (`idle_tick.rs`), before its kick.
+        if let Some(it) = self.idle_tick.as_mut() {
+            (0..ncpu).filter(|&c| nr[c] > 0).for_each(|c| it.busy_tick(c));
         }
         // Idle CPUs have their tick stopped (CONFIG_NO_HZ_IDLE): they are balanced only on a
         // busy CPU's kick (profile `sched.nohz_idle`), each at its own intervals as below. With
         // the host model the kicked vCPU balances them when the host runs it
-        // (`vcpu_newidle.rs: nohz_where_run`).
-        let idle_balanced = self.nohz_kick(&nr);
+        // (`vcpu_newidle.rs: nohz_where_run`). Where idle CPUs may keep their tick
+        // (`idle_tick.rs`), the kick balances only those in the mask, none if it is empty
+        // (`nohz_balancer_kick()`: "if (likely(!atomic_read(&nohz.nr_cpus))) return"), and one
+        // that kept its tick balances itself at it.
+        let idle_balanced = self.nohz_kick(&nr) && self.idle_tick.as_ref().is_none_or(|it| it.any_nohz());
         if self.newidle_when_run && idle_balanced {
             self.kick_ilb(now_s, &nr);
         }
         for cpu in 0..ncpu {
-            if nr[cpu] == 0 && (!idle_balanced || self.newidle_when_run || self.ttwu_pending[cpu]) {
+            if nr[cpu] == 0 && !self.newidle_when_run && !self.ttwu_pending[cpu] && self.idle_tick_due(cpu, now_s) {
+                moved.extend(self.idle_tick_balance(now_s, cpu, &mut nr, live, &mut sig));
+                continue;
+            }
+            if nr[cpu] == 0
+                && (!idle_balanced || self.newidle_when_run || self.ttwu_pending[cpu] || !self.nohz_idle(cpu))
+            {
                 continue;
             }
             moved.extend(self.rebalance_domains(now_s, cpu, &mut nr, live, &mut sig));
@@ -522,6 +536,7 @@ impl Sched {
         let tries = self.domains[l].cache_nice_tries;
         let path = match idle {
             Idle::Busy => "busy-balance",
+            Idle::Now if self.tick_balancing => "idle-tick-balance",
             Idle::Now => "idle-balance",
             Idle::Newly => "newidle-balance",
         };
@@ -851,6 +866,7 @@ mod tests {
                 agent_period_s: 1.0,
                 agent_cost_s: 0.1,
                 newidle_lb_cost_s: Vec::new(),
+                tick_stop_share: None,
             },
         );
         // Generated with no thread runnable, the run stays on its seeded CPU.
@@ -902,6 +918,16 @@ mod tests {
     /// balance pulls when one balance of a domain costs `newidle_lb_cost_s` (the only background):
     /// the threads moved and by which path.
     fn newly_idle_after_300_ms(kernel: Kernel, newidle_lb_cost_s: &[f64]) -> Vec<(usize, &'static str)> {
+        let mut s = quiet_after_300_ms(kernel, newidle_lb_cost_s, None);
+        let before = s.log.len();
+        let moved = s.balance(300.2e-3, &[true, true, false]);
+        assert_eq!(moved.len(), s.log.len() - before);
+        s.log[before..].iter().map(|e| (e.tid, e.path)).collect()
+    }
+
+    /// threads_0_and_1_on_cpu_0_for_300_ms() with no background but newly idle balancing's cost
+    /// per level and the idle tick's stop share (`idle_tick.rs`), decisions kept.
+    fn quiet_after_300_ms(kernel: Kernel, newidle_lb_cost_s: &[f64], tick_stop_share: Option<f64>) -> Sched {
         let mut s = sched_on(1, kernel, 3);
         s.explain = true;
         let bg = crate::sched::Background {
@@ -912,13 +938,77 @@ mod tests {
             agent_period_s: 0.0,
             agent_cost_s: 0.0,
             newidle_lb_cost_s: newidle_lb_cost_s.to_vec(),
+            tick_stop_share,
         };
         s.set_background(1, bg);
         threads_0_and_1_on_cpu_0_for_300_ms(&mut s);
-        let before = s.log.len();
-        let moved = s.balance(300.2e-3, &[true, true, false]);
-        assert_eq!(moved.len(), s.log.len() - before);
-        s.log[before..].iter().map(|e| (e.tid, e.path)).collect()
+        s
+    }
+
+    #[test]
+    fn v61_an_idle_cpu_keeps_its_tick_to_the_next_jiffy_and_balances_itself_there_not_by_the_kick() {
+        // As newly_idle_after_300_ms() with a 2 ms newly idle cost: CPU 1 goes idle at 300.2 ms
+        // beside CPU 0's two threads, its newly idle balance gated. Taken as tickless (no
+        // share), CPU 0's kick balances it at once.
+        let live = [true, true, false];
+        let mut s = quiet_after_300_ms(Kernel::V6_1, &[2e-3], None);
+        assert_eq!(s.balance(300.2e-3, &live), vec![1]);
+        assert_eq!(s.log.last().unwrap().path, "idle-balance");
+        // Keeping its tick to the next jiffy (300.2 ms is jiffy 75.05 at HZ 250), whatever the
+        // share: not in nohz.idle_cpus_mask, so the kick has no idle CPU to balance ("if
+        // (likely(!atomic_read(&nohz.nr_cpus))) return"); CPU 1 balances itself at its tick
+        // (trigger_load_balance() -> rebalance_domains(CPU_IDLE)).
+        for share in [0.0, 1.0] {
+            let mut s = quiet_after_300_ms(Kernel::V6_1, &[2e-3], Some(share));
+            assert!(s.balance(300.2e-3, &live).is_empty());
+            assert!(s.idle_tick_due(1, 304.0e-3) && !s.idle_tick_due(1, 303.9e-3));
+            assert!(s.balance(302.2e-3, &live).is_empty());
+            assert_eq!(s.balance(304.0e-3, &live), vec![1]);
+            assert_eq!((s.log.last().unwrap().path, s.cpu[1]), ("idle-tick-balance", 1));
+            // Busy now, its tick is no idle one.
+            assert!(!s.idle_tick_due(1, 310e-3));
+        }
+    }
+
+    #[test]
+    fn v61_an_idle_cpu_joins_the_nohz_mask_when_a_try_at_its_tick_stops_it() {
+        // As above, but all three threads pinned where they are until CPU 1's first tick in idle
+        // (304 ms), whose balance so finds nothing to pull; there its idle loop tries to stop the
+        // tick. Stopped (share 1), CPU 1 joins nohz.idle_cpus_mask and a later kick from CPU 0
+        // balances it (idle-balance); kept (share 0), it is still out of the mask and balances
+        // itself at its tick (idle-tick-balance).
+        let live = [true, true, false];
+        let run = |share: f64| {
+            let mut s = quiet_after_300_ms(Kernel::V6_1, &[2e-3], Some(share));
+            let both = s.allowed[0].clone();
+            s.allowed = vec![vec![0], vec![0], vec![1]];
+            assert!(s.balance(300.2e-3, &live).is_empty());
+            assert!(s.balance(304.0e-3, &live).is_empty());
+            s.allowed = vec![both; 3];
+            assert_eq!(s.idle_tick_due(1, 1.0), share == 0.0);
+            assert_eq!(s.balance(1.0, &live), vec![1]);
+            s.log.last().unwrap().path
+        };
+        assert_eq!(run(1.0), "idle-balance");
+        assert_eq!(run(0.0), "idle-tick-balance");
+    }
+
+    #[test]
+    fn with_the_host_model_a_vcpu_that_kept_its_tick_balances_at_it_when_the_host_runs_it() {
+        // As above with the host model: CPU 1's last thread blocks in a round the host runs it
+        // (newly idle balance gated), and it keeps its tick. Its tick at 304 ms is handled, and
+        // balances, only in a round the host runs CPU 1; no kick is sent to it meanwhile
+        // (find_new_ilb() searches nohz.idle_cpus_mask only).
+        let live = [true, true, false];
+        let mut s = quiet_after_300_ms(Kernel::V6_1, &[2e-3], Some(1.0));
+        s.newidle_at_host_rounds();
+        assert!(s.balance_where_run(300.1e-3, &live, &[false, true]).is_empty());
+        assert!(s.balance(300.2e-3, &live).is_empty());
+        assert!(!s.nohz_kicked(1));
+        assert!(s.balance_where_run(304.2e-3, &live, &[true, false]).is_empty());
+        assert!(s.idle_tick_due(1, 304.3e-3));
+        assert_eq!(s.balance_where_run(304.3e-3, &live, &[false, true]), vec![1]);
+        assert_eq!((s.log.last().unwrap().path, s.cpu[1]), ("idle-tick-balance", 1));
     }
 
     /// Two nodes of two CPUs (0-1, 2-3); `on[t]` each thread's CPU, `pinned[t]` whether it is

@@ -15,6 +15,7 @@ mod domains;
 pub(crate) use domains::llc_parent_imb_numa_nr;
 mod fork;
 pub(crate) use fork::adjust_numa_imbalance;
+mod idle_tick;
 mod lb_stats;
 mod load;
 mod load_balance;
@@ -132,8 +133,9 @@ pub struct SchedEvent {
     /// Logical PUs; `from` is None for a placement at creation.
     pub from: Option<usize>,
     pub to: usize,
-    /// `exec`, `fork`, `bind`, `wake`, `idle-balance`, `busy-balance`, `newidle-balance`,
-    /// `active-balance`.
+    /// `exec`, `fork`, `bind`, `wake`, `idle-balance` (by the NOHZ balance),
+    /// `idle-tick-balance` (at an idle CPU's own kept tick, `idle_tick.rs`), `busy-balance`,
+    /// `newidle-balance`, `active-balance`.
     pub path: &'static str,
     /// The scheduling domain level (`MC`, `NUMA<distance>`), empty when none decided.
     pub level: String,
@@ -186,6 +188,11 @@ pub struct Sched {
     /// With the host model: the idle vCPU `nohz_balancer_kick()` kicked, until the host runs it
     /// (`vcpu_newidle.rs`).
     nohz_ilb: Option<usize>,
+    /// Whether idle CPUs keep their tick, where the run's background gives the share of stops
+    /// (`idle_tick.rs`); None: every idle CPU is tickless.
+    idle_tick: Option<idle_tick::IdleTick>,
+    /// An idle CPU balances at its own kept tick (`idle_tick_balance()`): its pulls are named so.
+    tick_balancing: bool,
     /// Per CPU: `rq->avg_idle` and `rq->idle_stamp` (`newidle.rs`).
     idle_avg: newidle::IdleAvg,
     /// Per thread: woken onto a CPU's wake list, not yet on its run queue (`wakelist.rs`).
@@ -302,6 +309,8 @@ impl Sched {
             was_busy: vec![false; m.pus.len()],
             newidle_when_run: false,
             nohz_ilb: None,
+            idle_tick: None,
+            tick_balancing: false,
             idle_avg: newidle::IdleAvg::new(m.pus.len()),
             on_wakelist: vec![false; nthreads],
             ttwu_pending: vec![false; m.pus.len()],
@@ -361,6 +370,7 @@ impl Sched {
     /// Background activity seeded by `seed` with rates of its own (`numalab vm check`'s guest,
     /// docs/scheduler.md §10.3) instead of §6's estimates.
     pub fn set_background(&mut self, seed: u64, bg: Background) {
+        self.idle_tick = bg.tick_stop_share.map(|share| idle_tick::IdleTick::new(seed, self.pu_node.len(), share));
         self.noise = Some(Noise::with(seed, self.pu_node.clone(), bg));
         self.refresh_newidle_costs();
     }

@@ -51,6 +51,11 @@ pub struct Background {
     /// above; none: free.
     #[serde(default)]
     pub newidle_lb_cost_s: Vec<f64>,
+    /// Of the idle loop's tries to stop the tick at an idle CPU's ticks, the share that stop it
+    /// (a guest's measured `idle_sleeps / idle_calls`; `idle_tick.rs`: the tick runs on to the
+    /// next jiffy after each idle entry); none: every idle CPU is tickless.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick_stop_share: Option<f64>,
 }
 
 impl Default for Background {
@@ -64,6 +69,7 @@ impl Default for Background {
             agent_period_s: 0.0,
             agent_cost_s: 0.0,
             newidle_lb_cost_s: Vec::new(),
+            tick_stop_share: None,
         }
     }
 }
@@ -305,6 +311,7 @@ mod tests {
             agent_period_s: period_s,
             agent_cost_s: cost_s,
             newidle_lb_cost_s: Vec::new(),
+            tick_stop_share: None,
         }
     }
 

@@ -6,9 +6,10 @@
 //!   state. The engine acts at the host's rounds (`engine/host.rs`): a vCPU the host ran in a
 //!   round and that has no task left at its end balances then, before the host's next vCPUs
 //!   change the state; epoch ends (`Sched::balance()`) leave newly idle balancing out.
-//! - An idle CPU's tick is stopped (`tick_nohz_idle_stop_tick()`; the model has every idle CPU
-//!   so, where the guest keeps it at many idle entries: §10.9, not modelled), so idle CPUs are
-//!   balanced by the NOHZ balance: a busy CPU's tick
+//! - An idle CPU's tick is stopped (`tick_nohz_idle_stop_tick()`), unless the run gives the share
+//!   of stops (`idle_tick.rs`, §10.10: a vCPU that kept its tick balances itself at it, when the
+//!   host runs it: `ticks_where_run()`), so idle CPUs are balanced by the NOHZ balance: a busy
+//!   CPU's tick
 //!   (`nohz_balancer_kick()`, at epoch ends as before) kicks the first idle CPU
 //!   (`find_new_ilb()`) with an IPI (`kick_ilb()`); that vCPU leaves its halt, and when the host
 //!   runs it `nohz_csd_func()` → `run_rebalance_domains()` → `nohz_idle_balance()` balances
@@ -34,6 +35,7 @@ impl Sched {
     /// spinning. Returns the threads moved.
     pub fn balance_where_run(&mut self, now_s: f64, runnable: &[bool], ran: &[bool]) -> Vec<usize> {
         let mut moved = self.newidle_where_run(now_s, runnable, ran);
+        moved.extend(self.ticks_where_run(now_s, runnable, ran));
         moved.extend(self.nohz_where_run(now_s, runnable, ran));
         moved
     }
@@ -50,6 +52,7 @@ impl Sched {
         for cpu in 0..nr.len() {
             if ran[cpu] && self.was_busy[cpu] && nr[cpu] == 0 && !self.ttwu_pending[cpu] {
                 moved.extend(self.newidle_balance(now_s, cpu, &mut nr, live, &mut sig));
+                self.went_idle_if(cpu, now_s, &nr);
             }
         }
         // A vCPU the host did not run executed no `schedule()`: if it has no task left (one
@@ -57,6 +60,10 @@ impl Sched {
         for (cpu, &n) in nr.iter().enumerate() {
             if ran[cpu] || n > 0 {
                 self.was_busy[cpu] = n > 0;
+            }
+            // Run with work, it has left the idle loop (`idle_tick.rs`).
+            if let Some(it) = self.idle_tick.as_mut().filter(|_| ran[cpu] && n > 0) {
+                it.left_idle(cpu);
             }
         }
         moved
@@ -66,7 +73,8 @@ impl Sched {
     /// balance is due (`nohz.next_balance`) and no kick waits, the first idle CPU
     /// (`find_new_ilb()`: `idle_cpu()`, which a task on its wake list rules out) is kicked.
     pub(super) fn kick_ilb(&mut self, now_s: f64, nr: &[usize]) {
-        let idle = |c: usize| nr[c] == 0 && !self.ttwu_pending[c];
+        // Only CPUs in nohz.idle_cpus_mask (`find_new_ilb()`; `idle_tick.rs`).
+        let idle = |c: usize| nr[c] == 0 && !self.ttwu_pending[c] && self.nohz_idle(c);
         if self.nohz_ilb.is_some() || !(0..nr.len()).any(|c| idle(c) && now_s + 1e-12 >= self.cpu_due_s[c][0]) {
             return;
         }
@@ -91,7 +99,7 @@ impl Sched {
         let mut sig = None;
         let n = nr.len();
         for cpu in (1..=n).map(|k| (ilb + k) % n) {
-            if nr[cpu] == 0 && !self.ttwu_pending[cpu] {
+            if nr[cpu] == 0 && !self.ttwu_pending[cpu] && self.nohz_idle(cpu) {
                 moved.extend(self.rebalance_domains(now_s, cpu, &mut nr, live, &mut sig));
             }
         }
