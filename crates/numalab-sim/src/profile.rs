@@ -103,6 +103,10 @@ pub enum ZonelistTieBreak {
 /// CFS (`kernel/sched/fair.c`, `kernel/sched/topology.c`), `crate::sched`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SchedRules {
+    /// `CONFIG_HZ` of the modelled build: ticks a second. Balancing intervals are whole jiffies
+    /// (`msecs_to_jiffies()` in `rebalance_domains()`), a running task's slice is checked at the
+    /// tick, and `cpu_load[]` moves once a tick.
+    pub hz: f64,
     /// A task's time slice among `n` sharing a CPU (`kernel/sched/fair.c: sched_slice()`;
     /// v6.13 `update_deadline()` with `sysctl_sched_base_slice`).
     pub slice: TimeSlice,
@@ -752,6 +756,9 @@ pub const PROFILE_2_6_32: KernelProfile = KernelProfile {
         weighted_interleave: false,
     },
     sched: SchedRules {
+        // RHEL 6's configs/kernel-2.6.32-x86_64.config (2.6.32 source package, read in a public
+        // mirror): CONFIG_HZ_1000=y, CONFIG_HZ=1000.
+        hz: 1000.0,
         // kernel/sched_fair.c: sysctl_sched_latency 5 ms, sysctl_sched_min_granularity 1 ms,
         // sched_nr_latency 5, __sched_period(); kernel/sched.c: update_sysctl() scales both by
         // 1 + ilog2(min(CPUs, 8)).
@@ -878,6 +885,8 @@ pub const PROFILE_3_13: KernelProfile = KernelProfile {
         weighted_interleave: false,
     },
     sched: SchedRules {
+        // Ubuntu 14.04's debian.master/config/amd64/config.flavour.generic (3.13.0): CONFIG_HZ=250.
+        hz: 250.0,
         // kernel/sched/fair.c: sysctl_sched_latency 6 ms, sysctl_sched_min_granularity 0.75 ms,
         // scaled by update_sysctl().
         slice: TimeSlice::CfsPeriod { latency_s: 6e-3, min_granularity_s: 0.75e-3 },
@@ -992,6 +1001,8 @@ pub const PROFILE_6_1: KernelProfile = KernelProfile {
         weighted_interleave: false,
     },
     sched: SchedRules {
+        // The guest's Debian 6.1 /boot/config and kernel/Kconfig.hz's default: CONFIG_HZ_250=y.
+        hz: 250.0,
         // kernel/sched/fair.c: sched_slice() over __sched_period() (EEVDF replaced it in v6.6):
         // normalized_sysctl_sched_latency 6 ms, normalized_sysctl_sched_min_granularity 0.75 ms,
         // sched_nr_latency 8, scaled by update_sysctl(); check_preempt_tick() reschedules once
@@ -1130,6 +1141,9 @@ pub const PROFILE_6_13: KernelProfile = KernelProfile {
         weighted_interleave: true,
     },
     sched: SchedRules {
+        // Debian's linux-config-6.12 (config.amd64_none_amd64) and kernel/Kconfig.hz's default:
+        // CONFIG_HZ_250=y.
+        hz: 250.0,
         // kernel/sched/fair.c: sysctl_sched_base_slice 0.75 ms, scaled by update_sysctl().
         slice: TimeSlice::Base { slice_s: 0.75e-3 },
         // kernel/sched/fair.c: check_preempt_wakeup_fair() preempts only when pick_eevdf()

@@ -28,12 +28,11 @@ use crate::rng::Rng;
 /// The random stream of the tick's stops, apart from the background's (`noise.rs`).
 const STREAM: u64 = 0x71c4_5709;
 
-/// A jiffy: the tick's period (`CONFIG_HZ`).
-pub(super) const TICK_S: f64 = 1.0 / super::HZ;
-
 #[derive(Clone, Debug)]
 pub(super) struct IdleTick {
     share: f64,
+    /// A jiffy: the tick's period (1 / `CONFIG_HZ`).
+    tick_s: f64,
     rng: Rng,
     /// Per CPU: idle with its tick kept, and when that tick next fires.
     kept: Vec<bool>,
@@ -45,9 +44,10 @@ pub(super) struct IdleTick {
 impl IdleTick {
     /// `cpus` CPUs, idle with their tick stopped (as after boot), each try stopping it with
     /// `share`.
-    pub(super) fn new(seed: u64, cpus: usize, share: f64) -> Self {
+    pub(super) fn new(seed: u64, cpus: usize, share: f64, tick_s: f64) -> Self {
         IdleTick {
             share,
+            tick_s,
             rng: Rng::new(seed, STREAM),
             kept: vec![false; cpus],
             next_tick_s: vec![f64::INFINITY; cpus],
@@ -63,7 +63,7 @@ impl IdleTick {
             self.nohz[cpu] = true;
         } else {
             self.kept[cpu] = true;
-            self.next_tick_s[cpu] = now_s + TICK_S;
+            self.next_tick_s[cpu] = now_s + self.tick_s;
         }
     }
 
@@ -74,7 +74,7 @@ impl IdleTick {
     /// traced); the tries come at the ticks (`ticked()`).
     pub(super) fn went_idle(&mut self, cpu: usize, now_s: f64) {
         self.kept[cpu] = true;
-        self.next_tick_s[cpu] = ((now_s / TICK_S + 1e-9).floor() + 1.0) * TICK_S;
+        self.next_tick_s[cpu] = ((now_s / self.tick_s + 1e-9).floor() + 1.0) * self.tick_s;
     }
 
     /// `cpu` has work: it left the idle loop (`tick_nohz_idle_exit()`); it stays in the mask.
@@ -96,8 +96,8 @@ impl IdleTick {
     /// After `cpu`'s kept tick (due at `now_s`): the idle loop tries to stop it again, once per
     /// tick that has come since (a model's instant may come several jiffies after the tick).
     pub(super) fn ticked(&mut self, cpu: usize, now_s: f64) {
-        let ticks = ((now_s + 1e-12 - self.next_tick_s[cpu]) / TICK_S).floor() as u64 + 1;
-        let last = self.next_tick_s[cpu] + (ticks - 1) as f64 * TICK_S;
+        let ticks = ((now_s + 1e-12 - self.next_tick_s[cpu]) / self.tick_s).floor() as u64 + 1;
+        let last = self.next_tick_s[cpu] + (ticks - 1) as f64 * self.tick_s;
         for _ in 0..ticks {
             self.try_stop(cpu, last);
             if !self.kept[cpu] {
@@ -187,10 +187,13 @@ impl Sched {
 mod tests {
     use super::*;
 
+    /// A jiffy at the guest's `CONFIG_HZ=250`.
+    const TICK_S: f64 = 1.0 / 250.0;
+
     #[test]
     fn a_kept_tick_fires_a_jiffy_later_and_is_retried_at_every_tick_until_it_stops() {
         // Share 0: every try keeps it; share 1: every try stops it.
-        let mut t = IdleTick::new(1, 2, 0.0);
+        let mut t = IdleTick::new(1, 2, 0.0, TICK_S);
         t.left_idle(0);
         assert!(t.nohz_idle(0), "woken, a CPU stays in the mask until a busy tick");
         t.busy_tick(0);
@@ -218,7 +221,7 @@ mod tests {
     fn the_share_of_tries_that_stop_the_tick_is_the_given_one_and_the_seeds() {
         // The first tick in each idle period tries once.
         let stops = |seed: u64| {
-            let mut t = IdleTick::new(seed, 1, 0.87);
+            let mut t = IdleTick::new(seed, 1, 0.87, TICK_S);
             (0..10_000)
                 .filter(|&i| {
                     t.went_idle(0, i as f64);

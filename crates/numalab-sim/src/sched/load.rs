@@ -429,7 +429,7 @@ impl Sched {
     /// `loads`: each CPU's `weighted_cpuload()` now (v2.6.32 `update_cpu_load()` applies the same
     /// arithmetic to `rq->load.weight`).
     pub(super) fn tick_cpu_load(&mut self, now_s: f64, loads: &[u64]) {
-        let jiffy = (now_s * super::HZ).floor().max(0.0) as u64;
+        let jiffy = (now_s * self.rules.hz).floor().max(0.0) as u64;
         let pending = jiffy.saturating_sub(self.cpu_load_jiffy).min(MAX_PENDING_TICKS);
         self.cpu_load_jiffy = self.cpu_load_jiffy.max(jiffy);
         for (cl, &this_load) in self.cpu_load_idx.iter_mut().zip(loads) {

@@ -17,7 +17,7 @@ use super::lb_stats::{self, group_classify, Idle, LbStats, Migration, Spread};
 use super::load::CpuSig;
 use super::pelt::CAPACITY;
 use super::wake::Why;
-use super::{GroupLoad, Sched, HZ, MIGRATION_COST_S};
+use super::{GroupLoad, Sched, MIGRATION_COST_S};
 use crate::profile::{BalanceSignals, BusiestGroup, BusyInterval, IdleScan, NewidleGate, NohzIdle, TimeSlice};
 
 /// `MAX_PINNED_INTERVAL` (`kernel/sched/fair.c`, v3.13 / v6.1 / v6.13; v2.6.32 `kernel/sched.c`):
@@ -35,9 +35,14 @@ pub(super) fn sysctl_factor(online_cpus: usize) -> f64 {
 /// A domain's balance interval in jiffies (`rebalance_domains()`, v6.x
 /// `get_sd_balance_interval()`): `msecs_to_jiffies(balance_interval)` (rounded up), times
 /// `busy_factor` on a busy CPU, at least one jiffy; 6.x takes one jiffy off a busy CPU's.
-pub(super) fn balance_interval_jiffies(balance_interval_ms: f64, busy_factor: Option<f64>, rule: BusyInterval) -> f64 {
+pub(super) fn balance_interval_jiffies(
+    balance_interval_ms: f64,
+    busy_factor: Option<f64>,
+    rule: BusyInterval,
+    hz: f64,
+) -> f64 {
     let ms = balance_interval_ms * busy_factor.unwrap_or(1.0);
-    let jiffies = (ms * HZ / 1000.0).ceil();
+    let jiffies = (ms * hz / 1000.0).ceil();
     let less = match (busy_factor, rule) {
         (Some(_), BusyInterval::ScaledLessOneJiffy) => 1.0,
         _ => 0.0,
@@ -242,10 +247,12 @@ impl Sched {
     pub(super) fn refresh_due(&mut self, l: usize, cpu: usize) {
         let busy_factor = self.domains[l].busy_factor;
         let cap = self.max_load_balance_interval_jiffies();
+        let hz = self.rules.hz;
         let st = &mut self.state[l][cpu];
         st.due_s = [None, Some(busy_factor)].map(|factor| {
-            let jiffies = balance_interval_jiffies(st.balance_interval_ms, factor, self.rules.busy_interval).min(cap);
-            st.last_balance_s + jiffies / HZ
+            let jiffies =
+                balance_interval_jiffies(st.balance_interval_ms, factor, self.rules.busy_interval, hz).min(cap);
+            st.last_balance_s + jiffies / hz
         });
         self.cpu_due_s[cpu] =
             [0, 1].map(|busy| self.state.iter().map(|s| s[cpu].due_s[busy]).fold(f64::INFINITY, f64::min));
@@ -259,7 +266,7 @@ impl Sched {
     fn max_load_balance_interval_jiffies(&self) -> f64 {
         match self.rules.busiest_group {
             BusiestGroup::CapacityPerTaskPull => f64::INFINITY,
-            _ => (HZ * self.pu_node.len() as f64 / 10.0).floor(),
+            _ => (self.rules.hz * self.pu_node.len() as f64 / 10.0).floor(),
         }
     }
 
@@ -1359,17 +1366,34 @@ mod tests {
     }
 
     #[test]
+    fn rhel6s_2632_balances_an_idle_cpu_every_ms_where_3_13_waits_a_4_ms_jiffy() {
+        // The MC domain's boot balance_interval is 1 ms (SD_MC_INIT) in both: one jiffy, 1 ms at
+        // RHEL 6's CONFIG_HZ=1000, 4 ms at Ubuntu 14.04's 250; busy (x64): 64 ms and 16 jiffies.
+        for (k, idle_s, busy_s) in [(Kernel::V2_6_32, 1e-3, 64e-3), (Kernel::V3_13, 4e-3, 64e-3)] {
+            let mut s = sched(k);
+            s.state[0][0].last_balance_s = 0.5;
+            s.state[0][0].balance_interval_ms = 1.0;
+            s.refresh_due(0, 0);
+            let [idle, busy] = s.state[0][0].due_s;
+            assert!(
+                (idle - (0.5 + idle_s)).abs() < 1e-12 && (busy - (0.5 + busy_s)).abs() < 1e-12,
+                "{k:?}: {idle} {busy}"
+            );
+        }
+    }
+
+    #[test]
     fn v61_and_v613_take_a_jiffy_off_a_busy_cpus_interval_and_v313_does_not() {
         let rule = |k: Kernel| k.profile().sched.busy_interval;
         // A NUMA domain of 4 CPUs (balance_interval 4 ms, busy_factor 16): 64 ms, 16 jiffies.
         for (k, busy) in [(Kernel::V6_1, 15.0), (Kernel::V6_13, 15.0), (Kernel::V3_13, 16.0), (Kernel::V2_6_32, 16.0)] {
-            assert_eq!(balance_interval_jiffies(4.0, Some(16.0), rule(k)), busy, "{k:?}");
+            assert_eq!(balance_interval_jiffies(4.0, Some(16.0), rule(k), 250.0), busy, "{k:?}");
             // An idle CPU's interval is not corrected: 4 ms is one jiffy.
-            assert_eq!(balance_interval_jiffies(4.0, None, rule(k)), 1.0, "{k:?}");
+            assert_eq!(balance_interval_jiffies(4.0, None, rule(k), 250.0), 1.0, "{k:?}");
         }
         // msecs_to_jiffies() rounds up (5 ms: 2 jiffies), and the clamp keeps one jiffy.
-        assert_eq!(balance_interval_jiffies(5.0, None, BusyInterval::ScaledLessOneJiffy), 2.0);
-        assert_eq!(balance_interval_jiffies(1.0, Some(1.0), BusyInterval::ScaledLessOneJiffy), 1.0);
+        assert_eq!(balance_interval_jiffies(5.0, None, BusyInterval::ScaledLessOneJiffy, 250.0), 2.0);
+        assert_eq!(balance_interval_jiffies(1.0, Some(1.0), BusyInterval::ScaledLessOneJiffy, 250.0), 1.0);
     }
 
     #[test]
@@ -1396,7 +1420,7 @@ mod tests {
         let mut s = sched(Kernel::V3_13);
         let mut sig = vec![CpuSig::default(); 4];
         sig[0].runnable_load = 2046;
-        s.tick_cpu_load(2.0 / HZ, &[2046, 0, 0, 0]);
+        s.tick_cpu_load(2.0 / 250.0, &[2046, 0, 0, 0]);
         // idx 1: (0 + 2047) >> 1 = 1023, then (1023 + 2047) >> 1 = 1535; idx 2: (0 + 2049) >> 2 =
         // 512, then (512 x 3 + 2049) >> 2 = 896.
         assert_eq!(s.cpu_load_idx[0][..3], [2046, 1535, 896]);
@@ -1406,10 +1430,10 @@ mod tests {
         assert_eq!(s.biased_load(0, 2, &sig, &nr, true), 2046);
         assert_eq!(s.biased_load(0, 0, &sig, &nr, false), 2046);
         // The same jiffy again changes nothing; the load leaving decays the history.
-        s.tick_cpu_load(2.5 / HZ, &[2046, 0, 0, 0]);
+        s.tick_cpu_load(2.5 / 250.0, &[2046, 0, 0, 0]);
         assert_eq!(s.cpu_load_idx[0][1], 1535);
         sig[0].runnable_load = 0;
-        s.tick_cpu_load(3.0 / HZ, &[0; 4]);
+        s.tick_cpu_load(3.0 / 250.0, &[0; 4]);
         assert_eq!(s.cpu_load_idx[0][..3], [0, 767, 672]);
         assert_eq!(s.biased_load(0, 2, &sig, &[0; 4], true), 767);
     }
@@ -1423,7 +1447,8 @@ mod tests {
         sig[0].runnable_load = 700;
         let nr = [2, 0, 0, 0];
         assert_eq!(s.weighted_cpuload(0, &sig, &nr), 2048);
-        s.tick_cpu_load(2.0 / HZ, &[2048, 0, 0, 0]);
+        // Two jiffies at RHEL 6's CONFIG_HZ=1000.
+        s.tick_cpu_load(2.0 / 1000.0, &[2048, 0, 0, 0]);
         // idx 1: (0 + 2049) >> 1 = 1024, then (1024 + 2049) >> 1 = 1536; idx 2: (0 + 2051) >> 2
         // = 512, then (512 x 3 + 2051) >> 2 = 896.
         assert_eq!(s.cpu_load_idx[0][..3], [2048, 1536, 896]);

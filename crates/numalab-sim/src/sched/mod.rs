@@ -113,9 +113,6 @@ pub use domains::Domain;
 pub use noise::{Background, Noise};
 pub use wake::futex_wake_order;
 
-/// `CONFIG_HZ`: the kernel's default (`kernel/Kconfig.hz`: `default HZ_250`); balancing
-/// intervals are whole jiffies (`msecs_to_jiffies` in `get_sd_balance_interval`).
-pub const HZ: f64 = 250.0;
 /// `sysctl_sched_migration_cost` = 500000 ns (`kernel/sched/fair.c`, both versions): a task
 /// that ran less than this long ago is cache hot (`task_hot`).
 pub const MIGRATION_COST_S: f64 = 0.5e-3;
@@ -370,7 +367,9 @@ impl Sched {
     /// Background activity seeded by `seed` with rates of its own (`numalab vm check`'s guest,
     /// docs/scheduler.md §10.3) instead of §6's estimates.
     pub fn set_background(&mut self, seed: u64, bg: Background) {
-        self.idle_tick = bg.tick_stop_share.map(|share| idle_tick::IdleTick::new(seed, self.pu_node.len(), share));
+        self.idle_tick = bg
+            .tick_stop_share
+            .map(|share| idle_tick::IdleTick::new(seed, self.pu_node.len(), share, 1.0 / self.rules.hz));
         self.noise = Some(Noise::with(seed, self.pu_node.clone(), bg));
         self.refresh_newidle_costs();
     }
@@ -469,7 +468,7 @@ impl Sched {
             return vec![0.0; n];
         }
         let load = self.nr_running(live, a);
-        self.noise.as_mut().map(|nz| nz.busy_fraction(a, b, &load)).unwrap_or_else(|| vec![0.0; n])
+        self.noise.as_mut().map(|nz| nz.busy_fraction(a, b, &load, self.rules.hz)).unwrap_or_else(|| vec![0.0; n])
     }
 }
 

@@ -195,11 +195,11 @@ impl Noise {
     }
 
     /// Fraction of `[a, b)` each CPU spends on background work; `load` = threads per CPU.
-    pub fn busy_fraction(&mut self, a: f64, b: f64, load: &[usize]) -> Vec<f64> {
+    pub fn busy_fraction(&mut self, a: f64, b: f64, load: &[usize], hz: f64) -> Vec<f64> {
         self.generate(b, load);
         self.events.retain(|e| e.2 > a);
         let len = (b - a).max(1e-12);
-        let mut f: Vec<f64> = load.iter().map(|&n| if n > 0 { TICK_COST_S * super::HZ } else { 0.0 }).collect();
+        let mut f: Vec<f64> = load.iter().map(|&n| if n > 0 { TICK_COST_S * hz } else { 0.0 }).collect();
         for &(c, s, e) in &self.events {
             let o = e.min(b) - s.max(a);
             if o > 0.0 {
@@ -332,23 +332,23 @@ mod tests {
     #[test]
     fn the_periodic_task_wakes_on_an_idle_cpu_of_its_node_when_its_own_is_busy() {
         let mut n = Noise::with(7, vec![0, 0, 1, 1], agent_only(1.0, 0.1));
-        n.busy_fraction(0.0, 1.0, &[0; 4]);
+        n.busy_fraction(0.0, 1.0, &[0; 4], 250.0);
         let home = n.agent_cpu;
         let sibling = if home % 2 == 0 { home + 1 } else { home - 1 };
         let mut load = [0; 4];
         load[home] = 1;
-        n.busy_fraction(1.0, 3.0, &load);
+        n.busy_fraction(1.0, 3.0, &load, 250.0);
         assert_eq!(n.agent_cpu, sibling);
         // Its whole node busy: it stays.
         load[sibling] = 1;
-        n.busy_fraction(3.0, 5.0, &load);
+        n.busy_fraction(3.0, 5.0, &load, 250.0);
         assert_eq!(n.agent_cpu, sibling);
     }
 
     #[test]
     fn the_periodic_tasks_utilisation_rises_while_it_runs_and_decays_after() {
         let mut n = Noise::with(3, vec![0, 0], agent_only(1.0, 0.1));
-        n.busy_fraction(0.0, 2.0, &[0; 2]);
+        n.busy_fraction(0.0, 2.0, &[0; 2], 250.0);
         let (cpu, start, end, _) = *n.agent_runs.last().unwrap();
         let util = |t: f64| n.agent_signals(cpu, t, CAPACITY).unwrap().1;
         let (early, late, after) = (util(start + 0.01), util(end - 1e-3), util(end + 0.1));
@@ -362,7 +362,7 @@ mod tests {
     #[test]
     fn the_default_background_has_no_periodic_task() {
         let mut n = Noise::new(1, vec![0; 4]);
-        n.busy_fraction(0.0, 5.0, &[0; 4]);
+        n.busy_fraction(0.0, 5.0, &[0; 4], 250.0);
         assert!(!n.has_agent());
         assert_eq!(Background::default().agent_period_s, 0.0);
     }

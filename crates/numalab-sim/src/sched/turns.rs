@@ -9,7 +9,7 @@
 //! first jiffy after its slice. A task woken on a busy CPU preempts only as the profile says
 //! (`WakeupPreempt`).
 
-use super::{Sched, HZ};
+use super::Sched;
 use crate::profile::WakeupPreempt;
 
 /// Per CPU: who runs, since when and until when, and who ran last.
@@ -54,8 +54,8 @@ impl Turns {
 }
 
 /// The first tick at or after `t_s` (ticks every jiffy from 0).
-fn tick_at_or_after(t_s: f64) -> f64 {
-    (t_s * HZ - 1e-9).ceil() / HZ
+fn tick_at_or_after(t_s: f64, hz: f64) -> f64 {
+    (t_s * hz - 1e-9).ceil() / hz
 }
 
 impl Sched {
@@ -147,7 +147,7 @@ impl Sched {
         let slice = self.slice_s(n.max(2));
         let start = self.turns.start[cpu];
         let slices = ((at - start) / slice).floor().max(0.0) + 1.0;
-        self.turns.end[cpu] = tick_at_or_after(start + slices * slice);
+        self.turns.end[cpu] = tick_at_or_after(start + slices * slice, self.rules.hz);
         self.turns.changes += 1;
     }
 
@@ -285,8 +285,8 @@ mod tests {
 
     #[test]
     fn a_turn_ends_at_the_first_tick_after_the_slice_under_way() {
-        assert_eq!(tick_at_or_after(4e-3), 4e-3);
-        assert_eq!(tick_at_or_after(3e-3), 4e-3);
-        assert_eq!(tick_at_or_after(4.1e-3), 8e-3);
+        assert_eq!(tick_at_or_after(4e-3, 250.0), 4e-3);
+        assert_eq!(tick_at_or_after(3e-3, 250.0), 4e-3);
+        assert_eq!(tick_at_or_after(4.1e-3, 250.0), 8e-3);
     }
 }
