@@ -146,6 +146,13 @@ pub struct SchedRules {
     /// `move_tasks()` the same under `CONFIG_PREEMPT`): true where the modelled build is
     /// preemptible.
     pub newidle_one_task: bool,
+    /// The root domain's overload flag gates newly idle balancing (v3.16's "sched: Fast idling
+    /// of CPU when system is partially loaded"; v6.1 `rd->overload`, v6.13 `rd->overloaded`):
+    /// set when a run queue reaches two tasks (`kernel/sched/sched.h: add_nr_running()`),
+    /// rewritten by each balance of the root domain from its CPUs' run queues
+    /// (`kernel/sched/fair.c: update_sd_lb_stats()`), and a newly idle CPU does not balance
+    /// while it is clear (`newidle_balance()` / `sched_balance_newidle()`). `sched/overload.rs`.
+    pub rd_overload: bool,
     /// A busy CPU's balance interval in jiffies (`kernel/sched/fair.c: rebalance_domains()`,
     /// v6.x `get_sd_balance_interval()`).
     pub busy_interval: BusyInterval,
@@ -794,6 +801,8 @@ pub const PROFILE_2_6_32: KernelProfile = KernelProfile {
         // package, read in a public mirror; no registry here serves it) has
         // CONFIG_PREEMPT_VOLUNTARY=y, "# CONFIG_PREEMPT is not set": up to the imbalance.
         newidle_one_task: false,
+        // No such flag before v3.16: v2.6.32 kernel/sched.c: idle_balance() reads none.
+        rd_overload: false,
         // kernel/sched.c: rebalance_domains(): "interval = msecs_to_jiffies(interval)", no
         // busy-CPU correction.
         busy_interval: BusyInterval::Scaled,
@@ -912,6 +921,9 @@ pub const PROFILE_3_13: KernelProfile = KernelProfile {
         // CONFIG_PREEMPT_VOLUNTARY=y, "# CONFIG_PREEMPT is not set" (only the lowlatency
         // flavour sets it; PREEMPT_DYNAMIC came in v5.12): up to the imbalance.
         newidle_one_task: false,
+        // No such flag: v3.13 kernel/sched/fair.c: idle_balance() returns only when
+        // "this_rq->avg_idle < sysctl_sched_migration_cost" (rd->overload came with v3.16).
+        rd_overload: false,
         // kernel/sched/fair.c: rebalance_domains(): "interval = msecs_to_jiffies(interval)", no
         // busy-CPU correction.
         busy_interval: BusyInterval::Scaled,
@@ -1040,6 +1052,9 @@ pub const PROFILE_6_1: KernelProfile = KernelProfile {
         // Debian 12's linux-image-6.1.0-56-amd64 (numalab vm's guest) /boot/config:
         // CONFIG_PREEMPT_DYNAMIC=y selects PREEMPT_BUILD, so CONFIG_PREEMPTION=y.
         newidle_one_task: true,
+        // kernel/sched/fair.c: newidle_balance(): "if (!READ_ONCE(this_rq->rd->overload) ||";
+        // kernel/sched/sched.h: add_nr_running(): "if (prev_nr < 2 && rq->nr_running >= 2)".
+        rd_overload: true,
         // kernel/sched/fair.c: get_sd_balance_interval(): "if (cpu_busy) interval -= 1;".
         busy_interval: BusyInterval::ScaledLessOneJiffy,
         // kernel/sched/fair.c: find_busiest_group(): "sds.prefer_sibling && local->group_type ==
@@ -1173,6 +1188,9 @@ pub const PROFILE_6_13: KernelProfile = KernelProfile {
         // CONFIG_PREEMPT_DYNAMIC=y, CONFIG_PREEMPTION=y (voluntary by default, the #ifdef
         // compiled in). Ubuntu's config was not reachable (docs/scheduler.md §14.1).
         newidle_one_task: true,
+        // kernel/sched/fair.c: sched_balance_newidle(): "if (!get_rd_overloaded(this_rq->rd) ||";
+        // kernel/sched/sched.h: add_nr_running(): set_rd_overloaded(rq->rd, SG_OVERLOAD).
+        rd_overload: true,
         // kernel/sched/fair.c: get_sd_balance_interval(): "if (cpu_busy) interval -= 1;".
         busy_interval: BusyInterval::ScaledLessOneJiffy,
         busiest_group: BusiestGroup::GroupType,

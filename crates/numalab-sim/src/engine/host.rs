@@ -24,8 +24,13 @@ impl Engine<'_> {
         }
         runs.copy_from_slice(host.plan(&busy));
         // A vCPU the host runs handles its IPIs: its wake list joins its run queue.
+        let runnable: Vec<bool> = self
+            .threads
+            .iter()
+            .map(|th| th.state == State::Running || (matches!(th.state, State::Waiting(_)) && t - th.clock <= spin))
+            .collect();
         for (c, _) in runs.iter().enumerate().filter(|(_, &r)| r) {
-            self.sched.flush_wakelist(c, t);
+            self.sched.flush_wakelist(c, t, &runnable);
         }
         // A thread woken onto a halted vCPU is switched to only when the vCPU runs again (the
         // wake-up's IPI, `kernel/sched/core.c: ttwu_queue_wakelist` / `resched_curr`); the

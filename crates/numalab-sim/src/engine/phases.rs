@@ -61,6 +61,7 @@ impl Engine<'_> {
                     self.sched.queue_wakelist(i);
                 } else {
                     self.sched.ttwu_do_wakeup(cpu, release);
+                    self.sched.enqueued_on(cpu, &runnable, release);
                 }
                 let t = &mut self.threads[i];
                 t.clock += crate::openmp::WAKE_LATENCY_S;

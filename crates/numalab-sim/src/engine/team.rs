@@ -110,6 +110,7 @@ pub(super) fn start(
             now_runnable[tid] = true;
             let cpu = sched.wake(release, tid, first + waker, &now_runnable);
             sched.ttwu_do_wakeup(cpu, release);
+            sched.enqueued_on(cpu, &now_runnable, release);
             t.clock += WAKE_LATENCY_S;
             if cpu != prev {
                 t.migrations += 1;

@@ -365,8 +365,12 @@ impl Numab {
     fn apply_move(&mut self, w: &mut World, env: &Env, cpu: usize) {
         let p = env.p;
         w.sched.cpu[p] = cpu;
+        // activate_task() on each run queue, `p` first (`__migrate_swap_task()`): the root
+        // domain's overload flag (`sched/overload.rs`).
+        w.sched.numa_moved_onto(env.nr[cpu].max(0) as usize);
         self.moved_task(p, env.src_cpu, cpu);
         if let Some(c) = env.best_task {
+            w.sched.numa_moved_onto((env.nr[env.src_cpu] - 1).max(0) as usize);
             w.sched.cpu[c] = env.src_cpu;
             self.moved_task(c, cpu, env.src_cpu);
         }

@@ -87,6 +87,11 @@ impl Sched {
             self.choose(now_s, parent, &self.allowed[tid].clone(), live)
         };
         self.cpu[tid] = cpu;
+        // wake_up_new_task() → activate_task(): the run queue it joins (`overload.rs`).
+        let mut others = live.to_vec();
+        others[tid] = false;
+        let prev = self.run_queue_len(cpu, &others, now_s);
+        self.add_nr_running(prev, prev + 1);
         self.first_node[tid] = self.pu_node[cpu];
         self.history[tid].push((now_s, cpu));
         self.start_load(now_s, tid);

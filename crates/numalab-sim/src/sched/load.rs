@@ -562,7 +562,7 @@ mod tests {
             if listed {
                 s.queue_wakelist(0);
                 s.update_loads(0.34);
-                s.flush_wakelist(0, 0.35);
+                s.flush_wakelist(0, 0.35, &[true, false]);
             }
             // The task's own util_avg (the CPU's reads util_est's larger estimate), and the
             // CPU's runnable_avg.

@@ -190,6 +190,11 @@ impl Sched {
         let gated = self.rules.newidle_gate == NewidleGate::AvgIdleAboveCost;
         self.idle_avg.went_idle(cpu, now_s);
         let mut moved = Vec::new();
+        // No CPU had two tasks at the last root balance, and none reached two since
+        // (`overload.rs`): "goto out", after the idle stamp.
+        if !self.rd_overloaded(now_s) {
+            return moved;
+        }
         for l in 0..self.domains.len() {
             if gated && !self.idle_avg.allows_level(cpu, l) {
                 break;
@@ -525,6 +530,7 @@ impl Sched {
     ) -> Pulled {
         // The groups' CPUs are read in place from the domain (group_stats keeps their order).
         let stats = self.group_stats(l, dst, idle, nr, sig, cleared);
+        self.rewrite_rd_overload(now_s, l, dst, nr, cleared);
         let d = &self.domains[l];
         let found = match self.rules.busiest_group {
             BusiestGroup::Capacity => lb_stats::busiest_313(&stats, d, idle),
@@ -654,6 +660,7 @@ impl Sched {
             });
             nr[src] -= 1;
             nr[dst] += 1;
+            self.add_nr_running(nr[dst] - 1, nr[dst]);
             self.migrate(now_s, t, dst, path, l, why);
             pulled.push(t);
             // A preemptible build's newly idle balance stops at its first task.
@@ -714,6 +721,8 @@ impl Sched {
                 self.state[l][dst].nr_balance_failed = tries + 1;
                 nr[src] -= 1;
                 nr[dst] += 1;
+                self.add_nr_running(nr[dst] - 1, nr[dst]);
+                self.add_nr_running(nr[dst] - 1, nr[dst]);
                 self.migrate(now_s, t, dst, "active-balance", l, why);
                 return Pulled::Some((vec![t], true));
             }
@@ -776,6 +785,7 @@ impl Sched {
         *left -= take;
         nr[src] -= 1;
         nr[dst] += 1;
+        self.add_nr_running(nr[dst] - 1, nr[dst]);
         true
     }
 
@@ -1219,7 +1229,7 @@ mod tests {
         // CPU 0 handles its IPI: thread 1 is queued there, and idle CPU 1 takes it (with the
         // failures back, so that the thread it shared CPU 0 with moments ago is not hot).
         as_if_held_without_affinity(&mut s, 1);
-        s.flush_wakelist(0, 340e-3);
+        s.flush_wakelist(0, 340e-3, &[true, true, false]);
         assert_eq!(s.balance(340e-3, &[true, true, false]), vec![1]);
     }
 
@@ -1250,6 +1260,15 @@ mod tests {
                 assert!(s.balance(k as f64 * 1e-3, &live).is_empty());
             }
             s.allowed = vec![all; 5];
+            // Those 300 ms cleared the root domain's overload flag (`overload.rs`): each NUMA
+            // balance found CPU 0's tasks all pinned and redid its search without CPU 0, and
+            // update_sd_lb_stats() over env->cpus saw no CPU with two tasks. So CPU 1's newly
+            // idle balance would be skipped; the threads are taken as just woken onto CPU 0
+            // (its run queue from one task to two and on): the flag set.
+            if s.rules.rd_overload {
+                assert!(!s.rd_overload);
+                s.rd_overload = true;
+            }
             let before = s.log.len();
             s.balance(300.2e-3, &[true, true, true, true, false]);
             s.log[before..]

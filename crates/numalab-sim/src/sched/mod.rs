@@ -21,6 +21,7 @@ mod load;
 mod load_balance;
 mod newidle;
 mod noise;
+mod overload;
 pub mod pelt;
 mod turns;
 mod util_est;
@@ -192,6 +193,8 @@ pub struct Sched {
     tick_balancing: bool,
     /// Per CPU: `rq->avg_idle` and `rq->idle_stamp` (`newidle.rs`).
     idle_avg: newidle::IdleAvg,
+    /// The root domain's overload flag (`overload.rs`).
+    rd_overload: bool,
     /// Per thread: woken onto a CPU's wake list, not yet on its run queue (`wakelist.rs`).
     on_wakelist: Vec<bool>,
     /// Per CPU, as of the current balance: a task waits on its wake list (`rq->ttwu_pending`).
@@ -309,6 +312,7 @@ impl Sched {
             idle_tick: None,
             tick_balancing: false,
             idle_avg: newidle::IdleAvg::new(m.pus.len()),
+            rd_overload: false,
             on_wakelist: vec![false; nthreads],
             ttwu_pending: vec![false; m.pus.len()],
             first_node: vec![0; nthreads],
@@ -468,7 +472,10 @@ impl Sched {
             return vec![0.0; n];
         }
         let load = self.nr_running(live, a);
-        self.noise.as_mut().map(|nz| nz.busy_fraction(a, b, &load, self.rules.hz)).unwrap_or_else(|| vec![0.0; n])
+        let f =
+            self.noise.as_mut().map(|nz| nz.busy_fraction(a, b, &load, self.rules.hz)).unwrap_or_else(|| vec![0.0; n]);
+        self.background_enqueues(a);
+        f
     }
 }
 

@@ -86,6 +86,10 @@ pub struct Noise {
     agent_cpu: usize,
     /// Its runs: (cpu, start, end, its PELT signals at the start), the last two kept.
     agent_runs: Vec<(usize, f64, f64, SchedAvg)>,
+    /// Starts of background work woken onto a CPU that had one task runnable (its threads at
+    /// generation, or other background work): each took a run queue from one task to two
+    /// (`sched/overload.rs`), in order, until `Sched` takes them.
+    second_task_s: Vec<f64>,
 }
 
 fn ns(t_s: f64) -> u64 {
@@ -117,6 +121,7 @@ impl Noise {
             next_agent_s: f64::INFINITY,
             agent_cpu: 0,
             agent_runs: Vec::new(),
+            second_task_s: Vec::new(),
         };
         n.next_arrival_s = n.arrival_after(0.0);
         if n.bg.agent_period_s > 0.0 && n.bg.agent_cost_s > 0.0 {
@@ -161,6 +166,7 @@ impl Noise {
             if self.next_agent_s <= self.next_arrival_s {
                 let cpu = idle_sibling(&self.pu_node, load, &self.events, t, self.agent_cpu);
                 let end = t + self.bg.agent_cost_s;
+                self.note_second_task(cpu, t, load);
                 self.events.push((cpu, t, end));
                 // Its signals at this wake-up: the last run's, run through (with the CPU to
                 // itself) and decayed over the sleep since.
@@ -189,9 +195,27 @@ impl Noise {
                 let dur = self.exp(1.0 / self.bg.daemon_mean_s).min(DAEMON_MAX_S);
                 (idle_sibling(&self.pu_node, load, &self.events, t, cpu0), dur)
             };
+            self.note_second_task(cpu, t, load);
             self.events.push((cpu, t, t + dur));
             self.next_arrival_s = self.arrival_after(t);
         }
+    }
+
+    /// Work woken at `t` onto `cpu` (not yet in `events`): `add_nr_running()`'s "prev_nr < 2 &&
+    /// rq->nr_running >= 2" when one task was runnable there (`load`: threads per CPU).
+    fn note_second_task(&mut self, cpu: usize, t: f64, load: &[usize]) {
+        let before = load[cpu] + self.events.iter().filter(|e| e.0 == cpu && e.1 <= t && t < e.2).count();
+        if before == 1 {
+            self.second_task_s.push(t);
+        }
+    }
+
+    /// Whether background work took a run queue to two tasks at or before `t` since the last
+    /// call (those instants are then forgotten).
+    pub fn took_second_task_by(&mut self, t: f64) -> bool {
+        let n = self.second_task_s.partition_point(|&s| s <= t);
+        self.second_task_s.drain(..n);
+        n > 0
     }
 
     /// Fraction of `[a, b)` each CPU spends on background work; `load` = threads per CPU.
@@ -313,6 +337,27 @@ mod tests {
             newidle_lb_cost_s: Vec::new(),
             tick_stop_share: None,
         }
+    }
+
+    #[test]
+    fn work_woken_beside_one_task_is_a_second_task_and_each_instant_is_taken_once() {
+        // The periodic task's ten runs on one CPU (0.1 s each, a second apart: never two at
+        // once). Beside a thread each makes two tasks there (add_nr_running(): 1 -> 2); on an
+        // idle CPU one; beside two threads three (no "prev_nr < 2").
+        let runs = |threads: usize| {
+            let mut n = Noise::with(7, vec![0], agent_only(1.0, 0.1));
+            n.generate(10.0, &[threads]);
+            n
+        };
+        assert!(runs(0).second_task_s.is_empty() && runs(2).second_task_s.is_empty());
+        let mut n = runs(1);
+        let starts: Vec<f64> = n.events.iter().map(|e| e.1).collect();
+        assert_eq!(n.second_task_s, starts);
+        // Taken up to an instant: those at or before it, once.
+        assert!(!n.took_second_task_by(starts[0] - 1e-9));
+        assert!(n.took_second_task_by(starts[3]));
+        assert!(!n.took_second_task_by(starts[3]));
+        assert_eq!(n.second_task_s.len(), 6);
     }
 
     #[test]

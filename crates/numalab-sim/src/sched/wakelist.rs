@@ -42,18 +42,20 @@ impl Sched {
 
     /// `cpu` handles its IPI at `now_s`: the tasks on its wake list join its run queue
     /// (`sched_ttwu_pending()` → `ttwu_do_activate()`, a wake-up of the run queue).
-    pub fn flush_wakelist(&mut self, cpu: usize, now_s: f64) {
-        let mut any = false;
+    /// `runnable`: the threads runnable (those listed among them).
+    pub fn flush_wakelist(&mut self, cpu: usize, now_s: f64, runnable: &[bool]) {
+        let mut flushed = 0;
         for t in 0..self.on_wakelist.len() {
             if self.on_wakelist[t] && self.cpu[t] == cpu {
                 self.on_wakelist[t] = false;
                 // enqueue_entity()'s update_load_avg(): runnable from here.
                 self.resumes(t, now_s);
-                any = true;
+                flushed += 1;
             }
         }
-        if any {
+        if flushed > 0 {
             self.ttwu_do_wakeup(cpu, now_s);
+            self.enqueued_many_on(cpu, flushed, runnable, now_s);
         }
     }
 
@@ -119,9 +121,9 @@ mod tests {
         assert_eq!(s.ttwu_pending_cpus(), vec![false, true, false, false]);
         assert_eq!(s.enqueued(&[true, true, false]), vec![true, false, false]);
         // Another CPU's flush leaves them listed; CPU 1's enqueues both.
-        s.flush_wakelist(0, 0.0);
+        s.flush_wakelist(0, 0.0, &[true; 3]);
         assert_eq!(s.enqueued(&[true, true, true]), vec![true, false, false]);
-        s.flush_wakelist(1, 0.0);
+        s.flush_wakelist(1, 0.0, &[true; 3]);
         assert_eq!(s.enqueued(&[true, true, true]), vec![true, true, true]);
         assert_eq!(s.ttwu_pending_cpus(), vec![false; 4]);
     }
