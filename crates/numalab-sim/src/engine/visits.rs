@@ -167,6 +167,9 @@ impl Engine<'_> {
         let cpu_node = self.sched.pu_node[self.sched.cpu[tid]];
         let Engine { threads, procs, budget_node, budget_link, scratch, .. } = self;
         let Scratch { slots, rems, cap_links, pair_hops, hops22 } = scratch;
+        // The slots as a slice held here: through the vector, every sample's count (a store)
+        // made the page-table scan load the vector's pointer and length again.
+        let slots = slots.as_mut_slice();
         let n = slots.len();
         let pairs = &pair_hops[cpu_node * n..(cpu_node + 1) * n];
         // Padded hops and the link budgets as a fixed-size table where the machine has them
