@@ -75,7 +75,7 @@ pub struct Solver {
     /// did, in a register rather than through the table, one direction after the other.
     link_flows: Vec<u32>,
     link_flow_at: Vec<usize>,
-    curve: Vec<numalab_model::CurvePoint>,
+    curve: numalab_model::machine::CurveTable,
     pub rho_ctrl: Vec<f64>,
     pub rho_link: Vec<[f64; 2]>,
     /// Damping of each utilisation, controllers then link directions in `rho_link`'s order,
@@ -262,7 +262,7 @@ impl Solver {
             pair_ends,
             link_flows,
             link_flow_at,
-            curve: m.loaded_latency.clone(),
+            curve: numalab_model::machine::CurveTable::new(&m.loaded_latency),
             rho_ctrl: vec![0.0; n],
             rho_link: vec![[0.0; 2]; m.links.len()],
             damp: vec![DAMP_MAX; n + 2 * m.links.len()],
@@ -275,13 +275,7 @@ impl Solver {
     /// latency factor at the controller's utilisation (the latency-balanced policy's indicator,
     /// `crate::latbal`).
     pub fn controller_latency_ns(&self) -> Vec<f64> {
-        (0..self.n)
-            .map(|k| {
-                self.idle[k * self.n + k]
-                    * numalab_model::machine::curve_factor(&self.curve, self.rho_ctrl[k].min(1.0))
-                    * 1e9
-            })
-            .collect()
+        (0..self.n).map(|k| self.idle[k * self.n + k] * self.curve.factor(self.rho_ctrl[k].min(1.0)) * 1e9).collect()
     }
 
     /// Packs the threads that move lines (`Scratch::movers` and their rows), unthrottled.
@@ -460,8 +454,7 @@ impl Solver {
     #[inline(always)]
     fn factors_and_waits(&self, factor: &mut Vec<f64>, wait: &mut Vec<[f64; 2]>) {
         factor.clear();
-        factor
-            .extend((0..self.n).map(|k| numalab_model::machine::curve_factor(&self.curve, self.rho_ctrl[k].min(1.0))));
+        factor.extend((0..self.n).map(|k| self.curve.factor(self.rho_ctrl[k].min(1.0))));
         wait.clear();
         wait.extend(self.rho_link.iter().zip(&self.link_service).map(|(rho, service)| {
             [0, 1].map(|d| {
