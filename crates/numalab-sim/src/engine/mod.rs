@@ -200,6 +200,9 @@ struct Scratch {
     /// Per node, the samples the current run took there and the most it may take (`[count,
     /// cap]`, side by side: the hot loop reads both for every sample).
     slots: Vec<[u32; 2]>,
+    /// Per node, what its budget and those of the links on the way have left, when a run works
+    /// out every node's cap up front.
+    rems: Vec<f64>,
     /// The link directions between CPU node c and memory node k, both ways (`routes[k][c]`
     /// then `routes[c][k]`, none for k = c), as indices into the flattened link budgets:
     /// `cap_links[lo..hi]` with `[lo, mid, hi] = pair_hops[c * n + k]`, the hops back to the CPU
@@ -207,12 +210,19 @@ struct Scratch {
     /// every node a run reaches, and nested route vectors cost more to walk than the work.
     cap_links: Vec<u32>,
     pair_hops: Vec<[u32; 3]>,
-    /// The same hops both ways per pair, padded to four with the index of the link budgets'
-    /// last entry (an infinite budget, never taken from), so a node's cap is the minimum of five
-    /// budgets with no loop; empty when a pair has more than four hops (the loop over
-    /// `cap_links` then). The minimum does not depend on the order or on repeats.
-    cap_hops4: Vec<[u32; 4]>,
+    /// The same hops per pair, each way padded to two with the index of an infinite link
+    /// budget (`Engine::budget_link`, past the machine's links), as u8 indices into the link
+    /// budgets' `LINK_FLAT` entries: `[[back, back], [out, out]]`. A node's cap is then the
+    /// minimum of five budgets with no loop (the minimum does not depend on the order or on
+    /// repeats), and a run takes from each hop with no loop (a pad's budget is never read
+    /// otherwise). Empty when a route has more than two hops or the machine more links than
+    /// the table holds (the loops over `cap_links` then).
+    hops22: Vec<[[u8; 2]; 2]>,
 }
+
+/// Link budgets (`[f64; 2]` per link) of the fixed-size table the padded hops index:
+/// `LINK_FLAT / 2 - 1` links at most, the last entry being the padding.
+pub(super) const LINK_FLAT: usize = 256;
 
 impl Scratch {
     fn new(m: &Machine) -> Self {
@@ -232,19 +242,21 @@ impl Scratch {
                 pair_hops.push([lo, mid, cap_links.len() as u32]);
             }
         }
-        let pad = 2 * m.links.len() as u32;
-        let mut cap_hops4 = Vec::with_capacity(n * n);
-        for &[lo, _, hi] in &pair_hops {
-            let hops = &cap_links[lo as usize..hi as usize];
-            if hops.len() > 4 {
-                cap_hops4.clear();
+        let pad = 2 * m.links.len();
+        let mut hops22 = Vec::with_capacity(n * n);
+        for &[lo, mid, hi] in &pair_hops {
+            let (back, out) = (&cap_links[lo as usize..mid as usize], &cap_links[mid as usize..hi as usize]);
+            if back.len() > 2 || out.len() > 2 || pad + 2 > LINK_FLAT {
+                hops22.clear();
                 break;
             }
-            let mut h = [pad; 4];
-            h[..hops.len()].copy_from_slice(hops);
-            cap_hops4.push(h);
+            let mut h = [[pad as u8; 2]; 2];
+            for (way, hops) in h.iter_mut().zip([back, out]) {
+                way.iter_mut().zip(hops).for_each(|(x, &l)| *x = l as u8);
+            }
+            hops22.push(h);
         }
-        Scratch { slots: vec![[0; 2]; n], cap_links, pair_hops, cap_hops4 }
+        Scratch { slots: vec![[0; 2]; n], rems: vec![0.0; n], cap_links, pair_hops, hops22 }
     }
 }
 
@@ -438,9 +450,10 @@ impl<'a> Engine<'a> {
             rec: Recorder::new(m, cfg.timeline_points),
             oom: None,
             budget_node: vec![0.0; m.nodes.len()],
-            // One more entry than links, never refilled nor taken from: the padding of
-            // `Scratch::cap_hops4`.
-            budget_link: (0..=m.links.len())
+            // More entries than links, never refilled, infinite: the padding of
+            // `Scratch::hops22` (taken from but never read), in a table of `LINK_FLAT` entries
+            // when the machine's links fit.
+            budget_link: (0..(m.links.len() + 1).max(LINK_FLAT / 2))
                 .map(|l| if l < m.links.len() { [0.0; 2] } else { [f64::INFINITY; 2] })
                 .collect(),
             pages_node: vec![0; m.nodes.len()],

@@ -166,8 +166,15 @@ impl Engine<'_> {
     pub(super) fn fast_visits(&mut self, tid: usize, until: f64, cost: &[f64], share: f64) -> bool {
         let cpu_node = self.sched.pu_node[self.sched.cpu[tid]];
         let Engine { threads, procs, budget_node, budget_link, scratch, .. } = self;
-        let Scratch { slots, cap_links, pair_hops, cap_hops4 } = scratch;
-        let pairs = &pair_hops[cpu_node * slots.len()..(cpu_node + 1) * slots.len()];
+        let Scratch { slots, rems, cap_links, pair_hops, hops22 } = scratch;
+        // The slots as a slice held here: through the vector, every sample's count (a store)
+        // made the page-table scan load the vector's pointer and length again.
+        let slots = slots.as_mut_slice();
+        let n = slots.len();
+        let pairs = &pair_hops[cpu_node * n..(cpu_node + 1) * n];
+        // Padded hops and the link budgets as a fixed-size table where the machine has them
+        // (`Scratch::hops22`): a u8 index into 256 entries needs no check.
+        let fixed = hops22.get(cpu_node * n..(cpu_node + 1) * n);
         let t = &mut threads[tid];
         let regions = &procs[t.pid].regions;
         let kappa = t.compute_per_line_s / share;
@@ -216,11 +223,23 @@ impl Engine<'_> {
                 // Budgets do not change while a run grows, so a cap worked out now is the one
                 // `admit` would work out on the node's first sample; a node that may take
                 // nothing gets [0, 0] and is refused there as before. Every slot is written
-                // here, so none needs clearing first. Padded hops (`Scratch::cap_hops4`) where
-                // the machine has them, sliced here: most calls (first touch) never get here.
-                if let Some(hops4) = cap_hops4.get(cpu_node * slots.len()..(cpu_node + 1) * slots.len()) {
-                    for ((s, hops), &b) in slots.iter_mut().zip(hops4).zip(budget_node.iter()) {
-                        *s = [0, cap_of(b, hops, links, per_sample, enough).unwrap_or(0)];
+                // here, so none needs clearing first.
+                if let (Some(h22), Ok(lk)) = (fixed, <&[f64; LINK_FLAT]>::try_from(links)) {
+                    // What each node has left (`cap_of`'s minimum, without its branches), and
+                    // the least of them: when that is a run's worth, every cap is no limit, the
+                    // common case (a node rarely runs short of budget within a run).
+                    let mut least = f64::INFINITY;
+                    for ((r, &[[a, b], [c, d]]), &nb) in rems.iter_mut().zip(h22).zip(budget_node.iter()) {
+                        let m = least_of(nb, [lk[a as usize], lk[b as usize], lk[c as usize], lk[d as usize]]);
+                        *r = m;
+                        least = if m < least { m } else { least };
+                    }
+                    if least > 0.0 && least >= enough {
+                        slots.fill([0, u32::MAX]);
+                    } else {
+                        for (s, &rem) in slots.iter_mut().zip(rems.iter()) {
+                            *s = [0, cap_of_rem(rem, per_sample, enough).unwrap_or(0)];
+                        }
                     }
                 } else {
                     for ((s, &[lo, _, hi]), &b) in slots.iter_mut().zip(pairs).zip(budget_node.iter()) {
@@ -254,46 +273,42 @@ impl Engine<'_> {
             };
             let (k, per) = sweep.extend_run(r.shift, &r.node, r.marked_or_none(), max, admit);
             if k > 0 {
-                let mut c = 0.0;
-                let links = budget_link.as_flattened_mut();
-                let mut reached = 0;
                 // A sweep that only reads (or only writes) takes nothing the other way:
                 // subtracting 0 changes no budget, so those hops are skipped, decided once per
                 // run (a product that rounds to 0 would subtract 0 here, which changes nothing).
                 let (take_rd, take_wr) = (rd_share != 0.0, 1.0 - rd_share != 0.0);
-                // Every node's state walked in step (no index checks per node), in node order.
-                let per_node = slots.iter().zip(pairs).zip(budget_node.iter_mut()).zip(cost);
-                let mix = t.mix_rd.iter_mut().zip(t.mix_wr.iter_mut());
-                for ((((s, &[lo, mid, hi]), b), &cn), (mr, mw)) in per_node.zip(mix) {
-                    if s[0] == 0 {
-                        continue;
-                    }
-                    reached += 1;
-                    let lines = s[0] as f64 * per;
-                    let (rd, wr) = (lines * rd_share, lines * (1.0 - rd_share));
-                    *b -= lines;
-                    // The route back (read data), then the route out (written data), hop by
-                    // hop in route order; none for the CPU's own node.
-                    if take_rd {
-                        for &l in &cap_links[lo as usize..mid as usize] {
-                            links[l as usize] -= rd;
+                let run = Run { per, rd_share, kappa, take_rd, take_wr };
+                let mix = (&mut t.mix_rd[..], &mut t.mix_wr[..]);
+                let links = budget_link.as_flattened_mut();
+                // The route back (read data), then the route out (written data), hop by hop in
+                // route order; none for the CPU's own node (padded: a pad takes from a budget
+                // that is never read, `Engine::budget_link`).
+                let (c, reached) = if let (Some(h22), Ok(lk)) = (fixed, <&mut [f64; LINK_FLAT]>::try_from(links)) {
+                    run.charge(slots, h22, budget_node, cost, mix, |&[[a, b], [c, d]], rd, wr| {
+                        if take_rd {
+                            lk[a as usize] -= rd;
+                            lk[b as usize] -= rd;
                         }
-                    }
-                    if take_wr {
-                        for &l in &cap_links[mid as usize..hi as usize] {
-                            links[l as usize] -= wr;
+                        if take_wr {
+                            lk[c as usize] -= wr;
+                            lk[d as usize] -= wr;
                         }
-                    }
-                    c += lines * (kappa + cn);
-                    // Likewise the mix: adding +0 leaves a sum of non-negative terms that starts at
-                    // +0 unchanged (it is never -0).
-                    if take_rd {
-                        *mr += rd;
-                    }
-                    if take_wr {
-                        *mw += wr;
-                    }
-                }
+                    })
+                } else {
+                    let links = budget_link.as_flattened_mut();
+                    run.charge(slots, pairs, budget_node, cost, mix, |&[lo, mid, hi], rd, wr| {
+                        if take_rd {
+                            for &l in &cap_links[lo as usize..mid as usize] {
+                                links[l as usize] -= rd;
+                            }
+                        }
+                        if take_wr {
+                            for &l in &cap_links[mid as usize..hi as usize] {
+                                links[l as usize] -= wr;
+                            }
+                        }
+                    })
+                };
                 t.spread = reached;
                 t.visits += k;
                 t.clock += c;
@@ -528,6 +543,58 @@ impl Engine<'_> {
     }
 }
 
+/// A run of samples just taken: what charging its lines to the nodes it reached needs.
+struct Run {
+    /// Lines per sample.
+    per: f64,
+    rd_share: f64,
+    /// Compute seconds per line at the thread's share of its CPU.
+    kappa: f64,
+    take_rd: bool,
+    take_wr: bool,
+}
+
+impl Run {
+    /// Takes each reached node's lines from its budget and, through `take_links` (given the
+    /// node's hops and its read and written lines), from the links on the way; adds them to the
+    /// thread's mix. Returns the run's time and the nodes it reached. Every node's state is
+    /// walked in step (no index checks per node), in node order, so every sum adds its terms in
+    /// the same order whichever hops are given.
+    #[inline(always)]
+    fn charge<H>(
+        &self,
+        slots: &[[u32; 2]],
+        hops: &[H],
+        budget_node: &mut [f64],
+        cost: &[f64],
+        (mix_rd, mix_wr): (&mut [f64], &mut [f64]),
+        mut take_links: impl FnMut(&H, f64, f64),
+    ) -> (f64, usize) {
+        let (mut c, mut reached) = (0.0, 0);
+        let per_node = slots.iter().zip(hops).zip(budget_node.iter_mut()).zip(cost);
+        for ((((s, h), b), &cn), (mr, mw)) in per_node.zip(mix_rd.iter_mut().zip(mix_wr.iter_mut())) {
+            if s[0] == 0 {
+                continue;
+            }
+            reached += 1;
+            let lines = s[0] as f64 * self.per;
+            let (rd, wr) = (lines * self.rd_share, lines * (1.0 - self.rd_share));
+            *b -= lines;
+            take_links(h, rd, wr);
+            c += lines * (self.kappa + cn);
+            // Likewise the mix: adding +0 leaves a sum of non-negative terms that starts at
+            // +0 unchanged (it is never -0).
+            if self.take_rd {
+                *mr += rd;
+            }
+            if self.take_wr {
+                *mw += wr;
+            }
+        }
+        (c, reached)
+    }
+}
+
 /// The most samples a run may take on a node it reaches first, `None` if it may take none:
 /// what is left of the node's budget and of every link budget on the way (`hops`), in samples
 /// of `per_sample` lines, or no limit (`u32::MAX`) when that is at least `enough`, a whole run's
@@ -551,6 +618,24 @@ fn cap_of(node_budget: f64, hops: &[u32], links: &[f64], per_sample: f64, enough
             rem = x;
         }
     }
+    cap_of_rem(rem, per_sample, enough)
+}
+
+/// The least of a node's budget and its four (padded) link budgets, as `cap_of` takes it. Which
+/// of two equal budgets is kept (+0 or -0) makes no difference: `cap_of_rem` only tests a
+/// minimum at or below 0 as such.
+#[inline(always)]
+fn least_of(node_budget: f64, links: [f64; 4]) -> f64 {
+    let mut rem = node_budget;
+    for x in links {
+        rem = if x < rem { x } else { rem };
+    }
+    rem
+}
+
+/// `cap_of` once the node's budget and those of the links on the way come to `rem`.
+#[inline(always)]
+fn cap_of_rem(rem: f64, per_sample: f64, enough: f64) -> Option<u32> {
     if rem <= 0.0 {
         None
     } else if per_sample > 0.0 && rem < enough {
@@ -644,4 +729,89 @@ fn oom_message(m: &Machine, a: &Allocator, p: &Resolved, r: &Region, ilx: u64, c
         msg += &format!("; {}", free.join(", "));
     }
     msg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::{AccessSpec, Pattern, PhaseSpec, Places, ProcBind, RegionSpec, StepSpec};
+    use numalab_model::{MachineSpec, MemPolicy, NodeSet, PolicyMode};
+
+    /// 4 nodes on a square of 6 GB/s links (routes of one and two hops), 10 GB/s per node.
+    fn square() -> Machine {
+        let spec = r#"{"name": "sq4", "description": "test square",
+            "topology": {"packages": 4, "nodes_per_package": 1, "cores_per_node": 4},
+            "memory": {"node_gib": 1},
+            "distances": [[10,16,16,22],[16,10,22,16],[16,22,10,16],[22,16,16,10]],
+            "latency": {"local_ns": 100},
+            "bandwidth": {"node_gbps": 10},
+            "links": [{"nodes": [0,1], "gbps": 6}, {"nodes": [0,2], "gbps": 6}, {"nodes": [1,3], "gbps": 6}, {"nodes": [2,3], "gbps": 6}],
+            "core": {"frequency_ghz": 2.0, "mlp": 10}}"#;
+        MachineSpec::from_json(spec).unwrap().resolve().unwrap()
+    }
+
+    /// 16 threads writing a 64 MiB array, then reading and writing it (3 reads to 1 write) four
+    /// times: memory-bound, so the links run out of budget within rounds.
+    fn sweeps() -> WorkloadSpec {
+        let bytes = 64u64 << 20;
+        let access = |rd, wr| AccessSpec {
+            region: 0,
+            pattern: Pattern::Block,
+            rd,
+            wr,
+            halo: 1,
+            chunk: 1,
+            rows: 1,
+            count: 0,
+            passes: 1.0,
+            cached: None,
+        };
+        let phase = |name: &str, rd, wr| PhaseSpec {
+            name: name.into(),
+            cycles: (bytes / 64) as f64,
+            mlp: None,
+            chain: 0.0,
+            sync: Sync::Barrier,
+            pipeline_steps: 1,
+            accesses: vec![access(rd, wr)],
+        };
+        WorkloadSpec {
+            name: "sweeps".into(),
+            description: String::new(),
+            params: Default::default(),
+            processes: 1,
+            threads: 16,
+            regions: vec![RegionSpec::anonymous("a", bytes, bytes / 8)],
+            phases: vec![phase("init", 0.0, 1.0), phase("sweep", 0.75, 0.25)],
+            instructions: Vec::new(),
+            program: vec![
+                StepSpec { phases: vec![0], repeat: 1, timed: false },
+                StepSpec { phases: vec![1], repeat: 4, timed: false },
+            ],
+        }
+    }
+
+    #[test]
+    fn padded_hops_serve_interleaved_runs_as_the_route_loops_do() {
+        // Runs over interleaved pages reach every node: their caps and charges go through the
+        // padded hops (`Scratch::hops22`) where the machine has them, else through the loops
+        // over each route. Both must give the same run, bit for bit, budget waits included.
+        let m = square();
+        let w = sweeps();
+        let all = NodeSet::from_indexes(0..4);
+        let p = Placement {
+            policy: MemPolicy::new(PolicyMode::Interleave, all).unwrap(),
+            cpus: None,
+            proc_bind: ProcBind::Spread,
+            places: Places::Cores,
+        };
+        let cfg = SimConfig::default();
+        let padded = Engine::new(&m, &w, &p, &cfg).unwrap();
+        assert!(!padded.scratch.hops22.is_empty(), "the square's routes fit the padded hops");
+        let mut looped = Engine::new(&m, &w, &p, &cfg).unwrap();
+        looped.scratch.hops22.clear();
+        let (a, b) = (padded.run(), looped.run());
+        assert!(a.engine.bandwidth_waits > 0, "the case must run out of link budget within rounds");
+        assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
+    }
 }
