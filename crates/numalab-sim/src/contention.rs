@@ -761,11 +761,12 @@ fn reset<T: Copy>(v: &mut Vec<T>, len: usize, fill: T) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    /// 4 nodes on a square of 6 GB/s links, 10 GB/s per controller, 10 fill buffers per core.
-    fn square() -> Machine {
+    /// 4 nodes on a square of 6 GB/s links (routes of one and two hops), 10 GB/s per
+    /// controller, 10 fill buffers per core; the engine's tests share it.
+    pub(crate) fn square() -> Machine {
         let spec = r#"{"name": "sq4", "description": "test square",
             "topology": {"packages": 4, "nodes_per_package": 1, "cores_per_node": 4},
             "memory": {"node_gib": 1},

@@ -734,21 +734,9 @@ fn oom_message(m: &Machine, a: &Allocator, p: &Resolved, r: &Region, ilx: u64, c
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contention::tests::square;
     use crate::input::{AccessSpec, Pattern, PhaseSpec, Places, ProcBind, RegionSpec, StepSpec};
-    use numalab_model::{MachineSpec, MemPolicy, NodeSet, PolicyMode};
-
-    /// 4 nodes on a square of 6 GB/s links (routes of one and two hops), 10 GB/s per node.
-    fn square() -> Machine {
-        let spec = r#"{"name": "sq4", "description": "test square",
-            "topology": {"packages": 4, "nodes_per_package": 1, "cores_per_node": 4},
-            "memory": {"node_gib": 1},
-            "distances": [[10,16,16,22],[16,10,22,16],[16,22,10,16],[22,16,16,10]],
-            "latency": {"local_ns": 100},
-            "bandwidth": {"node_gbps": 10},
-            "links": [{"nodes": [0,1], "gbps": 6}, {"nodes": [0,2], "gbps": 6}, {"nodes": [1,3], "gbps": 6}, {"nodes": [2,3], "gbps": 6}],
-            "core": {"frequency_ghz": 2.0, "mlp": 10}}"#;
-        MachineSpec::from_json(spec).unwrap().resolve().unwrap()
-    }
+    use numalab_model::{MemPolicy, NodeSet, PolicyMode};
 
     /// 16 threads writing a 64 MiB array, then reading and writing it (3 reads to 1 write) four
     /// times: memory-bound, so the links run out of budget within rounds.

@@ -168,10 +168,8 @@ impl Sched {
         if !(0..ran.len()).any(|c| ran[c] && self.idle_tick_due(c, now_s)) {
             return Vec::new();
         }
-        self.account(now_s, runnable);
-        let live = &self.enqueued(runnable);
-        self.ttwu_pending = self.ttwu_pending_cpus();
-        let mut nr = self.nr_running(live, now_s);
+        let (live, mut nr) = self.run_queues(now_s, runnable);
+        let live = &live;
         let mut sig = None;
         let mut moved = Vec::new();
         for cpu in 0..nr.len() {

@@ -63,14 +63,22 @@ pub(super) fn slice_s(slice: TimeSlice, n: usize, factor: f64) -> f64 {
 }
 
 impl Sched {
+    /// The run queues a balance at `now_s` sees, its time accounted: the threads on one
+    /// (`runnable` less those still on a wake list, which no balancer counts or moves) and each
+    /// CPU's count; each CPU's pending wake-ups noted.
+    pub(super) fn run_queues(&mut self, now_s: f64, runnable: &[bool]) -> (Vec<bool>, Vec<usize>) {
+        self.account(now_s, runnable);
+        let live = self.enqueued(runnable);
+        self.ttwu_pending = self.ttwu_pending_cpus();
+        let nr = self.nr_running(&live, now_s);
+        (live, nr)
+    }
+
     /// Balancing at time `now_s` (an epoch end): newly-idle CPUs first, then every domain of
     /// every CPU whose interval has passed. Returns the threads moved.
     pub fn balance(&mut self, now_s: f64, live: &[bool]) -> Vec<usize> {
-        self.account(now_s, live);
-        // A task still on a wake list is on no run queue: no balancer counts or moves it.
-        let live = &self.enqueued(live);
-        self.ttwu_pending = self.ttwu_pending_cpus();
-        let mut nr = self.nr_running(live, now_s);
+        let (live, mut nr) = self.run_queues(now_s, live);
+        let live = &live;
         // Every CPU's signals, until a balance moves something (`cpu_signals_memo`).
         let mut sig = None;
         // weighted_cpuload() for the cpu_load[] tick: the signals' runnable_load (brought up to

@@ -43,10 +43,8 @@ impl Sched {
     /// Each vCPU the host ran (`ran`) that had work before and has none now (a task on a wake
     /// list does not count, and a CPU with one waiting there is not idle) balances newly idle.
     pub fn newidle_where_run(&mut self, now_s: f64, runnable: &[bool], ran: &[bool]) -> Vec<usize> {
-        self.account(now_s, runnable);
-        let live = &self.enqueued(runnable);
-        self.ttwu_pending = self.ttwu_pending_cpus();
-        let mut nr = self.nr_running(live, now_s);
+        let (live, mut nr) = self.run_queues(now_s, runnable);
+        let live = &live;
         let mut sig = None;
         let mut moved = Vec::new();
         for cpu in 0..nr.len() {
@@ -88,10 +86,8 @@ impl Sched {
     fn nohz_where_run(&mut self, now_s: f64, runnable: &[bool], ran: &[bool]) -> Vec<usize> {
         let Some(ilb) = self.nohz_ilb.filter(|&c| ran[c]) else { return Vec::new() };
         self.nohz_ilb = None;
-        self.account(now_s, runnable);
-        let live = &self.enqueued(runnable);
-        self.ttwu_pending = self.ttwu_pending_cpus();
-        let mut nr = self.nr_running(live, now_s);
+        let (live, mut nr) = self.run_queues(now_s, runnable);
+        let live = &live;
         let mut moved = Vec::new();
         if nr[ilb] > 0 || self.ttwu_pending[ilb] {
             return moved;
