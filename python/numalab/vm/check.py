@@ -285,7 +285,7 @@ class GuestBackground:
         """The engine's ``background`` (``numalab_sim::sched::Background``): the agent every
         ``interval_ms``, the kernel threads, no daemons (the guest's init only waits for the agent),
         and newly idle balancing's cost and the idle tick's stop share where measured."""
-        cost = {"newidle_lb_cost_s": list(self.newidle_lb_cost_s)} if self.newidle_lb_cost_s else {}
+        cost: dict[str, Any] = {"newidle_lb_cost_s": list(self.newidle_lb_cost_s)} if self.newidle_lb_cost_s else {}
         if self.tick_stop_share is not None:
             cost["tick_stop_share"] = self.tick_stop_share
         return {"kthread_hz": self.kthread_hz, "kthread_mean_s": self.kthread_mean_s, "daemon_hz": 0.0, "daemon_mean_s": 0.0,
