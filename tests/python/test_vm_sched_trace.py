@@ -3,6 +3,7 @@
 ``sched_trace.JOB`` read back, and the simulator's moves of a ``vm check`` case by path."""
 
 import json
+from collections import Counter
 
 from numalab.vm import check, sched_trace
 
@@ -225,3 +226,49 @@ def test_the_simulated_vcpus_are_run_by_the_host_about_half_the_time_a_thread_ho
     # Without the host model the field is absent (the golden documents stay as they were).
     quiet = check.sim_doc(spec, case.background, case.interval_ms, host=False)
     assert all("host_s" not in c for c in quiet["sched_cpus"])
+
+
+# A trace as the guest's 6.1 tracefs prints the job's events (kernel/trace/trace_output.c; the
+# events' formats in include/trace/events/sched.h and timer.h): two threads woken onto CPU 1, one
+# moved to CPU 0, where it is preempted (R+: still queued) and then exits (X); the other sleeps.
+RQ_TRACE = """\
+          <idle>-0       [001] d.h1.     9.900000: hrtimer_expire_entry: hrtimer=00000000a function=tick_sched_timer now=9900000000
+           <...>-100   [000] d..2.   10.000000: sched_wakeup_new: comm=barrier pid=101 prio=120 target_cpu=001
+           <...>-100   [000] d..2.   10.000000: sched_wakeup_new: comm=barrier pid=102 prio=120 target_cpu=001
+          <idle>-0       [000] d.h1.    10.100000: hrtimer_expire_entry: hrtimer=00000000a function=tick_sched_timer now=10100000000
+         barrier-101   [001] d..2.   10.200000: sched_migrate_task: comm=barrier pid=102 prio=120 orig_cpu=1 dest_cpu=0
+         barrier-101   [001] d..2.   10.500000: sched_switch: prev_comm=barrier prev_pid=101 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+         barrier-102   [000] d..2.   11.000000: sched_switch: prev_comm=barrier prev_pid=102 prev_prio=120 prev_state=R+ ==> next_comm=kworker/0:1 next_pid=7 next_prio=120
+          <idle>-0       [001] d.h1.    11.500000: hrtimer_expire_entry: hrtimer=00000000a function=tick_sched_timer now=11500000000
+         barrier-102   [000] d..2.   12.000000: sched_switch: prev_comm=barrier prev_pid=102 prev_prio=120 prev_state=X ==> next_comm=swapper/0 next_pid=0 next_prio=120
+          <idle>-0       [001] d.h1.    13.500000: hrtimer_expire_entry: hrtimer=00000000a function=tick_sched_timer now=13500000000
+"""
+
+
+def test_the_guest_run_gives_each_cpus_runnable_threads_over_time_and_what_idle_ticks_find():
+    """``RQ_AWK`` over a trace (the job runs it in the guest) read back: per CPU the seconds at
+    0, 1, 2, 3+ runnable threads; the idle ticks by the longest run queue then (a tick before the
+    first thread event or after the last is not the command's); the stretches some CPU held 2+
+    while another held none."""
+    import subprocess
+
+    out = subprocess.run(["awk", "-v", "ncpu=2", "-v", "jiffy=0.004", sched_trace.RQ_AWK], input=RQ_TRACE, capture_output=True, text=True, check=True)
+    rq = sched_trace.parse("\n".join([job_output(), "== rq", out.stdout])).rq
+    assert rq is not None
+    # CPU 0: idle until the move at 10.2, then one thread (running, then preempted) until it exits.
+    # CPU 1: two threads until the move, one until it sleeps at 10.5, then none.
+    assert rq.time == [[0.2, 1.8, 0.0, 0.0], [1.5, 0.3, 0.2, 0.0]]
+    # The tick at 10.1 finds CPU 0 idle and CPU 1 with two, the one at 11.5 CPU 1 idle and CPU 0
+    # with one; the one at 9.9 came before the threads' first event, the one at 13.5 after their last.
+    assert rq.ticks == {(2, 0): 1, (1, 0): 1} and rq.longest_at_ticks() == [0, 1, 1, 0]
+    assert (rq.imbalanced_s, rq.span_s, rq.episodes) == (0.2, 2.0, [0, 0, 0, 0, 0, 1])
+    # Both idle ticks came 25 jiffies and more after their CPU's last thread left (or the start).
+    assert rq.since == [0, 0, 0, 0, 0, 2]
+    assert [round(x, 3) for x in rq.shares()] == [0.425, 0.525, 0.05, 0.0]
+    text = sched_trace.report(sched_trace.parse("\n".join([job_output(), "== rq", out.stdout])))
+    assert "guest CPU-time at 0 / 1 / 2 / 3+ runnable threads: 0.425 / 0.525 / 0.050 / 0.000" in text
+    assert "some CPU at 2+ while another at 0: 0.100 of the run" in text
+    # A tick that finds a thread queued on its own CPU is not an idle CPU's balance.
+    assert sched_trace.RunQueues([], Counter({(2, 1): 3, (2, 0): 1})).longest_at_ticks() == [0, 0, 1, 0]
+    # Runs from before the trace had it have none.
+    assert sched_trace.parse(job_output()).rq is None

@@ -22,6 +22,71 @@ from typing import Any
 
 from numalab.console.tables import render, table
 
+#: Each vCPU's count of runnable barrier threads (queued or running) over the command's run,
+#: rebuilt from the trace: ``sched_wakeup``/``sched_wakeup_new`` put a thread on ``target_cpu``
+#: (kernel/sched/core.c: ttwu_do_wakeup(), wake_up_new_task()), ``sched_migrate_task`` moves it
+#: (set_task_cpu()), ``sched_switch`` takes it off when ``prev_state`` is not R (it slept or
+#: exited; R+ is a preemption: still queued, __schedule()) and puts ``next`` on its CPU. Prints
+#: per CPU the seconds at 0, 1, 2 and 3+ ("rq CPU s0 s1 s2 s3"), from the first barrier event to
+#: the last, and per idle tick (``tick_sched_timer`` in the idle task, traced as for
+#: "idleticks") between them: "tick CPU longest own count", the longest count over the CPUs and
+#: the ticking CPU's own at that moment (3 is 3+); and "imbalanced S SPAN", the seconds some CPU
+#: had 2+ while another had none (what an idle CPU's balance could pull), of the span, and
+#: "episodes B N": N such stretches of up to 0.5 ms * 2^B (B = 5: longer than 8 ms); and "since J
+#: N": N idle ticks J whole jiffies (``jiffy``: 1/HZ s) after their CPU's last thread left it
+#: (J = 5: 5 or more; from the first event when it never had one). Kept as awk so the guest sends summaries, not
+#: events (its output is capped at 1 MiB).
+RQ_AWK = r"""
+function acc(c, t) { h[c, n[c] > 3 ? 3 : n[c] + 0] += t - last[c]; last[c] = t }
+function add(c, d, t) { acc(c, t); n[c] += d; if (n[c] == 0) z[c] = t }
+function gacc(t) { if (imb) { gi += t - gl; ge += t - gl }; gl = t }
+function ep() { if (imb) return; if (ge > 0) { bk = 0; for (w = 0.0005; ge > w && bk < 5; w *= 2) bk++; eps[bk]++ }; ge = 0 }
+function gset() { mx = 0; mn = 99; for (c = 0; c < ncpu; c++) { if (n[c] > mx) mx = n[c]; if (n[c] + 0 < mn) mn = n[c] + 0 }; imb = (mx >= 2 && mn == 0) }
+function on(p, c, t) { if (!run[p]) { run[p] = 1; at[p] = c; add(c, 1, t) } else if (at[p] != c) { add(at[p], -1, t); at[p] = c; add(c, 1, t) } }
+{
+  cpu = -1; ts = -1
+  for (i = 1; i <= NF; i++) {
+    if (cpu < 0 && $i ~ /^\[[0-9]+\]$/) cpu = substr($i, 2, length($i) - 2) + 0
+    if ($i ~ /^[0-9]+\.[0-9]+:$/) { ts = substr($i, 1, length($i) - 1) + 0; ev = $(i + 1); break }
+  }
+  if (ts < 0) next
+  split("", kv)
+  for (j = i + 2; j <= NF; j++) if ((k = index($j, "=")) > 0) kv[substr($j, 1, k - 1)] = substr($j, k + 1)
+  if (ev == "hrtimer_expire_entry:") {
+    if (t0 == "") next
+    m = 0; for (c = 0; c < ncpu; c++) if (n[c] > m) m = n[c]
+    pend[cpu " " (m > 3 ? 3 : m) " " (n[cpu] > 3 ? 3 : n[cpu] + 0)]++
+    if (n[cpu] + 0 == 0) { j = int((ts - z[cpu]) / jiffy); psince[j > 5 ? 5 : j]++ }
+    next
+  }
+  b = (kv["comm"] == "barrier" || kv["prev_comm"] == "barrier" || kv["next_comm"] == "barrier")
+  if (!b) next
+  if (t0 == "") { t0 = ts; gl = ts; for (c = 0; c < ncpu; c++) { last[c] = ts; z[c] = ts } }
+  t1 = ts
+  gacc(ts)
+  for (x in pend) tk[x] += pend[x]
+  for (x in psince) since[x] += psince[x]
+  split("", pend); split("", psince)
+  if (ev == "sched_wakeup:" || ev == "sched_wakeup_new:") on(kv["pid"], kv["target_cpu"] + 0, ts)
+  else if (ev == "sched_migrate_task:") { p = kv["pid"]; d = kv["dest_cpu"] + 0
+    if (run[p] && at[p] != d) { add(at[p], -1, ts); add(d, 1, ts) }
+    at[p] = d }
+  else if (ev == "sched_switch:") {
+    if (kv["prev_comm"] == "barrier") { p = kv["prev_pid"]; if (kv["prev_state"] !~ /^R/ && run[p]) { run[p] = 0; add(at[p], -1, ts) } }
+    if (kv["next_comm"] == "barrier") on(kv["next_pid"], cpu, ts)
+  }
+  gset(); ep()
+}
+END {
+  if (t0 == "") exit
+  for (c = 0; c < ncpu; c++) { acc(c, t1); printf "rq %d", c; for (q = 0; q <= 3; q++) printf " %.6f", h[c, q]; printf "\n" }
+  gacc(t1); imb = 0; ep(); for (bk in eps) print "episodes", bk, eps[bk]
+  for (j in since) print "since", j, since[j]
+  printf "imbalanced %.6f %.6f\n", gi, t1 - t0
+  for (x in tk) print "tick", x, tk[x]
+}
+"""
+
 #: The guest's job. ``$1`` is the command line (word-split by the shell). The trigger's own
 #: filter keeps other tasks' stacks out (a trigger fires whatever the event's filter says).
 #: Each move is printed as "count orig_cpu dest_cpu <frame<frame..." (the stack's first 14
@@ -34,6 +99,9 @@ echo 8192 > $T/buffer_size_kb
 echo 'comm == "barrier"' > $E/filter
 echo 'stacktrace if comm == "barrier"' > $E/trigger
 echo 1 > $E/enable
+for e in sched_wakeup sched_wakeup_new; do echo 'comm == "barrier"' > $T/events/sched/$e/filter; echo 1 > $T/events/sched/$e/enable; done
+echo 'prev_comm == "barrier" || next_comm == "barrier"' > $T/events/sched/sched_switch/filter
+echo 1 > $T/events/sched/sched_switch/enable
 H=$T/events/timer/hrtimer_expire_entry
 A=$(grep " tick_sched_timer$" /proc/kallsyms | cut -d" " -f1)
 [ -n "$A" ] && [ -d $H ] && echo "common_pid == 0 && function == 0x$A" > $H/filter && echo 1 > $H/enable
@@ -59,6 +127,7 @@ awk '
 END { if (o != "") print o, d, sig }' $T/trace | sort | uniq -c
 echo "== idleticks"; awk '/hrtimer_expire_entry:/ { for (i=1;i<=NF;i++) if ($i ~ /^\[[0-9]+\]$/) { n[substr($i,2,length($i)-2)+0]++; break } }
 END { for (c in n) print c, n[c] }' $T/trace | sort -n
+echo "== rq"; awk -v ncpu=$(nproc) -v jiffy=0.004 '""" + RQ_AWK + r"""' $T/trace | sort -k1,1 -k2n
 echo "== agent"; tail -n 1 /tmp/inner.jsonl
 echo; echo "== command"; tail -n 5 /tmp/cmd.out
 """
@@ -117,6 +186,59 @@ class GuestMoves:
     lb_gained: dict[str, Counter[str]]
     goidle: list[int] = field(default_factory=list)
     ticks: Ticks | None = None
+    rq: RunQueues | None = None
+
+
+@dataclass(frozen=True)
+class RunQueues:
+    """Runnable barrier threads per CPU over a run (``RQ_AWK``): ``time[cpu][k]``, seconds with
+    k of them (k = 0, 1, 2, 3 for 3+); ``ticks[(longest, own)]``, idle ticks by the longest
+    count over the CPUs and the ticking CPU's own at that moment; ``imbalanced_s``, the seconds
+    of ``span_s`` some CPU had 2+ while another had none, and ``episodes[b]`` how many such
+    stretches lasted up to 0.5 ms * 2^b (``b`` = 5: longer than 8 ms); ``since[j]``, idle ticks
+    on a CPU with none, ``j`` whole jiffies after its last thread left it (5: 5 or more)."""
+
+    time: list[list[float]]
+    ticks: Counter[tuple[int, int]]
+    imbalanced_s: float = 0.0
+    span_s: float = 0.0
+    episodes: list[int] = field(default_factory=lambda: [0] * 6)
+    since: list[int] = field(default_factory=lambda: [0] * 6)
+
+    def shares(self) -> list[float]:
+        """The share of CPU-time at 0, 1, 2 and 3+ runnable threads, over all CPUs."""
+        tot = [sum(t[k] for t in self.time) for k in range(4)]
+        return [x / sum(tot) if sum(tot) else 0.0 for x in tot]
+
+    def longest_at_ticks(self) -> list[int]:
+        """Idle ticks on a CPU with none of the threads by the longest count over the CPUs
+        then: 0, 1, 2, 3+ (a tick that finds a thread queued on its own CPU is left out: the
+        idle task had not yet switched to it, and scheduler_tick() sees the CPU busy)."""
+        return [sum(n for (m, o), n in self.ticks.items() if m == k and o == 0) for k in range(4)]
+
+
+def rq_of(lines: list[str]) -> RunQueues | None:
+    """``RQ_AWK``'s output, or None without it (a run before the trace had it, or no thread)."""
+    time: dict[int, list[float]] = {}
+    ticks: Counter[tuple[int, int]] = Counter()
+    imb = (0.0, 0.0)
+    episodes = [0] * 6
+    since = [0] * 6
+    for line in lines:
+        a = line.split()
+        if len(a) == 3 and a[0] == "imbalanced":
+            imb = (float(a[1]), float(a[2]))
+        elif len(a) == 3 and a[0] == "episodes":
+            episodes[int(a[1])] = int(a[2])
+        elif len(a) == 3 and a[0] == "since":
+            since[int(a[1])] = int(a[2])
+        elif len(a) == 6 and a[0] == "rq":
+            time[int(a[1])] = [float(x) for x in a[2:]]
+        elif len(a) == 5 and a[0] == "tick":
+            ticks[(int(a[2]), int(a[3]))] += int(a[4])
+    if not time:
+        return None
+    return RunQueues([time.get(c, [0.0] * 4) for c in range(max(time) + 1)], ticks, *imb, episodes, since)
 
 
 @dataclass(frozen=True)
@@ -242,7 +364,7 @@ def parse(text: str) -> GuestMoves:
                 level[it] += v[8 * i + 4] - s0[k][8 * i + 4]
     return GuestMoves(moves, cross, sum(int(t["nr_migrations"]) for t in threads), len(threads),
                       int(cmd[-1]["reps"]) if cmd else 0, busy, gained, goidle,
-                      ticks_of(sec.get("ticks0", []), sec.get("ticks1", []), sec.get("idleticks")))
+                      ticks_of(sec.get("ticks0", []), sec.get("ticks1", []), sec.get("idleticks")), rq_of(sec.get("rq", [])))
 
 
 def _per(n: int, threads: int, barriers: int) -> str:
@@ -290,6 +412,14 @@ def report(g: GuestMoves, side: SimSched | dict[str, tuple[int, int]] | None = N
         if k.idle_ticks:
             lines.append("guest ticks handled idle (tick_sched_timer in the idle task) per CPU: "
                          + " ".join(str(n) for n in k.idle_ticks) + f" (total {sum(k.idle_ticks)})")
+    if g.rq is not None:
+        lines.append("guest CPU-time at 0 / 1 / 2 / 3+ runnable threads: " + " / ".join(f"{x:.3f}" for x in g.rq.shares())
+                     + "; idle ticks by the longest run queue then (0 / 1 / 2 / 3+): "
+                     + " / ".join(str(n) for n in g.rq.longest_at_ticks())
+                     + f"; some CPU at 2+ while another at 0: {g.rq.imbalanced_s / g.rq.span_s if g.rq.span_s else 0.0:.3f} of the run"
+                     + ", stretches of it up to 0.5 / 1 / 2 / 4 / 8 / over 8 ms: " + " / ".join(str(n) for n in g.rq.episodes)
+                     + "; idle ticks 0 / 1 / 2 / 3 / 4 / 5+ jiffies after the CPU's last thread left: "
+                     + " / ".join(str(n) for n in g.rq.since))
     for level in sorted(g.lb_gained):
         lines.append(f"load_balance() pulls, {level}: " + ", ".join(f"{it} {g.lb_gained[level][it]}" for it in IDLE_TYPES))
     return "\n".join(lines)
@@ -363,5 +493,9 @@ def as_json(g: GuestMoves, side: SimSched) -> dict[str, Any]:
     if g.ticks is not None:
         guest["ticks"] = {"idle_calls": g.ticks.idle_calls, "idle_sleeps": g.ticks.idle_sleeps, "loc": g.ticks.loc,
                           "idle_ticks": g.ticks.idle_ticks}
+    if g.rq is not None:
+        guest["rq"] = {"time": g.rq.time, "ticks": [[m, o, n] for (m, o), n in sorted(g.rq.ticks.items())],
+                       "imbalanced_s": g.rq.imbalanced_s, "span_s": g.rq.span_s, "episodes": g.rq.episodes,
+                       "since": g.rq.since}
     return {"guest": guest, "sim": {p: list(v) for p, v in side.moves.items()},
             "sim_cpus": {"busy": side.busy, "goidle": side.goidle, "barriers": side.barriers}}
