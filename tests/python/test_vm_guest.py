@@ -184,12 +184,14 @@ def test_two_runs_at_once_each_get_their_own_placement(guest, private_tmp):
 
     def one(node: int) -> None:
         try:
-            # 150 multiplies keep the matrix for several of the agent's 20 ms samples even when
-            # the host leaves the agent's vCPU unrun for a while (two guests on 2 cores; with 30,
-            # one fresh run's agent sampled only before the matrix and after it was freed).
+            # 150 multiplies sampled every 100 ms keep the matrix for several of the agent's
+            # samples even when the host leaves the agent's vCPU unrun for a while (two guests
+            # on 2 cores; with 30 every 20 ms, one fresh run's agent sampled only before the
+            # matrix and after it was freed), and no more samples than before: each one
+            # allocates on the agent's node, which counts in the guest's numa_hit.
             req = vm_run.VmRequest("vm-4", ["dgemv", "--n=1000", "--reps=150", "--threads=1"],
                                    placement=Placement(policy="bind", nodes=str(node), cpunodebind=str(3 - node)),
-                                   thp="never", timeout_s=300, interval_ms=20)
+                                   thp="never", timeout_s=300, interval_ms=100)
             out = vm_run.run(req)
             results[node] = vm_run.document(out)
             results[node]["peak"] = vm_side_peak(out, results[node])
