@@ -2,39 +2,52 @@
 
 For every passive and oversubscribed case (``vm-4``, ``vm-8``, ``vm-4x2``, ``vm-2x4``) runs the
 simulator as the check does (``check.sim_side``: the guest's speed, background and, on several
-vCPUs per node, the host running the vCPUs) and prints migrations per thread per barrier, the
-threads that changed node and the moves by kernel path (all / across nodes). Deterministic; a few
-CPU seconds for all. The guest's ranges to compare with are in docs/scheduler.md §10.3-§10.5
-(issue 22: the simulator inside them for these cases).
+vCPUs per node, the host running the vCPUs) for seeds 1..N and prints migrations per thread per
+barrier: seed 1's (what ``vm check`` shows), the mean over the seeds and their range (the
+simulator's own run-to-run spread: its background and wake-up order change with the seed, as the
+guest's change from boot to boot), beside the guest's range over its recorded runs
+(``numalab.vm.guest_seen``) and where the mean falls; then the mean time away from the first
+node, seed 1's threads that changed node and its moves by kernel path (all/across nodes).
+Deterministic; about a second per seed for all eight cases.
 
-    .venv/bin/python bench/vm_sched_sim.py [--kernel 6.1|6.13]
+    .venv/bin/python bench/vm_sched_sim.py [--kernel 6.1|6.13] [--seeds N]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
+from dataclasses import replace
 
 from numalab.machine import load as load_machine
 from numalab.spec import RunSpec
-from numalab.vm import check, sched_trace
+from numalab.vm import check, guest_seen, sched_trace
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kernel", default="6.1", help="the simulated kernel profile (vm check simulates Debian's 6.1 guest)")
+    ap.add_argument("--seeds", type=int, default=8, help="seeds 1..N per case (default 8)")
     args = ap.parse_args()
-    print(f"{'case':28} {'migrations/thread/barrier':>26} {'changed node':>13}  moves by path (all/across nodes)")
+    if args.seeds < 1:
+        ap.error(f"--seeds must be at least 1, got {args.seeds}")
+    print(f"{'case':26} {'seed 1':>8} {'mean':>8} {'seeds min-max':>17} {'guest':>15}  {'mean is':12} {'away %':>6} {'changed':>7}  moves by path, seed 1 (all/across nodes)")
     for name, case in check.CASES.items():
         if not case.sched or case.background is None:
             continue
         params = {"threads": load_machine(case.machine).nr_pus, **case.params}
         spec = RunSpec.create(case.machine, case.workload, params=params, kernel=args.kernel, thp="never").with_config(case.config)
-        side = check.sim_side(spec, case.background, case.interval_ms)
-        t = side.threads
+        reps = int(case.params["reps"])
+        runs = [check.sim_side(replace(spec, seed=s), case.background, case.interval_ms).threads for s in range(1, args.seeds + 1)]
+        per = [t.migrations_per_thread_barrier(reps) for t in runs]
+        mean = statistics.mean(per)
+        low, high = guest_seen.GUEST_PER_BARRIER[name]
+        away = statistics.mean(t.mean_away_pct for t in runs)
+        first = runs[0]
         moves = sched_trace.sim_moves(name, args.kernel)
         paths = ", ".join(f"{p} {a}/{b}" for p, (a, b) in sorted(moves.items()))
-        reps = int(case.params["reps"])
-        print(f"{name:28} {t.migrations_per_thread_barrier(reps):>26.4g} {t.changed_node:>6}/{len(t.nr_migrations):<6}  {paths}")
+        print(f"{name:26} {per[0]:>8.4g} {mean:>8.4g} {min(per):>8.4g}-{max(per):<8.4g} {low:>7.4g}-{high:<7.4g}  "
+              f"{guest_seen.verdict(mean, name):12} {away:>6.1f} {first.changed_node:>3}/{len(first.nr_migrations):<3}  {paths}")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from numalab.machine import load as load_machine
 from numalab.runner import sim
 from numalab.spec import RunSpec
 from numalab.vm import check
+from numalab.vm.guest_seen import GUEST_PER_BARRIER
 
 
 #: The profile ``vm check`` simulates Debian's 6.1 guest with.
@@ -205,13 +206,6 @@ def test_under_6_1_cfs_wakeup_preemption_keeps_woken_threads_home(name):
     assert sum(busy.nr_migrations) < sum(other.nr_migrations), (busy, other)
 
 
-#: The guest's migrations per thread per barrier (6.1 under TCG, 2026-11-26/27, load 0.8-16,
-#: docs/scheduler.md §10.3-§10.5): the lowest and highest of its runs (fewer on a less loaded
-#: host: passive-4x2 0.0195-0.0295 in three runs at load 3-4, 0.041-0.065 in six at 0.8-9).
-GUEST_PER_BARRIER = {"sched-oversubscribed-4x2": (0.199, 0.268), "sched-passive-4x2": (0.0195, 0.065),
-                     "sched-oversubscribed-2x4": (0.302, 0.345), "sched-passive-2x4": (0.023, 0.0825)}
-
-
 #: Cases whose time away falls short of the guest's (19-38 % on passive-2x4) for a stated reason,
 #: asserted as stated. Since the NOHZ balance waits for the host to run the kicked vCPU
 #: (docs/scheduler.md §10.9) the simulated idle vCPUs barely pull (kicks mostly find the kicked
@@ -222,7 +216,7 @@ GUEST_PER_BARRIER = {"sched-oversubscribed-4x2": (0.199, 0.268), "sched-passive-
 AWAY_SHORT = {"sched-passive-2x4": 15.0}
 
 
-@pytest.mark.parametrize("name", sorted(GUEST_PER_BARRIER))
+@pytest.mark.parametrize("name", sorted(name for name in GUEST_PER_BARRIER if name.endswith(("-4x2", "-2x4"))))
 def test_with_the_host_running_the_vcpus_6_1_moves_the_team_within_a_factor_of_two_of_the_guest(name):
     """The host model (``check.GUEST_HOST``, ``numalab_sim::vhost``, docs/scheduler.md §10.5):
     QEMU's vCPU threads on one host core, each kept for a host tick, so the threads reach each

@@ -1,0 +1,40 @@
+"""What the guest's own kernel did in ``vm check``'s sleeping scheduler cases, run after run: the
+ranges the simulator's side is judged against (issue 22; docs/scheduler.md §10.3-§10.12).
+
+Migrations per thread per barrier (``Threads.migrations_per_thread_barrier``), the lowest and
+highest over every guest run recorded in docs/scheduler.md (Debian 6.1.0 under QEMU 7.2 TCG on
+this project's 2-CPU development host, 2026-11-26/27, host load 0.1-16: a busier host runs the
+vCPUs later and more unevenly, so the range is the guest's spread across hosts' loads too).
+"""
+
+from __future__ import annotations
+
+#: case -> (lowest, highest) migrations per thread per barrier, with the runs they come from.
+GUEST_PER_BARRIER: dict[str, tuple[float, float]] = {
+    # §10.3-§10.4 (0.00225-0.0105), §10.10's 11:33-11:34 runs (0.0020, 0.0032).
+    "sched-passive": (0.0020, 0.0105),
+    # §10.4's four runs (0.0026-0.022), §10.10's (0.0031, 0.0046).
+    "sched-oversubscribed": (0.0026, 0.022),
+    # §10.3, §10.8 (0.00325-0.009), §10.10's (0.0040, 0.0065).
+    "sched-passive-8": (0.00325, 0.009),
+    # §10.3-§10.4 (0.017-0.034), §10.10's (0.0187, 0.0350).
+    "sched-oversubscribed-8": (0.017, 0.035),
+    # §10.5: three runs at load 3-4 (0.0195-0.0295), six at 0.8-9 (0.041-0.065); §10.10's.
+    "sched-passive-4x2": (0.0195, 0.065),
+    # §10.1, §10.8 (0.196-0.268), §10.10's (0.2269, 0.2311).
+    "sched-oversubscribed-4x2": (0.196, 0.268),
+    # §10.5 (0.023-0.0825), §10.10's (0.0205, 0.0290).
+    "sched-passive-2x4": (0.0205, 0.0825),
+    # §10.4-§10.5 (0.302-0.412), §10.10's (0.3540, 0.3594).
+    "sched-oversubscribed-2x4": (0.302, 0.412),
+}
+
+
+def verdict(value: float, case: str) -> str:
+    """``value`` against the guest's range for ``case``: inside, below or above (with the factor)."""
+    low, high = GUEST_PER_BARRIER[case]
+    if value < low:
+        return f"below ({low / value:.2g}x)" if value > 0 else "below"
+    if value > high:
+        return f"above ({value / high:.2g}x)"
+    return "inside"
