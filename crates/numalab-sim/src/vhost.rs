@@ -62,6 +62,31 @@ impl VcpuHost {
     }
 }
 
+/// One vCPU thread's counters as the host kernel keeps them: `kernel/sched/stats.h:
+/// sched_info_arrive()` adds a thread's queue wait to `run_delay` and counts `pcount` at each
+/// switch to it; `kernel/sched/core.c: __schedule()` counts the switch away from it as
+/// voluntary (`nvcsw`: it blocked, here its vCPU halted) or not (`nivcsw`: preempted, still
+/// runnable).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ThreadStat {
+    pub wait_s: f64,
+    pub slices: u64,
+    pub voluntary: u64,
+    pub involuntary: u64,
+}
+
+impl ThreadStat {
+    /// A plan took the thread from holding a core (`was`) to `now`, its vCPU `busy` or halted.
+    fn switched(&mut self, was: bool, now: bool, busy: bool) {
+        match (was, now) {
+            (false, true) => self.slices += 1,
+            (true, false) if busy => self.involuntary += 1,
+            (true, false) => self.voluntary += 1,
+            _ => {}
+        }
+    }
+}
+
 /// Which vCPUs hold a host core, and for how long they have.
 pub struct HostRun {
     cfg: VcpuHost,
@@ -70,6 +95,12 @@ pub struct HostRun {
     used_s: Vec<f64>,
     /// Per vCPU: host time received.
     received_s: Vec<f64>,
+    /// Per vCPU thread, as the host's `/proc/<pid>/task/<tid>/schedstat` and `status` count
+    /// them (docs/scheduler.md §10.13): time runnable but not run (`run_delay`), times given a
+    /// core (`pcount`), and times it left one halting (`nvcsw`) or still runnable (`nivcsw`).
+    threads: Vec<ThreadStat>,
+    /// The last plan's non-halted vCPUs: their threads are runnable until the next plan.
+    busy: Vec<bool>,
     /// Per vCPU: halted, or back from a halt and not run since; `resumed`: given a core at the
     /// last plan in that state.
     asleep: Vec<bool>,
@@ -89,6 +120,8 @@ impl HostRun {
             holds: vec![false; vcpus],
             used_s: vec![0.0; vcpus],
             received_s: vec![0.0; vcpus],
+            threads: vec![ThreadStat::default(); vcpus],
+            busy: vec![false; vcpus],
             asleep: vec![true; vcpus],
             resumed: vec![false; vcpus],
             next: 0,
@@ -108,12 +141,16 @@ impl HostRun {
         for (c, &b) in busy.iter().enumerate().take(n) {
             self.asleep[c] |= !b;
         }
+        let before = self.holds.clone();
         if let Some(e) = self.eevdf.as_mut() {
             e.plan(busy, &mut self.holds);
         } else {
             self.plan_rr(busy);
         }
-        for c in 0..n {
+        for (c, &was) in before.iter().enumerate() {
+            let b = busy.get(c).copied().unwrap_or(false);
+            self.threads[c].switched(was, self.holds[c], b);
+            self.busy[c] = b;
             self.resumed[c] = self.holds[c] && self.asleep[c];
             self.asleep[c] &= !self.holds[c];
         }
@@ -154,8 +191,15 @@ impl HostRun {
             if h {
                 self.used_s[c] += dt;
                 self.received_s[c] += dt;
+            } else if self.busy[c] {
+                self.threads[c].wait_s += dt;
             }
         }
+    }
+
+    /// Each vCPU thread's counts so far, as the host's schedstat and status give them.
+    pub fn threads(&self) -> &[ThreadStat] {
+        &self.threads
     }
 
     /// Host time each vCPU actually received so far.
@@ -363,6 +407,24 @@ mod tests {
         let r = h.received_s();
         assert!((r[0] + r[1] - 10e-3).abs() < 1e-12);
         assert!((r[0] - r[1]).abs() <= 2e-3, "{r:?}");
+    }
+
+    #[test]
+    fn each_vcpu_thread_counts_its_wait_its_slices_and_how_each_ended() {
+        // The steps of `a_vcpu_halted_half_way_through_its_request_...` above: vCPU 1 waits the
+        // first 4 ms, then preempts vCPU 0 (involuntary for 0), which waits 0.75 ms and gets the
+        // core back when vCPU 1 halts (voluntary for 1); a halted vCPU does not wait.
+        let mut h = eevdf_host(1, 2);
+        held(&mut h, &[true, true]);
+        h.charge(4e-3);
+        held(&mut h, &[true, true]);
+        h.charge(0.75e-3);
+        held(&mut h, &[true, false]);
+        h.charge(0.5e-3);
+        let [a, b] = [h.threads()[0], h.threads()[1]];
+        assert_eq!((a.slices, a.voluntary, a.involuntary), (2, 0, 1));
+        assert_eq!((b.slices, b.voluntary, b.involuntary), (1, 1, 0));
+        assert!((a.wait_s - 0.75e-3).abs() < 1e-12 && (b.wait_s - 4e-3).abs() < 1e-12, "{a:?} {b:?}");
     }
 
     #[test]

@@ -846,12 +846,19 @@ impl Engine<'_> {
             s.cpu_schedstat(end)
                 .into_iter()
                 .enumerate()
-                .map(|(c, (busy, goidle))| crate::output::SchedCpuOut {
-                    cpu: s.pu_os[c],
-                    node: node_os(c),
-                    rq_cpu_time_s: busy,
-                    sched_goidle: goidle,
-                    host_s: self.host.as_ref().map(|(host, _)| host.received_s()[c]),
+                .map(|(c, (busy, goidle))| {
+                    let th = self.host.as_ref().map(|(host, _)| host.threads()[c]);
+                    crate::output::SchedCpuOut {
+                        cpu: s.pu_os[c],
+                        node: node_os(c),
+                        rq_cpu_time_s: busy,
+                        sched_goidle: goidle,
+                        host_s: self.host.as_ref().map(|(host, _)| host.received_s()[c]),
+                        host_wait_s: th.map(|t| t.wait_s),
+                        host_slices: th.map(|t| t.slices),
+                        host_voluntary: th.map(|t| t.voluntary),
+                        host_involuntary: th.map(|t| t.involuntary),
+                    }
                 })
                 .collect()
         } else {
