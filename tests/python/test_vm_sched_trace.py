@@ -366,3 +366,29 @@ def test_the_host_models_vcpu_threads_share_its_core_and_each_slice_ends_in_a_ha
     g = sched_trace.parse(job_output())
     doc = sched_trace.as_json(g, over)
     assert "host" not in doc and [t["vcpu"] for t in doc["sim_host"]["threads"]] == list(range(8))
+
+
+def test_the_guests_idle_ticks_are_binned_by_their_time_past_the_jiffy_and_the_models_by_how_late_the_host_ran_them():
+    """``TICKPHASE_AWK`` (the job runs it over its trace) read back: idle ticks by ``now`` modulo
+    4 ms in 0.25 ms bins, the on-time share being the first two (docs/scheduler.md §10.12); the
+    simulator's side sums the vCPUs' ``host_tick_delays`` (the host model on only) and both are
+    printed as shares within 0.5 ms."""
+    import subprocess
+
+    trace = RQ_TRACE + (
+        "          <idle>-0       [001] d.h1.    14.000300: hrtimer_expire_entry: hrtimer=00000000a function=tick_sched_timer now=14000300000\n"
+        "          <idle>-0       [000] d.h1.    14.003900: hrtimer_expire_entry: hrtimer=00000000a function=tick_sched_timer now=14003900000\n")
+    out = subprocess.run(["awk", sched_trace.TICKPHASE_AWK], input=trace, capture_output=True, text=True, check=True)
+    phase = sched_trace.tick_phase_of(out.stdout.splitlines())
+    # RQ_TRACE's four ticks on whole jiffies, one 0.3 ms past (bin 1), one 3.9 ms past (bin 15).
+    assert phase == [4, 1] + [0] * 13 + [1]
+    assert sched_trace.tick_phase_of([]) == []
+    g = sched_trace.parse("\n".join([job_output(), "== tickphase", out.stdout]))
+    over = sched_trace.sim_sched("sched-oversubscribed-4x2", "6.1")
+    assert len(over.tick_delays) == 7 and sum(over.tick_delays) > over.barriers
+    text = sched_trace.report(g, over)
+    assert "guest idle ticks by time past the jiffy, 0.25 ms bins: 4 1 0" in text and "(within 0.5 ms: 0.83)" in text
+    d = over.tick_delays
+    assert f"(within 0.5 ms: {sum(d[:2]) / sum(d[:6]):.2f} of those run)" in text
+    doc = sched_trace.as_json(g, over)
+    assert doc["guest"]["tick_phase"] == phase and doc["sim_host"]["tick_delays"] == d

@@ -134,6 +134,10 @@ pub struct SchedCpuOut {
     pub host_voluntary: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_involuntary: Option<u64>,
+    /// The vCPU's kept ticks in idle by how late the host first ran it after each came: within
+    /// 0.25, 0.5, 1, 2, 4 ms, later, never (`vhost.rs: TickDelays`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_tick_delays: Option<Vec<u64>>,
 }
 
 /// One completed scan pass over a process's address space (`--explain-balancing`).

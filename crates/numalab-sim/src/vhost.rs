@@ -87,6 +87,41 @@ impl ThreadStat {
     }
 }
 
+/// How late the host runs an idle vCPU whose kept tick has come (docs/scheduler.md §10.12,
+/// §10.13): per vCPU, ticks first run within 0.25, 0.5, 1, 2, 4 ms of their due time and later,
+/// and those never run while due (the vCPU got work first). Counted at host rounds, the model's
+/// instants: a tick due within a round counts from the round after.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TickDelays {
+    pub bins: [u64; 7],
+    /// The due time of a tick seen due and not yet run, and of the last one counted.
+    pending: Option<f64>,
+    counted: Option<f64>,
+}
+
+/// `TickDelays`' bounds, seconds.
+const TICK_DELAY_BOUNDS_S: [f64; 5] = [0.25e-3, 0.5e-3, 1e-3, 2e-3, 4e-3];
+
+impl TickDelays {
+    /// At a round from `now_s`: the vCPU's tick due since `due` (None: no tick due), `run` by the
+    /// host or not.
+    fn note(&mut self, due: Option<f64>, run: bool, now_s: f64) {
+        if self.pending.is_some() && self.pending != due {
+            self.bins[6] += 1;
+            self.pending = None;
+        }
+        let Some(d) = due.filter(|&d| Some(d) != self.counted) else { return };
+        if run {
+            let late = now_s - d;
+            self.bins[TICK_DELAY_BOUNDS_S.iter().position(|&b| late < b - 1e-12).unwrap_or(5)] += 1;
+            self.counted = Some(d);
+            self.pending = None;
+        } else {
+            self.pending = Some(d);
+        }
+    }
+}
+
 /// Which vCPUs hold a host core, and for how long they have.
 pub struct HostRun {
     cfg: VcpuHost,
@@ -101,6 +136,7 @@ pub struct HostRun {
     threads: Vec<ThreadStat>,
     /// The last plan's non-halted vCPUs: their threads are runnable until the next plan.
     busy: Vec<bool>,
+    tick_delays: Vec<TickDelays>,
     /// Per vCPU: halted, or back from a halt and not run since; `resumed`: given a core at the
     /// last plan in that state.
     asleep: Vec<bool>,
@@ -122,6 +158,7 @@ impl HostRun {
             received_s: vec![0.0; vcpus],
             threads: vec![ThreadStat::default(); vcpus],
             busy: vec![false; vcpus],
+            tick_delays: vec![TickDelays::default(); vcpus],
             asleep: vec![true; vcpus],
             resumed: vec![false; vcpus],
             next: 0,
@@ -195,6 +232,19 @@ impl HostRun {
                 self.threads[c].wait_s += dt;
             }
         }
+    }
+
+    /// At the plan from `now_s`: each vCPU's kept tick due since when (None: none due), to time
+    /// how late the host runs it.
+    pub fn note_ticks(&mut self, due: &[Option<f64>], now_s: f64) {
+        for (c, d) in due.iter().enumerate() {
+            self.tick_delays[c].note(*d, self.holds[c], now_s);
+        }
+    }
+
+    /// Each vCPU's `TickDelays` so far.
+    pub fn tick_delays(&self) -> &[TickDelays] {
+        &self.tick_delays
     }
 
     /// Each vCPU thread's counts so far, as the host's schedstat and status give them.
@@ -425,6 +475,23 @@ mod tests {
         assert_eq!((a.slices, a.voluntary, a.involuntary), (2, 0, 1));
         assert_eq!((b.slices, b.voluntary, b.involuntary), (1, 1, 0));
         assert!((a.wait_s - 0.75e-3).abs() < 1e-12 && (b.wait_s - 4e-3).abs() < 1e-12, "{a:?} {b:?}");
+    }
+
+    #[test]
+    fn an_idle_vcpus_tick_counts_once_by_how_late_the_host_first_runs_it_or_as_never_run() {
+        let mut d = TickDelays::default();
+        // Due at 4 ms, not run at the round from 4.1, run at the round from 4.7: 0.7 ms late.
+        d.note(Some(4e-3), false, 4.1e-3);
+        d.note(Some(4e-3), true, 4.7e-3);
+        // Still due at the next round (a thread queued there kept it from balancing): not again.
+        d.note(Some(4e-3), true, 4.8e-3);
+        assert_eq!(d.bins, [0, 0, 1, 0, 0, 0, 0]);
+        // Due at 8 ms, the vCPU gets work before the host runs it: never run while due.
+        d.note(Some(8e-3), false, 8.2e-3);
+        d.note(None, true, 9e-3);
+        // Due at 12 ms and run in the round it is first seen: within 0.25 ms.
+        d.note(Some(12e-3), true, 12.1e-3);
+        assert_eq!(d.bins, [1, 0, 1, 0, 0, 0, 1]);
     }
 
     #[test]

@@ -88,6 +88,16 @@ END {
 }
 """
 
+#: The idle ticks traced (``tick_sched_timer`` expiring in the idle task) by ``now`` modulo a
+#: jiffy (4 ms at the guest's HZ 250) in 0.25 ms bins, "bin count": the kernel aligns the tick to
+#: whole jiffies (kernel/time/tick-sched.c: tick_init_jiffy_update()), so a vCPU the host runs as
+#: its tick comes handles it in bin 0 or 1 (docs/scheduler.md §10.12). A stopped tick's one-shot
+#: timer lands anywhere.
+TICKPHASE_AWK = r"""
+/hrtimer_expire_entry:/ { for (i = 1; i <= NF; i++) if ($i ~ /^now=/) { b[int((substr($i, 5) % 4000000) / 250000)]++; break } }
+END { for (k in b) print k, b[k] }
+"""
+
 #: The guest's job. ``$1`` is the command line (word-split by the shell). Its console lines
 #: around the command (``hostthreads.WINDOW_START``, ``WINDOW_END``) make the host snapshot
 #: QEMU's threads (``guest_run``, docs/scheduler.md §10.13). The trigger's own
@@ -133,6 +143,7 @@ awk '
 END { if (o != "") print o, d, sig }' $T/trace | sort | uniq -c
 echo "== idleticks"; awk '/hrtimer_expire_entry:/ { for (i=1;i<=NF;i++) if ($i ~ /^\[[0-9]+\]$/) { n[substr($i,2,length($i)-2)+0]++; break } }
 END { for (c in n) print c, n[c] }' $T/trace | sort -n
+echo "== tickphase"; awk '""" + TICKPHASE_AWK + r"""' $T/trace | sort -n
 echo "== rq"; awk -v ncpu=$(nproc) -v jiffy=0.004 '""" + RQ_AWK + r"""' $T/trace | sort -k1,1 -k2n
 echo "== agent"; tail -n 1 /tmp/inner.jsonl
 echo; echo "== command"; tail -n 5 /tmp/cmd.out
@@ -196,6 +207,10 @@ class GuestMoves:
     rq: RunQueues | None = None
     #: QEMU's threads on the host over the command (``hostthreads``), when sampled.
     host: hostthreads.HostThreads | None = None
+    #: The idle ticks (``tick_sched_timer`` in the idle task) by their time past the jiffy
+    #: (``now`` modulo 4 ms) in 16 bins of 0.25 ms: a tick the host ran the vCPU for on time
+    #: falls in the first (docs/scheduler.md §10.12); empty without it.
+    tick_phase: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -303,6 +318,9 @@ class SimSched:
     barriers: int
     #: The host model's vCPU threads (``sim_host``), with the host model on.
     host: list[hostthreads.Thread] = field(default_factory=list)
+    #: The host model's idle vCPUs' kept ticks by how late the host ran them: within 0.25, 0.5,
+    #: 1, 2, 4 ms, later, never (summed over the vCPUs; ``vhost.rs: TickDelays``).
+    tick_delays: list[int] = field(default_factory=list)
 
 
 def _sections(text: str) -> dict[str, list[str]]:
@@ -375,7 +393,17 @@ def parse(text: str) -> GuestMoves:
                 level[it] += v[8 * i + 4] - s0[k][8 * i + 4]
     return GuestMoves(moves, cross, sum(int(t["nr_migrations"]) for t in threads), len(threads),
                       int(cmd[-1]["reps"]) if cmd else 0, busy, gained, goidle,
-                      ticks_of(sec.get("ticks0", []), sec.get("ticks1", []), sec.get("idleticks")), rq_of(sec.get("rq", [])))
+                      ticks_of(sec.get("ticks0", []), sec.get("ticks1", []), sec.get("idleticks")), rq_of(sec.get("rq", [])),
+                      tick_phase=tick_phase_of(sec.get("tickphase", [])))
+
+
+def tick_phase_of(lines: list[str]) -> list[int]:
+    """The job's "bin count" lines of idle ticks by time past the jiffy, as 16 counts ([] without)."""
+    out = [0] * 16
+    for a in (line.split() for line in lines):
+        if len(a) == 2 and a[0].isdigit() and int(a[0]) < 16:
+            out[int(a[0])] = int(a[1])
+    return out if lines else []
 
 
 def _per(n: int, threads: int, barriers: int) -> str:
@@ -433,6 +461,14 @@ def report(g: GuestMoves, side: SimSched | dict[str, tuple[int, int]] | None = N
                      + " / ".join(str(n) for n in g.rq.since))
     for level in sorted(g.lb_gained):
         lines.append(f"load_balance() pulls, {level}: " + ", ".join(f"{it} {g.lb_gained[level][it]}" for it in IDLE_TYPES))
+    if g.tick_phase:
+        n = sum(g.tick_phase)
+        lines.append("guest idle ticks by time past the jiffy, 0.25 ms bins: " + " ".join(str(x) for x in g.tick_phase)
+                     + f" (within 0.5 ms: {sum(g.tick_phase[:2]) / n if n else 0.0:.2f})")
+    if isinstance(side, SimSched) and side.tick_delays:
+        d = side.tick_delays
+        lines.append("sim idle vCPUs' kept ticks by how late the host ran them, within 0.25 / 0.5 / 1 / 2 / 4 ms / later / never: "
+                     + " / ".join(str(x) for x in d) + f" (within 0.5 ms: {sum(d[:2]) / max(1, sum(d[:6])):.2f} of those run)")
     host = host_table(g.host, side.host if isinstance(side, SimSched) else [])
     return "\n".join(lines + ([host] if host else []))
 
@@ -501,7 +537,8 @@ def sim_sched(name: str, kernel: str = "6.1") -> SimSched:
     run_s = float(doc["time_s"])
     cpus = sorted(doc.get("sched_cpus", []), key=lambda c: int(c["cpu"]))
     busy = [float(c["rq_cpu_time_s"]) / run_s if run_s > 0 else 0.0 for c in cpus]
-    return SimSched(out, busy, [int(c["sched_goidle"]) for c in cpus], int(params.get("reps") or 0), sim_host(cpus, run_s))
+    delays = [sum(int(c["host_tick_delays"][k]) for c in cpus) for k in range(7)] if cpus and "host_tick_delays" in cpus[0] else []
+    return SimSched(out, busy, [int(c["sched_goidle"]) for c in cpus], int(params.get("reps") or 0), sim_host(cpus, run_s), delays)
 
 
 def sim_host(cpus: list[dict[str, Any]], run_s: float) -> list[hostthreads.Thread]:
@@ -556,6 +593,8 @@ def as_json(g: GuestMoves, side: SimSched) -> dict[str, Any]:
            "sim_cpus": {"busy": side.busy, "goidle": side.goidle, "barriers": side.barriers}}
     if g.host is not None:
         doc["host"] = hostthreads.as_json(g.host)
+    if g.tick_phase:
+        guest["tick_phase"] = g.tick_phase
     if side.host:
-        doc["sim_host"] = {"threads": [dict(vars(t), vcpu=t.tid) for t in side.host]}
+        doc["sim_host"] = {"threads": [dict(vars(t), vcpu=t.tid) for t in side.host], "tick_delays": side.tick_delays}
     return doc

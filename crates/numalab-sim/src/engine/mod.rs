@@ -858,6 +858,7 @@ impl Engine<'_> {
                         host_slices: th.map(|t| t.slices),
                         host_voluntary: th.map(|t| t.voluntary),
                         host_involuntary: th.map(|t| t.involuntary),
+                        host_tick_delays: self.host.as_ref().map(|(host, _)| host.tick_delays()[c].bins.to_vec()),
                     }
                 })
                 .collect()
