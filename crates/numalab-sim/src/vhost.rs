@@ -166,6 +166,15 @@ impl HostRun {
         }
     }
 
+    /// The guest's tick (`tick_s`, 1 / its `CONFIG_HZ`): with `mttcg` a running vCPU thread
+    /// blocks on QEMU's BQL at each (`eevdf.rs: Eevdf::set_guest_tick`, docs/scheduler.md §10.13).
+    pub fn with_guest_tick(mut self, tick_s: f64) -> Self {
+        if let Some(e) = self.eevdf.as_mut() {
+            e.set_guest_tick(tick_s);
+        }
+        self
+    }
+
     /// The longest epoch the engine may take: a slice.
     pub fn max_epoch_s(&self) -> f64 {
         self.cfg.slice_s
@@ -178,9 +187,15 @@ impl HostRun {
         for (c, &b) in busy.iter().enumerate().take(n) {
             self.asleep[c] |= !b;
         }
-        let before = self.holds.clone();
+        let mut before = self.holds.clone();
         if let Some(e) = self.eevdf.as_mut() {
-            e.plan(busy, &mut self.holds);
+            // A thread that blocked on the BQL left its core (voluntarily) even if picked again.
+            for (c, bql) in e.plan(busy, &mut self.holds).into_iter().enumerate() {
+                if bql {
+                    self.threads[c].voluntary += 1;
+                    before[c] = false;
+                }
+            }
         } else {
             self.plan_rr(busy);
         }
@@ -492,6 +507,28 @@ mod tests {
         // Due at 12 ms and run in the round it is first seen: within 0.25 ms.
         d.note(Some(12e-3), true, 12.1e-3);
         assert_eq!(d.bins, [1, 0, 1, 0, 0, 0, 1]);
+    }
+
+    #[test]
+    fn at_the_guests_tick_the_running_vcpu_thread_waits_for_the_bql_and_the_host_picks_afresh() {
+        // As `a_vcpu_woken_with_no_lag_...` (4 ms requests and tick), with a guest tick of 1 ms:
+        // both placed at 0 (deadlines 4); vCPU 0 runs 1 ms; at the guest's tick it blocks on the
+        // BQL, past the average (1 against 0.5): not eligible, kept queued (delayed), requeued
+        // where it stands when woken; the pick, nothing protected, takes the eligible vCPU 1.
+        let mut h = host(HostMode::Mttcg, 1, 4e-3, 2).with_guest_tick(1e-3);
+        assert_eq!(held(&mut h, &[true, true]), vec![0]);
+        h.charge(1e-3);
+        assert_eq!(held(&mut h, &[true, true]), vec![1]);
+        assert_eq!((h.threads()[0].voluntary, h.threads()[0].involuntary), (1, 0));
+        // Alone, the blocked thread gets the core back: a new slice, ended voluntarily.
+        let mut h = host(HostMode::Mttcg, 1, 4e-3, 2).with_guest_tick(1e-3);
+        held(&mut h, &[true, false]);
+        h.charge(1e-3);
+        assert_eq!(held(&mut h, &[true, false]), vec![0]);
+        assert_eq!((h.threads()[0].slices, h.threads()[0].voluntary), (2, 1));
+        // A guest tick with no round since changes nothing more.
+        assert_eq!(held(&mut h, &[true, false]), vec![0]);
+        assert_eq!(h.threads()[0].slices, 2);
     }
 
     #[test]

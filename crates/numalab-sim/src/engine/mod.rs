@@ -467,7 +467,11 @@ impl<'a> Engine<'a> {
             chunk_orders: Default::default(),
             alloc_out: Vec::new(),
             on_cpu: Vec::new(),
-            host: cfg.vcpu_host.clone().map(|h| (crate::vhost::HostRun::new(h, m.pus.len()), vec![true; m.pus.len()])),
+            host: cfg.vcpu_host.clone().map(|h| {
+                let run =
+                    crate::vhost::HostRun::new(h, m.pus.len()).with_guest_tick(1.0 / cfg.kernel.profile().sched.hz);
+                (run, vec![true; m.pus.len()])
+            }),
         };
         for (g, l) in allocs.iter().enumerate() {
             if let Some(l) = l {
