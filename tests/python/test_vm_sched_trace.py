@@ -193,6 +193,15 @@ def test_vm_check_moves_counts_every_guest_move_by_path_beside_the_simulators(gu
     assert g["moves"].get("no stack", [0, 0])[0] <= max(1, traced // 20), g["moves"]
     assert len(g["busy"]) == 4 and all(0 < b <= 1.05 for b in g["busy"])
     assert doc["sim"] == {p: list(v) for p, v in sched_trace.sim_moves("sched-oversubscribed", "6.1").items()}
+    # QEMU's threads over the command (docs/scheduler.md §10.13): every vCPU thread ran and
+    # switched, the main loop too; vm-4 has no host model, so no simulated host threads.
+    host = doc["host"]
+    assert host["window_s"] > 0.5, host
+    vcpus = [t for t in host["threads"] if t["vcpu"] is not None]
+    assert [t["vcpu"] for t in vcpus] == [0, 1, 2, 3], host
+    assert all(0 < t["share"] <= 1.0 and t["slices_per_s"] > 0 for t in vcpus), host
+    assert host["threads"][-1]["main_loop"] and "sim_host" not in doc
+    assert len(g["tick_phase"]) == 16 and sum(g["tick_phase"]) > 0
 
 
 def test_the_simulated_vcpus_are_run_by_the_host_about_half_the_time_a_thread_holds_them():
@@ -272,3 +281,123 @@ def test_the_guest_run_gives_each_cpus_runnable_threads_over_time_and_what_idle_
     assert sched_trace.RunQueues([], Counter({(2, 1): 3, (2, 0): 1})).longest_at_ticks() == [0, 0, 1, 0]
     # Runs from before the trace had it have none.
     assert sched_trace.parse(job_output()).rq is None
+
+
+# QEMU's threads at the two window marks of one `vm check --moves --case sched-oversubscribed-4x2`
+# (2026-11-27 13:41:39 UTC, load 0.9-2.4): ``HostSampler``'s text, with ``-name
+# ...,debug-threads=on``; the main loop is the pid (15880), call_rcu is neither.
+HOST_SAMPLE = """\
+mark 26121.791848 start
+26121.791848 15880 260859052 745028977 4726 4172 554 qemu-system-x86
+26121.791848 15882 7826722 23800571 60 59 1 call_rcu
+26121.791848 15883 1229235768 1001016540 1903 1357 546 CPU 0/TCG
+26121.791848 15884 640522475 942638675 1679 956 722 CPU 1/TCG
+mark 26130.653823 end
+26130.653823 15880 374563824 3364137848 12122 11228 894 qemu-system-x86
+26130.653823 15882 7826722 23800571 60 59 1 call_rcu
+26130.653823 15883 3049661081 5705701690 6684 4507 2177 CPU 0/TCG
+26130.653823 15884 2312877582 5502772268 5889 3729 2160 CPU 1/TCG
+"""
+
+
+def test_qemus_threads_over_the_command_give_each_vcpus_share_run_and_wait_per_slice_and_switches():
+    """``hostthreads.parse`` of a recorded sample: per vCPU thread (by its ``CPU n/TCG`` name) and
+    the main loop, the growth of schedstat's run, run-queue wait and timeslices and of status's
+    switch counts between the marks, over the 8.862 s between them (by hand for vCPU 0: 1.820 s
+    run in 4781 slices, 4.705 s waiting, 3150 voluntary and 1631 involuntary switches)."""
+    from numalab.vm import hostthreads
+
+    h = hostthreads.parse(HOST_SAMPLE, 15880)
+    assert h is not None and abs(h.window_s - 8.861975) < 1e-9
+    assert [t.vcpu for t in h.vcpus] == [0, 1] and h.main_loop is not None and h.main_loop.tid == 15880
+    v0 = h.vcpus[0]
+    assert abs(v0.share - 1.820425313 / 8.861975) < 1e-9
+    assert abs(v0.run_per_slice_s - 1.820425313 / 4781) < 1e-12 and abs(v0.wait_per_slice_s - 4.70468515 / 4781) < 1e-12
+    assert (round(v0.slices_per_s, 1), round(v0.voluntary_per_s, 1), round(v0.involuntary_per_s, 1)) == (539.5, 355.5, 184.0)
+    # A window without its end mark (the command never finished) gives nothing.
+    assert hostthreads.parse(HOST_SAMPLE.split("mark 26130")[0], 15880) is None
+    doc = hostthreads.as_json(h)
+    assert [t["vcpu"] for t in doc["threads"]] == [0, 1, None] and doc["threads"][-1]["main_loop"]
+    text = sched_trace.host_table(h, [])
+    assert "over the command's 8.86 s" in text
+    assert any(line.split()[:7] == ["vCPU", "0", "0.205", "381", "984", "355", "184"] for line in text.splitlines()), text
+
+
+def test_the_sampler_snapshots_every_qemu_thread_from_proc_at_the_guests_window_marks(tmp_path):
+    """``HostSampler`` as ``qemu.boot`` drives it: QEMU's pid, then console lines; the job's two
+    marks (``sched_trace.JOB`` prints them around the command) each read every thread's
+    schedstat, status and comm; other lines read nothing. QEMU names its threads for it."""
+    from numalab.machine import load as load_machine
+    from numalab.vm import hostthreads, qemu
+
+    def task(tid: int, run: int, wait: int, slices: int, vol: int, invol: int, name: str) -> None:
+        d = tmp_path / "42" / "task" / str(tid)
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "schedstat").write_text(f"{run} {wait} {slices}\n")
+        (d / "status").write_text(f"Name:\t{name}\nvoluntary_ctxt_switches:\t{vol}\nnonvoluntary_ctxt_switches:\t{invol}\n")
+        (d / "comm").write_text(name + "\n")
+
+    s = hostthreads.HostSampler(tmp_path)
+    s.started(42)
+    task(42, 0, 0, 0, 0, 0, "qemu-system-x86")
+    task(43, 0, 0, 0, 0, 0, "CPU 0/TCG")
+    s.line("[    1.0] some kernel line")
+    assert s.text == ""
+    s.line(hostthreads.WINDOW_START + "\r")
+    task(42, 10_000_000, 200_000_000, 500, 450, 50, "qemu-system-x86")
+    task(43, 1_000_000_000, 2_000_000_000, 2000, 1500, 500, "CPU 0/TCG")
+    s.line(hostthreads.WINDOW_END)
+    h = s.result()
+    assert h is not None and h.window_s > 0 and h.main_loop is not None
+    v = h.vcpus[0]
+    assert (v.vcpu, v.run_per_slice_s, v.wait_per_slice_s) == (0, 0.0005, 0.001)
+    assert abs(v.voluntary_per_s / v.involuntary_per_s - 3) < 1e-9
+    job = sched_trace.JOB
+    assert job.index(hostthreads.WINDOW_START) < job.index("numalab-agent run") < job.index(hostthreads.WINDOW_END)
+    a = qemu.argv("qemu", qemu.topology(load_machine("vm-4")), "vmlinuz", tmp_path / "i", qemu.cmdline(True), "tcg", tmp_path / "d")
+    assert a[a.index("-name") + 1] == "numalab,debug-threads=on"
+
+
+def test_the_host_models_vcpu_threads_share_its_core_and_each_slice_ends_in_a_halt_or_a_preemption():
+    """The host model's vCPU threads (``sched_cpus``' ``host_*``, the host model on only):
+    together they run the one host core of ``check.GUEST_HOST`` the whole run (it is never idle
+    while a vCPU has work); every slice but a thread's last ends either way (halt: voluntary;
+    preempted: involuntary). A run without the host model has none."""
+    over = sched_trace.sim_sched("sched-oversubscribed-4x2", "6.1")
+    assert [t.tid for t in over.host] == list(range(8))
+    assert 0.95 <= sum(t.share for t in over.host) <= 1.01, [t.share for t in over.host]
+    for t in over.host:
+        ends = (t.voluntary_per_s + t.involuntary_per_s) / t.slices_per_s
+        assert 0.99 <= ends <= 1.0 + 1e-9, t
+        assert t.voluntary_per_s > t.involuntary_per_s > 0, t
+    assert sched_trace.sim_host([{"cpu": 0, "rq_cpu_time_s": 1.0, "sched_goidle": 0}], 1.0) == []
+    assert sched_trace.sim_sched("sched-bound", "6.1").host == []
+    g = sched_trace.parse(job_output())
+    doc = sched_trace.as_json(g, over)
+    assert "host" not in doc and [t["vcpu"] for t in doc["sim_host"]["threads"]] == list(range(8))
+
+
+def test_the_guests_idle_ticks_are_binned_by_their_time_past_the_jiffy_and_the_models_by_how_late_the_host_ran_them():
+    """``TICKPHASE_AWK`` (the job runs it over its trace) read back: idle ticks by ``now`` modulo
+    4 ms in 0.25 ms bins, the on-time share being the first two (docs/scheduler.md §10.12); the
+    simulator's side sums the vCPUs' ``host_tick_delays`` (the host model on only) and both are
+    printed as shares within 0.5 ms."""
+    import subprocess
+
+    trace = RQ_TRACE + (
+        "          <idle>-0       [001] d.h1.    14.000300: hrtimer_expire_entry: hrtimer=00000000a function=tick_sched_timer now=14000300000\n"
+        "          <idle>-0       [000] d.h1.    14.003900: hrtimer_expire_entry: hrtimer=00000000a function=tick_sched_timer now=14003900000\n")
+    out = subprocess.run(["awk", sched_trace.TICKPHASE_AWK], input=trace, capture_output=True, text=True, check=True)
+    phase = sched_trace.tick_phase_of(out.stdout.splitlines())
+    # RQ_TRACE's four ticks on whole jiffies, one 0.3 ms past (bin 1), one 3.9 ms past (bin 15).
+    assert phase == [4, 1] + [0] * 13 + [1]
+    assert sched_trace.tick_phase_of([]) == []
+    g = sched_trace.parse("\n".join([job_output(), "== tickphase", out.stdout]))
+    over = sched_trace.sim_sched("sched-oversubscribed-4x2", "6.1")
+    assert len(over.tick_delays) == 7 and sum(over.tick_delays) > over.barriers
+    text = sched_trace.report(g, over)
+    assert "guest idle ticks by time past the jiffy, 0.25 ms bins: 4 1 0" in text and "(within 0.5 ms: 0.83)" in text
+    d = over.tick_delays
+    assert f"(within 0.5 ms: {sum(d[:2]) / sum(d[:6]):.2f} of those run)" in text
+    doc = sched_trace.as_json(g, over)
+    assert doc["guest"]["tick_phase"] == phase and doc["sim_host"]["tick_delays"] == d

@@ -123,6 +123,21 @@ pub struct SchedCpuOut {
     /// Host time the vCPU received (`vhost.rs`), with the host model only (docs/scheduler.md §10.5).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_s: Option<f64>,
+    /// The vCPU's host thread as the host's `schedstat` and `status` count it (`vhost.rs:
+    /// ThreadStat`), with the host model only (docs/scheduler.md §10.13): seconds runnable but
+    /// not run, times given a core, times it left the core halting or preempted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_wait_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_slices: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_voluntary: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_involuntary: Option<u64>,
+    /// The vCPU's kept ticks in idle by how late the host first ran it after each came: within
+    /// 0.25, 0.5, 1, 2, 4 ms, later, never (`vhost.rs: TickDelays`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_tick_delays: Option<Vec<u64>>,
 }
 
 /// One completed scan pass over a process's address space (`--explain-balancing`).

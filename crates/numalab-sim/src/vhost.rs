@@ -62,6 +62,66 @@ impl VcpuHost {
     }
 }
 
+/// One vCPU thread's counters as the host kernel keeps them: `kernel/sched/stats.h:
+/// sched_info_arrive()` adds a thread's queue wait to `run_delay` and counts `pcount` at each
+/// switch to it; `kernel/sched/core.c: __schedule()` counts the switch away from it as
+/// voluntary (`nvcsw`: it blocked, here its vCPU halted) or not (`nivcsw`: preempted, still
+/// runnable).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ThreadStat {
+    pub wait_s: f64,
+    pub slices: u64,
+    pub voluntary: u64,
+    pub involuntary: u64,
+}
+
+impl ThreadStat {
+    /// A plan took the thread from holding a core (`was`) to `now`, its vCPU `busy` or halted.
+    fn switched(&mut self, was: bool, now: bool, busy: bool) {
+        match (was, now) {
+            (false, true) => self.slices += 1,
+            (true, false) if busy => self.involuntary += 1,
+            (true, false) => self.voluntary += 1,
+            _ => {}
+        }
+    }
+}
+
+/// How late the host runs an idle vCPU whose kept tick has come (docs/scheduler.md §10.12,
+/// §10.13): per vCPU, ticks first run within 0.25, 0.5, 1, 2, 4 ms of their due time and later,
+/// and those never run while due (the vCPU got work first). Counted at host rounds, the model's
+/// instants: a tick due within a round counts from the round after.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TickDelays {
+    pub bins: [u64; 7],
+    /// The due time of a tick seen due and not yet run, and of the last one counted.
+    pending: Option<f64>,
+    counted: Option<f64>,
+}
+
+/// `TickDelays`' bounds, seconds.
+const TICK_DELAY_BOUNDS_S: [f64; 5] = [0.25e-3, 0.5e-3, 1e-3, 2e-3, 4e-3];
+
+impl TickDelays {
+    /// At a round from `now_s`: the vCPU's tick due since `due` (None: no tick due), `run` by the
+    /// host or not.
+    fn note(&mut self, due: Option<f64>, run: bool, now_s: f64) {
+        if self.pending.is_some() && self.pending != due {
+            self.bins[6] += 1;
+            self.pending = None;
+        }
+        let Some(d) = due.filter(|&d| Some(d) != self.counted) else { return };
+        if run {
+            let late = now_s - d;
+            self.bins[TICK_DELAY_BOUNDS_S.iter().position(|&b| late < b - 1e-12).unwrap_or(5)] += 1;
+            self.counted = Some(d);
+            self.pending = None;
+        } else {
+            self.pending = Some(d);
+        }
+    }
+}
+
 /// Which vCPUs hold a host core, and for how long they have.
 pub struct HostRun {
     cfg: VcpuHost,
@@ -70,6 +130,13 @@ pub struct HostRun {
     used_s: Vec<f64>,
     /// Per vCPU: host time received.
     received_s: Vec<f64>,
+    /// Per vCPU thread, as the host's `/proc/<pid>/task/<tid>/schedstat` and `status` count
+    /// them (docs/scheduler.md §10.13): time runnable but not run (`run_delay`), times given a
+    /// core (`pcount`), and times it left one halting (`nvcsw`) or still runnable (`nivcsw`).
+    threads: Vec<ThreadStat>,
+    /// The last plan's non-halted vCPUs: their threads are runnable until the next plan.
+    busy: Vec<bool>,
+    tick_delays: Vec<TickDelays>,
     /// Per vCPU: halted, or back from a halt and not run since; `resumed`: given a core at the
     /// last plan in that state.
     asleep: Vec<bool>,
@@ -89,11 +156,23 @@ impl HostRun {
             holds: vec![false; vcpus],
             used_s: vec![0.0; vcpus],
             received_s: vec![0.0; vcpus],
+            threads: vec![ThreadStat::default(); vcpus],
+            busy: vec![false; vcpus],
+            tick_delays: vec![TickDelays::default(); vcpus],
             asleep: vec![true; vcpus],
             resumed: vec![false; vcpus],
             next: 0,
             eevdf,
         }
+    }
+
+    /// The guest's tick (`tick_s`, 1 / its `CONFIG_HZ`): with `mttcg` a running vCPU thread
+    /// blocks on QEMU's BQL at each (`eevdf.rs: Eevdf::set_guest_tick`, docs/scheduler.md §10.13).
+    pub fn with_guest_tick(mut self, tick_s: f64) -> Self {
+        if let Some(e) = self.eevdf.as_mut() {
+            e.set_guest_tick(tick_s);
+        }
+        self
     }
 
     /// The longest epoch the engine may take: a slice.
@@ -108,12 +187,22 @@ impl HostRun {
         for (c, &b) in busy.iter().enumerate().take(n) {
             self.asleep[c] |= !b;
         }
+        let mut before = self.holds.clone();
         if let Some(e) = self.eevdf.as_mut() {
-            e.plan(busy, &mut self.holds);
+            // A thread that blocked on the BQL left its core (voluntarily) even if picked again.
+            for (c, bql) in e.plan(busy, &mut self.holds).into_iter().enumerate() {
+                if bql {
+                    self.threads[c].voluntary += 1;
+                    before[c] = false;
+                }
+            }
         } else {
             self.plan_rr(busy);
         }
-        for c in 0..n {
+        for (c, &was) in before.iter().enumerate() {
+            let b = busy.get(c).copied().unwrap_or(false);
+            self.threads[c].switched(was, self.holds[c], b);
+            self.busy[c] = b;
             self.resumed[c] = self.holds[c] && self.asleep[c];
             self.asleep[c] &= !self.holds[c];
         }
@@ -154,8 +243,28 @@ impl HostRun {
             if h {
                 self.used_s[c] += dt;
                 self.received_s[c] += dt;
+            } else if self.busy[c] {
+                self.threads[c].wait_s += dt;
             }
         }
+    }
+
+    /// At the plan from `now_s`: each vCPU's kept tick due since when (None: none due), to time
+    /// how late the host runs it.
+    pub fn note_ticks(&mut self, due: &[Option<f64>], now_s: f64) {
+        for (c, d) in due.iter().enumerate() {
+            self.tick_delays[c].note(*d, self.holds[c], now_s);
+        }
+    }
+
+    /// Each vCPU's `TickDelays` so far.
+    pub fn tick_delays(&self) -> &[TickDelays] {
+        &self.tick_delays
+    }
+
+    /// Each vCPU thread's counts so far, as the host's schedstat and status give them.
+    pub fn threads(&self) -> &[ThreadStat] {
+        &self.threads
     }
 
     /// Host time each vCPU actually received so far.
@@ -363,6 +472,63 @@ mod tests {
         let r = h.received_s();
         assert!((r[0] + r[1] - 10e-3).abs() < 1e-12);
         assert!((r[0] - r[1]).abs() <= 2e-3, "{r:?}");
+    }
+
+    #[test]
+    fn each_vcpu_thread_counts_its_wait_its_slices_and_how_each_ended() {
+        // The steps of `a_vcpu_halted_half_way_through_its_request_...` above: vCPU 1 waits the
+        // first 4 ms, then preempts vCPU 0 (involuntary for 0), which waits 0.75 ms and gets the
+        // core back when vCPU 1 halts (voluntary for 1); a halted vCPU does not wait.
+        let mut h = eevdf_host(1, 2);
+        held(&mut h, &[true, true]);
+        h.charge(4e-3);
+        held(&mut h, &[true, true]);
+        h.charge(0.75e-3);
+        held(&mut h, &[true, false]);
+        h.charge(0.5e-3);
+        let [a, b] = [h.threads()[0], h.threads()[1]];
+        assert_eq!((a.slices, a.voluntary, a.involuntary), (2, 0, 1));
+        assert_eq!((b.slices, b.voluntary, b.involuntary), (1, 1, 0));
+        assert!((a.wait_s - 0.75e-3).abs() < 1e-12 && (b.wait_s - 4e-3).abs() < 1e-12, "{a:?} {b:?}");
+    }
+
+    #[test]
+    fn an_idle_vcpus_tick_counts_once_by_how_late_the_host_first_runs_it_or_as_never_run() {
+        let mut d = TickDelays::default();
+        // Due at 4 ms, not run at the round from 4.1, run at the round from 4.7: 0.7 ms late.
+        d.note(Some(4e-3), false, 4.1e-3);
+        d.note(Some(4e-3), true, 4.7e-3);
+        // Still due at the next round (a thread queued there kept it from balancing): not again.
+        d.note(Some(4e-3), true, 4.8e-3);
+        assert_eq!(d.bins, [0, 0, 1, 0, 0, 0, 0]);
+        // Due at 8 ms, the vCPU gets work before the host runs it: never run while due.
+        d.note(Some(8e-3), false, 8.2e-3);
+        d.note(None, true, 9e-3);
+        // Due at 12 ms and run in the round it is first seen: within 0.25 ms.
+        d.note(Some(12e-3), true, 12.1e-3);
+        assert_eq!(d.bins, [1, 0, 1, 0, 0, 0, 1]);
+    }
+
+    #[test]
+    fn at_the_guests_tick_the_running_vcpu_thread_waits_for_the_bql_and_the_host_picks_afresh() {
+        // As `a_vcpu_woken_with_no_lag_...` (4 ms requests and tick), with a guest tick of 1 ms:
+        // both placed at 0 (deadlines 4); vCPU 0 runs 1 ms; at the guest's tick it blocks on the
+        // BQL, past the average (1 against 0.5): not eligible, kept queued (delayed), requeued
+        // where it stands when woken; the pick, nothing protected, takes the eligible vCPU 1.
+        let mut h = host(HostMode::Mttcg, 1, 4e-3, 2).with_guest_tick(1e-3);
+        assert_eq!(held(&mut h, &[true, true]), vec![0]);
+        h.charge(1e-3);
+        assert_eq!(held(&mut h, &[true, true]), vec![1]);
+        assert_eq!((h.threads()[0].voluntary, h.threads()[0].involuntary), (1, 0));
+        // Alone, the blocked thread gets the core back: a new slice, ended voluntarily.
+        let mut h = host(HostMode::Mttcg, 1, 4e-3, 2).with_guest_tick(1e-3);
+        held(&mut h, &[true, false]);
+        h.charge(1e-3);
+        assert_eq!(held(&mut h, &[true, false]), vec![0]);
+        assert_eq!((h.threads()[0].slices, h.threads()[0].voluntary), (2, 1));
+        // A guest tick with no round since changes nothing more.
+        assert_eq!(held(&mut h, &[true, false]), vec![0]);
+        assert_eq!(h.threads()[0].slices, 2);
     }
 
     #[test]

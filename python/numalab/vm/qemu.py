@@ -24,6 +24,7 @@ from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from numalab.exceptions import NumalabError, UsageError
 from numalab.vm.kmem import KMEM_SUBTYPES
@@ -202,6 +203,9 @@ def argv(
     a += numa_args(t)
     a += ["-kernel", kernel, "-initrd", str(initrd), "-append", append]
     a += ["-nodefaults", "-nic", "none", "-nographic", "-no-reboot"]
+    # Threads named for the host's /proc (``CPU <n>/TCG``, ...): how vm/hostthreads.py finds the
+    # vCPU threads (QEMU's qemu_thread_naming()); nothing else changes.
+    a += ["-name", "numalab,debug-threads=on"]
     if data_port is None:
         a += ["-serial", "mon:stdio"]
     else:
@@ -271,10 +275,19 @@ def _death_signal():
 MAX_LINE = 1 << 16
 
 
-def boot(args: list[str], ready_line: str, timeout_s: float, ready_within_s: float | None = None) -> Boot:
+class ConsoleWatch(Protocol):
+    """Told QEMU's pid once it runs, then each console line as it comes (vm/hostthreads.py)."""
+
+    def started(self, pid: int) -> None: ...
+
+    def line(self, text: str) -> None: ...
+
+
+def boot(args: list[str], ready_line: str, timeout_s: float, ready_within_s: float | None = None,
+         watch: ConsoleWatch | None = None) -> Boot:
     """Run QEMU, read its console, kill it after ``timeout_s`` (GuestTimeout), after
     ``ready_within_s`` without the ready line (BootHung), or on any way out: an exception, a stop
-    signal (``Stopped``), numalab's own death (PR_SET_PDEATHSIG)."""
+    signal (``Stopped``), numalab's own death (PR_SET_PDEATHSIG). ``watch`` sees every line."""
     start = time.monotonic()
     tail: deque[str] = deque(maxlen=40)
     ready: list[float] = []
@@ -287,11 +300,15 @@ def boot(args: list[str], ready_line: str, timeout_s: float, ready_within_s: flo
         )
         assert proc.stdout is not None
         console = proc.stdout
+        if watch is not None:
+            watch.started(proc.pid)
 
         def read() -> None:
             for raw in iter(lambda: console.readline(MAX_LINE), b""):
                 line = raw.decode(errors="replace").rstrip("\r\n")
                 tail.append(line)
+                if watch is not None:
+                    watch.line(line)
                 if not ready and line.rstrip().endswith(ready_line):
                     ready.append(time.monotonic() - start)
                     seen_ready.set()

@@ -245,8 +245,8 @@ def _initrd(tmp: Path, base: bytes, job: guest.Job | list[guest.Job]) -> Path:
     return path
 
 
-def run(req: VmRequest, say: Say = lambda s: None) -> VmOutput:
-    return run_many([req], say)[0]
+def run(req: VmRequest, say: Say = lambda s: None, watch: qemu.ConsoleWatch | None = None) -> VmOutput:
+    return run_many([req], say, watch)[0]
 
 
 def boot_key(req: VmRequest) -> tuple[Any, ...]:
@@ -263,12 +263,13 @@ def shareable(req: VmRequest) -> bool:
     return bool(req.command) and not knobs and not req.placement.weights
 
 
-def run_many(reqs: list[VmRequest], say: Say = lambda s: None) -> list[VmOutput]:
+def run_many(reqs: list[VmRequest], say: Say = lambda s: None, watch: qemu.ConsoleWatch | None = None) -> list[VmOutput]:
     """The requests' commands in one guest boot, one after the other (``guest.batch_script``),
     one output each, as if each had booted its own guest: each has its own agent records,
     counters over its own command, and the boot's uptime at READY; ``wall_s`` is the boot's
     (every command's). One request is ``run``'s boot exactly. Several need one ``boot_key`` and
-    ``shareable`` requests; the guest is killed after the sum of their timeouts."""
+    ``shareable`` requests; the guest is killed after the sum of their timeouts. ``watch`` sees
+    QEMU's pid and console (``qemu.boot``)."""
     if len(reqs) > 1 and (len({boot_key(r) for r in reqs}) != 1 or not all(shareable(r) for r in reqs)):
         raise UsageError("vm: only requests with the same machine, memory, vCPUs, accelerator, THP mode, balancing, ramdisk and no knobs "
                          "or weights share a boot")
@@ -282,7 +283,7 @@ def run_many(reqs: list[VmRequest], say: Say = lambda s: None) -> list[VmOutput]
         what = f" for {len(reqs)} commands" if len(reqs) > 1 else ""
         say(f"numalab vm: booting {topo.name} ({topo.nodes} nodes, {sum(topo.cpus_per_node)} vCPUs, "
             f"{sum(topo.memory_mib)} MiB, {accel}) with Linux {g.kernel_version}{what}")
-        b = _boot_once_more_if_hung(args, f"{jobs[0].mark} READY", sum(r.timeout_s for r in reqs), say)
+        b = _boot_once_more_if_hung(args, f"{jobs[0].mark} READY", sum(r.timeout_s for r in reqs), say, watch)
         text = protocol.read_port(data)
     if b.ready_s is None:
         last = "\n".join(f"  | {ln}" for ln in b.console.splitlines()[-10:])
@@ -308,12 +309,13 @@ def run_many(reqs: list[VmRequest], say: Say = lambda s: None) -> list[VmOutput]
 READY_WITHIN_S = 120.0
 
 
-def _boot_once_more_if_hung(args: list[str], ready_line: str, timeout_s: float, say: Say) -> qemu.Boot:
+def _boot_once_more_if_hung(args: list[str], ready_line: str, timeout_s: float, say: Say,
+                            watch: qemu.ConsoleWatch | None = None) -> qemu.Boot:
     try:
-        return qemu.boot(args, ready_line, timeout_s, READY_WITHIN_S)
+        return qemu.boot(args, ready_line, timeout_s, READY_WITHIN_S, watch)
     except qemu.BootHung as e:
         say(f"numalab vm: {e.args[0].splitlines()[0]}; booting it once more")
-        return qemu.boot(args, ready_line, timeout_s, READY_WITHIN_S)
+        return qemu.boot(args, ready_line, timeout_s, READY_WITHIN_S, watch)
 
 
 def shell(req: VmRequest, say: Say = lambda s: None) -> int:

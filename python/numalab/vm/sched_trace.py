@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from numalab.console.tables import render, table
+from numalab.vm import hostthreads
 
 #: Each vCPU's count of runnable barrier threads (queued or running) over the command's run,
 #: rebuilt from the trace: ``sched_wakeup``/``sched_wakeup_new`` put a thread on ``target_cpu``
@@ -87,7 +88,19 @@ END {
 }
 """
 
-#: The guest's job. ``$1`` is the command line (word-split by the shell). The trigger's own
+#: The idle ticks traced (``tick_sched_timer`` expiring in the idle task) by ``now`` modulo a
+#: jiffy (4 ms at the guest's HZ 250) in 0.25 ms bins, "bin count": the kernel aligns the tick to
+#: whole jiffies (kernel/time/tick-sched.c: tick_init_jiffy_update()), so a vCPU the host runs as
+#: its tick comes handles it in bin 0 or 1 (docs/scheduler.md §10.12). A stopped tick's one-shot
+#: timer lands anywhere.
+TICKPHASE_AWK = r"""
+/hrtimer_expire_entry:/ { for (i = 1; i <= NF; i++) if ($i ~ /^now=/) { b[int((substr($i, 5) % 4000000) / 250000)]++; break } }
+END { for (k in b) print k, b[k] }
+"""
+
+#: The guest's job. ``$1`` is the command line (word-split by the shell). Its console lines
+#: around the command (``hostthreads.WINDOW_START``, ``WINDOW_END``) make the host snapshot
+#: QEMU's threads (``guest_run``, docs/scheduler.md §10.13). The trigger's own
 #: filter keeps other tasks' stacks out (a trigger fires whatever the event's filter says).
 #: Each move is printed as "count orig_cpu dest_cpu <frame<frame..." (the stack's first 14
 #: frames, innermost first), after the CPUs' nodes and the two schedstat snapshots.
@@ -110,8 +123,11 @@ echo "== cpunode"; for c in /sys/devices/system/cpu/cpu[0-9]*; do echo "${c##*cp
 tk() { grep -E "^cpu:|idle_calls|idle_sleeps" /proc/timer_list; grep "LOC:" /proc/interrupts; }
 tk > /tmp/k0
 cat /proc/schedstat > /tmp/s0
+echo "@WINDOW_START@" > /dev/console
 numalab-agent run --interval-ms=1000 --maps-budget-pct=100 --output=/tmp/inner.jsonl -- $1 > /tmp/cmd.out 2>&1
-echo "== status $?"
+R=$?
+echo "@WINDOW_END@" > /dev/console
+echo "== status $R"
 cat /proc/schedstat > /tmp/s1
 tk > /tmp/k1
 echo 0 > $T/tracing_on
@@ -127,10 +143,12 @@ awk '
 END { if (o != "") print o, d, sig }' $T/trace | sort | uniq -c
 echo "== idleticks"; awk '/hrtimer_expire_entry:/ { for (i=1;i<=NF;i++) if ($i ~ /^\[[0-9]+\]$/) { n[substr($i,2,length($i)-2)+0]++; break } }
 END { for (c in n) print c, n[c] }' $T/trace | sort -n
+echo "== tickphase"; awk '""" + TICKPHASE_AWK + r"""' $T/trace | sort -n
 echo "== rq"; awk -v ncpu=$(nproc) -v jiffy=0.004 '""" + RQ_AWK + r"""' $T/trace | sort -k1,1 -k2n
 echo "== agent"; tail -n 1 /tmp/inner.jsonl
 echo; echo "== command"; tail -n 5 /tmp/cmd.out
 """
+JOB = JOB.replace("@WINDOW_START@", hostthreads.WINDOW_START).replace("@WINDOW_END@", hostthreads.WINDOW_END)
 
 #: ``path_of``'s names, in the order the report lists them.
 PATHS = ("wake-up (futex)", "wake-up (other)", "newly idle balance", "periodic balance, idle CPU", "NOHZ idle balance",
@@ -187,6 +205,12 @@ class GuestMoves:
     goidle: list[int] = field(default_factory=list)
     ticks: Ticks | None = None
     rq: RunQueues | None = None
+    #: QEMU's threads on the host over the command (``hostthreads``), when sampled.
+    host: hostthreads.HostThreads | None = None
+    #: The idle ticks (``tick_sched_timer`` in the idle task) by their time past the jiffy
+    #: (``now`` modulo 4 ms) in 16 bins of 0.25 ms: a tick the host ran the vCPU for on time
+    #: falls in the first (docs/scheduler.md §10.12); empty without it.
+    tick_phase: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -292,6 +316,11 @@ class SimSched:
     busy: list[float]
     goidle: list[int]
     barriers: int
+    #: The host model's vCPU threads (``sim_host``), with the host model on.
+    host: list[hostthreads.Thread] = field(default_factory=list)
+    #: The host model's idle vCPUs' kept ticks by how late the host ran them: within 0.25, 0.5,
+    #: 1, 2, 4 ms, later, never (summed over the vCPUs; ``vhost.rs: TickDelays``).
+    tick_delays: list[int] = field(default_factory=list)
 
 
 def _sections(text: str) -> dict[str, list[str]]:
@@ -364,7 +393,17 @@ def parse(text: str) -> GuestMoves:
                 level[it] += v[8 * i + 4] - s0[k][8 * i + 4]
     return GuestMoves(moves, cross, sum(int(t["nr_migrations"]) for t in threads), len(threads),
                       int(cmd[-1]["reps"]) if cmd else 0, busy, gained, goidle,
-                      ticks_of(sec.get("ticks0", []), sec.get("ticks1", []), sec.get("idleticks")), rq_of(sec.get("rq", [])))
+                      ticks_of(sec.get("ticks0", []), sec.get("ticks1", []), sec.get("idleticks")), rq_of(sec.get("rq", [])),
+                      tick_phase=tick_phase_of(sec.get("tickphase", [])))
+
+
+def tick_phase_of(lines: list[str]) -> list[int]:
+    """The job's "bin count" lines of idle ticks by time past the jiffy, as 16 counts ([] without)."""
+    out = [0] * 16
+    for a in (line.split() for line in lines):
+        if len(a) == 2 and a[0].isdigit() and int(a[0]) < 16:
+            out[int(a[0])] = int(a[1])
+    return out if lines else []
 
 
 def _per(n: int, threads: int, barriers: int) -> str:
@@ -422,7 +461,42 @@ def report(g: GuestMoves, side: SimSched | dict[str, tuple[int, int]] | None = N
                      + " / ".join(str(n) for n in g.rq.since))
     for level in sorted(g.lb_gained):
         lines.append(f"load_balance() pulls, {level}: " + ", ".join(f"{it} {g.lb_gained[level][it]}" for it in IDLE_TYPES))
-    return "\n".join(lines)
+    if g.tick_phase:
+        n = sum(g.tick_phase)
+        lines.append("guest idle ticks by time past the jiffy, 0.25 ms bins: " + " ".join(str(x) for x in g.tick_phase)
+                     + f" (within 0.5 ms: {sum(g.tick_phase[:2]) / n if n else 0.0:.2f})")
+    if isinstance(side, SimSched) and side.tick_delays:
+        d = side.tick_delays
+        lines.append("sim idle vCPUs' kept ticks by how late the host ran them, within 0.25 / 0.5 / 1 / 2 / 4 ms / later / never: "
+                     + " / ".join(str(x) for x in d) + f" (within 0.5 ms: {sum(d[:2]) / max(1, sum(d[:6])):.2f} of those run)")
+    host = host_table(g.host, side.host if isinstance(side, SimSched) else [])
+    return "\n".join(lines + ([host] if host else []))
+
+
+HOST_COLS = ("CPU share", "run per slice (us)", "wait per slice (us)", "voluntary /s", "involuntary /s")
+
+
+def _host_cells(t: hostthreads.Thread | None) -> list[Any]:
+    if t is None:
+        return ["-"] * len(HOST_COLS)
+    return [f"{t.share:.3f}", f"{t.run_per_slice_s * 1e6:.0f}", f"{t.wait_per_slice_s * 1e6:.0f}",
+            f"{t.voluntary_per_s:.0f}", f"{t.involuntary_per_s:.0f}"]
+
+
+def host_table(guest: hostthreads.HostThreads | None, sim: list[hostthreads.Thread]) -> str:
+    """QEMU's threads on the host over the command beside the host model's vCPU threads (one row
+    per vCPU, then QEMU's main loop), or "" with neither."""
+    if guest is None and not sim:
+        return ""
+    by = {t.vcpu: t for t in guest.vcpus if t.vcpu is not None} if guest is not None else {}
+    sim_by = {t.tid: t for t in sim}
+    rows = [[f"vCPU {c}", *_host_cells(by.get(c)), *(_host_cells(sim_by.get(c)) if sim else [])]
+            for c in sorted(set(by) | set(sim_by))]
+    if guest is not None and guest.main_loop is not None:
+        rows.append(["main loop", *_host_cells(guest.main_loop), *(["-"] * len(HOST_COLS) if sim else [])])
+    cols = ["thread", *(f"host {c}" for c in HOST_COLS), *((f"model {c}" for c in HOST_COLS) if sim else ())]
+    what = f"over the command's {guest.window_s:.2f} s" if guest is not None else "not sampled"
+    return render(table(cols, rows, f"QEMU's threads on the host ({what}) and the host model's"))
 
 
 #: The simulator's ``--explain-sched`` path names, as ``path_of`` names the kernel's (its
@@ -463,7 +537,23 @@ def sim_sched(name: str, kernel: str = "6.1") -> SimSched:
     run_s = float(doc["time_s"])
     cpus = sorted(doc.get("sched_cpus", []), key=lambda c: int(c["cpu"]))
     busy = [float(c["rq_cpu_time_s"]) / run_s if run_s > 0 else 0.0 for c in cpus]
-    return SimSched(out, busy, [int(c["sched_goidle"]) for c in cpus], int(params.get("reps") or 0))
+    delays = [sum(int(c["host_tick_delays"][k]) for c in cpus) for k in range(7)] if cpus and "host_tick_delays" in cpus[0] else []
+    return SimSched(out, busy, [int(c["sched_goidle"]) for c in cpus], int(params.get("reps") or 0), sim_host(cpus, run_s), delays)
+
+
+def sim_host(cpus: list[dict[str, Any]], run_s: float) -> list[hostthreads.Thread]:
+    """The host model's vCPU threads over the run (``sched_cpus``' ``host_*``, docs/scheduler.md
+    §10.13) as ``hostthreads`` gives QEMU's: empty without the host model."""
+    out = []
+    for c in cpus:
+        if "host_slices" not in c or run_s <= 0:
+            continue
+        n = int(c["host_slices"])
+        per = 1 / n if n else 0.0
+        out.append(hostthreads.Thread(int(c["cpu"]), f"CPU {int(c['cpu'])}/model", float(c["host_s"]) / run_s,
+                                      float(c["host_s"]) * per, float(c["host_wait_s"]) * per, n / run_s,
+                                      int(c["host_voluntary"]) / run_s, int(c["host_involuntary"]) / run_s))
+    return out
 
 
 def guest_run(name: str, memory_per_node_mib: int | None = None, accel: str = "tcg", timeout_s: float = 300.0) -> tuple[GuestMoves, str]:
@@ -478,10 +568,12 @@ def guest_run(name: str, memory_per_node_mib: int | None = None, accel: str = "t
     req = check._plan(case, memory_per_node_mib, accel, timeout_s, release, lambda s: None).request
     # The job runs the command under its own agent, sampling every second as the case does; the
     # outer agent only watches the shell.
-    out = vm_run.run(replace(req, command=["sh", "-c", JOB, "sh", " ".join(req.command)], interval_ms=60000))
+    # The host's side: QEMU's threads snapshotted at the job's window marks (``hostthreads``).
+    sampler = hostthreads.HostSampler()
+    out = vm_run.run(replace(req, command=["sh", "-c", JOB, "sh", " ".join(req.command)], interval_ms=60000), watch=sampler)
     if out.status != 0:
         raise vm_run.GuestCommandError(f"vm check --moves {name}: the guest's job failed: {out.text('stderr').strip()[-300:]}")
-    return parse(out.text("stdout")), release
+    return replace(parse(out.text("stdout")), host=sampler.result()), release
 
 
 def as_json(g: GuestMoves, side: SimSched) -> dict[str, Any]:
@@ -497,5 +589,12 @@ def as_json(g: GuestMoves, side: SimSched) -> dict[str, Any]:
         guest["rq"] = {"time": g.rq.time, "ticks": [[m, o, n] for (m, o), n in sorted(g.rq.ticks.items())],
                        "imbalanced_s": g.rq.imbalanced_s, "span_s": g.rq.span_s, "episodes": g.rq.episodes,
                        "since": g.rq.since}
-    return {"guest": guest, "sim": {p: list(v) for p, v in side.moves.items()},
-            "sim_cpus": {"busy": side.busy, "goidle": side.goidle, "barriers": side.barriers}}
+    doc = {"guest": guest, "sim": {p: list(v) for p, v in side.moves.items()},
+           "sim_cpus": {"busy": side.busy, "goidle": side.goidle, "barriers": side.barriers}}
+    if g.host is not None:
+        doc["host"] = hostthreads.as_json(g.host)
+    if g.tick_phase:
+        guest["tick_phase"] = g.tick_phase
+    if side.host:
+        doc["sim_host"] = {"threads": [dict(vars(t), vcpu=t.tid) for t in side.host], "tick_delays": side.tick_delays}
+    return doc

@@ -23,6 +23,8 @@ impl Engine<'_> {
             *b |= self.sched.nohz_kicked(c) || self.sched.idle_tick_due(c, t);
         }
         runs.copy_from_slice(host.plan(&busy));
+        let due: Vec<Option<f64>> = (0..runs.len()).map(|c| self.sched.idle_tick_due_since(c, t)).collect();
+        host.note_ticks(&due, t);
         // A vCPU the host runs handles its IPIs: its wake list joins its run queue.
         let runnable: Vec<bool> = self
             .threads

@@ -467,7 +467,11 @@ impl<'a> Engine<'a> {
             chunk_orders: Default::default(),
             alloc_out: Vec::new(),
             on_cpu: Vec::new(),
-            host: cfg.vcpu_host.clone().map(|h| (crate::vhost::HostRun::new(h, m.pus.len()), vec![true; m.pus.len()])),
+            host: cfg.vcpu_host.clone().map(|h| {
+                let run =
+                    crate::vhost::HostRun::new(h, m.pus.len()).with_guest_tick(1.0 / cfg.kernel.profile().sched.hz);
+                (run, vec![true; m.pus.len()])
+            }),
         };
         for (g, l) in allocs.iter().enumerate() {
             if let Some(l) = l {
@@ -846,12 +850,20 @@ impl Engine<'_> {
             s.cpu_schedstat(end)
                 .into_iter()
                 .enumerate()
-                .map(|(c, (busy, goidle))| crate::output::SchedCpuOut {
-                    cpu: s.pu_os[c],
-                    node: node_os(c),
-                    rq_cpu_time_s: busy,
-                    sched_goidle: goidle,
-                    host_s: self.host.as_ref().map(|(host, _)| host.received_s()[c]),
+                .map(|(c, (busy, goidle))| {
+                    let th = self.host.as_ref().map(|(host, _)| host.threads()[c]);
+                    crate::output::SchedCpuOut {
+                        cpu: s.pu_os[c],
+                        node: node_os(c),
+                        rq_cpu_time_s: busy,
+                        sched_goidle: goidle,
+                        host_s: self.host.as_ref().map(|(host, _)| host.received_s()[c]),
+                        host_wait_s: th.map(|t| t.wait_s),
+                        host_slices: th.map(|t| t.slices),
+                        host_voluntary: th.map(|t| t.voluntary),
+                        host_involuntary: th.map(|t| t.involuntary),
+                        host_tick_delays: self.host.as_ref().map(|(host, _)| host.tick_delays()[c].bins.to_vec()),
+                    }
                 })
                 .collect()
         } else {

@@ -132,6 +132,12 @@ impl Sched {
         self.idle_tick.as_ref().is_some_and(|it| it.tick_due(cpu, now_s))
     }
 
+    /// When `cpu`'s kept tick came, if it is idle with its tick kept and that tick has come by
+    /// `now_s` (the host model times how late the host runs it: `vhost.rs: TickDelays`).
+    pub fn idle_tick_due_since(&self, cpu: usize, now_s: f64) -> Option<f64> {
+        self.idle_tick.as_ref().filter(|it| it.tick_due(cpu, now_s)).map(|it| it.next_tick_s[cpu])
+    }
+
     /// Whether `cpu` is in `nohz.idle_cpus_mask`: every idle CPU where none keeps its tick.
     pub(super) fn nohz_idle(&self, cpu: usize) -> bool {
         self.idle_tick.as_ref().is_none_or(|it| it.nohz_idle(cpu))

@@ -54,6 +54,10 @@ pub(super) struct Eevdf {
     /// The average of the last non-empty queue: where a thread waking onto an empty queue goes
     /// (`min_vruntime`'s role; a lone entity's lag is not applied).
     zero: i64,
+    /// The guest's tick (1 / its `CONFIG_HZ`), if its interrupts make running vCPU threads wait
+    /// for QEMU's BQL (`set_guest_tick`), and the guest ticks seen.
+    guest_tick: Option<i64>,
+    guest_ticks: i64,
 }
 
 impl Eevdf {
@@ -66,7 +70,17 @@ impl Eevdf {
             clock: 0,
             ticks: 0,
             zero: 0,
+            guest_tick: None,
+            guest_ticks: 0,
         }
+    }
+
+    /// The guest's tick, every `tick_s` on every vCPU (`CONFIG_HZ`, the jiffy-aligned tick of
+    /// `kernel/time/tick-sched.c: tick_init_jiffy_update()`): its local APIC timer fires in QEMU's
+    /// main loop, which holds the BQL (docs/scheduler.md §10.13), so at each one a running vCPU
+    /// thread blocks on the BQL and is woken when the main loop lets it go (`plan`).
+    pub(super) fn set_guest_tick(&mut self, tick_s: f64) {
+        self.guest_tick = Some(ns(tick_s).max(1));
     }
 
     /// Sum of the queued vruntimes and their number (`avg_vruntime()`'s sums).
@@ -164,8 +178,9 @@ impl Eevdf {
         x.queued = true;
     }
 
-    /// The cores' threads from now on (`holds`, updated), given which vCPUs have work.
-    pub(super) fn plan(&mut self, busy: &[bool], holds: &mut [bool]) {
+    /// The cores' threads from now on (`holds`, updated), given which vCPUs have work; returns
+    /// the threads that left their core for the BQL at a guest tick (`set_guest_tick`).
+    pub(super) fn plan(&mut self, busy: &[bool], holds: &mut [bool]) -> Vec<bool> {
         let n = self.e.len();
         let mut resched = vec![false; n];
         // The tick on every core since the last plan.
@@ -178,6 +193,7 @@ impl Eevdf {
                 }
             }
         }
+        let cycled = self.bql_at_guest_tick(busy, holds, &mut resched);
         for c in 0..n {
             if !busy[c] && self.e[c].queued && !self.e[c].delayed {
                 // `dequeue_entity()` updates the sleeper's time first.
@@ -209,7 +225,47 @@ impl Eevdf {
                 }
             }
         }
-        // Picks: the cores asked to and the free ones.
+        self.pick_cores(holds, &resched);
+        self.note_zero();
+        cycled
+    }
+
+    /// At a guest tick since the last plan: the main loop runs the vCPUs' APIC timers holding the
+    /// BQL (QEMU 7.2 `util/main-loop.c: os_host_main_loop_wait()` takes it after its poll,
+    /// `qemu_clock_run_all_timers()` → `hw/intc/apic.c: apic_timer()` → `cpu_interrupt()` →
+    /// `qemu_cpu_kick()`); a running vCPU thread, kicked out of its translated code, takes the
+    /// BQL to handle the interrupt (`accel/tcg/cpu-exec.c: cpu_handle_interrupt()`, then
+    /// `accel/tcg/tcg-accel-ops-mttcg.c: mttcg_cpu_thread_fn()` after `tcg_cpus_exec()`), so it
+    /// blocks on the futex (`dequeue_entity()`, `DEQUEUE_SLEEP`: lag kept or delayed) and the
+    /// main loop's unlock wakes it (`place_entity()` with its lag, or requeued if delayed). Taken
+    /// as one instant with the wake-ups of the vCPUs whose timers fired at the same jiffy: the
+    /// core's next thread is then picked among all of them (`__pick_eevdf()`, nothing protected).
+    /// Left out: the main loop's own run (18 µs a wake-up, measured) and the BQL's handing on
+    /// from thread to thread.
+    fn bql_at_guest_tick(&mut self, busy: &[bool], holds: &mut [bool], resched: &mut [bool]) -> Vec<bool> {
+        let n = self.e.len();
+        let mut cycled = vec![false; n];
+        let Some(gt) = self.guest_tick else { return cycled };
+        let ticks = self.clock / gt;
+        if ticks <= self.guest_ticks {
+            return cycled;
+        }
+        self.guest_ticks = ticks;
+        for c in 0..n {
+            if holds[c] && busy[c] && self.e[c].queued && !self.e[c].delayed {
+                self.update_curr(c);
+                self.sleep(c);
+                holds[c] = false;
+                resched[c] = false;
+                cycled[c] = true;
+            }
+        }
+        cycled
+    }
+
+    /// Picks: the cores asked to (`resched`, their running thread given up) and the free ones.
+    fn pick_cores(&mut self, holds: &mut [bool], resched: &[bool]) {
+        let n = self.e.len();
         let mut currs: Vec<Option<usize>> = (0..n).filter(|&c| resched[c]).map(Some).collect();
         for c in 0..n {
             holds[c] &= !resched[c];
@@ -232,7 +288,6 @@ impl Eevdf {
                 break;
             }
         }
-        self.note_zero();
     }
 
     /// The running threads ran `dt` seconds of host time.
