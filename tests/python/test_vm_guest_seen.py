@@ -27,16 +27,23 @@ def test_a_value_is_judged_inside_below_or_above_the_guests_range_with_the_facto
     assert guest_seen.verdict(low / 4, "sched-oversubscribed-8") == "below (4x)"
     assert guest_seen.verdict(0.0, "sched-oversubscribed-8") == "below"
     assert guest_seen.verdict(high * 2, "sched-oversubscribed-8") == "above (2x)"
+    assert guest_seen.verdict(high * 1.035, "sched-oversubscribed-8") == "above (1.03x)"
 
 
 #: Cases whose simulated mean lies outside the guest's range, each for a stated reason, asserted
-#: as stated (the test fails when the model closes the gap: remove the entry then). One vCPU per
-#: node runs without the host model (``check.MULTI_CPU_MACHINES``): every vCPU always runs, so
-#: the oversubscribed team has two threads on every vCPU and no idle one to pull them, and the
-#: passive team's vCPUs halt only at its barriers; in the guest the host leaves vCPUs unrun and
-#: their threads reach each barrier one after the other (docs/scheduler.md §10.4-§10.5). With
-#: the host model on them the four go above instead (1.5-3 times, §10.8-§10.10).
-OUTSIDE = {"sched-passive": "below", "sched-passive-8": "below", "sched-oversubscribed-8": "below"}
+#: as stated (the test fails when the model closes the gap: remove the entry then).
+#: - One vCPU per node runs without the host model (``check.MULTI_CPU_MACHINES``): every vCPU
+#:   always runs, so the oversubscribed team has two threads on every vCPU and no idle one to
+#:   pull them, and the passive team's vCPUs halt only at its barriers; in the guest the host
+#:   leaves vCPUs unrun and their threads reach each barrier one after the other
+#:   (docs/scheduler.md §10.4-§10.5). With the host model on them the three go above instead
+#:   (1.5-3 times, §10.8-§10.13).
+#: - The oversubscribed multi-vCPU teams, a few per cent above since the BQL at each guest tick
+#:   (§10.13): their newly idle balances pull about twice the guest's (849 against 352-449 on
+#:   vm-4x2), and the host model's vCPU slices are still two to five times the real ones (QEMU's
+#:   main loop, which preempts a vCPU thread at each of its wake-ups, is not a thread of its own).
+OUTSIDE = {"sched-passive": "below", "sched-passive-8": "below", "sched-oversubscribed-8": "below",
+           "sched-oversubscribed-4x2": "above", "sched-oversubscribed-2x4": "above"}
 
 
 @pytest.mark.parametrize("name", sorted(guest_seen.GUEST_PER_BARRIER))

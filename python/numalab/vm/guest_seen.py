@@ -19,14 +19,15 @@ GUEST_PER_BARRIER: dict[str, tuple[float, float]] = {
     "sched-passive-8": (0.00325, 0.009),
     # §10.3-§10.4 (0.017-0.034), §10.10's (0.0187, 0.0350).
     "sched-oversubscribed-8": (0.017, 0.035),
-    # §10.5: three runs at load 3-4 (0.0195-0.0295), six at 0.8-9 (0.041-0.065); §10.10's.
+    # §10.5: three runs at load 3-4 (0.0195-0.0295), six at 0.8-9 (0.041-0.065); §10.10's,
+    # §10.13's (0.0428).
     "sched-passive-4x2": (0.0195, 0.065),
-    # §10.1, §10.8 (0.196-0.268), §10.10's (0.2269, 0.2311).
+    # §10.1, §10.8 (0.196-0.268), §10.10's (0.2269, 0.2311), §10.13's (0.2069-0.2563).
     "sched-oversubscribed-4x2": (0.196, 0.268),
     # §10.5 (0.023-0.0825), §10.10's (0.0205, 0.0290).
     "sched-passive-2x4": (0.0205, 0.0825),
-    # §10.4-§10.5 (0.302-0.412), §10.10's (0.3540, 0.3594).
-    "sched-oversubscribed-2x4": (0.302, 0.412),
+    # §10.4-§10.5 (0.302-0.412), §10.10's (0.3540, 0.3594), §10.13's 13:55 run (0.2885).
+    "sched-oversubscribed-2x4": (0.2885, 0.412),
 }
 
 
@@ -34,7 +35,7 @@ def verdict(value: float, case: str) -> str:
     """``value`` against the guest's range for ``case``: inside, below or above (with the factor)."""
     low, high = GUEST_PER_BARRIER[case]
     if value < low:
-        return f"below ({low / value:.2g}x)" if value > 0 else "below"
+        return f"below ({low / value:.3g}x)" if value > 0 else "below"
     if value > high:
-        return f"above ({value / high:.2g}x)"
+        return f"above ({value / high:.3g}x)"
     return "inside"
