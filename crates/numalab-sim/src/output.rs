@@ -138,6 +138,21 @@ pub struct SchedCpuOut {
     /// 0.25, 0.5, 1, 2, 4 ms, later, never (`vhost.rs: TickDelays`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_tick_delays: Option<Vec<u64>>,
+    /// Its domains' load balancer counters as `/proc/schedstat` prints them (docs/scheduler.md
+    /// §10.15), `domain0` first.
+    pub domains: Vec<SchedDomainOut>,
+    /// Its newly idle balances by how far they got (`sched/schedstat.rs: NewidleGate`).
+    pub newidle_gate: crate::sched::NewidleGate,
+}
+
+/// One domain's `load_balance()` counters (v6.1 `kernel/sched/stats.c: show_schedstat()`).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SchedDomainOut {
+    /// The simulator's level (`MC`, `NUMA<distance>`).
+    pub level: String,
+    /// Per idle type (idle, busy, newly idle): lb_count, lb_balanced, lb_failed, lb_imbalance,
+    /// lb_gained, lb_hot_gained, lb_nobusyq, lb_nobusyg.
+    pub lb: [[u64; 8]; 3],
 }
 
 /// One completed scan pass over a process's address space (`--explain-balancing`).

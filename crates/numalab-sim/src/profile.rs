@@ -153,6 +153,13 @@ pub struct SchedRules {
     /// (`kernel/sched/fair.c: update_sd_lb_stats()`), and a newly idle CPU does not balance
     /// while it is clear (`newidle_balance()` / `sched_balance_newidle()`). `sched/overload.rs`.
     pub rd_overload: bool,
+    /// A newly idle balance runs each domain with a probability that follows its success
+    /// (`SCHED_FEAT(NI_RANDOM, true)`, upstream 33cf66d88306 "sched/fair: Proportional newidle
+    /// balance", v6.18 / 7.0, in the 6.1 stable series from January 2026: "[PATCH 6.1 617/634]"):
+    /// per domain a 1024-sided die against `1 + sd->newidle_ratio`, the domain's successes per
+    /// 1024 balances, each run's success weighted by the inverse of its chance
+    /// (`update_newidle_stats()`). `sched/ni_random.rs`, docs/scheduler.md §10.15.
+    pub newidle_random: bool,
     /// A busy CPU's balance interval in jiffies (`kernel/sched/fair.c: rebalance_domains()`,
     /// v6.x `get_sd_balance_interval()`).
     pub busy_interval: BusyInterval,
@@ -803,6 +810,8 @@ pub const PROFILE_2_6_32: KernelProfile = KernelProfile {
         newidle_one_task: false,
         // No such flag before v3.16: v2.6.32 kernel/sched.c: idle_balance() reads none.
         rd_overload: false,
+        // Before v6.18's proportional newidle balance (upstream 33cf66d88306).
+        newidle_random: false,
         // kernel/sched.c: rebalance_domains(): "interval = msecs_to_jiffies(interval)", no
         // busy-CPU correction.
         busy_interval: BusyInterval::Scaled,
@@ -924,6 +933,8 @@ pub const PROFILE_3_13: KernelProfile = KernelProfile {
         // No such flag: v3.13 kernel/sched/fair.c: idle_balance() returns only when
         // "this_rq->avg_idle < sysctl_sched_migration_cost" (rd->overload came with v3.16).
         rd_overload: false,
+        // Before v6.18's proportional newidle balance (upstream 33cf66d88306).
+        newidle_random: false,
         // kernel/sched/fair.c: rebalance_domains(): "interval = msecs_to_jiffies(interval)", no
         // busy-CPU correction.
         busy_interval: BusyInterval::Scaled,
@@ -1055,6 +1066,13 @@ pub const PROFILE_6_1: KernelProfile = KernelProfile {
         // kernel/sched/fair.c: newidle_balance(): "if (!READ_ONCE(this_rq->rd->overload) ||";
         // kernel/sched/sched.h: add_nr_running(): "if (prev_nr < 2 && rq->nr_running >= 2)".
         rd_overload: true,
+        // The guest's Debian 6.1.192 (linux-image-6.1.0-56-amd64) carries the 6.1 stable
+        // backport of upstream 33cf66d88306 ("[PATCH 6.1 617/634] sched/fair: Proportional
+        // newidle balance", 2026-01-09): kernel/sched/features.h "SCHED_FEAT(NI_RANDOM, true)"
+        // (the string NI_RANDOM is in its vmlinux), kernel/sched/fair.c:
+        // sched_balance_newidle() "u32 d1k = sched_rng() % 1024; weight = 1 +
+        // sd->newidle_ratio; if (d1k > weight) { update_newidle_stats(sd, 0); continue; }".
+        newidle_random: true,
         // kernel/sched/fair.c: get_sd_balance_interval(): "if (cpu_busy) interval -= 1;".
         busy_interval: BusyInterval::ScaledLessOneJiffy,
         // kernel/sched/fair.c: find_busiest_group(): "sds.prefer_sibling && local->group_type ==
@@ -1191,6 +1209,9 @@ pub const PROFILE_6_13: KernelProfile = KernelProfile {
         // kernel/sched/fair.c: sched_balance_newidle(): "if (!get_rd_overloaded(this_rq->rd) ||";
         // kernel/sched/sched.h: add_nr_running(): set_rd_overloaded(rq->rd, SG_OVERLOAD).
         rd_overload: true,
+        // v6.13.7 has no NI_RANDOM: upstream 33cf66d88306 came in v6.18, and 6.13 stable had
+        // ended (6.12 stable took it from 6.12.65, so Debian's later 6.12 builds differ here).
+        newidle_random: false,
         // kernel/sched/fair.c: get_sd_balance_interval(): "if (cpu_busy) interval -= 1;".
         busy_interval: BusyInterval::ScaledLessOneJiffy,
         busiest_group: BusiestGroup::GroupType,

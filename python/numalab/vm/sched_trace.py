@@ -211,6 +211,9 @@ class GuestMoves:
     #: (``now`` modulo 4 ms) in 16 bins of 0.25 ms: a tick the host ran the vCPU for on time
     #: falls in the first (docs/scheduler.md §10.12); empty without it.
     tick_phase: list[int] = field(default_factory=list)
+    #: ``load_balance()``'s counters over the run, summed over the CPUs: ``lb[domain][idle
+    #: type]`` in ``LB_COUNTERS`` order (docs/scheduler.md §10.15).
+    lb: dict[str, dict[str, list[int]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -321,6 +324,11 @@ class SimSched:
     #: The host model's idle vCPUs' kept ticks by how late the host ran them: within 0.25, 0.5,
     #: 1, 2, 4 ms, later, never (summed over the vCPUs; ``vhost.rs: TickDelays``).
     tick_delays: list[int] = field(default_factory=list)
+    #: ``load_balance()``'s counters as the guest's ``lb`` (``sched_cpus``' ``domains``).
+    lb: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    #: The newly idle balances by how far they got, summed over the CPUs (``sched_cpus``'
+    #: ``newidle_gate``: calls, no_overload, avg_idle, cost_break, pulled).
+    newidle_gate: dict[str, int] = field(default_factory=dict)
 
 
 def _sections(text: str) -> dict[str, list[str]]:
@@ -338,6 +346,8 @@ def _sections(text: str) -> dict[str, list[str]]:
 #: /proc/schedstat v15 per domain: 8 counters per idle type (CPU_IDLE, CPU_NOT_IDLE,
 #: CPU_NEWLY_IDLE; the fifth is lb_gained), then alb_*, sbe_*, sbf_*, ttwu_* (kernel/sched/stats.c).
 IDLE_TYPES = ("idle", "busy", "newly idle")
+#: The 8, in show_schedstat()'s order (v6.1 kernel/sched/stats.c).
+LB_COUNTERS = ("lb_count", "lb_balanced", "lb_failed", "lb_imbalance", "lb_gained", "lb_hot_gained", "lb_nobusyq", "lb_nobusyg")
 #: Per CPU the fourth counter is sched_goidle, the seventh rq_cpu_time (ns), and the header's
 #: timestamp is in jiffies.
 SCHED_GOIDLE = 3
@@ -385,16 +395,26 @@ def parse(text: str) -> GuestMoves:
     cpus = sorted((k for k in s1 if k.startswith("cpu") and " " not in k), key=lambda k: int(k[3:]))
     busy = [(s1[c][RQ_CPU_TIME] - s0[c][RQ_CPU_TIME]) / 1e9 / elapsed if elapsed > 0 else 0.0 for c in cpus]
     goidle = [s1[c][SCHED_GOIDLE] - s0.get(c, s1[c])[SCHED_GOIDLE] for c in cpus]
-    gained: dict[str, Counter[str]] = {}
-    for k, v in s1.items():
-        if " " in k and k in s0:
-            level = gained.setdefault(k.split()[1], Counter())
-            for i, it in enumerate(IDLE_TYPES):
-                level[it] += v[8 * i + 4] - s0[k][8 * i + 4]
+    lb = _lb_of(s0, s1)
+    gained = {d: Counter({it: c[LB_COUNTERS.index("lb_gained")] for it, c in per.items()}) for d, per in lb.items()}
     return GuestMoves(moves, cross, sum(int(t["nr_migrations"]) for t in threads), len(threads),
                       int(cmd[-1]["reps"]) if cmd else 0, busy, gained, goidle,
                       ticks_of(sec.get("ticks0", []), sec.get("ticks1", []), sec.get("idleticks")), rq_of(sec.get("rq", [])),
-                      tick_phase=tick_phase_of(sec.get("tickphase", [])))
+                      tick_phase=tick_phase_of(sec.get("tickphase", [])), lb=lb)
+
+
+def _lb_of(s0: dict[str, list[int]], s1: dict[str, list[int]]) -> dict[str, dict[str, list[int]]]:
+    """Each domain's load_balance() counters per idle type, grown between the snapshots and summed
+    over the CPUs (a domain's per-CPU line: its span's mask, then 8 counters per idle type)."""
+    out: dict[str, dict[str, list[int]]] = {}
+    n = len(LB_COUNTERS)
+    for k, v in s1.items():
+        if " " in k and k in s0:
+            level = out.setdefault(k.split()[1], {it: [0] * n for it in IDLE_TYPES})
+            for i, it in enumerate(IDLE_TYPES):
+                for j in range(n):
+                    level[it][j] += v[n * i + j] - s0[k][n * i + j]
+    return out
 
 
 def tick_phase_of(lines: list[str]) -> list[int]:
@@ -459,8 +479,7 @@ def report(g: GuestMoves, side: SimSched | dict[str, tuple[int, int]] | None = N
                      + ", stretches of it up to 0.5 / 1 / 2 / 4 / 8 / over 8 ms: " + " / ".join(str(n) for n in g.rq.episodes)
                      + "; idle ticks 0 / 1 / 2 / 3 / 4 / 5+ jiffies after the CPU's last thread left: "
                      + " / ".join(str(n) for n in g.rq.since))
-    for level in sorted(g.lb_gained):
-        lines.append(f"load_balance() pulls, {level}: " + ", ".join(f"{it} {g.lb_gained[level][it]}" for it in IDLE_TYPES))
+    lines += lb_lines(g, side if isinstance(side, SimSched) else None)
     if g.tick_phase:
         n = sum(g.tick_phase)
         lines.append("guest idle ticks by time past the jiffy, 0.25 ms bins: " + " ".join(str(x) for x in g.tick_phase)
@@ -471,6 +490,40 @@ def report(g: GuestMoves, side: SimSched | dict[str, tuple[int, int]] | None = N
                      + " / ".join(str(x) for x in d) + f" (within 0.5 ms: {sum(d[:2]) / max(1, sum(d[:6])):.2f} of those run)")
     host = host_table(g.host, side.host if isinstance(side, SimSched) else [])
     return "\n".join(lines + ([host] if host else []))
+
+
+def lb_lines(g: GuestMoves, sim: SimSched | None) -> list[str]:
+    """load_balance()'s counters per domain and idle type, guest beside simulator ("guest/sim"),
+    and the newly idle balances per idle entry: the guest's lb_count at domain0 over its
+    sched_goidle (newidle_balance() runs at each, less those skipped by its gate, which the
+    kernel does not count), the simulator's gate outcomes."""
+    if not g.lb:
+        return [f"load_balance() pulls, {level}: " + ", ".join(f"{it} {g.lb_gained[level][it]}" for it in IDLE_TYPES)
+                for level in sorted(g.lb_gained)]
+    slb = sim.lb if sim is not None else {}
+    rows = []
+    for level in sorted(set(g.lb) | set(slb)):
+        for it in IDLE_TYPES:
+            gv = g.lb.get(level, {}).get(it, [0] * len(LB_COUNTERS))
+            sv = slb.get(level, {}).get(it)
+            rows.append([level, it, *(f"{a}/{b}" if sv is not None else str(a) for a, b in zip(gv, sv or gv))])
+    who = "guest/sim" if sim is not None else "guest"
+    out = [render(table(["domain", "idle type", *LB_COUNTERS], rows, f"load_balance() counters ({who}, /proc/schedstat v15)"))]
+    newly = g.lb.get("domain0", {}).get("newly idle")
+    if newly is not None and g.goidle:
+        line = f"newly idle balances at domain0 per idle entry: guest {newly[0] / max(1, sum(g.goidle)):.3f}"
+        snewly = slb.get("domain0", {}).get("newly idle")
+        if sim is not None and snewly is not None:
+            line += f", sim {snewly[0] / max(1, sum(sim.goidle)):.3f}"
+        out.append(line)
+    if sim is not None and sim.newidle_gate:
+        gate = sim.newidle_gate
+        out.append("sim newly idle balances: " + ", ".join(f"{k} {gate.get(k, 0)}" for k in NEWIDLE_GATE))
+    return out
+
+
+#: The simulator's newly idle gate outcomes (``sched/schedstat.rs: NewidleGate``).
+NEWIDLE_GATE = ("calls", "no_overload", "avg_idle", "cost_break", "pulled")
 
 
 HOST_COLS = ("CPU share", "run per slice (us)", "wait per slice (us)", "voluntary /s", "involuntary /s")
@@ -538,7 +591,22 @@ def sim_sched(name: str, kernel: str = "6.1") -> SimSched:
     cpus = sorted(doc.get("sched_cpus", []), key=lambda c: int(c["cpu"]))
     busy = [float(c["rq_cpu_time_s"]) / run_s if run_s > 0 else 0.0 for c in cpus]
     delays = [sum(int(c["host_tick_delays"][k]) for c in cpus) for k in range(7)] if cpus and "host_tick_delays" in cpus[0] else []
-    return SimSched(out, busy, [int(c["sched_goidle"]) for c in cpus], int(params.get("reps") or 0), sim_host(cpus, run_s), delays)
+    return SimSched(out, busy, [int(c["sched_goidle"]) for c in cpus], int(params.get("reps") or 0), sim_host(cpus, run_s), delays,
+                    *sim_lb(cpus))
+
+
+def sim_lb(cpus: list[dict[str, Any]]) -> tuple[dict[str, dict[str, list[int]]], dict[str, int]]:
+    """The simulator's load_balance() counters summed over the CPUs by ``domainN`` as the guest's
+    /proc/schedstat numbers them (its ``domains``, lowest attached first), and its newly idle gate."""
+    lb: dict[str, dict[str, list[int]]] = {}
+    gate: Counter[str] = Counter()
+    for c in cpus:
+        for i, d in enumerate(c.get("domains", [])):
+            level = lb.setdefault(f"domain{i}", {it: [0] * len(LB_COUNTERS) for it in IDLE_TYPES})
+            for it, counts in zip(IDLE_TYPES, d["lb"]):
+                level[it] = [a + int(b) for a, b in zip(level[it], counts)]
+        gate.update({k: int(v) for k, v in c.get("newidle_gate", {}).items()})
+    return lb, dict(gate)
 
 
 def sim_host(cpus: list[dict[str, Any]], run_s: float) -> list[hostthreads.Thread]:
@@ -581,7 +649,8 @@ def as_json(g: GuestMoves, side: SimSched) -> dict[str, Any]:
     share and idle entries (``sim_cpus``: the simulator's)."""
     guest = {"moves": {p: [g.moves[p], g.cross[p]] for p in g.moves}, "nr_migrations": g.nr_migrations, "threads": g.threads,
              "barriers": g.barriers, "busy": g.busy, "goidle": g.goidle,
-             "lb_gained": {level: dict(c) for level, c in g.lb_gained.items()}}
+             "lb_gained": {level: dict(c) for level, c in g.lb_gained.items()},
+             "lb": {level: {it: dict(zip(LB_COUNTERS, c)) for it, c in per.items()} for level, per in g.lb.items()}}
     if g.ticks is not None:
         guest["ticks"] = {"idle_calls": g.ticks.idle_calls, "idle_sleeps": g.ticks.idle_sleeps, "loc": g.ticks.loc,
                           "idle_ticks": g.ticks.idle_ticks}
@@ -590,7 +659,9 @@ def as_json(g: GuestMoves, side: SimSched) -> dict[str, Any]:
                        "imbalanced_s": g.rq.imbalanced_s, "span_s": g.rq.span_s, "episodes": g.rq.episodes,
                        "since": g.rq.since}
     doc = {"guest": guest, "sim": {p: list(v) for p, v in side.moves.items()},
-           "sim_cpus": {"busy": side.busy, "goidle": side.goidle, "barriers": side.barriers}}
+           "sim_cpus": {"busy": side.busy, "goidle": side.goidle, "barriers": side.barriers},
+           "sim_lb": {level: {it: dict(zip(LB_COUNTERS, c)) for it, c in per.items()} for level, per in side.lb.items()},
+           "sim_newidle_gate": side.newidle_gate}
     if g.host is not None:
         doc["host"] = hostthreads.as_json(g.host)
     if g.tick_phase:

@@ -852,6 +852,7 @@ impl Engine<'_> {
                 .enumerate()
                 .map(|(c, (busy, goidle))| {
                     let th = self.host.as_ref().map(|(host, _)| host.threads()[c]);
+                    let (domains, gate) = s.lb_schedstat(c);
                     crate::output::SchedCpuOut {
                         cpu: s.pu_os[c],
                         node: node_os(c),
@@ -863,6 +864,11 @@ impl Engine<'_> {
                         host_voluntary: th.map(|t| t.voluntary),
                         host_involuntary: th.map(|t| t.involuntary),
                         host_tick_delays: self.host.as_ref().map(|(host, _)| host.tick_delays()[c].bins.to_vec()),
+                        domains: domains
+                            .into_iter()
+                            .map(|(level, lb)| crate::output::SchedDomainOut { level, lb })
+                            .collect(),
+                        newidle_gate: gate,
                     }
                 })
                 .collect()

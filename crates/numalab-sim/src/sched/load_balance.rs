@@ -172,7 +172,11 @@ impl Sched {
             self.refresh_due(l, cpu);
             let idle = if busy { Idle::Busy } else { Idle::Now };
             if !self.should_we_balance(cpu, l, nr) {
-                // load_balance(): "goto out_balanced" and stop climbing for this CPU.
+                // load_balance(): "goto out_balanced" and stop climbing for this CPU; the
+                // call counted at its entry, then as balanced.
+                let c = self.schedstat.at(l, cpu, idle);
+                c.lb_count += 1;
+                c.lb_balanced += 1;
                 self.grow_interval(l, cpu, false);
                 break;
             }
@@ -197,23 +201,50 @@ impl Sched {
     ) -> Vec<usize> {
         let gated = self.rules.newidle_gate == NewidleGate::AvgIdleAboveCost;
         self.idle_avg.went_idle(cpu, now_s);
+        self.schedstat.newidle[cpu].calls += 1;
         let mut moved = Vec::new();
         // No CPU had two tasks at the last root balance, and none reached two since
         // (`overload.rs`): "goto out", after the idle stamp.
         if !self.rd_overloaded(now_s) {
+            self.schedstat.newidle[cpu].no_overload += 1;
             return moved;
         }
+        // curr_cost: what the levels balanced so far cost.
+        let mut curr_cost_s = 0.0;
         for l in 0..self.domains.len() {
-            if gated && !self.idle_avg.allows_level(cpu, l) {
+            if gated && !self.idle_avg.covers(cpu, curr_cost_s, l) {
+                let gate = &mut self.schedstat.newidle[cpu];
+                if l == 0 {
+                    gate.avg_idle += 1;
+                } else {
+                    gate.cost_break += 1;
+                }
                 break;
             }
+            // NI_RANDOM's die (`ni_random.rs`), on the domains the kernel attaches (a level of
+            // one group is none: `newidle.rs: level_costs()`).
+            let weight = match self.ni_random.as_mut() {
+                Some(ni) if self.domains[l].groups_of[cpu].len() > 1 => match ni.roll(l, cpu) {
+                    Some(w) => Some(w),
+                    None => {
+                        self.schedstat.newidle[cpu].random_skip += 1;
+                        continue;
+                    }
+                },
+                _ => None,
+            };
             let (got, done) = self.load_balance(now_s, cpu, l, Idle::Newly, nr, live, sig);
+            if let (Some(ni), Some(w)) = (self.ni_random.as_mut(), weight) {
+                ni.balanced(l, cpu, w, done);
+            }
+            curr_cost_s += self.idle_avg.level_cost_s(cpu, l);
             if done {
                 *sig = None;
             }
             moved.extend(got);
             if done {
                 self.idle_avg.pulled(cpu);
+                self.schedstat.newidle[cpu].pulled += 1;
                 break;
             }
         }
@@ -486,11 +517,14 @@ impl Sched {
         // (LBF_ALL_PINNED, set again for each busiest CPU and cleared by a task allowed on `dst`).
         let mut cleared: Vec<usize> = Vec::new();
         let mut all_pinned = false;
+        // "schedstat_inc(sd->lb_count[idle])", before "redo:".
+        self.schedstat.at(l, dst, idle).lb_count += 1;
         loop {
             match self.pull_from_busiest(now_s, (l, dst, idle), nr, live, sig, &cleared) {
                 Pulled::Some(got) => return got,
                 Pulled::Balanced => {
                     // "goto out_balanced" (LBF_ALL_PINNED kept from an earlier busiest CPU).
+                    self.schedstat.at(l, dst, idle).lb_balanced += 1;
                     self.balanced(l, dst, idle, all_pinned);
                     return (Vec::new(), false);
                 }
@@ -498,7 +532,9 @@ impl Sched {
                     all_pinned = true;
                     cleared.push(src);
                     if !self.redo_after_all_pinned(l, dst, &cleared) {
-                        // v6.x "goto out_all_pinned": as out_balanced for what is modelled.
+                        // v6.x "goto out_all_pinned": as out_balanced for what is modelled
+                        // (lb_balanced counted there too, lb_failed not).
+                        self.schedstat.at(l, dst, idle).lb_balanced += 1;
                         self.balanced(l, dst, idle, true);
                         return (Vec::new(), false);
                     }
@@ -547,12 +583,15 @@ impl Sched {
             BusiestGroup::GroupTypeTaskDiff => lb_stats::busiest_6(&stats, d, l == 0, idle, Spread::TaskDiff),
         };
         let Some((b, m)) = found else {
+            self.schedstat.at(l, dst, idle).lb_nobusyg += 1;
             return Pulled::Balanced;
         };
         let (local, busiest) = (stats[0], stats[b]);
         let Some(src) = self.busiest_queue(&self.domains[l].groups_of[dst][b], m, nr, sig, cleared) else {
+            self.schedstat.at(l, dst, idle).lb_nobusyq += 1;
             return Pulled::Balanced;
         };
+        self.schedstat.imbalance(l, dst, idle, m);
         let failed = self.state[l][dst].nr_balance_failed;
         let tries = self.domains[l].cache_nice_tries;
         let path = match idle {
@@ -582,7 +621,7 @@ impl Sched {
         // alike); the periodic background task, when on `src`, is allowed everywhere.
         let detaching = !cands.is_empty();
         let mut pullable = self.noise.as_ref().is_some_and(|nz| nz.agent_run_at(src, now_s).is_some());
-        let agent_moved = self.pull_agent(now_s, (l, src, dst), m, &cands, &mut left, nr, live, &mut blocked);
+        let agent_moved = self.pull_agent(now_s, (l, src, dst, idle), m, &cands, &mut left, nr, live, &mut blocked);
         if agent_moved && idle == Idle::Newly && self.rules.newidle_one_task {
             // The periodic task was the first task detached.
             cands.clear();
@@ -612,6 +651,7 @@ impl Sched {
                 blocked.push(|| format!("thread {} cache hot (ran {:.0} us ago)", t + 1, since * 1e6));
                 continue;
             }
+            let hot = since < MIGRATION_COST_S;
             let load = self.balance_load(t);
             let take = match m {
                 Migration::Task(_) => 1,
@@ -671,11 +711,15 @@ impl Sched {
             self.add_nr_running(nr[dst] - 1, nr[dst]);
             self.migrate(now_s, t, dst, path, l, why);
             pulled.push(t);
+            // can_migrate_task(): taken though hot, past cache_nice_tries failures.
+            self.schedstat.at(l, dst, idle).lb_hot_gained += u64::from(hot);
             // A preemptible build's newly idle balance stops at its first task.
             if idle == Idle::Newly && self.rules.newidle_one_task {
                 break;
             }
         }
+        // detach_tasks(): "schedstat_add(env->sd->lb_gained[env->idle], detached)".
+        self.schedstat.at(l, dst, idle).lb_gained += pulled.len() as u64 + u64::from(agent_moved);
         let st = &mut self.state[l][dst];
         if !pulled.is_empty() || agent_moved {
             st.nr_balance_failed = 0;
@@ -686,6 +730,8 @@ impl Sched {
         if detaching && !pullable {
             return Pulled::AllPinned(src);
         }
+        // "if (!ld_moved) { schedstat_inc(sd->lb_failed[idle])", before need_active_balance().
+        self.schedstat.at(l, dst, idle).lb_failed += 1;
         if idle != Idle::Newly {
             st.nr_balance_failed += 1;
         }
@@ -747,7 +793,7 @@ impl Sched {
     fn pull_agent(
         &mut self,
         now_s: f64,
-        (l, src, dst): (usize, usize, usize),
+        (l, src, dst, idle): (usize, usize, usize, Idle),
         m: Migration,
         cands: &[usize],
         left: &mut i64,
@@ -794,6 +840,8 @@ impl Sched {
         nr[src] -= 1;
         nr[dst] += 1;
         self.add_nr_running(nr[dst] - 1, nr[dst]);
+        // can_migrate_task(): taken though hot, past cache_nice_tries failures.
+        self.schedstat.at(l, dst, idle).lb_hot_gained += u64::from(since < MIGRATION_COST_S);
         true
     }
 

@@ -20,9 +20,12 @@ mod lb_stats;
 mod load;
 mod load_balance;
 mod newidle;
+mod ni_random;
 mod noise;
 mod overload;
 pub mod pelt;
+mod schedstat;
+pub use schedstat::{LbCounts, NewidleGate};
 mod turns;
 mod util_est;
 mod vcpu_newidle;
@@ -195,6 +198,11 @@ pub struct Sched {
     idle_avg: newidle::IdleAvg,
     /// The root domain's overload flag (`overload.rs`).
     rd_overload: bool,
+    /// `/proc/schedstat`'s load balancer counters and the newly idle gate's outcomes
+    /// (`schedstat.rs`), for `--explain-sched`.
+    schedstat: schedstat::Schedstat,
+    /// NI_RANDOM's per-domain success ratios and die (`ni_random.rs`), where the profile has it.
+    ni_random: Option<ni_random::NiRandom>,
     /// Per thread: woken onto a CPU's wake list, not yet on its run queue (`wakelist.rs`).
     on_wakelist: Vec<bool>,
     /// Per CPU, as of the current balance: a task waits on its wake list (`rq->ttwu_pending`).
@@ -267,6 +275,7 @@ impl Sched {
         let available_cpus = (0..m.pus.len()).filter(|&i| allowed.iter().any(|a| a.contains(&i))).count();
         let nthreads = allowed.len();
         let domains = domains::build(m, kernel);
+        let levels = domains.len();
         let group_cores = domains
             .iter()
             .map(|d| d.groups_of.iter().map(|gs| gs.iter().map(|g| distinct_cores(g, &pu_core)).collect()).collect())
@@ -313,6 +322,8 @@ impl Sched {
             tick_balancing: false,
             idle_avg: newidle::IdleAvg::new(m.pus.len()),
             rd_overload: false,
+            schedstat: schedstat::Schedstat::new(levels, m.pus.len()),
+            ni_random: None,
             on_wakelist: vec![false; nthreads],
             ttwu_pending: vec![false; m.pus.len()],
             first_node: vec![0; nthreads],
@@ -364,6 +375,7 @@ impl Sched {
     /// keep the decisions for `--explain-sched`.
     pub fn set_options(&mut self, noise_seed: Option<u64>, explain: bool) {
         self.noise = noise_seed.map(|seed| Noise::new(seed, self.pu_node.clone()));
+        self.seed_ni_random(noise_seed.unwrap_or(0));
         self.refresh_newidle_costs();
         self.explain = explain;
     }
@@ -375,7 +387,14 @@ impl Sched {
             .tick_stop_share
             .map(|share| idle_tick::IdleTick::new(seed, self.pu_node.len(), share, 1.0 / self.rules.hz));
         self.noise = Some(Noise::with(seed, self.pu_node.clone(), bg));
+        self.seed_ni_random(seed);
         self.refresh_newidle_costs();
+    }
+
+    /// NI_RANDOM's die from the run's seed (0 on a quiet machine), where the profile has it.
+    fn seed_ni_random(&mut self, seed: u64) {
+        self.ni_random =
+            self.rules.newidle_random.then(|| ni_random::NiRandom::new(self.domains.len(), self.pu_node.len(), seed));
     }
 
     /// Thread `tid` last ran at `t_s`: at a barrier's release, its arrival plus libgomp's spin

@@ -40,8 +40,22 @@ impl IdleAvg {
     }
 
     /// `allows()` with `cpu`'s own level costs.
+    #[cfg(test)]
     pub(super) fn allows_level(&self, cpu: usize, l: usize) -> bool {
         self.allows(cpu, l, &self.level_cost_s[cpu])
+    }
+
+    /// One newly idle balance of `cpu`'s level `l` (`level_costs`).
+    pub(super) fn level_cost_s(&self, cpu: usize, l: usize) -> f64 {
+        cost_of(&self.level_cost_s[cpu], l)
+    }
+
+    /// Whether level `l` is balanced after levels that cost `curr_cost_s` so far: not "if
+    /// (this_rq->avg_idle < curr_cost + sd->max_newidle_lb_cost) break". `curr_cost` counts
+    /// only the levels balanced (one NI_RANDOM skipped adds nothing, `ni_random.rs`); with
+    /// every level below balanced this is `allows()`.
+    pub(super) fn covers(&self, cpu: usize, curr_cost_s: f64, l: usize) -> bool {
+        self.avg_idle_s[cpu] >= curr_cost_s + self.level_cost_s(cpu, l)
     }
 
     /// `cpu`'s domains all balanced once (`rebalance_domains()`'s `max_cost`).
@@ -74,6 +88,7 @@ impl IdleAvg {
 
     /// Whether level `l` (0 the lowest) is balanced: `avg_idle >= curr_cost +
     /// max_newidle_lb_cost`, the levels below `l` balanced before (`cost_of`).
+    #[cfg(test)]
     pub(super) fn allows(&self, cpu: usize, l: usize, cost_s: &[f64]) -> bool {
         self.avg_idle_s[cpu] >= (0..=l).map(|k| cost_of(cost_s, k)).sum::<f64>()
     }
