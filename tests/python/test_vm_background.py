@@ -166,7 +166,7 @@ def test_with_the_guests_background_the_simulator_moves_sleeping_threads_across_
 
 
 @pytest.mark.parametrize("name", ["sched-passive-4x2", "sched-passive-2x4"])
-def test_under_6_1_cfs_wakeup_preemption_keeps_woken_threads_home(name):
+def test_under_6_1_the_background_moves_woken_threads_across_nodes_as_under_6_13(name):
     """The layout where 6.1's simulator moves threads across nodes far less than 6.13's and
     than the guest (docs/scheduler.md §10, §14; oversubscribed-4x2 was another until the host
     running the vCPUs was modelled: the next test). The background still makes threads move, mostly
@@ -195,15 +195,19 @@ def test_under_6_1_cfs_wakeup_preemption_keeps_woken_threads_home(name):
     The CFS rules' own effect: without the host model (§10.5), with which 6.1 moves 6-8 of 8.
     With a balanced newly idle balance resetting nr_balance_failed (§10.8) 6.13's passive-2x4
     moves 2 of 8 threads (42 migrations, 10.8 % away), as many as 6.1's 2 (25, 19.2 %): on that
-    layout the kernels now differ in how often threads move, not in how many leave their node."""
+    layout the kernels now differ in how often threads move, not in how many leave their node.
+    Since the guest's 6.1.192 NI_RANDOM (§10.15) the CFS rules no longer keep them home: its
+    newly idle balance skips MC on the die's throw and balances the NUMA level, and 6.1 moves
+    5/8 threads, 20 migrations, 45.0 % away on passive-4x2 (6.13 4/8, 37, 22.5 %), 7/8, 48, 10.4 %
+    on passive-2x4 (6.13 3/8, 40, 14.0 %). Asserted: the background moves the threads, and 6.1's
+    newly idle balance now takes a quarter of the team or more to another node as 6.13's does."""
     case = check.CASES[name]
     cfs, eevdf = _spec(case, KERNEL), _spec(case, "6.13")
     quiet = check.sim_side(cfs).threads
     busy = check.sim_side(cfs, case.background, case.interval_ms, host=False).threads
     other = check.sim_side(eevdf, case.background, case.interval_ms, host=False).threads
     assert sum(busy.nr_migrations) > sum(quiet.nr_migrations), (quiet, busy)
-    assert busy.changed_node <= other.changed_node, (busy, other)
-    assert sum(busy.nr_migrations) < sum(other.nr_migrations), (busy, other)
+    assert min(busy.changed_node, other.changed_node) >= len(busy.away_pct) // 4, (busy, other)
 
 
 #: Cases whose time away falls short of the guest's (19-38 % on passive-2x4) for a stated reason,
@@ -214,8 +218,9 @@ def test_under_6_1_cfs_wakeup_preemption_keeps_woken_threads_home(name):
 #: of the time away. The guest's idle pulls come from what the model lacks (idle vCPUs keeping
 #: their tick, or QEMU running two vCPUs at once on two host cores). Empty since a running vCPU
 #: thread waits for QEMU's BQL at each guest tick (§10.13): passive-2x4 16.0 % away (6/8 changed
-#: node; 11.9 % before).
-AWAY_SHORT: dict[str, float] = {}
+#: node; 11.9 % before). Since NI_RANDOM (§10.15) the newly idle balances that pulled within
+#: node 0 are fewer: 14.6 % away (5/8 changed node), just short again.
+AWAY_SHORT: dict[str, float] = {"sched-passive-2x4": 15.0}
 
 
 @pytest.mark.parametrize("name", sorted(name for name in GUEST_PER_BARRIER if name.endswith(("-4x2", "-2x4"))))
@@ -239,7 +244,9 @@ def test_with_the_host_running_the_vcpus_6_1_moves_the_team_within_a_factor_of_t
     build_sched_domains() sets it (1 here, was 3 and 2) and NUMA_IMBALANCE_MIN in
     adjust_numa_imbalance() (§10.6): 0.27, 0.0255 (7/8), 0.3596, 0.05075; without the host 0.012,
     0.007, 0.0119, 0.00625. Since a running vCPU thread waits for QEMU's BQL at each guest tick
-    (§10.13): 0.2781, 0.0248, 0.4159, 0.0668 (16.0 % away). Asserted: within a factor of two of
+    (§10.13): 0.2781, 0.0248, 0.4159, 0.0668 (16.0 % away). With the guest kernel's NI_RANDOM
+    (§10.15): 0.2412 (16/16), 0.0205 (6/8), 0.3574, 0.032 (5/8, 14.6 % away); without the host
+    0.0069, 0.005, 0.0349, 0.012. Asserted: within a factor of two of
     the guest's runs (``GUEST_PER_BARRIER``), more than the side without the host, and a quarter
     of the team or more changing node, over 15 % of the time away (passive-2x4: see
     ``AWAY_SHORT``)."""
@@ -277,7 +284,8 @@ def test_the_guests_newly_idle_balancing_cost_reaches_the_engine_and_takes_newly
     < max_newidle_lb_cost``) takes newly idle pulls, and idle balancing pulls instead (2026-11-27:
     208 newly idle and 17 idle-CPU pulls without the cost, 49 and 99 with; with util_est and a busy
     CPU's interval a jiffy shorter, §10.4, 147 and 23 without, 74 and 97 with; with one idle
-    latency everywhere, §10.4, 33 and 11 without, 3 and 48 with)."""
+    latency everywhere, §10.4, 33 and 11 without, 3 and 48 with; since NI_RANDOM, §10.15, which
+    skips many of the newly idle balances the cost let through, 9 and 17 without, 0 and 24 with)."""
     from dataclasses import replace
 
     from numalab.vm import sched_trace
@@ -294,7 +302,7 @@ def test_the_guests_newly_idle_balancing_cost_reaches_the_engine_and_takes_newly
     newidle, idle = "newly idle balance", "periodic balance, idle CPU"
     # With the cost no newly idle balance may pull at all (the path is then absent).
     assert with_cost.get(newidle, (0, 0))[0] < without[newidle][0], (with_cost, without)
-    assert with_cost[idle][0] > 2 * without[idle][0], (with_cost, without)
+    assert with_cost[idle][0] > without[idle][0], (with_cost, without)
 
 
 def test_the_guests_share_of_stopped_ticks_reaches_the_engine_and_idle_cpus_balance_at_their_own_ticks():

@@ -1289,6 +1289,71 @@ mod tests {
         assert_eq!(s.balance(340e-3, &[true, true, false]), vec![1]);
     }
 
+    /// Two nodes of two CPUs, 6.1: threads 0-3 on CPU 0, thread 4 on CPU 1, which it leaves
+    /// at 300.2 ms (as a_preemptible_build_pulls_one_task_per_newly_idle_balance()); `setup`
+    /// changes the scheduler before CPU 1 goes newly idle. Returns it after that balance.
+    fn newly_idle_beside_four(setup: impl FnOnce(&mut Sched)) -> Sched {
+        let mut s = sched_on(2, Kernel::V6_1, 5);
+        let mut live = [false; 5];
+        for t in 0..5 {
+            s.place_new(t, (t > 0).then_some(0), &live);
+            live[t] = true;
+        }
+        s.cpu = vec![0, 0, 0, 0, 1];
+        let all = s.allowed[0].clone();
+        s.allowed = vec![vec![0], vec![0], vec![0], vec![0], vec![1]];
+        for k in 1..=300 {
+            assert!(s.balance(k as f64 * 1e-3, &live).is_empty());
+        }
+        s.allowed = vec![all; 5];
+        // The threads taken as just woken onto CPU 0 (see that test): the root domain overloaded.
+        s.rd_overload = true;
+        setup(&mut s);
+        s.balance(300.2e-3, &[true, true, true, true, false]);
+        s
+    }
+
+    #[test]
+    fn v61_schedstat_counts_a_newly_idle_pull_as_load_balance_does() {
+        // CPU 1's newly idle balance at MC finds CPU 0 busiest and pulls one task (one per
+        // newly idle balance, CONFIG_PREEMPTION): lb_count, lb_imbalance (calculate_imbalance():
+        // (4 - 0) >> 1 = 2 tasks), lb_gained; nothing balanced, failed or hot; NUMA not tried.
+        let s = newly_idle_beside_four(|_| {});
+        let newly = |l: usize| s.schedstat.lb[l][1][2];
+        assert_eq!(newly(0).as_array(), [1, 0, 0, 2, 1, 0, 0, 0]);
+        assert_eq!(newly(1).lb_count, 0);
+        let (domains, gate) = s.lb_schedstat(1);
+        assert_eq!(domains.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>(), ["MC", "NUMA21"]);
+        assert_eq!(domains[0].1[2], [1, 0, 0, 2, 1, 0, 0, 0]);
+        assert_eq!((gate.calls, gate.pulled, gate.no_overload, gate.random_skip), (1, 1, 0, 0));
+    }
+
+    #[test]
+    fn v61_ni_random_skips_mc_and_balances_numa_without_mcs_cost() {
+        // sched_balance_newidle() with NI_RANDOM: MC's ratio at 0 (weight 1: the die skips it
+        // unless it shows 0 or 1), the NUMA level's at 1023 (never skipped). Each level costs
+        // 0.6 ms and avg_idle is its initial 1 ms: after a balanced MC (curr_cost 0.6 ms) NUMA
+        // would be cut off (1 < 0.6 + 0.6), but a skipped MC adds no cost ("continue" before
+        // curr_cost += domain_cost), so NUMA is balanced. Node 0 holds CPU 1 and the busy CPU 0,
+        // node 1 is idle: no busiest group there (lb_nobusyg), nothing pulled newly idle (the
+        // periodic balances of the same moment do pull).
+        let s = newly_idle_beside_four(|s| {
+            s.idle_avg.set_costs(&s.domains, &[0.6e-3]);
+            let mut ni = super::super::ni_random::NiRandom::new(s.domains.len(), 4, 11);
+            ni.set_ratio(0, 1, 0);
+            ni.set_ratio(1, 1, 1023);
+            s.ni_random = Some(ni);
+        });
+        let newly = |l: usize| s.schedstat.lb[l][1][2];
+        assert_eq!(newly(0).lb_count, 0);
+        assert_eq!(newly(1).as_array(), [1, 1, 0, 0, 0, 0, 0, 1]);
+        let gate = s.schedstat.newidle[1];
+        assert_eq!((gate.calls, gate.random_skip, gate.cost_break, gate.pulled), (1, 1, 0, 0));
+        // Without the die the same balance pulls at MC and stops there.
+        let s = newly_idle_beside_four(|s| s.idle_avg.set_costs(&s.domains, &[0.6e-3]));
+        assert_eq!((s.schedstat.lb[0][1][2].lb_gained, s.schedstat.lb[1][1][2].lb_count), (1, 0));
+    }
+
     #[test]
     fn a_preemptible_build_pulls_one_task_per_newly_idle_balance() {
         // Two nodes of two CPUs: threads 0-3 share CPU 0 for 300 ms, thread 4 runs on CPU 1,

@@ -81,6 +81,12 @@ impl NiRandom {
     fn ratio(&self, l: usize, cpu: usize) -> u32 {
         self.stats[l][cpu].ratio
     }
+
+    /// A domain's success ratio as if its history had left it there.
+    #[cfg(test)]
+    pub fn set_ratio(&mut self, l: usize, cpu: usize, ratio: u32) {
+        self.stats[l][cpu].ratio = ratio;
+    }
 }
 
 #[cfg(test)]
