@@ -48,7 +48,10 @@ def test_on_one_vcpu_per_node_oversubscribed_threads_move_at_the_guests_speed(na
     barrier without, 0.018 (vm-4, 24 times the bound run's 0.00075) and 0.0165 (vm-8, 4.7 times
     the bound run's 0.0035) with; 6.1 on vm-4 0.0091 (with the preset's remote latencies 0.039,
     0.033 and 0.033: a thread off its first-touch node kept its CPU busy, and busy CPUs pulled);
-    the guest 0.004-0.074 (§10). vm-8 under 6.1: the next test."""
+    the guest 0.004-0.074 (§10). vm-8 under 6.1: the next test. Since a newly idle CPU is not
+    idle in its own group's statistics (§10.15: idle_cpu() is false before the switch to the idle
+    task), vm-8 6.13 0.00925, 2.6 times the bound run's: its NUMA levels find the idle CPUs
+    balanced more often. Asserted: more than twice the bound run's."""
     case = check.CASES[name]
     bound = check.sim_side(_spec(check.CASES[case.more_than or ""], kernel))
     quiet = check.sim_side(_spec(case, kernel))
@@ -56,7 +59,7 @@ def test_on_one_vcpu_per_node_oversubscribed_threads_move_at_the_guests_speed(na
     reps = int(case.params["reps"])
     assert case.expect(quiet) is not None, quiet.threads
     assert case.expect(busy) is None, busy.threads
-    assert busy.threads.migrations_per_thread_barrier(reps) > 3 * bound.threads.migrations_per_thread_barrier(reps), (bound.threads, busy.threads)
+    assert busy.threads.migrations_per_thread_barrier(reps) > 2 * bound.threads.migrations_per_thread_barrier(reps), (bound.threads, busy.threads)
 
 
 def test_on_vm_8_cfs_slices_longer_than_a_barriers_work_move_fewer_threads_than_eevdf():
@@ -166,7 +169,7 @@ def test_with_the_guests_background_the_simulator_moves_sleeping_threads_across_
 
 
 @pytest.mark.parametrize("name", ["sched-passive-4x2", "sched-passive-2x4"])
-def test_under_6_1_the_background_moves_woken_threads_across_nodes_as_under_6_13(name):
+def test_under_6_1_cfs_wakeup_preemption_keeps_woken_threads_home(name):
     """The layout where 6.1's simulator moves threads across nodes far less than 6.13's and
     than the guest (docs/scheduler.md §10, §14; oversubscribed-4x2 was another until the host
     running the vCPUs was modelled: the next test). The background still makes threads move, mostly
@@ -196,18 +199,24 @@ def test_under_6_1_the_background_moves_woken_threads_across_nodes_as_under_6_13
     With a balanced newly idle balance resetting nr_balance_failed (§10.8) 6.13's passive-2x4
     moves 2 of 8 threads (42 migrations, 10.8 % away), as many as 6.1's 2 (25, 19.2 %): on that
     layout the kernels now differ in how often threads move, not in how many leave their node.
-    Since the guest's 6.1.192 NI_RANDOM (§10.15) the CFS rules no longer keep them home: its
-    newly idle balance skips MC on the die's throw and balances the NUMA level, and 6.1 moves
-    5/8 threads, 20 migrations, 45.0 % away on passive-4x2 (6.13 4/8, 37, 22.5 %), 7/8, 48, 10.4 %
-    on passive-2x4 (6.13 3/8, 40, 14.0 %). Asserted: the background moves the threads, and 6.1's
-    newly idle balance now takes a quarter of the team or more to another node as 6.13's does."""
+    With the guest's 6.1.192 NI_RANDOM (§10.15) 6.1's newly idle balance skips MC on the die's
+    throw and balances the NUMA level: passive-4x2 5/8 threads, 20 migrations, 45.0 % away, until
+    the newly idle CPU no longer counted itself idle (idle_cpu(), §10.15): 1/8, 13, 0.1 % (6.13
+    4/8, 37, 22.5 %). On passive-2x4, whose NUMA level spreads tasks to the sibling node
+    (prefer_sibling: "busiest->sum_nr_running > local->sum_nr_running + 1" forces the balance,
+    whatever the idle CPUs), 6.1 moves 7/8 threads, 48 migrations, 10.4 % away (6.13 3/8, 40,
+    14.0 %): there the kernels' order is reversed, asserted as such."""
     case = check.CASES[name]
     cfs, eevdf = _spec(case, KERNEL), _spec(case, "6.13")
     quiet = check.sim_side(cfs).threads
     busy = check.sim_side(cfs, case.background, case.interval_ms, host=False).threads
     other = check.sim_side(eevdf, case.background, case.interval_ms, host=False).threads
     assert sum(busy.nr_migrations) > sum(quiet.nr_migrations), (quiet, busy)
-    assert min(busy.changed_node, other.changed_node) >= len(busy.away_pct) // 4, (busy, other)
+    if name == "sched-passive-2x4":
+        assert busy.changed_node > other.changed_node, (busy, other)
+        return
+    assert busy.changed_node <= other.changed_node, (busy, other)
+    assert sum(busy.nr_migrations) < sum(other.nr_migrations), (busy, other)
 
 
 #: Cases whose time away falls short of the guest's (19-38 % on passive-2x4) for a stated reason,
@@ -246,7 +255,8 @@ def test_with_the_host_running_the_vcpus_6_1_moves_the_team_within_a_factor_of_t
     0.007, 0.0119, 0.00625. Since a running vCPU thread waits for QEMU's BQL at each guest tick
     (§10.13): 0.2781, 0.0248, 0.4159, 0.0668 (16.0 % away). With the guest kernel's NI_RANDOM
     (§10.15): 0.2412 (16/16), 0.0205 (6/8), 0.3574, 0.032 (5/8, 14.6 % away); without the host
-    0.0069, 0.005, 0.0349, 0.012. Asserted: within a factor of two of
+    0.0069, 0.005, 0.0349, 0.012; and a newly idle CPU not idle in its own statistics (§10.15):
+    0.2392, 0.043 (8/8), 0.3574, 0.032; without the host 0.0069, 0.0033, 0.0349, 0.012. Asserted: within a factor of two of
     the guest's runs (``GUEST_PER_BARRIER``), more than the side without the host, and a quarter
     of the team or more changing node, over 15 % of the time away (passive-2x4: see
     ``AWAY_SHORT``)."""

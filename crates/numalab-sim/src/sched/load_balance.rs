@@ -414,7 +414,13 @@ impl Sched {
                 let (mut util, mut runnable, mut weighted, mut load) = (0u64, 0u64, 0u64, 0u64);
                 for &c in cpus.iter().filter(|c| !cleared.contains(c)) {
                     tasks += nr[c];
-                    idle_cpus += usize::from(nr[c] == 0 && !self.ttwu_pending[c]);
+                    // update_sg_lb_stats(): "if (!nr_running && idle_cpu(i)) sgs->idle_cpus++".
+                    // idle_cpu() is false while "rq->curr != rq->idle": a newly idle balance runs
+                    // in schedule() (pick_next_task_fair()) before the switch to the idle task,
+                    // so its own CPU, empty, is not yet idle (kernel/sched/core.c: idle_cpu(),
+                    // v2.6.32 to v6.13).
+                    let switching = idle == Idle::Newly && c == dst;
+                    idle_cpus += usize::from(nr[c] == 0 && !self.ttwu_pending[c] && !switching);
                     util += sig[c].util;
                     runnable += sig[c].runnable;
                     weighted += self.weighted_cpuload(c, sig, nr);
@@ -1311,6 +1317,23 @@ mod tests {
         setup(&mut s);
         s.balance(300.2e-3, &[true, true, true, true, false]);
         s
+    }
+
+    #[test]
+    fn a_newly_idle_cpu_is_not_yet_idle_in_its_own_groups_statistics() {
+        // update_sg_lb_stats() counts idle_cpus by idle_cpu(), false while rq->curr is not the
+        // idle task: in a newly idle balance (schedule() -> pick_next_task_fair() ->
+        // newidle_balance(), before the switch) the balancing CPU is empty but not idle. Two
+        // nodes of two CPUs; CPU 1 (empty) balances the NUMA level, CPU 3 is empty too.
+        let s = sched_on(2, Kernel::V6_1, 1);
+        let numa = s.domains.iter().position(|d| d.numa).unwrap();
+        let nr = [1, 0, 2, 0];
+        let sig = vec![CpuSig::default(); 4];
+        let idle_of =
+            |idle: Idle| s.group_stats(numa, 1, idle, &nr, &sig, &[]).iter().map(|g| g.g.idle).collect::<Vec<_>>();
+        assert_eq!(idle_of(Idle::Newly), vec![0, 1]);
+        // The same CPU balancing from the idle task (periodic or NOHZ balance) counts itself.
+        assert_eq!(idle_of(Idle::Now), vec![1, 1]);
     }
 
     #[test]
