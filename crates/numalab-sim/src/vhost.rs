@@ -226,7 +226,11 @@ impl HostRun {
     pub fn arm_main_loop(&mut self, timers: &[Option<Timer>], now_s: f64) {
         self.now_s = now_s;
         if let Some(m) = self.main.as_mut() {
-            self.main_runnable = m.arm(timers, &self.holds, now_s);
+            // A vCPU thread the main loop kicked while running beside it has not handled the
+            // interrupt yet: it waits for the BQL the loop has just let go (`plan`).
+            let ran: Vec<bool> =
+                (0..self.holds.len()).map(|c| self.holds[c] && !(self.main_ended && m.kicked()[c])).collect();
+            self.main_runnable = m.arm(timers, &ran, now_s);
         }
     }
 
