@@ -77,11 +77,11 @@ impl MainLoop {
     /// At a plan from `now_s`, the vCPUs' timers as the guest arms them now; a vCPU changes its
     /// timer only if the host ran it since the last plan (`ran`: its kernel wrote the APIC's
     /// count, `hw/intc/apic.c: apic_mem_write()` → `apic_timer_update()` → `timer_mod()`, or
-    /// `timer_del()` for a stopped tick). A tick the main loop fired is re-armed at the next
-    /// jiffy once its vCPU has run (`tick_sched_timer()`); one restarted (the vCPU left idle)
-    /// likewise. A timer set before every other pending one wakes the main loop
+    /// `timer_del()` for a stopped tick). A tick the main loop fired is gone (`apic_timer()`'s
+    /// own `apic_timer_update()` deletes an expired one-shot timer) until its vCPU has run and
+    /// set the next jiffy (`tick_sched_timer()`); one restarted (the vCPU left idle) likewise. A timer set before every other pending one wakes the main loop
     /// (`util/qemu-timer.c: timer_mod_ns()` → `timerlist_rearm()` → `timerlist_notify()` →
-    /// `softmmu/cpus.c: qemu_timer_notify_cb()` → `qemu_notify_event()`: its poll returns to take
+    /// `softmmu/cpu-timers.c: qemu_timer_notify_cb()` → `qemu_notify_event()`: its poll returns to take
     /// the new deadline); so does an expired one. Whether the thread is runnable.
     pub(super) fn arm(&mut self, timers: &[Option<Timer>], ran: &[bool], now_s: f64) -> bool {
         let (tick, through) = (self.tick_s, self.through_s);
