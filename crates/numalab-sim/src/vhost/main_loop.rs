@@ -12,13 +12,14 @@
 //! loop has let the BQL go, back to its poll.
 //!
 //! Here: the guest's timers are its vCPUs' ticks (`Timer`): a vCPU whose tick runs has its APIC
-//! timer (TSC-deadline mode, `apic_timer_update()`) at the next whole jiffy, re-armed a jiffy on
-//! each time it fires (`kernel/time/tick-sched.c: tick_sched_timer()`, `hrtimer_forward()`); an
-//! idle vCPU that kept its tick, at that tick (`sched/idle_tick.rs`); an idle vCPU that stopped
-//! it has none (its next event's one-shot timer is not modelled). The thread sleeps until the
-//! earliest, wakes on the host's EEVDF with its lag (`eevdf.rs`), runs `run_s` of host time once
-//! a core picks it, and the timers expired when it started running are delivered when it sleeps
-//! again (the BQL let go).
+//! timer (one-shot: TCG offers no TSC-deadline mode, docs/scheduler.md §10.14) at the next whole
+//! jiffy, set again a jiffy on once it has fired and the vCPU has run
+//! (`kernel/time/tick-sched.c: tick_sched_timer()`, `hrtimer_forward()`); an idle vCPU that kept
+//! its tick, at that tick (`sched/idle_tick.rs`); an idle vCPU that stopped it has none (its next
+//! event's one-shot timer is not modelled). The thread sleeps until the earliest (or a timer set
+//! before every pending one), wakes on the host's EEVDF with its lag (`eevdf.rs`), runs `run_s`
+//! of host time once a core picks it, and the timers expired when it started running are
+//! delivered when it sleeps again (the BQL let go).
 
 /// A vCPU's local APIC timer as the guest's kernel arms it.
 #[derive(Clone, Copy, Debug, PartialEq)]
