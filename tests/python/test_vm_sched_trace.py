@@ -372,9 +372,21 @@ def test_the_host_models_vcpu_threads_share_its_core_and_each_slice_ends_in_a_ha
         assert t.voluntary_per_s > t.involuntary_per_s > 0, t
     assert sched_trace.sim_host([{"cpu": 0, "rq_cpu_time_s": 1.0, "sched_goidle": 0}], 1.0) == []
     assert sched_trace.sim_sched("sched-bound", "6.1").host == []
+    # QEMU's main loop thread (§10.14): it wakes at least at every jiffy while vCPUs' ticks run
+    # (the oversubscribed team's always do; 250 Hz), runs GUEST_HOST's 16 µs each time (a slice
+    # is longer where a timer has come by the end of a run: it goes straight on, as QEMU's
+    # loop polls without sleeping) and every slice ends in its poll (voluntary).
+    main = over.main_loop
+    assert main is not None and main.slices_per_s >= 240, main
+    run = check.GUEST_HOST["main_loop_s"]
+    assert run - 1e-12 <= main.run_per_slice_s <= 1.1 * run, main
+    assert abs(main.voluntary_per_s - main.slices_per_s) <= 1 / 6, main
+    assert sched_trace.sim_sched("sched-bound", "6.1").main_loop is None
     g = sched_trace.parse(job_output())
     doc = sched_trace.as_json(g, over)
     assert "host" not in doc and [t["vcpu"] for t in doc["sim_host"]["threads"]] == list(range(8))
+    assert doc["sim_host"]["main_loop"]["slices_per_s"] == main.slices_per_s
+    assert "main loop" in sched_trace.host_table(None, over.host, main)
 
 
 def test_the_guests_idle_ticks_are_binned_by_their_time_past_the_jiffy_and_the_models_by_how_late_the_host_ran_them():

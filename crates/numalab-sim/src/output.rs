@@ -155,6 +155,18 @@ pub struct SchedDomainOut {
     pub lb: [[u64; 8]; 3],
 }
 
+/// A host thread of the host model other than the vCPUs' (QEMU's main loop, `vhost.rs`), counted
+/// as `SchedCpuOut`'s `host_*`: host seconds run, seconds runnable but not run, times given a
+/// core, times it left one blocking or preempted.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct HostThreadOut {
+    pub host_s: f64,
+    pub host_wait_s: f64,
+    pub host_slices: u64,
+    pub host_voluntary: u64,
+    pub host_involuntary: u64,
+}
+
 /// One completed scan pass over a process's address space (`--explain-balancing`).
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct PassOut {
@@ -233,6 +245,9 @@ pub struct SimOutput {
     /// Per CPU, how long threads held it and how often it went idle (`--explain-sched`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sched_cpus: Vec<SchedCpuOut>,
+    /// QEMU's main loop thread in the host model, if modelled (`--explain-sched`, docs/scheduler.md §10.14).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sched_host_main_loop: Option<HostThreadOut>,
     /// Time charged to balancing work (balancing on only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub balancing_cost: Option<BalancingCost>,
@@ -384,6 +399,7 @@ impl Recorder {
             balancing_passes: Vec::new(),
             sched_events: Vec::new(),
             sched_cpus: Vec::new(),
+            sched_host_main_loop: None,
             balancing_cost: None,
             timeline: self.timeline,
             engine: EngineInfo { sample_rate, sample_stride: stride, bandwidth_waits, epochs, samples },

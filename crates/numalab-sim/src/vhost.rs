@@ -21,6 +21,9 @@
 //!   thread (`kernel/sched/fair.c: check_preempt_wakeup_fair`).
 
 mod eevdf;
+mod main_loop;
+
+pub use main_loop::Timer;
 
 use serde::{Deserialize, Serialize};
 
@@ -44,6 +47,12 @@ pub struct VcpuHost {
     pub slice_s: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_s: Option<f64>,
+    /// `mttcg`: host time QEMU's main loop runs at each wake-up, holding the BQL. Present, the
+    /// main loop is a host thread of its own that wakes for the vCPUs' timers
+    /// (`main_loop.rs`, docs/scheduler.md §10.14); absent, the guest's tick is one instant
+    /// (`eevdf.rs: Eevdf::bql_at_guest_tick`, §10.13).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub main_loop_s: Option<f64>,
 }
 
 impl VcpuHost {
@@ -57,6 +66,14 @@ impl VcpuHost {
         }
         if let Some(r) = self.request_s.filter(|r| !(r.is_finite() && *r > 0.0)) {
             return Err(format!("vcpu_host.request_s must be a positive number of seconds, got {r}"));
+        }
+        if let Some(r) = self.main_loop_s.filter(|r| !(r.is_finite() && *r > 0.0)) {
+            return Err(format!("vcpu_host.main_loop_s must be a positive number of seconds, got {r}"));
+        }
+        if self.main_loop_s.is_some() && self.mode != HostMode::Mttcg {
+            return Err(
+                "vcpu_host.main_loop_s needs mode mttcg (rr's one thread runs the main loop's timers itself)".into()
+            );
         }
         Ok(())
     }
@@ -145,12 +162,24 @@ pub struct HostRun {
     next: usize,
     /// `mttcg`: the host's scheduler.
     eevdf: Option<eevdf::Eevdf>,
+    /// `mttcg` with `main_loop_s`: QEMU's main loop thread (the host's last entity), whether it
+    /// holds a core and is runnable, its counts and host time, and its run just ended.
+    main: Option<main_loop::MainLoop>,
+    main_holds: bool,
+    main_runnable: bool,
+    main_stat: ThreadStat,
+    main_received_s: f64,
+    main_ended: bool,
+    /// The time of the last plan (`arm_main_loop`).
+    now_s: f64,
 }
 
 impl HostRun {
     pub fn new(cfg: VcpuHost, vcpus: usize) -> Self {
+        // The main loop's thread is one more entity on the host's queue.
+        let threads = vcpus + usize::from(cfg.main_loop_s.is_some());
         let eevdf = (cfg.mode == HostMode::Mttcg)
-            .then(|| eevdf::Eevdf::new(cfg.request_s.unwrap_or(cfg.slice_s), cfg.slice_s, cfg.cores, vcpus));
+            .then(|| eevdf::Eevdf::new(cfg.request_s.unwrap_or(cfg.slice_s), cfg.slice_s, cfg.cores, threads));
         HostRun {
             cfg,
             holds: vec![false; vcpus],
@@ -163,16 +192,57 @@ impl HostRun {
             resumed: vec![false; vcpus],
             next: 0,
             eevdf,
+            main: None,
+            main_holds: false,
+            main_runnable: false,
+            main_stat: ThreadStat::default(),
+            main_received_s: 0.0,
+            main_ended: false,
+            now_s: 0.0,
         }
     }
 
     /// The guest's tick (`tick_s`, 1 / its `CONFIG_HZ`): with `mttcg` a running vCPU thread
     /// blocks on QEMU's BQL at each (`eevdf.rs: Eevdf::set_guest_tick`, docs/scheduler.md §10.13).
+    /// With `main_loop_s`, QEMU's main loop thread wakes for the guest's timers instead
+    /// (`main_loop.rs`, §10.14).
     pub fn with_guest_tick(mut self, tick_s: f64) -> Self {
-        if let Some(e) = self.eevdf.as_mut() {
-            e.set_guest_tick(tick_s);
+        match (self.eevdf.as_mut(), self.cfg.main_loop_s) {
+            (Some(_), Some(run_s)) => self.main = Some(main_loop::MainLoop::new(run_s, tick_s, self.holds.len())),
+            (Some(e), None) => e.set_guest_tick(tick_s),
+            _ => {}
         }
         self
+    }
+
+    /// With the main loop thread: the vCPUs' timers expired by this time have been delivered
+    /// (their vCPUs kicked); without, every timer at once (+inf).
+    pub fn timers_through_s(&self) -> f64 {
+        self.main.as_ref().map_or(f64::INFINITY, |m| m.through_s())
+    }
+
+    /// Before the plan from `now_s`: the vCPUs' timers as the guest arms them (`Timer`); the
+    /// main loop thread wakes if one has expired.
+    pub fn arm_main_loop(&mut self, timers: &[Option<Timer>], now_s: f64) {
+        self.now_s = now_s;
+        if let Some(m) = self.main.as_mut() {
+            // A vCPU thread the main loop kicked while running beside it has not handled the
+            // interrupt yet: it waits for the BQL the loop has just let go (`plan`).
+            let ran: Vec<bool> =
+                (0..self.holds.len()).map(|c| self.holds[c] && !(self.main_ended && m.kicked()[c])).collect();
+            self.main_runnable = m.arm(timers, &ran, now_s);
+        }
+    }
+
+    /// When the host's next event comes after the last plan (the main loop's run ends or its
+    /// next timer expires), if the main loop thread is modelled: the engine ends its round there.
+    pub fn next_event_s(&self) -> Option<f64> {
+        self.main.as_ref().and_then(|m| m.next_event_s(self.main_holds, self.now_s))
+    }
+
+    /// The main loop thread's counts and host time received, if modelled.
+    pub fn main_loop_thread(&self) -> Option<(ThreadStat, f64)> {
+        self.main.as_ref().map(|_| (self.main_stat, self.main_received_s))
     }
 
     /// The longest epoch the engine may take: a slice.
@@ -189,13 +259,38 @@ impl HostRun {
         }
         let mut before = self.holds.clone();
         if let Some(e) = self.eevdf.as_mut() {
+            let mut busy_x = busy[..n].to_vec();
+            let mut holds_x = self.holds.clone();
+            let mut blocked = vec![false; n];
+            if let Some(m) = self.main.as_ref() {
+                // The main loop let the BQL go: a vCPU thread it kicked while running on another
+                // core took the BQL to handle the interrupt and waited for it
+                // (`cpu_handle_interrupt()`).
+                if std::mem::take(&mut self.main_ended) {
+                    for c in 0..n {
+                        if m.kicked()[c] && holds_x[c] && busy_x[c] {
+                            blocked[c] = e.block_on_bql(c, &mut holds_x);
+                        }
+                    }
+                }
+                busy_x.push(self.main_runnable);
+                holds_x.push(self.main_holds);
+            }
             // A thread that blocked on the BQL left its core (voluntarily) even if picked again.
-            for (c, bql) in e.plan(busy, &mut self.holds).into_iter().enumerate() {
-                if bql {
+            let cycled = e.plan(&busy_x, &mut holds_x);
+            for c in 0..n {
+                if blocked[c] || cycled[c] {
                     self.threads[c].voluntary += 1;
                     before[c] = false;
                 }
             }
+            if let Some(m) = self.main.as_mut() {
+                let now = holds_x[n];
+                self.main_stat.switched(self.main_holds, now, self.main_runnable);
+                self.main_holds = now;
+                m.planned(now, self.now_s);
+            }
+            self.holds.copy_from_slice(&holds_x[..n]);
         } else {
             self.plan_rr(busy);
         }
@@ -237,7 +332,21 @@ impl HostRun {
     /// The vCPUs that hold a core ran `dt` seconds of host time.
     pub fn charge(&mut self, dt: f64) {
         if let Some(e) = self.eevdf.as_mut() {
-            e.charge(&self.holds, dt);
+            if self.main.is_some() {
+                let mut holds_x = self.holds.clone();
+                holds_x.push(self.main_holds);
+                e.charge(&holds_x, dt);
+            } else {
+                e.charge(&self.holds, dt);
+            }
+        }
+        if let Some(m) = self.main.as_mut() {
+            if self.main_holds {
+                self.main_received_s += dt;
+                self.main_ended |= m.charge(dt);
+            } else if self.main_runnable {
+                self.main_stat.wait_s += dt;
+            }
         }
         for (c, &h) in self.holds.iter().enumerate() {
             if h {
@@ -278,12 +387,15 @@ mod tests {
     use super::*;
 
     fn host(mode: HostMode, cores: usize, slice_s: f64, vcpus: usize) -> HostRun {
-        HostRun::new(VcpuHost { cores, mode, slice_s, request_s: None }, vcpus)
+        HostRun::new(VcpuHost { cores, mode, slice_s, request_s: None, main_loop_s: None }, vcpus)
     }
 
     /// `mttcg` as `GUEST_HOST` has it: a 4 ms tick, 1.5 ms requests.
     fn eevdf_host(cores: usize, vcpus: usize) -> HostRun {
-        HostRun::new(VcpuHost { cores, mode: HostMode::Mttcg, slice_s: 4e-3, request_s: Some(1.5e-3) }, vcpus)
+        HostRun::new(
+            VcpuHost { cores, mode: HostMode::Mttcg, slice_s: 4e-3, request_s: Some(1.5e-3), main_loop_s: None },
+            vcpus,
+        )
     }
 
     fn held(h: &mut HostRun, busy: &[bool]) -> Vec<usize> {
@@ -532,10 +644,59 @@ mod tests {
     }
 
     #[test]
-    fn a_request_that_is_not_a_positive_number_is_refused() {
-        let mut c = VcpuHost { cores: 1, mode: HostMode::Mttcg, slice_s: 4e-3, request_s: Some(0.0) };
+    fn a_request_or_main_loop_run_that_is_not_a_positive_number_is_refused() {
+        let mut c =
+            VcpuHost { cores: 1, mode: HostMode::Mttcg, slice_s: 4e-3, request_s: Some(0.0), main_loop_s: None };
         assert!(c.check().unwrap_err().contains("vcpu_host.request_s"));
         c.request_s = Some(1.5e-3);
         assert!(c.check().is_ok());
+        c.main_loop_s = Some(-1e-6);
+        assert!(c.check().unwrap_err().contains("vcpu_host.main_loop_s"));
+        // `rr`'s one thread runs the timers between vCPUs itself: no main loop thread to model.
+        c.main_loop_s = Some(16e-6);
+        c.mode = HostMode::Rr;
+        assert!(c.check().unwrap_err().contains("needs mode mttcg"));
+    }
+
+    #[test]
+    fn the_main_loop_thread_waits_for_the_running_vcpus_request_then_runs_and_only_then_delivers() {
+        // Linux 6.18 `kernel/sched/fair.c` by hand (ms; one core, 4 ms tick, 1.5 ms requests,
+        // QEMU's main loop running 16 µs a wake-up).
+        let cfg = VcpuHost {
+            cores: 1,
+            mode: HostMode::Mttcg,
+            slice_s: 4e-3,
+            request_s: Some(1.5e-3),
+            main_loop_s: Some(16e-6),
+        };
+        let mut h = HostRun::new(cfg, 2).with_guest_tick(4e-3);
+        let timers = [Some(Timer::Tick), None];
+        let at = |h: &mut HostRun, t: f64| {
+            h.arm_main_loop(&timers, t);
+            held(h, &[true, false])
+        };
+        assert_eq!(at(&mut h, 0.0), vec![0]);
+        h.charge(1e-3);
+        // vCPU 0 has run and set its tick (4 ms) onto an empty timer list: the main loop wakes
+        // (`qemu_notify_event()`), placed level with vCPU 0 (no lag yet, vruntime 1); vCPU 0 is
+        // eligible and protected up to its deadline 1.5: no preemption.
+        assert_eq!(at(&mut h, 1e-3), vec![0]);
+        assert_eq!(h.next_event_s(), None);
+        h.charge(3e-3);
+        // The host's tick at 4: vCPU 0 past its deadline (renewed to 5.5) and, at 4 against the
+        // average 2.5, not eligible; the main loop (1, deadline 2.5) takes the core, vCPU 0
+        // preempted. Nothing delivered yet: the loop has not run.
+        assert_eq!(at(&mut h, 4e-3), Vec::<usize>::new());
+        assert_eq!(h.threads()[0].involuntary, 1);
+        assert_eq!(h.timers_through_s(), f64::NEG_INFINITY);
+        assert!((h.next_event_s().unwrap() - 4.016e-3).abs() < 1e-12);
+        h.charge(16e-6);
+        // Its run over: vCPU 0's tick, expired when it started (4), is delivered; it sleeps
+        // (voluntary) and vCPU 0 gets the core back.
+        assert_eq!(h.timers_through_s(), 4e-3);
+        assert_eq!(at(&mut h, 4.016e-3), vec![0]);
+        let (main, run_s) = h.main_loop_thread().unwrap();
+        assert_eq!((main.slices, main.voluntary, main.involuntary), (1, 1, 0));
+        assert!((main.wait_s - 3e-3).abs() < 1e-12 && (run_s - 16e-6).abs() < 1e-12, "{main:?} {run_s}");
     }
 }

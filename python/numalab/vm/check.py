@@ -675,7 +675,12 @@ def cpus_per_node(machine: Any) -> int:
 #:   deadline is noticed there (``task_tick_fair()`` → ``update_curr()`` →
 #:   ``update_deadline()``; ``HRTICK`` is off by default, ``kernel/sched/features.h``) or at a
 #:   wake-up on its core (``check_preempt_wakeup_fair()`` → ``update_curr()``).
-GUEST_HOST: dict[str, Any] = {"cores": 1, "mode": "mttcg", "slice_s": 4e-3, "request_s": 1.5e-3}
+#: - ``main_loop_s``: QEMU's main loop thread's run per wake-up, 16 µs: measured, the mean of the
+#:   eight runs of docs/scheduler.md §10.13's table (11-19 µs: ``schedstat``'s time run over its
+#:   timeslices, ``numalab vm check --moves --case sched-oversubscribed-4x2`` and the two other
+#:   multi-vCPU cases, 2026-11-27 13:40-13:57 UTC). With it the main loop is a host thread of its
+#:   own that wakes for the vCPUs' timers (docs/scheduler.md §10.14).
+GUEST_HOST: dict[str, Any] = {"cores": 1, "mode": "mttcg", "slice_s": 4e-3, "request_s": 1.5e-3, "main_loop_s": 16e-6}
 
 
 def sim_doc(spec: RunSpec, background: GuestBackground | None = None, interval_ms: int = 1000,

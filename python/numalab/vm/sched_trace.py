@@ -324,10 +324,12 @@ class SimSched:
     #: The host model's idle vCPUs' kept ticks by how late the host ran them: within 0.25, 0.5,
     #: 1, 2, 4 ms, later, never (summed over the vCPUs; ``vhost.rs: TickDelays``).
     tick_delays: list[int] = field(default_factory=list)
+    #: The host model's QEMU main loop thread (``sim_main_loop``), if modelled (§10.14).
+    main_loop: hostthreads.Thread | None = None
     #: ``load_balance()``'s counters as the guest's ``lb`` (``sched_cpus``' ``domains``).
     lb: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     #: The newly idle balances by how far they got, summed over the CPUs (``sched_cpus``'
-    #: ``newidle_gate``: calls, no_overload, avg_idle, cost_break, pulled).
+    #: ``newidle_gate``: calls, no_overload, avg_idle, cost_break, random_skip, pulled).
     newidle_gate: dict[str, int] = field(default_factory=dict)
 
 
@@ -488,7 +490,8 @@ def report(g: GuestMoves, side: SimSched | dict[str, tuple[int, int]] | None = N
         d = side.tick_delays
         lines.append("sim idle vCPUs' kept ticks by how late the host ran them, within 0.25 / 0.5 / 1 / 2 / 4 ms / later / never: "
                      + " / ".join(str(x) for x in d) + f" (within 0.5 ms: {sum(d[:2]) / max(1, sum(d[:6])):.2f} of those run)")
-    host = host_table(g.host, side.host if isinstance(side, SimSched) else [])
+    host = host_table(g.host, side.host if isinstance(side, SimSched) else [],
+                      side.main_loop if isinstance(side, SimSched) else None)
     return "\n".join(lines + ([host] if host else []))
 
 
@@ -523,7 +526,7 @@ def lb_lines(g: GuestMoves, sim: SimSched | None) -> list[str]:
 
 
 #: The simulator's newly idle gate outcomes (``sched/schedstat.rs: NewidleGate``).
-NEWIDLE_GATE = ("calls", "no_overload", "avg_idle", "cost_break", "pulled")
+NEWIDLE_GATE = ("calls", "no_overload", "avg_idle", "cost_break", "random_skip", "pulled")
 
 
 HOST_COLS = ("CPU share", "run per slice (us)", "wait per slice (us)", "voluntary /s", "involuntary /s")
@@ -536,17 +539,19 @@ def _host_cells(t: hostthreads.Thread | None) -> list[Any]:
             f"{t.voluntary_per_s:.0f}", f"{t.involuntary_per_s:.0f}"]
 
 
-def host_table(guest: hostthreads.HostThreads | None, sim: list[hostthreads.Thread]) -> str:
+def host_table(guest: hostthreads.HostThreads | None, sim: list[hostthreads.Thread],
+               sim_main: hostthreads.Thread | None = None) -> str:
     """QEMU's threads on the host over the command beside the host model's vCPU threads (one row
-    per vCPU, then QEMU's main loop), or "" with neither."""
+    per vCPU, then QEMU's main loop, the model's if modelled), or "" with neither."""
     if guest is None and not sim:
         return ""
     by = {t.vcpu: t for t in guest.vcpus if t.vcpu is not None} if guest is not None else {}
     sim_by = {t.tid: t for t in sim}
     rows = [[f"vCPU {c}", *_host_cells(by.get(c)), *(_host_cells(sim_by.get(c)) if sim else [])]
             for c in sorted(set(by) | set(sim_by))]
-    if guest is not None and guest.main_loop is not None:
-        rows.append(["main loop", *_host_cells(guest.main_loop), *(["-"] * len(HOST_COLS) if sim else [])])
+    if (guest is not None and guest.main_loop is not None) or sim_main is not None:
+        rows.append(["main loop", *_host_cells(guest.main_loop if guest is not None else None),
+                     *(_host_cells(sim_main) if sim else [])])
     cols = ["thread", *(f"host {c}" for c in HOST_COLS), *((f"model {c}" for c in HOST_COLS) if sim else ())]
     what = f"over the command's {guest.window_s:.2f} s" if guest is not None else "not sampled"
     return render(table(cols, rows, f"QEMU's threads on the host ({what}) and the host model's"))
@@ -592,7 +597,7 @@ def sim_sched(name: str, kernel: str = "6.1") -> SimSched:
     busy = [float(c["rq_cpu_time_s"]) / run_s if run_s > 0 else 0.0 for c in cpus]
     delays = [sum(int(c["host_tick_delays"][k]) for c in cpus) for k in range(7)] if cpus and "host_tick_delays" in cpus[0] else []
     return SimSched(out, busy, [int(c["sched_goidle"]) for c in cpus], int(params.get("reps") or 0), sim_host(cpus, run_s), delays,
-                    *sim_lb(cpus))
+                    sim_main_loop(doc.get("sched_host_main_loop"), run_s), *sim_lb(cpus))
 
 
 def sim_lb(cpus: list[dict[str, Any]]) -> tuple[dict[str, dict[str, list[int]]], dict[str, int]]:
@@ -622,6 +627,19 @@ def sim_host(cpus: list[dict[str, Any]], run_s: float) -> list[hostthreads.Threa
                                       float(c["host_s"]) * per, float(c["host_wait_s"]) * per, n / run_s,
                                       int(c["host_voluntary"]) / run_s, int(c["host_involuntary"]) / run_s))
     return out
+
+
+def sim_main_loop(t: dict[str, Any] | None, run_s: float) -> hostthreads.Thread | None:
+    """The host model's QEMU main loop thread over the run (the document's
+    ``sched_host_main_loop``, docs/scheduler.md §10.14) as ``hostthreads`` gives QEMU's: None
+    without it."""
+    if not t or run_s <= 0:
+        return None
+    n = int(t["host_slices"])
+    per = 1 / n if n else 0.0
+    return hostthreads.Thread(-1, "main loop/model", float(t["host_s"]) / run_s, float(t["host_s"]) * per,
+                              float(t["host_wait_s"]) * per, n / run_s, int(t["host_voluntary"]) / run_s,
+                              int(t["host_involuntary"]) / run_s)
 
 
 def guest_run(name: str, memory_per_node_mib: int | None = None, accel: str = "tcg", timeout_s: float = 300.0) -> tuple[GuestMoves, str]:
@@ -667,5 +685,8 @@ def as_json(g: GuestMoves, side: SimSched) -> dict[str, Any]:
     if g.tick_phase:
         guest["tick_phase"] = g.tick_phase
     if side.host:
-        doc["sim_host"] = {"threads": [dict(vars(t), vcpu=t.tid) for t in side.host], "tick_delays": side.tick_delays}
+        sim_host: dict[str, Any] = {"threads": [dict(vars(t), vcpu=t.tid) for t in side.host], "tick_delays": side.tick_delays}
+        if side.main_loop is not None:
+            sim_host["main_loop"] = dict(vars(side.main_loop), vcpu=None)
+        doc["sim_host"] = sim_host
     return doc

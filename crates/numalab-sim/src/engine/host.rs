@@ -18,10 +18,22 @@ impl Engine<'_> {
             }
         }
         // A vCPU kicked to balance the idle ones leaves its halt (the IPI, `vcpu_newidle.rs`).
-        // So does an idle vCPU whose kept tick has come (its timer interrupt, `idle_tick.rs`).
+        // So does an idle vCPU whose kept tick has come (its timer interrupt, `idle_tick.rs`),
+        // once QEMU's main loop has run the timer (at once without its thread, `vhost.rs`).
+        let through = host.timers_through_s();
         for (c, b) in busy.iter_mut().enumerate() {
-            *b |= self.sched.nohz_kicked(c) || self.sched.idle_tick_due(c, t);
+            let tick = self.sched.idle_tick_due_since(c, t).is_some_and(|d| d <= through + 1e-12);
+            *b |= self.sched.nohz_kicked(c) || tick;
         }
+        // The vCPUs' APIC timers for the main loop's poll: a running vCPU's tick, an idle one's
+        // kept tick (`idle_tick_due_since` at no limit: when it comes), none if stopped.
+        let timers: Vec<Option<crate::vhost::Timer>> = (0..runs.len())
+            .map(|c| match busy[c] {
+                true => Some(crate::vhost::Timer::Tick),
+                false => self.sched.idle_tick_due_since(c, f64::INFINITY).map(crate::vhost::Timer::At),
+            })
+            .collect();
+        host.arm_main_loop(&timers, t);
         runs.copy_from_slice(host.plan(&busy));
         let due: Vec<Option<f64>> = (0..runs.len()).map(|c| self.sched.idle_tick_due_since(c, t)).collect();
         host.note_ticks(&due, t);
@@ -81,6 +93,16 @@ impl Engine<'_> {
         if let Some((host, _)) = self.host.as_mut() {
             host.charge(dt);
         }
+    }
+
+    /// Where a round from `start` (ending at `round_end`) ends: at the host's next event inside
+    /// it (QEMU's main loop thread waking or ending its run, `vhost.rs`), else at `round_end`.
+    pub(super) fn host_round_split(&self, start: f64, round_end: f64) -> f64 {
+        self.host
+            .as_ref()
+            .and_then(|(host, _)| host.next_event_s())
+            .filter(|&e| e > start + 1e-12 && e < round_end - 1e-12)
+            .unwrap_or(round_end)
     }
 
     /// The longest epoch: a host slice with the host model, else no limit.

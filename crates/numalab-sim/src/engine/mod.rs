@@ -875,7 +875,16 @@ impl Engine<'_> {
         } else {
             Vec::new()
         };
-        SchedOutputs { threads, events, cpus }
+        let main_loop =
+            self.host.as_ref().and_then(|(host, _)| host.main_loop_thread()).filter(|_| self.cfg.explain_sched);
+        let main_loop = main_loop.map(|(t, run_s)| crate::output::HostThreadOut {
+            host_s: run_s,
+            host_wait_s: t.wait_s,
+            host_slices: t.slices,
+            host_voluntary: t.voluntary,
+            host_involuntary: t.involuntary,
+        });
+        SchedOutputs { threads, events, cpus, main_loop }
     }
 }
 
@@ -887,6 +896,7 @@ struct SchedOutputs {
     threads: Vec<ThreadSchedOut>,
     events: Vec<crate::output::SchedEventOut>,
     cpus: Vec<crate::output::SchedCpuOut>,
+    main_loop: Option<crate::output::HostThreadOut>,
 }
 
 impl SchedOutputs {
@@ -898,6 +908,7 @@ impl SchedOutputs {
         }
         out.sched_events = self.events;
         out.sched_cpus = self.cpus;
+        out.sched_host_main_loop = self.main_loop;
     }
 }
 

@@ -50,42 +50,53 @@ impl Engine<'_> {
             let round_end = slice_start + (slice_end - slice_start) * round as f64 / ROUNDS as f64;
             self.refill_budgets((slice_end - slice_start) / ROUNDS as f64);
             let round_start = slice_start + (slice_end - slice_start) * (round - 1) as f64 / ROUNDS as f64;
-            if self.host.is_some() {
-                self.host_plan(round_start);
-            }
-            // Another pass only if a barrier released threads or a pipeline moved on, since
-            // only that lets a thread already visited in this round do more.
+            // With the host model a round ends early at the host's next event (QEMU's main
+            // loop thread, `host.rs: host_round_split`); the rest of it is another.
+            let mut start = round_start;
             loop {
-                self.woke = false;
-                let turns_before = self.sched.turn_changes();
-                let mut progressed = false;
-                for tid in 0..nt {
-                    // Threads sharing a CPU run in turns (`turns.rs`).
-                    let Some(until) = self.turn_until(tid, round_end) else { continue };
-                    if self.host_stopped(tid) {
-                        progressed |= self.stand_still(tid, until);
+                let mut end = round_end;
+                if self.host.is_some() {
+                    self.host_plan(start);
+                    end = self.host_round_split(start, round_end);
+                }
+                // Another pass only if a barrier released threads or a pipeline moved on, since
+                // only that lets a thread already visited in this round do more.
+                loop {
+                    self.woke = false;
+                    let turns_before = self.sched.turn_changes();
+                    let mut progressed = false;
+                    for tid in 0..nt {
+                        // Threads sharing a CPU run in turns (`turns.rs`).
+                        let Some(until) = self.turn_until(tid, end) else { continue };
+                        if self.host_stopped(tid) {
+                            progressed |= self.stand_still(tid, until);
+                            self.after_turn(tid);
+                            continue;
+                        }
+                        progressed |= self.run_thread(tid, until, &costs[tid], shares[tid]);
+                        if self.oom.is_some() {
+                            return;
+                        }
                         self.after_turn(tid);
-                        continue;
                     }
-                    progressed |= self.run_thread(tid, until, &costs[tid], shares[tid]);
-                    if self.oom.is_some() {
-                        return;
+                    // A pass that changed nothing ends the round: the next would be the same (a
+                    // pipelined thread may wait for a predecessor queued for its CPU until later).
+                    progressed |= self.sched.turn_changes() != turns_before;
+                    if !progressed {
+                        break;
                     }
-                    self.after_turn(tid);
+                    if !self.woke {
+                        break;
+                    }
                 }
-                // A pass that changed nothing ends the round: the next would be the same (a
-                // pipelined thread may wait for a predecessor queued for its CPU until later).
-                progressed |= self.sched.turn_changes() != turns_before;
-                if !progressed {
+                self.host_charge(end - start);
+                if self.host.is_some() {
+                    self.host_round_end(end);
+                }
+                if end >= round_end {
                     break;
                 }
-                if !self.woke {
-                    break;
-                }
-            }
-            self.host_charge(round_end - round_start);
-            if self.host.is_some() {
-                self.host_round_end(round_end);
+                start = end;
             }
         }
     }

@@ -252,15 +252,25 @@ impl Eevdf {
         }
         self.guest_ticks = ticks;
         for c in 0..n {
-            if holds[c] && busy[c] && self.e[c].queued && !self.e[c].delayed {
-                self.update_curr(c);
-                self.sleep(c);
-                holds[c] = false;
+            if holds[c] && busy[c] && self.block_on_bql(c, holds) {
                 resched[c] = false;
                 cycled[c] = true;
             }
         }
         cycled
+    }
+
+    /// Running thread `c` blocks on the BQL (`dequeue_entity()`, `DEQUEUE_SLEEP`: its lag kept,
+    /// or delayed if not eligible) and leaves its core; the plan that sees it busy wakes it when
+    /// the BQL is let go. False if it was not on the queue to block.
+    pub(super) fn block_on_bql(&mut self, c: usize, holds: &mut [bool]) -> bool {
+        if !self.e[c].queued || self.e[c].delayed {
+            return false;
+        }
+        self.update_curr(c);
+        self.sleep(c);
+        holds[c] = false;
+        true
     }
 
     /// Picks: the cores asked to (`resched`, their running thread given up) and the free ones.

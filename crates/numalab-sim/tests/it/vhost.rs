@@ -21,7 +21,10 @@ fn four_busy_vcpus_on_one_host_core_take_about_four_times_as_long() {
     // Threads that sleep at once at a barrier (passive): their vCPUs halt and use no host time.
     let base = time_s(None, WaitPolicy::Passive);
     for mode in [HostMode::Mttcg, HostMode::Rr] {
-        let one = time_s(Some(VcpuHost { cores: 1, mode, slice_s: 1.5e-3, request_s: None }), WaitPolicy::Passive);
+        let one = time_s(
+            Some(VcpuHost { cores: 1, mode, slice_s: 1.5e-3, request_s: None, main_loop_s: None }),
+            WaitPolicy::Passive,
+        );
         // Each vCPU computes a quarter of the time (memory less contended with one running: a
         // little faster); the host switches vCPUs at epoch ends only, so a vCPU that halts
         // mid-epoch leaves the core unused until then (a little slower): 4.45 times seen.
@@ -29,7 +32,7 @@ fn four_busy_vcpus_on_one_host_core_take_about_four_times_as_long() {
     }
     // As many host cores as busy vCPUs: the run as without the host.
     let four = time_s(
-        Some(VcpuHost { cores: 4, mode: HostMode::Mttcg, slice_s: 1.5e-3, request_s: None }),
+        Some(VcpuHost { cores: 4, mode: HostMode::Mttcg, slice_s: 1.5e-3, request_s: None, main_loop_s: None }),
         WaitPolicy::Passive,
     );
     assert!((four / base - 1.0).abs() < 0.05, "{four} against {base}");
@@ -37,7 +40,8 @@ fn four_busy_vcpus_on_one_host_core_take_about_four_times_as_long() {
 
 #[test]
 fn vcpus_spinning_at_a_barrier_take_host_time_from_those_still_computing() {
-    let host = || Some(VcpuHost { cores: 1, mode: HostMode::Mttcg, slice_s: 1.5e-3, request_s: None });
+    let host =
+        || Some(VcpuHost { cores: 1, mode: HostMode::Mttcg, slice_s: 1.5e-3, request_s: None, main_loop_s: None });
     let passive = time_s(host(), WaitPolicy::Passive);
     // libgomp's default spins about 3 ms before sleeping: a non-halted vCPU all that time.
     let spinning = time_s(host(), WaitPolicy::Unset);
@@ -52,7 +56,13 @@ fn a_host_without_cores_is_refused() {
     let m = machine4();
     let w = stream_like(16, 4, Pattern::Block, 1);
     let c = SimConfig {
-        vcpu_host: Some(VcpuHost { cores: 0, mode: HostMode::Mttcg, slice_s: 1e-3, request_s: None }),
+        vcpu_host: Some(VcpuHost {
+            cores: 0,
+            mode: HostMode::Mttcg,
+            slice_s: 1e-3,
+            request_s: None,
+            main_loop_s: None,
+        }),
         ..cfg()
     };
     let e = simulate(&m, &w, &pinned(MemPolicy::default_policy()), &c).unwrap_err().to_string();
@@ -74,6 +84,7 @@ fn halted_vcpus_take_no_host_time_from_the_busy_one() {
         simulate(&m, &w, &p, &c).unwrap().time_s
     };
     let base = run(None);
-    let one = run(Some(VcpuHost { cores: 1, mode: HostMode::Mttcg, slice_s: 1.5e-3, request_s: None }));
+    let one =
+        run(Some(VcpuHost { cores: 1, mode: HostMode::Mttcg, slice_s: 1.5e-3, request_s: None, main_loop_s: None }));
     assert!((one / base - 1.0).abs() < 0.05, "{one} against {base}");
 }
