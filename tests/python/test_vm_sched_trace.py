@@ -413,3 +413,28 @@ def test_the_guests_idle_ticks_are_binned_by_their_time_past_the_jiffy_and_the_m
     assert f"(within 0.5 ms: {sum(d[:2]) / sum(d[:6]):.2f} of those run)" in text
     doc = sched_trace.as_json(g, over)
     assert doc["guest"]["tick_phase"] == phase and doc["sim_host"]["tick_delays"] == d
+
+
+def test_every_load_balance_counter_is_read_per_domain_and_idle_type_and_shown_beside_the_simulators():
+    """/proc/schedstat v15 (kernel/sched/stats.c: show_schedstat()): after a domain's CPU mask, 8
+    counters per idle type (idle, busy, newly idle) in LB_COUNTERS' order; their growth between the
+    snapshots, summed over the CPUs, goes beside the simulator's ``sched_cpus`` ones."""
+    newly = [7, 5, 1, 3, 1, 0, 0, 5]  # lb_count .. lb_nobusyg
+    before = "\n".join(["version 15", "timestamp 1", "cpu0 0 0 0 10 0 0 0 0 0", "domain0 3 " + " ".join(["0"] * 36)])
+    after = "\n".join(["version 15", "timestamp 251", "cpu0 0 0 0 30 0 0 0 0 0",
+                       "domain0 3 " + " ".join(["2"] * 8 + ["0"] * 8 + [str(x) for x in newly] + ["0"] * 12)])
+    g = sched_trace.parse("\n".join(["== schedstat0", before, "== schedstat1", after]))
+    assert g.lb["domain0"]["newly idle"] == newly
+    assert g.lb["domain0"]["idle"] == [2] * 8 and g.lb["domain0"]["busy"] == [0] * 8
+    assert g.lb_gained["domain0"]["newly idle"] == 1
+    cpus = [{"domains": [{"level": "MC", "lb": [[0] * 8, [0] * 8, [4, 3, 0, 1, 1, 0, 0, 3]]}],
+             "newidle_gate": {"calls": 9, "random_skip": 5, "pulled": 1}}] * 2
+    lb, gate = sched_trace.sim_lb(cpus)
+    assert lb["domain0"]["newly idle"] == [8, 6, 0, 2, 2, 0, 0, 6] and gate["calls"] == 18
+    sim = sched_trace.SimSched({}, [0.0], [10], 10, lb=lb, newidle_gate=gate)
+    lines = sched_trace.lb_lines(g, sim)
+    row = next(line for line in lines[0].splitlines() if "newly idle" in line)
+    assert row.split()[3:] == ["7/8", "5/6", "1/0", "3/2", "1/2", "0/0", "0/0", "5/6"], row
+    # 7 newly idle balances at domain0 over 20 idle entries; the simulator's 8 over 10.
+    assert "newly idle balances at domain0 per idle entry: guest 0.350, sim 0.800" in lines
+    assert "sim newly idle balances: calls 18, no_overload 0, avg_idle 0, cost_break 0, random_skip 10, pulled 2" in lines
