@@ -1,14 +1,14 @@
 """The simulator's side of ``numalab vm check``'s sleeping scheduler cases, without a guest.
 
 For every passive and oversubscribed case (``vm-4``, ``vm-8``, ``vm-4x2``, ``vm-2x4``) runs the
-simulator as the check does (``check.sim_side``: the guest's speed, background and, on several
-vCPUs per node, the host running the vCPUs) for seeds 1..N and prints migrations per thread per
+simulator as the check does (``check.sim_side``: the guest's speed, background and the host
+running the vCPUs) for seeds 1..N and prints migrations per thread per
 barrier: seed 1's (what ``vm check`` shows), the mean over the seeds and their range (the
 simulator's own run-to-run spread: its background and wake-up order change with the seed, as the
 guest's change from boot to boot), beside the guest's range over its recorded runs
 (``numalab.vm.guest_seen``) and where the mean falls; then the mean time away from the first
 node, seed 1's threads that changed node and its moves by kernel path (all/across nodes).
-Deterministic; about a second per seed for all eight cases.
+Deterministic; about three seconds per seed for all eight cases.
 
     .venv/bin/python bench/vm_sched_sim.py [--kernel 6.1|6.13] [--seeds N]
 """

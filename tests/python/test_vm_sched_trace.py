@@ -194,13 +194,15 @@ def test_vm_check_moves_counts_every_guest_move_by_path_beside_the_simulators(gu
     assert len(g["busy"]) == 4 and all(0 < b <= 1.05 for b in g["busy"])
     assert doc["sim"] == {p: list(v) for p, v in sched_trace.sim_moves("sched-oversubscribed", "6.1").items()}
     # QEMU's threads over the command (docs/scheduler.md §10.13): every vCPU thread ran and
-    # switched, the main loop too; vm-4 has no host model, so no simulated host threads.
+    # switched, the main loop too; vm-4 runs the host model as every guest does (§10.16), so the
+    # simulated host's four vCPU threads and its main loop are shown beside them.
     host = doc["host"]
     assert host["window_s"] > 0.5, host
     vcpus = [t for t in host["threads"] if t["vcpu"] is not None]
     assert [t["vcpu"] for t in vcpus] == [0, 1, 2, 3], host
     assert all(0 < t["share"] <= 1.0 and t["slices_per_s"] > 0 for t in vcpus), host
-    assert host["threads"][-1]["main_loop"] and "sim_host" not in doc
+    assert host["threads"][-1]["main_loop"]
+    assert [t["vcpu"] for t in doc["sim_host"]["threads"]] == [0, 1, 2, 3] and "main_loop" in doc["sim_host"]
     assert len(g["tick_phase"]) == 16 and sum(g["tick_phase"]) > 0
 
 

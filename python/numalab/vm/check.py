@@ -480,7 +480,8 @@ class Case:
 #: Most guest runs of one case (``--runs``).
 MAX_RUNS = 20
 #: Guests with several vCPUs per node (`sched_cases`): where a sleeping team's wake-ups may stack
-#: threads inside a node or send them to another one.
+#: threads inside a node or send them to another one (their guest tests run several boots each).
+#: The host model (``GUEST_HOST``) is not limited to them: it runs on every guest (``sim_doc``).
 MULTI_CPU_MACHINES = ("vm-4x2", "vm-2x4")
 
 #: The cases ``numalab vm check --case NAME`` runs (threads default to the guest's vCPUs).
@@ -657,7 +658,7 @@ def cpus_per_node(machine: Any) -> int:
 
 
 #: The host that runs a guest's vCPUs under TCG (``numalab_sim::vhost::VcpuHost``,
-#: docs/scheduler.md §10.5), for the simulated side of the multi-vCPU sleeping cases. Nothing here
+#: docs/scheduler.md §10.5), for the simulated side of every sleeping case. Nothing here
 #: is fitted to the guest's moves:
 #: - ``mode``: ``mttcg``, one host thread per vCPU. QEMU 7.2 enables it for an x86 guest on an x86
 #:   host (``accel/tcg/tcg-all.c: default_mttcg_enabled()``: ``TARGET_SUPPORTS_MTTCG`` and the
@@ -689,14 +690,15 @@ def sim_doc(spec: RunSpec, background: GuestBackground | None = None, interval_m
     guest's speed carrying it: a first run, on ``guest_speed_machine`` not slowed (the preset
     with the guest's one memory latency), gives the simulated seconds per barrier
     (kernels/barrier.c: one per rep), the second runs on the preset slowed by the guest's over
-    that (``guest_speed_machine``) with the guest's background (``GuestBackground.engine``). On a
-    guest with several vCPUs per node both runs also simulate the host running the vCPUs
-    (``GUEST_HOST``): the first then gives the barrier's length with one host core for all
-    vCPUs, and the slowdown left is TCG's own (translated code slower than the preset's
+    that (``guest_speed_machine``) with the guest's background (``GuestBackground.engine``). With
+    the background both runs also simulate the host running the vCPUs (``GUEST_HOST``), on every
+    guest (one vCPU per node too: the same host runs them all, and without it no vCPU is ever left
+    unrun, docs/scheduler.md §10.16): the first then gives the barrier's length with one host core
+    for all vCPUs, and the slowdown left is TCG's own (translated code slower than the preset's
     placeholder timing). ``host=False`` leaves the host out (every vCPU always runs)."""
     from numalab.runner import sim
 
-    vcpu_host = GUEST_HOST if host and background is not None and spec.machine in MULTI_CPU_MACHINES else None
+    vcpu_host = GUEST_HOST if host and background is not None else None
     if background is None:
         doc = sim.run(spec).doc
     else:

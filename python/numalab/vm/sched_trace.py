@@ -572,7 +572,7 @@ def sim_moves(name: str, kernel: str = "6.1") -> dict[str, tuple[int, int]]:
 
 def sim_sched(name: str, kernel: str = "6.1") -> SimSched:
     """The simulator's side of ``vm check`` case ``name`` as ``check.sim_side`` runs it (the
-    guest's speed and background where measured, the host model on several vCPUs per node) with
+    guest's speed and background where measured, the host model with the background) with
     its decisions kept: moves by path, and per CPU the share of the run a thread held it (a vCPU
     the host does not run counts as busy while its thread holds the turn, as the guest's
     ``rq_cpu_time`` counts it) and its idle entries."""
