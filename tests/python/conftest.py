@@ -7,6 +7,7 @@ import resource
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -109,6 +110,21 @@ def vm_group(name: str) -> str | None:
 _COMPARED: dict = {}
 
 
+def _compare_many_once_more_if_stuck(cases: list) -> list:
+    """``check.compare_many`` with 300 s per case (each takes well under a minute), booted once
+    more if the guest runs out of time: a TCG guest can lose an interrupt ("__common_interrupt:
+    ... No irq handler for vector" on its console, seen once on 2026-11-27 in a fresh run's
+    sched-unbound) and leave a command waiting forever with every vCPU idle; that is QEMU's or the
+    guest kernel's, not what the test checks. A second time out fails the test."""
+    from numalab.vm import check, qemu
+
+    try:
+        return check.compare_many(cases, timeout_s=300)
+    except qemu.GuestTimeout as e:
+        print(f"vm_compared: {e.args[0].splitlines()[0]}; booting once more", file=sys.stderr)
+        return check.compare_many(cases, timeout_s=300)
+
+
 @pytest.fixture(scope="session")
 def vm_compared(guest):
     """``vm_compared(name)``: case ``name``'s ``check.Comparison``, made once per session with the
@@ -119,7 +135,7 @@ def vm_compared(guest):
         if name not in _COMPARED:
             group = vm_group(name)
             names = [n for n in check.CASES if n == name or (group is not None and vm_group(n) == group and n not in _COMPARED)]
-            for c in check.compare_many([check.CASES[n] for n in names], timeout_s=600):
+            for c in _compare_many_once_more_if_stuck([check.CASES[n] for n in names]):
                 _COMPARED[c.case.name] = c
         return _COMPARED[name]
 

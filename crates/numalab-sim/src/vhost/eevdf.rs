@@ -141,6 +141,13 @@ impl Eevdf {
             .min_by(|&a, &b| self.e[a].deadline.cmp(&self.e[b].deadline).then(a.cmp(&b)));
         match (best, curr) {
             (Some(b), Some(c)) if self.e[c].deadline < self.e[b].deadline => Some(c),
+            // A free core with threads waiting, none eligible against the one shared queue
+            // (the running ones on the other cores pull its average down): the kernel's cores
+            // have a queue each, where a lone entity is always eligible, and an idle one pulls
+            // a waiting thread (`sched_balance_newidle()`), so it runs the earliest deadline.
+            (None, None) => (0..self.e.len())
+                .filter(|&c| waiting(c))
+                .min_by(|&a, &b| self.e[a].deadline.cmp(&self.e[b].deadline).then(a.cmp(&b))),
             (None, c) => c,
             (b, _) => b,
         }
@@ -322,6 +329,21 @@ impl Eevdf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_free_core_runs_a_waiting_thread_even_when_none_is_eligible_in_the_shared_queue() {
+        // Two cores, three threads: thread 0 runs far behind (vruntime 0), so the queue's
+        // average (10 ms) sits below threads 1 and 2 (15 ms each), neither eligible. A real host's
+        // second CPU would run one of them from its own queue; core 2 must not stay idle.
+        let mut e = Eevdf::new(1.5e-3, 4e-3, 2, 3);
+        for (x, (v, d)) in e.e.iter_mut().zip([(0, 1_500_000), (15_000_000, 17_000_000), (15_000_000, 16_500_000)]) {
+            (x.vruntime, x.deadline, x.queued) = (v, d, true);
+        }
+        let mut holds = [true, false, false];
+        assert!(!e.eligible(1) && !e.eligible(2));
+        e.pick_cores(&mut holds, &[false, false, false]);
+        assert_eq!(holds, [true, false, true], "the earliest deadline of the waiting threads runs");
+    }
 
     #[test]
     fn a_sleepers_lag_is_clamped_to_two_requests_or_a_tick() {
