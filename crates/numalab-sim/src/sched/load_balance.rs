@@ -1295,11 +1295,11 @@ mod tests {
         assert_eq!(s.balance(340e-3, &[true, true, false]), vec![1]);
     }
 
-    /// Two nodes of two CPUs, 6.1: threads 0-3 on CPU 0, thread 4 on CPU 1, which it leaves
-    /// at 300.2 ms (as a_preemptible_build_pulls_one_task_per_newly_idle_balance()); `setup`
-    /// changes the scheduler before CPU 1 goes newly idle. Returns it after that balance.
-    fn newly_idle_beside_four(setup: impl FnOnce(&mut Sched)) -> Sched {
-        let mut s = sched_on(2, Kernel::V6_1, 5);
+    /// Two nodes of two CPUs under `kernel`: threads 0-3 on CPU 0, thread 4 on CPU 1, which it
+    /// leaves at 300.2 ms; `setup` changes the scheduler before CPU 1 goes newly idle. Returns it
+    /// after that balance.
+    fn newly_idle_beside_four(kernel: Kernel, setup: impl FnOnce(&mut Sched)) -> Sched {
+        let mut s = sched_on(2, kernel, 5);
         let mut live = [false; 5];
         for t in 0..5 {
             s.place_new(t, (t > 0).then_some(0), &live);
@@ -1312,8 +1312,15 @@ mod tests {
             assert!(s.balance(k as f64 * 1e-3, &live).is_empty());
         }
         s.allowed = vec![all; 5];
-        // The threads taken as just woken onto CPU 0 (see that test): the root domain overloaded.
-        s.rd_overload = true;
+        // Those 300 ms cleared the root domain's overload flag (`overload.rs`): each NUMA balance
+        // found CPU 0's tasks all pinned and redid its search without CPU 0, and
+        // update_sd_lb_stats() over env->cpus saw no CPU with two tasks. So CPU 1's newly idle
+        // balance would be skipped; the threads are taken as just woken onto CPU 0 (its run
+        // queue from one task to two and on): the flag set.
+        if s.rules.rd_overload {
+            assert!(!s.rd_overload);
+            s.rd_overload = true;
+        }
         setup(&mut s);
         s.balance(300.2e-3, &[true, true, true, true, false]);
         s
@@ -1341,7 +1348,7 @@ mod tests {
         // CPU 1's newly idle balance at MC finds CPU 0 busiest and pulls one task (one per
         // newly idle balance, CONFIG_PREEMPTION): lb_count, lb_imbalance (calculate_imbalance():
         // (4 - 0) >> 1 = 2 tasks), lb_gained; nothing balanced, failed or hot; NUMA not tried.
-        let s = newly_idle_beside_four(|_| {});
+        let s = newly_idle_beside_four(Kernel::V6_1, |_| {});
         let newly = |l: usize| s.schedstat.lb[l][1][2];
         assert_eq!(newly(0).as_array(), [1, 0, 0, 2, 1, 0, 0, 0]);
         assert_eq!(newly(1).lb_count, 0);
@@ -1360,7 +1367,7 @@ mod tests {
         // curr_cost += domain_cost), so NUMA is balanced. Node 0 holds CPU 1 and the busy CPU 0,
         // node 1 is idle: no busiest group there (lb_nobusyg), nothing pulled newly idle (the
         // periodic balances of the same moment do pull).
-        let s = newly_idle_beside_four(|s| {
+        let s = newly_idle_beside_four(Kernel::V6_1, |s| {
             s.idle_avg.set_costs(&s.domains, &[0.6e-3]);
             let mut ni = super::super::ni_random::NiRandom::new(s.domains.len(), 4, 11);
             ni.set_ratio(0, 1, 0);
@@ -1373,7 +1380,7 @@ mod tests {
         let gate = s.schedstat.newidle[1];
         assert_eq!((gate.calls, gate.random_skip, gate.cost_break, gate.pulled), (1, 1, 0, 0));
         // Without the die the same balance pulls at MC and stops there.
-        let s = newly_idle_beside_four(|s| s.idle_avg.set_costs(&s.domains, &[0.6e-3]));
+        let s = newly_idle_beside_four(Kernel::V6_1, |s| s.idle_avg.set_costs(&s.domains, &[0.6e-3]));
         assert_eq!((s.schedstat.lb[0][1][2].lb_gained, s.schedstat.lb[1][1][2].lb_count), (1, 0));
     }
 
@@ -1386,40 +1393,14 @@ mod tests {
         // 6.1 and 6.13 profiles) detach_tasks() stops after the first; the same 6.13 rules
         // built without it (PREEMPT_NONE or PREEMPT_VOLUNTARY, no PREEMPT_DYNAMIC) take both.
         let newly_idle_pulls = |kernel: Kernel, one_task: Option<bool>| {
-            let mut s = sched_on(2, kernel, 5);
-            if let Some(one_task) = one_task {
-                let rules = crate::profile::SchedRules { newidle_one_task: one_task, ..s.rules.clone() };
-                s.rules = Box::leak(Box::new(rules));
-            }
-            s.explain = true;
-            let mut live = [false; 5];
-            for t in 0..5 {
-                s.place_new(t, (t > 0).then_some(0), &live);
-                live[t] = true;
-            }
-            s.cpu = vec![0, 0, 0, 0, 1];
-            let all = s.allowed[0].clone();
-            s.allowed = vec![vec![0], vec![0], vec![0], vec![0], vec![1]];
-            for k in 1..=300 {
-                assert!(s.balance(k as f64 * 1e-3, &live).is_empty());
-            }
-            s.allowed = vec![all; 5];
-            // Those 300 ms cleared the root domain's overload flag (`overload.rs`): each NUMA
-            // balance found CPU 0's tasks all pinned and redid its search without CPU 0, and
-            // update_sd_lb_stats() over env->cpus saw no CPU with two tasks. So CPU 1's newly
-            // idle balance would be skipped; the threads are taken as just woken onto CPU 0
-            // (its run queue from one task to two and on): the flag set.
-            if s.rules.rd_overload {
-                assert!(!s.rd_overload);
-                s.rd_overload = true;
-            }
-            let before = s.log.len();
-            s.balance(300.2e-3, &[true, true, true, true, false]);
-            s.log[before..]
-                .iter()
-                .filter(|e| e.path == "newidle-balance")
-                .map(|e| (e.to, e.level.clone()))
-                .collect::<Vec<_>>()
+            let s = newly_idle_beside_four(kernel, |s| {
+                if let Some(one_task) = one_task {
+                    let rules = crate::profile::SchedRules { newidle_one_task: one_task, ..s.rules.clone() };
+                    s.rules = Box::leak(Box::new(rules));
+                }
+                s.explain = true;
+            });
+            s.log.iter().filter(|e| e.path == "newidle-balance").map(|e| (e.to, e.level.clone())).collect::<Vec<_>>()
         };
         assert_eq!(newly_idle_pulls(Kernel::V6_1, None), vec![(1, "MC".to_string())]);
         assert_eq!(newly_idle_pulls(Kernel::V6_13, None), vec![(1, "MC".to_string())]);
