@@ -56,6 +56,14 @@ pub struct AccessSpec {
     pub cached: Option<Cached>,
 }
 
+impl AccessSpec {
+    /// One sweep of `region` by `pattern`, every other field as a workload file that omits it
+    /// gets it (the serde defaults above).
+    pub fn sweep(region: usize, pattern: Pattern, rd: f64, wr: f64) -> Self {
+        AccessSpec { region, pattern, rd, wr, halo: 1, chunk: 1, rows: 1, count: 0, passes: 1.0, cached: None }
+    }
+}
+
 /// The cached side of an access (`crate::cache`): DRAM bytes per byte swept when the re-use
 /// hits, and the bytes touched between two uses of a line, per thread or (`shared`) by all the
 /// process's threads under one last-level cache.

@@ -431,18 +431,7 @@ mod tests {
             // A small region's layout, then the sizes under test (only `ranges` reads them).
             let spec = RegionSpec::anonymous("u", 4096, 1);
             let r = crate::pages::Region { bytes, planes, ..crate::pages::layout(&[spec], vec![None]).pop().unwrap() };
-            let a = AccessSpec {
-                region: 0,
-                pattern: Pattern::Transpose,
-                rd: 1.0,
-                wr: 0.0,
-                halo: 1,
-                chunk: 1,
-                rows: 1,
-                count: 0,
-                passes: 1.0,
-                cached: None,
-            };
+            let a = AccessSpec::sweep(0, Pattern::Transpose, 1.0, 0.0);
             for t in [0, 1, nt - 1] {
                 let mut want = Vec::new();
                 for p in 0..planes {
@@ -464,18 +453,7 @@ mod tests {
         // 10 rows per plane (collapse(2)) every thread gets 25 rows = 2.5 planes.
         let spec = RegionSpec::anonymous("u", 10_000, 10);
         let r = crate::pages::layout(&[spec], vec![None]).pop().unwrap();
-        let mut a = AccessSpec {
-            region: 0,
-            pattern: Pattern::Block,
-            rd: 1.0,
-            wr: 0.0,
-            halo: 1,
-            chunk: 1,
-            rows: 1,
-            count: 0,
-            passes: 1.0,
-            cached: None,
-        };
+        let mut a = AccessSpec::sweep(0, Pattern::Block, 1.0, 0.0);
         let whole: Vec<_> = (0..4).map(|t| ranges(&a, &r, t, 4, &[])).collect();
         assert_eq!(whole, vec![vec![(0, 3000)], vec![(3000, 6000)], vec![(6000, 8000)], vec![(8000, 10_000)]]);
         a.rows = 10;

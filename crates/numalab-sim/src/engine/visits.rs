@@ -753,18 +753,7 @@ mod tests {
     /// times: memory-bound, so the links run out of budget within rounds.
     fn sweeps() -> WorkloadSpec {
         let bytes = 64u64 << 20;
-        let access = |rd, wr| AccessSpec {
-            region: 0,
-            pattern: Pattern::Block,
-            rd,
-            wr,
-            halo: 1,
-            chunk: 1,
-            rows: 1,
-            count: 0,
-            passes: 1.0,
-            cached: None,
-        };
+        let access = |rd, wr| AccessSpec::sweep(0, Pattern::Block, rd, wr);
         let phase = |name: &str, rd, wr| PhaseSpec {
             name: name.into(),
             cycles: (bytes / 64) as f64,

@@ -116,18 +116,7 @@ mod tests {
 
     /// One 4-page region each thread of one process writes, then reads, by blocks.
     fn block(threads: u32) -> WorkloadSpec {
-        let access = AccessSpec {
-            region: 0,
-            pattern: Pattern::Block,
-            rd: 1.0,
-            wr: 1.0,
-            halo: 1,
-            chunk: 1,
-            rows: 1,
-            count: 0,
-            passes: 1.0,
-            cached: None,
-        };
+        let access = AccessSpec::sweep(0, Pattern::Block, 1.0, 1.0);
         let region = RegionSpec::anonymous("a", 4 << 12, 4);
         let phase: PhaseSpec = serde_json::from_value(serde_json::json!({
             "name": "p", "cycles": 1.0, "mlp": null, "sync": "barrier", "accesses": [access]
