@@ -104,6 +104,9 @@ impl Sched {
                 self.ttwu_do_wakeup(cpu, now_s);
             }
         }
+        // Background work that ended on an idle CPU since the last point: an idle entry, and
+        // a newly idle balance below (`bg_idle.rs`).
+        self.background_idle_entries(now_s);
         // With the host model a vCPU balances newly idle at the round its last thread blocks
         // (`vcpu_newidle.rs: newidle_where_run`), not here.
         for cpu in 0..ncpu {

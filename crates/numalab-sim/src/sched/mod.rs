@@ -11,6 +11,7 @@
 //!   `imbalance_pct`, the cache-hot test and active balancing, and `noise.rs` the seeded
 //!   background activity (timer ticks, kernel threads, daemons).
 
+mod bg_idle;
 mod domains;
 pub(crate) use domains::llc_parent_imb_numa_nr;
 mod fork;
@@ -235,6 +236,8 @@ pub struct Sched {
     sysctl_factor: f64,
     /// Per CPU: the turn of the thread running there (`turns.rs`), given by the engine.
     turns: turns::Turns,
+    /// With background work: what its ends on idle CPUs need of the turns (`bg_idle.rs`).
+    bg_idle: Option<bg_idle::BgIdle>,
     /// Per node (LLC): its PUs in logical order (`sd_llc_size`, `select_idle_sibling()`'s scan).
     node_pus: Vec<Vec<usize>>,
     /// Buffers a wake-up reuses (`wake.rs`): one is made for every woken thread.
@@ -340,6 +343,7 @@ impl Sched {
             smt,
             sysctl_factor: load_balance::sysctl_factor(m.pus.len()),
             turns: turns::Turns::new(m.pus.len()),
+            bg_idle: None,
             node_pus,
             wake_scratch: wake::Scratch::default(),
             group_cores,
@@ -375,6 +379,7 @@ impl Sched {
     /// keep the decisions for `--explain-sched`.
     pub fn set_options(&mut self, noise_seed: Option<u64>, explain: bool) {
         self.noise = noise_seed.map(|seed| Noise::new(seed, self.pu_node.clone()));
+        self.bg_idle = self.noise.as_ref().map(|_| bg_idle::BgIdle::new(self.pu_node.len()));
         self.seed_ni_random(noise_seed.unwrap_or(0));
         self.refresh_newidle_costs();
         self.explain = explain;
@@ -387,6 +392,7 @@ impl Sched {
             .tick_stop_share
             .map(|share| idle_tick::IdleTick::new(seed, self.pu_node.len(), share, 1.0 / self.rules.hz));
         self.noise = Some(Noise::with(seed, self.pu_node.clone(), bg));
+        self.bg_idle = Some(bg_idle::BgIdle::new(self.pu_node.len()));
         self.seed_ni_random(seed);
         self.refresh_newidle_costs();
     }

@@ -234,6 +234,15 @@ impl Noise {
         f
     }
 
+    /// Ends of background runs in `(a, b]`, as (cpu, end) in order of end (then CPU), each once.
+    pub fn ends_in(&self, a: f64, b: f64) -> Vec<(usize, f64)> {
+        let mut ends: Vec<(usize, f64)> =
+            self.events.iter().filter(|e| a < e.2 && e.2 <= b).map(|e| (e.0, e.2)).collect();
+        ends.sort_by(|x, y| x.1.total_cmp(&y.1).then(x.0.cmp(&y.0)));
+        ends.dedup();
+        ends
+    }
+
     /// The start of background work running on `cpu` at `t`, if any.
     pub fn active_since(&self, cpu: usize, t: f64) -> Option<f64> {
         self.events.iter().filter(|e| e.0 == cpu && e.1 <= t && t < e.2).map(|e| e.1).reduce(f64::min)

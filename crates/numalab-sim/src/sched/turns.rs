@@ -28,7 +28,8 @@ pub(super) struct Turns {
     /// Per CPU, as `/proc/schedstat` counts them (kernel/sched/stats.h: `rq_sched_info_depart()`,
     /// kernel/sched/core.c: `schedstat_inc(rq->sched_goidle)` via `sched_info_switch()`): seconds
     /// a thread held the CPU (spinning at a barrier included, and a vCPU the host does not run
-    /// whose thread holds its turn), and how often it went idle after a turn (a gap before the next).
+    /// whose thread holds its turn), and how often it went idle: after a turn (a gap before the
+    /// next), or after background work with no thread runnable (`bg_idle.rs`).
     rq_cpu_time_s: Vec<f64>,
     sched_goidle: Vec<u64>,
 }
@@ -78,6 +79,11 @@ impl Sched {
             .collect()
     }
 
+    /// `cpu` went idle after background work (`bg_idle.rs`): one more idle entry.
+    pub(super) fn count_goidle(&mut self, cpu: usize) {
+        self.turns.sched_goidle[cpu] += 1;
+    }
+
     /// The thread holding `cpu`'s turn, if any.
     pub fn turn_holder(&self, cpu: usize) -> Option<usize> {
         self.turns.curr[cpu]
@@ -119,10 +125,12 @@ impl Sched {
 
     /// `tid` takes `cpu` at `at`; `queued` other runnable threads wait there.
     pub fn begin_turn(&mut self, cpu: usize, tid: usize, at: f64, queued: usize) {
+        // A gap that began with a switch to background work is counted at that work's end.
+        let from_idle = self.bg_turn_begun(cpu, at);
         let t = &mut self.turns;
         t.changes += 1;
         if t.free_at[cpu].is_finite() && at > t.free_at[cpu] {
-            t.sched_goidle[cpu] += 1;
+            t.sched_goidle[cpu] += u64::from(from_idle);
         } else if at < t.free_at[cpu] {
             // The last holder, released while still spinning there, goes on: its spin was
             // charged up to a free_at it did not reach.
@@ -161,6 +169,7 @@ impl Sched {
             t.free_at[cpu] = at;
             t.end[cpu] = f64::INFINITY;
             self.stopped_s[tid] = at;
+            self.bg_turn_ended(cpu, at);
         }
     }
 
@@ -174,6 +183,7 @@ impl Sched {
             t.last[cpu] = None;
             t.free_at[cpu] = at;
             t.end[cpu] = f64::INFINITY;
+            self.bg_turn_ended(cpu, at);
         }
     }
 

@@ -34,6 +34,8 @@ impl Sched {
     /// idle balances, then the kicked vCPU's NOHZ balance. `runnable`: threads running or
     /// spinning. Returns the threads moved.
     pub fn balance_where_run(&mut self, now_s: f64, runnable: &[bool], ran: &[bool]) -> Vec<usize> {
+        // Background work that ended on an idle vCPU: it balances too when run (`bg_idle.rs`).
+        self.background_idle_entries(now_s);
         let mut moved = self.newidle_where_run(now_s, runnable, ran);
         moved.extend(self.ticks_where_run(now_s, runnable, ran));
         moved.extend(self.nohz_where_run(now_s, runnable, ran));
