@@ -8,9 +8,12 @@ simulator's own run-to-run spread: its background and wake-up order change with 
 guest's change from boot to boot), beside the guest's range over its recorded runs
 (``numalab.vm.guest_seen``) and where the mean falls; then the mean time away from the first
 node, seed 1's threads that changed node and its moves by kernel path (all/across nodes).
-Deterministic; about three seconds per seed for all eight cases.
+With ``--idle`` also each case's idle entries per CPU per barrier (``sched_goidle``, mean over the
+seeds and their range; ``vm check --moves`` shows the guest's) and newly idle balances per run
+(calls, pulls), from the runs with their decisions kept (``--explain-sched``, which changes no
+decision). Deterministic; about three seconds per seed for all eight cases.
 
-    .venv/bin/python bench/vm_sched_sim.py [--kernel 6.1|6.13] [--seeds N]
+    .venv/bin/python bench/vm_sched_sim.py [--kernel 6.1|6.13] [--seeds N] [--idle]
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kernel", default="6.1", help="the simulated kernel profile (vm check simulates Debian's 6.1 guest)")
     ap.add_argument("--seeds", type=int, default=8, help="seeds 1..N per case (default 8)")
+    ap.add_argument("--idle", action="store_true", help="also idle entries per CPU per barrier and newly idle balances per run")
     args = ap.parse_args()
     if args.seeds < 1:
         ap.error(f"--seeds must be at least 1, got {args.seeds}")
@@ -38,7 +42,9 @@ def main() -> None:
         params = {"threads": load_machine(case.machine).nr_pus, **case.params}
         spec = RunSpec.create(case.machine, case.workload, params=params, kernel=args.kernel, thp="never").with_config(case.config)
         reps = int(case.params["reps"])
-        runs = [check.sim_side(replace(spec, seed=s), case.background, case.interval_ms).threads for s in range(1, args.seeds + 1)]
+        docs = [check.sim_doc(replace(spec, seed=s).updated(explain_sched=args.idle), case.background, case.interval_ms)
+                for s in range(1, args.seeds + 1)]
+        runs = [check.threads_of(d) for d in docs]
         per = [t.migrations_per_thread_barrier(reps) for t in runs]
         mean = statistics.mean(per)
         low, high = guest_seen.GUEST_PER_BARRIER[name]
@@ -48,6 +54,17 @@ def main() -> None:
         paths = ", ".join(f"{p} {a}/{b}" for p, (a, b) in sorted(moves.items()))
         print(f"{name:26} {per[0]:>8.4g} {mean:>8.4g} {min(per):>8.4g}-{max(per):<8.4g} {low:>7.4g}-{high:<7.4g}  "
               f"{guest_seen.verdict(mean, name):12} {away:>6.1f} {first.changed_node:>3}/{len(first.nr_migrations):<3}  {paths}")
+        if args.idle:
+            print(f"{'':26} {idle_entries(docs, reps)}")
+
+
+def idle_entries(docs: list[dict], reps: int) -> str:
+    """Idle entries per CPU per barrier over the runs (mean, range) and newly idle calls and pulls
+    per run, from documents with their decisions kept."""
+    per = [statistics.mean(int(c["sched_goidle"]) / reps for c in d["sched_cpus"]) for d in docs]
+    gate = [sum(int(c["newidle_gate"][k]) for d in docs for c in d["sched_cpus"]) / len(docs) for k in ("calls", "pulled")]
+    return (f"idle entries per CPU per barrier {statistics.mean(per):.3f} ({min(per):.3f}-{max(per):.3f}), "
+            f"newly idle balances per run {gate[0]:.0f}, pulls {gate[1]:.1f}")
 
 
 if __name__ == "__main__":
