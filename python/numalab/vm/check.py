@@ -683,9 +683,25 @@ def cpus_per_node(machine: Any) -> int:
 #:   own that wakes for the vCPUs' timers (docs/scheduler.md §10.14).
 GUEST_HOST: dict[str, Any] = {"cores": 1, "mode": "mttcg", "slice_s": 4e-3, "request_s": 1.5e-3, "main_loop_s": 16e-6}
 
+#: Named hosts for ``sim_doc(host=...)`` and ``bench/vm_sched_sim.py --host``: the host
+#: conditions docs/scheduler.md §10.18 measured the guest under (``vm check --moves``, QEMU's
+#: host cores the sum of its threads' shares). ``GUEST_HOST`` is ``one-core``.
+#: - ``one-core``: QEMU got 0.99-1.00 cores beside one busy loop (``sh -c 'while :; do :;
+#:   done'``, another session, which got 0.98-1.0), 2026-11-27 16:11-16:16 UTC.
+#: - ``two-cores``: the machine's two cores (``nproc``); QEMU got 1.73-1.88 of them with the
+#:   host otherwise idle, 16:05-16:11 UTC.
+#: - ``two-cores-loop``: two cores and one always-runnable nice-0 thread on the host model's one
+#:   EEVDF queue (``vcpu_host.other_threads``). Not the measured busy-loop host: there the loop,
+#:   in its own autogroup, took a whole core (§10.18).
+HOSTS: dict[str, dict[str, Any]] = {
+    "one-core": GUEST_HOST,
+    "two-cores": {**GUEST_HOST, "cores": 2},
+    "two-cores-loop": {**GUEST_HOST, "cores": 2, "other_threads": 1},
+}
+
 
 def sim_doc(spec: RunSpec, background: GuestBackground | None = None, interval_ms: int = 1000,
-            host: bool = True) -> dict[str, Any]:
+            host: bool | dict[str, Any] = True) -> dict[str, Any]:
     """The simulator's run of a case; with the guest's ``background``, on the preset at the
     guest's speed carrying it: a first run, on ``guest_speed_machine`` not slowed (the preset
     with the guest's one memory latency), gives the simulated seconds per barrier
@@ -695,10 +711,12 @@ def sim_doc(spec: RunSpec, background: GuestBackground | None = None, interval_m
     guest (one vCPU per node too: the same host runs them all, and without it no vCPU is ever left
     unrun, docs/scheduler.md §10.16): the first then gives the barrier's length with one host core
     for all vCPUs, and the slowdown left is TCG's own (translated code slower than the preset's
-    placeholder timing). ``host=False`` leaves the host out (every vCPU always runs)."""
+    placeholder timing). ``host=False`` leaves the host out (every vCPU always runs); a dict is
+    the host to model instead of ``GUEST_HOST`` (one of ``HOSTS``)."""
     from numalab.runner import sim
 
-    vcpu_host = GUEST_HOST if host and background is not None else None
+    chosen = host if isinstance(host, dict) else GUEST_HOST if host else None
+    vcpu_host = chosen if background is not None else None
     if background is None:
         doc = sim.run(spec).doc
     else:
@@ -720,7 +738,7 @@ def sim_doc(spec: RunSpec, background: GuestBackground | None = None, interval_m
 
 
 def sim_side(spec: RunSpec, background: GuestBackground | None = None, interval_ms: int = 1000,
-             host: bool = True) -> Side:
+             host: bool | dict[str, Any] = True) -> Side:
     """The simulator's side of a case (``sim_doc``)."""
     doc = sim_doc(spec, background, interval_ms, host)
     series = [list(p["pages_per_node"]) for p in doc["timeline"]] or [doc["pages"]["per_node"]]

@@ -565,12 +565,12 @@ SIM_PATHS = {"wake": "wake-up (futex)", "newidle-balance": "newly idle balance",
              "busy-balance": "periodic balance, busy CPU", "active-balance": "active balance"}
 
 
-def sim_moves(name: str, kernel: str = "6.1") -> dict[str, tuple[int, int]]:
+def sim_moves(name: str, kernel: str = "6.1", host: bool | dict[str, Any] = True) -> dict[str, tuple[int, int]]:
     """The simulator's moves (all, across nodes) by path for ``vm check`` case ``name``."""
-    return sim_sched(name, kernel).moves
+    return sim_sched(name, kernel, host).moves
 
 
-def sim_sched(name: str, kernel: str = "6.1") -> SimSched:
+def sim_sched(name: str, kernel: str = "6.1", host: bool | dict[str, Any] = True) -> SimSched:
     """The simulator's side of ``vm check`` case ``name`` as ``check.sim_side`` runs it (the
     guest's speed and background where measured, the host model with the background) with
     its decisions kept: moves by path, and per CPU the share of the run a thread held it (a vCPU
@@ -584,7 +584,7 @@ def sim_sched(name: str, kernel: str = "6.1") -> SimSched:
     params = {"threads": load_machine(case.machine).nr_pus, **case.params}
     spec = RunSpec.create(case.machine, case.workload, params=params, kernel=kernel, thp="never").with_config(case.config)
     spec = spec.updated(explain_sched=True)
-    doc = check.sim_doc(spec, case.background, case.interval_ms)
+    doc = check.sim_doc(spec, case.background, case.interval_ms, host)
     out: dict[str, tuple[int, int]] = {}
     for e in doc.get("sched_events", []):
         if e["from_cpu"] is None:
