@@ -54,9 +54,11 @@ pub struct VcpuHost {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub main_loop_s: Option<f64>,
     /// `mttcg`: the host's other threads, each always runnable at nice 0 (a busy loop beside
-    /// QEMU, docs/scheduler.md §10.18), on the same EEVDF queue as the vCPU threads: the
-    /// kernel treats them as any nice-0 task (`kernel/sched/fair.c: place_entity()`,
-    /// `update_curr()`, `__pick_eevdf()`). None by default (an otherwise idle host).
+    /// QEMU), on the same EEVDF queue as the vCPU threads: the kernel treats them as any
+    /// nice-0 task (`kernel/sched/fair.c: place_entity()`, `update_curr()`,
+    /// `__pick_eevdf()`). That is a thread in QEMU's own task group: a busy loop in another
+    /// session (`SCHED_AUTOGROUP`) took a whole core of two on the measured host
+    /// (docs/scheduler.md §10.18). None by default (an otherwise idle host).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub other_threads: usize,
 }
