@@ -214,6 +214,9 @@ class GuestMoves:
     #: ``load_balance()``'s counters over the run, summed over the CPUs: ``lb[domain][idle
     #: type]`` in ``LB_COUNTERS`` order (docs/scheduler.md §10.15).
     lb: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    #: The command's own time (kernels/barrier.c's ``time_s``, guest seconds over its barriers):
+    #: the guest's speed in this run, which the host's load changes (docs/scheduler.md §10.18).
+    command_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -402,7 +405,8 @@ def parse(text: str) -> GuestMoves:
     return GuestMoves(moves, cross, sum(int(t["nr_migrations"]) for t in threads), len(threads),
                       int(cmd[-1]["reps"]) if cmd else 0, busy, gained, goidle,
                       ticks_of(sec.get("ticks0", []), sec.get("ticks1", []), sec.get("idleticks")), rq_of(sec.get("rq", [])),
-                      tick_phase=tick_phase_of(sec.get("tickphase", [])), lb=lb)
+                      tick_phase=tick_phase_of(sec.get("tickphase", [])), lb=lb,
+                      command_s=float(cmd[-1]["time_s"]) if cmd and "time_s" in cmd[-1] else None)
 
 
 def _lb_of(s0: dict[str, list[int]], s1: dict[str, list[int]]) -> dict[str, dict[str, list[int]]]:
@@ -463,6 +467,8 @@ def report(g: GuestMoves, side: SimSched | dict[str, tuple[int, int]] | None = N
     cols = ["path", "guest moves", "across nodes", "per thread per barrier"] + (["sim moves", "sim across nodes"] if sim else [])
     text = render(table(cols, rows, f"thread moves by kernel path ({g.threads} threads, {g.barriers} barriers)"))
     lines = [text, f"trace {total} moves, the agent's nr_migrations {g.nr_migrations}", *_cpus("guest", g.busy, g.goidle, g.barriers)]
+    if g.command_s is not None and g.barriers:
+        lines.append(f"guest command: {g.command_s:.3f} s, {g.command_s / g.barriers * 1e3:.2f} ms per barrier")
     if isinstance(side, SimSched):
         lines += _cpus("sim", side.busy, side.goidle, side.barriers)
     if g.ticks is not None:
@@ -666,7 +672,7 @@ def as_json(g: GuestMoves, side: SimSched) -> dict[str, Any]:
     """``--moves --json``: both sides' moves by path (all, across nodes), and their CPUs' busy
     share and idle entries (``sim_cpus``: the simulator's)."""
     guest = {"moves": {p: [g.moves[p], g.cross[p]] for p in g.moves}, "nr_migrations": g.nr_migrations, "threads": g.threads,
-             "barriers": g.barriers, "busy": g.busy, "goidle": g.goidle,
+             "barriers": g.barriers, "busy": g.busy, "goidle": g.goidle, "command_s": g.command_s,
              "lb_gained": {level: dict(c) for level, c in g.lb_gained.items()},
              "lb": {level: {it: dict(zip(LB_COUNTERS, c)) for it, c in per.items()} for level, per in g.lb.items()}}
     if g.ticks is not None:
