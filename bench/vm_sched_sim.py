@@ -10,11 +10,13 @@ guest's change from boot to boot), beside the guest's range over its recorded ru
 node, seed 1's threads that changed node and its moves by kernel path (all/across nodes).
 Deterministic; about three seconds per seed for all eight cases.
 
-``--host NAME`` models one of ``check.HOSTS`` instead of ``check.GUEST_HOST`` (docs/scheduler.md
-§10.18) and judges the mean against the guest's runs under the host condition it stands for
-(``guest_seen.GUEST_BY_HOST``), where recorded; otherwise against every run.
+``--host NAME`` models one of ``check.HOSTS`` instead of ``check.GUEST_HOST``; ``--condition
+NAME`` one of the host conditions the guest was measured under (``check.CONDITIONS``,
+docs/scheduler.md §10.18: its host and the guest's barrier length then) and judges the mean
+against the guest's runs under it (``guest_seen.GUEST_BY_CONDITION``) where recorded, the cases
+without a barrier length under it left out; otherwise against every run.
 
-    .venv/bin/python bench/vm_sched_sim.py [--kernel 6.1|6.13] [--seeds N] [--host NAME]
+    .venv/bin/python bench/vm_sched_sim.py [--kernel 6.1|6.13] [--seeds N] [--host NAME | --condition NAME]
 """
 
 from __future__ import annotations
@@ -32,27 +34,31 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kernel", default="6.1", help="the simulated kernel profile (vm check simulates Debian's 6.1 guest)")
     ap.add_argument("--seeds", type=int, default=8, help="seeds 1..N per case (default 8)")
-    ap.add_argument("--host", choices=sorted(check.HOSTS), help="the host model (default check.GUEST_HOST)")
+    pick = ap.add_mutually_exclusive_group()
+    pick.add_argument("--host", choices=sorted(check.HOSTS), help="the host model (default check.GUEST_HOST)")
+    pick.add_argument("--condition", choices=sorted(check.CONDITIONS), help="a measured host condition: its host and barrier length")
     args = ap.parse_args()
+    cond = check.CONDITIONS[args.condition] if args.condition else None
     if args.seeds < 1:
         ap.error(f"--seeds must be at least 1, got {args.seeds}")
     print(f"{'case':26} {'seed 1':>8} {'mean':>8} {'seeds min-max':>17} {'guest':>15}  {'mean is':12} {'away %':>6} {'changed':>7}  moves by path, seed 1 (all/across nodes)")
     for name, case in check.CASES.items():
-        if not case.sched or case.background is None:
+        if not case.sched or case.background is None or (cond is not None and name not in cond.barrier_s):
             continue
         params = {"threads": load_machine(case.machine).nr_pus, **case.params}
         spec = RunSpec.create(case.machine, case.workload, params=params, kernel=args.kernel, thp="never").with_config(case.config)
         reps = int(case.params["reps"])
-        host = check.HOSTS[args.host] if args.host else True
-        runs = [check.sim_side(replace(spec, seed=s), case.background, case.interval_ms, host).threads
+        host = check.HOSTS[cond.host if cond else args.host] if cond or args.host else True
+        background = cond.background(name) if cond else case.background
+        runs = [check.sim_side(replace(spec, seed=s), background, case.interval_ms, host).threads
                 for s in range(1, args.seeds + 1)]
         per = [t.migrations_per_thread_barrier(reps) for t in runs]
         mean = statistics.mean(per)
-        seen = guest_seen.ranges(args.host)
+        seen = guest_seen.ranges(args.condition)
         low, high = seen[name]
         away = statistics.mean(t.mean_away_pct for t in runs)
         first = runs[0]
-        moves = sched_trace.sim_moves(name, args.kernel, host)
+        moves = sched_trace.sim_moves(name, args.kernel, host, background)
         paths = ", ".join(f"{p} {a}/{b}" for p, (a, b) in sorted(moves.items()))
         print(f"{name:26} {per[0]:>8.4g} {mean:>8.4g} {min(per):>8.4g}-{max(per):<8.4g} {low:>7.4g}-{high:<7.4g}  "
               f"{guest_seen.verdict(mean, name, seen):12} {away:>6.1f} {first.changed_node:>3}/{len(first.nr_migrations):<3}  {paths}")

@@ -687,9 +687,9 @@ GUEST_HOST: dict[str, Any] = {"cores": 1, "mode": "mttcg", "slice_s": 4e-3, "req
 #: conditions docs/scheduler.md §10.18 measured the guest under (``vm check --moves``, QEMU's
 #: host cores the sum of its threads' shares). ``GUEST_HOST`` is ``one-core``.
 #: - ``one-core``: QEMU got 0.99-1.00 cores beside one busy loop (``sh -c 'while :; do :;
-#:   done'``, another session, which got 0.98-1.0), 2026-11-27 16:11-16:16 UTC.
-#: - ``two-cores``: the machine's two cores (``nproc``); QEMU got 1.73-1.88 of them with the
-#:   host otherwise idle, 16:05-16:11 UTC.
+#:   done'``, another session, which got 0.98-1.0), 2026-11-27 16:11-16:47 UTC.
+#: - ``two-cores``: the machine's two cores (``nproc``); QEMU got 1.69-1.88 of them with the
+#:   host otherwise idle, 16:05-16:44 UTC.
 #: - ``two-cores-loop``: two cores and one always-runnable nice-0 thread on the host model's one
 #:   EEVDF queue (``vcpu_host.other_threads``). Not the measured busy-loop host: there the loop,
 #:   in its own autogroup, took a whole core (§10.18).
@@ -697,6 +697,39 @@ HOSTS: dict[str, dict[str, Any]] = {
     "one-core": GUEST_HOST,
     "two-cores": {**GUEST_HOST, "cores": 2},
     "two-cores-loop": {**GUEST_HOST, "cores": 2, "other_threads": 1},
+}
+
+
+@dataclass(frozen=True)
+class HostCondition:
+    """A host condition the guest was measured under (docs/scheduler.md §10.18): the host model
+    giving QEMU the cores it got (one of ``HOSTS``), and the guest's seconds per barrier then,
+    per case (the command's own ``time_s`` over its barriers, ``vm check --moves``' "guest
+    command" line): the guest's speed depends on the host's load, so the background's
+    ``barrier_s`` (measured at load 5.5-16) is replaced by the condition's."""
+
+    host: str
+    barrier_s: dict[str, float]
+
+    def background(self, name: str) -> GuestBackground:
+        """Case ``name``'s background with the condition's barrier length."""
+        bg = CASES[name].background
+        if bg is None:
+            raise ValueError(f"{name} has no measured background")
+        return replace(bg, barrier_s=self.barrier_s[name])
+
+
+#: §10.18's two conditions, each case's barrier from one run (2026-11-27 16:42-16:47 UTC; the
+#: command windows of the condition's other runs were within 10 % of each other).
+CONDITIONS: dict[str, HostCondition] = {
+    # QEMU 1.78-1.86 cores in these runs, load 0.7-1.8.
+    "idle": HostCondition("two-cores", {
+        "sched-passive": 2.285e-3, "sched-oversubscribed": 2.293e-3, "sched-passive-8": 7.317e-3,
+        "sched-oversubscribed-8": 8.800e-3, "sched-passive-2x4": 13.769e-3, "sched-oversubscribed-2x4": 12.462e-3}),
+    # One busy loop beside (0.99-1.0 of a core); QEMU 0.99-1.00 cores, load 1.6-3.2.
+    "busy-loop": HostCondition("one-core", {
+        "sched-passive": 3.473e-3, "sched-oversubscribed": 3.629e-3, "sched-passive-8": 7.285e-3,
+        "sched-oversubscribed-8": 8.229e-3, "sched-passive-2x4": 14.046e-3, "sched-oversubscribed-2x4": 15.026e-3}),
 }
 
 

@@ -5,7 +5,7 @@ Migrations per thread per barrier (``Threads.migrations_per_thread_barrier``), t
 highest over every guest run recorded in docs/scheduler.md (Debian 6.1.0 under QEMU 7.2 TCG on
 this project's 2-CPU development host, 2026-11-26/27, host load 0.1-16: a busier host runs the
 vCPUs later and more unevenly, so the range is the guest's spread across hosts' loads too).
-``GUEST_BY_HOST``: docs/scheduler.md §10.18's runs by the host's condition, measured beside them.
+``GUEST_BY_CONDITION``: docs/scheduler.md §10.18's runs by the host's condition, measured beside them.
 """
 
 from __future__ import annotations
@@ -34,34 +34,35 @@ GUEST_PER_BARRIER: dict[str, tuple[float, float]] = {
 }
 
 
-#: docs/scheduler.md §10.18 (2026-11-27 16:05-16:32 UTC): the guest's runs by the host's
-#: condition, keyed by the ``check.HOSTS`` host that gives QEMU the cores it measurably got
-#: (the sum of its threads' shares over the command, ``vm check --moves``); cases with two runs
-#: or more under the condition. ``two-cores``: the host otherwise idle, QEMU 1.69-1.88 cores.
-#: ``one-core``: one busy loop in another session beside it, which took 0.98-1.0 of a core,
-#: QEMU 0.99-1.00.
-GUEST_BY_HOST: dict[str, dict[str, tuple[float, float]]] = {
-    "two-cores": {
-        "sched-passive": (0.00175, 0.003),
+#: docs/scheduler.md §10.18 (2026-11-27 16:05-16:47 UTC): the guest's runs by the host's
+#: condition (``check.CONDITIONS``), told by what QEMU measurably got (the sum of its threads'
+#: shares over the command, ``vm check --moves``); cases with two runs or more under it.
+#: ``idle``: the host otherwise idle, QEMU 1.69-1.88 cores. ``busy-loop``: one busy loop in
+#: another session beside it, which took 0.98-1.0 of a core, QEMU 0.99-1.00.
+GUEST_BY_CONDITION: dict[str, dict[str, tuple[float, float]]] = {
+    "idle": {
+        "sched-passive": (0.00175, 0.00375),
         "sched-oversubscribed": (0.003, 0.004),
-        "sched-passive-8": (0.0035, 0.007),
+        "sched-passive-8": (0.0035, 0.008),
         "sched-oversubscribed-8": (0.0235, 0.04175),
         "sched-passive-2x4": (0.01825, 0.04525),
         "sched-oversubscribed-2x4": (0.360125, 0.372625),
     },
-    "one-core": {
+    "busy-loop": {
         "sched-passive": (0.002, 0.003),
         "sched-oversubscribed": (0.001375, 0.004875),
-        "sched-passive-8": (0.001, 0.003),
-        "sched-oversubscribed-8": (0.01325, 0.01725),
+        "sched-passive-8": (0.001, 0.0075),
+        "sched-oversubscribed-8": (0.01325, 0.01925),
+        "sched-passive-2x4": (0.041, 0.09875),
+        "sched-oversubscribed-2x4": (0.30075, 0.303625),
     },
 }
 
 
-def ranges(host: str | None = None) -> dict[str, tuple[float, float]]:
-    """The guest's range per case: under ``host``'s condition where recorded (``GUEST_BY_HOST``),
+def ranges(condition: str | None = None) -> dict[str, tuple[float, float]]:
+    """The guest's range per case: under ``condition`` where recorded (``GUEST_BY_CONDITION``),
     else over every run (``GUEST_PER_BARRIER``)."""
-    return {**GUEST_PER_BARRIER, **GUEST_BY_HOST.get(host or "", {})}
+    return {**GUEST_PER_BARRIER, **GUEST_BY_CONDITION.get(condition or "", {})}
 
 
 def verdict(value: float, case: str, seen: dict[str, tuple[float, float]] | None = None) -> str:

@@ -571,17 +571,19 @@ SIM_PATHS = {"wake": "wake-up (futex)", "newidle-balance": "newly idle balance",
              "busy-balance": "periodic balance, busy CPU", "active-balance": "active balance"}
 
 
-def sim_moves(name: str, kernel: str = "6.1", host: bool | dict[str, Any] = True) -> dict[str, tuple[int, int]]:
+def sim_moves(name: str, kernel: str = "6.1", host: bool | dict[str, Any] = True,
+              background: Any = None) -> dict[str, tuple[int, int]]:
     """The simulator's moves (all, across nodes) by path for ``vm check`` case ``name``."""
-    return sim_sched(name, kernel, host).moves
+    return sim_sched(name, kernel, host, background).moves
 
 
-def sim_sched(name: str, kernel: str = "6.1", host: bool | dict[str, Any] = True) -> SimSched:
+def sim_sched(name: str, kernel: str = "6.1", host: bool | dict[str, Any] = True, background: Any = None) -> SimSched:
     """The simulator's side of ``vm check`` case ``name`` as ``check.sim_side`` runs it (the
     guest's speed and background where measured, the host model with the background) with
     its decisions kept: moves by path, and per CPU the share of the run a thread held it (a vCPU
     the host does not run counts as busy while its thread holds the turn, as the guest's
-    ``rq_cpu_time`` counts it) and its idle entries."""
+    ``rq_cpu_time`` counts it) and its idle entries. ``host`` and ``background`` as
+    ``check.sim_doc`` takes them (default: the case's)."""
     from numalab.machine import load as load_machine
     from numalab.spec import RunSpec
     from numalab.vm import check
@@ -590,7 +592,7 @@ def sim_sched(name: str, kernel: str = "6.1", host: bool | dict[str, Any] = True
     params = {"threads": load_machine(case.machine).nr_pus, **case.params}
     spec = RunSpec.create(case.machine, case.workload, params=params, kernel=kernel, thp="never").with_config(case.config)
     spec = spec.updated(explain_sched=True)
-    doc = check.sim_doc(spec, case.background, case.interval_ms, host)
+    doc = check.sim_doc(spec, background or case.background, case.interval_ms, host)
     out: dict[str, tuple[int, int]] = {}
     for e in doc.get("sched_events", []):
         if e["from_cpu"] is None:
