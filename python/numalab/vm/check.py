@@ -720,7 +720,7 @@ class HostCondition:
 
 
 #: §10.18's two conditions, each case's barrier from one run (2026-11-27 16:42-16:47 UTC; the
-#: command windows of the condition's other runs were within 10 % of each other).
+#: command windows over the condition's runs spread by 8-10 % on vm-4, up to 23 % elsewhere).
 CONDITIONS: dict[str, HostCondition] = {
     # QEMU 1.78-1.86 cores in these runs, load 0.7-1.8.
     "idle": HostCondition("two-cores", {
