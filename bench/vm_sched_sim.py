@@ -13,7 +13,13 @@ seeds and their range; ``vm check --moves`` shows the guest's) and newly idle ba
 (calls, pulls), from the runs with their decisions kept (``--explain-sched``, which changes no
 decision). Deterministic; about three seconds per seed for all eight cases.
 
-    .venv/bin/python bench/vm_sched_sim.py [--kernel 6.1|6.13] [--seeds N] [--idle]
+``--host NAME`` models one of ``check.HOSTS`` instead of ``check.GUEST_HOST``; ``--condition
+NAME`` one of the host conditions the guest was measured under (``check.CONDITIONS``,
+docs/scheduler.md §10.18: its host and the guest's barrier length then) and judges the mean
+against the guest's runs under it (``guest_seen.GUEST_BY_CONDITION``) where recorded, the cases
+without a barrier length under it left out; otherwise against every run.
+
+    .venv/bin/python bench/vm_sched_sim.py [--kernel 6.1|6.13] [--seeds N] [--idle] [--host NAME | --condition NAME]
 """
 
 from __future__ import annotations
@@ -32,28 +38,35 @@ def main() -> None:
     ap.add_argument("--kernel", default="6.1", help="the simulated kernel profile (vm check simulates Debian's 6.1 guest)")
     ap.add_argument("--seeds", type=int, default=8, help="seeds 1..N per case (default 8)")
     ap.add_argument("--idle", action="store_true", help="also idle entries per CPU per barrier and newly idle balances per run")
+    pick = ap.add_mutually_exclusive_group()
+    pick.add_argument("--host", choices=sorted(check.HOSTS), help="the host model (default check.GUEST_HOST)")
+    pick.add_argument("--condition", choices=sorted(check.CONDITIONS), help="a measured host condition: its host and barrier length")
     args = ap.parse_args()
+    cond = check.CONDITIONS[args.condition] if args.condition else None
     if args.seeds < 1:
         ap.error(f"--seeds must be at least 1, got {args.seeds}")
     print(f"{'case':26} {'seed 1':>8} {'mean':>8} {'seeds min-max':>17} {'guest':>15}  {'mean is':12} {'away %':>6} {'changed':>7}  moves by path, seed 1 (all/across nodes)")
     for name, case in check.CASES.items():
-        if not case.sched or case.background is None:
+        if not case.sched or case.background is None or (cond is not None and name not in cond.barrier_s):
             continue
         params = {"threads": load_machine(case.machine).nr_pus, **case.params}
         spec = RunSpec.create(case.machine, case.workload, params=params, kernel=args.kernel, thp="never").with_config(case.config)
         reps = int(case.params["reps"])
-        docs = [check.sim_doc(replace(spec, seed=s).updated(explain_sched=args.idle), case.background, case.interval_ms)
+        host = check.HOSTS[cond.host if cond else args.host] if cond or args.host else True
+        background = cond.background(name) if cond else case.background
+        docs = [check.sim_doc(replace(spec, seed=s).updated(explain_sched=args.idle), background, case.interval_ms, host)
                 for s in range(1, args.seeds + 1)]
         runs = [check.threads_of(d) for d in docs]
         per = [t.migrations_per_thread_barrier(reps) for t in runs]
         mean = statistics.mean(per)
-        low, high = guest_seen.GUEST_PER_BARRIER[name]
+        seen = guest_seen.ranges(args.condition)
+        low, high = seen[name]
         away = statistics.mean(t.mean_away_pct for t in runs)
         first = runs[0]
-        moves = sched_trace.sim_moves(name, args.kernel)
+        moves = sched_trace.sim_moves(name, args.kernel, host, background)
         paths = ", ".join(f"{p} {a}/{b}" for p, (a, b) in sorted(moves.items()))
         print(f"{name:26} {per[0]:>8.4g} {mean:>8.4g} {min(per):>8.4g}-{max(per):<8.4g} {low:>7.4g}-{high:<7.4g}  "
-              f"{guest_seen.verdict(mean, name):12} {away:>6.1f} {first.changed_node:>3}/{len(first.nr_migrations):<3}  {paths}")
+              f"{guest_seen.verdict(mean, name, seen):12} {away:>6.1f} {first.changed_node:>3}/{len(first.nr_migrations):<3}  {paths}")
         if args.idle:
             print(f"{'':26} {idle_entries(docs, reps)}")
 

@@ -358,3 +358,30 @@ def test_the_guests_share_of_stopped_ticks_reaches_the_engine_and_idle_cpus_bala
     tickless, ticking = pulls(None), pulls(case.background.tick_stop_share)
     assert tickless.get("idle-tick-balance", 0) == 0 and tickless["idle-balance"] > 0, tickless
     assert ticking["idle-tick-balance"] > 0, ticking
+
+
+def _host_cores(doc: dict) -> tuple[float, float]:
+    """The host model's QEMU threads (vCPUs and main loop) and its other threads, in host cores
+    over the run (as ``vm check --moves`` sums QEMU's threads' shares)."""
+    run_s = float(doc["time_s"])
+    qemu = sum(float(c["host_s"]) for c in doc["sched_cpus"]) + float((doc.get("sched_host_main_loop") or {}).get("host_s", 0.0))
+    return qemu / run_s, sum(doc.get("sched_host_others_s", [])) / run_s
+
+
+def test_a_named_host_is_the_one_modelled_with_its_cores_and_its_other_thread():
+    """``check.HOSTS`` (docs/scheduler.md §10.18), on ``vm-4`` passive: ``one-core`` is
+    ``GUEST_HOST`` (QEMU's threads together at most one core); ``two-cores`` gives them more than
+    1.5 (the guest's got 1.73-1.88 on the idle host); ``two-cores-loop``'s always-runnable thread
+    takes host time from them, the two cores never overcommitted."""
+    case = check.CASES["sched-passive"]
+    spec = _spec(case, KERNEL).updated(explain_sched=True)
+    default = check.sim_doc(spec, case.background, case.interval_ms)
+    one = check.sim_doc(spec, case.background, case.interval_ms, check.HOSTS["one-core"])
+    two = _host_cores(check.sim_doc(spec, case.background, case.interval_ms, check.HOSTS["two-cores"]))
+    loop = _host_cores(check.sim_doc(spec, case.background, case.interval_ms, check.HOSTS["two-cores-loop"]))
+    assert one == default
+    # The host's last round may end a little after the run's last thread (1e-3 of the run).
+    qemu, other = _host_cores(one)
+    assert qemu <= 1.001 and other == 0.0, (qemu, other)
+    assert two[0] > 1.5 and two[1] == 0.0, two
+    assert loop[1] > 0.2 and loop[0] < two[0] and loop[0] + loop[1] <= 2.001, (loop, two)

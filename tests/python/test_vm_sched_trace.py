@@ -65,7 +65,7 @@ def job_output() -> str:
         return "\n".join(["version 15", f"timestamp {ts}", *cpus])
 
     agent = {"threads": [{"nr_migrations": 4}, {"nr_migrations": 2}]}
-    command = {"kernel": "barrier", "reps": 10, "threads": 2}
+    command = {"kernel": "barrier", "reps": 10, "threads": 2, "time_s": 0.05}
     return "\n".join([
         "== cpunode", "0 0", "1 0", "2 1", "3 1", "== status 0",
         "== schedstat0", snap(1000, 0, 0, 0, 0),
@@ -83,6 +83,8 @@ def test_a_guest_run_gives_moves_by_path_across_nodes_and_the_cpus_busy_share():
     assert g.moves == {"wake-up (futex)": 3, "newly idle balance": 2, "NOHZ idle balance": 1}
     assert g.cross == {"newly idle balance": 2}
     assert (g.nr_migrations, g.threads, g.barriers) == (6, 2, 10)
+    # The command's own time (barrier.c's time_s): the guest's barrier length in this run.
+    assert g.command_s == 0.05
     assert g.busy == [0.25, 0.75, 0.0, 0.0]
     assert g.goidle == [20, 5, 0, 0]
     assert g.lb_gained["domain0"]["newly idle"] == 3 and g.lb_gained["domain1"]["idle"] == 1
@@ -95,6 +97,7 @@ def test_a_guest_run_gives_moves_by_path_across_nodes_and_the_cpus_busy_share():
     assert total.split() == ["total", "6", "2", "0.3000", "3", "1"], total
     assert "trace 6 moves, the agent's nr_migrations 6" in text
     assert "(mean 0.25)" in text
+    assert "guest command: 0.050 s, 5.00 ms per barrier" in text
     # sched_goidle over 10 barriers: 2.0, 0.5, 0, 0.
     assert "guest CPUs idle entries per barrier (sched_goidle): 2.00 0.50 0.00 0.00 (mean 0.62)" in text
 

@@ -248,6 +248,10 @@ pub struct SimOutput {
     /// QEMU's main loop thread in the host model, if modelled (`--explain-sched`, docs/scheduler.md §10.14).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sched_host_main_loop: Option<HostThreadOut>,
+    /// Host seconds each of the host model's other threads received (`vcpu_host.other_threads`,
+    /// docs/scheduler.md §10.18).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sched_host_others_s: Vec<f64>,
     /// Time charged to balancing work (balancing on only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub balancing_cost: Option<BalancingCost>,
@@ -400,6 +404,7 @@ impl Recorder {
             sched_events: Vec::new(),
             sched_cpus: Vec::new(),
             sched_host_main_loop: None,
+            sched_host_others_s: Vec::new(),
             balancing_cost: None,
             timeline: self.timeline,
             engine: EngineInfo { sample_rate, sample_stride: stride, bandwidth_waits, epochs, samples },

@@ -53,7 +53,22 @@ pub struct VcpuHost {
     /// (`eevdf.rs: Eevdf::bql_at_guest_tick`, §10.13).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub main_loop_s: Option<f64>,
+    /// `mttcg`: the host's other threads, each always runnable at nice 0 (a busy loop beside
+    /// QEMU), on the same EEVDF queue as the vCPU threads: the kernel treats them as any
+    /// nice-0 task (`kernel/sched/fair.c: place_entity()`, `update_curr()`,
+    /// `__pick_eevdf()`). That is a thread in QEMU's own task group: a busy loop in another
+    /// session (`SCHED_AUTOGROUP`) took a whole core of two on the measured host
+    /// (docs/scheduler.md §10.18). None by default (an otherwise idle host).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub other_threads: usize,
 }
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// `VcpuHost::other_threads`' limit: a host's busy loops, not a second guest.
+const MAX_OTHER_THREADS: usize = 64;
 
 impl VcpuHost {
     /// `numalab: ...` one-line errors for values out of range.
@@ -69,6 +84,15 @@ impl VcpuHost {
         }
         if let Some(r) = self.main_loop_s.filter(|r| !(r.is_finite() && *r > 0.0)) {
             return Err(format!("vcpu_host.main_loop_s must be a positive number of seconds, got {r}"));
+        }
+        if self.other_threads > MAX_OTHER_THREADS {
+            return Err(format!(
+                "vcpu_host.other_threads must be at most {MAX_OTHER_THREADS} (always-runnable host threads), got {}",
+                self.other_threads
+            ));
+        }
+        if self.other_threads > 0 && self.mode != HostMode::Mttcg {
+            return Err("vcpu_host.other_threads needs mode mttcg (rr's model has no host scheduler to share)".into());
         }
         if self.main_loop_s.is_some() && self.mode != HostMode::Mttcg {
             return Err(
@@ -170,16 +194,21 @@ pub struct HostRun {
     main_stat: ThreadStat,
     main_received_s: f64,
     main_ended: bool,
+    /// `other_threads`: the host's always-runnable threads (the entities after the main
+    /// loop's), whether each holds a core and the host time each received.
+    others_hold: Vec<bool>,
+    others_received_s: Vec<f64>,
     /// The time of the last plan (`arm_main_loop`).
     now_s: f64,
 }
 
 impl HostRun {
     pub fn new(cfg: VcpuHost, vcpus: usize) -> Self {
-        // The main loop's thread is one more entity on the host's queue.
-        let threads = vcpus + usize::from(cfg.main_loop_s.is_some());
+        // The main loop's thread is one more entity on the host's queue, the other threads after it.
+        let others = cfg.other_threads;
+        let threads = vcpus + usize::from(cfg.main_loop_s.is_some()) + others;
         let eevdf = (cfg.mode == HostMode::Mttcg)
-            .then(|| eevdf::Eevdf::new(cfg.request_s.unwrap_or(cfg.slice_s), cfg.slice_s, cfg.cores, threads));
+            .then(|| eevdf::Eevdf::new(cfg.request_s.unwrap_or(cfg.slice_s), cfg.slice_s, cfg.cores, threads, vcpus));
         HostRun {
             cfg,
             holds: vec![false; vcpus],
@@ -198,6 +227,8 @@ impl HostRun {
             main_stat: ThreadStat::default(),
             main_received_s: 0.0,
             main_ended: false,
+            others_hold: vec![false; others],
+            others_received_s: vec![0.0; others],
             now_s: 0.0,
         }
     }
@@ -276,6 +307,9 @@ impl HostRun {
                 busy_x.push(self.main_runnable);
                 holds_x.push(self.main_holds);
             }
+            // The host's other threads never block.
+            busy_x.extend(self.others_hold.iter().map(|_| true));
+            holds_x.extend_from_slice(&self.others_hold);
             // A thread that blocked on the BQL left its core (voluntarily) even if picked again.
             let cycled = e.plan(&busy_x, &mut holds_x);
             for c in 0..n {
@@ -291,6 +325,8 @@ impl HostRun {
                 m.planned(now, self.now_s);
             }
             self.holds.copy_from_slice(&holds_x[..n]);
+            let others = holds_x.len() - self.others_hold.len();
+            self.others_hold.copy_from_slice(&holds_x[others..]);
         } else {
             self.plan_rr(busy);
         }
@@ -332,12 +368,16 @@ impl HostRun {
     /// The vCPUs that hold a core ran `dt` seconds of host time.
     pub fn charge(&mut self, dt: f64) {
         if let Some(e) = self.eevdf.as_mut() {
+            let mut holds_x = self.holds.clone();
             if self.main.is_some() {
-                let mut holds_x = self.holds.clone();
                 holds_x.push(self.main_holds);
-                e.charge(&holds_x, dt);
-            } else {
-                e.charge(&self.holds, dt);
+            }
+            holds_x.extend_from_slice(&self.others_hold);
+            e.charge(&holds_x, dt);
+        }
+        for (r, &h) in self.others_received_s.iter_mut().zip(&self.others_hold) {
+            if h {
+                *r += dt;
             }
         }
         if let Some(m) = self.main.as_mut() {
@@ -376,6 +416,11 @@ impl HostRun {
         &self.threads
     }
 
+    /// Host time each of the host's other threads (`other_threads`) received so far.
+    pub fn others_received_s(&self) -> &[f64] {
+        &self.others_received_s
+    }
+
     /// Host time each vCPU actually received so far.
     pub fn received_s(&self) -> &[f64] {
         &self.received_s
@@ -387,13 +432,20 @@ mod tests {
     use super::*;
 
     fn host(mode: HostMode, cores: usize, slice_s: f64, vcpus: usize) -> HostRun {
-        HostRun::new(VcpuHost { cores, mode, slice_s, request_s: None, main_loop_s: None }, vcpus)
+        HostRun::new(VcpuHost { cores, mode, slice_s, request_s: None, main_loop_s: None, other_threads: 0 }, vcpus)
     }
 
     /// `mttcg` as `GUEST_HOST` has it: a 4 ms tick, 1.5 ms requests.
     fn eevdf_host(cores: usize, vcpus: usize) -> HostRun {
         HostRun::new(
-            VcpuHost { cores, mode: HostMode::Mttcg, slice_s: 4e-3, request_s: Some(1.5e-3), main_loop_s: None },
+            VcpuHost {
+                cores,
+                mode: HostMode::Mttcg,
+                slice_s: 4e-3,
+                request_s: Some(1.5e-3),
+                main_loop_s: None,
+                other_threads: 0,
+            },
             vcpus,
         )
     }
@@ -556,6 +608,70 @@ mod tests {
     }
 
     #[test]
+    fn the_hosts_other_threads_take_their_fair_share_and_leave_a_free_core_alone() {
+        // One always-runnable host thread beside busy vCPU threads, all nice 0 on the host's
+        // EEVDF: with three vCPUs on two cores each of the four gets half a core; with one vCPU
+        // on two cores neither waits; with one core the vCPU gets half of it.
+        let other = |cores, vcpus| {
+            HostRun::new(
+                VcpuHost {
+                    cores,
+                    mode: HostMode::Mttcg,
+                    slice_s: 4e-3,
+                    request_s: Some(1.5e-3),
+                    main_loop_s: None,
+                    other_threads: 1,
+                },
+                vcpus,
+            )
+        };
+        for (cores, vcpus, share) in [(2, 3, 0.5), (2, 1, 1.0), (1, 1, 0.5)] {
+            let mut h = other(cores, vcpus);
+            let busy = vec![true; vcpus];
+            for _ in 0..400 {
+                held(&mut h, &busy);
+                h.charge(1e-3);
+            }
+            // 400 ms; a tick (4 ms) either way.
+            for &r in h.received_s().iter().chain(h.others_received_s()) {
+                assert!(
+                    (r - share * 0.4).abs() <= 4e-3 + 1e-12,
+                    "{cores} cores, {vcpus} vCPUs: {:?} {:?}",
+                    h.received_s(),
+                    h.others_received_s()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn other_threads_need_mttcg_and_a_bound() {
+        let cfg = |mode, other_threads| VcpuHost {
+            cores: 1,
+            mode,
+            slice_s: 4e-3,
+            request_s: None,
+            main_loop_s: None,
+            other_threads,
+        };
+        assert!(cfg(HostMode::Mttcg, 1).check().is_ok());
+        assert!(cfg(HostMode::Rr, 1).check().unwrap_err().contains("other_threads needs mode mttcg"));
+        assert!(cfg(HostMode::Rr, 0).check().is_ok());
+        assert!(cfg(HostMode::Mttcg, MAX_OTHER_THREADS + 1).check().unwrap_err().contains("at most"));
+    }
+
+    #[test]
+    fn a_config_without_other_threads_parses_and_writes_none() {
+        // Old configs and documents have no `other_threads`: zero, and a zero is not written, so
+        // a run without other threads serializes as before.
+        let h: VcpuHost = serde_json::from_str(r#"{"cores": 2, "mode": "mttcg", "slice_s": 0.004}"#).unwrap();
+        assert_eq!(h.other_threads, 0);
+        assert!(!serde_json::to_string(&h).unwrap().contains("other_threads"));
+        let h = VcpuHost { other_threads: 1, ..h };
+        assert!(serde_json::to_string(&h).unwrap().contains(r#""other_threads":1"#));
+    }
+
+    #[test]
     fn a_vcpu_resumes_when_first_run_after_a_halt() {
         let mut h = host(HostMode::Mttcg, 1, 1e-3, 2);
         held(&mut h, &[true, false]);
@@ -645,8 +761,14 @@ mod tests {
 
     #[test]
     fn a_request_or_main_loop_run_that_is_not_a_positive_number_is_refused() {
-        let mut c =
-            VcpuHost { cores: 1, mode: HostMode::Mttcg, slice_s: 4e-3, request_s: Some(0.0), main_loop_s: None };
+        let mut c = VcpuHost {
+            cores: 1,
+            mode: HostMode::Mttcg,
+            slice_s: 4e-3,
+            request_s: Some(0.0),
+            main_loop_s: None,
+            other_threads: 0,
+        };
         assert!(c.check().unwrap_err().contains("vcpu_host.request_s"));
         c.request_s = Some(1.5e-3);
         assert!(c.check().is_ok());
@@ -668,6 +790,7 @@ mod tests {
             slice_s: 4e-3,
             request_s: Some(1.5e-3),
             main_loop_s: Some(16e-6),
+            other_threads: 0,
         };
         let mut h = HostRun::new(cfg, 2).with_guest_tick(4e-3);
         let timers = [Some(Timer::Tick), None];

@@ -66,6 +66,8 @@ def document(bound: BoundRun, out: dict[str, Any]) -> dict[str, Any]:
         doc["sched_cpus"] = out.get("sched_cpus", [])
         if out.get("sched_host_main_loop"):
             doc["sched_host_main_loop"] = out["sched_host_main_loop"]
+        if out.get("sched_host_others_s"):
+            doc["sched_host_others_s"] = out["sched_host_others_s"]
     if out.get("thp"):
         doc["thp"] = thp_doc(s, nodes, out["thp"])
     if out.get("alloc"):

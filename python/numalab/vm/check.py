@@ -683,9 +683,58 @@ def cpus_per_node(machine: Any) -> int:
 #:   own that wakes for the vCPUs' timers (docs/scheduler.md §10.14).
 GUEST_HOST: dict[str, Any] = {"cores": 1, "mode": "mttcg", "slice_s": 4e-3, "request_s": 1.5e-3, "main_loop_s": 16e-6}
 
+#: Named hosts for ``sim_doc(host=...)`` and ``bench/vm_sched_sim.py --host``: the host
+#: conditions docs/scheduler.md §10.18 measured the guest under (``vm check --moves``, QEMU's
+#: host cores the sum of its threads' shares). ``GUEST_HOST`` is ``one-core``.
+#: - ``one-core``: QEMU got 0.99-1.00 cores beside one busy loop (``sh -c 'while :; do :;
+#:   done'``, another session, which got 0.98-1.0), 2026-11-27 16:11-16:47 UTC.
+#: - ``two-cores``: the machine's two cores (``nproc``); QEMU got 1.69-1.88 of them with the
+#:   host otherwise idle, 16:05-16:44 UTC.
+#: - ``two-cores-loop``: two cores and one always-runnable nice-0 thread on the host model's one
+#:   EEVDF queue (``vcpu_host.other_threads``). Not the measured busy-loop host: there the loop,
+#:   in its own autogroup, took a whole core (§10.18).
+HOSTS: dict[str, dict[str, Any]] = {
+    "one-core": GUEST_HOST,
+    "two-cores": {**GUEST_HOST, "cores": 2},
+    "two-cores-loop": {**GUEST_HOST, "cores": 2, "other_threads": 1},
+}
+
+
+@dataclass(frozen=True)
+class HostCondition:
+    """A host condition the guest was measured under (docs/scheduler.md §10.18): the host model
+    giving QEMU the cores it got (one of ``HOSTS``), and the guest's seconds per barrier then,
+    per case (the command's own ``time_s`` over its barriers, ``vm check --moves``' "guest
+    command" line): the guest's speed depends on the host's load, so the background's
+    ``barrier_s`` (measured at load 5.5-16) is replaced by the condition's."""
+
+    host: str
+    barrier_s: dict[str, float]
+
+    def background(self, name: str) -> GuestBackground:
+        """Case ``name``'s background with the condition's barrier length."""
+        bg = CASES[name].background
+        if bg is None:
+            raise ValueError(f"{name} has no measured background")
+        return replace(bg, barrier_s=self.barrier_s[name])
+
+
+#: §10.18's two conditions, each case's barrier from one run (2026-11-27 16:42-16:47 UTC; the
+#: command windows over the condition's runs spread by 8-10 % on vm-4, up to 23 % elsewhere).
+CONDITIONS: dict[str, HostCondition] = {
+    # QEMU 1.78-1.86 cores in these runs, load 0.7-1.8.
+    "idle": HostCondition("two-cores", {
+        "sched-passive": 2.285e-3, "sched-oversubscribed": 2.293e-3, "sched-passive-8": 7.317e-3,
+        "sched-oversubscribed-8": 8.800e-3, "sched-passive-2x4": 13.769e-3, "sched-oversubscribed-2x4": 12.462e-3}),
+    # One busy loop beside (0.99-1.0 of a core); QEMU 0.99-1.00 cores, load 1.6-3.2.
+    "busy-loop": HostCondition("one-core", {
+        "sched-passive": 3.473e-3, "sched-oversubscribed": 3.629e-3, "sched-passive-8": 7.285e-3,
+        "sched-oversubscribed-8": 8.229e-3, "sched-passive-2x4": 14.046e-3, "sched-oversubscribed-2x4": 15.026e-3}),
+}
+
 
 def sim_doc(spec: RunSpec, background: GuestBackground | None = None, interval_ms: int = 1000,
-            host: bool = True) -> dict[str, Any]:
+            host: bool | dict[str, Any] = True) -> dict[str, Any]:
     """The simulator's run of a case; with the guest's ``background``, on the preset at the
     guest's speed carrying it: a first run, on ``guest_speed_machine`` not slowed (the preset
     with the guest's one memory latency), gives the simulated seconds per barrier
@@ -695,10 +744,12 @@ def sim_doc(spec: RunSpec, background: GuestBackground | None = None, interval_m
     guest (one vCPU per node too: the same host runs them all, and without it no vCPU is ever left
     unrun, docs/scheduler.md §10.16): the first then gives the barrier's length with one host core
     for all vCPUs, and the slowdown left is TCG's own (translated code slower than the preset's
-    placeholder timing). ``host=False`` leaves the host out (every vCPU always runs)."""
+    placeholder timing). ``host=False`` leaves the host out (every vCPU always runs); a dict is
+    the host to model instead of ``GUEST_HOST`` (one of ``HOSTS``)."""
     from numalab.runner import sim
 
-    vcpu_host = GUEST_HOST if host and background is not None else None
+    chosen = host if isinstance(host, dict) else GUEST_HOST if host else None
+    vcpu_host = chosen if background is not None else None
     if background is None:
         doc = sim.run(spec).doc
     else:
@@ -720,7 +771,7 @@ def sim_doc(spec: RunSpec, background: GuestBackground | None = None, interval_m
 
 
 def sim_side(spec: RunSpec, background: GuestBackground | None = None, interval_ms: int = 1000,
-             host: bool = True) -> Side:
+             host: bool | dict[str, Any] = True) -> Side:
     """The simulator's side of a case (``sim_doc``)."""
     doc = sim_doc(spec, background, interval_ms, host)
     series = [list(p["pages_per_node"]) for p in doc["timeline"]] or [doc["pages"]["per_node"]]

@@ -214,6 +214,9 @@ class GuestMoves:
     #: ``load_balance()``'s counters over the run, summed over the CPUs: ``lb[domain][idle
     #: type]`` in ``LB_COUNTERS`` order (docs/scheduler.md §10.15).
     lb: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    #: The command's own time (kernels/barrier.c's ``time_s``, guest seconds over its barriers):
+    #: the guest's speed in this run, which the host's load changes (docs/scheduler.md §10.18).
+    command_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -402,7 +405,8 @@ def parse(text: str) -> GuestMoves:
     return GuestMoves(moves, cross, sum(int(t["nr_migrations"]) for t in threads), len(threads),
                       int(cmd[-1]["reps"]) if cmd else 0, busy, gained, goidle,
                       ticks_of(sec.get("ticks0", []), sec.get("ticks1", []), sec.get("idleticks")), rq_of(sec.get("rq", [])),
-                      tick_phase=tick_phase_of(sec.get("tickphase", [])), lb=lb)
+                      tick_phase=tick_phase_of(sec.get("tickphase", [])), lb=lb,
+                      command_s=float(cmd[-1]["time_s"]) if cmd and "time_s" in cmd[-1] else None)
 
 
 def _lb_of(s0: dict[str, list[int]], s1: dict[str, list[int]]) -> dict[str, dict[str, list[int]]]:
@@ -463,6 +467,8 @@ def report(g: GuestMoves, side: SimSched | dict[str, tuple[int, int]] | None = N
     cols = ["path", "guest moves", "across nodes", "per thread per barrier"] + (["sim moves", "sim across nodes"] if sim else [])
     text = render(table(cols, rows, f"thread moves by kernel path ({g.threads} threads, {g.barriers} barriers)"))
     lines = [text, f"trace {total} moves, the agent's nr_migrations {g.nr_migrations}", *_cpus("guest", g.busy, g.goidle, g.barriers)]
+    if g.command_s is not None and g.barriers:
+        lines.append(f"guest command: {g.command_s:.3f} s, {g.command_s / g.barriers * 1e3:.2f} ms per barrier")
     if isinstance(side, SimSched):
         lines += _cpus("sim", side.busy, side.goidle, side.barriers)
     if g.ticks is not None:
@@ -565,17 +571,19 @@ SIM_PATHS = {"wake": "wake-up (futex)", "newidle-balance": "newly idle balance",
              "busy-balance": "periodic balance, busy CPU", "active-balance": "active balance"}
 
 
-def sim_moves(name: str, kernel: str = "6.1") -> dict[str, tuple[int, int]]:
+def sim_moves(name: str, kernel: str = "6.1", host: bool | dict[str, Any] = True,
+              background: Any = None) -> dict[str, tuple[int, int]]:
     """The simulator's moves (all, across nodes) by path for ``vm check`` case ``name``."""
-    return sim_sched(name, kernel).moves
+    return sim_sched(name, kernel, host, background).moves
 
 
-def sim_sched(name: str, kernel: str = "6.1") -> SimSched:
+def sim_sched(name: str, kernel: str = "6.1", host: bool | dict[str, Any] = True, background: Any = None) -> SimSched:
     """The simulator's side of ``vm check`` case ``name`` as ``check.sim_side`` runs it (the
     guest's speed and background where measured, the host model with the background) with
     its decisions kept: moves by path, and per CPU the share of the run a thread held it (a vCPU
     the host does not run counts as busy while its thread holds the turn, as the guest's
-    ``rq_cpu_time`` counts it) and its idle entries."""
+    ``rq_cpu_time`` counts it) and its idle entries. ``host`` and ``background`` as
+    ``check.sim_doc`` takes them (default: the case's)."""
     from numalab.machine import load as load_machine
     from numalab.spec import RunSpec
     from numalab.vm import check
@@ -584,7 +592,7 @@ def sim_sched(name: str, kernel: str = "6.1") -> SimSched:
     params = {"threads": load_machine(case.machine).nr_pus, **case.params}
     spec = RunSpec.create(case.machine, case.workload, params=params, kernel=kernel, thp="never").with_config(case.config)
     spec = spec.updated(explain_sched=True)
-    doc = check.sim_doc(spec, case.background, case.interval_ms)
+    doc = check.sim_doc(spec, background or case.background, case.interval_ms, host)
     out: dict[str, tuple[int, int]] = {}
     for e in doc.get("sched_events", []):
         if e["from_cpu"] is None:
@@ -666,7 +674,7 @@ def as_json(g: GuestMoves, side: SimSched) -> dict[str, Any]:
     """``--moves --json``: both sides' moves by path (all, across nodes), and their CPUs' busy
     share and idle entries (``sim_cpus``: the simulator's)."""
     guest = {"moves": {p: [g.moves[p], g.cross[p]] for p in g.moves}, "nr_migrations": g.nr_migrations, "threads": g.threads,
-             "barriers": g.barriers, "busy": g.busy, "goidle": g.goidle,
+             "barriers": g.barriers, "busy": g.busy, "goidle": g.goidle, "command_s": g.command_s,
              "lb_gained": {level: dict(c) for level, c in g.lb_gained.items()},
              "lb": {level: {it: dict(zip(LB_COUNTERS, c)) for it, c in per.items()} for level, per in g.lb.items()}}
     if g.ticks is not None:

@@ -884,7 +884,8 @@ impl Engine<'_> {
             host_voluntary: t.voluntary,
             host_involuntary: t.involuntary,
         });
-        SchedOutputs { threads, events, cpus, main_loop }
+        let others = self.host.as_ref().map(|(host, _)| host.others_received_s().to_vec()).unwrap_or_default();
+        SchedOutputs { threads, events, cpus, main_loop, others }
     }
 }
 
@@ -897,6 +898,8 @@ struct SchedOutputs {
     events: Vec<crate::output::SchedEventOut>,
     cpus: Vec<crate::output::SchedCpuOut>,
     main_loop: Option<crate::output::HostThreadOut>,
+    /// Host seconds each of the host's other threads received (`VcpuHost::other_threads`).
+    others: Vec<f64>,
 }
 
 impl SchedOutputs {
@@ -909,6 +912,7 @@ impl SchedOutputs {
         out.sched_events = self.events;
         out.sched_cpus = self.cpus;
         out.sched_host_main_loop = self.main_loop;
+        out.sched_host_others_s = self.others;
     }
 }
 

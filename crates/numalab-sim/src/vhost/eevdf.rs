@@ -58,20 +58,25 @@ pub(super) struct Eevdf {
     /// for QEMU's BQL (`set_guest_tick`), and the guest ticks seen.
     guest_tick: Option<i64>,
     guest_ticks: i64,
+    /// The vCPU threads, the first entities: only they block on the BQL at a guest tick (the
+    /// host's other threads are not QEMU's).
+    vcpus: usize,
 }
 
 impl Eevdf {
-    pub(super) fn new(request_s: f64, tick_s: f64, cores: usize, vcpus: usize) -> Self {
+    /// `threads` entities, the first `vcpus` of them the guest's vCPU threads.
+    pub(super) fn new(request_s: f64, tick_s: f64, cores: usize, threads: usize, vcpus: usize) -> Self {
         Eevdf {
             request: ns(request_s).max(1),
             tick: ns(tick_s).max(1),
             cores,
-            e: vec![Entity::default(); vcpus],
+            e: vec![Entity::default(); threads],
             clock: 0,
             ticks: 0,
             zero: 0,
             guest_tick: None,
             guest_ticks: 0,
+            vcpus,
         }
     }
 
@@ -250,15 +255,14 @@ impl Eevdf {
     /// Left out: the main loop's own run (18 µs a wake-up, measured) and the BQL's handing on
     /// from thread to thread.
     fn bql_at_guest_tick(&mut self, busy: &[bool], holds: &mut [bool], resched: &mut [bool]) -> Vec<bool> {
-        let n = self.e.len();
-        let mut cycled = vec![false; n];
+        let mut cycled = vec![false; self.e.len()];
         let Some(gt) = self.guest_tick else { return cycled };
         let ticks = self.clock / gt;
         if ticks <= self.guest_ticks {
             return cycled;
         }
         self.guest_ticks = ticks;
-        for c in 0..n {
+        for c in 0..self.vcpus {
             if holds[c] && busy[c] && self.block_on_bql(c, holds) {
                 resched[c] = false;
                 cycled[c] = true;
@@ -335,7 +339,7 @@ mod tests {
         // Two cores, three threads: thread 0 runs far behind (vruntime 0), so the queue's
         // average (10 ms) sits below threads 1 and 2 (15 ms each), neither eligible. A real host's
         // second CPU would run one of them from its own queue; core 2 must not stay idle.
-        let mut e = Eevdf::new(1.5e-3, 4e-3, 2, 3);
+        let mut e = Eevdf::new(1.5e-3, 4e-3, 2, 3, 3);
         for (x, (v, d)) in e.e.iter_mut().zip([(0, 1_500_000), (15_000_000, 17_000_000), (15_000_000, 16_500_000)]) {
             (x.vruntime, x.deadline, x.queued) = (v, d, true);
         }
@@ -346,11 +350,24 @@ mod tests {
     }
 
     #[test]
+    fn at_a_guest_tick_only_the_vcpu_threads_block_on_the_bql() {
+        // Two cores, a vCPU thread and one of the host's other threads, both running: at the
+        // guest's tick the vCPU's thread waits for QEMU's BQL, the other thread is not QEMU's.
+        let mut e = Eevdf::new(1.5e-3, 4e-3, 2, 2, 1);
+        e.set_guest_tick(4e-3);
+        let mut holds = [false, false];
+        e.plan(&[true, true], &mut holds);
+        assert_eq!(holds, [true, true]);
+        e.charge(&holds, 4e-3);
+        assert_eq!(e.plan(&[true, true], &mut holds), vec![true, false]);
+    }
+
+    #[test]
     fn a_sleepers_lag_is_clamped_to_two_requests_or_a_tick() {
         // Two queued threads 20 ms apart (average 10): the one behind sleeps with lag 10 ms,
         // kept as max(2 x 1.5, 4) = 4 ms (`update_entity_lag()`); with 3 ms requests, 6 ms.
         for (request_s, kept) in [(1.5e-3, 4_000_000), (3e-3, 6_000_000)] {
-            let mut e = Eevdf::new(request_s, 4e-3, 1, 2);
+            let mut e = Eevdf::new(request_s, 4e-3, 1, 2, 2);
             for (x, v) in e.e.iter_mut().zip([20_000_000, 0]) {
                 x.vruntime = v;
                 x.queued = true;
@@ -364,7 +381,7 @@ mod tests {
     #[test]
     fn a_lag_is_scaled_by_the_queue_it_joins() {
         // `place_entity()`: lag 3 ms onto a queue of two at 10 ms: 10 - 3 x (2 + 1) / 2.
-        let mut e = Eevdf::new(1.5e-3, 4e-3, 1, 3);
+        let mut e = Eevdf::new(1.5e-3, 4e-3, 1, 3, 3);
         for (x, v) in e.e.iter_mut().zip([10_000_000, 10_000_000]) {
             x.vruntime = v;
             x.queued = true;

@@ -22,7 +22,7 @@ fn four_busy_vcpus_on_one_host_core_take_about_four_times_as_long() {
     let base = time_s(None, WaitPolicy::Passive);
     for mode in [HostMode::Mttcg, HostMode::Rr] {
         let one = time_s(
-            Some(VcpuHost { cores: 1, mode, slice_s: 1.5e-3, request_s: None, main_loop_s: None }),
+            Some(VcpuHost { cores: 1, mode, slice_s: 1.5e-3, request_s: None, main_loop_s: None, other_threads: 0 }),
             WaitPolicy::Passive,
         );
         // Each vCPU computes a quarter of the time (memory less contended with one running: a
@@ -32,7 +32,14 @@ fn four_busy_vcpus_on_one_host_core_take_about_four_times_as_long() {
     }
     // As many host cores as busy vCPUs: the run as without the host.
     let four = time_s(
-        Some(VcpuHost { cores: 4, mode: HostMode::Mttcg, slice_s: 1.5e-3, request_s: None, main_loop_s: None }),
+        Some(VcpuHost {
+            cores: 4,
+            mode: HostMode::Mttcg,
+            slice_s: 1.5e-3,
+            request_s: None,
+            main_loop_s: None,
+            other_threads: 0,
+        }),
         WaitPolicy::Passive,
     );
     assert!((four / base - 1.0).abs() < 0.05, "{four} against {base}");
@@ -40,8 +47,16 @@ fn four_busy_vcpus_on_one_host_core_take_about_four_times_as_long() {
 
 #[test]
 fn vcpus_spinning_at_a_barrier_take_host_time_from_those_still_computing() {
-    let host =
-        || Some(VcpuHost { cores: 1, mode: HostMode::Mttcg, slice_s: 1.5e-3, request_s: None, main_loop_s: None });
+    let host = || {
+        Some(VcpuHost {
+            cores: 1,
+            mode: HostMode::Mttcg,
+            slice_s: 1.5e-3,
+            request_s: None,
+            main_loop_s: None,
+            other_threads: 0,
+        })
+    };
     let passive = time_s(host(), WaitPolicy::Passive);
     // libgomp's default spins about 3 ms before sleeping: a non-halted vCPU all that time.
     let spinning = time_s(host(), WaitPolicy::Unset);
@@ -62,6 +77,7 @@ fn a_host_without_cores_is_refused() {
             slice_s: 1e-3,
             request_s: None,
             main_loop_s: None,
+            other_threads: 0,
         }),
         ..cfg()
     };
@@ -84,7 +100,13 @@ fn halted_vcpus_take_no_host_time_from_the_busy_one() {
         simulate(&m, &w, &p, &c).unwrap().time_s
     };
     let base = run(None);
-    let one =
-        run(Some(VcpuHost { cores: 1, mode: HostMode::Mttcg, slice_s: 1.5e-3, request_s: None, main_loop_s: None }));
+    let one = run(Some(VcpuHost {
+        cores: 1,
+        mode: HostMode::Mttcg,
+        slice_s: 1.5e-3,
+        request_s: None,
+        main_loop_s: None,
+        other_threads: 0,
+    }));
     assert!((one / base - 1.0).abs() < 0.05, "{one} against {base}");
 }
