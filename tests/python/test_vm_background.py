@@ -305,11 +305,13 @@ def test_the_guests_newly_idle_balancing_cost_reaches_the_engine_and_cuts_newly_
     with; with util_est and a busy CPU's interval a jiffy shorter, §10.4, 147 and 23 without, 74
     and 97 with; with one idle latency everywhere, §10.4, 33 and 11 without, 3 and 48 with; since
     NI_RANDOM, §10.15, 9 and 17 without, 0 and 24 with). Since the host model runs vm-4 too
-    (§10.16) the lowest level's cut-off no longer skips any balance (``avg_idle`` above the cost:
-    0 of 23,300 calls over seeds 1-8) and the pulls barely differ: seed 1 90 and 55 without, 81 and
-    76 with, seeds 1-8 735 and 508 without, 770 and 505 with; with the idle entry after background
-    work (§10.19) seed 1 90 and 55 without, 101 and 83 with, seeds 1-8 835 and 591 without, 839
-    and 568 with, 133 of the 23,264 calls with the cost broken off at a higher level."""
+    (§10.16) the cut-off skips few balances and the pulls barely differ: seed 1 90 and 55 without,
+    81 and 76 with, seeds 1-8 735 and 508 without, 770 and 505 with; with the idle entry after
+    background work (§10.19) seed 1 90 and 55 without, 101 and 83 with, seeds 1-8 835 and 591
+    without, 839 and 568 with, 133 of the 23,264 calls cut off: 110 at the lowest attached level
+    (``NUMA16``, ``newidle_balance()``'s ``avg_idle`` test on ``this_rq->sd``; counted as a higher
+    level's break until §10.21, the model's ``MC`` of one CPU coming first) and 23 at ``NUMA22``
+    (seed 1: 14 and 4)."""
     from dataclasses import replace
 
     from numalab.vm import sched_trace
@@ -323,8 +325,8 @@ def test_the_guests_newly_idle_balancing_cost_reaches_the_engine_and_cuts_newly_
     with_cost = sched_trace.sim_sched("sched-oversubscribed").newidle_gate
     monkeypatch.setitem(check.CASES, "sched-oversubscribed", replace(case, background=replace(case.background, newidle_lb_cost_s=())))
     without = sched_trace.sim_sched("sched-oversubscribed").newidle_gate
-    assert with_cost["cost_break"] > 0 and without["cost_break"] == 0, (with_cost, without)
-    assert without["avg_idle"] == 0, without
+    assert with_cost["avg_idle"] > 0 and with_cost["cost_break"] > 0, with_cost
+    assert without["avg_idle"] == 0 and without["cost_break"] == 0, without
 
 
 def test_the_guests_share_of_stopped_ticks_reaches_the_engine_and_idle_cpus_balance_at_their_own_ticks():

@@ -214,16 +214,21 @@ impl Sched {
         }
         // curr_cost: what the levels balanced so far cost.
         let mut curr_cost_s = 0.0;
+        // Whether a level the kernel attaches was passed: below it, levels of one group (which
+        // `cpu_attach_domain()` drops, costing nothing here) are no `sd` of the kernel's, so the
+        // first attached level's cut-off is its test on `this_rq->sd`, before the loop.
+        let mut past_attached = false;
         for l in 0..self.domains.len() {
             if gated && !self.idle_avg.covers(cpu, curr_cost_s, l) {
                 let gate = &mut self.schedstat.newidle[cpu];
-                if l == 0 {
-                    gate.avg_idle += 1;
-                } else {
+                if past_attached {
                     gate.cost_break += 1;
+                } else {
+                    gate.avg_idle += 1;
                 }
                 break;
             }
+            past_attached |= self.domains[l].groups_of[cpu].len() > 1;
             // NI_RANDOM's die (`ni_random.rs`), on the domains the kernel attaches (a level of
             // one group is none: `newidle.rs: level_costs()`).
             let weight = match self.ni_random.as_mut() {
@@ -1359,6 +1364,32 @@ mod tests {
         assert_eq!(domains.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>(), ["MC", "NUMA21"]);
         assert_eq!(domains[0].1[2], [1, 0, 0, 2, 1, 0, 0, 0]);
         assert_eq!((gate.calls, gate.pulled, gate.no_overload, gate.random_skip), (1, 1, 0, 0));
+    }
+
+    #[test]
+    fn v61_the_lowest_attached_domains_cut_off_is_the_avg_idle_gate_on_one_cpu_nodes() {
+        // Two nodes of one CPU (vm-4's shape): MC spans one CPU and is not attached
+        // (sd_degenerate()), so this_rq->sd is the NUMA level and newidle_balance()'s first test,
+        // "this_rq->avg_idle < sd->max_newidle_lb_cost" ("goto out"), is against its cost; the
+        // explained counters call it the avg_idle gate, not a higher level's cost break. CPU 0
+        // holds threads 0 and 1, CPU 1 has just emptied; avg_idle is its initial 1 ms.
+        let newly_idle = |cost_s: f64| {
+            let mut s = sched_on(1, Kernel::V6_1, 3);
+            s.cpu = vec![0, 0, 1];
+            s.rd_overload = true;
+            s.ni_random = None;
+            s.idle_avg.set_costs(&s.domains, &[cost_s]);
+            let (mut nr, mut sig) = (vec![2, 0], None);
+            s.newidle_balance(0.1, 1, &mut nr, &[true, true, false], &mut sig);
+            let numa = s.domains.iter().position(|d| d.numa).unwrap();
+            (s.schedstat.newidle[1], s.schedstat.lb[numa][1][2].lb_count)
+        };
+        // A 2 ms cost: skipped before any domain.
+        let (gate, numa_calls) = newly_idle(2e-3);
+        assert_eq!((gate.calls, gate.avg_idle, gate.cost_break, numa_calls), (1, 1, 0, 0));
+        // A 0.5 ms cost: the NUMA level is balanced, no gate counted.
+        let (gate, numa_calls) = newly_idle(0.5e-3);
+        assert_eq!((gate.calls, gate.avg_idle, gate.cost_break, numa_calls), (1, 0, 0, 1));
     }
 
     #[test]
