@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import signal
 from pathlib import Path
 from typing import List, Optional
@@ -169,7 +170,7 @@ def shell_cmd(
 
 def _moves(names: list[str], machine: str | None, memory_per_node_mib: int | None, accel: str, timeout: float, as_json: bool) -> None:
     """``vm check --moves``: each case's moves by kernel path, guest beside simulator."""
-    from numalab.vm import check, sched_trace
+    from numalab.vm import check, run_condition, sched_trace
 
     if machine is not None:
         raise UsageError("--moves traces the cases on their own machines: leave out --machine")
@@ -183,9 +184,17 @@ def _moves(names: list[str], machine: str | None, memory_per_node_mib: int | Non
         kernel = check.sim_kernel(release)
         sim = sched_trace.sim_sched(name, kernel)
         docs[name] = sched_trace.as_json(guest, sim)
+        # A sleeping case: the simulator also under this run's own host condition (QEMU's cores
+        # and the guest's barrier length measured in it, docs/scheduler.md §10.20).
+        judged = run_condition.judge_run(name, guest, os.cpu_count() or 1, kernel) if check.CASES[name].background else None
+        if judged is not None:
+            docs[name]["run_condition"] = run_condition.as_json(*judged)
         if not as_json:
             typer.echo(f"== {name} (guest Linux {release}, simulator profile {kernel})")
-            typer.echo(sched_trace.report(guest, sim) + "\n")
+            typer.echo(sched_trace.report(guest, sim))
+            if judged is not None:
+                typer.echo(run_condition.report(*judged))
+            typer.echo("")
     if as_json:
         typer.echo(json.dumps(docs, indent=2, sort_keys=True))
 
