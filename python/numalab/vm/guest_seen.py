@@ -6,6 +6,8 @@ highest over every guest run recorded in docs/scheduler.md (Debian 6.1.0 under Q
 this project's 2-CPU development host, 2026-11-26/27, host load 0.1-16: a busier host runs the
 vCPUs later and more unevenly, so the range is the guest's spread across hosts' loads too).
 ``GUEST_BY_CONDITION``: docs/scheduler.md §10.18's runs by the host's condition, measured beside them.
+``GUEST_RUNS``: runs one by one with their own condition (QEMU's cores, the command's time),
+replayed by ``run_condition.replay`` (docs/scheduler.md §10.20).
 """
 
 from __future__ import annotations
