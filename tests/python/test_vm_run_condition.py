@@ -175,6 +175,10 @@ def test_vm_check_moves_judges_the_run_under_its_own_condition(cli, monkeypatch)
     assert "this run's host condition: QEMU 1.82 host cores -> 2, 2.50 ms per barrier" in out
     assert "simulator under this condition, mean of seeds 1-2: 0.003 (1x the guest's; 12.0 moves against the run's 12 ± 3.5: within, +0.0 sd; +0.0 sd with the simulator's own spread over its seeds)" in out
     assert math.isfinite(doc["ratio"])
+    # a run whose command reported nothing (a missing binary, seen 2026-11-27 17:01 UTC) is not
+    # judged: zero moves of zero threads would read as the model's 0 sd; neither is a bound case
+    assert run_condition.judge_run("sched-passive", replace(guest, threads=0, barriers=0, nr_migrations=0), 2) is None
+    assert run_condition.judge_run("sched-bound", guest, 2) is None
 
 
 def test_the_recorded_runs_under_their_own_condition_as_measured():

@@ -83,7 +83,7 @@ RUNS_HOST_CPUS = 2
 
 #: Every run recorded with its condition (docs/scheduler.md §10.18's runs since the command's
 #: time was printed, 2026-11-27 16:42-16:47 UTC, idle and beside one busy loop; §10.20's,
-#: 17:02-17:14 UTC, the host as others' work left it: load before each run),
+#: 17:02-17:21 UTC, the host as others' work left it: load before each run),
 #: replayed by ``bench/vm_sched_sim.py --per-run`` (``run_condition.replay``). §10.18's earlier
 #: runs have QEMU's cores but no command time, so not their own condition: left out.
 GUEST_RUNS: dict[str, list[GuestRun]] = {
@@ -104,6 +104,7 @@ GUEST_RUNS: dict[str, list[GuestRun]] = {
         GuestRun(0.0075, 0.997, 1.821237, "2026-11-27 16:45:41", 2.29),  # beside a busy loop
         GuestRun(0.0065, 1.468, 2.18982, "2026-11-27 17:02:56", 0.79),  # §10.20
         GuestRun(0.004, 1.826, 2.094076, "2026-11-27 17:04:28", 1.48),  # §10.20
+        GuestRun(0.009, 1.357, 1.624879, "2026-11-27 17:21:01", 2.88),  # §10.20
     ],
     "sched-oversubscribed-8": [
         GuestRun(0.034, 1.84, 2.200057, "2026-11-27 16:43:24", 0.66),
@@ -115,6 +116,7 @@ GUEST_RUNS: dict[str, list[GuestRun]] = {
         GuestRun(0.02625, 1.839, 6.884574, "2026-11-27 16:43:48", 0.82),
         GuestRun(0.04075, 0.998, 7.022819, "2026-11-27 16:46:12", 2.71),  # beside a busy loop
         GuestRun(0.02, 1.82, 4.813549, "2026-11-27 17:05:12", 1.69),  # §10.20
+        GuestRun(0.04175, 0.994, 7.668865, "2026-11-27 17:20:35", 2.27),  # §10.20
     ],
     "sched-oversubscribed-2x4": [
         GuestRun(0.371875, 1.859, 6.231023, "2026-11-27 16:44:17", 1.45),

@@ -199,12 +199,23 @@ def summary(replayed: list[Replayed]) -> dict[str, tuple[int, int, int, int]]:
 
 
 def judge_run(name: str, guest: Any, host_cpus: int, kernel: str = "6.1",
-              seeds: int = SEEDS) -> tuple[RunCondition, Verdict]:
+              seeds: int = SEEDS) -> tuple[RunCondition, Verdict] | None:
     """``vm check --moves``' guest run (``sched_trace.GuestMoves``) of case ``name``: its
-    condition and the simulator's verdict under it."""
+    condition and the simulator's verdict under it; None for a case without a measured
+    background (nothing to give the condition to) or a run whose command reported no threads or
+    barriers (no value to judge: zero moves of nothing would read as agreement)."""
+    if check_case(name).background is None or not guest.threads or not guest.barriers:
+        return None
     cond = case_condition(name, qemu_cores(guest.host), guest.command_s, host_cpus)
-    value = guest.nr_migrations / guest.threads / guest.barriers if guest.threads and guest.barriers else 0.0
+    value = guest.nr_migrations / guest.threads / guest.barriers
     return cond, judge(value, guest.threads, guest.barriers, sim_under(name, cond, kernel, seeds))
+
+
+def check_case(name: str) -> Any:
+    """``vm check``'s case ``name``."""
+    from numalab.vm import check
+
+    return check.CASES[name]
 
 
 def report(cond: RunCondition, v: Verdict) -> str:
