@@ -19,7 +19,13 @@ docs/scheduler.md §10.18: its host and the guest's barrier length then) and jud
 against the guest's runs under it (``guest_seen.GUEST_BY_CONDITION``) where recorded, the cases
 without a barrier length under it left out; otherwise against every run.
 
-    .venv/bin/python bench/vm_sched_sim.py [--kernel 6.1|6.13] [--seeds N] [--idle] [--host NAME | --condition NAME]
+``--per-run`` replays every guest run recorded with its own condition (``guest_seen.GUEST_RUNS``:
+QEMU's cores, the guest's ms per barrier) through ``run_condition.replay``, as ``vm check --moves``
+judges a run (seeds 1..4, ``--seeds`` to change): per run the guest's value and moves (k), the
+condition, the simulator's mean and how far it lies in the run's counting spread sqrt(k); then per
+case how many runs it is within one and two sqrt(k) of. docs/scheduler.md §10.20.
+
+    .venv/bin/python bench/vm_sched_sim.py [--kernel 6.1|6.13] [--seeds N] [--idle] [--host NAME | --condition NAME | --per-run]
 """
 
 from __future__ import annotations
@@ -30,21 +36,26 @@ from dataclasses import replace
 
 from numalab.machine import load as load_machine
 from numalab.spec import RunSpec
-from numalab.vm import check, guest_seen, sched_trace
+from numalab.vm import check, guest_seen, run_condition, sched_trace
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kernel", default="6.1", help="the simulated kernel profile (vm check simulates Debian's 6.1 guest)")
-    ap.add_argument("--seeds", type=int, default=8, help="seeds 1..N per case (default 8)")
+    ap.add_argument("--seeds", type=int, default=None, help="seeds 1..N per case (default 8; 4 with --per-run)")
     ap.add_argument("--idle", action="store_true", help="also idle entries per CPU per barrier and newly idle balances per run")
     pick = ap.add_mutually_exclusive_group()
     pick.add_argument("--host", choices=sorted(check.HOSTS), help="the host model (default check.GUEST_HOST)")
     pick.add_argument("--condition", choices=sorted(check.CONDITIONS), help="a measured host condition: its host and barrier length")
+    pick.add_argument("--per-run", action="store_true", help="replay every recorded guest run under its own condition (seeds 1..4 unless --seeds)")
     args = ap.parse_args()
-    cond = check.CONDITIONS[args.condition] if args.condition else None
-    if args.seeds < 1:
+    if args.seeds is not None and args.seeds < 1:
         ap.error(f"--seeds must be at least 1, got {args.seeds}")
+    if args.per_run:
+        per_run(args.kernel, args.seeds or run_condition.SEEDS)
+        return
+    args.seeds = args.seeds or 8
+    cond = check.CONDITIONS[args.condition] if args.condition else None
     print(f"{'case':26} {'seed 1':>8} {'mean':>8} {'seeds min-max':>17} {'guest':>15}  {'mean is':12} {'away %':>6} {'changed':>7}  moves by path, seed 1 (all/across nodes)")
     for name, case in check.CASES.items():
         if not case.sched or case.background is None or (cond is not None and name not in cond.barrier_s):
@@ -69,6 +80,24 @@ def main() -> None:
               f"{guest_seen.verdict(mean, name, seen):12} {away:>6.1f} {first.changed_node:>3}/{len(first.nr_migrations):<3}  {paths}")
         if args.idle:
             print(f"{'':26} {idle_entries(docs, reps)}")
+
+
+def per_run(kernel: str, seeds: int) -> None:
+    """Every recorded run under its own condition (``run_condition.replay``), and per case how
+    many runs the simulator's mean is within the run's counting spread of."""
+    replayed = run_condition.replay(guest_seen.GUEST_RUNS, guest_seen.RUNS_HOST_CPUS,
+                                    lambda name, cond: run_condition.sim_under(name, cond, kernel, seeds))
+    print(f"{'case':26} {'UTC':19} {'load':>5} {'guest':>9} {'k':>5} {'QEMU':>5} {'cores':>5} {'ms/barrier':>10} "
+          f"{'sim mean':>9} {'seeds min-max':>17} {'sim/guest':>9} {'sd':>6} {'sd both':>7}")
+    for r in replayed:
+        v, c = r.verdict, r.condition
+        ratio = f"{v.ratio:.3g}" if v.ratio is not None else "-"
+        print(f"{r.case:26} {r.run.utc:19} {r.run.load:>5.2f} {v.guest:>9.4g} {v.moves:>5} {r.run.cores:>5.2f} {c.cores:>5} "
+              f"{c.barrier_s * 1e3:>10.3f} {v.mean:>9.4g} {min(v.sim):>8.4g}-{max(v.sim):<8.4g} {ratio:>9} {v.z:>+6.1f} {v.z_both:>+7.1f}")
+    print(f"\nseeds 1-{seeds}; sd: (simulator's mean as moves in the run - k) / sqrt(k); sd both: over sqrt(k + the "
+          "mean's standard error over the seeds, in moves, squared)")
+    for name, (n, one, two, both) in run_condition.summary(replayed).items():
+        print(f"{name:26} {n} runs: within one sqrt(k) of {one}, within two of {two}; within two sd both of {both}")
 
 
 def idle_entries(docs: list[dict], reps: int) -> str:

@@ -3,9 +3,12 @@
 ``sched_trace.JOB`` read back, and the simulator's moves of a ``vm check`` case by path."""
 
 import json
+import os
 from collections import Counter
 
-from numalab.vm import check, sched_trace
+import pytest
+
+from numalab.vm import check, run_condition, sched_trace
 
 # Stacks as Debian's 6.1.192 guest printed them (2026-11-27, sched-oversubscribed-4x2), innermost first.
 EV = "trace_event_raw_event_sched_migrate_task<set_task_cpu<"
@@ -207,6 +210,15 @@ def test_vm_check_moves_counts_every_guest_move_by_path_beside_the_simulators(gu
     assert host["threads"][-1]["main_loop"]
     assert [t["vcpu"] for t in doc["sim_host"]["threads"]] == [0, 1, 2, 3] and "main_loop" in doc["sim_host"]
     assert len(g["tick_phase"]) == 16 and sum(g["tick_phase"]) > 0
+    # The run judged under its own host condition (docs/scheduler.md §10.20): QEMU's cores from
+    # its threads above, the barrier from the command's time, the simulator as the replay runs it.
+    rc = doc["run_condition"]
+    assert rc["qemu_cores"] == pytest.approx(sum(t["share"] for t in host["threads"]))
+    assert 1 <= rc["cores"] <= (os.cpu_count() or 1) and rc["notes"] == []
+    assert rc["barrier_s"] == pytest.approx(g["command_s"] / g["barriers"])
+    assert rc["moves"] == g["nr_migrations"] and len(rc["sim"]) == run_condition.SEEDS
+    cond = run_condition.RunCondition(rc["cores"], rc["barrier_s"], rc["qemu_cores"])
+    assert rc["sim"] == run_condition.sim_under("sched-oversubscribed", cond, "6.1")
 
 
 def test_the_simulated_vcpus_are_run_by_the_host_about_half_the_time_a_thread_holds_them():

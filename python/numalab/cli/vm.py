@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import signal
 from pathlib import Path
 from typing import List, Optional
@@ -169,7 +170,7 @@ def shell_cmd(
 
 def _moves(names: list[str], machine: str | None, memory_per_node_mib: int | None, accel: str, timeout: float, as_json: bool) -> None:
     """``vm check --moves``: each case's moves by kernel path, guest beside simulator."""
-    from numalab.vm import check, sched_trace
+    from numalab.vm import check, run_condition, sched_trace
 
     if machine is not None:
         raise UsageError("--moves traces the cases on their own machines: leave out --machine")
@@ -183,9 +184,17 @@ def _moves(names: list[str], machine: str | None, memory_per_node_mib: int | Non
         kernel = check.sim_kernel(release)
         sim = sched_trace.sim_sched(name, kernel)
         docs[name] = sched_trace.as_json(guest, sim)
+        # A sleeping case: the simulator also under this run's own host condition (QEMU's cores
+        # and the guest's barrier length measured in it, docs/scheduler.md §10.20).
+        judged = run_condition.judge_run(name, guest, os.cpu_count() or 1, kernel)
+        if judged is not None:
+            docs[name]["run_condition"] = run_condition.as_json(*judged)
         if not as_json:
             typer.echo(f"== {name} (guest Linux {release}, simulator profile {kernel})")
-            typer.echo(sched_trace.report(guest, sim) + "\n")
+            typer.echo(sched_trace.report(guest, sim))
+            if judged is not None:
+                typer.echo(run_condition.report(*judged))
+            typer.echo("")
     if as_json:
         typer.echo(json.dumps(docs, indent=2, sort_keys=True))
 
@@ -207,7 +216,7 @@ def check_cmd(
     timeout: float = typer.Option(300.0, "--timeout", help="Kill a guest after this many seconds per case run it holds (cases share a boot where they can; more than 0, at most 604800)."),
     as_json: bool = typer.Option(False, "--json", help="Print the side-by-side tables (pages per node, counters, threads, verdicts) of every case as one JSON document; progress on stderr."),
     runs: int = typer.Option(1, "--runs", help="Guest runs per case, 1..20 (the scheduler table gives the guest's min..max and whether the simulator falls inside)."),
-    moves: bool = typer.Option(False, "--moves", help="Scheduler cases: count the guest's thread moves by the kernel path that made them (sched_migrate_task stack traces, /proc/schedstat) beside the simulator's, instead of the comparison (docs/scheduler.md §10.4)."),
+    moves: bool = typer.Option(False, "--moves", help="Scheduler cases: count the guest's thread moves by the kernel path that made them (sched_migrate_task stack traces, /proc/schedstat) beside the simulator's, instead of the comparison (docs/scheduler.md §10.4); a sleeping case's run is also judged against the simulator under the run's own host condition (§10.20)."),
 ) -> None:
     """Run a workload in the guest and in the simulator on the same preset; print pages per node
     after first touch and after the run, the counters side by side, and the differences.

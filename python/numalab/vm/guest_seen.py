@@ -6,9 +6,13 @@ highest over every guest run recorded in docs/scheduler.md (Debian 6.1.0 under Q
 this project's 2-CPU development host, 2026-11-26/27, host load 0.1-16: a busier host runs the
 vCPUs later and more unevenly, so the range is the guest's spread across hosts' loads too).
 ``GUEST_BY_CONDITION``: docs/scheduler.md §10.18's runs by the host's condition, measured beside them.
+``GUEST_RUNS``: runs one by one with their own condition (QEMU's cores, the command's time),
+replayed by ``run_condition.replay`` (docs/scheduler.md §10.20).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 #: case -> (lowest, highest) migrations per thread per barrier, with the runs they come from.
 GUEST_PER_BARRIER: dict[str, tuple[float, float]] = {
@@ -56,6 +60,76 @@ GUEST_BY_CONDITION: dict[str, dict[str, tuple[float, float]]] = {
         "sched-passive-2x4": (0.041, 0.09875),
         "sched-oversubscribed-2x4": (0.30075, 0.303625),
     },
+}
+
+
+class GuestRun(NamedTuple):
+    """One guest run with its own host condition (``vm check --moves``): its migrations per
+    thread per barrier, the cores QEMU got over the command (the sum of its threads' shares,
+    ``hostthreads``) and the command's own guest seconds (``command_s``, as kernels/barrier.c
+    printed it: over the case's barriers, the guest's speed in the run); UTC and the host's
+    1-minute load before it."""
+
+    value: float
+    cores: float
+    command_s: float
+    utc: str
+    load: float
+
+
+#: The CPUs of the host these runs were made on (this project's development host, ``nproc``):
+#: the bound of a run's cores (``run_condition.condition_of``).
+RUNS_HOST_CPUS = 2
+
+#: Every run recorded with its condition (docs/scheduler.md §10.18's runs since the command's
+#: time was printed, 2026-11-27 16:42-16:47 UTC, idle and beside one busy loop; §10.20's,
+#: 17:02-17:21 UTC, the host as others' work left it: load before each run),
+#: replayed by ``bench/vm_sched_sim.py --per-run`` (``run_condition.replay``). §10.18's earlier
+#: runs have QEMU's cores but no command time, so not their own condition: left out.
+GUEST_RUNS: dict[str, list[GuestRun]] = {
+    "sched-passive": [
+        GuestRun(0.0035, 1.785, 2.285017, "2026-11-27 16:42:20", 0.98),
+        GuestRun(0.00225, 0.998, 3.473269, "2026-11-27 16:45:06", 1.56),  # beside a busy loop
+        GuestRun(0.0025, 1.799, 2.168889, "2026-11-27 17:02:11", 0.52),  # §10.20
+        GuestRun(0.00225, 1.797, 2.127939, "2026-11-27 17:03:43", 1.61),  # §10.20
+    ],
+    "sched-oversubscribed": [
+        GuestRun(0.003875, 1.835, 2.292592, "2026-11-27 16:42:40", 0.83),
+        GuestRun(0.0045, 0.998, 3.628941, "2026-11-27 16:45:22", 1.95),  # beside a busy loop
+        GuestRun(0.004375, 1.844, 2.216826, "2026-11-27 17:02:31", 0.56),  # §10.20
+        GuestRun(0.00375, 1.793, 2.277565, "2026-11-27 17:04:03", 1.42),  # §10.20
+    ],
+    "sched-passive-8": [
+        GuestRun(0.008, 1.818, 1.829185, "2026-11-27 16:43:04", 0.74),
+        GuestRun(0.0075, 0.997, 1.821237, "2026-11-27 16:45:41", 2.29),  # beside a busy loop
+        GuestRun(0.0065, 1.468, 2.18982, "2026-11-27 17:02:56", 0.79),  # §10.20
+        GuestRun(0.004, 1.826, 2.094076, "2026-11-27 17:04:28", 1.48),  # §10.20
+        GuestRun(0.009, 1.357, 1.624879, "2026-11-27 17:21:01", 2.88),  # §10.20
+    ],
+    "sched-oversubscribed-8": [
+        GuestRun(0.034, 1.84, 2.200057, "2026-11-27 16:43:24", 0.66),
+        GuestRun(0.01925, 0.995, 2.057315, "2026-11-27 16:45:55", 2.82),  # beside a busy loop
+        GuestRun(0.0305, 1.759, 2.004901, "2026-11-27 17:03:19", 1.41),  # §10.20
+        GuestRun(0.03825, 1.837, 2.262431, "2026-11-27 17:04:48", 1.73),  # §10.20
+    ],
+    "sched-passive-2x4": [
+        GuestRun(0.02625, 1.839, 6.884574, "2026-11-27 16:43:48", 0.82),
+        GuestRun(0.04075, 0.998, 7.022819, "2026-11-27 16:46:12", 2.71),  # beside a busy loop
+        GuestRun(0.02, 1.82, 4.813549, "2026-11-27 17:05:12", 1.69),  # §10.20
+        GuestRun(0.04175, 0.994, 7.668865, "2026-11-27 17:20:35", 2.27),  # §10.20
+    ],
+    "sched-oversubscribed-2x4": [
+        GuestRun(0.371875, 1.859, 6.231023, "2026-11-27 16:44:17", 1.45),
+        GuestRun(0.302375, 1.002, 7.513141, "2026-11-27 16:46:35", 3.20),  # beside a busy loop
+        GuestRun(0.341875, 1.63, 6.404585, "2026-11-27 17:05:42", 1.61),  # §10.20
+        GuestRun(0.30825, 1.261, 7.023112, "2026-11-27 17:13:10", 7.46),  # §10.20, beside others' builds
+    ],
+    "sched-passive-4x2": [
+        GuestRun(0.02825, 1.53, 6.033029, "2026-11-27 17:06:44", 1.48),  # §10.20
+    ],
+    "sched-oversubscribed-4x2": [
+        GuestRun(0.225375, 1.369, 7.526082, "2026-11-27 17:07:16", 2.34),  # §10.20
+    ],
 }
 
 
