@@ -436,18 +436,19 @@ mod tests {
     }
 
     /// `mttcg` as `GUEST_HOST` has it: a 4 ms tick, 1.5 ms requests.
+    fn guest_host(cores: usize) -> VcpuHost {
+        VcpuHost {
+            cores,
+            mode: HostMode::Mttcg,
+            slice_s: 4e-3,
+            request_s: Some(1.5e-3),
+            main_loop_s: None,
+            other_threads: 0,
+        }
+    }
+
     fn eevdf_host(cores: usize, vcpus: usize) -> HostRun {
-        HostRun::new(
-            VcpuHost {
-                cores,
-                mode: HostMode::Mttcg,
-                slice_s: 4e-3,
-                request_s: Some(1.5e-3),
-                main_loop_s: None,
-                other_threads: 0,
-            },
-            vcpus,
-        )
+        HostRun::new(guest_host(cores), vcpus)
     }
 
     fn held(h: &mut HostRun, busy: &[bool]) -> Vec<usize> {
@@ -612,21 +613,8 @@ mod tests {
         // One always-runnable host thread beside busy vCPU threads, all nice 0 on the host's
         // EEVDF: with three vCPUs on two cores each of the four gets half a core; with one vCPU
         // on two cores neither waits; with one core the vCPU gets half of it.
-        let other = |cores, vcpus| {
-            HostRun::new(
-                VcpuHost {
-                    cores,
-                    mode: HostMode::Mttcg,
-                    slice_s: 4e-3,
-                    request_s: Some(1.5e-3),
-                    main_loop_s: None,
-                    other_threads: 1,
-                },
-                vcpus,
-            )
-        };
         for (cores, vcpus, share) in [(2, 3, 0.5), (2, 1, 1.0), (1, 1, 0.5)] {
-            let mut h = other(cores, vcpus);
+            let mut h = HostRun::new(VcpuHost { other_threads: 1, ..guest_host(cores) }, vcpus);
             let busy = vec![true; vcpus];
             for _ in 0..400 {
                 held(&mut h, &busy);

@@ -105,26 +105,12 @@ mod tests {
     use super::*;
     use crate::input::Kernel;
 
-    /// Only the periodic task (a run of `cost_s` every `period_s`), no kernel threads or daemons.
-    fn agent_only(period_s: f64, cost_s: f64) -> Background {
-        Background {
-            kthread_hz: 0.0,
-            kthread_mean_s: 0.0,
-            daemon_hz: 0.0,
-            daemon_mean_s: 0.0,
-            agent_period_s: period_s,
-            agent_cost_s: cost_s,
-            newidle_lb_cost_s: Vec::new(),
-            tick_stop_share: None,
-        }
-    }
-
     /// Two nodes of two CPUs, 6.1 (NI_RANDOM's die left out: every level is balanced), threads
     /// 0 and 1 on CPU 0, thread 2 on CPU 2, the agent's 1 ms runs every 10 s; its first run,
     /// generated over the first epoch: (cpu, start, end).
     fn with_agent() -> (Sched, (usize, f64, f64)) {
         let mut s = Sched::new(&two_nodes_of(2), &unbound(), Kernel::V6_1, 1, 3).unwrap();
-        s.set_background(5, agent_only(10.0, 1e-3));
+        s.set_background(5, Background::agent_only(10.0, 1e-3));
         s.ni_random = None;
         s.explain = true;
         s.cpu = vec![0, 0, 2];

@@ -331,11 +331,9 @@ impl Noise {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Only the periodic task: no kernel threads, no daemons.
-    fn agent_only(period_s: f64, cost_s: f64) -> Background {
+impl Background {
+    /// Only the periodic task (a run of `cost_s` every `period_s`): no kernel threads, no daemons.
+    pub(super) fn agent_only(period_s: f64, cost_s: f64) -> Background {
         Background {
             kthread_hz: 0.0,
             kthread_mean_s: 0.0,
@@ -347,6 +345,11 @@ mod tests {
             tick_stop_share: None,
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     #[test]
     fn work_woken_beside_one_task_is_a_second_task_and_each_instant_is_taken_once() {
@@ -354,7 +357,7 @@ mod tests {
         // once). Beside a thread each makes two tasks there (add_nr_running(): 1 -> 2); on an
         // idle CPU one; beside two threads three (no "prev_nr < 2").
         let runs = |threads: usize| {
-            let mut n = Noise::with(7, vec![0], agent_only(1.0, 0.1));
+            let mut n = Noise::with(7, vec![0], Background::agent_only(1.0, 0.1));
             n.generate(10.0, &[threads]);
             n
         };
@@ -371,7 +374,7 @@ mod tests {
 
     #[test]
     fn the_periodic_task_runs_its_cost_once_a_period() {
-        let mut n = Noise::with(7, vec![0, 0, 1, 1], agent_only(1.0, 0.1));
+        let mut n = Noise::with(7, vec![0, 0, 1, 1], Background::agent_only(1.0, 0.1));
         n.generate(10.0, &[0; 4]);
         // Ten runs in 10 s from a seeded phase, a period apart, each its cost long, all on one
         // CPU (it stays where it ran while that is idle).
@@ -385,7 +388,7 @@ mod tests {
 
     #[test]
     fn the_periodic_task_wakes_on_an_idle_cpu_of_its_node_when_its_own_is_busy() {
-        let mut n = Noise::with(7, vec![0, 0, 1, 1], agent_only(1.0, 0.1));
+        let mut n = Noise::with(7, vec![0, 0, 1, 1], Background::agent_only(1.0, 0.1));
         n.busy_fraction(0.0, 1.0, &[0; 4], 250.0);
         let home = n.agent_cpu;
         let sibling = if home % 2 == 0 { home + 1 } else { home - 1 };
@@ -401,7 +404,7 @@ mod tests {
 
     #[test]
     fn the_periodic_tasks_utilisation_rises_while_it_runs_and_decays_after() {
-        let mut n = Noise::with(3, vec![0, 0], agent_only(1.0, 0.1));
+        let mut n = Noise::with(3, vec![0, 0], Background::agent_only(1.0, 0.1));
         n.busy_fraction(0.0, 2.0, &[0; 2], 250.0);
         let (cpu, start, end, _) = *n.agent_runs.last().unwrap();
         let util = |t: f64| n.agent_signals(cpu, t, CAPACITY).unwrap().1;

@@ -16,50 +16,33 @@ fn time_s(host: Option<VcpuHost>, wait: WaitPolicy) -> f64 {
     simulate(&m, &w, &pinned(MemPolicy::default_policy()), &c).unwrap().time_s
 }
 
+/// A host of `cores` running the vCPUs in `mode`, a vCPU keeping a core `slice_s` at a time.
+fn host(cores: usize, mode: HostMode, slice_s: f64) -> VcpuHost {
+    VcpuHost { cores, mode, slice_s, request_s: None, main_loop_s: None, other_threads: 0 }
+}
+
 #[test]
 fn four_busy_vcpus_on_one_host_core_take_about_four_times_as_long() {
     // Threads that sleep at once at a barrier (passive): their vCPUs halt and use no host time.
     let base = time_s(None, WaitPolicy::Passive);
     for mode in [HostMode::Mttcg, HostMode::Rr] {
-        let one = time_s(
-            Some(VcpuHost { cores: 1, mode, slice_s: 1.5e-3, request_s: None, main_loop_s: None, other_threads: 0 }),
-            WaitPolicy::Passive,
-        );
+        let one = time_s(Some(host(1, mode, 1.5e-3)), WaitPolicy::Passive);
         // Each vCPU computes a quarter of the time (memory less contended with one running: a
         // little faster); the host switches vCPUs at epoch ends only, so a vCPU that halts
         // mid-epoch leaves the core unused until then (a little slower): 4.45 times seen.
         assert!(one > 3.0 * base && one < 5.0 * base, "{mode:?}: {one} against {base}");
     }
     // As many host cores as busy vCPUs: the run as without the host.
-    let four = time_s(
-        Some(VcpuHost {
-            cores: 4,
-            mode: HostMode::Mttcg,
-            slice_s: 1.5e-3,
-            request_s: None,
-            main_loop_s: None,
-            other_threads: 0,
-        }),
-        WaitPolicy::Passive,
-    );
+    let four = time_s(Some(host(4, HostMode::Mttcg, 1.5e-3)), WaitPolicy::Passive);
     assert!((four / base - 1.0).abs() < 0.05, "{four} against {base}");
 }
 
 #[test]
 fn vcpus_spinning_at_a_barrier_take_host_time_from_those_still_computing() {
-    let host = || {
-        Some(VcpuHost {
-            cores: 1,
-            mode: HostMode::Mttcg,
-            slice_s: 1.5e-3,
-            request_s: None,
-            main_loop_s: None,
-            other_threads: 0,
-        })
-    };
-    let passive = time_s(host(), WaitPolicy::Passive);
+    let one_core = || Some(host(1, HostMode::Mttcg, 1.5e-3));
+    let passive = time_s(one_core(), WaitPolicy::Passive);
     // libgomp's default spins about 3 ms before sleeping: a non-halted vCPU all that time.
-    let spinning = time_s(host(), WaitPolicy::Unset);
+    let spinning = time_s(one_core(), WaitPolicy::Unset);
     assert!(spinning > 1.2 * passive, "{spinning} against {passive}");
     // Without the host model the spin costs no computing thread anything.
     let (a, b) = (time_s(None, WaitPolicy::Passive), time_s(None, WaitPolicy::Unset));
@@ -70,17 +53,7 @@ fn vcpus_spinning_at_a_barrier_take_host_time_from_those_still_computing() {
 fn a_host_without_cores_is_refused() {
     let m = machine4();
     let w = stream_like(16, 4, Pattern::Block, 1);
-    let c = SimConfig {
-        vcpu_host: Some(VcpuHost {
-            cores: 0,
-            mode: HostMode::Mttcg,
-            slice_s: 1e-3,
-            request_s: None,
-            main_loop_s: None,
-            other_threads: 0,
-        }),
-        ..cfg()
-    };
+    let c = SimConfig { vcpu_host: Some(host(0, HostMode::Mttcg, 1e-3)), ..cfg() };
     let e = simulate(&m, &w, &pinned(MemPolicy::default_policy()), &c).unwrap_err().to_string();
     assert!(e.contains("vcpu_host.cores"), "{e}");
 }
@@ -100,13 +73,6 @@ fn halted_vcpus_take_no_host_time_from_the_busy_one() {
         simulate(&m, &w, &p, &c).unwrap().time_s
     };
     let base = run(None);
-    let one = run(Some(VcpuHost {
-        cores: 1,
-        mode: HostMode::Mttcg,
-        slice_s: 1.5e-3,
-        request_s: None,
-        main_loop_s: None,
-        other_threads: 0,
-    }));
+    let one = run(Some(host(1, HostMode::Mttcg, 1.5e-3)));
     assert!((one / base - 1.0).abs() < 0.05, "{one} against {base}");
 }
