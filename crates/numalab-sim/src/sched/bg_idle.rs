@@ -115,6 +115,7 @@ mod tests {
             agent_period_s: period_s,
             agent_cost_s: cost_s,
             newidle_lb_cost_s: Vec::new(),
+            lb_time_s: Vec::new(),
             tick_stop_share: None,
         }
     }

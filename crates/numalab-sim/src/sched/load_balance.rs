@@ -197,9 +197,10 @@ impl Sched {
                 self.grow_interval(l, cpu, false);
                 break;
             }
-            // Held across this load_balance(), for what the guest measured one to take.
+            // Held across this load_balance(), for what the guest measured one to take
+            // (Background::lb_time_s).
             if serialize {
-                let hold_s = self.idle_avg.level_cost_s(cpu, l);
+                let hold_s = self.balancing.hold_s(cpu, l);
                 self.balancing.take(executor, now_s, hold_s);
             }
             let (got, done) = self.load_balance(now_s, cpu, l, idle, nr, live, sig);
@@ -972,6 +973,7 @@ mod tests {
                 agent_period_s: 1.0,
                 agent_cost_s: 0.1,
                 newidle_lb_cost_s: Vec::new(),
+                lb_time_s: Vec::new(),
                 tick_stop_share: None,
             },
         );
@@ -1044,6 +1046,8 @@ mod tests {
             agent_period_s: 0.0,
             agent_cost_s: 0.0,
             newidle_lb_cost_s: newidle_lb_cost_s.to_vec(),
+            // A periodic balance as long as a newly idle one's cost: the SD_SERIALIZE lock's hold.
+            lb_time_s: newidle_lb_cost_s.to_vec(),
             tick_stop_share,
         };
         s.set_background(1, bg);
@@ -1413,7 +1417,7 @@ mod tests {
         s.allowed = vec![all; 6];
         as_if_held_without_affinity(&mut s, 1);
         as_if_held_without_affinity(&mut s, 2);
-        s.idle_avg.set_costs(&s.domains, &[cost_s]);
+        s.balancing.set_holds(&s.domains, &[cost_s]);
         let numa = s.domains.iter().position(|d| d.numa).unwrap();
         let mut pulls = |s: &mut Sched, cpu: usize, t: f64| {
             let (live, mut nr) = s.run_queues(t, &live);
@@ -1440,6 +1444,32 @@ mod tests {
             assert!(!first.is_empty() && !second.is_empty(), "cost {cost_s} gap {gap_s}");
             assert_eq!(calls, 1);
         }
+    }
+
+    #[test]
+    fn the_serialize_locks_hold_is_the_backgrounds_balance_time_not_the_newly_idle_cost() {
+        // The lock is held for Background::lb_time_s (the guest's typical balance), per attached
+        // level; the newly idle max_newidle_lb_cost (a maximum with the host's preemptions in
+        // it) does not hold it, and without a balance time no balance holds it at all.
+        let held = |newidle_lb_cost_s: Vec<f64>, lb_time_s: Vec<f64>| {
+            let mut s = sched_on(1, Kernel::V6_1, 3);
+            let bg = crate::sched::Background {
+                kthread_hz: 0.0,
+                kthread_mean_s: 0.0,
+                daemon_hz: 0.0,
+                daemon_mean_s: 0.0,
+                agent_period_s: 0.0,
+                agent_cost_s: 0.0,
+                newidle_lb_cost_s,
+                lb_time_s,
+                tick_stop_share: None,
+            };
+            s.set_background(1, bg);
+            let numa = s.domains.iter().position(|d| d.numa).unwrap();
+            (0..2).map(|cpu| s.balancing.hold_s(cpu, numa)).collect::<Vec<_>>()
+        };
+        assert_eq!(held(vec![3e-3], Vec::new()), [0.0, 0.0]);
+        assert_eq!(held(vec![3e-3], vec![17e-6]), [17e-6, 17e-6]);
     }
 
     #[test]

@@ -400,6 +400,7 @@ impl Sched {
         self.bg_idle = self.noise.as_ref().map(|_| bg_idle::BgIdle::new(self.pu_node.len()));
         self.seed_ni_random(noise_seed.unwrap_or(0));
         self.refresh_newidle_costs();
+        self.refresh_lb_times();
         self.explain = explain;
     }
 
@@ -413,6 +414,7 @@ impl Sched {
         self.bg_idle = Some(bg_idle::BgIdle::new(self.pu_node.len()));
         self.seed_ni_random(seed);
         self.refresh_newidle_costs();
+        self.refresh_lb_times();
     }
 
     /// NI_RANDOM's die from the run's seed (0 on a quiet machine), where the profile has it.

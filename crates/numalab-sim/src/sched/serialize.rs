@@ -9,14 +9,19 @@
 //! loop goes on to the next level. Periodic, kept-tick and NOHZ balances (`_nohz_idle_balance()`
 //! calls `rebalance_domains()` for each idle CPU) take it; `newidle_balance()` does not.
 //!
-//! The model's balances take no time, so how long the lock is held is the level's balance cost
-//! in guest time: the guest's measured `max_newidle_lb_cost` of the same `load_balance()`
-//! (`newidle.rs: IdleAvg::level_cost_s`), zero where the run has none (then no balance is ever
-//! skipped). Each holder is a CPU executing the balance: a NOHZ balance of several idle CPUs runs
-//! them one after the other on the kicked CPU, so its own holds follow each other rather than
-//! collide. With the host model, a holder the host stops inside the balance is not modelled
-//! beyond what the measured cost holds (it is the guest's clock, which runs on while the host
-//! does not run the vCPU).
+//! The model's balances take no time, so how long the lock is held is the level's balance time
+//! in guest time: the guest's measured typical `load_balance()` of the level (`Background`'s
+//! `lb_time_s`: the median of its periodic and NOHZ balances, kprobe / kretprobe timestamps,
+//! docs/scheduler.md §10.22), zero where the run has none (then no balance is ever skipped). Not
+//! the newly idle `max_newidle_lb_cost`: a decayed maximum, which holds the balances the host
+//! preempted (milliseconds, against tens of microseconds). Each holder is a CPU executing the
+//! balance: a NOHZ balance of several idle CPUs runs them one after the other on the kicked CPU,
+//! so its own holds follow each other rather than collide. With the host model, a holder the host
+//! stops inside the balance is not modelled: it keeps the lock only for the typical time.
+
+use super::domains::Domain;
+use super::newidle::{cost_of, level_costs};
+use super::Sched;
 
 /// `static DEFINE_SPINLOCK(balancing)`: who holds it, over which time.
 #[derive(Clone, Debug, Default)]
@@ -25,6 +30,8 @@ pub(super) struct Balancing {
     by: Option<usize>,
     from_s: f64,
     until_s: f64,
+    /// Per CPU, per modelled level: how long one of its balances holds the lock (`set_holds`).
+    hold_s: Vec<Vec<f64>>,
 }
 
 impl Balancing {
@@ -43,8 +50,28 @@ impl Balancing {
         if self.by == Some(executor) && self.from_s <= now_s && now_s < self.until_s {
             self.until_s += hold_s;
         } else {
-            *self = Balancing { by: Some(executor), from_s: now_s, until_s: now_s + hold_s };
+            (self.by, self.from_s, self.until_s) = (Some(executor), now_s, now_s + hold_s);
         }
+    }
+
+    /// The levels' hold times from the guest's measured balance times per attached domain
+    /// (debugfs's order, as `newidle.rs: level_costs()` maps the newly idle costs).
+    pub(super) fn set_holds(&mut self, domains: &[Domain], given: &[f64]) {
+        let ncpu = domains.first().map_or(0, |d| d.groups_of.len());
+        self.hold_s = (0..ncpu).map(|cpu| level_costs(domains, cpu, given)).collect();
+    }
+
+    /// How long `cpu`'s balance of level `l` holds the lock (0: not measured).
+    pub(super) fn hold_s(&self, cpu: usize, l: usize) -> f64 {
+        self.hold_s.get(cpu).map_or(0.0, |h| cost_of(h, l))
+    }
+}
+
+impl Sched {
+    /// The hold times from the background's (`Background::lb_time_s`).
+    pub(super) fn refresh_lb_times(&mut self) {
+        let given = self.noise.as_ref().map_or(&[][..], |nz| nz.lb_time_s());
+        self.balancing.set_holds(&self.domains, given);
     }
 }
 
