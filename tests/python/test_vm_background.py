@@ -158,13 +158,19 @@ def test_with_the_guests_background_the_simulator_moves_sleeping_threads_across_
     docs/scheduler.md §10.8), periodic failures no longer pile up past cache_nice_tries and
     release cache-hot threads: passive-2x4 moves 4 times across nodes with the background (0
     quiet; 2 of 8 threads, 10.8 % away), where it moved 15, so the background is asserted to
-    move threads across nodes where the quiet run moves none, not five times as often."""
+    move threads across nodes where the quiet run moves none, not five times as often.
+    With rebalance_domains()'s SD_SERIALIZE lock held for the background's balance time
+    (docs/scheduler.md §10.22; 6.13's sched_balance_running), passive-2x4 under 6.13 has 2 of 8
+    threads change node, 2.55 % away (14.0 % before; its 4 moves across nodes stay),
+    passive-4x2 4/8, 27.2 %, the oversubscribed 11/16 and 15/16, 32.5 and 38.3 % (held for the
+    guest's typical balance; 9/16 and 16/16, 22.2 and 35.8 % for its newly idle maximum); hence a
+    2-point margin over the quiet side (0.0, 4.85, 0.0 and 12.95 %)."""
     case = check.CASES[name]
     spec = _spec(case, kernel)
     quiet = check.sim_side(spec)
     busy = check.sim_side(spec, case.background, case.interval_ms, host=False)
     assert busy.threads.changed_node >= len(busy.threads.away_pct) // 3, busy.threads
-    assert busy.threads.mean_away_pct > quiet.threads.mean_away_pct + 5.0, (quiet.threads, busy.threads)
+    assert busy.threads.mean_away_pct > quiet.threads.mean_away_pct + 2.0, (quiet.threads, busy.threads)
     across = (_moves_across_nodes(spec), _moves_across_nodes(spec, case.background, case.interval_ms, host=False))
     assert across[0] == 0 < across[1] if "threads" not in case.params else across[1] > 5 * max(1, across[0]), across
     if "threads" not in case.params:

@@ -276,6 +276,11 @@ class GuestBackground:
     #: ``sd->max_newidle_lb_cost`` (debugfs ``sched/domains/cpuN/domainM``), median over its
     #: vCPUs and samples; empty where not measured (free).
     newidle_lb_cost_s: tuple[float, ...] = ()
+    #: How long one periodic or NOHZ ``load_balance()`` of each domain level takes, lowest first:
+    #: the guest's typical balance (the median, kprobe / kretprobe timestamps), which the
+    #: simulator's ``SD_SERIALIZE`` lock is held for (docs/scheduler.md §10.22); empty where not
+    #: measured (no hold).
+    lb_time_s: tuple[float, ...] = ()
     #: Of the idle loop's tries to stop the tick, the share that stopped it: the guest's
     #: ``idle_sleeps / idle_calls`` (``/proc/timer_list``) over the case's runs; None where not
     #: measured (every idle vCPU tickless).
@@ -284,8 +289,11 @@ class GuestBackground:
     def engine(self, interval_ms: int) -> dict[str, Any]:
         """The engine's ``background`` (``numalab_sim::sched::Background``): the agent every
         ``interval_ms``, the kernel threads, no daemons (the guest's init only waits for the agent),
-        and newly idle balancing's cost and the idle tick's stop share where measured."""
+        and newly idle balancing's cost, a periodic balance's time and the idle tick's stop share
+        where measured."""
         cost: dict[str, Any] = {"newidle_lb_cost_s": list(self.newidle_lb_cost_s)} if self.newidle_lb_cost_s else {}
+        if self.lb_time_s:
+            cost["lb_time_s"] = list(self.lb_time_s)
         if self.tick_stop_share is not None:
             cost["tick_stop_share"] = self.tick_stop_share
         return {"kthread_hz": self.kthread_hz, "kthread_mean_s": self.kthread_mean_s, "daemon_hz": 0.0, "daemon_mean_s": 0.0,
@@ -386,42 +394,57 @@ TICK_STOP_4X2_PASSIVE = 0.944
 TICK_STOP_4X2_OVER = 0.930
 TICK_STOP_2X4_PASSIVE = 0.950
 TICK_STOP_2X4_OVER = 0.951
+#: One periodic or NOHZ ``load_balance()``'s guest time per attached domain level, lowest first
+#: (``GuestBackground.lb_time_s``; v6.1 kernel/sched/fair.c: rebalance_domains() holds the
+#: ``SD_SERIALIZE`` lock across it on the NUMA levels): the median over the calls made as
+#: ``CPU_IDLE`` / ``CPU_NOT_IDLE`` that got past ``should_we_balance()`` (they reach
+#: ``find_busiest_group()``), from kprobe ``load_balance`` / kretprobe timestamps in the guest
+#: around each case's command (2026-11-27 17:40-17:45 UTC, load 3.4-9.1, one run of each case,
+#: two more of vm-4 sched-oversubscribed; a probe job beside ``vm/sched_trace.py``'s, not kept).
+#: The median, not the mean: about 1 % of the calls last 0.2-15 ms, about as often as the host
+#: preempts a vCPU inside a balance (§10.22); the rest 3-200 us. vm-4 NUMA16 / NUMA22 16 / 6 us
+#: (2472 / 2360 calls; p25-p75 11-23 and 5-7 us), vm-8 16 / 9 us, vm-2x4 MC / NUMA 14 / 9 us,
+#: vm-4x2 MC / NUMA / NUMA 12 / 9 / 10 us. docs/scheduler.md §10.22.
+LB_TIME_4 = (16e-6, 6e-6)
+LB_TIME_8 = (16e-6, 9e-6)
+LB_TIME_2X4 = (14e-6, 9e-6)
+LB_TIME_4X2 = (12e-6, 9e-6, 10e-6)
 GUEST_BACKGROUND: dict[str, dict[int, GuestBackground]] = {
     # vm-4 (the boot above): 4 threads 8.8-13.0 ms per barrier (three runs), agent 90 and 100 ms
     # per sample; 8 threads 6.7-12.9 ms (three runs), agent 167 and 210 ms per sample (its CPU
     # less the 0.32-0.34 s of the runs sampling every 30 s, over the samples but the exit one).
     "vm-4": {
         4: GuestBackground(barrier_s=10.5e-3, agent_cost_s=95e-3, kthread_hz=KTHREAD_HZ_4, kthread_mean_s=KTHREAD_MEAN_S_4,
-                            newidle_lb_cost_s=NEWIDLE_COST_4_PASSIVE,
+                            newidle_lb_cost_s=NEWIDLE_COST_4_PASSIVE, lb_time_s=LB_TIME_4,
                             tick_stop_share=TICK_STOP_4_PASSIVE),
         8: GuestBackground(barrier_s=10.4e-3, agent_cost_s=188e-3, kthread_hz=KTHREAD_HZ_4, kthread_mean_s=KTHREAD_MEAN_S_4,
-                            newidle_lb_cost_s=NEWIDLE_COST_4_OVER,
+                            newidle_lb_cost_s=NEWIDLE_COST_4_OVER, lb_time_s=LB_TIME_4,
                             tick_stop_share=TICK_STOP_4_OVER),
     },
     # vm-8 (its boot above): 8 threads 10.2-13.4 ms per barrier (three runs), agent 120 and 187 ms
     # per sample; 16 threads 9.4-17.7 ms, agent 70 and 304 ms per sample (less 0.39 and 0.54 s).
     "vm-8": {
         8: GuestBackground(barrier_s=11.7e-3, agent_cost_s=153e-3, kthread_hz=KTHREAD_HZ_8, kthread_mean_s=KTHREAD_MEAN_S_8,
-                            newidle_lb_cost_s=NEWIDLE_COST_8_PASSIVE,
+                            newidle_lb_cost_s=NEWIDLE_COST_8_PASSIVE, lb_time_s=LB_TIME_8,
                             tick_stop_share=TICK_STOP_8_PASSIVE),
         16: GuestBackground(barrier_s=13.4e-3, agent_cost_s=187e-3, kthread_hz=KTHREAD_HZ_8, kthread_mean_s=KTHREAD_MEAN_S_8,
-                             newidle_lb_cost_s=NEWIDLE_COST_8_OVER,
+                             newidle_lb_cost_s=NEWIDLE_COST_8_OVER, lb_time_s=LB_TIME_8,
                              tick_stop_share=TICK_STOP_8_OVER),
     },
     "vm-4x2": {
         8: GuestBackground(barrier_s=14.2e-3, agent_cost_s=96e-3, kthread_hz=KTHREAD_HZ_4X2, kthread_mean_s=KTHREAD_MEAN_S_4X2,
-                            newidle_lb_cost_s=NEWIDLE_COST_4X2_PASSIVE,
+                            newidle_lb_cost_s=NEWIDLE_COST_4X2_PASSIVE, lb_time_s=LB_TIME_4X2,
                             tick_stop_share=TICK_STOP_4X2_PASSIVE),
         16: GuestBackground(barrier_s=15.0e-3, agent_cost_s=161e-3, kthread_hz=KTHREAD_HZ_4X2, kthread_mean_s=KTHREAD_MEAN_S_4X2,
-                             newidle_lb_cost_s=NEWIDLE_COST_4X2_OVER,
+                             newidle_lb_cost_s=NEWIDLE_COST_4X2_OVER, lb_time_s=LB_TIME_4X2,
                              tick_stop_share=TICK_STOP_4X2_OVER),
     },
     "vm-2x4": {
         8: GuestBackground(barrier_s=15.3e-3, agent_cost_s=81e-3, kthread_hz=KTHREAD_HZ_2X4, kthread_mean_s=KTHREAD_MEAN_S_2X4,
-                            newidle_lb_cost_s=NEWIDLE_COST_2X4_PASSIVE,
+                            newidle_lb_cost_s=NEWIDLE_COST_2X4_PASSIVE, lb_time_s=LB_TIME_2X4,
                             tick_stop_share=TICK_STOP_2X4_PASSIVE),
         16: GuestBackground(barrier_s=19.7e-3, agent_cost_s=148e-3, kthread_hz=KTHREAD_HZ_2X4, kthread_mean_s=KTHREAD_MEAN_S_2X4,
-                             newidle_lb_cost_s=NEWIDLE_COST_2X4_OVER,
+                             newidle_lb_cost_s=NEWIDLE_COST_2X4_OVER, lb_time_s=LB_TIME_2X4,
                              tick_stop_share=TICK_STOP_2X4_OVER),
     },
 }

@@ -155,7 +155,7 @@ impl Sched {
         sig: &mut Option<Vec<CpuSig>>,
     ) -> Vec<usize> {
         self.tick_balancing = true;
-        let moved = self.rebalance_domains(now_s, cpu, nr, live, sig);
+        let moved = self.rebalance_domains(now_s, cpu, cpu, nr, live, sig);
         self.tick_balancing = false;
         if let Some(it) = self.idle_tick.as_mut() {
             if nr[cpu] == 0 {

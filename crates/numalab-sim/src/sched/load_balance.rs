@@ -97,6 +97,9 @@ impl Sched {
         }
         let mut moved = Vec::new();
         let ncpu = nr.len();
+        // The CPU the NOHZ kick would run the idle CPUs' balances on (`find_new_ilb()`: the
+        // first idle CPU in nohz.idle_cpus_mask), their `SD_SERIALIZE` lock's holder.
+        let ilb = (0..ncpu).find(|&c| nr[c] == 0 && !self.ttwu_pending[c] && self.nohz_idle(c)).unwrap_or(0);
         // Background work running now was woken there (ttwu_do_wakeup(), seen at the epoch's
         // end); the threads' wake-ups sample as they happen (`newidle.rs: ttwu_do_wakeup`).
         for cpu in 0..nr.len() {
@@ -140,7 +143,8 @@ impl Sched {
             {
                 continue;
             }
-            moved.extend(self.rebalance_domains(now_s, cpu, &mut nr, live, &mut sig));
+            let executor = if nr[cpu] == 0 { ilb } else { cpu };
+            moved.extend(self.rebalance_domains(now_s, cpu, executor, &mut nr, live, &mut sig));
         }
         if !self.newidle_when_run {
             for (w, &n) in self.was_busy.iter_mut().zip(&nr) {
@@ -150,13 +154,17 @@ impl Sched {
         moved
     }
 
-    /// `rebalance_domains()` on `cpu`: each level whose interval has passed (on an idle CPU or a
-    /// busy one, as `nr` says), from the lowest, until `should_we_balance()` leaves it to
-    /// another CPU of the group. Returns the threads moved.
+    /// `rebalance_domains()` on `cpu`, run by `executor` (`cpu` itself, or the CPU a NOHZ kick
+    /// runs it on): each level whose interval has passed (on an idle CPU or a busy one, as `nr`
+    /// says), from the lowest, until `should_we_balance()` leaves it to another CPU of the
+    /// group; a NUMA level another CPU's balance holds the lock of is skipped (`serialize.rs`).
+    /// Returns the threads moved.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn rebalance_domains(
         &mut self,
         now_s: f64,
         cpu: usize,
+        executor: usize,
         nr: &mut [usize],
         live: &[bool],
         sig: &mut Option<Vec<CpuSig>>,
@@ -171,6 +179,12 @@ impl Sched {
             if now_s + 1e-12 < self.state[l][cpu].due_s[usize::from(busy)] {
                 continue;
             }
+            // SD_SERIALIZE (every SD_NUMA level): "if (!spin_trylock(&balancing)) goto out",
+            // which leaves sd->last_balance, so the level stays due, and goes on to the next.
+            let serialize = self.domains[l].numa;
+            if serialize && self.balancing.busy(executor, now_s) {
+                continue;
+            }
             self.state[l][cpu].last_balance_s = now_s;
             self.refresh_due(l, cpu);
             let idle = if busy { Idle::Busy } else { Idle::Now };
@@ -182,6 +196,12 @@ impl Sched {
                 c.lb_balanced += 1;
                 self.grow_interval(l, cpu, false);
                 break;
+            }
+            // Held across this load_balance(), for what the guest measured one to take
+            // (Background::lb_time_s).
+            if serialize {
+                let hold_s = self.balancing.hold_s(cpu, l);
+                self.balancing.take(executor, now_s, hold_s);
             }
             let (got, done) = self.load_balance(now_s, cpu, l, idle, nr, live, sig);
             if done {
@@ -953,6 +973,7 @@ mod tests {
                 agent_period_s: 1.0,
                 agent_cost_s: 0.1,
                 newidle_lb_cost_s: Vec::new(),
+                lb_time_s: Vec::new(),
                 tick_stop_share: None,
             },
         );
@@ -1025,6 +1046,8 @@ mod tests {
             agent_period_s: 0.0,
             agent_cost_s: 0.0,
             newidle_lb_cost_s: newidle_lb_cost_s.to_vec(),
+            // A periodic balance as long as a newly idle one's cost: the SD_SERIALIZE lock's hold.
+            lb_time_s: newidle_lb_cost_s.to_vec(),
             tick_stop_share,
         };
         s.set_background(1, bg);
@@ -1063,7 +1086,9 @@ mod tests {
         // (304 ms), whose balance so finds nothing to pull; there its idle loop tries to stop the
         // tick. Stopped (share 1), CPU 1 joins nohz.idle_cpus_mask and a later kick from CPU 0
         // balances it (idle-balance); kept (share 0), it is still out of the mask and balances
-        // itself at its tick (idle-tick-balance).
+        // itself at its tick (idle-tick-balance). At 1 s CPU 0's own busy balance of the NUMA
+        // level comes first and holds the SD_SERIALIZE lock for the 2 ms cost, so CPU 1's balance
+        // skips the level (serialize.rs) and pulls at the next tick.
         let live = [true, true, false];
         let run = |share: f64| {
             let mut s = quiet_after_300_ms(Kernel::V6_1, &[2e-3], Some(share));
@@ -1073,7 +1098,10 @@ mod tests {
             assert!(s.balance(304.0e-3, &live).is_empty());
             s.allowed = vec![both; 3];
             assert_eq!(s.idle_tick_due(1, 1.0), share == 0.0);
-            assert_eq!(s.balance(1.0, &live), vec![1]);
+            assert!(s.balance(1.0, &live).is_empty());
+            // One of CPU 0's two threads, whichever waits then.
+            let moved = s.balance(1.004, &live);
+            assert!(moved.len() == 1 && s.cpu[moved[0]] == 1 && moved[0] < 2, "{moved:?}");
             s.log.last().unwrap().path
         };
         assert_eq!(run(1.0), "idle-balance");
@@ -1364,6 +1392,84 @@ mod tests {
         assert_eq!(domains.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>(), ["MC", "NUMA21"]);
         assert_eq!(domains[0].1[2], [1, 0, 0, 2, 1, 0, 0, 0]);
         assert_eq!((gate.calls, gate.pulled, gate.no_overload, gate.random_skip), (1, 1, 0, 0));
+    }
+
+    /// Three nodes of one CPU (6.1): threads 0-5 on CPU 0 for 300 ms of balancing, held there,
+    /// then free, CPUs 1 and 2 idle, each NUMA balance holding the SD_SERIALIZE lock for
+    /// `cost_s` (the newly idle cost). CPU 1 then CPU 2, `gap_s` later, balance themselves as
+    /// idle (as at their kept ticks, 10 ms on); returns the threads each pulled and CPU 2's
+    /// NUMA `load_balance()` calls as idle in its balance.
+    fn two_idle_cpus_balance_numa(cost_s: f64, gap_s: f64) -> (Vec<usize>, Vec<usize>, u64) {
+        let m = crate::sched::test_machines::three_nodes_of_one();
+        let p = crate::sched::test_machines::unbound();
+        let mut s = Sched::new(&m, &p, Kernel::V6_1, 1, 6).unwrap();
+        let mut live = [false; 6];
+        for t in 0..6 {
+            s.place_new(t, (t > 0).then_some(0), &live);
+            live[t] = true;
+        }
+        s.cpu = vec![0; 6];
+        let all = s.allowed[0].clone();
+        s.allowed = vec![vec![0]; 6];
+        for k in 1..=300 {
+            assert!(s.balance(k as f64 * 1e-3, &live).is_empty());
+        }
+        s.allowed = vec![all; 6];
+        as_if_held_without_affinity(&mut s, 1);
+        as_if_held_without_affinity(&mut s, 2);
+        s.balancing.set_holds(&s.domains, &[cost_s]);
+        let numa = s.domains.iter().position(|d| d.numa).unwrap();
+        let pulls = |s: &mut Sched, cpu: usize, t: f64| {
+            let (live, mut nr) = s.run_queues(t, &live);
+            assert_eq!(nr[cpu], 0);
+            s.rebalance_domains(t, cpu, cpu, &mut nr, &live, &mut None)
+        };
+        let first = pulls(&mut s, 1, 0.31);
+        let before = s.schedstat.lb[numa][2][0].lb_count;
+        let second = pulls(&mut s, 2, 0.31 + gap_s);
+        (first, second, s.schedstat.lb[numa][2][0].lb_count - before)
+    }
+
+    #[test]
+    fn v61_a_numa_balance_within_another_cpus_hold_of_the_serialize_lock_is_skipped() {
+        // rebalance_domains(): "if (!spin_trylock(&balancing)) goto out" on SD_SERIALIZE
+        // (SD_NUMA) levels. Within CPU 1's 3 ms hold, CPU 2's balance skips the level: no
+        // load_balance() call, no pull.
+        let (first, second, calls) = two_idle_cpus_balance_numa(3e-3, 1e-3);
+        assert!(!first.is_empty());
+        assert_eq!((second.len(), calls), (0, 0));
+        // After the hold, or with no cost (no run measured one), both balance and pull.
+        for (cost_s, gap_s) in [(3e-3, 3.5e-3), (0.0, 0.0)] {
+            let (first, second, calls) = two_idle_cpus_balance_numa(cost_s, gap_s);
+            assert!(!first.is_empty() && !second.is_empty(), "cost {cost_s} gap {gap_s}");
+            assert_eq!(calls, 1);
+        }
+    }
+
+    #[test]
+    fn the_serialize_locks_hold_is_the_backgrounds_balance_time_not_the_newly_idle_cost() {
+        // The lock is held for Background::lb_time_s (the guest's typical balance), per attached
+        // level; the newly idle max_newidle_lb_cost (a maximum with the host's preemptions in
+        // it) does not hold it, and without a balance time no balance holds it at all.
+        let held = |newidle_lb_cost_s: Vec<f64>, lb_time_s: Vec<f64>| {
+            let mut s = sched_on(1, Kernel::V6_1, 3);
+            let bg = crate::sched::Background {
+                kthread_hz: 0.0,
+                kthread_mean_s: 0.0,
+                daemon_hz: 0.0,
+                daemon_mean_s: 0.0,
+                agent_period_s: 0.0,
+                agent_cost_s: 0.0,
+                newidle_lb_cost_s,
+                lb_time_s,
+                tick_stop_share: None,
+            };
+            s.set_background(1, bg);
+            let numa = s.domains.iter().position(|d| d.numa).unwrap();
+            (0..2).map(|cpu| s.balancing.hold_s(cpu, numa)).collect::<Vec<_>>()
+        };
+        assert_eq!(held(vec![3e-3], Vec::new()), [0.0, 0.0]);
+        assert_eq!(held(vec![3e-3], vec![17e-6]), [17e-6, 17e-6]);
     }
 
     #[test]

@@ -26,6 +26,7 @@ mod noise;
 mod overload;
 pub mod pelt;
 mod schedstat;
+mod serialize;
 pub use schedstat::{LbCounts, NewidleGate};
 mod turns;
 mod util_est;
@@ -49,6 +50,20 @@ pub(crate) mod test_machines {
             "core": {{"frequency_ghz": 2.0, "mlp": 10}}}}"#
         );
         numalab_model::MachineSpec::from_json(&spec).unwrap().resolve().unwrap()
+    }
+
+    /// Three nodes of one core each, all 21 apart: one NUMA level, every domain of a CPU a NUMA
+    /// one (`vm-4`'s shape).
+    pub fn three_nodes_of_one() -> numalab_model::Machine {
+        let spec = r#"{"name": "3n1", "description": "three nodes of one core",
+            "topology": {"packages": 3, "nodes_per_package": 1, "cores_per_node": 1},
+            "memory": {"node_gib": 1},
+            "distances": [[10,21,21],[21,10,21],[21,21,10]],
+            "latency": {"local_ns": 100},
+            "bandwidth": {"node_gbps": 10},
+            "links": [{"nodes": [0,1], "gbps": 6}, {"nodes": [0,2], "gbps": 6}, {"nodes": [1,2], "gbps": 6}],
+            "core": {"frequency_ghz": 2.0, "mlp": 10}}"#;
+        numalab_model::MachineSpec::from_json(spec).unwrap().resolve().unwrap()
     }
 
     /// Threads unbound (no `cpunodebind`, `OMP_PROC_BIND=false`), memory policy default.
@@ -248,6 +263,8 @@ pub struct Sched {
     /// Every CPU's `cpu_load()` over its threads while they stay where they were summed
     /// (`load.rs`, `cpu_load_pair`).
     load_sums: std::cell::RefCell<load::LoadSums>,
+    /// `rebalance_domains()`'s lock on the `SD_SERIALIZE` (NUMA) levels (`serialize.rs`).
+    balancing: serialize::Balancing,
 }
 
 impl Sched {
@@ -348,6 +365,7 @@ impl Sched {
             wake_scratch: wake::Scratch::default(),
             group_cores,
             load_sums: Default::default(),
+            balancing: Default::default(),
         };
         for l in 0..s.domains.len() {
             for c in 0..s.pu_node.len() {
@@ -382,6 +400,7 @@ impl Sched {
         self.bg_idle = self.noise.as_ref().map(|_| bg_idle::BgIdle::new(self.pu_node.len()));
         self.seed_ni_random(noise_seed.unwrap_or(0));
         self.refresh_newidle_costs();
+        self.refresh_lb_times();
         self.explain = explain;
     }
 
@@ -395,6 +414,7 @@ impl Sched {
         self.bg_idle = Some(bg_idle::BgIdle::new(self.pu_node.len()));
         self.seed_ni_random(seed);
         self.refresh_newidle_costs();
+        self.refresh_lb_times();
     }
 
     /// NI_RANDOM's die from the run's seed (0 on a quiet machine), where the profile has it.

@@ -51,6 +51,11 @@ pub struct Background {
     /// above; none: free.
     #[serde(default)]
     pub newidle_lb_cost_s: Vec<f64>,
+    /// How long one periodic or NOHZ `load_balance()` of each domain level takes, lowest first,
+    /// debugfs's order as for `newidle_lb_cost_s` (a guest's measured typical balance, not the
+    /// maximum: `serialize.rs` holds the `SD_SERIALIZE` lock for it); none: no time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lb_time_s: Vec<f64>,
     /// Of the idle loop's tries to stop the tick at an idle CPU's ticks, the share that stop it
     /// (a guest's measured `idle_sleeps / idle_calls`; `idle_tick.rs`: the tick runs on to the
     /// next jiffy after each idle entry); none: every idle CPU is tickless.
@@ -69,6 +74,7 @@ impl Default for Background {
             agent_period_s: 0.0,
             agent_cost_s: 0.0,
             newidle_lb_cost_s: Vec::new(),
+            lb_time_s: Vec::new(),
             tick_stop_share: None,
         }
     }
@@ -253,6 +259,11 @@ impl Noise {
         &self.bg.newidle_lb_cost_s
     }
 
+    /// One periodic balance's time per domain level (`Background::lb_time_s`).
+    pub fn lb_time_s(&self) -> &[f64] {
+        &self.bg.lb_time_s
+    }
+
     /// Whether a periodic task has run yet.
     pub fn has_agent(&self) -> bool {
         !self.agent_runs.is_empty()
@@ -342,6 +353,7 @@ impl Background {
             agent_period_s: period_s,
             agent_cost_s: cost_s,
             newidle_lb_cost_s: Vec::new(),
+            lb_time_s: Vec::new(),
             tick_stop_share: None,
         }
     }

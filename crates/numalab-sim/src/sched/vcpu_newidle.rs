@@ -98,7 +98,7 @@ impl Sched {
         let n = nr.len();
         for cpu in (1..=n).map(|k| (ilb + k) % n) {
             if nr[cpu] == 0 && !self.ttwu_pending[cpu] && self.nohz_idle(cpu) {
-                moved.extend(self.rebalance_domains(now_s, cpu, &mut nr, live, &mut sig));
+                moved.extend(self.rebalance_domains(now_s, cpu, ilb, &mut nr, live, &mut sig));
             }
         }
         moved
