@@ -963,20 +963,7 @@ mod tests {
     /// node; returns the machine, the shared CPU, its idle sibling and the run's start.
     fn beside_the_agent() -> (Sched, usize, usize, f64) {
         let mut s = sched_of(Kernel::V6_13, 2);
-        s.set_background(
-            7,
-            crate::sched::Background {
-                kthread_hz: 0.0,
-                kthread_mean_s: 0.0,
-                daemon_hz: 0.0,
-                daemon_mean_s: 0.0,
-                agent_period_s: 1.0,
-                agent_cost_s: 0.1,
-                newidle_lb_cost_s: Vec::new(),
-                lb_time_s: Vec::new(),
-                tick_stop_share: None,
-            },
-        );
+        s.set_background(7, crate::sched::Background::agent_only(1.0, 0.1));
         // Generated with no thread runnable, the run stays on its seeded CPU.
         s.background(0.0, 1.0, &[false, false]);
         let nz = s.noise.as_ref().unwrap();
@@ -1038,17 +1025,10 @@ mod tests {
     fn quiet_after_300_ms(kernel: Kernel, newidle_lb_cost_s: &[f64], tick_stop_share: Option<f64>) -> Sched {
         let mut s = sched_on(1, kernel, 3);
         s.explain = true;
+        // A periodic balance as long as a newly idle one's cost: the SD_SERIALIZE lock's hold.
         let bg = crate::sched::Background {
-            kthread_hz: 0.0,
-            kthread_mean_s: 0.0,
-            daemon_hz: 0.0,
-            daemon_mean_s: 0.0,
-            agent_period_s: 0.0,
-            agent_cost_s: 0.0,
-            newidle_lb_cost_s: newidle_lb_cost_s.to_vec(),
-            // A periodic balance as long as a newly idle one's cost: the SD_SERIALIZE lock's hold.
-            lb_time_s: newidle_lb_cost_s.to_vec(),
             tick_stop_share,
+            ..crate::sched::Background::balancing_only(newidle_lb_cost_s.to_vec(), newidle_lb_cost_s.to_vec())
         };
         s.set_background(1, bg);
         threads_0_and_1_on_cpu_0_for_300_ms(&mut s);
@@ -1453,17 +1433,7 @@ mod tests {
         // it) does not hold it, and without a balance time no balance holds it at all.
         let held = |newidle_lb_cost_s: Vec<f64>, lb_time_s: Vec<f64>| {
             let mut s = sched_on(1, Kernel::V6_1, 3);
-            let bg = crate::sched::Background {
-                kthread_hz: 0.0,
-                kthread_mean_s: 0.0,
-                daemon_hz: 0.0,
-                daemon_mean_s: 0.0,
-                agent_period_s: 0.0,
-                agent_cost_s: 0.0,
-                newidle_lb_cost_s,
-                lb_time_s,
-                tick_stop_share: None,
-            };
+            let bg = crate::sched::Background::balancing_only(newidle_lb_cost_s, lb_time_s);
             s.set_background(1, bg);
             let numa = s.domains.iter().position(|d| d.numa).unwrap();
             (0..2).map(|cpu| s.balancing.hold_s(cpu, numa)).collect::<Vec<_>>()

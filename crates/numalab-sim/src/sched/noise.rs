@@ -344,7 +344,7 @@ impl Noise {
 #[cfg(test)]
 impl Background {
     /// Only the periodic task (a run of `cost_s` every `period_s`): no kernel threads, no daemons.
-    pub(super) fn agent_only(period_s: f64, cost_s: f64) -> Background {
+    pub(crate) fn agent_only(period_s: f64, cost_s: f64) -> Background {
         Background {
             kthread_hz: 0.0,
             kthread_mean_s: 0.0,
@@ -355,6 +355,18 @@ impl Background {
             newidle_lb_cost_s: Vec::new(),
             lb_time_s: Vec::new(),
             tick_stop_share: None,
+        }
+    }
+
+    /// No background work, only a guest's measured balancing: newly idle balancing's cost and a
+    /// periodic balance's time per level.
+    pub(crate) fn balancing_only(newidle_lb_cost_s: Vec<f64>, lb_time_s: Vec<f64>) -> Background {
+        Background {
+            agent_period_s: 0.0,
+            agent_cost_s: 0.0,
+            newidle_lb_cost_s,
+            lb_time_s,
+            ..Background::agent_only(0.0, 0.0)
         }
     }
 }
