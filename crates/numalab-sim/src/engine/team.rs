@@ -106,11 +106,13 @@ pub(super) fn start(
             t.mark_s = release;
         }
         if asleep {
+            sched.rq_off(tid, arrive[idx] + spin_s);
             let prev = sched.cpu[tid];
             now_runnable[tid] = true;
             let cpu = sched.wake(release, tid, first + waker, &now_runnable);
             sched.ttwu_do_wakeup(cpu, release);
             sched.enqueued_on(cpu, &now_runnable, release);
+            sched.rq_on(tid, cpu, release);
             t.clock += WAKE_LATENCY_S;
             if cpu != prev {
                 t.migrations += 1;
