@@ -9,7 +9,8 @@ runs the command under the agent, and prints ``/proc/schedstat`` before and afte
 and the moves counted by stack. ``report`` reads that output back: moves by path (``path_of``),
 how many crossed nodes, how busy the guest's CPUs were and how often they went idle.
 ``sim_sched`` gives the simulator's moves by path for a ``vm check`` case (its
-``--explain-sched`` decisions) and its CPUs' same two figures (the document's ``sched_cpus``).
+``--explain-sched`` decisions), its CPUs' same two figures (the document's ``sched_cpus``) and
+its run queues as ``RQ_AWK`` counts the guest's (``sim_rq``, docs/scheduler.md §10.25).
 """
 
 from __future__ import annotations
@@ -725,8 +726,9 @@ def guest_run(name: str, memory_per_node_mib: int | None = None, accel: str = "t
 
 
 def as_json(g: GuestMoves, side: SimSched) -> dict[str, Any]:
-    """``--moves --json``: both sides' moves by path (all, across nodes), and their CPUs' busy
-    share and idle entries (``sim_cpus``: the simulator's)."""
+    """``--moves --json``: both sides' moves by path (all, across nodes), their CPUs' busy
+    share and idle entries (``sim_cpus``: the simulator's) and run queues (``guest.rq``,
+    ``sim_rq``)."""
     guest = {"moves": {p: [g.moves[p], g.cross[p]] for p in g.moves}, "nr_migrations": g.nr_migrations, "threads": g.threads,
              "barriers": g.barriers, "busy": g.busy, "goidle": g.goidle, "command_s": g.command_s,
              "lb_gained": {level: dict(c) for level, c in g.lb_gained.items()},
