@@ -51,6 +51,7 @@ impl Engine<'_> {
             self.sched.resumes(i, release);
             self.threads[i].clock = release;
             if asleep {
+                // Off its run queue from its futex sleep to the wake-up (`sched/rq_trace.rs`).
                 self.sched.rq_off(i, slept_at);
                 let prev = self.sched.cpu[i];
                 runnable[i] = true;

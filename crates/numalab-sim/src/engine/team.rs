@@ -106,6 +106,7 @@ pub(super) fn start(
             t.mark_s = release;
         }
         if asleep {
+            // Off its run queue from its sleep in the dock to the wake-up (`sched/rq_trace.rs`).
             sched.rq_off(tid, arrive[idx] + spin_s);
             let prev = sched.cpu[tid];
             now_runnable[tid] = true;
