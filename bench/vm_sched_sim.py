@@ -11,7 +11,12 @@ node, seed 1's threads that changed node and its moves by kernel path (all/acros
 With ``--idle`` also each case's idle entries per CPU per barrier (``sched_goidle``, mean over the
 seeds and their range; ``vm check --moves`` shows the guest's) and newly idle balances per run
 (calls, pulls), from the runs with their decisions kept (``--explain-sched``, which changes no
-decision). Deterministic; about three seconds per seed for all eight cases.
+decision). With ``--rq`` also each case's run queues as ``vm check --moves`` prints the guest's
+(``sched_trace.rq_line``: CPU-time at 0 / 1 / 2 / 3+ runnable threads, idle ticks by the
+longest run queue, the share of the run some CPU held 2+ while another held none and those
+stretches by length, idle ticks by jiffies since their CPU's last thread left), the mean over
+the seeds (docs/scheduler.md §10.25). Deterministic; about three seconds per seed for all eight
+cases.
 
 ``--host NAME`` models one of ``check.HOSTS`` instead of ``check.GUEST_HOST``; ``--condition
 NAME`` one of the host conditions the guest was measured under (``check.CONDITIONS``,
@@ -25,7 +30,7 @@ judges a run (seeds 1..4, ``--seeds`` to change): per run the guest's value and 
 condition, the simulator's mean and how far it lies in the run's counting spread sqrt(k); then per
 case how many runs it is within one and two sqrt(k) of. docs/scheduler.md §10.20.
 
-    .venv/bin/python bench/vm_sched_sim.py [--kernel 6.1|6.13] [--seeds N] [--idle] [--host NAME | --condition NAME | --per-run]
+    .venv/bin/python bench/vm_sched_sim.py [--kernel 6.1|6.13] [--seeds N] [--idle] [--rq] [--host NAME | --condition NAME | --per-run]
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ def main() -> None:
     ap.add_argument("--kernel", default="6.1", help="the simulated kernel profile (vm check simulates Debian's 6.1 guest)")
     ap.add_argument("--seeds", type=int, default=None, help="seeds 1..N per case (default 8; 4 with --per-run)")
     ap.add_argument("--idle", action="store_true", help="also idle entries per CPU per barrier and newly idle balances per run")
+    ap.add_argument("--rq", action="store_true", help="also the run queues as vm check --moves prints the guest's, mean over the seeds")
     pick = ap.add_mutually_exclusive_group()
     pick.add_argument("--host", choices=sorted(check.HOSTS), help="the host model (default check.GUEST_HOST)")
     pick.add_argument("--condition", choices=sorted(check.CONDITIONS), help="a measured host condition: its host and barrier length")
@@ -65,7 +71,7 @@ def main() -> None:
         reps = int(case.params["reps"])
         host = check.HOSTS[cond.host if cond else args.host] if cond or args.host else True
         background = cond.background(name) if cond else case.background
-        docs = [check.sim_doc(replace(spec, seed=s).updated(explain_sched=args.idle), background, case.interval_ms, host)
+        docs = [check.sim_doc(replace(spec, seed=s).updated(explain_sched=args.idle or args.rq), background, case.interval_ms, host)
                 for s in range(1, args.seeds + 1)]
         runs = [check.threads_of(d) for d in docs]
         per = [t.migrations_per_thread_barrier(reps) for t in runs]
@@ -80,6 +86,9 @@ def main() -> None:
               f"{guest_seen.verdict(mean, name, seen):12} {away:>6.1f} {first.changed_node:>3}/{len(first.nr_migrations):<3}  {paths}")
         if args.idle:
             print(f"{'':26} {idle_entries(docs, reps)}")
+        if args.rq:
+            rqs = [rq for rq in map(sched_trace.sim_rq, docs) if rq is not None]
+            print(f"{'':26} {sched_trace.rq_line(f'sim (seeds 1-{args.seeds})', sched_trace.mean_rq(rqs))}")
 
 
 def per_run(kernel: str, seeds: int) -> None:

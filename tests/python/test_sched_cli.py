@@ -28,7 +28,11 @@ def test_explain_sched_prints_every_placement_and_the_threads(cli):
     assert "scheduler decisions" in out
     assert out.count(" fork ") >= 3 and " exec " in out
     assert "nr_migrations" in out and "away_pct" in out
+    assert "runnable threads per CPU over" in out and "run queues: CPU-time at 0 / 1 / 2 / 3+ runnable threads" in out
     d = doc(cli, "--explain-sched")
+    # Every CPU's seconds at 0, 1, 2 and 3+ runnable threads cover the same span.
+    span = d["sched_rq"]["span_s"]
+    assert span > 0 and all(abs(sum(c["rq_s"]) - span) < 1e-9 * span for c in d["sched_cpus"])
     paths = [e["path"] for e in d["sched_events"]]
     assert paths[:4] == ["exec", "fork", "fork", "fork"]
     assert all(t["cpu_history"][0][1] >= 0 for t in d["threads"])

@@ -455,3 +455,50 @@ def test_every_load_balance_counter_is_read_per_domain_and_idle_type_and_shown_b
     # 7 newly idle balances at domain0 over 20 idle entries; the simulator's 8 over 10.
     assert "newly idle balances at domain0 per idle entry: guest 0.350, sim 0.800" in lines
     assert "sim newly idle balances: calls 18, no_overload 0, avg_idle 0, cost_break 0, random_skip 10, pulled 2" in lines
+
+
+def test_the_simulators_run_queues_are_read_and_printed_beside_the_guests():
+    """``--explain-sched``'s ``sched_rq`` and each CPU's ``rq_s`` (crates/numalab-sim/src/sched/
+    rq_trace.rs) read into the simulator's ``RunQueues`` (CPUs in their number's order), printed
+    by ``report`` as the guest's line is and kept by ``--json`` as ``sim_rq``."""
+    doc = {"sched_cpus": [{"cpu": 1, "rq_s": [1.5, 0.3, 0.2, 0.0]}, {"cpu": 0, "rq_s": [0.2, 1.8, 0.0, 0.0]}],
+           "sched_rq": {"ticks": [[1, 0, 1], [2, 0, 1], [2, 1, 4]], "imbalanced_s": 0.2, "span_s": 2.0,
+                        "episodes": [0, 0, 0, 0, 0, 1], "since": [0, 0, 0, 0, 0, 2]}}
+    rq = sched_trace.sim_rq(doc)
+    assert rq is not None and rq.time == [[0.2, 1.8, 0.0, 0.0], [1.5, 0.3, 0.2, 0.0]]
+    assert rq.longest_at_ticks() == [0, 1, 1, 0] and (rq.imbalanced_s, rq.span_s) == (0.2, 2.0)
+    assert sched_trace.sim_rq({"sched_cpus": doc["sched_cpus"]}) is None
+    side = sched_trace.SimSched({}, [], [], 0, rq=rq)
+    g = sched_trace.parse(job_output())
+    line = next(x for x in sched_trace.report(g, side).splitlines() if x.startswith("sim CPU-time"))
+    assert line == ("sim CPU-time at 0 / 1 / 2 / 3+ runnable threads: 0.425 / 0.525 / 0.050 / 0.000; idle ticks by the "
+                    "longest run queue then (0 / 1 / 2 / 3+): 0 / 1 / 1 / 0; some CPU at 2+ while another at 0: 0.100 of "
+                    "the run, stretches of it up to 0.5 / 1 / 2 / 4 / 8 / over 8 ms: 0 / 0 / 0 / 0 / 0 / 1; idle ticks 0 / "
+                    "1 / 2 / 3 / 4 / 5+ jiffies after the CPU's last thread left: 0 / 0 / 0 / 0 / 0 / 2")
+    assert sched_trace.as_json(g, side)["sim_rq"]["time"] == rq.time
+    # Over seeds the counts are means, with a decimal where not whole.
+    mean = sched_trace.mean_rq([rq, sched_trace.RunQueues(rq.time, Counter({(2, 0): 2}), 0.0, 2.0)])
+    assert mean.longest_at_ticks == [0.0, 0.5, 1.5, 0.0] and mean.imbalanced == 0.05
+    assert "(0 / 1 / 2 / 3+): 0 / 0.5 / 1.5 / 0;" in sched_trace.rq_line("sim", mean)
+
+
+def test_the_simulated_vm4_run_queues_cover_the_run_and_change_no_decision():
+    """The model's ``vm-4`` oversubscribed run (8 threads on 4 vCPUs): every vCPU's seconds at 0,
+    1, 2 and 3+ add up to the span from the first fork to the last exit, the vCPUs hold 2 threads
+    on average, and keeping the run queues changes no move (the same moves as the run without
+    ``--explain-sched``)."""
+    over = sched_trace.sim_sched("sched-oversubscribed", "6.1")
+    rq = over.rq
+    assert rq is not None and len(rq.time) == 4
+    assert all(abs(sum(t) - rq.span_s) < 1e-9 * rq.span_s for t in rq.time), (rq.time, rq.span_s)
+    # 8 threads on 4 vCPUs, each runnable part of the barrier: fewer than 2 a vCPU on average.
+    mean_runnable = sum(k * t[k] for t in rq.time for k in range(4)) / (4 * rq.span_s)
+    assert 0.2 < mean_runnable < 2.0, mean_runnable
+    assert 0 < rq.imbalanced_s < rq.span_s and sum(rq.episodes) > 0 and sum(rq.longest_at_ticks()) > 0
+    case = check.CASES["sched-oversubscribed"]
+    from numalab.machine import load as load_machine
+    from numalab.spec import RunSpec
+    params = {"threads": load_machine(case.machine).nr_pus, **case.params}
+    spec = RunSpec.create(case.machine, case.workload, params=params, kernel="6.1", thp="never").with_config(case.config)
+    side = check.sim_side(spec, case.background, case.interval_ms)
+    assert sum(a for a, _ in over.moves.values()) == sum(side.threads.nr_migrations)

@@ -143,6 +143,25 @@ pub struct SchedCpuOut {
     pub domains: Vec<SchedDomainOut>,
     /// Its newly idle balances by how far they got (`sched/schedstat.rs: NewidleGate`).
     pub newidle_gate: crate::sched::NewidleGate,
+    /// Seconds it had 0, 1, 2 and 3+ of the workload's threads runnable, over `SchedRqOut`'s
+    /// span (`sched/rq_trace.rs`, docs/scheduler.md §10.25).
+    pub rq_s: [f64; 4],
+}
+
+/// The workload's run queues over the run as `vm check --moves` counts the guest's
+/// (`sched/rq_trace.rs`, docs/scheduler.md §10.25), `--explain-sched` only.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SchedRqOut {
+    /// Idle CPUs' kept ticks as [longest run queue over the CPUs, the CPU's own, count] (3: 3+).
+    pub ticks: Vec<[u64; 3]>,
+    /// Seconds some CPU had 2+ runnable threads while another had none, of `span_s` (from the
+    /// first thread's fork to the last exit).
+    pub imbalanced_s: f64,
+    pub span_s: f64,
+    /// Those stretches by length: up to 0.5, 1, 2, 4, 8 ms, longer.
+    pub episodes: [u64; 6],
+    /// Idle ticks on a CPU with no thread by whole jiffies since its last left: 0..4, 5+.
+    pub since: [u64; 6],
 }
 
 /// One domain's `load_balance()` counters (v6.1 `kernel/sched/stats.c: show_schedstat()`).
@@ -252,6 +271,9 @@ pub struct SimOutput {
     /// docs/scheduler.md §10.18).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sched_host_others_s: Vec<f64>,
+    /// The workload's run queues over the run (`--explain-sched`, docs/scheduler.md §10.25).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sched_rq: Option<SchedRqOut>,
     /// Time charged to balancing work (balancing on only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub balancing_cost: Option<BalancingCost>,
@@ -405,6 +427,7 @@ impl Recorder {
             sched_cpus: Vec::new(),
             sched_host_main_loop: None,
             sched_host_others_s: Vec::new(),
+            sched_rq: None,
             balancing_cost: None,
             timeline: self.timeline,
             engine: EngineInfo { sample_rate, sample_stride: stride, bandwidth_waits, epochs, samples },

@@ -119,7 +119,23 @@ def sched_text(doc: dict[str, Any]) -> str:
               f"{cpu(e['from_cpu'], e['from_node']):<14} -> {cpu(e['to_cpu'], e['to_node']):<14} {e['why']}" for e in doc["sched_events"]]
     text = "\n".join(lines)
     per = [[t["tid"], t["first_node"], t["node"], t["nr_migrations"], f"{t['away_from_first_node_pct']:.1f}"] for t in doc["threads"]]
-    return text + "\n" + render(table(("tid", "first_node", "node", "nr_migrations", "away_pct"), per, "threads", first_left=False))
+    text += "\n" + render(table(("tid", "first_node", "node", "nr_migrations", "away_pct"), per, "threads", first_left=False))
+    return text + rq_text(doc)
+
+
+def rq_text(doc: dict[str, Any]) -> str:
+    """The threads' run queues per CPU, counted as ``vm check --moves`` counts a guest's
+    (docs/scheduler.md §10.25), or "" without them."""
+    from numalab.vm import sched_trace
+
+    rq = sched_trace.sim_rq(doc)
+    if rq is None:
+        return ""
+    cpus = sorted(int(c["cpu"]) for c in doc["sched_cpus"])
+    rows = [[c, *(f"{x:.4f}" for x in t)] for c, t in zip(cpus, rq.time)]
+    cols = ("cpu", "s at 0", "s at 1", "s at 2", "s at 3+")
+    title = f"runnable threads per CPU over {rq.span_s:.4f} s (first fork to last exit)"
+    return "\n" + render(table(cols, rows, title, first_left=False)) + "\n" + sched_trace.rq_line("run queues:", rq.figures())
 
 
 def pass_text(passes: list[dict[str, Any]]) -> str:

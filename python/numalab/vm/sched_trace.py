@@ -9,7 +9,8 @@ runs the command under the agent, and prints ``/proc/schedstat`` before and afte
 and the moves counted by stack. ``report`` reads that output back: moves by path (``path_of``),
 how many crossed nodes, how busy the guest's CPUs were and how often they went idle.
 ``sim_sched`` gives the simulator's moves by path for a ``vm check`` case (its
-``--explain-sched`` decisions) and its CPUs' same two figures (the document's ``sched_cpus``).
+``--explain-sched`` decisions), its CPUs' same two figures (the document's ``sched_cpus``) and
+its run queues as ``RQ_AWK`` counts the guest's (``sim_rq``, docs/scheduler.md §10.25).
 """
 
 from __future__ import annotations
@@ -246,6 +247,62 @@ class RunQueues:
         idle task had not yet switched to it, and scheduler_tick() sees the CPU busy)."""
         return [sum(n for (m, o), n in self.ticks.items() if m == k and o == 0) for k in range(4)]
 
+    def figures(self) -> RqFigures:
+        """What ``rq_line`` prints: shares at 0-3+, idle ticks by the longest, the imbalanced
+        share of the run, its stretches by length and the idle ticks by jiffies since."""
+        return RqFigures(self.shares(), [float(n) for n in self.longest_at_ticks()],
+                         self.imbalanced_s / self.span_s if self.span_s else 0.0,
+                         [float(n) for n in self.episodes], [float(n) for n in self.since])
+
+
+@dataclass(frozen=True)
+class RqFigures:
+    """``RunQueues.figures()``, or their mean over runs (``mean_rq``)."""
+
+    shares: list[float]
+    longest_at_ticks: list[float]
+    imbalanced: float
+    episodes: list[float]
+    since: list[float]
+
+
+def mean_rq(runs: list[RunQueues]) -> RqFigures:
+    """Each figure's mean over ``runs`` (the simulator's seeds)."""
+    figs = [r.figures() for r in runs]
+
+    def mean(rows: list[list[float]]) -> list[float]:
+        return [sum(col) / len(col) for col in zip(*rows)]
+    return RqFigures(mean([f.shares for f in figs]), mean([f.longest_at_ticks for f in figs]),
+                     sum(f.imbalanced for f in figs) / len(figs), mean([f.episodes for f in figs]),
+                     mean([f.since for f in figs]))
+
+
+def rq_line(who: str, f: RqFigures) -> str:
+    """One side's run queues on one line, as ``vm check --moves`` prints the guest's and the
+    simulator's (counts with a decimal when they are a mean)."""
+    def counts(xs: list[float]) -> str:
+        return " / ".join(f"{x:.0f}" if float(x).is_integer() else f"{x:.1f}" for x in xs)
+    return (f"{who} CPU-time at 0 / 1 / 2 / 3+ runnable threads: " + " / ".join(f"{x:.3f}" for x in f.shares)
+            + "; idle ticks by the longest run queue then (0 / 1 / 2 / 3+): " + counts(f.longest_at_ticks)
+            + f"; some CPU at 2+ while another at 0: {f.imbalanced:.3f} of the run"
+            + ", stretches of it up to 0.5 / 1 / 2 / 4 / 8 / over 8 ms: " + counts(f.episodes)
+            + "; idle ticks 0 / 1 / 2 / 3 / 4 / 5+ jiffies after the CPU's last thread left: " + counts(f.since))
+
+
+def sim_rq(doc: dict[str, Any]) -> RunQueues | None:
+    """The simulator's run queues (``--explain-sched``'s ``sched_rq`` and each CPU's ``rq_s``,
+    crates/numalab-sim/src/sched/rq_trace.rs, counted as ``RQ_AWK`` counts the guest's), or None
+    without them."""
+    rq = doc.get("sched_rq")
+    cpus = sorted(doc.get("sched_cpus", []), key=lambda c: int(c["cpu"]))
+    if not rq or not cpus:
+        return None
+    ticks: Counter[tuple[int, int]] = Counter()
+    for m, o, n in rq["ticks"]:
+        ticks[(int(m), int(o))] += int(n)
+    return RunQueues([[float(x) for x in c["rq_s"]] for c in cpus], ticks, float(rq["imbalanced_s"]), float(rq["span_s"]),
+                     [int(x) for x in rq["episodes"]], [int(x) for x in rq["since"]])
+
 
 def rq_of(lines: list[str]) -> RunQueues | None:
     """``RQ_AWK``'s output, or None without it (a run before the trace had it, or no thread)."""
@@ -334,6 +391,8 @@ class SimSched:
     #: The newly idle balances by how far they got, summed over the CPUs (``sched_cpus``'
     #: ``newidle_gate``: calls, no_overload, avg_idle, cost_break, random_skip, pulled).
     newidle_gate: dict[str, int] = field(default_factory=dict)
+    #: The workload's run queues as the guest's ``rq`` (``sim_rq``), None without them.
+    rq: RunQueues | None = None
 
 
 def _sections(text: str) -> dict[str, list[str]]:
@@ -480,13 +539,9 @@ def report(g: GuestMoves, side: SimSched | dict[str, tuple[int, int]] | None = N
             lines.append("guest ticks handled idle (tick_sched_timer in the idle task) per CPU: "
                          + " ".join(str(n) for n in k.idle_ticks) + f" (total {sum(k.idle_ticks)})")
     if g.rq is not None:
-        lines.append("guest CPU-time at 0 / 1 / 2 / 3+ runnable threads: " + " / ".join(f"{x:.3f}" for x in g.rq.shares())
-                     + "; idle ticks by the longest run queue then (0 / 1 / 2 / 3+): "
-                     + " / ".join(str(n) for n in g.rq.longest_at_ticks())
-                     + f"; some CPU at 2+ while another at 0: {g.rq.imbalanced_s / g.rq.span_s if g.rq.span_s else 0.0:.3f} of the run"
-                     + ", stretches of it up to 0.5 / 1 / 2 / 4 / 8 / over 8 ms: " + " / ".join(str(n) for n in g.rq.episodes)
-                     + "; idle ticks 0 / 1 / 2 / 3 / 4 / 5+ jiffies after the CPU's last thread left: "
-                     + " / ".join(str(n) for n in g.rq.since))
+        lines.append(rq_line("guest", g.rq.figures()))
+    if isinstance(side, SimSched) and side.rq is not None:
+        lines.append(rq_line("sim", side.rq.figures()))
     lines += lb_lines(g, side if isinstance(side, SimSched) else None)
     if g.tick_phase:
         n = sum(g.tick_phase)
@@ -605,7 +660,7 @@ def sim_sched(name: str, kernel: str = "6.1", host: bool | dict[str, Any] = True
     busy = [float(c["rq_cpu_time_s"]) / run_s if run_s > 0 else 0.0 for c in cpus]
     delays = [sum(int(c["host_tick_delays"][k]) for c in cpus) for k in range(7)] if cpus and "host_tick_delays" in cpus[0] else []
     return SimSched(out, busy, [int(c["sched_goidle"]) for c in cpus], int(params.get("reps") or 0), sim_host(cpus, run_s), delays,
-                    sim_main_loop(doc.get("sched_host_main_loop"), run_s), *sim_lb(cpus))
+                    sim_main_loop(doc.get("sched_host_main_loop"), run_s), *sim_lb(cpus), rq=sim_rq(doc))
 
 
 def sim_lb(cpus: list[dict[str, Any]]) -> tuple[dict[str, dict[str, list[int]]], dict[str, int]]:
@@ -671,8 +726,9 @@ def guest_run(name: str, memory_per_node_mib: int | None = None, accel: str = "t
 
 
 def as_json(g: GuestMoves, side: SimSched) -> dict[str, Any]:
-    """``--moves --json``: both sides' moves by path (all, across nodes), and their CPUs' busy
-    share and idle entries (``sim_cpus``: the simulator's)."""
+    """``--moves --json``: both sides' moves by path (all, across nodes), their CPUs' busy
+    share and idle entries (``sim_cpus``: the simulator's) and run queues (``guest.rq``,
+    ``sim_rq``)."""
     guest = {"moves": {p: [g.moves[p], g.cross[p]] for p in g.moves}, "nr_migrations": g.nr_migrations, "threads": g.threads,
              "barriers": g.barriers, "busy": g.busy, "goidle": g.goidle, "command_s": g.command_s,
              "lb_gained": {level: dict(c) for level, c in g.lb_gained.items()},
@@ -681,13 +737,13 @@ def as_json(g: GuestMoves, side: SimSched) -> dict[str, Any]:
         guest["ticks"] = {"idle_calls": g.ticks.idle_calls, "idle_sleeps": g.ticks.idle_sleeps, "loc": g.ticks.loc,
                           "idle_ticks": g.ticks.idle_ticks}
     if g.rq is not None:
-        guest["rq"] = {"time": g.rq.time, "ticks": [[m, o, n] for (m, o), n in sorted(g.rq.ticks.items())],
-                       "imbalanced_s": g.rq.imbalanced_s, "span_s": g.rq.span_s, "episodes": g.rq.episodes,
-                       "since": g.rq.since}
+        guest["rq"] = rq_json(g.rq)
     doc = {"guest": guest, "sim": {p: list(v) for p, v in side.moves.items()},
            "sim_cpus": {"busy": side.busy, "goidle": side.goidle, "barriers": side.barriers},
            "sim_lb": {level: {it: dict(zip(LB_COUNTERS, c)) for it, c in per.items()} for level, per in side.lb.items()},
            "sim_newidle_gate": side.newidle_gate}
+    if side.rq is not None:
+        doc["sim_rq"] = rq_json(side.rq)
     if g.host is not None:
         doc["host"] = hostthreads.as_json(g.host)
     if g.tick_phase:
@@ -698,3 +754,9 @@ def as_json(g: GuestMoves, side: SimSched) -> dict[str, Any]:
             sim_host["main_loop"] = dict(vars(side.main_loop), vcpu=None)
         doc["sim_host"] = sim_host
     return doc
+
+
+def rq_json(rq: RunQueues) -> dict[str, Any]:
+    """``--moves --json``'s run queues, the guest's ``rq`` and the simulator's ``sim_rq`` alike."""
+    return {"time": rq.time, "ticks": [[m, o, n] for (m, o), n in sorted(rq.ticks.items())],
+            "imbalanced_s": rq.imbalanced_s, "span_s": rq.span_s, "episodes": rq.episodes, "since": rq.since}

@@ -845,6 +845,7 @@ impl Engine<'_> {
             })
             .collect();
         // Only with the decisions: a new field in every document would change the goldens.
+        let rq = if self.cfg.explain_sched { s.rq_stats() } else { None };
         let cpus = if self.cfg.explain_sched {
             let end = self.threads.iter().map(|t| t.finish_s).fold(0.0, f64::max);
             s.cpu_schedstat(end)
@@ -869,6 +870,7 @@ impl Engine<'_> {
                             .map(|(level, lb)| crate::output::SchedDomainOut { level, lb })
                             .collect(),
                         newidle_gate: gate,
+                        rq_s: rq.as_ref().map_or([0.0; 4], |r| r.time_s[c]),
                     }
                 })
                 .collect()
@@ -885,7 +887,14 @@ impl Engine<'_> {
             host_involuntary: t.involuntary,
         });
         let others = self.host.as_ref().map(|(host, _)| host.others_received_s().to_vec()).unwrap_or_default();
-        SchedOutputs { threads, events, cpus, main_loop, others }
+        let rq = rq.map(|r| crate::output::SchedRqOut {
+            ticks: r.ticks.iter().map(|&([m, o], n)| [u64::from(m), u64::from(o), n]).collect(),
+            imbalanced_s: r.imbalanced_s,
+            span_s: r.span_s,
+            episodes: r.episodes,
+            since: r.since,
+        });
+        SchedOutputs { threads, events, cpus, main_loop, others, rq }
     }
 }
 
@@ -900,6 +909,8 @@ struct SchedOutputs {
     main_loop: Option<crate::output::HostThreadOut>,
     /// Host seconds each of the host's other threads received (`VcpuHost::other_threads`).
     others: Vec<f64>,
+    /// The workload's run queues (`sched/rq_trace.rs`), with the decisions only.
+    rq: Option<crate::output::SchedRqOut>,
 }
 
 impl SchedOutputs {
@@ -913,6 +924,7 @@ impl SchedOutputs {
         out.sched_cpus = self.cpus;
         out.sched_host_main_loop = self.main_loop;
         out.sched_host_others_s = self.others;
+        out.sched_rq = self.rq;
     }
 }
 

@@ -46,10 +46,13 @@ impl Engine<'_> {
         runnable[waker] = true;
         for i in members {
             let asleep = release - self.threads[i].clock > spin;
-            self.sched.ran_until(i, (self.threads[i].clock + spin).min(release));
+            let slept_at = self.threads[i].clock + spin;
+            self.sched.ran_until(i, slept_at.min(release));
             self.sched.resumes(i, release);
             self.threads[i].clock = release;
             if asleep {
+                // Off its run queue from its futex sleep to the wake-up (`sched/rq_trace.rs`).
+                self.sched.rq_off(i, slept_at);
                 let prev = self.sched.cpu[i];
                 runnable[i] = true;
                 let cpu = self.sched.wake(release, i, waker, &runnable);
@@ -62,6 +65,7 @@ impl Engine<'_> {
                 } else {
                     self.sched.ttwu_do_wakeup(cpu, release);
                     self.sched.enqueued_on(cpu, &runnable, release);
+                    self.sched.rq_on(i, cpu, release);
                 }
                 let t = &mut self.threads[i];
                 t.clock += crate::openmp::WAKE_LATENCY_S;
@@ -119,6 +123,7 @@ impl Engine<'_> {
                     t.finish_s = t.clock;
                     let at = t.clock;
                     self.sched.exits(tid, at);
+                    self.sched.rq_off(tid, at);
                     return;
                 }
                 Some(s) if s.repeat == 0 || s.phases.is_empty() => {

@@ -106,11 +106,14 @@ pub(super) fn start(
             t.mark_s = release;
         }
         if asleep {
+            // Off its run queue from its sleep in the dock to the wake-up (`sched/rq_trace.rs`).
+            sched.rq_off(tid, arrive[idx] + spin_s);
             let prev = sched.cpu[tid];
             now_runnable[tid] = true;
             let cpu = sched.wake(release, tid, first + waker, &now_runnable);
             sched.ttwu_do_wakeup(cpu, release);
             sched.enqueued_on(cpu, &now_runnable, release);
+            sched.rq_on(tid, cpu, release);
             t.clock += WAKE_LATENCY_S;
             if cpu != prev {
                 t.migrations += 1;

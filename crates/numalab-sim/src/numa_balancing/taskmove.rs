@@ -67,9 +67,17 @@ impl Numab {
         if self.topo.pu_node[w.sched.cpu[tid]] == pref {
             return;
         }
+        // The threads' CPUs before, for `--explain-sched`'s run queues (`sched/rq_trace.rs`).
+        let before = w.sched.rq_kept().then(|| w.sched.cpu.clone());
         match self.rules.task_migrate {
             TaskMigrate::Capacity => self.task_numa_migrate_k313(w, tid),
             TaskMigrate::NodeClassify => self.task_numa_migrate_k6(w, tid),
+        }
+        for (t, was) in before.into_iter().flatten().enumerate() {
+            if w.sched.cpu[t] != was {
+                let to = w.sched.cpu[t];
+                w.sched.rq_moved(t, to, now as f64 * 1e-9);
+            }
         }
     }
 

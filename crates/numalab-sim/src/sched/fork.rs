@@ -87,6 +87,7 @@ impl Sched {
             self.choose(now_s, parent, &self.allowed[tid].clone(), live)
         };
         self.cpu[tid] = cpu;
+        self.rq.on(now_s, tid, cpu);
         // wake_up_new_task() → activate_task(): the run queue it joins (`overload.rs`).
         let mut others = live.to_vec();
         others[tid] = false;

@@ -154,6 +154,7 @@ impl Sched {
         live: &[bool],
         sig: &mut Option<Vec<CpuSig>>,
     ) -> Vec<usize> {
+        self.rq.tick(now_s, cpu);
         self.tick_balancing = true;
         let moved = self.rebalance_domains(now_s, cpu, cpu, nr, live, sig);
         self.tick_balancing = false;

@@ -24,6 +24,8 @@ mod newidle;
 mod ni_random;
 mod noise;
 mod overload;
+mod rq_trace;
+pub use rq_trace::RqStats;
 pub mod pelt;
 mod schedstat;
 mod serialize;
@@ -265,6 +267,8 @@ pub struct Sched {
     load_sums: std::cell::RefCell<load::LoadSums>,
     /// `rebalance_domains()`'s lock on the `SD_SERIALIZE` (NUMA) levels (`serialize.rs`).
     balancing: serialize::Balancing,
+    /// The threads' run-queue changes and idle ticks, for `--explain-sched` (`rq_trace.rs`).
+    rq: rq_trace::RqTrace,
 }
 
 impl Sched {
@@ -366,6 +370,7 @@ impl Sched {
             group_cores,
             load_sums: Default::default(),
             balancing: Default::default(),
+            rq: Default::default(),
         };
         for l in 0..s.domains.len() {
             for c in 0..s.pu_node.len() {
@@ -402,6 +407,7 @@ impl Sched {
         self.refresh_newidle_costs();
         self.refresh_lb_times();
         self.explain = explain;
+        self.rq = rq_trace::RqTrace::new(explain);
     }
 
     /// Background activity seeded by `seed` with rates of its own (`numalab vm check`'s guest,
@@ -484,6 +490,7 @@ impl Sched {
     fn migrate(&mut self, now_s: f64, tid: usize, to: usize, path: &'static str, level: usize, why: String) {
         let from = self.cpu[tid];
         self.cpu[tid] = to;
+        self.rq.moved(now_s, tid, to);
         if self.history[tid].len() < HISTORY_MAX {
             self.history[tid].push((now_s, to));
         }

@@ -48,6 +48,8 @@ impl Sched {
         for t in 0..self.on_wakelist.len() {
             if self.on_wakelist[t] && self.cpu[t] == cpu {
                 self.on_wakelist[t] = false;
+                // sched_wakeup fires here, at ttwu_do_activate() on the target (`rq_trace.rs`).
+                self.rq.on(now_s, t, cpu);
                 // enqueue_entity()'s update_load_avg(): runnable from here.
                 self.resumes(t, now_s);
                 flushed += 1;
