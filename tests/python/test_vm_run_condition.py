@@ -147,11 +147,13 @@ def test_every_recorded_run_has_a_sleeping_case_a_condition_and_lies_in_the_gues
 def test_a_recorded_run_replays_to_the_figure_vm_check_gave_it_in_the_run():
     """The record keeps what the run measured (the command's time as printed, QEMU's cores), so
     the replay is the run's own judgement: ``vm check --moves --case sched-passive --json`` at
-    2026-11-27 17:02:11 UTC gave ``run_condition.sim`` [0.0045, 0.004, 0.005, 0.006] (6.1)."""
+    2026-11-27 17:02:11 UTC gave ``run_condition.sim`` [0.0045, 0.004, 0.005, 0.006] (6.1); with a
+    CPU's utilisation accrued for all its busy time (docs/scheduler.md §10.24) the same replay
+    gives [0.0095, 0.007, 0.0055, 0.0065]."""
     run = next(r for r in guest_seen.GUEST_RUNS["sched-passive"] if r.utc == "2026-11-27 17:02:11")
     (replayed,) = run_condition.replay({"sched-passive": [run]}, guest_seen.RUNS_HOST_CPUS)
     assert replayed.condition.cores == 2 and replayed.verdict.moves == 10
-    assert replayed.verdict.sim == [0.0045, 0.004, 0.005, 0.006]
+    assert replayed.verdict.sim == [0.0095, 0.007, 0.0055, 0.0065]
 
 
 def test_vm_check_moves_judges_the_run_under_its_own_condition(cli, monkeypatch):

@@ -6,8 +6,9 @@
 //! when `n` runnable threads share it (its `running` share). The signals are brought up to date
 //! at the events that read or change them (creation, release from a barrier, wake-up, exit),
 //! not at every epoch: between them a thread's state is known (runnable until `sleep_at`), so
-//! one update over the whole stretch gives the same sums; only the `running` share is taken
-//! from the stretch's start. A run queue's signals are the
+//! one update over the whole stretch gives the same sums; the `running` share is cut where
+//! another thread on the CPU falls asleep inside the stretch (`running_pieces`), so a CPU's
+//! utilisation does not depend on when it is read. A run queue's signals are the
 //! sums of the threads attached to it, sleeping ones included with their decaying values in
 //! v6.13 (`cfs_rq->avg` keeps a blocked task's load and utilisation until it migrates or exits:
 //! `attach/detach_entity_load_avg()`, `remove_entity_load_avg()`); v3.13's
@@ -18,6 +19,24 @@ use super::pelt::{RunnableAvg313, SchedAvg, CAPACITY};
 use super::util_est::TaskUtilEst;
 use super::Sched;
 use crate::profile::{BalanceSignals, CpuLoad, PeltForm};
+
+/// The pieces of a runnable thread's stretch up to `end` on a CPU where `nr` threads were
+/// runnable at the stretch's start and others fell asleep at `asleep` (ascending): `piece(at,
+/// share)` for each piece's end and the thread's running share in it, `CAPACITY` over the
+/// threads still runnable. The CPU runs while any of them is runnable, so their shares add up
+/// to `CAPACITY` for all of its busy time whenever the signals are read, as the run queue's
+/// `util_sum` accrues in v6.1 (`kernel/sched/pelt.c: __update_load_avg_cfs_rq()`, running
+/// "`cfs_rq->curr != NULL`"). Each thread's own split stays an even one among the runnable
+/// threads, where the kernel's `__update_load_avg_se()` credits the running task
+/// ("`cfs_rq->curr == se`") and the turns (`turns.rs`) are not consulted.
+fn running_pieces(end: f64, nr: u64, asleep: impl Iterator<Item = f64>, mut piece: impl FnMut(f64, u64)) {
+    let mut left = nr.max(1);
+    for at in asleep.take_while(|&at| at < end) {
+        piece(at, CAPACITY / left);
+        left = (left - 1).max(1);
+    }
+    piece(end, CAPACITY / left);
+}
 
 /// A thread's PELT state in its version's form.
 #[derive(Clone, Copy, Debug)]
@@ -153,6 +172,7 @@ impl Sched {
         // The same for every thread: once.
         let (now_ns, form) = (ns(now_s), self.rules.load.util_est);
         let from_s = self.loads_at_s;
+        let asleep = self.asleep_within(from_s, now_s);
         // Zipped columns, each thread's state updated in place.
         let LoadTrack { pelt, sleep_at, load_at_sleep, util_est, exited, .. } = &mut self.load;
         let threads = self.cpu.iter().zip(pelt.iter_mut()).zip(exited.iter()).zip(sleep_at.iter());
@@ -161,21 +181,42 @@ impl Sched {
             if exited {
                 continue;
             }
-            let share = CAPACITY / nr[cpu].max(1);
-            if sleep < now_s {
-                if sleep > from_s {
-                    if p.update(ns(sleep), true, share) {
+            if sleep > from_s {
+                // Runnable from the stretch's start until its sleep or now, its share rising
+                // as the CPU's other threads fall asleep.
+                let end = sleep.min(now_s);
+                let others = &asleep[asleep.partition_point(|a| a.0 < cpu)..];
+                let others = others.iter().take_while(|a| a.0 == cpu).map(|a| a.1);
+                running_pieces(end, nr[cpu], others, |at, share| {
+                    if p.update(ns(at), true, share) {
                         est.util_changed();
                     }
+                });
+                if sleep < now_s {
                     *at_sleep = p.load();
                     est.went_to_sleep(form, p.util(), p.runnable());
                 }
+            }
+            if sleep < now_s {
                 p.update(now_ns, false, 0);
-            } else if p.update(now_ns, true, share) {
-                est.util_changed();
             }
         }
         self.loads_at_s = self.loads_at_s.max(now_s);
+    }
+
+    /// The threads that fall asleep inside the stretch `from_s..now_s` with v6's signals, as
+    /// (CPU, time) in ascending order; none for v3.13's form, which tracks no running time.
+    fn asleep_within(&self, from_s: f64, now_s: f64) -> Vec<(usize, f64)> {
+        if self.rules.load.tracking != PeltForm::LoadRunnableUtil {
+            return Vec::new();
+        }
+        let l = &self.load;
+        let mut out: Vec<(usize, f64)> = (0..self.cpu.len())
+            .filter(|&t| l.pelt[t].is_some() && !l.exited[t] && l.sleep_at[t] > from_s && l.sleep_at[t] < now_s)
+            .map(|t| (self.cpu[t], l.sleep_at[t]))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        out
     }
 
     /// A new thread on `cpu` at `now_s` (`wake_up_new_task()`): v6.13
@@ -579,6 +620,46 @@ mod tests {
         assert!(listed.1 < 60 && woken.1 > 500, "listed {listed:?}, woken {woken:?}");
         // Enqueued, it runs: 10 ms more raise both.
         assert!(listed.2 > listed.0 + 100 && listed.3 > listed.1 + 100, "{listed:?}");
+    }
+
+    #[test]
+    fn a_cpus_utilisation_counts_its_busy_time_however_seldom_it_is_read() {
+        // Two threads on CPU 0 from 0; one sleeps at 20 ms, the other at 40 ms. The CPU ran
+        // 40 ms whether or not a balance read its signals at 20 ms (v6.1 pelt.c:
+        // __update_load_avg_cfs_rq(), running while cfs_rq->curr is set): the sums at 50 ms
+        // are the same either way. With each share fixed at the stretch's start (half each),
+        // the run read only at 50 ms credited 30 ms of running (util 691 against 769).
+        let run = |read_between: bool| {
+            let m = crate::sched::test_machines::two_nodes_of(1);
+            let p = crate::sched::test_machines::unbound();
+            let mut s = Sched::new(&m, &p, Kernel::V6_1, 1, 2).unwrap();
+            let mut live = [false; 2];
+            for t in 0..2 {
+                s.place_new_at(0.0, t, (t > 0).then_some(0), &live);
+                live[t] = true;
+            }
+            s.cpu = vec![0, 0];
+            s.sleeps_at(0, 0.02);
+            s.sleeps_at(1, 0.04);
+            if read_between {
+                s.update_loads(0.03);
+            }
+            s.update_loads(0.05);
+            let util: Vec<u64> = (0..2).map(|t| s.load.pelt[t].map_or(0, |p| p.util())).collect();
+            (util.iter().sum::<u64>(), s.cpu_signals(0.05, &[false, false])[0].runnable)
+        };
+        let ((read, run_read), (unread, run_unread)) = (run(true), run(false));
+        assert!(read.abs_diff(unread) <= 2, "util sums {read} (read at 30 ms) and {unread}");
+        assert!(run_read.abs_diff(run_unread) <= 2, "runnable {run_read} and {run_unread}");
+        // 40 ms of running then 10 ms asleep: well above half the capacity.
+        assert!(unread > 600, "util sum {unread}");
+    }
+
+    #[test]
+    fn running_pieces_share_the_cpu_among_the_threads_still_runnable() {
+        let mut got = Vec::new();
+        running_pieces(4.0, 3, [1.0, 2.0, 4.0, 5.0].into_iter(), |at, share| got.push((at, share)));
+        assert_eq!(got, vec![(1.0, CAPACITY / 3), (2.0, CAPACITY / 2), (4.0, CAPACITY)]);
     }
 
     #[test]
