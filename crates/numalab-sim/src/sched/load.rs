@@ -172,7 +172,7 @@ impl Sched {
         // The same for every thread: once.
         let (now_ns, form) = (ns(now_s), self.rules.load.util_est);
         let from_s = self.loads_at_s;
-        let asleep = self.asleep_within(from_s, now_s);
+        let asleep = self.asleep_within(from_s, now_s, &nr);
         // Zipped columns, each thread's state updated in place.
         let LoadTrack { pelt, sleep_at, load_at_sleep, util_est, exited, .. } = &mut self.load;
         let threads = self.cpu.iter().zip(pelt.iter_mut()).zip(exited.iter()).zip(sleep_at.iter());
@@ -204,15 +204,18 @@ impl Sched {
         self.loads_at_s = self.loads_at_s.max(now_s);
     }
 
-    /// The threads that fall asleep inside the stretch `from_s..now_s` with v6's signals, as
-    /// (CPU, time) in ascending order; none for v3.13's form, which tracks no running time.
-    fn asleep_within(&self, from_s: f64, now_s: f64) -> Vec<(usize, f64)> {
+    /// The threads that fall asleep inside the stretch `from_s..now_s` with v6's signals on a
+    /// CPU that `nr` says others share (alone, a thread's share is whole throughout), as (CPU,
+    /// time) in ascending order; none for v3.13's form, which tracks no running time.
+    fn asleep_within(&self, from_s: f64, now_s: f64, nr: &[u64]) -> Vec<(usize, f64)> {
         if self.rules.load.tracking != PeltForm::LoadRunnableUtil {
             return Vec::new();
         }
         let l = &self.load;
+        let shared = |t: usize| nr[self.cpu[t]] > 1;
         let mut out: Vec<(usize, f64)> = (0..self.cpu.len())
-            .filter(|&t| l.pelt[t].is_some() && !l.exited[t] && l.sleep_at[t] > from_s && l.sleep_at[t] < now_s)
+            .filter(|&t| l.sleep_at[t] > from_s && l.sleep_at[t] < now_s && shared(t))
+            .filter(|&t| l.pelt[t].is_some() && !l.exited[t])
             .map(|t| (self.cpu[t], l.sleep_at[t]))
             .collect();
         out.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
