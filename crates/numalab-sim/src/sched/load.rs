@@ -628,10 +628,10 @@ mod tests {
     #[test]
     fn a_cpus_utilisation_counts_its_busy_time_however_seldom_it_is_read() {
         // Two threads on CPU 0 from 0; one sleeps at 20 ms, the other at 40 ms. The CPU ran
-        // 40 ms whether or not a balance read its signals at 20 ms (v6.1 pelt.c:
+        // 40 ms whether or not a balance read its signals at 30 ms (v6.1 pelt.c:
         // __update_load_avg_cfs_rq(), running while cfs_rq->curr is set): the sums at 50 ms
-        // are the same either way. With each share fixed at the stretch's start (half each),
-        // the run read only at 50 ms credited 30 ms of running (util 691 against 769).
+        // are the same either way. With each share fixed at the stretch's start (half each)
+        // the two differed: util 691 read only at 50 ms, 769 read at 30 ms too.
         let run = |read_between: bool| {
             let m = crate::sched::test_machines::two_nodes_of(1);
             let p = crate::sched::test_machines::unbound();
