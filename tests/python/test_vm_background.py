@@ -317,7 +317,10 @@ def test_the_guests_newly_idle_balancing_cost_reaches_the_engine_and_cuts_newly_
     without, 839 and 568 with, 133 of the 23,264 calls cut off: 110 at the lowest attached level
     (``NUMA16``, ``newidle_balance()``'s ``avg_idle`` test on ``this_rq->sd``; counted as a higher
     level's break until §10.21, the model's ``MC`` of one CPU coming first) and 23 at ``NUMA22``
-    (seed 1: 14 and 4)."""
+    (seed 1: 14 and 4). Since the cost is the kernel's state (§10.26: the value at the command's
+    start, raised to each balance's time, decayed; ``curr_cost`` each balance's time, not the
+    maximum), a 3 / 1 ms start cuts 14 of seed 1's 2,883 calls off at ``NUMA16`` and none at
+    ``NUMA22``; without a start none."""
     from dataclasses import replace
 
     from numalab.vm import sched_trace
@@ -328,10 +331,11 @@ def test_the_guests_newly_idle_balancing_cost_reaches_the_engine_and_cuts_newly_
     assert "newidle_lb_cost_s" not in replace(bg, newidle_lb_cost_s=()).engine(1000)
     case = check.CASES["sched-oversubscribed"]
     assert case.background is not None and case.background.newidle_lb_cost_s == check.NEWIDLE_COST_4_OVER
+    monkeypatch.setitem(check.CASES, "sched-oversubscribed", replace(case, background=replace(case.background, newidle_lb_cost_s=(3e-3, 1e-3))))
     with_cost = sched_trace.sim_sched("sched-oversubscribed").newidle_gate
     monkeypatch.setitem(check.CASES, "sched-oversubscribed", replace(case, background=replace(case.background, newidle_lb_cost_s=())))
     without = sched_trace.sim_sched("sched-oversubscribed").newidle_gate
-    assert with_cost["avg_idle"] > 0 and with_cost["cost_break"] > 0, with_cost
+    assert with_cost["avg_idle"] > 0, with_cost
     assert without["avg_idle"] == 0 and without["cost_break"] == 0, without
 
 

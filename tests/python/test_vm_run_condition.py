@@ -186,13 +186,14 @@ def test_vm_check_moves_judges_the_run_under_its_own_condition(cli, monkeypatch)
 def test_the_recorded_runs_under_their_own_condition_as_measured():
     """docs/scheduler.md §10.20, asserted as measured (6.1, seeds 1-4; fails when the model
     changes: re-measure then). vm-2x4 oversubscribed, 2,400-3,000 moves a run: the model is above
-    every run QEMU got one core in (1.14-1.16 times) and below every run it got two in
-    (0.87-0.89 times), by more than twice the run's and its own spread together, where the
+    every run QEMU got one core in (1.13-1.16 times) and below every run it got two in
+    (0.89-0.92 times), by more than twice the run's and its own spread together but for the
+    17:05 run (-1.9; since the newly idle cost is kept as the kernel keeps it, §10.26), where the
     guest's runs go the other way (0.30-0.31 on one core, 0.34-0.37 on two); vm-8 oversubscribed
     is below all four runs (0.53-0.84 times)."""
     runs = {n: guest_seen.GUEST_RUNS[n] for n in ("sched-oversubscribed-2x4", "sched-oversubscribed-8")}
     out = run_condition.replay(runs, guest_seen.RUNS_HOST_CPUS)
     two_by_four = [r for r in out if r.case == "sched-oversubscribed-2x4"]
     assert [(r.condition.cores, r.verdict.z_both > 2, r.verdict.z_both < -2) for r in two_by_four] == \
-        [(2, False, True), (1, True, False), (2, False, True), (1, True, False)]
+        [(2, False, True), (1, True, False), (2, False, False), (1, True, False)]
     assert all(r.verdict.ratio is not None and r.verdict.ratio < 1 for r in out if r.case == "sched-oversubscribed-8")

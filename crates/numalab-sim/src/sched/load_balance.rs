@@ -174,6 +174,8 @@ impl Sched {
         if now_s + 1e-12 < self.cpu_due_s[cpu][usize::from(nr[cpu] > 0)] {
             return moved;
         }
+        // "need_decay = update_newidle_cost(sd, 0)" for every domain, before any is balanced.
+        self.idle_avg.decay(cpu, now_s);
         for l in 0..self.domains.len() {
             let busy = nr[cpu] > 0;
             if now_s + 1e-12 < self.state[l][cpu].due_s[usize::from(busy)] {
@@ -265,7 +267,11 @@ impl Sched {
             if let (Some(ni), Some(w)) = (self.ni_random.as_mut(), weight) {
                 ni.balanced(l, cpu, w, done);
             }
-            curr_cost_s += self.idle_avg.level_cost_s(cpu, l);
+            // "domain_cost = t1 - t0; update_newidle_cost(sd, domain_cost); curr_cost +=
+            // domain_cost": this balance's time, the level's typical one (`serialize.rs`).
+            let cost_s = self.balancing.hold_s(cpu, l);
+            self.idle_avg.balanced(cpu, l, cost_s, now_s);
+            curr_cost_s += cost_s;
             if done {
                 *sig = None;
             }
@@ -1469,11 +1475,37 @@ mod tests {
     }
 
     #[test]
+    fn v61_a_newly_idle_balance_raises_its_levels_cost_to_the_balance_time_and_the_next_call_is_gated() {
+        // update_newidle_cost(sd, t1 - t0) after each newly idle load_balance(): the level's
+        // max_newidle_lb_cost becomes the balance's time when larger. Two nodes of one CPU; CPU 0
+        // holds threads 0 and 1, CPU 1 has just emptied, avg_idle its initial 1 ms; the NUMA
+        // level starts at sd_init()'s 0 and one balance takes 1.5 ms (as one the host stops).
+        let mut s = sched_on(1, Kernel::V6_1, 3);
+        s.set_background(1, crate::sched::Background::balancing_only(Vec::new(), vec![1.5e-3]));
+        s.ni_random = None;
+        let numa = s.domains.iter().position(|d| d.numa).unwrap();
+        let call = |s: &mut Sched, now_s: f64| {
+            s.cpu = vec![0, 0, 1];
+            s.rd_overload = true;
+            let (mut nr, mut sig) = (vec![2, 0], None);
+            s.newidle_balance(now_s, 1, &mut nr, &[true, true, false], &mut sig);
+            (s.schedstat.newidle[1], s.schedstat.lb[numa][1][2].lb_count)
+        };
+        let (gate, numa_calls) = call(&mut s, 0.1);
+        assert_eq!((gate.avg_idle, numa_calls), (0, 1));
+        assert_eq!(s.idle_avg.level_cost_s(1, numa), 1.5e-3);
+        // The next call finds avg_idle (1 ms) under the 1.5 ms cost: skipped before any domain.
+        let (gate, numa_calls) = call(&mut s, 0.2);
+        assert_eq!((gate.calls, gate.avg_idle, numa_calls), (2, 1, 1));
+        // The other CPU's own domain keeps its cost.
+        assert_eq!(s.idle_avg.level_cost_s(0, numa), 0.0);
+    }
+
+    #[test]
     fn v61_ni_random_skips_mc_and_balances_numa_without_mcs_cost() {
         // sched_balance_newidle() with NI_RANDOM: MC's ratio at 0 (weight 1: the die skips it
         // unless it shows 0 or 1), the NUMA level's at 1023 (never skipped). Each level costs
-        // 0.6 ms and avg_idle is its initial 1 ms: after a balanced MC (curr_cost 0.6 ms) NUMA
-        // would be cut off (1 < 0.6 + 0.6), but a skipped MC adds no cost ("continue" before
+        // 0.6 ms and avg_idle is its initial 1 ms: a skipped MC adds no cost ("continue" before
         // curr_cost += domain_cost), so NUMA is balanced. Node 0 holds CPU 1 and the busy CPU 0,
         // node 1 is idle: no busiest group there (lb_nobusyg), nothing pulled newly idle (the
         // periodic balances of the same moment do pull).

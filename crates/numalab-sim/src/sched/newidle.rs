@@ -2,13 +2,23 @@
 //! `kernel/sched/fair.c: newidle_balance()`, v6.13 `sched_balance_newidle()`. The kernel skips
 //! the balance when the CPU's average idle spell (`rq->avg_idle`) is shorter than what a balance
 //! of its lowest domain has cost (`sd->max_newidle_lb_cost`), and climbs a level only while
-//! `avg_idle >= curr_cost + sd->max_newidle_lb_cost` (`curr_cost`: the levels balanced so far).
-//! `avg_idle` is `update_avg()` of each idle spell, from the `idle_stamp` set when the CPU went
-//! idle to its next wake-up (`kernel/sched/core.c: ttwu_do_wakeup()`), capped at
-//! `2 x rq->max_idle_balance_cost`. A balance's cost per level is the host's (`Background`'s
-//! `newidle_lb_cost_s`, the guest's measured `max_newidle_lb_cost`), each balance costing that
-//! maximum, which is held: the kernel's decays by 1 % a second (`update_newidle_cost()`).
-
+//! `avg_idle >= curr_cost + sd->max_newidle_lb_cost` (`curr_cost`: what the levels balanced so
+//! far cost this time). `avg_idle` is `update_avg()` of each idle spell, from the `idle_stamp`
+//! set when the CPU went idle to its next wake-up (`kernel/sched/core.c: ttwu_do_wakeup()`),
+//! capped at `2 x rq->max_idle_balance_cost`.
+//!
+//! `sd->max_newidle_lb_cost` is state, per CPU and domain (`update_newidle_cost()`, v6.1 and
+//! v6.13 alike): each newly idle balance of the domain raises it to that balance's time ("if
+//! (cost > sd->max_newidle_lb_cost) { sd->max_newidle_lb_cost = cost;
+//! sd->last_decay_max_lb_cost = jiffies; }"), and `rebalance_domains()` decays it, calling
+//! `update_newidle_cost(sd, 0)` for every domain ("else if (time_after(jiffies,
+//! sd->last_decay_max_lb_cost + HZ)) { sd->max_newidle_lb_cost = (sd->max_newidle_lb_cost *
+//! 253) / 256; ...}": 1 % once a second at most). It starts at the value the command found
+//! (`Background`'s `newidle_lb_cost_s`, what the guest's boot left; none: `sd_init()`'s 0), the
+//! next decay a second after the start. A balance's time is the level's typical `load_balance()`
+//! (`Background`'s `lb_time_s`, as `serialize.rs` holds the lock for); the guest's also counts
+//! any time the host does not run the vCPU inside it (`sched_clock_cpu()` differences), which the
+//! model leaves out: the host model plans its rounds after the balance (`crate::vhost`).
 use super::domains::Domain;
 use super::{Sched, MIGRATION_COST_S};
 
@@ -18,9 +28,17 @@ pub(super) struct IdleAvg {
     avg_idle_s: Vec<f64>,
     /// Per CPU: `rq->idle_stamp`, when it went idle (none once woken or after a pull).
     idle_stamp_s: Vec<Option<f64>>,
-    /// Per CPU, per modelled level: one newly idle balance's cost there (`level_costs`).
-    level_cost_s: Vec<Vec<f64>>,
+    /// Per CPU, per modelled level: `sd->max_newidle_lb_cost` (`level_costs` for the start).
+    max_cost_s: Vec<Vec<f64>>,
+    /// Per CPU, per modelled level: `sd->last_decay_max_lb_cost`, when it was last raised or
+    /// decayed.
+    last_decay_s: Vec<Vec<f64>>,
 }
+
+/// `update_newidle_cost()`'s decay: "(sd->max_newidle_lb_cost * 253) / 256" ...
+const DECAY: f64 = 253.0 / 256.0;
+/// ... at most once per `HZ` jiffies, a second.
+const DECAY_PERIOD_S: f64 = 1.0;
 
 impl IdleAvg {
     /// `sched_init()`: `rq->avg_idle = 2*sysctl_sched_migration_cost`; balancing free.
@@ -28,39 +46,64 @@ impl IdleAvg {
         IdleAvg {
             avg_idle_s: vec![2.0 * MIGRATION_COST_S; ncpu],
             idle_stamp_s: vec![None; ncpu],
-            level_cost_s: vec![Vec::new(); ncpu],
+            max_cost_s: vec![Vec::new(); ncpu],
+            last_decay_s: vec![Vec::new(); ncpu],
         }
     }
 
-    /// The levels' costs from the guest's measured ones (`level_costs`).
+    /// The levels' costs at the start from the guest's measured ones (`level_costs`), the
+    /// next decay a second later.
     pub(super) fn set_costs(&mut self, domains: &[Domain], given: &[f64]) {
-        for (cpu, c) in self.level_cost_s.iter_mut().enumerate() {
+        for (cpu, c) in self.max_cost_s.iter_mut().enumerate() {
             *c = level_costs(domains, cpu, given);
+            self.last_decay_s[cpu] = vec![0.0; c.len()];
+        }
+    }
+
+    /// `update_newidle_cost(sd, domain_cost)` after a newly idle balance of `cpu`'s level `l`
+    /// that took `cost_s`: the maximum, and its decay restarts.
+    pub(super) fn balanced(&mut self, cpu: usize, l: usize, cost_s: f64, now_s: f64) {
+        if let Some(max) = self.max_cost_s[cpu].get_mut(l) {
+            if cost_s > *max {
+                *max = cost_s;
+                self.last_decay_s[cpu][l] = now_s;
+            }
+        }
+    }
+
+    /// `rebalance_domains()` on `cpu`: "update_newidle_cost(sd, 0)" for each of its domains, each
+    /// decayed if its last raise or decay is more than a second ago.
+    pub(super) fn decay(&mut self, cpu: usize, now_s: f64) {
+        for (max, last) in self.max_cost_s[cpu].iter_mut().zip(&mut self.last_decay_s[cpu]) {
+            if now_s > *last + DECAY_PERIOD_S {
+                *max *= DECAY;
+                *last = now_s;
+            }
         }
     }
 
     /// `allows()` with `cpu`'s own level costs.
     #[cfg(test)]
     pub(super) fn allows_level(&self, cpu: usize, l: usize) -> bool {
-        self.allows(cpu, l, &self.level_cost_s[cpu])
+        self.allows(cpu, l, &self.max_cost_s[cpu])
     }
 
-    /// One newly idle balance of `cpu`'s level `l` (`level_costs`).
+    /// `cpu`'s level `l`'s `sd->max_newidle_lb_cost` now.
     pub(super) fn level_cost_s(&self, cpu: usize, l: usize) -> f64 {
-        cost_of(&self.level_cost_s[cpu], l)
+        cost_of(&self.max_cost_s[cpu], l)
     }
 
     /// Whether level `l` is balanced after levels that cost `curr_cost_s` so far: not "if
     /// (this_rq->avg_idle < curr_cost + sd->max_newidle_lb_cost) break". `curr_cost` counts
-    /// only the levels balanced (one NI_RANDOM skipped adds nothing, `ni_random.rs`); with
-    /// every level below balanced this is `allows()`.
+    /// only the levels balanced, each for its time this once (one NI_RANDOM skipped adds
+    /// nothing, `ni_random.rs`).
     pub(super) fn covers(&self, cpu: usize, curr_cost_s: f64, l: usize) -> bool {
         self.avg_idle_s[cpu] >= curr_cost_s + self.level_cost_s(cpu, l)
     }
 
-    /// `cpu`'s domains all balanced once (`rebalance_domains()`'s `max_cost`).
+    /// `cpu`'s domains' costs summed (`rebalance_domains()`'s `max_cost`).
     pub(super) fn full_cost_s(&self, cpu: usize) -> f64 {
-        self.level_cost_s[cpu].iter().sum()
+        self.max_cost_s[cpu].iter().sum()
     }
 
     /// `newidle_balance()`: "this_rq->idle_stamp = rq_clock(this_rq)".
@@ -110,7 +153,8 @@ impl Sched {
         self.idle_avg.woke(cpu, now_s, full);
     }
 
-    /// The newly idle costs per level from the background's (`Background::newidle_lb_cost_s`).
+    /// The newly idle costs per level at the start, from the background's
+    /// (`Background::newidle_lb_cost_s`).
     pub(super) fn refresh_newidle_costs(&mut self) {
         let given = self.noise.as_ref().map_or(&[][..], |nz| nz.newidle_lb_cost_s());
         self.idle_avg.set_costs(&self.domains, given);
@@ -194,6 +238,49 @@ mod tests {
         // Fewer costs given than levels: the last given for the rest; none: free.
         assert_eq!(level_costs(two.domains(), 3, &[0.6e-3]), vec![0.6e-3, 0.6e-3]);
         assert_eq!(level_costs(one.domains(), 1, &[]), vec![0.0, 0.0]);
+    }
+
+    #[test]
+    fn a_balance_raises_the_cost_to_its_time_and_a_periodic_visit_decays_it_once_a_second() {
+        use crate::input::Kernel;
+        use crate::sched::test_machines::{two_nodes_of, unbound};
+        let s = Sched::new(&two_nodes_of(2), &unbound(), Kernel::V6_1, 1, 1).unwrap();
+        let mut a = IdleAvg::new(4);
+        a.set_costs(s.domains(), &[0.3e-3, 2e-3]);
+        // A cheaper balance leaves the maximum; a dearer one raises it.
+        a.balanced(0, 0, 0.1e-3, 0.2);
+        assert_eq!(a.level_cost_s(0, 0), 0.3e-3);
+        a.balanced(0, 0, 0.8e-3, 0.5);
+        assert_eq!(a.level_cost_s(0, 0), 0.8e-3);
+        // Only that CPU's level: the other level and CPU keep their start.
+        assert_eq!((a.level_cost_s(0, 1), a.level_cost_s(1, 0)), (2e-3, 0.3e-3));
+        // Within a second of the start (level 1) or of the raise (level 0): no decay.
+        a.decay(0, 1.0);
+        assert_eq!((a.level_cost_s(0, 0), a.level_cost_s(0, 1)), (0.8e-3, 2e-3));
+        // Past it: level 1 decays by 253/256, level 0 not yet (raised at 0.5 s).
+        a.decay(0, 1.01);
+        assert_eq!((a.level_cost_s(0, 0), a.level_cost_s(0, 1)), (0.8e-3, 2e-3 * 253.0 / 256.0));
+        // The decay restarts the second: not again at 1.5 s; level 0's turn at 1.51 s.
+        a.decay(0, 1.51);
+        assert_eq!((a.level_cost_s(0, 0), a.level_cost_s(0, 1)), (0.8e-3 * 253.0 / 256.0, 2e-3 * 253.0 / 256.0));
+        // Decayed costs sum into the avg_idle cap (rebalance_domains()'s max_cost).
+        assert!((a.full_cost_s(0) - 2.8e-3 * 253.0 / 256.0).abs() < 1e-15);
+    }
+
+    #[test]
+    fn the_gate_opens_once_the_cost_decays_below_avg_idle_and_a_costly_balance_shuts_it() {
+        let mut a = IdleAvg::new(1);
+        // One level (as `level_costs` gives a node of one CPU's NUMA level alone).
+        a.max_cost_s[0] = vec![1.005e-3];
+        a.last_decay_s[0] = vec![0.0];
+        // avg_idle 1 ms under a 1.005 ms cost: shut.
+        assert!(!a.covers(0, 0.0, 0));
+        // One decay (1.005 x 253/256 = 0.993 ms): open.
+        a.decay(0, 1.1);
+        assert!(a.covers(0, 0.0, 0));
+        // A balance the host stopped for 3 ms: shut again, for every later call.
+        a.balanced(0, 0, 3e-3, 1.2);
+        assert!(!a.covers(0, 0.0, 0) && !a.allows_level(0, 0));
     }
 
     #[test]

@@ -46,9 +46,9 @@ pub struct Background {
     pub agent_period_s: f64,
     #[serde(default)]
     pub agent_cost_s: f64,
-    /// What one newly idle balance of each domain level costs the CPU, lowest first (a guest's
-    /// measured `sd->max_newidle_lb_cost`; `newidle.rs`), the last standing for the levels
-    /// above; none: free.
+    /// Each domain level's `sd->max_newidle_lb_cost` at the run's start, lowest first (a
+    /// guest's measured; `newidle.rs` raises it to each newly idle balance's `lb_time_s` and
+    /// decays it), the last standing for the levels above; none: 0, as `sd_init()` leaves it.
     #[serde(default)]
     pub newidle_lb_cost_s: Vec<f64>,
     /// How long one periodic or NOHZ `load_balance()` of each domain level takes, lowest first,
