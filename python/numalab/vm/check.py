@@ -272,11 +272,9 @@ class GuestBackground:
     #: Kernel-thread runs per vCPU per guest second and their mean length (``/proc/PID/schedstat``).
     kthread_hz: float
     kthread_mean_s: float
-    #: Each domain level's newly idle balancing cost at the command's start, lowest first: the
-    #: guest's ``sd->max_newidle_lb_cost`` (debugfs ``sched/domains/cpuN/domainM``), median over
-    #: its vCPUs (and samples, where not read at the start); the simulator raises it to each
-    #: balance's time and decays it as the kernel does. Empty where not measured (0, as
-    #: ``sd_init()`` leaves it).
+    #: What a newly idle balance of each domain level costs, lowest first: the guest's
+    #: ``sd->max_newidle_lb_cost`` (debugfs ``sched/domains/cpuN/domainM``), median over its
+    #: vCPUs and samples; empty where not measured (free).
     newidle_lb_cost_s: tuple[float, ...] = ()
     #: How long one periodic or NOHZ ``load_balance()`` of each domain level takes, lowest first:
     #: the guest's typical balance (the median, kprobe / kretprobe timestamps), which the
@@ -359,21 +357,16 @@ KTHREAD_MEAN_S_4 = 0.98e-3
 #: guest second, mean run 0.40-1.21 ms. docs/scheduler.md §10.3.
 KTHREAD_HZ_8 = 6.5
 KTHREAD_MEAN_S_8 = 0.67e-3
-#: Newly idle balancing's cost per domain level in the guest at the command's start
-#: (``GuestBackground.newidle_lb_cost_s``; kernel/sched/fair.c: newidle_balance() skips a level
-#: when ``rq->avg_idle < curr_cost + sd->max_newidle_lb_cost``, and update_newidle_cost() keeps
-#: that cost as the maximum of each balance's time, decayed by 253/256 a second; the model keeps
-#: it so from this start, ``sched/newidle.rs``). vm-4: debugfs ``/sys/kernel/debug/sched/domains/
-#: cpuN/domainM/max_newidle_lb_cost`` of every vCPU just before the command, median over the vCPUs
-#: of the runs (2026-11-27 19:27:45-19:32:57 UTC, load 0.6-1.2: sched-oversubscribed four runs,
-#: 0.030-1.745 / 0.015-2.466 ms; sched-passive two, 0.033-0.682 / 0.026-0.362 ms), what the boot
-#: and the agent left, each run a fresh boot. docs/scheduler.md §10.26.
-NEWIDLE_COST_4_PASSIVE = (0.0718e-3, 0.0646e-3)
-NEWIDLE_COST_4_OVER = (0.1094e-3, 0.0452e-3)
-#: The other machines: read every 0.25 s during one run of each case (2026-11-27 01:47-01:59 UTC,
-#: load 2.5-8.7), median over vCPUs and samples, taken as the start (not measured there): under
-#: TCG a balance costs 0.02-0.3 ms, and whenever the host preempts the vCPU during one,
-#: milliseconds (up to 39 ms), which the kernel keeps. docs/scheduler.md §10.4.
+#: Newly idle balancing's cost per domain level in the guest (``GuestBackground.newidle_lb_cost_s``;
+#: kernel/sched/fair.c: newidle_balance() skips a level when ``rq->avg_idle < curr_cost +
+#: sd->max_newidle_lb_cost``): debugfs ``/sys/kernel/debug/sched/domains/cpuN/domainM/
+#: max_newidle_lb_cost`` read every 0.25 s during one run of each case (2026-11-27 01:47-01:59 UTC,
+#: load 2.5-8.7), median over vCPUs and samples. Under TCG a balance costs 0.02-0.3 ms, and
+#: whenever the host preempts the vCPU during one, milliseconds (up to 39 ms); the kernel keeps
+#: the maximum, decaying 1 % a second, so it differs from run to run: vm-4 sched-oversubscribed
+#: 3.0 and 0.78 ms, sched-passive 0.14 and 0.04 ms. docs/scheduler.md §10.4.
+NEWIDLE_COST_4_PASSIVE = (0.144e-3, 0.040e-3)
+NEWIDLE_COST_4_OVER = (2.98e-3, 0.78e-3)
 NEWIDLE_COST_8_OVER = (0.51e-3, 0.22e-3)
 NEWIDLE_COST_4X2_OVER = (1.98e-3, 3.60e-3, 0.028e-3)
 NEWIDLE_COST_2X4_OVER = (4.41e-3, 3.16e-3)
