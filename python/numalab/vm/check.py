@@ -272,9 +272,12 @@ class GuestBackground:
     #: Kernel-thread runs per vCPU per guest second and their mean length (``/proc/PID/schedstat``).
     kthread_hz: float
     kthread_mean_s: float
-    #: What a newly idle balance of each domain level costs, lowest first: the guest's
-    #: ``sd->max_newidle_lb_cost`` (debugfs ``sched/domains/cpuN/domainM``), median over its
-    #: vCPUs and samples; empty where not measured (free).
+    #: Each domain level's ``sd->max_newidle_lb_cost`` at the start, lowest first, which the
+    #: simulator then raises to each balance's time and decays as the kernel does
+    #: (``sched/newidle.rs``): the guest's level during a run (debugfs
+    #: ``sched/domains/cpuN/domainM``, median over its vCPUs and samples), standing in for the
+    #: raises the model lacks (the host stopping a vCPU inside a balance, docs/scheduler.md
+    #: §10.26); empty where not measured (0, as ``sd_init()`` leaves it).
     newidle_lb_cost_s: tuple[float, ...] = ()
     #: How long one periodic or NOHZ ``load_balance()`` of each domain level takes, lowest first:
     #: the guest's typical balance (the median, kprobe / kretprobe timestamps), which the
@@ -364,7 +367,11 @@ KTHREAD_MEAN_S_8 = 0.67e-3
 #: load 2.5-8.7), median over vCPUs and samples. Under TCG a balance costs 0.02-0.3 ms, and
 #: whenever the host preempts the vCPU during one, milliseconds (up to 39 ms); the kernel keeps
 #: the maximum, decaying 1 % a second, so it differs from run to run: vm-4 sched-oversubscribed
-#: 3.0 and 0.78 ms, sched-passive 0.14 and 0.04 ms. docs/scheduler.md §10.4.
+#: 3.0 and 0.78 ms, sched-passive 0.14 and 0.04 ms. docs/scheduler.md §10.4. The model starts
+#: from these in-run levels, not from the guest's values at the command's start (§10.26: vm-4
+#: medians 0.109 / 0.045 ms oversubscribed, 0.072 / 0.065 ms passive), because it does not raise
+#: the cost where the host stops a vCPU inside a balance: from those starts its gate stays open
+#: all run (96 newly idle pulls a run on vm-4 oversubscribed against the guest's 10-29).
 NEWIDLE_COST_4_PASSIVE = (0.144e-3, 0.040e-3)
 NEWIDLE_COST_4_OVER = (2.98e-3, 0.78e-3)
 NEWIDLE_COST_8_OVER = (0.51e-3, 0.22e-3)
