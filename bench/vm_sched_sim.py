@@ -10,7 +10,8 @@ guest's change from boot to boot), beside the guest's range over its recorded ru
 node, seed 1's threads that changed node and its moves by kernel path (all/across nodes).
 With ``--idle`` also each case's idle entries per CPU per barrier (``sched_goidle``, mean over the
 seeds and their range; ``vm check --moves`` shows the guest's) and newly idle balances per run
-(calls, pulls), from the runs with their decisions kept (``--explain-sched``, which changes no
+(calls, pulls; where the host stopped a vCPU inside one, levels balanced newly idle and how many
+of them it stopped, docs/scheduler.md §10.27), from the runs with their decisions kept (``--explain-sched``, which changes no
 decision). With ``--rq`` also each case's run queues as ``vm check --moves`` prints the guest's
 (``sched_trace.rq_line``: CPU-time at 0 / 1 / 2 / 3+ runnable threads, idle ticks by the
 longest run queue, the share of the run some CPU held 2+ while another held none and those
@@ -113,9 +114,13 @@ def idle_entries(docs: list[dict], reps: int) -> str:
     """Idle entries per CPU per barrier over the runs (mean, range) and newly idle calls and pulls
     per run, from documents with their decisions kept."""
     per = [statistics.mean(int(c["sched_goidle"]) / reps for c in d["sched_cpus"]) for d in docs]
-    gate = [sum(int(c["newidle_gate"][k]) for d in docs for c in d["sched_cpus"]) / len(docs) for k in ("calls", "pulled")]
+    gate = [sum(int(c["newidle_gate"].get(k, 0)) for d in docs for c in d["sched_cpus"]) / len(docs)
+            for k in ("calls", "pulled", "host_stopped")]
+    # Levels balanced newly idle: CPU_NEWLY_IDLE's lb_count (the third idle type, the first counter).
+    levels = sum(int(dom["lb"][2][0]) for d in docs for c in d["sched_cpus"] for dom in c["domains"]) / len(docs)
+    stopped = f", levels balanced {levels:.0f}, the host stopped {gate[2]:.1f} ({gate[2] / levels:.2%})" if gate[2] else ""
     return (f"idle entries per CPU per barrier {statistics.mean(per):.3f} ({min(per):.3f}-{max(per):.3f}), "
-            f"newly idle balances per run {gate[0]:.0f}, pulls {gate[1]:.1f}")
+            f"newly idle balances per run {gate[0]:.0f}, pulls {gate[1]:.1f}{stopped}")
 
 
 if __name__ == "__main__":

@@ -55,7 +55,10 @@ def test_a_value_is_judged_inside_below_or_above_the_guests_range_with_the_facto
 #: The oversubscribed multi-vCPU teams, a few per cent above since the BQL at each guest tick
 #: (§10.13), are inside since QEMU's main loop is a host thread of its own (§10.14), and with the
 #: guest kernel's proportional newly idle balancing (NI_RANDOM, §10.15) each alone.
-OUTSIDE = {"sched-passive": "above", "sched-oversubscribed": "above", "sched-passive-8": "above"}
+#: With the host stopping a vCPU inside a newly idle balance (§10.27; seeds 1-4, 20:08 UTC): vm-4
+#: oversubscribed 0.0231 (1.05 times above) -> 0.0210 inside, vm-4 passive 0.0180 -> 0.0191 (1.82
+#: times above), vm-8 passive 0.0121 -> 0.0123 (1.36 times above), the rest inside.
+OUTSIDE = {"sched-passive": "above", "sched-passive-8": "above"}
 
 
 @pytest.mark.parametrize("name", sorted(guest_seen.GUEST_PER_BARRIER))
@@ -112,10 +115,14 @@ def test_a_condition_runs_the_case_at_its_barrier_length_on_its_host():
 #: 0.0493 inside, oversubscribed-2x4 0.347 (1.14 above). With the
 #: host's cores alone and the background's barrier (10.5 ms on vm-4, measured at load 5.5-16;
 #: the guest's was 2.3 ms idle, 3.5-3.6 ms beside the loop) the vm-4 cases sat 2.6 to 7.3 times
-#: above (before §10.22).
+#: above (before §10.22). With the host stopping a vCPU inside a newly idle balance (§10.27;
+#: 20:08 UTC), idle: vm-8 passive 0.01125 (1.41 above), oversubscribed 0.0186 (1.27 below),
+#: passive-2x4 0.0408 inside -> 0.0512 (1.13 above), oversubscribed-2x4 0.3296 (1.09 below), vm-4
+#: unchanged (0.0055, 0.0044); beside the loop: vm-8 passive 0.00775 (1.03 above),
+#: oversubscribed 0.0076 (1.75 below), passive-2x4 0.0431 inside, the rest unchanged.
 OUTSIDE_BY_CONDITION = {
     "idle": {"sched-passive": "above", "sched-oversubscribed": "above", "sched-passive-8": "above",
-             "sched-oversubscribed-8": "below", "sched-oversubscribed-2x4": "below"},
+             "sched-oversubscribed-8": "below", "sched-passive-2x4": "above", "sched-oversubscribed-2x4": "below"},
     "busy-loop": {"sched-passive": "above", "sched-oversubscribed": "above", "sched-passive-8": "above",
                   "sched-oversubscribed-8": "below", "sched-oversubscribed-2x4": "above"},
 }

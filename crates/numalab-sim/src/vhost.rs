@@ -114,16 +114,42 @@ pub struct ThreadStat {
     pub slices: u64,
     pub voluntary: u64,
     pub involuntary: u64,
+    /// The waits that followed an involuntary switch, until the thread got a core again: their
+    /// time and number (the part of `wait_s` a preempted thread spends queued; a newly idle
+    /// balance the host stops waits so long, `sched/host_stop.rs`).
+    pub preempted_wait_s: f64,
+    pub preempted_waits: u64,
+    /// Since its last involuntary switch the thread has not had a core, for `pending_s`.
+    preempted: bool,
+    pending_s: f64,
 }
 
 impl ThreadStat {
     /// A plan took the thread from holding a core (`was`) to `now`, its vCPU `busy` or halted.
     fn switched(&mut self, was: bool, now: bool, busy: bool) {
         match (was, now) {
-            (false, true) => self.slices += 1,
-            (true, false) if busy => self.involuntary += 1,
+            (false, true) => {
+                self.slices += 1;
+                if std::mem::take(&mut self.preempted) {
+                    self.preempted_wait_s += std::mem::take(&mut self.pending_s);
+                    self.preempted_waits += 1;
+                }
+            }
+            (true, false) if busy => {
+                self.involuntary += 1;
+                self.preempted = true;
+                self.pending_s = 0.0;
+            }
             (true, false) => self.voluntary += 1,
             _ => {}
+        }
+    }
+
+    /// The thread waited `dt` runnable without a core.
+    fn waited(&mut self, dt: f64) {
+        self.wait_s += dt;
+        if self.preempted {
+            self.pending_s += dt;
         }
     }
 }
@@ -393,7 +419,7 @@ impl HostRun {
                 self.used_s[c] += dt;
                 self.received_s[c] += dt;
             } else if self.busy[c] {
-                self.threads[c].wait_s += dt;
+                self.threads[c].waited(dt);
             }
         }
     }
@@ -706,6 +732,9 @@ mod tests {
         assert_eq!((a.slices, a.voluntary, a.involuntary), (2, 0, 1));
         assert_eq!((b.slices, b.voluntary, b.involuntary), (1, 1, 0));
         assert!((a.wait_s - 0.75e-3).abs() < 1e-12 && (b.wait_s - 4e-3).abs() < 1e-12, "{a:?} {b:?}");
+        // vCPU 0's 0.75 ms followed its preemption; vCPU 1's 4 ms wait did not.
+        assert!((a.preempted_wait_s - 0.75e-3).abs() < 1e-12 && a.preempted_waits == 1, "{a:?}");
+        assert_eq!((b.preempted_wait_s, b.preempted_waits), (0.0, 0));
     }
 
     #[test]

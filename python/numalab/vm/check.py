@@ -276,8 +276,8 @@ class GuestBackground:
     #: simulator then raises to each balance's time and decays as the kernel does
     #: (``sched/newidle.rs``): the guest's level during a run (debugfs
     #: ``sched/domains/cpuN/domainM``, median over its vCPUs and samples), standing in for the
-    #: raises the model lacks (the host stopping a vCPU inside a balance, docs/scheduler.md
-    #: §10.26); empty where not measured (0, as ``sd_init()`` leaves it).
+    #: raises the model makes too few of (the host stopping a vCPU inside a balance,
+    #: docs/scheduler.md §10.26, §10.27); empty where not measured (0, as ``sd_init()`` leaves it).
     newidle_lb_cost_s: tuple[float, ...] = ()
     #: How long one periodic or NOHZ ``load_balance()`` of each domain level takes, lowest first:
     #: the guest's typical balance (the median, kprobe / kretprobe timestamps), which the
@@ -369,9 +369,11 @@ KTHREAD_MEAN_S_8 = 0.67e-3
 #: the maximum, decaying 1 % a second, so it differs from run to run: vm-4 sched-oversubscribed
 #: 3.0 and 0.78 ms, sched-passive 0.14 and 0.04 ms. docs/scheduler.md §10.4. The model starts
 #: from these in-run levels, not from the guest's values at the command's start (§10.26: vm-4
-#: medians 0.109 / 0.045 ms oversubscribed, 0.072 / 0.065 ms passive), because it does not raise
-#: the cost where the host stops a vCPU inside a balance: from those starts its gate stays open
-#: all run (96 newly idle pulls a run on vm-4 oversubscribed against the guest's 10-29).
+#: medians 0.109 / 0.045 ms oversubscribed, 0.072 / 0.065 ms passive), because it raises the
+#: cost where the host stops a vCPU inside a balance too seldom and too little (§10.27: 0.3 % of
+#: balances, to 0.1-1.1 ms, against the guest's about 1 % and 0.74-3.8 ms): from those starts its
+#: gate stays open most of the run (98 newly idle pulls a run on vm-4 oversubscribed against the
+#: guest's 10-29).
 NEWIDLE_COST_4_PASSIVE = (0.144e-3, 0.040e-3)
 NEWIDLE_COST_4_OVER = (2.98e-3, 0.78e-3)
 NEWIDLE_COST_8_OVER = (0.51e-3, 0.22e-3)

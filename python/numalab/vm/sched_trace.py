@@ -389,7 +389,8 @@ class SimSched:
     #: ``load_balance()``'s counters as the guest's ``lb`` (``sched_cpus``' ``domains``).
     lb: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     #: The newly idle balances by how far they got, summed over the CPUs (``sched_cpus``'
-    #: ``newidle_gate``: calls, no_overload, avg_idle, cost_break, random_skip, pulled).
+    #: ``newidle_gate``: calls, no_overload, avg_idle, cost_break, random_skip, pulled, and
+    #: host_stopped where the host stopped a vCPU inside one, docs/scheduler.md §10.27).
     newidle_gate: dict[str, int] = field(default_factory=dict)
     #: The workload's run queues as the guest's ``rq`` (``sim_rq``), None without them.
     rq: RunQueues | None = None

@@ -59,8 +59,12 @@ impl Engine<'_> {
     /// idle vCPU the host ran balances the idle ones (`sched/vcpu_newidle.rs`). A pulled thread
     /// joins its new CPU's turns at once.
     pub(super) fn host_round_end(&mut self, t: f64) {
-        let Some((_, runs)) = self.host.as_ref() else { return };
+        let Some((host, runs)) = self.host.as_ref() else { return };
         let ran = runs.clone();
+        // The host's counts so far, for a stop inside a newly idle balance (`sched/host_stop.rs`).
+        for (c, (th, &run_s)) in host.threads().iter().zip(host.received_s()).enumerate() {
+            self.sched.host_thread_seen(c, run_s, th.involuntary, th.preempted_wait_s, th.preempted_waits);
+        }
         let spin = crate::openmp::spin_s(self.cfg.omp_wait_policy, self.threads.len(), self.sched.available_cpus);
         let live: Vec<bool> =
             self.threads.iter().map(|th| th.state == State::Running || self.spinning(th, t, spin)).collect();

@@ -291,6 +291,7 @@ impl<'a> Engine<'a> {
         }
         if cfg.vcpu_host.is_some() {
             sched.newidle_at_host_rounds();
+            sched.host_stops_inside_balances(cfg.seed);
         }
         let n = m.nodes.len();
         // The C library's allocations (docs/allocation.md §3.5), once per group of identical processes.

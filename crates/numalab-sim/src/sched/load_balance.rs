@@ -268,8 +268,17 @@ impl Sched {
                 ni.balanced(l, cpu, w, done);
             }
             // "domain_cost = t1 - t0; update_newidle_cost(sd, domain_cost); curr_cost +=
-            // domain_cost": this balance's time, the level's typical one (`serialize.rs`).
-            let cost_s = self.balancing.hold_s(cpu, l);
+            // domain_cost": this balance's time, the level's typical one (`serialize.rs`), and
+            // with the host model the host's wait if it stopped the vCPU inside (`host_stop.rs`).
+            let time_s = self.balancing.hold_s(cpu, l);
+            let cost_s = match self.host_stops.as_mut() {
+                Some(h) => {
+                    let (cost_s, stopped) = h.cost_s(cpu, time_s);
+                    self.schedstat.newidle[cpu].host_stopped += u64::from(stopped);
+                    cost_s
+                }
+                None => time_s,
+            };
             self.idle_avg.balanced(cpu, l, cost_s, now_s);
             curr_cost_s += cost_s;
             if done {
@@ -1499,6 +1508,39 @@ mod tests {
         assert_eq!((gate.calls, gate.avg_idle, numa_calls), (2, 1, 1));
         // The other CPU's own domain keeps its cost.
         assert_eq!(s.idle_avg.level_cost_s(0, numa), 0.0);
+    }
+
+    #[test]
+    fn v61_a_newly_idle_balance_the_host_stops_costs_its_time_plus_the_wait_and_shuts_the_gate() {
+        // As above with a 16 us balance (vm-4's NUMA16): unstopped it raises the cost to 16 us
+        // and the next call balances again; with the host model's counts for CPU 1's thread at
+        // a switch every 0.1 us of running (a stop inside every 16 us window) and 3 ms waits
+        // after them, the cost becomes 3.016 ms, counted as stopped, and the next call is
+        // skipped against avg_idle's 1 ms (docs/scheduler.md §10.27).
+        let run = |stops: bool| {
+            let mut s = sched_on(1, Kernel::V6_1, 3);
+            s.set_background(1, crate::sched::Background::balancing_only(Vec::new(), vec![16e-6]));
+            s.ni_random = None;
+            s.host_stops_inside_balances(1);
+            if stops {
+                s.host_thread_seen(1, 1.0, 10_000_000, 3.0, 1000);
+            }
+            let numa = s.domains.iter().position(|d| d.numa).unwrap();
+            for now_s in [0.1, 0.2] {
+                s.cpu = vec![0, 0, 1];
+                s.rd_overload = true;
+                let (mut nr, mut sig) = (vec![2, 0], None);
+                s.newidle_balance(now_s, 1, &mut nr, &[true, true, false], &mut sig);
+                if now_s == 0.1 {
+                    assert!((s.idle_avg.level_cost_s(1, numa) - if stops { 3.016e-3 } else { 16e-6 }).abs() < 1e-12);
+                }
+            }
+            (s.schedstat.newidle[1], s.schedstat.lb[numa][1][2].lb_count)
+        };
+        let (gate, numa_calls) = run(false);
+        assert_eq!((gate.avg_idle, gate.host_stopped, numa_calls), (0, 0, 2));
+        let (gate, numa_calls) = run(true);
+        assert_eq!((gate.avg_idle, gate.host_stopped, numa_calls), (1, 1, 1));
     }
 
     #[test]

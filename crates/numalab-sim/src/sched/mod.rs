@@ -16,6 +16,7 @@ mod domains;
 pub(crate) use domains::llc_parent_imb_numa_nr;
 mod fork;
 pub(crate) use fork::adjust_numa_imbalance;
+mod host_stop;
 mod idle_tick;
 mod lb_stats;
 mod load;
@@ -221,6 +222,9 @@ pub struct Sched {
     schedstat: schedstat::Schedstat,
     /// NI_RANDOM's per-domain success ratios and die (`ni_random.rs`), where the profile has it.
     ni_random: Option<ni_random::NiRandom>,
+    /// With the host model: whether the host stops a vCPU inside a newly idle balance, and for
+    /// how long (`host_stop.rs`).
+    host_stops: Option<host_stop::HostStops>,
     /// Per thread: woken onto a CPU's wake list, not yet on its run queue (`wakelist.rs`).
     on_wakelist: Vec<bool>,
     /// Per CPU, as of the current balance: a task waits on its wake list (`rq->ttwu_pending`).
@@ -348,6 +352,7 @@ impl Sched {
             rd_overload: false,
             schedstat: schedstat::Schedstat::new(levels, m.pus.len()),
             ni_random: None,
+            host_stops: None,
             on_wakelist: vec![false; nthreads],
             ttwu_pending: vec![false; m.pus.len()],
             first_node: vec![0; nthreads],

@@ -17,8 +17,8 @@
 //! (`Background`'s `newidle_lb_cost_s`, what the guest's boot left; none: `sd_init()`'s 0), the
 //! next decay a second after the start. A balance's time is the level's typical `load_balance()`
 //! (`Background`'s `lb_time_s`, as `serialize.rs` holds the lock for); the guest's also counts
-//! any time the host does not run the vCPU inside it (`sched_clock_cpu()` differences), which the
-//! model leaves out: the host model plans its rounds after the balance (`crate::vhost`).
+//! any time the host does not run the vCPU inside it (`sched_clock_cpu()` differences), which
+//! `host_stop.rs` adds with the host model.
 use super::domains::Domain;
 use super::{Sched, MIGRATION_COST_S};
 

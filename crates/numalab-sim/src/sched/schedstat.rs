@@ -65,6 +65,14 @@ pub struct NewidleGate {
     pub random_skip: u64,
     /// A level pulled a task ("if (pulled_task || this_rq->nr_running > 0) break").
     pub pulled: u64,
+    /// Levels whose balance the host stopped inside (`host_stop.rs`); written only when some
+    /// were, so documents without the host model keep their form.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub host_stopped: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The counters of every CPU: `lb[level][cpu][idle type]`, idle types as `enum cpu_idle_type`

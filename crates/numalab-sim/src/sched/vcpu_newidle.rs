@@ -25,6 +25,20 @@ impl Sched {
         self.newidle_when_run = true;
     }
 
+    /// The host stops a vCPU inside a newly idle balance as its counts so far say
+    /// (`host_stop.rs`), its draws from the run's `seed`.
+    pub fn host_stops_inside_balances(&mut self, seed: u64) {
+        self.host_stops = Some(super::host_stop::HostStops::new(seed, self.pu_node.len()));
+    }
+
+    /// The host's counts for `cpu`'s thread so far (`vhost.rs: ThreadStat`): host time run,
+    /// involuntary switches, and the waits that followed them, time and number.
+    pub fn host_thread_seen(&mut self, cpu: usize, ran_s: f64, involuntary: u64, waited_s: f64, waits: u64) {
+        if let Some(h) = self.host_stops.as_mut() {
+            h.observe(cpu, ran_s, involuntary, waited_s, waits);
+        }
+    }
+
     /// Whether `cpu` was kicked to balance idle CPUs and waits for the host: it is not halted.
     pub fn nohz_kicked(&self, cpu: usize) -> bool {
         self.nohz_ilb == Some(cpu)
