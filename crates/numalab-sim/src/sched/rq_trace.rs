@@ -246,6 +246,35 @@ impl Sweep {
     }
 }
 
+impl super::Sched {
+    /// Thread `tid` became runnable on `cpu` at `t_s` (a barrier's wake-up; `--explain-sched`).
+    pub fn rq_on(&mut self, tid: usize, cpu: usize, t_s: f64) {
+        self.rq.on(t_s, tid, cpu);
+    }
+
+    /// Thread `tid` fell asleep or exited at `t_s` (`--explain-sched`).
+    pub fn rq_off(&mut self, tid: usize, t_s: f64) {
+        self.rq.off(t_s, tid);
+    }
+
+    /// Whether run-queue changes are kept (`--explain-sched`): a caller with work to find them
+    /// skips it otherwise.
+    pub fn rq_kept(&self) -> bool {
+        self.rq.is_on()
+    }
+
+    /// Thread `tid` was set onto `cpu` at `t_s` by NUMA balancing (`migrate_task_to()`,
+    /// `migrate_swap()`).
+    pub fn rq_moved(&mut self, tid: usize, cpu: usize, t_s: f64) {
+        self.rq.moved(t_s, tid, cpu);
+    }
+
+    /// The run queues over the run (`--explain-sched`), None without it.
+    pub fn rq_stats(&self) -> Option<RqStats> {
+        self.rq.stats(self.pu_node.len(), self.cpu.len(), 1.0 / self.rules.hz)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -339,34 +368,5 @@ mod tests {
         r.on(0.0, 0, 0);
         r.tick(0.0, 0);
         assert!(r.stats(1, 1, JIFFY).is_none());
-    }
-}
-
-impl super::Sched {
-    /// Thread `tid` became runnable on `cpu` at `t_s` (a barrier's wake-up; `--explain-sched`).
-    pub fn rq_on(&mut self, tid: usize, cpu: usize, t_s: f64) {
-        self.rq.on(t_s, tid, cpu);
-    }
-
-    /// Thread `tid` fell asleep or exited at `t_s` (`--explain-sched`).
-    pub fn rq_off(&mut self, tid: usize, t_s: f64) {
-        self.rq.off(t_s, tid);
-    }
-
-    /// Whether run-queue changes are kept (`--explain-sched`): a caller with work to find them
-    /// skips it otherwise.
-    pub fn rq_kept(&self) -> bool {
-        self.rq.is_on()
-    }
-
-    /// Thread `tid` was set onto `cpu` at `t_s` by NUMA balancing (`migrate_task_to()`,
-    /// `migrate_swap()`).
-    pub fn rq_moved(&mut self, tid: usize, cpu: usize, t_s: f64) {
-        self.rq.moved(t_s, tid, cpu);
-    }
-
-    /// The run queues over the run (`--explain-sched`), None without it.
-    pub fn rq_stats(&self) -> Option<RqStats> {
-        self.rq.stats(self.pu_node.len(), self.cpu.len(), 1.0 / self.rules.hz)
     }
 }
