@@ -287,7 +287,7 @@ impl Sweep {
     /// `admit` is never asked again about a node it refused. A sample covering a page protected
     /// for a NUMA hinting fault (`marked`, empty when balancing is off) ends the run: the
     /// general path takes the fault. Returns the samples added and the lines of one.
-    #[inline]
+    #[inline(always)]
     pub fn extend_run(
         &mut self,
         shift: u32,

@@ -101,7 +101,10 @@ impl Engine<'_> {
         }
     }
 
-    /// Run one thread up to `until`; true if it did anything.
+    /// Run one thread up to `until`; true if it did anything. Forced inline, as `fast_visits` and
+    /// `Sweep::extend_run` are: left to the compiler, an unrelated change elsewhere once moved
+    /// them out of `run_slice` and cost a third of first touch's speed (docs/performance.md §9).
+    #[inline(always)]
     pub(super) fn run_thread(&mut self, tid: usize, until: f64, cost: &[f64], share: f64) -> bool {
         let mut did = false;
         // An out-of-memory ends the run at once: the thread must not go on through its visits.
@@ -174,6 +177,7 @@ impl Engine<'_> {
     /// `until`, the end of the phase's visits, or a visit that needs the general path (first
     /// touch, exhausted budget); that visit is left in `pending`. Runs of whole samples are
     /// served in one step. True if any visit was served.
+    #[inline(always)]
     pub(super) fn fast_visits(&mut self, tid: usize, until: f64, cost: &[f64], share: f64) -> bool {
         let cpu_node = self.sched.pu_node[self.sched.cpu[tid]];
         let Engine { threads, procs, budget_node, budget_link, scratch, .. } = self;
