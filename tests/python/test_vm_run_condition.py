@@ -154,6 +154,12 @@ def test_a_recorded_run_replays_to_the_figure_vm_check_gave_it_in_the_run():
     (replayed,) = run_condition.replay({"sched-passive": [run]}, guest_seen.RUNS_HOST_CPUS)
     assert replayed.condition.cores == 2 and replayed.verdict.moves == 10
     assert replayed.verdict.sim == [0.0095, 0.007, 0.0055, 0.0065]
+    # docs/scheduler.md §10.29's 20:56:09 run, recorded after it on the same model: its own
+    # ``run_condition`` (QEMU 1.741 cores, command 2.335089 s, 16 moves) again.
+    run = next(r for r in guest_seen.GUEST_RUNS["sched-passive"] if r.utc == "2026-11-27 20:56:09")
+    (replayed,) = run_condition.replay({"sched-passive": [run]}, guest_seen.RUNS_HOST_CPUS)
+    assert replayed.condition.cores == 2 and replayed.verdict.moves == 16
+    assert replayed.verdict.sim == [0.004, 0.0035, 0.0135, 0.006]
 
 
 def test_vm_check_moves_judges_the_run_under_its_own_condition(cli, monkeypatch):

@@ -17,11 +17,12 @@ from typing import NamedTuple
 #: case -> (lowest, highest) migrations per thread per barrier, with the runs they come from.
 GUEST_PER_BARRIER: dict[str, tuple[float, float]] = {
     # §10.3-§10.4 (0.00225-0.0105), §10.10's 11:33-11:34 runs (0.0020, 0.0032), §10.18's
-    # (0.00175-0.003).
+    # (0.00175-0.003), §10.29's (0.002-0.004).
     "sched-passive": (0.00175, 0.0105),
     # §10.4's four runs (0.0026-0.022), §10.10's (0.0031, 0.0046), §10.18's (0.001375-0.004875).
     "sched-oversubscribed": (0.001375, 0.022),
-    # §10.3, §10.8 (0.00325-0.009), §10.10's (0.0040, 0.0065), §10.18's (0.001-0.007).
+    # §10.3, §10.8 (0.00325-0.009), §10.10's (0.0040, 0.0065), §10.18's (0.001-0.007), §10.29's
+    # (0.0065, 0.0085).
     "sched-passive-8": (0.001, 0.009),
     # §10.3-§10.4 (0.017-0.034), §10.10's (0.0187, 0.0350), §10.16's 14:56 run (0.03525),
     # §10.18's (0.01325-0.04175).
@@ -45,9 +46,11 @@ GUEST_PER_BARRIER: dict[str, tuple[float, float]] = {
 #: another session beside it, which took 0.98-1.0 of a core, QEMU 0.99-1.00.
 GUEST_BY_CONDITION: dict[str, dict[str, tuple[float, float]]] = {
     "idle": {
-        "sched-passive": (0.00175, 0.00375),
+        # With §10.29's runs (2026-11-27 20:56-20:58 UTC, QEMU 1.70-1.80 cores): 0.004, 0.00275,
+        # 0.002 on vm-4, 0.0065 and 0.0085 on vm-8.
+        "sched-passive": (0.00175, 0.004),
         "sched-oversubscribed": (0.003, 0.004),
-        "sched-passive-8": (0.0035, 0.008),
+        "sched-passive-8": (0.0035, 0.0085),
         "sched-oversubscribed-8": (0.0235, 0.04175),
         "sched-passive-2x4": (0.01825, 0.04525),
         "sched-oversubscribed-2x4": (0.360125, 0.372625),
@@ -83,7 +86,8 @@ RUNS_HOST_CPUS = 2
 
 #: Every run recorded with its condition (docs/scheduler.md §10.18's runs since the command's
 #: time was printed, 2026-11-27 16:42-16:47 UTC, idle and beside one busy loop; §10.20's,
-#: 17:02-17:21 UTC, the host as others' work left it: load before each run),
+#: 17:02-17:21 UTC, the host as others' work left it: load before each run; §10.29's,
+#: 20:56-20:58 UTC, the host otherwise idle, QEMU 1.70-1.80 cores),
 #: replayed by ``bench/vm_sched_sim.py --per-run`` (``run_condition.replay``). §10.18's earlier
 #: runs have QEMU's cores but no command time, so not their own condition: left out.
 GUEST_RUNS: dict[str, list[GuestRun]] = {
@@ -92,6 +96,9 @@ GUEST_RUNS: dict[str, list[GuestRun]] = {
         GuestRun(0.00225, 0.998, 3.473269, "2026-11-27 16:45:06", 1.56),  # beside a busy loop
         GuestRun(0.0025, 1.799, 2.168889, "2026-11-27 17:02:11", 0.52),  # §10.20
         GuestRun(0.00225, 1.797, 2.127939, "2026-11-27 17:03:43", 1.61),  # §10.20
+        GuestRun(0.004, 1.741, 2.335089, "2026-11-27 20:56:09", 1.02),  # §10.29
+        GuestRun(0.00275, 1.695, 2.388017, "2026-11-27 20:57:02", 0.99),  # §10.29
+        GuestRun(0.002, 1.78, 2.27143, "2026-11-27 20:57:58", 1.48),  # §10.29
     ],
     "sched-oversubscribed": [
         GuestRun(0.003875, 1.835, 2.292592, "2026-11-27 16:42:40", 0.83),
@@ -105,6 +112,8 @@ GUEST_RUNS: dict[str, list[GuestRun]] = {
         GuestRun(0.0065, 1.468, 2.18982, "2026-11-27 17:02:56", 0.79),  # §10.20
         GuestRun(0.004, 1.826, 2.094076, "2026-11-27 17:04:28", 1.48),  # §10.20
         GuestRun(0.009, 1.357, 1.624879, "2026-11-27 17:21:01", 2.88),  # §10.20
+        GuestRun(0.0065, 1.8, 1.807772, "2026-11-27 20:56:42", 1.20),  # §10.29
+        GuestRun(0.0085, 1.773, 1.416283, "2026-11-27 20:57:29", 1.07),  # §10.29
     ],
     "sched-oversubscribed-8": [
         GuestRun(0.034, 1.84, 2.200057, "2026-11-27 16:43:24", 0.66),
