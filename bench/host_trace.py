@@ -78,13 +78,13 @@ def report(out: str) -> dict:
     t0, t1 = marks["start"], marks["end"]
     snaps: dict[str, dict[int, list]] = defaultdict(dict)
     names: dict[int, str] = {}
-    cur = ""
+    which = ""
     for ln in proc[1:]:
         a = ln.split(maxsplit=7)
         if a[0] == "mark":
-            cur = a[2]
+            which = a[2]
         else:
-            snaps[cur][int(a[1])] = [int(x) for x in a[2:7]]
+            snaps[which][int(a[1])] = [int(x) for x in a[2:7]]
             names[int(a[1])] = a[7]
     tids = set(snaps["start"]) & set(snaps["end"])
     text = subprocess.run(["perf", "script", "-i", out + ".perf", "-F", "cpu,time,event,trace"],
@@ -93,7 +93,7 @@ def report(out: str) -> dict:
     # (it is itself a VM), so a thread preempted on one CPU and taken by the other at once can
     # show its switch-in before its switch-out; run time is summed per CPU.
     cur: dict[int, tuple[int, float]] = {}
-    run_s: Counter[int] = Counter()
+    run_s: dict[int, float] = defaultdict(float)
     vol: Counter[int] = Counter()
     invol: Counter[int] = Counter()
     slices: Counter[int] = Counter()
