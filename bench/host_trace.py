@@ -143,7 +143,7 @@ def report(out: str) -> dict:
             "tid": tid, "name": "main loop" if tid == qemu else names[tid], "run_s": run_s[tid], "window_s": dt,
             "involuntary": invol[tid], "voluntary": vol[tid], "slices": slices[tid],
             # Per second of running as /proc counts it (its counts agree with the trace's, its
-            # run time is some 10 % above the switches' intervals, §10.28).
+            # run time is 1-14 % above the switches' intervals for a vCPU thread, §10.28).
             "invol_per_run_s": invol[tid] / ((b[0] - a[0]) / 1e9) if b[0] > a[0] else 0.0, "invol_per_s": invol[tid] / dt,
             "preempted_wait_ms": [1e3 * f(pre) for f in (statistics.median, statistics.fmean)] +
             [1e3 * pct(pre, 0.9), 1e3 * max(pre)] if pre else [],

@@ -19,9 +19,9 @@
 //! sched_info_arrive()`): the model's newly idle balance is an instant at the end of a host
 //! round (`vcpu_newidle.rs`), so the actual wait is not known there. One wait, not their mean:
 //! the kernel charges each balance its own time and keeps the largest (`update_newidle_cost()`),
-//! and the host's waits run from microseconds to milliseconds (docs/scheduler.md §10.28: median
-//! 0.02 ms, mean 0.28 ms, longest 4-7 ms on the measured host), so the mean would cap every
-//! stopped balance's cost near the mean.
+//! and the host's waits run from microseconds to milliseconds (docs/scheduler.md §10.28, `vm-4`
+//! on the measured host: median 0.01-0.03 ms, mean 0.23-0.35 ms, longest 3-7 ms), so the mean
+//! would cap every stopped balance's cost near the mean.
 use crate::rng::Rng;
 
 /// The draws' stream of the run's seed (`crate::rng::Rng`).
