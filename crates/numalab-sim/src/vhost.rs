@@ -751,6 +751,9 @@ mod tests {
         // vCPU 0's 0.75 ms followed its preemption; vCPU 1's 4 ms wait did not.
         assert!((a.preempted_wait_s - 0.75e-3).abs() < 1e-12 && a.preempted_waits == 1, "{a:?}");
         assert_eq!((b.preempted_wait_s, b.preempted_waits), (0.0, 0));
+        // Each such wait is kept on its own, for a stopped balance to cost one of them.
+        let waits = h.preempted_waits_s();
+        assert!(waits[0].len() == 1 && (waits[0][0] - 0.75e-3).abs() < 1e-12 && waits[1].is_empty(), "{waits:?}");
     }
 
     #[test]
