@@ -240,8 +240,10 @@ def test_under_6_1_cfs_wakeup_preemption_keeps_woken_threads_home(name):
 #: their tick, or QEMU running two vCPUs at once on two host cores). Empty since a running vCPU
 #: thread waits for QEMU's BQL at each guest tick (§10.13): passive-2x4 16.0 % away (6/8 changed
 #: node; 11.9 % before). NI_RANDOM alone (§10.15) made it 14.6 % (5/8), with §10.14's QEMU main
-#: loop 23.2 % (8/8).
-AWAY_SHORT: dict[str, float] = {}
+#: loop 23.2 % (8/8). Since a balance the host stops costs one of its waits, not their mean
+#: (§10.28), seed 1's passive-2x4 is 12.8 % away (6/8 changed node; seeds 1-8 21.6 %, 1-4 14.0
+#: %): the stops' draws move seed 1's team less; asserted below 15 % until that changes.
+AWAY_SHORT: dict[str, float] = {"sched-passive-2x4": 15.0}
 
 
 @pytest.mark.parametrize("name", sorted(name for name in GUEST_PER_BARRIER if name.endswith(("-4x2", "-2x4"))))
@@ -323,7 +325,9 @@ def test_the_guests_newly_idle_balancing_cost_reaches_the_engine_and_cuts_newly_
     ``NUMA22``; without a start none, until the host stopping a vCPU inside a newly idle balance
     (§10.27) raised a level from 0 to the balance's time plus the host's wait: now 5 cut off at
     ``NUMA16`` and 2 at ``NUMA22`` after 5 stopped balances (the 3 / 1 ms start: still 14 and 0,
-    6 stopped; 2026-11-27 20:11 UTC)."""
+    6 stopped; 2026-11-27 20:11 UTC). A stopped balance costing one of the host's waits rather
+    than their mean (§10.28; up to several ms): 79 and 1 after 6 stopped (the 3 / 1 ms start:
+    124 and 1, 9 stopped; 21:12 UTC)."""
     from dataclasses import replace
 
     from numalab.vm import sched_trace
@@ -340,7 +344,7 @@ def test_the_guests_newly_idle_balancing_cost_reaches_the_engine_and_cuts_newly_
     without = sched_trace.sim_sched("sched-oversubscribed").newidle_gate
     assert with_cost["avg_idle"] > without["avg_idle"], (with_cost, without)
     # Without a start only the host's stops raise the cost: as measured.
-    assert (without["avg_idle"], without["cost_break"], without.get("host_stopped", 0)) == (5, 2, 5), without
+    assert (without["avg_idle"], without["cost_break"], without.get("host_stopped", 0)) == (79, 1, 6), without
 
 
 def test_the_guests_share_of_stopped_ticks_reaches_the_engine_and_idle_cpus_balance_at_their_own_ticks():

@@ -57,8 +57,11 @@ def test_a_value_is_judged_inside_below_or_above_the_guests_range_with_the_facto
 #: guest kernel's proportional newly idle balancing (NI_RANDOM, §10.15) each alone.
 #: With the host stopping a vCPU inside a newly idle balance (§10.27; seeds 1-4, 20:08 UTC): vm-4
 #: oversubscribed 0.0231 (1.05 times above) -> 0.0210 inside, vm-4 passive 0.0180 -> 0.0191 (1.82
-#: times above), vm-8 passive 0.0121 -> 0.0123 (1.36 times above), the rest inside.
-OUTSIDE = {"sched-passive": "above", "sched-passive-8": "above"}
+#: times above), vm-8 passive 0.0121 -> 0.0123 (1.36 times above), the rest inside. A stopped
+#: balance costing one of the host's waits, not their mean (§10.28; seeds 1-4, 21:12 UTC): vm-4
+#: oversubscribed 0.0210 inside -> 0.0237 (1.08 times above), vm-4 passive 0.0176 (1.68 above),
+#: vm-8 passive 0.0118 (1.31 above), the rest inside.
+OUTSIDE = {"sched-passive": "above", "sched-oversubscribed": "above", "sched-passive-8": "above"}
 
 
 @pytest.mark.parametrize("name", sorted(guest_seen.GUEST_PER_BARRIER))
@@ -119,10 +122,16 @@ def test_a_condition_runs_the_case_at_its_barrier_length_on_its_host():
 #: 20:08 UTC), idle: vm-8 passive 0.01125 (1.41 above), oversubscribed 0.0186 (1.27 below),
 #: passive-2x4 0.0408 inside -> 0.0512 (1.13 above), oversubscribed-2x4 0.3296 (1.09 below), vm-4
 #: unchanged (0.0055, 0.0044); beside the loop: vm-8 passive 0.00775 (1.03 above),
-#: oversubscribed 0.0076 (1.75 below), passive-2x4 0.0431 inside, the rest unchanged.
+#: oversubscribed 0.0076 (1.75 below), passive-2x4 0.0431 inside, the rest unchanged. A stopped
+#: balance costing one of the host's waits, not their mean (§10.28; 21:12 UTC), idle: vm-4
+#: passive 0.0055 (1.47 above), oversubscribed 0.0044 (1.11 above), vm-8 passive 0.011 (1.38
+#: above), oversubscribed 0.0208 (1.13 below), passive-2x4 0.0512 -> 0.0446 inside,
+#: oversubscribed-2x4 0.3239 (1.11 below); beside the loop: vm-4 passive 0.0068 (2.25 above),
+#: oversubscribed 0.0057 (1.17 above), vm-8 passive 0.0081 (1.08 above), oversubscribed 0.0086
+#: (1.55 below), passive-2x4 0.0501 inside, oversubscribed-2x4 0.3452 (1.14 above).
 OUTSIDE_BY_CONDITION = {
     "idle": {"sched-passive": "above", "sched-oversubscribed": "above", "sched-passive-8": "above",
-             "sched-oversubscribed-8": "below", "sched-passive-2x4": "above", "sched-oversubscribed-2x4": "below"},
+             "sched-oversubscribed-8": "below", "sched-oversubscribed-2x4": "below"},
     "busy-loop": {"sched-passive": "above", "sched-oversubscribed": "above", "sched-passive-8": "above",
                   "sched-oversubscribed-8": "below", "sched-oversubscribed-2x4": "above"},
 }

@@ -134,6 +134,13 @@ pub struct SchedCpuOut {
     pub host_voluntary: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_involuntary: Option<u64>,
+    /// The waits after its involuntary switches until it had a core again: their sum (s) and
+    /// number (`vhost.rs: ThreadStat::preempted_wait_s`, what `sched/host_stop.rs` charges a
+    /// balance the host stops; docs/scheduler.md §10.28).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_preempted_wait_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_preempted_waits: Option<u64>,
     /// The vCPU's kept ticks in idle by how late the host first ran it after each came: within
     /// 0.25, 0.5, 1, 2, 4 ms, later, never (`vhost.rs: TickDelays`).
     #[serde(skip_serializing_if = "Option::is_none")]

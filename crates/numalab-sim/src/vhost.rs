@@ -126,13 +126,16 @@ pub struct ThreadStat {
 
 impl ThreadStat {
     /// A plan took the thread from holding a core (`was`) to `now`, its vCPU `busy` or halted.
-    fn switched(&mut self, was: bool, now: bool, busy: bool) {
+    /// Returns the wait that ended here if it followed an involuntary switch.
+    fn switched(&mut self, was: bool, now: bool, busy: bool) -> Option<f64> {
         match (was, now) {
             (false, true) => {
                 self.slices += 1;
                 if std::mem::take(&mut self.preempted) {
-                    self.preempted_wait_s += std::mem::take(&mut self.pending_s);
+                    let w = std::mem::take(&mut self.pending_s);
+                    self.preempted_wait_s += w;
                     self.preempted_waits += 1;
+                    return Some(w);
                 }
             }
             (true, false) if busy => {
@@ -143,6 +146,7 @@ impl ThreadStat {
             (true, false) => self.voluntary += 1,
             _ => {}
         }
+        None
     }
 
     /// The thread waited `dt` runnable without a core.
@@ -201,6 +205,10 @@ pub struct HostRun {
     /// them (docs/scheduler.md §10.13): time runnable but not run (`run_delay`), times given a
     /// core (`pcount`), and times it left one halting (`nvcsw`) or still runnable (`nivcsw`).
     threads: Vec<ThreadStat>,
+    /// Per vCPU thread, each of its waits after an involuntary switch, in order (their sum and
+    /// number are `ThreadStat::preempted_wait_s`, `preempted_waits`; `sched/host_stop.rs`
+    /// charges a balance the host stops one of them, docs/scheduler.md §10.28).
+    preempted_waits_s: Vec<Vec<f64>>,
     /// The last plan's non-halted vCPUs: their threads are runnable until the next plan.
     busy: Vec<bool>,
     tick_delays: Vec<TickDelays>,
@@ -241,6 +249,7 @@ impl HostRun {
             used_s: vec![0.0; vcpus],
             received_s: vec![0.0; vcpus],
             threads: vec![ThreadStat::default(); vcpus],
+            preempted_waits_s: vec![Vec::new(); vcpus],
             busy: vec![false; vcpus],
             tick_delays: vec![TickDelays::default(); vcpus],
             asleep: vec![true; vcpus],
@@ -358,7 +367,9 @@ impl HostRun {
         }
         for (c, &was) in before.iter().enumerate() {
             let b = busy.get(c).copied().unwrap_or(false);
-            self.threads[c].switched(was, self.holds[c], b);
+            if let Some(w) = self.threads[c].switched(was, self.holds[c], b) {
+                self.preempted_waits_s[c].push(w);
+            }
             self.busy[c] = b;
             self.resumed[c] = self.holds[c] && self.asleep[c];
             self.asleep[c] &= !self.holds[c];
@@ -440,6 +451,11 @@ impl HostRun {
     /// Each vCPU thread's counts so far, as the host's schedstat and status give them.
     pub fn threads(&self) -> &[ThreadStat] {
         &self.threads
+    }
+
+    /// Each vCPU thread's waits after its involuntary switches so far, in order.
+    pub fn preempted_waits_s(&self) -> &[Vec<f64>] {
+        &self.preempted_waits_s
     }
 
     /// Host time each of the host's other threads (`other_threads`) received so far.
@@ -735,6 +751,9 @@ mod tests {
         // vCPU 0's 0.75 ms followed its preemption; vCPU 1's 4 ms wait did not.
         assert!((a.preempted_wait_s - 0.75e-3).abs() < 1e-12 && a.preempted_waits == 1, "{a:?}");
         assert_eq!((b.preempted_wait_s, b.preempted_waits), (0.0, 0));
+        // Each such wait is kept on its own, for a stopped balance to cost one of them.
+        let waits = h.preempted_waits_s();
+        assert!(waits[0].len() == 1 && (waits[0][0] - 0.75e-3).abs() < 1e-12 && waits[1].is_empty(), "{waits:?}");
     }
 
     #[test]

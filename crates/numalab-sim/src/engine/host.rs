@@ -62,8 +62,10 @@ impl Engine<'_> {
         let Some((host, runs)) = self.host.as_ref() else { return };
         let ran = runs.clone();
         // The host's counts so far, for a stop inside a newly idle balance (`sched/host_stop.rs`).
-        for (c, (th, &run_s)) in host.threads().iter().zip(host.received_s()).enumerate() {
-            self.sched.host_thread_seen(c, run_s, th.involuntary, th.preempted_wait_s, th.preempted_waits);
+        for (c, ((th, &run_s), waits)) in
+            host.threads().iter().zip(host.received_s()).zip(host.preempted_waits_s()).enumerate()
+        {
+            self.sched.host_thread_seen(c, run_s, th.involuntary, waits);
         }
         let spin = crate::openmp::spin_s(self.cfg.omp_wait_policy, self.threads.len(), self.sched.available_cpus);
         let live: Vec<bool> =

@@ -865,6 +865,8 @@ impl Engine<'_> {
                         host_slices: th.map(|t| t.slices),
                         host_voluntary: th.map(|t| t.voluntary),
                         host_involuntary: th.map(|t| t.involuntary),
+                        host_preempted_wait_s: th.map(|t| t.preempted_wait_s),
+                        host_preempted_waits: th.map(|t| t.preempted_waits),
                         host_tick_delays: self.host.as_ref().map(|(host, _)| host.tick_delays()[c].bins.to_vec()),
                         domains: domains
                             .into_iter()

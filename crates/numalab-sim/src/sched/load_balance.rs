@@ -1523,7 +1523,7 @@ mod tests {
             s.ni_random = None;
             s.host_stops_inside_balances(1);
             if stops {
-                s.host_thread_seen(1, 1.0, 10_000_000, 3.0, 1000);
+                s.host_thread_seen(1, 1.0, 10_000_000, &[3e-3; 1000]);
             }
             let numa = s.domains.iter().position(|d| d.numa).unwrap();
             for now_s in [0.1, 0.2] {

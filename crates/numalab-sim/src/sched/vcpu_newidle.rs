@@ -32,10 +32,10 @@ impl Sched {
     }
 
     /// The host's counts for `cpu`'s thread so far (`vhost.rs: ThreadStat`): host time run,
-    /// involuntary switches, and the waits that followed them, time and number.
-    pub fn host_thread_seen(&mut self, cpu: usize, ran_s: f64, involuntary: u64, waited_s: f64, waits: u64) {
+    /// involuntary switches, and the waits that followed them, in order.
+    pub fn host_thread_seen(&mut self, cpu: usize, ran_s: f64, involuntary: u64, waits_s: &[f64]) {
         if let Some(h) = self.host_stops.as_mut() {
-            h.observe(cpu, ran_s, involuntary, waited_s, waits);
+            h.observe(cpu, ran_s, involuntary, waits_s);
         }
     }
 

@@ -1,0 +1,217 @@
+"""How the host stops QEMU's threads while a guest's scheduler case runs, from the host's own
+scheduler trace (docs/scheduler.md §10.28): per thread over the guest's command window, its
+run time, its switches out while still runnable (involuntary) and the wait after each until it
+runs again, the wait after each wake-up, and what ran on the core instead.
+
+  python bench/host_trace.py record CASE OUT      # perf record around `numalab vm check --moves`
+  python bench/host_trace.py report OUT           # the figures (OUT.perf, OUT.json, OUT.proc)
+  python bench/host_trace.py model CASE [SEEDS]   # the host model's, under the idle condition
+
+`record` runs the check under `perf record -k CLOCK_MONOTONIC -a` with the tracepoints
+`sched:sched_switch` (its `prev_state`: R / R+ when the thread left the core runnable,
+kernel/sched/core.c: __schedule() with `preempt` or a runnable `prev`) and `sched:sched_wakeup`,
+and keeps the window marks' times (`hostthreads.HostSampler` takes them with `time.monotonic()`,
+the same clock) and the sampler's /proc snapshots, so `report` can check its counts against
+/proc's (§10.13)."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+SWITCH = re.compile(
+    r"\s(\d+\.\d+):\s+sched:sched_switch:\s+prev_comm=(.*?) prev_pid=(\d+) prev_prio=\d+ prev_state=(\S+) ==> "
+    r"next_comm=(.*?) next_pid=(\d+) next_prio=\d+")
+WAKEUP = re.compile(r"\s(\d+\.\d+):\s+sched:sched_wakeup:\s+comm=(.*?) pid=(\d+) prio=\d+ target_cpu=(\d+)")
+CPU = re.compile(r"\[(\d+)\]")
+
+
+def record(case: str, out: str) -> None:
+    cmd = ["perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-a", "-m", "4096", "-e", "sched:sched_switch",
+           "-e", "sched:sched_wakeup", "-o", out + ".perf", "--", sys.executable, __file__, "_run", case, out]
+    subprocess.run(cmd, check=True)
+
+
+def _run(case: str, out: str) -> None:
+    """The check itself, its sampler's marks and snapshots kept beside the trace."""
+    from numalab.cli.main import run
+    from numalab.vm import hostthreads
+
+    result = hostthreads.HostSampler.result
+
+    def keep(self: hostthreads.HostSampler) -> hostthreads.HostThreads | None:
+        Path(out + ".proc").write_text(f"pid {self.pid}\n" + self.text)
+        return result(self)
+
+    hostthreads.HostSampler.result = keep  # type: ignore[method-assign]
+    sys.stdout = open(out + ".json", "w")
+    run(["vm", "check", "--moves", "--json", "--case", case])
+
+
+def kind(comm: str, pid: int, qemu: int, tids: set[int]) -> str:
+    if pid in tids:
+        if pid == qemu:
+            return "qemu main loop"
+        return "qemu vCPU" if comm.startswith("CPU ") else f"qemu {comm}"
+    if pid == 0:
+        return "idle"
+    for k in ("kworker", "ksoftirqd", "rcu", "perf", "python", "numalab", "migration"):
+        if comm.startswith(k):
+            return k
+    return comm
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+
+
+def report(out: str) -> dict:
+    proc = Path(out + ".proc").read_text().splitlines()
+    qemu = int(proc[0].split()[1])
+    marks = {ln.split()[2]: float(ln.split()[1]) for ln in proc if ln.startswith("mark ")}
+    t0, t1 = marks["start"], marks["end"]
+    snaps: dict[str, dict[int, list]] = defaultdict(dict)
+    names: dict[int, str] = {}
+    which = ""
+    for ln in proc[1:]:
+        a = ln.split(maxsplit=7)
+        if a[0] == "mark":
+            which = a[2]
+        else:
+            snaps[which][int(a[1])] = [int(x) for x in a[2:7]]
+            names[int(a[1])] = a[7]
+    tids = set(snaps["start"]) & set(snaps["end"])
+    text = subprocess.run(["perf", "script", "-i", out + ".perf", "-F", "cpu,time,event,trace"],
+                          capture_output=True, text=True, check=True).stdout
+    # Per host CPU, who runs there since when: the host's CPUs' clocks may differ by a few us
+    # (it is itself a VM), so a thread preempted on one CPU and taken by the other at once can
+    # show its switch-in before its switch-out; run time is summed per CPU.
+    cur: dict[int, tuple[int, float]] = {}
+    run_s: dict[int, float] = defaultdict(float)
+    vol: Counter[int] = Counter()
+    invol: Counter[int] = Counter()
+    slices: Counter[int] = Counter()
+    out_at: dict[int, tuple[float, str]] = {}   # tid -> (when it left runnable / was woken, why)
+    waits: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    instead: dict[int, Counter[str]] = defaultdict(Counter)
+    skewed = 0
+    for ln in text.splitlines():
+        if (m := SWITCH.search(ln)) is not None:
+            t, cpu = float(m[1]), int(CPU.search(ln)[1])  # type: ignore[index]
+            prev, nxt, state = int(m[3]), int(m[6]), m[4]
+            if cpu in cur and cur[cpu][0] == prev and prev in tids:
+                run_s[prev] += max(0.0, min(t, t1) - max(cur[cpu][1], t0))
+            cur[cpu] = (nxt, t)
+            inside = t0 <= t <= t1
+            if prev in tids and inside:
+                if state.startswith("R"):
+                    invol[prev] += 1
+                    instead[prev][kind(m[5], nxt, qemu, tids)] += 1
+                    out_at[prev] = (t, "preempted " + kind(m[5], nxt, qemu, tids))
+                else:
+                    vol[prev] += 1
+            if nxt in tids:
+                if inside:
+                    slices[nxt] += 1
+                since = out_at.pop(nxt, None)
+                if since is not None and inside:
+                    if t >= since[0]:
+                        waits[nxt][since[1]].append(t - since[0])
+                    else:
+                        skewed += 1
+        elif (m := WAKEUP.search(ln)) is not None:
+            pid, t = int(m[3]), float(m[1])
+            running = any(c[0] == pid for c in cur.values())
+            if pid in tids and t0 <= t <= t1 and not running and pid not in out_at:
+                out_at[pid] = (t, "woken")
+    dt = t1 - t0
+    rows = []
+    for tid in sorted(tids, key=lambda x: (x != qemu, names[x])):
+        a, b = snaps["start"][tid], snaps["end"][tid]
+        w = waits[tid]
+        pre = [x for k, xs in w.items() if k.startswith("preempted") for x in xs]
+        wok = w["woken"]
+        by = {k.split(" ", 1)[1]: [round(1e3 * statistics.fmean(xs), 3), len(xs)] for k, xs in w.items()
+              if k.startswith("preempted") and len(xs) >= 5}
+        rows.append({
+            "tid": tid, "name": "main loop" if tid == qemu else names[tid], "run_s": run_s[tid], "window_s": dt,
+            "involuntary": invol[tid], "voluntary": vol[tid], "slices": slices[tid],
+            # Per second of running as /proc counts it (its counts agree with the trace's, its
+            # run time is 1-14 % above the switches' intervals for a vCPU thread, §10.28).
+            "invol_per_run_s": invol[tid] / ((b[0] - a[0]) / 1e9) if b[0] > a[0] else 0.0, "invol_per_s": invol[tid] / dt,
+            "preempted_wait_ms": [1e3 * f(pre) for f in (statistics.median, statistics.fmean)] +
+            [1e3 * pct(pre, 0.9), 1e3 * max(pre)] if pre else [],
+            "woken_wait_ms": [1e3 * f(wok) for f in (statistics.median, statistics.fmean)] +
+            [1e3 * pct(wok, 0.9), 1e3 * max(wok)] if wok else [],
+            "instead": dict(instead[tid].most_common(6)),
+            # The waits after a preemption longer than 0.5, 1, 2 ms (shares), and their mean (ms)
+            # and number by what took the core.
+            "preempted_over": [sum(x > b for x in pre) / len(pre) if pre else 0.0 for b in (0.5e-3, 1e-3, 2e-3)],
+            "preempted_by": by,
+            "proc": {"run_s": (b[0] - a[0]) / 1e9, "wait_s": (b[1] - a[1]) / 1e9, "slices": b[2] - a[2],
+                     "voluntary": b[3] - a[3], "involuntary": b[4] - a[4]},
+        })
+    return {"window_s": dt, "threads": rows, "skewed": skewed}
+
+
+def show(doc: dict) -> None:
+    print(f"window {doc['window_s']:.3f} s")
+    print("thread | run s (proc) | invol (proc) | vol (proc) | invol/s run | invol/s wall | wait after preemption ms "
+          "med/mean/p90/max | wake-up wait ms med/mean/p90/max | ran instead")
+    for r in doc["threads"]:
+        p = r["proc"]
+        f = lambda xs: "/".join(f"{x:.3f}" for x in xs) or "-"  # noqa: E731
+        print(f"{r['name']} | {r['run_s']:.3f} ({p['run_s']:.3f}) | {r['involuntary']} ({p['involuntary']}) | "
+              f"{r['voluntary']} ({p['voluntary']}) | {r['invol_per_run_s']:.0f} | {r['invol_per_s']:.1f} | "
+              f"{f(r['preempted_wait_ms'])} | {f(r['woken_wait_ms'])} | {r['instead']}")
+        print(f"    waits over 0.5/1/2 ms {f(r['preempted_over'])}; mean wait ms, count by what took the core {r['preempted_by']}")
+
+
+def model(case_name: str, seeds: int) -> None:
+    """The host model's threads for the case under ``check.CONDITIONS["idle"]`` (as
+    ``bench/vm_sched_sim.py --condition idle`` runs it), seeds 1..N: per vCPU thread its host
+    time, involuntary switches per second run and of the run, and its mean wait after one
+    (``sched_cpus``' ``host_*``, ``--explain-sched``)."""
+    from dataclasses import replace
+
+    from numalab.machine import load as load_machine
+    from numalab.spec import RunSpec
+    from numalab.vm import check
+
+    case = check.CASES[case_name]
+    cond = check.CONDITIONS["idle"]
+    params = {"threads": load_machine(case.machine).nr_pus, **case.params}
+    spec = RunSpec.create(case.machine, case.workload, params=params, kernel="6.1", thp="never").with_config(case.config)
+    print("seed | run s | vCPU: host s, invol, invol/s run, invol/s wall, vol/s wall, mean wait after preemption ms "
+          "| main loop: host s, vol/s, invol")
+    for seed in range(1, seeds + 1):
+        doc = check.sim_doc(replace(spec, seed=seed).updated(explain_sched=True), cond.background(case_name),
+                            case.interval_ms, check.HOSTS[cond.host])
+        run = float(doc["time_s"])
+        cells = []
+        for c in doc["sched_cpus"]:
+            h, n = float(c["host_s"]), int(c["host_involuntary"])
+            w = float(c["host_preempted_wait_s"]) / max(1, int(c["host_preempted_waits"]))
+            cells.append(f"{h:.3f}, {n}, {n / h:.0f}, {n / run:.0f}, {int(c['host_voluntary']) / run:.0f}, {1e3 * w:.3f}")
+        m = doc.get("sched_host_main_loop") or {}
+        print(f"{seed} | {run:.3f} | " + " | ".join(cells) +
+              f" | {m.get('host_s', 0):.3f}, {int(m.get('host_voluntary', 0)) / run:.0f}, {m.get('host_involuntary', 0)}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "record":
+        record(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "model":
+        model(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 8)
+    elif sys.argv[1] == "_run":
+        _run(sys.argv[2], sys.argv[3])
+    else:
+        d = report(sys.argv[2])
+        Path(sys.argv[2] + ".report.json").write_text(json.dumps(d, indent=1))
+        show(d)
