@@ -319,6 +319,9 @@ impl Sched {
                 c.load += load;
                 c.util += util;
                 c.runnable += runnable;
+                // util_est_enqueue() adds every queued CFS task's estimate, the periodic task's
+                // too (v6.1 kernel/sched/fair.c: enqueue_task_fair()).
+                est[cpu] += self.background_util_est(cpu, now_s);
             }
             c.util = c.util.max(est[cpu]).min(CAPACITY);
         }
@@ -367,6 +370,12 @@ impl Sched {
         }
         let n = (0..self.cpu.len()).filter(|&t| self.cpu[t] == cpu && self.load.runnable_at(t, now_s)).count() as u64;
         noise.agent_signals(cpu, now_s, CAPACITY / (n + 1))
+    }
+
+    /// The periodic background task's `_task_util_est()` while it is queued on `cpu` at
+    /// `now_s` (`noise.rs: agent_util_est`), 0 otherwise.
+    pub(super) fn background_util_est(&self, cpu: usize, now_s: f64) -> u64 {
+        self.noise.as_ref().and_then(|nz| nz.agent_util_est(cpu, now_s)).unwrap_or(0)
     }
 
     /// The load of thread `tid` when it fell asleep.

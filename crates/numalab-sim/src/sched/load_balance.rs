@@ -872,7 +872,11 @@ impl Sched {
             blocked.push(|| format!("background task cache hot (ran {:.0} us ago)", since * 1e6));
             return false;
         }
-        let (load, util) = self.background_signals(src, now_s).map_or((CAPACITY, 0), |(load, util, _)| (load, util));
+        // detach_tasks()'s migrate_util takes task_util_est(p): the larger of its utilisation
+        // and its estimate (v6.1 kernel/sched/fair.c).
+        let (load, util) = self
+            .background_signals(src, now_s)
+            .map_or((CAPACITY, 0), |(load, util, _)| (load, util.max(self.background_util_est(src, now_s))));
         let take = match m {
             Migration::Task(_) => 1,
             Migration::Util(_) if (util >> failed.min(63)) as i64 <= *left => util as i64,

@@ -421,7 +421,9 @@ impl Sched {
         self.idle_tick = bg
             .tick_stop_share
             .map(|share| idle_tick::IdleTick::new(seed, self.pu_node.len(), share, 1.0 / self.rules.hz));
-        self.noise = Some(Noise::with(seed, self.pu_node.clone(), bg));
+        let mut noise = Noise::with(seed, self.pu_node.clone(), bg);
+        noise.set_util_est(self.rules.load.util_est);
+        self.noise = Some(noise);
         self.bg_idle = Some(bg_idle::BgIdle::new(self.pu_node.len()));
         self.seed_ni_random(seed);
         self.refresh_newidle_costs();

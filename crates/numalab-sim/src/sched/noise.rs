@@ -26,6 +26,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::pelt::{SchedAvg, CAPACITY};
+use super::util_est::TaskUtilEst;
+use crate::profile::UtilEst;
 use crate::rng::Rng;
 
 const TICK_COST_S: f64 = 2e-6;
@@ -90,8 +92,12 @@ pub struct Noise {
     /// The periodic task's next run and the CPU it last ran on.
     next_agent_s: f64,
     agent_cpu: usize,
-    /// Its runs: (cpu, start, end, its PELT signals at the start), the last two kept.
-    agent_runs: Vec<(usize, f64, f64, SchedAvg)>,
+    /// Its runs: (cpu, start, end, its PELT signals at the start, its `util_est` at the
+    /// start), the last two kept.
+    agent_runs: Vec<(usize, f64, f64, SchedAvg, TaskUtilEst)>,
+    /// The kernel's `util_est` form, which the periodic task's estimate follows
+    /// (`set_util_est`; `Off` until set).
+    util_est: UtilEst,
     /// Starts of background work woken onto a CPU that had one task runnable (its threads at
     /// generation, or other background work): each took a run queue from one task to two
     /// (`sched/overload.rs`), in order, until `Sched` takes them.
@@ -127,6 +133,7 @@ impl Noise {
             next_agent_s: f64::INFINITY,
             agent_cpu: 0,
             agent_runs: Vec::new(),
+            util_est: UtilEst::Off,
             second_task_s: Vec::new(),
         };
         n.next_arrival_s = n.arrival_after(0.0);
@@ -176,16 +183,22 @@ impl Noise {
                 self.events.push((cpu, t, end));
                 // Its signals at this wake-up: the last run's, run through (with the CPU to
                 // itself) and decayed over the sleep since.
-                let avg = match self.agent_runs.last() {
-                    Some(&(_, _, e0, a0)) => {
+                // Its estimate: util_est_update() at the last run's end, a dequeue for sleep
+                // (v6.1 kernel/sched/fair.c: dequeue_task_fair() -> util_est_update(cfs_rq, p,
+                // task_sleep)), its averages having changed while it ran.
+                let (avg, est) = match self.agent_runs.last() {
+                    Some(&(_, _, e0, a0, est0)) => {
                         let mut a = a0;
                         a.update(ns(e0), true, CAPACITY);
+                        let mut est = est0;
+                        est.util_changed();
+                        est.went_to_sleep(self.util_est, a.util_avg, a.runnable_avg);
                         a.update(ns(t), false, 0);
-                        a
+                        (a, est)
                     }
-                    None => SchedAvg { last_update_time: ns(t), ..Default::default() },
+                    None => (SchedAvg { last_update_time: ns(t), ..Default::default() }, TaskUtilEst::default()),
                 };
-                self.agent_runs.push((cpu, t, end, avg));
+                self.agent_runs.push((cpu, t, end, avg, est));
                 if self.agent_runs.len() > 2 {
                     self.agent_runs.remove(0);
                 }
@@ -279,7 +292,7 @@ impl Noise {
     /// at `t`, where it runs (or last ran: a blocked task's load stays on its run queue) and
     /// while it runs has `running` 1024ths of the CPU; None where it is not attached.
     pub fn agent_signals(&self, cpu: usize, t: f64, running: u64) -> Option<(u64, u64, u64)> {
-        let &(c, _, end, a0) = self.agent_runs.iter().rev().find(|r| r.1 <= t)?;
+        let &(c, _, end, a0, _) = self.agent_runs.iter().rev().find(|r| r.1 <= t)?;
         if c != cpu {
             return None;
         }
@@ -291,6 +304,19 @@ impl Noise {
             a.update(ns(t), false, 0);
         }
         Some((a.load_avg, a.util_avg, a.runnable_avg))
+    }
+
+    /// The kernel's `util_est` form (`Sched`'s profile), for the periodic task's estimate.
+    pub fn set_util_est(&mut self, form: UtilEst) {
+        self.util_est = form;
+    }
+
+    /// The periodic task's `_task_util_est()` while it is queued on `cpu` at `t` (its estimate
+    /// from its last sleep, which `util_est_enqueue()` added to the run queue's sum at its
+    /// wake-up), None where it is not queued then.
+    pub fn agent_util_est(&self, cpu: usize, t: f64) -> Option<u64> {
+        let r = self.agent_runs.iter().find(|r| r.0 == cpu && r.1 <= t && t < r.2)?;
+        Some(r.4.estimate(self.util_est))
     }
 
     pub fn active_at(&self, cpu: usize, t: f64) -> bool {
@@ -323,11 +349,13 @@ impl Noise {
         let Some(k) = self.agent_runs.iter().position(|r| r.0 == from && r.1 == start) else {
             return false;
         };
-        let (_, _, end, a0) = self.agent_runs[k];
+        let (_, _, end, a0, est) = self.agent_runs[k];
         let mut a = a0;
         a.update(ns(t), true, CAPACITY);
         self.agent_runs[k].2 = t;
-        self.agent_runs.insert(k + 1, (to, t, end, a));
+        // A migration is no sleep: the estimate goes with it unchanged (util_est_dequeue()
+        // and util_est_enqueue() move it between the run queues' sums).
+        self.agent_runs.insert(k + 1, (to, t, end, a, est));
         while self.agent_runs.len() > 2 {
             self.agent_runs.remove(0);
         }
@@ -430,7 +458,7 @@ mod tests {
     fn the_periodic_tasks_utilisation_rises_while_it_runs_and_decays_after() {
         let mut n = Noise::with(3, vec![0, 0], Background::agent_only(1.0, 0.1));
         n.busy_fraction(0.0, 2.0, &[0; 2], 250.0);
-        let (cpu, start, end, _) = *n.agent_runs.last().unwrap();
+        let (cpu, start, end, _, _) = *n.agent_runs.last().unwrap();
         let util = |t: f64| n.agent_signals(cpu, t, CAPACITY).unwrap().1;
         let (early, late, after) = (util(start + 0.01), util(end - 1e-3), util(end + 0.1));
         // 32 ms half-life: ~20 % after 10 ms, ~88 % after 100 ms, then halving every 32 ms.
@@ -438,6 +466,35 @@ mod tests {
         assert!(late > 850 && late < 950, "{late}");
         assert!(after > late / 10 && after < late / 6, "{after} after {late}");
         assert!(n.agent_signals(1 - cpu, start + 0.05, CAPACITY).is_none());
+    }
+
+    #[test]
+    fn the_periodic_tasks_estimate_is_its_utilisation_at_its_last_sleep_and_counts_only_while_queued() {
+        let runs = |form: UtilEst| {
+            let mut n = Noise::with(3, vec![0, 0], Background::agent_only(1.0, 0.1));
+            n.set_util_est(form);
+            n.busy_fraction(0.0, 2.0, &[0; 2], 250.0);
+            n
+        };
+        let n = runs(UtilEst::EnqueuedEwma);
+        let [(c0, s0, e0, _, _), (c1, s1, e1, _, _)] = [n.agent_runs[0], n.agent_runs[1]];
+        assert_eq!(c0, c1);
+        // Its first run follows no sleep: no estimate yet.
+        assert_eq!(n.agent_util_est(c0, s0 + 0.01), Some(0));
+        // The second carries util_est_update() of the first run's end: util_avg then (~88 %
+        // after 100 ms run), FASTUP taking an increase at once.
+        let at_sleep = n.agent_signals(c0, e0 - 1e-9, CAPACITY).unwrap().1;
+        let est = n.agent_util_est(c1, s1 + 1e-3).unwrap();
+        assert!(est.abs_diff(at_sleep) <= 2 && est > 850, "{est} vs {at_sleep}");
+        // Early in that run its util_avg has decayed over the sleep; cpu_util_cfs() takes the
+        // larger estimate.
+        assert!(n.agent_signals(c1, s1 + 1e-3, CAPACITY).unwrap().1 < est / 4);
+        // Dequeued for sleep, util_est_dequeue() took it off the run queue's sum: none after
+        // the run's end, nor on another CPU.
+        assert_eq!(n.agent_util_est(c1, e1 + 1e-3), None);
+        assert_eq!(n.agent_util_est(1 - c1, s1 + 1e-3), None);
+        // Without UTIL_EST (3.13) there is no estimate.
+        assert_eq!(runs(UtilEst::Off).agent_util_est(c1, s1 + 1e-3), Some(0));
     }
 
     #[test]
