@@ -738,17 +738,37 @@ class HostCondition:
     giving QEMU the cores it got (one of ``HOSTS``), and the guest's seconds per barrier then,
     per case (the command's own ``time_s`` over its barriers, ``vm check --moves``' "guest
     command" line): the guest's speed depends on the host's load, so the background's
-    ``barrier_s`` (measured at load 5.5-16) is replaced by the condition's."""
+    ``barrier_s`` (measured at load 5.5-16) is replaced by the condition's; so is its
+    ``agent_cost_s`` where the agent's samples were measured under the condition (the sample's
+    CPU is TCG's work too: 95 ms at load 5.5-16 on vm-4 passive, 11-47 ms on the idle host, §10.30)."""
 
     host: str
     barrier_s: dict[str, float]
+    #: The agent's CPU per sample under the condition, per case, where measured.
+    agent_cost_s: dict[str, float] = field(default_factory=dict)
 
     def background(self, name: str) -> GuestBackground:
-        """Case ``name``'s background with the condition's barrier length."""
+        """Case ``name``'s background with the condition's barrier length and, where measured, its
+        agent's CPU per sample."""
         bg = CASES[name].background
         if bg is None:
             raise ValueError(f"{name} has no measured background")
-        return replace(bg, barrier_s=self.barrier_s[name])
+        return replace(bg, barrier_s=self.barrier_s[name], agent_cost_s=self.agent_cost_s.get(name, bg.agent_cost_s))
+
+
+#: The agent's CPU per sample on the idle host (load 0.9-1.5), per case: the mean over the samples
+#: inside the command of two runs, ms, in order (the first of each run the longest): vm-4
+#: passive 36.0, 11.1 / 47.4, 11.7; oversubscribed 50.4, 16.6 / 58.8, 12.1; vm-8 passive 105.5, 60.1 / 130.0, 57.1; oversubscribed 133.4, 61.5 / 104.7, 38.0;
+#: vm-2x4 passive 103.5, 30.2, 22.1, 27.5, 27.6 / 122.8, 45.1, 58.4, 8.9, 33.5, 32.1;
+#: oversubscribed 123.3, 50.4, 46.5, 61.9, 100.0, 52.3, 105.2 / 195.3, 76.7, 32.2, 40.5, 27.3,
+#: 46.1, 31.2. From ``sched_switch`` / ``sched_wakeup`` of ``numalab-agent`` traced in the guest
+#: beside ``vm/sched_trace.py``'s job (2026-11-27 21:24-21:34 UTC; docs/scheduler.md §10.30).
+#: Each sample is one run until the agent's ``poll()`` (``do_sys_poll()``), preempted only
+#: briefly (kernel threads, mostly 0.05-0.3 ms; on vm-8 passive also workers, up to 16 ms), no
+#: sleep inside it: the periodic task's one run a period, as ``sched/noise.rs`` has it.
+AGENT_COST_IDLE = {
+    "sched-passive": 26.5e-3, "sched-oversubscribed": 34.5e-3, "sched-passive-8": 88.2e-3,
+    "sched-oversubscribed-8": 84.4e-3, "sched-passive-2x4": 46.5e-3, "sched-oversubscribed-2x4": 70.6e-3}
 
 
 #: §10.18's two conditions, each case's barrier from one run (2026-11-27 16:42-16:47 UTC; the
@@ -757,8 +777,10 @@ CONDITIONS: dict[str, HostCondition] = {
     # QEMU 1.78-1.86 cores in these runs, load 0.7-1.8.
     "idle": HostCondition("two-cores", {
         "sched-passive": 2.285e-3, "sched-oversubscribed": 2.293e-3, "sched-passive-8": 7.317e-3,
-        "sched-oversubscribed-8": 8.800e-3, "sched-passive-2x4": 13.769e-3, "sched-oversubscribed-2x4": 12.462e-3}),
-    # One busy loop beside (0.99-1.0 of a core); QEMU 0.99-1.00 cores, load 1.6-3.2.
+        "sched-oversubscribed-8": 8.800e-3, "sched-passive-2x4": 13.769e-3, "sched-oversubscribed-2x4": 12.462e-3},
+        AGENT_COST_IDLE),
+    # One busy loop beside (0.99-1.0 of a core); QEMU 0.99-1.00 cores, load 1.6-3.2. The agent's
+    # samples not measured under it: the background's.
     "busy-loop": HostCondition("one-core", {
         "sched-passive": 3.473e-3, "sched-oversubscribed": 3.629e-3, "sched-passive-8": 7.285e-3,
         "sched-oversubscribed-8": 8.229e-3, "sched-passive-2x4": 14.046e-3, "sched-oversubscribed-2x4": 15.026e-3}),
