@@ -229,8 +229,11 @@ impl Noise {
                     self.agent_runs.remove(0);
                 }
                 self.agent_cpu = cpu;
-                // run.rs: `next += interval` from the grid, not from the sample's end.
-                self.next_agent_s += self.bg.agent_period_s;
+                // run.rs: after a sample, `while next <= now { next += interval }`: the next
+                // grid point after its end (those it outlasted skipped), not a period after it.
+                while self.next_agent_s <= end {
+                    self.next_agent_s += self.bg.agent_period_s;
+                }
                 continue;
             }
             let pick = self.uniform() * self.rate();
@@ -484,12 +487,13 @@ mod tests {
 
     #[test]
     fn the_periodic_tasks_grid_stays_when_a_run_outlasts_its_period() {
-        // A run longer than the period (1.5 s every second): the next ones still start on the
-        // grid (run.rs: `next += interval` while `next <= now`), not a period after its end.
+        // A run longer than the period (1.5 s every second): the next starts at the first grid
+        // point after its end (run.rs: `next += interval` while `next <= now`), the one it
+        // outlasted skipped; not a period after its end (2.5 s), nor at 2 s beside it.
         let mut n = Noise::with(7, vec![0, 0], Background::agent_only(1.0, 1.5));
-        n.generate(4.5, &[0; 2]);
+        n.generate(6.5, &[0; 2]);
         let starts: Vec<f64> = n.events.iter().map(|e| e.1).collect();
-        assert_eq!(starts, vec![1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(starts, vec![1.0, 3.0, 5.0]);
     }
 
     #[test]
