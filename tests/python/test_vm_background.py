@@ -5,6 +5,8 @@ figures are fixed by the seed)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from numalab.machine import load as load_machine
@@ -104,6 +106,10 @@ def test_the_background_is_the_guests_in_guest_seconds():
     bg = check.GuestBackground(barrier_s=0.015, agent_cost_s=0.1, kthread_hz=6.0, kthread_mean_s=0.7e-3)
     assert bg.engine(1000) == {"kthread_hz": 6.0, "kthread_mean_s": 0.7e-3, "daemon_hz": 0.0, "daemon_mean_s": 0.0,
                                "agent_period_s": 1.0, "agent_cost_s": 0.1}
+    # A numa_maps read measured apart goes with the guest's budget (vm/guest.py runs the agent
+    # with --maps-budget-pct=100): the simulator adds it to each sample that reads it.
+    maps = replace(bg, agent_maps_cost_s=0.005).engine(1000)
+    assert (maps["agent_cost_s"], maps["agent_maps_cost_s"], maps["agent_maps_budget"]) == (0.1, 0.005, 1.0)
 
 
 def test_the_guest_speed_machine_runs_the_barrier_loop_that_many_times_slower():
@@ -164,13 +170,20 @@ def test_with_the_guests_background_the_simulator_moves_sleeping_threads_across_
     threads change node, 2.55 % away (14.0 % before; its 4 moves across nodes stay),
     passive-4x2 4/8, 27.2 %, the oversubscribed 11/16 and 15/16, 32.5 and 38.3 % (held for the
     guest's typical balance; 9/16 and 16/16, 22.2 and 35.8 % for its newly idle maximum); hence a
-    2-point margin over the quiet side (0.0, 4.85, 0.0 and 12.95 %)."""
+    2-point margin over the quiet side (0.0, 4.85, 0.0 and 12.95 %).
+    With the agent's first sample one interval after the start and its later ones on that grid
+    (docs/scheduler.md §10.31; 22:03 UTC): passive-2x4 2 of 8 threads change node, 4 moves across
+    nodes, but each comes back at once: 0.075 % away; passive-4x2 5/8, 37.9 %, 14 moves across;
+    the oversubscribed 14/16 and 14/16, 31.6 and 31.4 %, 39 and 35 across (quiet 0.0, 4.85, 0.0
+    and 6.15 %, 0, 1, 0, 1 across). The time away is asserted above the quiet side's, by 2
+    points where the team stays away (every case but passive-2x4)."""
     case = check.CASES[name]
     spec = _spec(case, kernel)
     quiet = check.sim_side(spec)
     busy = check.sim_side(spec, case.background, case.interval_ms, host=False)
     assert busy.threads.changed_node >= len(busy.threads.away_pct) // 3, busy.threads
-    assert busy.threads.mean_away_pct > quiet.threads.mean_away_pct + 2.0, (quiet.threads, busy.threads)
+    margin = 0.0 if name == "sched-passive-2x4" else 2.0
+    assert busy.threads.mean_away_pct > quiet.threads.mean_away_pct + margin, (quiet.threads, busy.threads)
     across = (_moves_across_nodes(spec), _moves_across_nodes(spec, case.background, case.interval_ms, host=False))
     assert across[0] == 0 < across[1] if "threads" not in case.params else across[1] > 5 * max(1, across[0]), across
     if "threads" not in case.params:
@@ -242,8 +255,10 @@ def test_under_6_1_cfs_wakeup_preemption_keeps_woken_threads_home(name):
 #: node; 11.9 % before). NI_RANDOM alone (§10.15) made it 14.6 % (5/8), with §10.14's QEMU main
 #: loop 23.2 % (8/8). Since a balance the host stops costs one of its waits, not their mean
 #: (§10.28), seed 1's passive-2x4 is 12.8 % away (6/8 changed node; seeds 1-8 21.6 %, 1-4 14.0
-#: %): the stops' draws move seed 1's team less; asserted below 15 % until that changes.
-AWAY_SHORT: dict[str, float] = {"sched-passive-2x4": 15.0}
+#: %): the stops' draws move seed 1's team less; asserted below 15 % until that changes. Empty
+#: again since the agent's first sample comes one interval after the start (§10.31): 23.3 % away
+#: (5/8 changed node, 0.0425 per thread per barrier).
+AWAY_SHORT: dict[str, float] = {}
 
 
 @pytest.mark.parametrize("name", sorted(name for name in GUEST_PER_BARRIER if name.endswith(("-4x2", "-2x4"))))
@@ -328,7 +343,9 @@ def test_the_guests_newly_idle_balancing_cost_reaches_the_engine_and_cuts_newly_
     6 stopped; 2026-11-27 20:11 UTC). A stopped balance costing one of the host's waits rather
     than their mean (§10.28; up to several ms): 79 and 1 after 6 stopped (the 3 / 1 ms start:
     124 and 1, 9 stopped; 21:12 UTC). With the agent's own ``util_est`` (§10.30): 4 and 1
-    after 6 stopped (the 3 / 1 ms start: 194 and 2, 9 stopped; 21:28 UTC)."""
+    after 6 stopped (the 3 / 1 ms start: 194 and 2, 9 stopped; 21:28 UTC). With the agent's
+    first sample one interval after the start (§10.31): 3 and 27 after 8 stopped (the 3 / 1 ms
+    start: 13 and 0, 9 stopped; 22:03 UTC)."""
     from dataclasses import replace
 
     from numalab.vm import sched_trace
@@ -345,7 +362,7 @@ def test_the_guests_newly_idle_balancing_cost_reaches_the_engine_and_cuts_newly_
     without = sched_trace.sim_sched("sched-oversubscribed").newidle_gate
     assert with_cost["avg_idle"] > without["avg_idle"], (with_cost, without)
     # Without a start only the host's stops raise the cost: as measured.
-    assert (without["avg_idle"], without["cost_break"], without.get("host_stopped", 0)) == (4, 1, 6), without
+    assert (without["avg_idle"], without["cost_break"], without.get("host_stopped", 0)) == (3, 27, 8), without
 
 
 def test_the_guests_share_of_stopped_ticks_reaches_the_engine_and_idle_cpus_balance_at_their_own_ticks():

@@ -106,16 +106,16 @@ mod tests {
     use crate::input::Kernel;
 
     /// Two nodes of two CPUs, 6.1 (NI_RANDOM's die left out: every level is balanced), threads
-    /// 0 and 1 on CPU 0, thread 2 on CPU 2, the agent's 1 ms runs every 10 s; its first run,
-    /// generated over the first epoch: (cpu, start, end).
+    /// 0 and 1 on CPU 0, thread 2 on CPU 2, the agent's 1 ms runs every 10 s; its first run
+    /// (at 10 s), generated over the first 10.5 s: (cpu, start, end).
     fn with_agent() -> (Sched, (usize, f64, f64)) {
         let mut s = Sched::new(&two_nodes_of(2), &unbound(), Kernel::V6_1, 1, 3).unwrap();
-        s.set_background(5, Background::agent_only(10.0, 1e-3));
+        s.set_background(6, Background::agent_only(10.0, 1e-3));
         s.ni_random = None;
         s.explain = true;
         s.cpu = vec![0, 0, 2];
-        s.background(0.0, 10.0, &[true, true, true]);
-        let runs = s.noise.as_ref().unwrap().ends_in(0.0, 10.0);
+        s.background(0.0, 10.5, &[true, true, true]);
+        let runs = s.noise.as_ref().unwrap().ends_in(0.0, 10.5);
         assert_eq!(runs.len(), 1);
         let (cpu, end) = runs[0];
         (s, (cpu, end - 1e-3, end))

@@ -984,12 +984,12 @@ mod tests {
         let mut s = sched_of(Kernel::V6_13, 2);
         s.set_background(7, crate::sched::Background::agent_only(1.0, 0.1));
         // Generated with no thread runnable, the run stays on its seeded CPU.
-        s.background(0.0, 1.0, &[false, false]);
+        s.background(0.0, 1.5, &[false, false]);
         let nz = s.noise.as_ref().unwrap();
         let (cpu, start) = (0..4)
-            .flat_map(|c| (0..1000).map(move |k| (c, k as f64 * 1e-3)))
+            .flat_map(|c| (0..1500).map(move |k| (c, k as f64 * 1e-3)))
             .find_map(|(c, t)| nz.agent_run_at(c, t).map(|st| (c, st)))
-            .expect("one run in the first second");
+            .expect("its first run, at 1 s");
         s.cpu[0] = cpu;
         s.cpu[1] = (cpu + 2) % 4;
         (s, cpu, cpu ^ 1, start)

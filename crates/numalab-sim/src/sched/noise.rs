@@ -11,9 +11,14 @@
 //!   CPU, moved to an idle CPU of the same node (LLC) when there is one, as
 //!   `select_idle_sibling()` does on wake-up.
 //!
-//! - A periodic task (a measuring agent, `Background::agent_period_s`): one run of a fixed CPU
-//!   time every period, woken where it last ran, or on an idle CPU of that node when that one is
-//!   busy (`select_idle_sibling()`); none in the estimates above. Unlike the short work above it
+//! - A periodic task (a measuring agent, `Background::agent_period_s`): one run a period, as
+//!   numalab-agent samples (`crates/numalab-agent/src/run.rs`: `next = start + interval`, then
+//!   `next += interval` while `next <= now`): the first one period after the run's start, the
+//!   others on that grid. A run's CPU time is the sample's base part plus its numa_maps read when
+//!   `Sampler::sample()`'s budget allows one (`crates/numalab-agent/src/sample.rs`: read when
+//!   `t_s >= next_maps_t_s`, then `next_maps_t_s = t_s + cost / maps_budget`). It is woken where
+//!   it last ran, or on an idle CPU of that node when that one is busy (`select_idle_sibling()`);
+//!   none in the estimates above. Unlike the short work above it
 //!   is a CFS task whose runs last PELT half-lives: it carries v6.13's signals
 //!   (`agent_signals`), which the balancer's `group_classify()` reads.
 //!
@@ -43,11 +48,19 @@ pub struct Background {
     /// Daemons: wake-ups per second per machine and their mean run.
     pub daemon_hz: f64,
     pub daemon_mean_s: f64,
-    /// The periodic task's period (0: none) and the CPU time of each of its runs.
+    /// The periodic task's period (0: none) and the CPU time of each of its runs without the
+    /// numa_maps read.
     #[serde(default)]
     pub agent_period_s: f64,
     #[serde(default)]
     pub agent_cost_s: f64,
+    /// The CPU time of one numa_maps read, added to a run that reads it (0: none), and the share
+    /// of a CPU those reads may take (`numalab-agent run --maps-budget-pct` over 100; its default
+    /// 0.5 %, `DEFAULT_MAPS_BUDGET_PCT` in `crates/numalab-agent/src/cli.rs`).
+    #[serde(default)]
+    pub agent_maps_cost_s: f64,
+    #[serde(default = "default_maps_budget")]
+    pub agent_maps_budget: f64,
     /// Each domain level's `sd->max_newidle_lb_cost` at the run's start, lowest first (a
     /// guest's measured; `newidle.rs` raises it to each newly idle balance's `lb_time_s` and
     /// decays it), the last standing for the levels above; none: 0, as `sd_init()` leaves it.
@@ -65,6 +78,11 @@ pub struct Background {
     pub tick_stop_share: Option<f64>,
 }
 
+/// numalab-agent's default numa_maps budget: 0.5 % of one CPU (`DEFAULT_MAPS_BUDGET_PCT`).
+fn default_maps_budget() -> f64 {
+    0.005
+}
+
 impl Default for Background {
     /// The estimates of the module's header.
     fn default() -> Self {
@@ -75,6 +93,8 @@ impl Default for Background {
             daemon_mean_s: 1e-3,
             agent_period_s: 0.0,
             agent_cost_s: 0.0,
+            agent_maps_cost_s: 0.0,
+            agent_maps_budget: default_maps_budget(),
             newidle_lb_cost_s: Vec::new(),
             lb_time_s: Vec::new(),
             tick_stop_share: None,
@@ -92,6 +112,8 @@ pub struct Noise {
     /// The periodic task's next run and the CPU it last ran on.
     next_agent_s: f64,
     agent_cpu: usize,
+    /// The earliest run that reads numa_maps (`Sampler::next_maps_t_s`, 0 at the start).
+    next_maps_s: f64,
     /// Its runs: (cpu, start, end, its PELT signals at the start, its `util_est` at the
     /// start), the last two kept.
     agent_runs: Vec<(usize, f64, f64, SchedAvg, TaskUtilEst)>,
@@ -132,14 +154,18 @@ impl Noise {
             next_arrival_s: 0.0,
             next_agent_s: f64::INFINITY,
             agent_cpu: 0,
+            next_maps_s: 0.0,
             agent_runs: Vec::new(),
             util_est: UtilEst::Off,
             second_task_s: Vec::new(),
         };
         n.next_arrival_s = n.arrival_after(0.0);
-        if n.bg.agent_period_s > 0.0 && n.bg.agent_cost_s > 0.0 {
-            // Its phase against the workload's start and its first CPU are the seed's.
-            n.next_agent_s = n.uniform() * n.bg.agent_period_s;
+        if n.bg.agent_period_s > 0.0 && n.bg.agent_cost_s + n.bg.agent_maps_cost_s > 0.0 {
+            // run.rs: `next = start + interval`, the run's start standing for the agent's (it
+            // spawns the command right after taking `start`). Its first CPU is where its start-up
+            // last ran (the guest's traces: the one its first sample woke on, a different one
+            // run to run, docs/scheduler.md §10.31): the seed's.
+            n.next_agent_s = n.bg.agent_period_s;
             n.agent_cpu = n.rng.below(n.pu_node.len() as u64) as usize;
         }
         n
@@ -178,7 +204,7 @@ impl Noise {
             }
             if self.next_agent_s <= self.next_arrival_s {
                 let cpu = idle_sibling(&self.pu_node, load, &self.events, t, self.agent_cpu);
-                let end = t + self.bg.agent_cost_s;
+                let end = t + self.sample_cost_s(t);
                 self.note_second_task(cpu, t, load);
                 self.events.push((cpu, t, end));
                 // Its signals at this wake-up: the last run's, run through (with the CPU to
@@ -203,7 +229,11 @@ impl Noise {
                     self.agent_runs.remove(0);
                 }
                 self.agent_cpu = cpu;
-                self.next_agent_s = t + self.bg.agent_period_s;
+                // run.rs: after a sample, `while next <= now { next += interval }`: the next
+                // grid point after its end (those it outlasted skipped), not a period after it.
+                while self.next_agent_s <= end {
+                    self.next_agent_s += self.bg.agent_period_s;
+                }
                 continue;
             }
             let pick = self.uniform() * self.rate();
@@ -217,6 +247,19 @@ impl Noise {
             self.note_second_task(cpu, t, load);
             self.events.push((cpu, t, t + dur));
             self.next_arrival_s = self.arrival_after(t);
+        }
+    }
+
+    /// The CPU time of the periodic task's run at `t`: its base part, and the numa_maps read when
+    /// `Sampler::sample()` reads it (`t_s >= next_maps_t_s`; the next read then no earlier than
+    /// the read's cost over the budget).
+    fn sample_cost_s(&mut self, t: f64) -> f64 {
+        let maps = self.bg.agent_maps_cost_s;
+        if maps > 0.0 && t >= self.next_maps_s {
+            self.next_maps_s = t + maps / self.bg.agent_maps_budget;
+            self.bg.agent_cost_s + maps
+        } else {
+            self.bg.agent_cost_s
         }
     }
 
@@ -380,6 +423,8 @@ impl Background {
             daemon_mean_s: 0.0,
             agent_period_s: period_s,
             agent_cost_s: cost_s,
+            agent_maps_cost_s: 0.0,
+            agent_maps_budget: default_maps_budget(),
             newidle_lb_cost_s: Vec::new(),
             lb_time_s: Vec::new(),
             tick_stop_share: None,
@@ -410,7 +455,7 @@ mod tests {
         // idle CPU one; beside two threads three (no "prev_nr < 2").
         let runs = |threads: usize| {
             let mut n = Noise::with(7, vec![0], Background::agent_only(1.0, 0.1));
-            n.generate(10.0, &[threads]);
+            n.generate(10.5, &[threads]);
             n
         };
         assert!(runs(0).second_task_s.is_empty() && runs(2).second_task_s.is_empty());
@@ -425,17 +470,51 @@ mod tests {
     }
 
     #[test]
-    fn the_periodic_task_runs_its_cost_once_a_period() {
+    fn the_periodic_task_runs_its_cost_once_a_period_from_one_period_after_the_start() {
         let mut n = Noise::with(7, vec![0, 0, 1, 1], Background::agent_only(1.0, 0.1));
-        n.generate(10.0, &[0; 4]);
-        // Ten runs in 10 s from a seeded phase, a period apart, each its cost long, all on one
-        // CPU (it stays where it ran while that is idle).
+        n.generate(10.5, &[0; 4]);
+        // run.rs' `next = start + interval`: the first run at 1 s whatever the seed, then one a
+        // period, each its cost long, all on one CPU (it stays where it ran while that is idle).
         assert_eq!(n.events.len(), 10);
         for (k, e) in n.events.iter().enumerate() {
-            assert!((e.1 - (n.events[0].1 + k as f64)).abs() < 1e-9 && (e.2 - e.1 - 0.1).abs() < 1e-12, "{e:?}");
+            assert!((e.1 - (k + 1) as f64).abs() < 1e-9 && (e.2 - e.1 - 0.1).abs() < 1e-12, "{e:?}");
             assert_eq!(e.0, n.events[0].0);
         }
-        assert!(n.events[0].1 < 1.0);
+        let mut other = Noise::with(8, vec![0, 0, 1, 1], Background::agent_only(1.0, 0.1));
+        other.generate(1.5, &[0; 4]);
+        assert_eq!(other.events[0].1, 1.0);
+    }
+
+    #[test]
+    fn the_periodic_tasks_grid_stays_when_a_run_outlasts_its_period() {
+        // A run longer than the period (1.5 s every second): the next starts at the first grid
+        // point after its end (run.rs: `next += interval` while `next <= now`), the one it
+        // outlasted skipped; not a period after its end (2.5 s), nor at 2 s beside it.
+        let mut n = Noise::with(7, vec![0, 0], Background::agent_only(1.0, 1.5));
+        n.generate(6.5, &[0; 2]);
+        let starts: Vec<f64> = n.events.iter().map(|e| e.1).collect();
+        assert_eq!(starts, vec![1.0, 3.0, 5.0]);
+    }
+
+    #[test]
+    fn the_periodic_task_reads_numa_maps_as_its_budget_allows() {
+        // 10 ms base, 20 ms numa_maps read, a period of 1 s.
+        let costs = |budget: f64| {
+            let bg =
+                Background { agent_maps_cost_s: 0.02, agent_maps_budget: budget, ..Background::agent_only(1.0, 0.01) };
+            let mut n = Noise::with(7, vec![0, 0], bg);
+            n.generate(8.5, &[0; 2]);
+            n.events.iter().map(|e| ((e.2 - e.1) * 1e3).round() as u32).collect::<Vec<_>>()
+        };
+        // The default 0.5 %: after a read at t the next is due at t + 0.02 / 0.005 = t + 4 s, so
+        // the samples at 1 and 5 s read it (sample.rs: `t_s >= next_maps_t_s`), not those between.
+        assert_eq!(costs(0.005), vec![30, 10, 10, 10, 30, 10, 10, 10]);
+        // 100 % (`--maps-budget-pct=100`, the guest's): every sample reads it.
+        assert_eq!(costs(1.0), vec![30; 8]);
+        // No read cost: every run its base.
+        let mut n = Noise::with(7, vec![0, 0], Background::agent_only(1.0, 0.01));
+        n.generate(3.5, &[0; 2]);
+        assert!(n.events.iter().all(|e| ((e.2 - e.1) - 0.01).abs() < 1e-12));
     }
 
     #[test]
@@ -473,7 +552,7 @@ mod tests {
         let runs = |form: UtilEst| {
             let mut n = Noise::with(3, vec![0, 0], Background::agent_only(1.0, 0.1));
             n.set_util_est(form);
-            n.busy_fraction(0.0, 2.0, &[0; 2], 250.0);
+            n.busy_fraction(0.0, 2.5, &[0; 2], 250.0);
             n
         };
         let n = runs(UtilEst::EnqueuedEwma);
@@ -503,5 +582,11 @@ mod tests {
         n.busy_fraction(0.0, 5.0, &[0; 4], 250.0);
         assert!(!n.has_agent());
         assert_eq!(Background::default().agent_period_s, 0.0);
+        // A background given without a budget has the agent's default, 0.5 % of one CPU.
+        let bg: Background = serde_json::from_str(
+            r#"{"kthread_hz": 0, "kthread_mean_s": 0, "daemon_hz": 0, "daemon_mean_s": 0, "agent_maps_cost_s": 0.01}"#,
+        )
+        .unwrap();
+        assert_eq!((bg.agent_maps_cost_s, bg.agent_maps_budget), (0.01, 0.005));
     }
 }
