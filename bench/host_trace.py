@@ -204,14 +204,38 @@ def model(case_name: str, seeds: int) -> None:
               f" | {m.get('host_s', 0):.3f}, {int(m.get('host_voluntary', 0)) / run:.0f}, {m.get('host_involuntary', 0)}")
 
 
-if __name__ == "__main__":
-    if sys.argv[1] == "record":
-        record(sys.argv[2], sys.argv[3])
-    elif sys.argv[1] == "model":
-        model(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 8)
-    elif sys.argv[1] == "_run":
-        _run(sys.argv[2], sys.argv[3])
+def main(argv: list[str]) -> int:
+    """The three commands of the module's docstring; anything else prints it."""
+    cmd, args = (argv[0], argv[1:]) if argv else ("", [])
+    wanted = {"record": 2, "report": 1, "model": 1, "_run": 2}
+    if cmd not in wanted or len(args) < wanted[cmd] or (cmd == "model" and len(args) > 2):
+        print(__doc__, file=sys.stderr if cmd not in ("-h", "--help") else sys.stdout)
+        return 0 if cmd in ("-h", "--help") else 2
+    from numalab.vm import check
+
+    if cmd in ("record", "model") and args[0] not in check.CASES:
+        print(f"host_trace.py {cmd}: no case {args[0]!r} (one of numalab vm check's: {', '.join(check.CASES)})",
+              file=sys.stderr)
+        return 2
+    if cmd == "report" and not Path(args[0] + ".proc").is_file():
+        print(f"host_trace.py report: {args[0]}.proc not found (written by: host_trace.py record CASE {args[0]})",
+              file=sys.stderr)
+        return 2
+    if cmd == "record":
+        record(args[0], args[1])
+    elif cmd == "model":
+        if len(args) > 1 and not args[1].isdigit():
+            print(f"host_trace.py model: SEEDS must be a whole number, got {args[1]!r}", file=sys.stderr)
+            return 2
+        model(args[0], int(args[1]) if len(args) > 1 else 8)
+    elif cmd == "_run":
+        _run(args[0], args[1])
     else:
-        d = report(sys.argv[2])
-        Path(sys.argv[2] + ".report.json").write_text(json.dumps(d, indent=1))
+        d = report(args[0])
+        Path(args[0] + ".report.json").write_text(json.dumps(d, indent=1))
         show(d)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
