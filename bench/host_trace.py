@@ -4,7 +4,8 @@ run time, its switches out while still runnable (involuntary) and the wait after
 runs again, the wait after each wake-up, and what ran on the core instead.
 
   python bench/host_trace.py record CASE OUT      # perf record around `numalab vm check --moves`
-  python bench/host_trace.py report OUT           # the figures (OUT.perf, OUT.json, OUT.proc)
+  python bench/host_trace.py report OUT           # the figures (OUT.perf, OUT.json, OUT.proc),
+                                                  # and each vCPU thread's time split (§10.34)
   python bench/host_trace.py model CASE [SEEDS]   # the host model's, under the idle condition
 
 `record` runs the check under `perf record -k CLOCK_MONOTONIC -a` with the tracepoints
@@ -23,12 +24,19 @@ import subprocess
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Any
 
 SWITCH = re.compile(
     r"\s(\d+\.\d+):\s+sched:sched_switch:\s+prev_comm=(.*?) prev_pid=(\d+) prev_prio=\d+ prev_state=(\S+) ==> "
     r"next_comm=(.*?) next_pid=(\d+) next_prio=\d+")
 WAKEUP = re.compile(r"\s(\d+\.\d+):\s+sched:sched_wakeup:\s+comm=(.*?) pid=(\d+) prio=\d+ target_cpu=(\d+)")
 CPU = re.compile(r"\[(\d+)\]")
+# perf script's header: the task current on the CPU that emitted the event (for a wake-up, the
+# waker, or the idle task when the wake-up was queued to an idle CPU, below), its tid, the CPU.
+BINS = (10e-6, 30e-6, 0.1e-3, 0.3e-3, 1e-3, 3e-3, float("inf"))   # spells' lengths counted below each
+SHORT_S = 0.3e-3   # a blocked spell's length: the valley between lock waits and halts (BINS)
+SKEW_S = 50e-6   # the most a wake-up is traced after its switch-in (the CPUs' clocks, §10.28)
+HEADER = re.compile(r"^\s*(.+?)\s+(\d+)\s+\[(\d+)\]\s+(\d+\.\d+):")
 
 
 def record(case: str, out: str) -> None:
@@ -71,6 +79,141 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 
 
+def _overlap(spans: dict[str, list[tuple[float, float]]], idle: list[tuple[float, float]]) -> dict[str, float]:
+    """Core-seconds idle while at least one vCPU thread is in each kind of spell: a sweep over the
+    spells' and the idle intervals' ends."""
+    ev: list[tuple[float, str, int]] = [(a, "idle", 1) for a, _ in idle] + [(b, "idle", -1) for _, b in idle]
+    for k, xs in spans.items():
+        ev += [(a, k, 1) for a, _ in xs] + [(b, k, -1) for _, b in xs]
+    ev.sort()
+    n: Counter[str] = Counter()
+    got: dict[str, float] = defaultdict(float)
+    last = ev[0][0] if ev else 0.0
+    for t, k, d in ev:
+        for kk in spans:
+            if n[kk] > 0:
+                got[kk] += n["idle"] * (t - last)
+        got["any"] += n["idle"] * (t - last)
+        last = t
+        n[k] += d
+    return dict(got)
+
+
+def split(text: str, t0: float, t1: float, qemu: int, vcpus: set[int], tids: set[int]) -> dict:
+    """Each vCPU thread's time over the window as running, queued (runnable, not running: after an
+    involuntary switch, after a wake-up), or blocked (switched out in S / D), the blocked spells
+    by who woke them: another vCPU thread (QEMU's BQL handed on at its unlock, or a kick), the
+    main loop (a halted vCPU's interrupt, or the BQL handed on by it), or another task; and the
+    host's two cores: run time by kind of task and idle time, and the idle time while some vCPU
+    thread is blocked of each kind.
+
+    A wake-up onto an idle CPU is queued there and traced by that CPU when it takes the IPI, the
+    idle task current (Linux `kernel/sched/core.c: ttwu_queue_cond()`, `ttwu_queue_wakelist()`,
+    `sched_ttwu_pending()`); its waker is then taken as the task the other CPU ran (2 CPUs)."""
+    cur: dict[int, tuple[int, float]] = {}
+    state: dict[int, tuple[str, float]] = {}
+    spells: dict[int, dict[str, list[float]]] = {v: defaultdict(list) for v in vcpus}
+    spans: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    idle: list[tuple[float, float]] = []
+    ran: dict[str, float] = defaultdict(float)
+    queued_wakes: Counter[str] = Counter()
+
+    pending: dict[int, tuple[float, float]] = {}   # tid -> (blocked since, switched in at)
+    short_s: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))   # time in spells shorter than SHORT_S
+    woke_on: dict[int, int] = {}   # tid -> the CPU its last wake-up targeted
+
+    def add(tid: int, kind_: str, since: float, t: float) -> None:
+        if t0 <= t <= t1 or since < t1 < t:
+            spells[tid][kind_].append(t - since)
+        a, b = max(since, t0), min(t, t1)
+        if b > a:
+            spells[tid][kind_ + " s"].append(b - a)
+            short_s[tid][kind_] += (b - a) * (t - since < SHORT_S)
+            spans[kind_].append((a, b))
+            if kind_.startswith("blocked, woken"):
+                # Short spells are lock waits, long ones halts or waits behind a preempted holder.
+                spans[kind_ + (" <" if t - since < SHORT_S else " >=") + f" {SHORT_S * 1e3:g} ms"].append((a, b))
+
+    def who(pid: int) -> str:
+        return "vCPU" if pid in vcpus else "main loop" if pid == qemu else "QEMU other" if pid in tids else \
+            "idle" if pid == 0 else "other"
+
+    for ln in text.splitlines():
+        h = HEADER.match(ln)
+        if h is None:
+            continue
+        t, cpu = float(h[4]), int(h[3])
+        if (m := SWITCH.search(ln)) is not None:
+            prev, nxt, st = int(m[3]), int(m[6]), m[4]
+            for tid in [x for x in pending if t - pending[x][1] > SKEW_S or x == prev]:
+                add(tid, "blocked, waker not traced", *pending.pop(tid))
+            if cpu in cur and cur[cpu][0] == 0 and prev in vcpus and state.get(prev, ("",))[0] == "queued, woken" \
+                    and woke_on.get(prev) == cpu and state[prev][1] >= cur[cpu][1]:
+                # Woken onto this idle CPU and switched out with no switch-in traced: the host's
+                # trace lacks most switches from the idle task (§10.34). An idle CPU runs what it
+                # is woken for at once, so it ran from its wake-up.
+                w = state[prev][1]
+                a, b = max(cur[cpu][1], t0), min(w, t1)
+                if b > a:
+                    ran["idle"] += b - a
+                    idle.append((a, b))
+                state[prev] = ("running", w)
+                cur[cpu] = (prev, w)
+            if cpu in cur:
+                a, b = max(cur[cpu][1], t0), min(t, t1)
+                if b > a and cur[cpu][0] == prev:
+                    ran[who(prev)] += b - a
+                    if prev == 0:
+                        idle.append((a, b))
+                elif b > a:
+                    ran["not traced"] += b - a
+            cur[cpu] = (nxt, t)
+            if prev in vcpus and prev in state:
+                k, since = state[prev]
+                # Switched out again with no switch-in traced since it blocked (perf 6.1 on the
+                # host's 6.18 misses some, /proc's counts say the switches out are all there).
+                add(prev, "blocked, switch-in not traced" if k == "blocked" else k, since, t)
+                state[prev] = ("queued, preempted" if st.startswith("R") else "blocked", t)
+            if nxt in vcpus:
+                if state.get(nxt, ("",))[0] == "blocked":
+                    # Its wake-up may be traced by the other CPU a few us after this switch-in
+                    # (the host's CPUs' clocks differ, the report's note): wait for it.
+                    pending[nxt] = (state[nxt][1], t)
+                elif nxt in state:
+                    add(nxt, *state[nxt], t)
+                state[nxt] = ("running", t)
+        elif (m := WAKEUP.search(ln)) is not None:
+            pid = int(m[3])
+            if pid not in vcpus or (pid not in pending and state.get(pid, ("",))[0] != "blocked"):
+                continue
+            waker = int(h[2])
+            woke_on[pid] = int(m[4])
+            if waker == 0 and cpu == int(m[4]):
+                others = [c for c in cur if c != cpu]
+                waker = cur[others[0]][0] if len(others) == 1 else -1
+                if t0 <= t <= t1:
+                    queued_wakes[who(waker)] += 1
+            if pid in pending:
+                add(pid, "blocked, woken by " + who(waker), *pending.pop(pid))
+            else:
+                add(pid, "blocked, woken by " + who(waker), state[pid][1], t)
+                state[pid] = ("queued, woken", t)
+    dt = t1 - t0
+    rows = []
+    for v in sorted(vcpus):
+        row: dict[str, dict[str, Any]] = {}
+        for k in sorted(k for k in spells[v] if not k.endswith(" s")):
+            xs = spells[v][k]
+            row[k] = {"per_s": len(xs) / dt, "share": sum(spells[v][k + " s"]) / dt,
+                      "median_ms": 1e3 * statistics.median(xs), "p90_ms": 1e3 * pct(xs, 0.9),
+                      "short_share": short_s[v][k] / dt,
+                      "per_s_by_ms": {f"<{b * 1e3:g}": sum(x < b for x in xs) / dt for b in BINS}}
+        rows.append({"tid": v, "kinds": row})
+    return {"vcpus": rows, "cores": {k: x / dt for k, x in ran.items()},
+            "idle_while": {k: x / dt for k, x in _overlap(spans, idle).items()},
+            "woken_on_idle_cpu_by": {k: n / dt for k, n in queued_wakes.items()}}
+
+
 def report(out: str) -> dict:
     proc = Path(out + ".proc").read_text().splitlines()
     qemu = int(proc[0].split()[1])
@@ -87,7 +230,7 @@ def report(out: str) -> dict:
             snaps[which][int(a[1])] = [int(x) for x in a[2:7]]
             names[int(a[1])] = a[7]
     tids = set(snaps["start"]) & set(snaps["end"])
-    text = subprocess.run(["perf", "script", "-i", out + ".perf", "-F", "cpu,time,event,trace"],
+    text = subprocess.run(["perf", "script", "-i", out + ".perf", "-F", "comm,tid,cpu,time,event,trace"],
                           capture_output=True, text=True, check=True).stdout
     # Per host CPU, who runs there since when: the host's CPUs' clocks may differ by a few us
     # (it is itself a VM), so a thread preempted on one CPU and taken by the other at once can
@@ -157,7 +300,8 @@ def report(out: str) -> dict:
             "proc": {"run_s": (b[0] - a[0]) / 1e9, "wait_s": (b[1] - a[1]) / 1e9, "slices": b[2] - a[2],
                      "voluntary": b[3] - a[3], "involuntary": b[4] - a[4]},
         })
-    return {"window_s": dt, "threads": rows, "skewed": skewed}
+    vcpus = {t for t in tids if names[t].startswith("CPU ")}
+    return {"window_s": dt, "threads": rows, "skewed": skewed, "split": split(text, t0, t1, qemu, vcpus, tids)}
 
 
 def show(doc: dict) -> None:
@@ -171,6 +315,20 @@ def show(doc: dict) -> None:
               f"{r['voluntary']} ({p['voluntary']}) | {r['invol_per_run_s']:.0f} | {r['invol_per_s']:.1f} | "
               f"{f(r['preempted_wait_ms'])} | {f(r['woken_wait_ms'])} | {r['instead']}")
         print(f"    waits over 0.5/1/2 ms {f(r['preempted_over'])}; mean wait ms, count by what took the core {r['preempted_by']}")
+
+
+def show_split(sp: dict) -> None:
+    print("vCPU thread | kind: per s, share of the window, median / p90 ms")
+    for r in sp["vcpus"]:
+        short = f"<{SHORT_S * 1e3:g}"
+        print(f"{r['tid']} | " + "; ".join(
+            f"{k}: {x['per_s']:.0f}, {x['share']:.3f}, {x['median_ms']:.3f} / {x['p90_ms']:.3f}"
+            + (f" (under {SHORT_S * 1e3:g} ms: {x['per_s_by_ms'][short]:.0f}, {x['short_share']:.3f})"
+               if k.startswith("blocked, woken") else "") for k, x in r["kinds"].items()))
+    print("cores (of 2, share of the window): " + ", ".join(f"{k} {x:.3f}" for k, x in sorted(sp["cores"].items())))
+    print("cores idle while a vCPU thread is ...: " + ", ".join(f"{k} {x:.3f}" for k, x in sorted(sp["idle_while"].items())))
+    print("wake-ups queued to an idle CPU, per s, by: " +
+          ", ".join(f"{k} {x:.0f}" for k, x in sorted(sp["woken_on_idle_cpu_by"].items())))
 
 
 def model(case_name: str, seeds: int) -> None:
@@ -194,14 +352,23 @@ def model(case_name: str, seeds: int) -> None:
         doc = check.sim_doc(replace(spec, seed=seed).updated(explain_sched=True), cond.background(case_name),
                             case.interval_ms, check.HOSTS[cond.host])
         run = float(doc["time_s"])
-        cells = []
+        cells: list[str] = []
+        split: list[str] = []
+        busy = 0.0
         for c in doc["sched_cpus"]:
             h, n = float(c["host_s"]), int(c["host_involuntary"])
             w = float(c["host_preempted_wait_s"]) / max(1, int(c["host_preempted_waits"]))
             cells.append(f"{h:.3f}, {n}, {n / h:.0f}, {n / run:.0f}, {int(c['host_voluntary']) / run:.0f}, {1e3 * w:.3f}")
+            # The report's split: running, queued (waiting for a host core, after a preemption or
+            # a wake-up), and the rest, halted (the model has no BQL wait of its own).
+            q = float(c["host_wait_s"])
+            split.append(f"{h / run:.3f} / {q / run:.3f} / {1 - (h + q) / run:.3f}")
+            busy += h
         m = doc.get("sched_host_main_loop") or {}
+        busy += float(m.get("host_s", 0))
         print(f"{seed} | {run:.3f} | " + " | ".join(cells) +
               f" | {m.get('host_s', 0):.3f}, {int(m.get('host_voluntary', 0)) / run:.0f}, {m.get('host_involuntary', 0)}")
+        print(f"    running / queued / halted, share of the run: {' | '.join(split)}; cores busy {busy / (2 * run):.3f}")
 
 
 def main(argv: list[str]) -> int:
@@ -234,6 +401,7 @@ def main(argv: list[str]) -> int:
         d = report(args[0])
         Path(args[0] + ".report.json").write_text(json.dumps(d, indent=1))
         show(d)
+        show_split(d["split"])
     return 0
 
 
