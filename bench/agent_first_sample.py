@@ -1,0 +1,109 @@
+"""Issue 22 probe (docs/scheduler.md §10.36): the guest agent's CPU per sample, in order, for a
+scheduler case's command run twice in one boot under the agent, after an optional warm-up.
+
+``sched_switch`` is traced for ``numalab-agent`` only; a sample is a run of the agent from a
+wake-up after a sleep of 0.5 s or more to its next sleep (``S``). Warm-ups: ``none``; ``cache``
+(``cat`` the agent's binary and one process's /proc files a sample reads: page cache and the
+kernel's /proc code, not the agent's sampling code); ``code`` (the agent samples ``sleep 1``
+every 200 ms first: its own sampling code run before the case's command); ``copy`` (as ``code``, then the two runs
+exec a copy of the binary: the same addresses with ASLR off, other physical pages); a ``-noaslr`` suffix
+turns the guest's address-space randomisation off first (``randomize_va_space`` 0).
+
+    python bench/agent_first_sample.py sched-passive none
+"""
+
+import re
+import sys
+from dataclasses import replace
+
+from numalab.vm import check
+from numalab.vm import run as vm_run
+from numalab.vm import setup as vm_setup
+
+JOB = r"""T=/sys/kernel/debug/tracing
+[ -d $T/events ] || { mkdir -p /sys/kernel/tracing; mount -t tracefs nodev /sys/kernel/tracing; T=/sys/kernel/tracing; }
+echo 8192 > $T/buffer_size_kb
+echo 'prev_comm == "numalab-agent" || next_comm == "numalab-agent"' > $T/events/sched/sched_switch/filter
+echo 1 > $T/events/sched/sched_switch/enable
+P=$T/events/exceptions/page_fault_user
+[ -d $P ] && echo 'comm == "numalab-agent"' > $P/filter && echo 1 > $P/enable
+echo 1 > $T/tracing_on
+case $2 in *noaslr*) echo 0 > /proc/sys/kernel/randomize_va_space;; esac
+case $2 in
+cache*) cat $(command -v numalab-agent) > /dev/null
+  for f in /proc/self/numa_maps /proc/self/status /proc/self/task/*/stat /proc/self/task/*/sched /proc/vmstat /sys/devices/system/node/node*/numastat; do cat $f > /dev/null; done ;;
+code*|copy*) numalab-agent run --interval-ms=200 --maps-budget-pct=100 --output=/tmp/warm.jsonl -- sleep 1 > /dev/null 2>&1 ;;
+esac
+A=numalab-agent
+case $2 in copy*) mkdir -p /tmp/copy; cp $(command -v numalab-agent) /tmp/copy/numalab-agent; A=/tmp/copy/numalab-agent;; esac
+for i in 1 2; do
+  echo "PROBE run $i" > $T/trace_marker
+  $A run --interval-ms=1000 --maps-budget-pct=100 --output=/tmp/inner$i.jsonl -- $1 > /tmp/cmd$i.out 2>&1
+done
+echo 0 > $T/tracing_on
+echo "== trace"; grep -E "sched_switch|PROBE|page_fault_user" $T/trace
+"""
+
+SW = re.compile(r"\s(\d+\.\d+): sched_switch: prev_comm=(\S+) prev_pid=(\d+) \S+ prev_state=(\S+) ==> next_comm=(\S+) next_pid=(\d+)")
+
+
+Burst = tuple[float, float, int]  # gap before it (s), CPU (ms), user page faults
+
+
+def samples(text: str) -> list[tuple[str, int, list[Burst]]]:
+    """Each agent pid's bursts (a run from a wake-up to its next sleep), per pid in order of first
+    seen, with the label of the ``PROBE`` mark before it (the outer agent shows as one too)."""
+    label = "warm-up"
+    order: list[tuple[str, int]] = []
+    at_in: dict[int, float] = {}
+    last_sleep: dict[int, float] = {}
+    bursts: dict[int, list[Burst]] = {}
+    cur: dict[int, list[float]] = {}  # [gap, CPU s, faults] of the burst under way
+    for line in text.splitlines():
+        if "page_fault_user" in line:
+            f = re.search(r"-(\d+)\s+\[", line)
+            if f and int(f[1]) in cur:
+                cur[int(f[1])][2] += 1
+            continue
+        if "PROBE run" in line:
+            label = line.split("PROBE ")[1].strip()
+            continue
+        m = SW.search(line)
+        if not m:
+            continue
+        t, pc, pp, st, nc, np_ = float(m[1]), m[2], int(m[3]), m[4], m[5], int(m[6])
+        if nc == "numalab-agent":
+            if np_ not in bursts:
+                order.append((label, np_))
+                bursts[np_] = []
+            if np_ not in cur:  # a new burst: after a sleep (or the process's first run)
+                cur[np_] = [t - last_sleep.get(np_, t), 0.0, 0]
+            at_in[np_] = t
+        if pc == "numalab-agent" and pp in at_in:
+            cur[pp][1] += t - at_in.pop(pp)
+            if not st.startswith("R"):  # it slept (S, D, ...): the burst ends; R is a preemption
+                gap, cpu, n = cur.pop(pp)
+                bursts[pp].append((gap, cpu * 1e3, int(n)))
+                last_sleep[pp] = t
+    return [(lab, pid, bursts[pid]) for lab, pid in order]
+
+
+def main() -> None:
+    name, warm = sys.argv[1], sys.argv[2]
+    case = check.CASES[name]
+    release = vm_setup.load(lambda s: None).kernel_version
+    req = check._plan(case, None, "tcg", 300.0, release, lambda s: None).request
+    out = vm_run.run(replace(req, command=["sh", "-c", JOB, "sh", " ".join(req.command), warm], interval_ms=60000))
+    text = out.text("stdout")
+    with open(f"/tmp/h44-{name}-{warm}.txt", "w") as f:
+        f.write(text)
+    for lab, pid, bs in samples(text):
+        if not bs:
+            continue
+        s = [f"{ms:.1f} ({n} faults)" for gap, ms, n in bs if gap >= 0.5]
+        print(f"{name} {warm} {lab} pid {pid}: samples (ms CPU, in order) {', '.join(s) or '-'};"
+              f" all bursts {' '.join(f'{gap:.2f}s/{ms:.1f}/{n}' for gap, ms, n in bs)}")
+
+
+if __name__ == "__main__":
+    main()
