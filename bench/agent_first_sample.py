@@ -88,8 +88,23 @@ def samples(text: str) -> list[tuple[str, int, list[Burst]]]:
     return [(lab, pid, bursts[pid]) for lab, pid in order]
 
 
-def main() -> None:
-    name, warm = sys.argv[1], sys.argv[2]
+WARMS = ("none", "cache", "code", "copy")
+
+
+def main() -> int:
+    args = sys.argv[1:]
+    if len(args) != 2 or args[0] in ("-h", "--help"):
+        print(__doc__, file=sys.stdout if args[:1] in (["-h"], ["--help"]) else sys.stderr)
+        return 0 if args[:1] in (["-h"], ["--help"]) else 2
+    name, warm = args
+    if name not in check.CASES:
+        print(f"agent_first_sample.py: no case {name!r} (one of numalab vm check's: {', '.join(check.CASES)})",
+              file=sys.stderr)
+        return 2
+    if warm.removesuffix("-noaslr") not in WARMS:
+        print(f"agent_first_sample.py: warm-up {warm!r} is none of {', '.join(WARMS)} (optionally with -noaslr)",
+              file=sys.stderr)
+        return 2
     case = check.CASES[name]
     release = vm_setup.load(lambda s: None).kernel_version
     req = check._plan(case, None, "tcg", 300.0, release, lambda s: None).request
@@ -103,7 +118,8 @@ def main() -> None:
         s = [f"{ms:.1f} ({n} faults)" for gap, ms, n in bs if gap >= 0.5]
         print(f"{name} {warm} {lab} pid {pid}: samples (ms CPU, in order) {', '.join(s) or '-'};"
               f" all bursts {' '.join(f'{gap:.2f}s/{ms:.1f}/{n}' for gap, ms, n in bs)}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
