@@ -794,8 +794,9 @@ class HostCondition:
 #: 71.059 / 8. The sample's base, ``AGENT_COST_IDLE``, is the traced mean less that read:
 #: 26.5 - 4.8, 34.5 - 4.5, 88.2 - 12.0, 84.4 - 7.5, 46.5 - 4.3, 70.6 - 10.0 ms. The first
 #: sample's excess over the run's later ones (25-153 ms) is more than all the run's reads
-#: together in 11 runs of 12: not the read, nor anything the agent's code does only then; the
-#: simulator runs every sample at the mean (docs/scheduler.md §10.31).
+#: together in 11 runs of 12: not the read but TCG translating the agent's code anew in each
+#: agent process (its randomised base: docs/scheduler.md §10.36, about 33.5 ms on vm-4 passive);
+#: the simulator runs every sample at the mean (§10.31).
 AGENT_COST_IDLE = {
     "sched-passive": 21.7e-3, "sched-oversubscribed": 30.0e-3, "sched-passive-8": 76.2e-3,
     "sched-oversubscribed-8": 76.9e-3, "sched-passive-2x4": 42.2e-3, "sched-oversubscribed-2x4": 60.6e-3}
