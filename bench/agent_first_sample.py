@@ -10,10 +10,16 @@ exec a copy of the binary: the same addresses with ASLR off, other physical page
 turns the guest's address-space randomisation off first (``randomize_va_space`` 0).
 
     python bench/agent_first_sample.py sched-passive none
+    python bench/agent_first_sample.py --parse /tmp/agent-first-sched-passive-none-HHMMSS.txt
+
+Each run's ``SAMPLES`` line gives its samples' CPU in the order of the agent's own records
+(``t_s``, the exit snapshot left out; the trace's burst under way at each record's moment) and
+each sample's numa_maps read (the record's ``maps_cost_s``).
 """
 
 import re
 import sys
+import time
 from dataclasses import replace
 
 from numalab.vm import check
@@ -39,6 +45,9 @@ case $2 in copy*) mkdir -p /tmp/copy; cp $(command -v numalab-agent) /tmp/copy/n
 for i in 1 2; do
   echo "PROBE run $i" > $T/trace_marker
   $A run --interval-ms=1000 --maps-budget-pct=100 --output=/tmp/inner$i.jsonl -- $1 > /tmp/cmd$i.out 2>&1
+  grep '"type":"sample"' /tmp/inner$i.jsonl | while read -r l; do
+    echo "REC run $i $(echo "$l" | grep -o '"t_s":[0-9.]*' | head -n 1) $(echo "$l" | grep -o '"maps_cost_s":[0-9.e-]*' | head -n 1) $(echo "$l" | grep -o '"snapshot":"exit"')"
+  done
 done
 echo 0 > $T/tracing_on
 echo "== trace"; grep -E "sched_switch|PROBE|page_fault_user" $T/trace
@@ -47,18 +56,18 @@ echo "== trace"; grep -E "sched_switch|PROBE|page_fault_user" $T/trace
 SW = re.compile(r"\s(\d+\.\d+): sched_switch: prev_comm=(\S+) prev_pid=(\d+) \S+ prev_state=(\S+) ==> next_comm=(\S+) next_pid=(\d+)")
 
 
-Burst = tuple[float, float, int]  # gap before it (s), CPU (ms), user page faults
+Burst = tuple[float, float, int, float, float]  # gap before it (s), CPU (ms), user page faults, start, end (s)
 
 
 def samples(text: str) -> list[tuple[str, int, list[Burst]]]:
-    """Each agent pid's bursts (a run from a wake-up to its next sleep), per pid in order of first
+    """Each agent pid's bursts (a run from a wake-up to its next sleep in ``S``), per pid in order of first
     seen, with the label of the ``PROBE`` mark before it (the outer agent shows as one too)."""
     label = "warm-up"
     order: list[tuple[str, int]] = []
     at_in: dict[int, float] = {}
     last_sleep: dict[int, float] = {}
     bursts: dict[int, list[Burst]] = {}
-    cur: dict[int, list[float]] = {}  # [gap, CPU s, faults] of the burst under way
+    cur: dict[int, list[float]] = {}  # [gap, CPU s, faults, start] of the burst under way
     for line in text.splitlines():
         if "page_fault_user" in line:
             f = re.search(r"-(\d+)\s+\[", line)
@@ -77,15 +86,74 @@ def samples(text: str) -> list[tuple[str, int, list[Burst]]]:
                 order.append((label, np_))
                 bursts[np_] = []
             if np_ not in cur:  # a new burst: after a sleep (or the process's first run)
-                cur[np_] = [t - last_sleep.get(np_, t), 0.0, 0]
+                cur[np_] = [t - last_sleep.get(np_, t), 0.0, 0, t]
             at_in[np_] = t
         if pc == "numalab-agent" and pp in at_in:
             cur[pp][1] += t - at_in.pop(pp)
-            if not st.startswith("R"):  # it slept (S, D, ...): the burst ends; R is a preemption
-                gap, cpu, n = cur.pop(pp)
-                bursts[pp].append((gap, cpu * 1e3, int(n)))
+            # It slept (S) or exited: the burst ends. R is a preemption; D a wait inside a
+            # sample (a /proc read of a team exiting meanwhile), its CPU counted on.
+            if not st.startswith(("R", "D")):
+                gap, cpu, n, t0 = cur.pop(pp)
+                bursts[pp].append((gap, cpu * 1e3, int(n), t0, t))
                 last_sleep[pp] = t
     return [(lab, pid, bursts[pid]) for lab, pid in order]
+
+
+REC = re.compile(r"^REC (run \d+) \"t_s\":([0-9.]+) (?:\"maps_cost_s\":([0-9.e-]+))?\s*(\"snapshot\":\"exit\")?")
+
+
+def records(text: str) -> dict[str, list[tuple[float, float | None]]]:
+    """Each run's sample records from the agent's own output (``REC`` lines): (t_s, numa_maps read
+    s), the exit snapshot left out."""
+    out: dict[str, list[tuple[float, float | None]]] = {}
+    for line in text.splitlines():
+        m = REC.match(line.strip())
+        if m and not m[4]:
+            out.setdefault(m[1], []).append((float(m[2]), float(m[3]) if m[3] else None))
+    return out
+
+
+def sample_cpu(bursts: list[Burst], t_s: list[float]) -> list[str]:
+    """The CPU (ms) of each sample the agent recorded at ``t_s`` (its ``start.elapsed()``), in
+    order: the first ``len(t_s)`` bursts of 2 ms or more that follow 0.5 s or more without one
+    from the process's start or the last such burst (a shorter burst is a wake-up for a thread's
+    ptrace stop; the start-up's bursts follow each other closely, the exit snapshot comes after
+    the last sample). Marked ``?`` where the burst's
+    start lies more than 0.1 s off the record's time, the clocks put together at the first."""
+    picked: list[Burst] = []
+    quiet_since = bursts[0][3] if bursts else 0.0  # the process's start
+    for b in bursts:
+        if b[1] < 2.0:
+            continue
+        if b[3] - quiet_since >= 0.5 and len(picked) < len(t_s):
+            picked.append(b)
+        quiet_since = b[4]
+    if not picked:
+        return []
+    offset = picked[0][3] - t_s[0]
+    return [f"{b[1]:.1f}" + ("" if abs(b[3] - offset - t) <= 0.1 else "?") for b, t in zip(picked, t_s)]
+
+
+def report(text: str, name: str, warm: str) -> None:
+    """Print each agent pid's bursts, then each run's samples as the agent recorded them."""
+    for lab, pid, bs in samples(text):
+        if not bs:
+            continue
+        s = [f"{ms:.1f} ({n} faults)" for gap, ms, n, _, _ in bs if gap >= 0.5]
+        print(f"{name} {warm} {lab} pid {pid}: samples (ms CPU, in order) {', '.join(s) or '-'};"
+              f" all bursts {' '.join(f'{gap:.2f}s/{ms:.1f}/{n}' for gap, ms, n, _, _ in bs)}")
+    # Each run's samples as the agent recorded them: its inner agent is the pid first seen after
+    # the run's mark with the most CPU (the outer agent only wakes at the command's exit).
+    recs = records(text)
+    by_label: dict[str, list[list[Burst]]] = {}
+    for lab, _, bs in samples(text):
+        by_label.setdefault(lab, []).append(bs)
+    for lab, rs in recs.items():
+        bs = max(by_label.get(lab, [[]]), key=lambda b: sum(x[1] for x in b))
+        cpu = sample_cpu(bs, [t for t, _ in rs]) if bs else []
+        maps = [m * 1e3 for _, m in rs if m is not None]
+        print(f"SAMPLES {name} {warm} {lab}: cpu_ms {' '.join(cpu)};"
+              f" t_s {' '.join(f'{t:.3f}' for t, _ in rs)}; maps_ms {' '.join(f'{m:.1f}' for m in maps)}")
 
 
 WARMS = ("none", "cache", "code", "copy")
@@ -97,6 +165,10 @@ def main() -> int:
         print(__doc__, file=sys.stdout if args[:1] in (["-h"], ["--help"]) else sys.stderr)
         return 0 if args[:1] in (["-h"], ["--help"]) else 2
     name, warm = args
+    if name == "--parse":
+        # A saved guest output again (``/tmp/agent-first-*.txt``), with the rules as they are now.
+        report(open(warm).read(), warm.rsplit("/", 1)[-1], "saved")
+        return 0
     if name not in check.CASES:
         print(f"agent_first_sample.py: no case {name!r} (one of numalab vm check's: {', '.join(check.CASES)})",
               file=sys.stderr)
@@ -110,14 +182,10 @@ def main() -> int:
     req = check._plan(case, None, "tcg", 300.0, release, lambda s: None).request
     out = vm_run.run(replace(req, command=["sh", "-c", JOB, "sh", " ".join(req.command), warm], interval_ms=60000))
     text = out.text("stdout")
-    with open(f"/tmp/h44-{name}-{warm}.txt", "w") as f:
+    stamp = time.strftime("%H%M%S", time.gmtime())
+    with open(f"/tmp/agent-first-{name}-{warm}-{stamp}.txt", "w") as f:
         f.write(text)
-    for lab, pid, bs in samples(text):
-        if not bs:
-            continue
-        s = [f"{ms:.1f} ({n} faults)" for gap, ms, n in bs if gap >= 0.5]
-        print(f"{name} {warm} {lab} pid {pid}: samples (ms CPU, in order) {', '.join(s) or '-'};"
-              f" all bursts {' '.join(f'{gap:.2f}s/{ms:.1f}/{n}' for gap, ms, n in bs)}")
+    report(text, name, warm)
     return 0
 
 
