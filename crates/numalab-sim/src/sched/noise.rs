@@ -61,6 +61,11 @@ pub struct Background {
     pub agent_maps_cost_s: f64,
     #[serde(default = "default_maps_budget")]
     pub agent_maps_budget: f64,
+    /// CPU time the periodic task's first run takes beyond the others (0: none). A measured
+    /// input, not a mechanism: under TCG each numalab-agent process translates its own sampling
+    /// code anew at its first sample (docs/scheduler.md §10.36).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub agent_first_extra_s: f64,
     /// Each domain level's `sd->max_newidle_lb_cost` at the run's start, lowest first (a
     /// guest's measured; `newidle.rs` raises it to each newly idle balance's `lb_time_s` and
     /// decays it), the last standing for the levels above; none: 0, as `sd_init()` leaves it.
@@ -76,6 +81,10 @@ pub struct Background {
     /// next jiffy after each idle entry); none: every idle CPU is tickless.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tick_stop_share: Option<f64>,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 /// numalab-agent's default numa_maps budget: 0.5 % of one CPU (`DEFAULT_MAPS_BUDGET_PCT`).
@@ -95,6 +104,7 @@ impl Default for Background {
             agent_cost_s: 0.0,
             agent_maps_cost_s: 0.0,
             agent_maps_budget: default_maps_budget(),
+            agent_first_extra_s: 0.0,
             newidle_lb_cost_s: Vec::new(),
             lb_time_s: Vec::new(),
             tick_stop_share: None,
@@ -160,7 +170,7 @@ impl Noise {
             second_task_s: Vec::new(),
         };
         n.next_arrival_s = n.arrival_after(0.0);
-        if n.bg.agent_period_s > 0.0 && n.bg.agent_cost_s + n.bg.agent_maps_cost_s > 0.0 {
+        if n.bg.agent_period_s > 0.0 && n.bg.agent_cost_s + n.bg.agent_maps_cost_s + n.bg.agent_first_extra_s > 0.0 {
             // run.rs: `next = start + interval`, the run's start standing for the agent's (it
             // spawns the command right after taking `start`). Its first CPU is where its start-up
             // last ran (the guest's traces: the one its first sample woke on, a different one
@@ -250,16 +260,17 @@ impl Noise {
         }
     }
 
-    /// The CPU time of the periodic task's run at `t`: its base part, and the numa_maps read when
+    /// The CPU time of the periodic task's run at `t`: its base part, the numa_maps read when
     /// `Sampler::sample()` reads it (`t_s >= next_maps_t_s`; the next read then no earlier than
-    /// the read's cost over the budget).
+    /// the read's cost over the budget), and on its first run the measured first-run extra.
     fn sample_cost_s(&mut self, t: f64) -> f64 {
+        let first = if self.agent_runs.is_empty() { self.bg.agent_first_extra_s } else { 0.0 };
         let maps = self.bg.agent_maps_cost_s;
         if maps > 0.0 && t >= self.next_maps_s {
             self.next_maps_s = t + maps / self.bg.agent_maps_budget;
-            self.bg.agent_cost_s + maps
+            self.bg.agent_cost_s + maps + first
         } else {
-            self.bg.agent_cost_s
+            self.bg.agent_cost_s + first
         }
     }
 
@@ -425,6 +436,7 @@ impl Background {
             agent_cost_s: cost_s,
             agent_maps_cost_s: 0.0,
             agent_maps_budget: default_maps_budget(),
+            agent_first_extra_s: 0.0,
             newidle_lb_cost_s: Vec::new(),
             lb_time_s: Vec::new(),
             tick_stop_share: None,
@@ -515,6 +527,32 @@ mod tests {
         let mut n = Noise::with(7, vec![0, 0], Background::agent_only(1.0, 0.01));
         n.generate(3.5, &[0; 2]);
         assert!(n.events.iter().all(|e| ((e.2 - e.1) - 0.01).abs() < 1e-12));
+    }
+
+    #[test]
+    fn the_periodic_tasks_first_run_alone_is_longer_by_its_extra() {
+        // 10 ms base, a 20 ms read at every sample (the guest's 100 % budget), 35 ms extra.
+        let runs = |extra: f64| {
+            let bg = Background {
+                agent_maps_cost_s: 0.02,
+                agent_maps_budget: 1.0,
+                agent_first_extra_s: extra,
+                ..Background::agent_only(1.0, 0.01)
+            };
+            let mut n = Noise::with(7, vec![0, 0, 1, 1], bg);
+            n.generate(4.5, &[0; 4]);
+            n.events.iter().map(|e| (e.1, ((e.2 - e.1) * 1e3).round() as u32)).collect::<Vec<_>>()
+        };
+        // Only the first sample (the agent process's first) pays it; the grid is unchanged.
+        assert_eq!(runs(0.035), vec![(1.0, 65), (2.0, 30), (3.0, 30), (4.0, 30)]);
+        // No extra: every run its base and read, as before the field existed.
+        assert_eq!(runs(0.0), vec![(1.0, 30), (2.0, 30), (3.0, 30), (4.0, 30)]);
+        // A background without the field has none, and writing it out leaves it out.
+        let bg: Background =
+            serde_json::from_str(r#"{"kthread_hz": 0, "kthread_mean_s": 0, "daemon_hz": 0, "daemon_mean_s": 0}"#)
+                .unwrap();
+        assert_eq!(bg.agent_first_extra_s, 0.0);
+        assert!(!serde_json::to_string(&bg).unwrap().contains("agent_first_extra_s"));
     }
 
     #[test]
