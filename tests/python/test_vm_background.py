@@ -110,6 +110,11 @@ def test_the_background_is_the_guests_in_guest_seconds():
     # with --maps-budget-pct=100): the simulator adds it to each sample that reads it.
     maps = replace(bg, agent_maps_cost_s=0.005).engine(1000)
     assert (maps["agent_cost_s"], maps["agent_maps_cost_s"], maps["agent_maps_budget"]) == (0.1, 0.005, 1.0)
+    # The first sample's extra where measured apart (§10.38): the simulator's first periodic run
+    # only is longer by it; where not, the engine is given none (its default, 0).
+    first = replace(bg, agent_first_extra_s=0.03).engine(1000)
+    assert (first["agent_cost_s"], first["agent_first_extra_s"]) == (0.1, 0.03)
+    assert "agent_first_extra_s" not in maps
 
 
 def test_the_guest_speed_machine_runs_the_barrier_loop_that_many_times_slower():

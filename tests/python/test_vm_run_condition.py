@@ -113,7 +113,8 @@ def test_the_runs_own_condition_gives_the_simulator_the_same_run_as_a_named_cond
     spec = RunSpec.create(case.machine, case.workload, params={"threads": 4, **case.params}, kernel="6.1",
                                 thp="never").with_config(case.config)
     background = replace(cond.background(name), agent_cost_s=case.background.agent_cost_s,
-                         agent_maps_cost_s=case.background.agent_maps_cost_s)
+                         agent_maps_cost_s=case.background.agent_maps_cost_s,
+                         agent_first_extra_s=case.background.agent_first_extra_s)
     theirs = [check.sim_side(replace(spec, seed=s), background, case.interval_ms, check.HOSTS[cond.host])
               .threads.migrations_per_thread_barrier(1000) for s in (1, 2)]
     assert ours == theirs
