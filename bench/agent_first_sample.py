@@ -1,5 +1,6 @@
-"""Issue 22 probe (docs/scheduler.md §10.36): the guest agent's CPU per sample, in order, for a
-scheduler case's command run twice in one boot under the agent, after an optional warm-up.
+"""Issue 22 probe (docs/scheduler.md §10.36, §10.38): the guest agent's CPU per sample, in
+order, for a scheduler case's command run twice in one boot under the agent, after an optional
+warm-up.
 
 ``sched_switch`` is traced for ``numalab-agent`` only; a sample is a run of the agent from a
 wake-up after a sleep of 0.5 s or more to its next sleep (``S``). Warm-ups: ``none``; ``cache``

@@ -16,7 +16,9 @@
 //!   `next += interval` while `next <= now`): the first one period after the run's start, the
 //!   others on that grid. A run's CPU time is the sample's base part plus its numa_maps read when
 //!   `Sampler::sample()`'s budget allows one (`crates/numalab-agent/src/sample.rs`: read when
-//!   `t_s >= next_maps_t_s`, then `next_maps_t_s = t_s + cost / maps_budget`). It is woken where
+//!   `t_s >= next_maps_t_s`, then `next_maps_t_s = t_s + cost / maps_budget`), and on its first
+//!   run a measured extra (`agent_first_extra_s`: under TCG each agent process translates its
+//!   code anew at its first sample, docs/scheduler.md §10.36, §10.38). It is woken where
 //!   it last ran, or on an idle CPU of that node when that one is busy (`select_idle_sibling()`);
 //!   none in the estimates above. Unlike the short work above it
 //!   is a CFS task whose runs last PELT half-lives: it carries v6.13's signals
