@@ -242,7 +242,7 @@ def model(seeds: int) -> int:
             loops = statistics.mean(host_cores(d)[1] for d in docs) / r.other_threads
             print(f"{name:24s} {r.utc}  {r.other_threads}  {r.value:<9.5g} {v.moves:3d}  {r.cores:4.2f}  {bg.barrier_s * 1e3:9.3f}"
                   f"  {bg.agent_cost_s * 1e3:8.1f}  {v.mean:<8.4g} ({min(sim):.4g}-{max(sim):.4g})  "
-                  f"{v.ratio or float('nan'):6.3g}  {v.z_both:+6.1f}   {q:.2f} / {loops:.2f} each")
+                  f"{v.ratio if v.ratio is not None else float('nan'):6.3g}  {v.z_both:+6.1f}   {q:.2f} / {loops:.2f} each")
     return 0
 
 

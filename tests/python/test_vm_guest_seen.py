@@ -189,11 +189,11 @@ def test_a_condition_runs_the_case_at_its_barrier_length_on_its_host():
 #: below); beside the loop: vm-4 passive 0.0048 (1.6 above), oversubscribed 0.0057 (1.16 above),
 #: vm-8 passive 0.0069 inside, oversubscribed 0.0066 (2.02 below), passive-2x4 0.0419 inside,
 #: oversubscribed-2x4 0.3468 (1.14 above).
-#: With N busy loops in QEMU's own autogroup (``group-loops-N``, §10.39; 2026-11-28 00:01 UTC):
+#: With N busy loops in QEMU's own autogroup (``group-loops-N``, §10.39; 2026-11-28 00:11 UTC):
 #: N=1 vm-4 passive 0.0024 (1.26 below), oversubscribed 0.0059 (1.09 above, at the edge: seeds
-#: 1-8 0.0072, 1.34 above), vm-8 passive 0.0076 inside; N=2 0.0011 (2.89 below), 0.004 (1.59
+#: 1-8 0.0072, 1.34 above), vm-8 passive 0.0076 inside; N=2 0.00044 (7.43 below), 0.0025 (2.58
 #: below), 0.0045 (1.56 below); N=4 0.00019 (6.67 below), 0.002 (3.11 below), 0.0059 (1.45
-#: below); N=8 0.00006 (32 below), 0.0015 (4.42 below). The guest's moves hold or rise with N,
+#: below); N=8 0.00006 (28 below), 0.0017 (3.85 below). The guest's moves hold or rise with N,
 #: the model's fall.
 OUTSIDE_BY_CONDITION = {
     "idle": {"sched-passive": "below", "sched-oversubscribed": "below", "sched-passive-8": "above",

@@ -21,7 +21,7 @@ GUEST_PER_BARRIER: dict[str, tuple[float, float]] = {
     # (0.00125-0.00475).
     "sched-passive": (0.00125, 0.0105),
     # §10.4's four runs (0.0026-0.022), §10.10's (0.0031, 0.0046), §10.18's (0.001375-0.004875),
-    # §10.39's (0.0035-0.00875).
+    # §10.39's (0.0035-0.011125).
     "sched-oversubscribed": (0.001375, 0.022),
     # §10.3, §10.8 (0.00325-0.009), §10.10's (0.0040, 0.0065), §10.18's (0.001-0.007), §10.29's
     # (0.0065, 0.0085).
@@ -67,10 +67,10 @@ GUEST_BY_CONDITION: dict[str, dict[str, tuple[float, float]]] = {
         "sched-passive-2x4": (0.041, 0.09875),
         "sched-oversubscribed-2x4": (0.30075, 0.303625),
     },
-    # docs/scheduler.md §10.39 (2026-11-27 23:31-23:56 UTC, load 1.7-7.9 before): N busy loops
-    # in QEMU's own autogroup (``bench/vm_loaded_host.py``); vm-4 three runs each (two with 8),
+    # docs/scheduler.md §10.39 (2026-11-27 23:31 - 11-28 00:08 UTC, load 1.1-7.9 before): N busy
+    # loops in QEMU's own autogroup (``bench/vm_loaded_host.py``); vm-4 three runs each,
     # QEMU 1.13-1.27 cores beside one loop (which took 0.85-0.88 of a core), 0.98-1.06 beside two
-    # (0.55-0.60 each), 0.67-0.82 beside four (0.35-0.37 each), 0.45-0.54 beside eight (0.20-0.21
+    # (0.55-0.60 each), 0.67-0.82 beside four (0.35-0.37 each), 0.43-0.54 beside eight (0.20-0.21
     # each); vm-8 passive two each, QEMU 1.29-1.45, 1.21-1.24, 0.89-0.92. The runs are in
     # ``GUEST_RUNS``.
     "group-loops-1": {"sched-passive": (0.003, 0.0035), "sched-oversubscribed": (0.0035, 0.005375),
@@ -79,7 +79,7 @@ GUEST_BY_CONDITION: dict[str, dict[str, tuple[float, float]]] = {
                       "sched-passive-8": (0.007, 0.0075)},
     "group-loops-4": {"sched-passive": (0.00125, 0.00225), "sched-oversubscribed": (0.006125, 0.00875),
                       "sched-passive-8": (0.0085, 0.009)},
-    "group-loops-8": {"sched-passive": (0.002, 0.00425), "sched-oversubscribed": (0.006625, 0.0075)},
+    "group-loops-8": {"sched-passive": (0.00175, 0.00425), "sched-oversubscribed": (0.006625, 0.011125)},
 }
 
 
@@ -106,7 +106,7 @@ RUNS_HOST_CPUS = 2
 #: Every run recorded with its condition (docs/scheduler.md §10.18's runs since the command's
 #: time was printed, 2026-11-27 16:42-16:47 UTC, idle and beside one busy loop; §10.20's,
 #: 17:02-17:21 UTC, the host as others' work left it: load before each run; §10.29's,
-#: 20:56-20:58 UTC, the host otherwise idle, QEMU 1.70-1.80 cores; §10.39's, 23:28-23:56 UTC,
+#: 20:56-20:58 UTC, the host otherwise idle, QEMU 1.70-1.80 cores; §10.39's, 23:28-00:08 UTC,
 #: with 1, 2, 4 or 8 busy loops in QEMU's own autogroup, ``other_threads``),
 #: replayed by ``bench/vm_sched_sim.py --per-run`` (``run_condition.replay``). §10.18's earlier
 #: runs have QEMU's cores but no command time, so not their own condition: left out.
@@ -132,6 +132,7 @@ GUEST_RUNS: dict[str, list[GuestRun]] = {
         GuestRun(0.002, 0.691, 6.225629, "2026-11-27 23:42:25", 3.90, 4),  # §10.39
         GuestRun(0.00425, 0.458, 11.303921, "2026-11-27 23:45:53", 2.96, 8),  # §10.39
         GuestRun(0.002, 0.452, 9.755381, "2026-11-27 23:48:54", 7.29, 8),  # §10.39
+        GuestRun(0.00175, 0.425, 10.964822, "2026-11-28 00:06:40", 1.10, 8),  # §10.39
     ],
     "sched-oversubscribed": [
         GuestRun(0.003875, 1.835, 2.292592, "2026-11-27 16:42:40", 0.83),
@@ -151,6 +152,7 @@ GUEST_RUNS: dict[str, list[GuestRun]] = {
         GuestRun(0.006125, 0.821, 6.285911, "2026-11-27 23:43:08", 4.13, 4),  # §10.39
         GuestRun(0.006625, 0.535, 8.071907, "2026-11-27 23:47:29", 6.31, 8),  # §10.39
         GuestRun(0.0075, 0.498, 8.733489, "2026-11-27 23:49:59", 7.29, 8),  # §10.39
+        GuestRun(0.011125, 0.525, 10.100403, "2026-11-28 00:07:51", 5.53, 8),  # §10.39
     ],
     "sched-passive-8": [
         GuestRun(0.008, 1.818, 1.829185, "2026-11-27 16:43:04", 0.74),
