@@ -101,6 +101,28 @@ def test_the_guests_runs_by_host_condition_are_among_every_run():
     assert guest_seen.verdict(0.004, "sched-passive", guest_seen.ranges("busy-loop")) == "above (1.33x)"
 
 
+def test_each_run_with_busy_loops_in_qemus_group_has_its_condition_with_as_many_loops():
+    """docs/scheduler.md §10.39: a run recorded with N busy loops in QEMU's own autogroup is
+    judged under ``group-loops-N``, whose host has the recorded host's cores and N other
+    threads, whose barrier is the mean of its runs' command time (over the case's 1000
+    barriers), and whose range holds the run."""
+    loaded: dict[tuple[int, str], list[float]] = {}
+    for name, runs in guest_seen.GUEST_RUNS.items():
+        for r in runs:
+            if not r.other_threads:
+                continue
+            condition = f"group-loops-{r.other_threads}"
+            host = check.HOSTS[check.CONDITIONS[condition].host]
+            assert (host["cores"], host["other_threads"]) == (guest_seen.RUNS_HOST_CPUS, r.other_threads)
+            low, high = guest_seen.GUEST_BY_CONDITION[condition][name]
+            assert low <= r.value <= high, (condition, name, r)
+            loaded.setdefault((r.other_threads, name), []).append(r.command_s)
+    assert {n for n, _ in loaded} == {1, 2, 4, 8}
+    for (n, name), times in loaded.items():
+        reps = int(check.CASES[name].params["reps"])
+        assert check.CONDITIONS[f"group-loops-{n}"].barrier_s[name] == pytest.approx(statistics.mean(times) / reps, rel=2e-4)
+
+
 def test_a_condition_runs_the_case_at_its_barrier_length_on_its_host():
     """``check.CONDITIONS``: the case's background with the condition's barrier length and, where
     measured under it, the agent's CPU per sample and its first sample's extra (§10.38: every
@@ -175,10 +197,20 @@ def test_a_condition_runs_the_case_at_its_barrier_length_on_its_host():
 #: passive 0.00525 inside (was 1.06 above), oversubscribed 0.01988 (1.18 below), passive-2x4
 #: 0.03525 inside, oversubscribed-2x4 0.3243 (1.11 below); beside the loop unchanged (no extra
 #: there).
+#: With N busy loops in QEMU's own autogroup (``group-loops-N``, §10.39; 2026-11-28 00:11 UTC):
+#: N=1 vm-4 passive 0.0024 (1.26 below), oversubscribed 0.0059 (1.09 above, at the edge: seeds
+#: 1-8 0.0072, 1.34 above), vm-8 passive 0.0076 inside; N=2 0.00044 (7.43 below), 0.0025 (2.58
+#: below), 0.0045 (1.56 below); N=4 0.00019 (6.67 below), 0.002 (3.11 below), 0.0059 (1.45
+#: below); N=8 0.00006 (28 below), 0.0017 (3.85 below). The guest's moves hold or rise with N,
+#: the model's fall.
 OUTSIDE_BY_CONDITION = {
     "idle": {"sched-oversubscribed": "below", "sched-oversubscribed-8": "below", "sched-oversubscribed-2x4": "below"},
     "busy-loop": {"sched-passive": "above", "sched-oversubscribed": "above",
                   "sched-oversubscribed-8": "below", "sched-oversubscribed-2x4": "above"},
+    "group-loops-1": {"sched-passive": "below", "sched-oversubscribed": "above"},
+    "group-loops-2": {"sched-passive": "below", "sched-oversubscribed": "below", "sched-passive-8": "below"},
+    "group-loops-4": {"sched-passive": "below", "sched-oversubscribed": "below", "sched-passive-8": "below"},
+    "group-loops-8": {"sched-passive": "below", "sched-oversubscribed": "below"},
 }
 
 

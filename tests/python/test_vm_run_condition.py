@@ -52,6 +52,32 @@ def test_without_a_command_time_or_qemus_threads_the_cases_own_figures_stand_in_
         run_condition.case_condition("sched-bound", 1.0, 2.0, 2)  # no background, nothing to vary
 
 
+def test_busy_loops_in_qemus_group_run_on_every_host_cpu_beside_qemus_threads(monkeypatch):
+    """docs/scheduler.md §10.39: with N busy loops in QEMU's own task group the host model is the
+    whole host (its CPUs) with the loops on QEMU's queue, whatever share QEMU got beside them
+    (0.69 beside four loops is not one core of QEMU's own); the simulator gets them as
+    ``vcpu_host.other_threads``, and the replay hands a recorded run's loops on."""
+    cond = run_condition.condition_of(0.69, 6.2, 1000, 2, 0.0105, 1, other_threads=4)
+    assert (cond.cores, cond.other_threads) == (2, 4)
+    assert cond.describe() == "QEMU 0.69 host cores -> 2 shared with 4 busy loop(s) in QEMU's group, 6.20 ms per barrier"
+    assert run_condition.condition_of(0.69, 6.2, 1000, 2, 0.0105, 1).cores == 1  # without loops: QEMU's share
+    hosts = []
+
+    def sim_doc(spec, background, interval_ms, host):
+        hosts.append(host)
+        return {"threads": [{"nr_migrations": 0}], "time_s": 1.0}
+
+    monkeypatch.setattr(check, "sim_doc", sim_doc)
+    run_condition.sim_under("sched-passive", cond, seeds=1)
+    assert hosts[-1] == check.HOSTS["two-cores-loops-4"]
+    run_condition.sim_under("sched-passive", run_condition.condition_of(1.8, 2.3, 1000, 2, 0.0105, 1), seeds=1)
+    assert hosts[-1] == check.HOSTS["two-cores"]  # no other_threads key at all: the idle host as before
+    seen = []
+    run_condition.replay({"sched-passive": [guest_seen.GuestRun(0.002, 0.69, 6.2, "t", 3.9, 4)]}, 2,
+                         lambda name, c: seen.append(c) or [0.002])
+    assert (seen[0].cores, seen[0].other_threads) == (2, 4)
+
+
 def _thread(tid, name, share):
     return hostthreads.Thread(tid, name, share, 0.0, 0.0, 0.0, 0.0, 0.0)
 

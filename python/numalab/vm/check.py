@@ -753,12 +753,16 @@ GUEST_HOST: dict[str, Any] = {"cores": 1, "mode": "mttcg", "slice_s": 4e-3, "req
 #: - ``two-cores``: the machine's two cores (``nproc``); QEMU got 1.69-1.88 of them with the
 #:   host otherwise idle, 16:05-16:44 UTC.
 #: - ``two-cores-loop``: two cores and one always-runnable nice-0 thread on the host model's one
-#:   EEVDF queue (``vcpu_host.other_threads``). Not the measured busy-loop host: there the loop,
-#:   in its own autogroup, took a whole core (§10.18).
+#:   EEVDF queue (``vcpu_host.other_threads``). Not §10.18's busy-loop host: there the loop, in
+#:   its own autogroup, took a whole core. It is the host with a busy loop in QEMU's own
+#:   autogroup (``bench/vm_loaded_host.py``, §10.39), as are ``two-cores-loops-2``, ``-4``, ``-8``.
 HOSTS: dict[str, dict[str, Any]] = {
     "one-core": GUEST_HOST,
     "two-cores": {**GUEST_HOST, "cores": 2},
     "two-cores-loop": {**GUEST_HOST, "cores": 2, "other_threads": 1},
+    "two-cores-loops-2": {**GUEST_HOST, "cores": 2, "other_threads": 2},
+    "two-cores-loops-4": {**GUEST_HOST, "cores": 2, "other_threads": 4},
+    "two-cores-loops-8": {**GUEST_HOST, "cores": 2, "other_threads": 8},
 }
 
 
@@ -834,7 +838,8 @@ AGENT_FIRST_EXTRA_IDLE = {
 
 
 #: §10.18's two conditions, each case's barrier from one run (2026-11-27 16:42-16:47 UTC; the
-#: command windows over the condition's runs spread by 8-10 % on vm-4, up to 23 % elsewhere).
+#: command windows over the condition's runs spread by 8-10 % on vm-4, up to 23 % elsewhere), and
+#: §10.39's ``group-loops-N``, busy loops in QEMU's own task group.
 CONDITIONS: dict[str, HostCondition] = {
     # QEMU 1.78-1.86 cores in these runs, load 0.7-1.8.
     "idle": HostCondition("two-cores", {
@@ -846,6 +851,33 @@ CONDITIONS: dict[str, HostCondition] = {
     "busy-loop": HostCondition("one-core", {
         "sched-passive": 3.473e-3, "sched-oversubscribed": 3.629e-3, "sched-passive-8": 7.285e-3,
         "sched-oversubscribed-8": 8.229e-3, "sched-passive-2x4": 14.046e-3, "sched-oversubscribed-2x4": 15.026e-3}),
+    # N busy loops in QEMU's own autogroup (``bench/vm_loaded_host.py``; docs/scheduler.md §10.39,
+    # 2026-11-27 23:31 - 11-28 00:10 UTC; each loop and QEMU in one group, ``/proc/PID/autogroup``): the
+    # host the model runs as it is, two cores and N always-runnable nice-0 threads on the queue of
+    # QEMU's threads. The barrier: the mean of the runs' command time over 1000 barriers, s
+    # (vm-4 passive N=1 3.4461, 3.37804, 3.296836; N=2 4.5475, 4.810317, 4.882971; N=4 5.711578,
+    # 7.17873, 6.225629; N=8 11.303921, 9.755381, 10.964822; oversubscribed N=1 3.899008,
+    # 3.813304, 3.385048; N=2 5.15357, 4.612131, 5.464872; N=4 7.598337, 6.067175, 6.285911; N=8
+    # 8.071907, 8.733489, 10.100403). The agent's CPU per sample: the mean over the samples inside
+    # the command, numa_maps read included, of ``bench/agent_first_sample.py NAME none`` under the
+    # condition (two commands a boot; passive N=1 two boots, 12 samples, 7.4-76.8 ms; N=2 two
+    # boots, 16, 10.9-99.9; N=4 12, 12.1-130.2; N=8 18, 7.1-246.0; oversubscribed N=1 two boots,
+    # 13, 12.8-118.0; N=2 two boots, 17, 9.0-134.5; N=4 15, 22.3-199.7; N=8 18, 28.9-260.7): the
+    # read is in the mean, as in the load 5.5-16 background's (``agent_maps_cost_s`` left at 0).
+    # vm-8 passive (two runs, 250 barriers; 23:52-23:56 UTC): N=1 2.477596, 2.306496 s; N=2
+    # 3.506765, 2.936241; N=4 4.305982, 4.474496; the agent's samples N=1 4, 58.0-176.7 ms; N=2
+    # 5, 37.5-157.8; N=4 7, 30.7-259.9 (two or three a command, the first the longest).
+    "group-loops-1": HostCondition("two-cores-loop", {
+        "sched-passive": 3.374e-3, "sched-oversubscribed": 3.699e-3, "sched-passive-8": 9.568e-3},
+        {"sched-passive": 29.2e-3, "sched-oversubscribed": 35.6e-3, "sched-passive-8": 107.9e-3}),
+    "group-loops-2": HostCondition("two-cores-loops-2", {
+        "sched-passive": 4.747e-3, "sched-oversubscribed": 5.077e-3, "sched-passive-8": 12.886e-3},
+        {"sched-passive": 35.3e-3, "sched-oversubscribed": 44.7e-3, "sched-passive-8": 90.1e-3}),
+    "group-loops-4": HostCondition("two-cores-loops-4", {
+        "sched-passive": 6.372e-3, "sched-oversubscribed": 6.651e-3, "sched-passive-8": 17.561e-3},
+        {"sched-passive": 44.9e-3, "sched-oversubscribed": 64.6e-3, "sched-passive-8": 132.6e-3}),
+    "group-loops-8": HostCondition("two-cores-loops-8", {"sched-passive": 10.675e-3, "sched-oversubscribed": 8.969e-3},
+                                   {"sched-passive": 53.5e-3, "sched-oversubscribed": 76.9e-3}),
 }
 
 

@@ -17,9 +17,11 @@ from typing import NamedTuple
 #: case -> (lowest, highest) migrations per thread per barrier, with the runs they come from.
 GUEST_PER_BARRIER: dict[str, tuple[float, float]] = {
     # §10.3-§10.4 (0.00225-0.0105), §10.10's 11:33-11:34 runs (0.0020, 0.0032), §10.18's
-    # (0.00175-0.003), §10.29's (0.002-0.004).
-    "sched-passive": (0.00175, 0.0105),
-    # §10.4's four runs (0.0026-0.022), §10.10's (0.0031, 0.0046), §10.18's (0.001375-0.004875).
+    # (0.00175-0.003), §10.29's (0.002-0.004), §10.39's with busy loops in QEMU's group
+    # (0.00125-0.00475).
+    "sched-passive": (0.00125, 0.0105),
+    # §10.4's four runs (0.0026-0.022), §10.10's (0.0031, 0.0046), §10.18's (0.001375-0.004875),
+    # §10.39's (0.0035-0.011125).
     "sched-oversubscribed": (0.001375, 0.022),
     # §10.3, §10.8 (0.00325-0.009), §10.10's (0.0040, 0.0065), §10.18's (0.001-0.007), §10.29's
     # (0.0065, 0.0085).
@@ -49,7 +51,9 @@ GUEST_BY_CONDITION: dict[str, dict[str, tuple[float, float]]] = {
         # With §10.29's runs (2026-11-27 20:56-20:58 UTC, QEMU 1.70-1.80 cores): 0.004, 0.00275,
         # 0.002 on vm-4, 0.0065 and 0.0085 on vm-8.
         "sched-passive": (0.00175, 0.004),
-        "sched-oversubscribed": (0.003, 0.004),
+        # §10.39's 23:28-23:29 runs (no loop, QEMU 1.73-1.82 cores): 0.004375 and 0.003125 (passive
+        # 0.002 and 0.003, inside its range).
+        "sched-oversubscribed": (0.003, 0.004375),
         "sched-passive-8": (0.0035, 0.0085),
         "sched-oversubscribed-8": (0.0235, 0.04175),
         "sched-passive-2x4": (0.01825, 0.04525),
@@ -63,6 +67,19 @@ GUEST_BY_CONDITION: dict[str, dict[str, tuple[float, float]]] = {
         "sched-passive-2x4": (0.041, 0.09875),
         "sched-oversubscribed-2x4": (0.30075, 0.303625),
     },
+    # docs/scheduler.md §10.39 (2026-11-27 23:31 - 11-28 00:08 UTC, load 1.1-7.9 before): N busy
+    # loops in QEMU's own autogroup (``bench/vm_loaded_host.py``); vm-4 three runs each,
+    # QEMU 1.13-1.27 cores beside one loop (which took 0.85-0.88 of a core), 0.98-1.06 beside two
+    # (0.55-0.60 each), 0.67-0.82 beside four (0.35-0.37 each), 0.43-0.54 beside eight (0.20-0.21
+    # each); vm-8 passive two each, QEMU 1.29-1.45, 1.21-1.24, 0.89-0.92. The runs are in
+    # ``GUEST_RUNS``.
+    "group-loops-1": {"sched-passive": (0.003, 0.0035), "sched-oversubscribed": (0.0035, 0.005375),
+                      "sched-passive-8": (0.0035, 0.0085)},
+    "group-loops-2": {"sched-passive": (0.00325, 0.00475), "sched-oversubscribed": (0.006375, 0.00675),
+                      "sched-passive-8": (0.007, 0.0075)},
+    "group-loops-4": {"sched-passive": (0.00125, 0.00225), "sched-oversubscribed": (0.006125, 0.00875),
+                      "sched-passive-8": (0.0085, 0.009)},
+    "group-loops-8": {"sched-passive": (0.00175, 0.00425), "sched-oversubscribed": (0.006625, 0.011125)},
 }
 
 
@@ -71,13 +88,15 @@ class GuestRun(NamedTuple):
     thread per barrier, the cores QEMU got over the command (the sum of its threads' shares,
     ``hostthreads``) and the command's own guest seconds (``command_s``, as kernels/barrier.c
     printed it: over the case's barriers, the guest's speed in the run); UTC and the host's
-    1-minute load before it."""
+    1-minute load before it; ``other_threads`` the busy loops run in QEMU's own task group
+    beside it (docs/scheduler.md §10.39, ``bench/vm_loaded_host.py``), none by default."""
 
     value: float
     cores: float
     command_s: float
     utc: str
     load: float
+    other_threads: int = 0
 
 
 #: The CPUs of the host these runs were made on (this project's development host, ``nproc``):
@@ -87,7 +106,8 @@ RUNS_HOST_CPUS = 2
 #: Every run recorded with its condition (docs/scheduler.md §10.18's runs since the command's
 #: time was printed, 2026-11-27 16:42-16:47 UTC, idle and beside one busy loop; §10.20's,
 #: 17:02-17:21 UTC, the host as others' work left it: load before each run; §10.29's,
-#: 20:56-20:58 UTC, the host otherwise idle, QEMU 1.70-1.80 cores),
+#: 20:56-20:58 UTC, the host otherwise idle, QEMU 1.70-1.80 cores; §10.39's, 23:28-00:08 UTC,
+#: with 1, 2, 4 or 8 busy loops in QEMU's own autogroup, ``other_threads``),
 #: replayed by ``bench/vm_sched_sim.py --per-run`` (``run_condition.replay``). §10.18's earlier
 #: runs have QEMU's cores but no command time, so not their own condition: left out.
 GUEST_RUNS: dict[str, list[GuestRun]] = {
@@ -99,12 +119,40 @@ GUEST_RUNS: dict[str, list[GuestRun]] = {
         GuestRun(0.004, 1.741, 2.335089, "2026-11-27 20:56:09", 1.02),  # §10.29
         GuestRun(0.00275, 1.695, 2.388017, "2026-11-27 20:57:02", 0.99),  # §10.29
         GuestRun(0.002, 1.78, 2.27143, "2026-11-27 20:57:58", 1.48),  # §10.29
+        GuestRun(0.002, 1.791, 2.302288, "2026-11-27 23:28:26", 2.30),  # §10.39, no loop
+        GuestRun(0.003, 1.734, 2.483877, "2026-11-27 23:29:11", 1.43),  # §10.39, no loop
+        GuestRun(0.0035, 1.171, 3.4461, "2026-11-27 23:31:52", 2.15, 1),  # §10.39
+        GuestRun(0.003, 1.148, 3.37804, "2026-11-27 23:32:47", 1.83, 1),  # §10.39
+        GuestRun(0.0035, 1.126, 3.296836, "2026-11-27 23:33:40", 1.71, 1),  # §10.39
+        GuestRun(0.00475, 0.98, 4.5475, "2026-11-27 23:35:02", 2.32, 2),  # §10.39
+        GuestRun(0.00325, 1.016, 4.810317, "2026-11-27 23:36:09", 2.85, 2),  # §10.39
+        GuestRun(0.004, 0.992, 4.882971, "2026-11-27 23:37:17", 2.52, 2),  # §10.39
+        GuestRun(0.00125, 0.668, 5.711578, "2026-11-27 23:39:06", 2.97, 4),  # §10.39
+        GuestRun(0.00225, 0.718, 7.17873, "2026-11-27 23:40:47", 3.98, 4),  # §10.39
+        GuestRun(0.002, 0.691, 6.225629, "2026-11-27 23:42:25", 3.90, 4),  # §10.39
+        GuestRun(0.00425, 0.458, 11.303921, "2026-11-27 23:45:53", 2.96, 8),  # §10.39
+        GuestRun(0.002, 0.452, 9.755381, "2026-11-27 23:48:54", 7.29, 8),  # §10.39
+        GuestRun(0.00175, 0.425, 10.964822, "2026-11-28 00:06:40", 1.10, 8),  # §10.39
     ],
     "sched-oversubscribed": [
         GuestRun(0.003875, 1.835, 2.292592, "2026-11-27 16:42:40", 0.83),
         GuestRun(0.0045, 0.998, 3.628941, "2026-11-27 16:45:22", 1.95),  # beside a busy loop
         GuestRun(0.004375, 1.844, 2.216826, "2026-11-27 17:02:31", 0.56),  # §10.20
         GuestRun(0.00375, 1.793, 2.277565, "2026-11-27 17:04:03", 1.42),  # §10.20
+        GuestRun(0.004375, 1.794, 2.382969, "2026-11-27 23:28:46", 1.78),  # §10.39, no loop
+        GuestRun(0.003125, 1.822, 2.363895, "2026-11-27 23:29:32", 1.30),  # §10.39, no loop
+        GuestRun(0.005375, 1.23, 3.899008, "2026-11-27 23:32:17", 2.10, 1),  # §10.39
+        GuestRun(0.0035, 1.209, 3.813304, "2026-11-27 23:33:11", 1.94, 1),  # §10.39
+        GuestRun(0.0045, 1.268, 3.385048, "2026-11-27 23:34:03", 1.76, 1),  # §10.39
+        GuestRun(0.006375, 1.058, 5.15357, "2026-11-27 23:35:31", 2.31, 2),  # §10.39
+        GuestRun(0.006625, 1.042, 4.612131, "2026-11-27 23:36:39", 2.47, 2),  # §10.39
+        GuestRun(0.00675, 1.044, 5.464872, "2026-11-27 23:37:48", 2.39, 2),  # §10.39
+        GuestRun(0.0085, 0.737, 7.598337, "2026-11-27 23:39:46", 3.49, 4),  # §10.39
+        GuestRun(0.00875, 0.812, 6.067175, "2026-11-27 23:41:32", 3.96, 4),  # §10.39
+        GuestRun(0.006125, 0.821, 6.285911, "2026-11-27 23:43:08", 4.13, 4),  # §10.39
+        GuestRun(0.006625, 0.535, 8.071907, "2026-11-27 23:47:29", 6.31, 8),  # §10.39
+        GuestRun(0.0075, 0.498, 8.733489, "2026-11-27 23:49:59", 7.29, 8),  # §10.39
+        GuestRun(0.011125, 0.525, 10.100403, "2026-11-28 00:07:51", 5.53, 8),  # §10.39
     ],
     "sched-passive-8": [
         GuestRun(0.008, 1.818, 1.829185, "2026-11-27 16:43:04", 0.74),
@@ -114,6 +162,12 @@ GUEST_RUNS: dict[str, list[GuestRun]] = {
         GuestRun(0.009, 1.357, 1.624879, "2026-11-27 17:21:01", 2.88),  # §10.20
         GuestRun(0.0065, 1.8, 1.807772, "2026-11-27 20:56:42", 1.20),  # §10.29
         GuestRun(0.0085, 1.773, 1.416283, "2026-11-27 20:57:29", 1.07),  # §10.29
+        GuestRun(0.0035, 1.452, 2.477596, "2026-11-27 23:52:48", 7.93, 1),  # §10.39
+        GuestRun(0.0085, 1.292, 2.306496, "2026-11-27 23:53:11", 5.81, 1),  # §10.39
+        GuestRun(0.0075, 1.244, 3.506765, "2026-11-27 23:53:49", 4.53, 2),  # §10.39
+        GuestRun(0.007, 1.205, 2.936241, "2026-11-27 23:54:17", 3.94, 2),  # §10.39
+        GuestRun(0.009, 0.916, 4.305982, "2026-11-27 23:55:03", 3.47, 4),  # §10.39
+        GuestRun(0.0085, 0.89, 4.474496, "2026-11-27 23:55:44", 3.61, 4),  # §10.39
     ],
     "sched-oversubscribed-8": [
         GuestRun(0.034, 1.84, 2.200057, "2026-11-27 16:43:24", 0.66),

@@ -39,25 +39,34 @@ class RunCondition:
     QEMU on one whole core while the run's barrier length carries the guest's slower speed.
     ``barrier_s``: the command's guest seconds per barrier (``command_s / reps``), or the case's
     background's (``GuestBackground.barrier_s``, measured at load 5.5-16) where the run has no
-    command time; ``notes`` says which was taken in its stead."""
+    command time; ``notes`` says which was taken in its stead.
+    ``other_threads``: busy loops the run had in QEMU's own task group (docs/scheduler.md
+    §10.39), the host model's ``vcpu_host.other_threads``: then every host CPU is the group's,
+    QEMU's share is what it got beside the loops on them, and ``cores`` the host's CPUs."""
 
     cores: int
     barrier_s: float
     share: float | None
     notes: tuple[str, ...] = ()
+    other_threads: int = 0
 
     def describe(self) -> str:
         got = f"QEMU {self.share:.2f} host cores -> {self.cores}" if self.share is not None else f"{self.cores} host core(s)"
-        return f"{got}, {self.barrier_s * 1e3:.2f} ms per barrier"
+        beside = f" shared with {self.other_threads} busy loop(s) in QEMU's group" if self.other_threads else ""
+        return f"{got}{beside}, {self.barrier_s * 1e3:.2f} ms per barrier"
 
 
 def condition_of(share: float | None, command_s: float | None, reps: int, host_cpus: int,
-                 fallback_barrier_s: float, fallback_cores: int) -> RunCondition:
+                 fallback_barrier_s: float, fallback_cores: int, other_threads: int = 0) -> RunCondition:
     """A run's condition from QEMU's measured cores (``share``, None if not sampled) and the
     command's time over its ``reps`` barriers (None if not printed); ``host_cpus`` bounds the
-    cores, the fallbacks stand in for what was not measured (with a note)."""
+    cores, the fallbacks stand in for what was not measured (with a note). With
+    ``other_threads`` busy loops in QEMU's own group the host model runs them beside QEMU's
+    threads on all ``host_cpus`` (what QEMU got is then the model's to share out, not a bound)."""
     notes: list[str] = []
-    if share is None:
+    if other_threads > 0:
+        cores = max(1, host_cpus)
+    elif share is None:
         cores = fallback_cores
         notes.append(f"QEMU's threads not sampled: the model's {fallback_cores} host core(s)")
     else:
@@ -67,10 +76,11 @@ def condition_of(share: float | None, command_s: float | None, reps: int, host_c
     else:
         barrier_s = fallback_barrier_s
         notes.append(f"no command time: the background's {fallback_barrier_s * 1e3:.2f} ms per barrier")
-    return RunCondition(cores, barrier_s, share, tuple(notes))
+    return RunCondition(cores, barrier_s, share, tuple(notes), other_threads)
 
 
-def case_condition(name: str, share: float | None, command_s: float | None, host_cpus: int) -> RunCondition:
+def case_condition(name: str, share: float | None, command_s: float | None, host_cpus: int,
+                   other_threads: int = 0) -> RunCondition:
     """``condition_of`` for ``vm check`` case ``name``: its barriers, its background's barrier
     and ``GUEST_HOST``'s cores as the fallbacks."""
     from numalab.vm import check
@@ -79,7 +89,7 @@ def case_condition(name: str, share: float | None, command_s: float | None, host
     if case.background is None:
         raise ValueError(f"{name} has no measured background: no host condition to give it")
     return condition_of(share, command_s, int(case.params["reps"]), host_cpus, case.background.barrier_s,
-                        int(check.GUEST_HOST["cores"]))
+                        int(check.GUEST_HOST["cores"]), other_threads)
 
 
 def qemu_cores(host: Any) -> float | None:
@@ -93,8 +103,9 @@ def qemu_cores(host: Any) -> float | None:
 
 def sim_under(name: str, cond: RunCondition, kernel: str = "6.1", seeds: int = SEEDS) -> list[float]:
     """Case ``name``'s simulator side (``check.sim_doc``, as ``vm check`` runs it) under ``cond``:
-    ``GUEST_HOST`` with the condition's cores, the case's background with its barrier length;
-    migrations per thread per barrier for seeds 1..``seeds``."""
+    ``GUEST_HOST`` with the condition's cores (and its busy loops as ``other_threads``), the
+    case's background with its barrier length; migrations per thread per barrier for seeds
+    1..``seeds``."""
     from numalab.machine import load as load_machine
     from numalab.spec import RunSpec
     from numalab.vm import check
@@ -105,6 +116,8 @@ def sim_under(name: str, cond: RunCondition, kernel: str = "6.1", seeds: int = S
     params = {"threads": load_machine(case.machine).nr_pus, **case.params}
     spec = RunSpec.create(case.machine, case.workload, params=params, kernel=kernel, thp="never").with_config(case.config)
     host = {**check.GUEST_HOST, "cores": cond.cores}
+    if cond.other_threads:
+        host["other_threads"] = cond.other_threads
     background = replace(case.background, barrier_s=cond.barrier_s)
     reps = int(case.params["reps"])
     return [check.threads_of(check.sim_doc(replace(spec, seed=s), background, case.interval_ms, host))
@@ -182,7 +195,7 @@ def replay(runs: dict[str, list[Any]], host_cpus: int,
         threads = int(case.params.get("threads") or load_machine(case.machine).nr_pus)
         reps = int(case.params["reps"])
         for r in recorded:
-            cond = case_condition(name, r.cores, r.command_s, host_cpus)
+            cond = case_condition(name, r.cores, r.command_s, host_cpus, r.other_threads)
             out.append(Replayed(name, r, cond, judge(r.value, threads, reps, sim(name, cond))))
     return out
 
@@ -229,6 +242,7 @@ def report(cond: RunCondition, v: Verdict) -> str:
 
 def as_json(cond: RunCondition, v: Verdict) -> dict[str, Any]:
     """``--moves --json``'s ``run_condition``: the condition and the verdict under it."""
-    return {"qemu_cores": cond.share, "cores": cond.cores, "barrier_s": cond.barrier_s, "notes": list(cond.notes),
+    return {"qemu_cores": cond.share, "cores": cond.cores, "other_threads": cond.other_threads,
+            "barrier_s": cond.barrier_s, "notes": list(cond.notes),
             "guest": v.guest, "moves": v.moves, "sim": v.sim, "sim_mean": v.mean, "ratio": v.ratio,
             "expected_moves": v.expected, "z": v.z, "z_both": v.z_both, "within": v.within}
