@@ -259,9 +259,18 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=4, help="--model's seeds 1..N")
     a = ap.parse_args()
     if a.model:
+        if a.seeds < 1:
+            ap.error("--seeds must be 1 or more")
         return model(a.seeds)
     if a.loops is None or not a.case:
         ap.error("--loops and --case are needed to run the guest")
+    if a.loops < 0 or a.runs < 1 or a.gap < 0:
+        ap.error("--loops must be 0 or more, --runs 1 or more, --gap not negative")
+    from numalab.vm import check
+
+    unknown = [c for c in a.case if c not in check.CASES]
+    if unknown:
+        ap.error(f"unknown case {', '.join(unknown)} (one of: {', '.join(n for n in check.CASES if n.startswith('sched-'))})")
     tree = Path(__file__).resolve().parent.parent
     first = True
     for _ in range(a.runs):
