@@ -168,7 +168,12 @@ def main() -> int:
     name, warm = args
     if name == "--parse":
         # A saved guest output again (``/tmp/agent-first-*.txt``), with the rules as they are now.
-        report(open(warm).read(), warm.rsplit("/", 1)[-1], "saved")
+        try:
+            text = open(warm).read()
+        except OSError as e:
+            print(f"agent_first_sample.py: cannot read {warm}: {e.strerror}", file=sys.stderr)
+            return 2
+        report(text, warm.rsplit("/", 1)[-1], "saved")
         return 0
     if name not in check.CASES:
         print(f"agent_first_sample.py: no case {name!r} (one of numalab vm check's: {', '.join(check.CASES)})",
