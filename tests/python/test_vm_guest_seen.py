@@ -65,8 +65,9 @@ def test_a_value_is_judged_inside_below_or_above_the_guests_range_with_the_facto
 #: 0.0239 (1.09 above), vm-8 passive 0.01075 (1.19 above), the rest inside. With the agent's
 #: first sample one interval after the start and the later ones on that grid (§10.31; 22:03
 #: UTC): vm-4 passive 0.0237 (2.26 above), oversubscribed 0.0275 (1.25 above), vm-8 passive
-#: 0.00725 inside, the rest inside.
-OUTSIDE = {"sched-passive": "above", "sched-oversubscribed": "above"}
+#: 0.00725 inside, the rest inside. With QEMU's big lock in the host model (§10.37; seeds 1-4,
+#: 2026-11-28 00:05 UTC): vm-4 oversubscribed 0.0204 inside, vm-8 passive 0.0129 (1.43 above).
+OUTSIDE = {"sched-passive": "above", "sched-passive-8": "above"}
 
 
 @pytest.mark.parametrize("name", sorted(guest_seen.GUEST_PER_BARRIER))
@@ -166,9 +167,10 @@ def test_a_condition_runs_the_case_at_its_barrier_length_on_its_host():
 #: oversubscribed 0.0184 (1.28 below), passive-2x4 0.0417 inside, oversubscribed-2x4 0.3265 (1.1
 #: below); beside the loop: vm-4 passive 0.0048 (1.6 above), oversubscribed 0.0057 (1.16 above),
 #: vm-8 passive 0.0069 inside, oversubscribed 0.0066 (2.02 below), passive-2x4 0.0419 inside,
-#: oversubscribed-2x4 0.3468 (1.14 above).
+#: oversubscribed-2x4 0.3468 (1.14 above). With QEMU's big lock in the host model (§10.37;
+#: 2026-11-28 00:05 UTC), idle: vm-8 passive 0.004625 inside, the rest on the same side.
 OUTSIDE_BY_CONDITION = {
-    "idle": {"sched-passive": "below", "sched-oversubscribed": "below", "sched-passive-8": "above",
+    "idle": {"sched-passive": "below", "sched-oversubscribed": "below",
              "sched-oversubscribed-8": "below", "sched-oversubscribed-2x4": "below"},
     "busy-loop": {"sched-passive": "above", "sched-oversubscribed": "above",
                   "sched-oversubscribed-8": "below", "sched-oversubscribed-2x4": "above"},
