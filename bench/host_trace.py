@@ -369,6 +369,16 @@ def model(case_name: str, seeds: int) -> None:
         print(f"{seed} | {run:.3f} | " + " | ".join(cells) +
               f" | {m.get('host_s', 0):.3f}, {int(m.get('host_voluntary', 0)) / run:.0f}, {m.get('host_involuntary', 0)}")
         print(f"    running / queued / halted, share of the run: {' | '.join(split)}; cores busy {busy / (2 * run):.3f}")
+        # With the host model's BQL (``vcpu_host.bql``, docs/scheduler.md §10.37): per thread its
+        # takes and the takes that found the lock held (a short blocked spell each) per second of
+        # the run, their mean wait and the share of the run it held the lock.
+        locks = [c["host_bql"] for c in doc["sched_cpus"] if "host_bql" in c] + (
+            [m["host_bql"]] if "host_bql" in m else [])
+        if locks:
+            print("    BQL takes / s, waits / s, mean wait µs, held share (vCPUs, then the main loop): " + " | ".join(
+                f"{int(b['takes']) / run:.0f}, {int(b['waits']) / run:.0f}, "
+                f"{1e6 * float(b['wait_s']) / max(1, int(b['waits'])):.1f}, {float(b['held_s']) / run:.4f}"
+                for b in locks))
 
 
 def main(argv: list[str]) -> int:

@@ -350,7 +350,8 @@ def test_the_guests_newly_idle_balancing_cost_reaches_the_engine_and_cuts_newly_
     124 and 1, 9 stopped; 21:12 UTC). With the agent's own ``util_est`` (§10.30): 4 and 1
     after 6 stopped (the 3 / 1 ms start: 194 and 2, 9 stopped; 21:28 UTC). With the agent's
     first sample one interval after the start (§10.31): 3 and 27 after 8 stopped (the 3 / 1 ms
-    start: 13 and 0, 9 stopped; 22:03 UTC)."""
+    start: 13 and 0, 9 stopped; 22:03 UTC). With QEMU's big lock in the host model (§10.37): 2 and
+    1 after 7 stopped (2026-11-28 00:05 UTC)."""
     from dataclasses import replace
 
     from numalab.vm import sched_trace
@@ -367,7 +368,7 @@ def test_the_guests_newly_idle_balancing_cost_reaches_the_engine_and_cuts_newly_
     without = sched_trace.sim_sched("sched-oversubscribed").newidle_gate
     assert with_cost["avg_idle"] > without["avg_idle"], (with_cost, without)
     # Without a start only the host's stops raise the cost: as measured.
-    assert (without["avg_idle"], without["cost_break"], without.get("host_stopped", 0)) == (3, 27, 8), without
+    assert (without["avg_idle"], without["cost_break"], without.get("host_stopped", 0)) == (2, 1, 7), without
 
 
 def test_the_guests_share_of_stopped_ticks_reaches_the_engine_and_idle_cpus_balance_at_their_own_ticks():

@@ -65,8 +65,9 @@ def test_a_value_is_judged_inside_below_or_above_the_guests_range_with_the_facto
 #: 0.0239 (1.09 above), vm-8 passive 0.01075 (1.19 above), the rest inside. With the agent's
 #: first sample one interval after the start and the later ones on that grid (§10.31; 22:03
 #: UTC): vm-4 passive 0.0237 (2.26 above), oversubscribed 0.0275 (1.25 above), vm-8 passive
-#: 0.00725 inside, the rest inside.
-OUTSIDE = {"sched-passive": "above", "sched-oversubscribed": "above"}
+#: 0.00725 inside, the rest inside. With QEMU's big lock in the host model (§10.37; seeds 1-4,
+#: 2026-11-28 00:05 UTC): vm-4 oversubscribed 0.0204 inside, vm-8 passive 0.0129 (1.43 above).
+OUTSIDE = {"sched-passive": "above", "sched-passive-8": "above"}
 
 
 @pytest.mark.parametrize("name", sorted(guest_seen.GUEST_PER_BARRIER))
@@ -202,12 +203,17 @@ def test_a_condition_runs_the_case_at_its_barrier_length_on_its_host():
 #: 1-8 0.0072, 1.34 above), vm-8 passive 0.0076 inside; N=2 0.00044 (7.43 below), 0.0025 (2.58
 #: below), 0.0045 (1.56 below); N=4 0.00019 (6.67 below), 0.002 (3.11 below), 0.0059 (1.45
 #: below); N=8 0.00006 (28 below), 0.0017 (3.85 below). The guest's moves hold or rise with N,
-#: the model's fall.
+#: the model's fall. With QEMU's big lock in the host model too (§10.37; 2026-11-28 00:22 UTC):
+#: idle vm-4 passive 0.004125 (1.03 above, at the edge), oversubscribed 0.001375 (2.18 below),
+#: vm-8 passive 0.006625 inside; group-loops-1 vm-4 passive 0.003312 inside, oversubscribed
+#: 0.002938 (1.19 below), vm-8 passive 0.008625 (1.01 above, at the edge); the rest on the same
+#: side.
 OUTSIDE_BY_CONDITION = {
-    "idle": {"sched-oversubscribed": "below", "sched-oversubscribed-8": "below", "sched-oversubscribed-2x4": "below"},
+    "idle": {"sched-passive": "above", "sched-oversubscribed": "below", "sched-oversubscribed-8": "below",
+             "sched-oversubscribed-2x4": "below"},
     "busy-loop": {"sched-passive": "above", "sched-oversubscribed": "above",
                   "sched-oversubscribed-8": "below", "sched-oversubscribed-2x4": "above"},
-    "group-loops-1": {"sched-passive": "below", "sched-oversubscribed": "above"},
+    "group-loops-1": {"sched-oversubscribed": "below", "sched-passive-8": "above"},
     "group-loops-2": {"sched-passive": "below", "sched-oversubscribed": "below", "sched-passive-8": "below"},
     "group-loops-4": {"sched-passive": "below", "sched-oversubscribed": "below", "sched-passive-8": "below"},
     "group-loops-8": {"sched-passive": "below", "sched-oversubscribed": "below"},

@@ -181,19 +181,20 @@ def test_a_recorded_run_replays_to_the_figure_vm_check_gave_it_in_the_run():
     CPU's utilisation accrued for all its busy time (docs/scheduler.md §10.24) the same replay
     gives [0.0095, 0.007, 0.0055, 0.0065]; with the agent's own ``util_est`` (§10.30)
     [0.0055, 0.0075, 0.003, 0.007]; with the agent's first sample one interval after the start
-    (§10.31) [0.0045, 0.004, 0.003, 0.003]."""
+    (§10.31) [0.0045, 0.004, 0.003, 0.003]; with QEMU's big lock in the host model (§10.37)
+    [0.003, 0.0055, 0.013, 0.0045]."""
     run = next(r for r in guest_seen.GUEST_RUNS["sched-passive"] if r.utc == "2026-11-27 17:02:11")
     (replayed,) = run_condition.replay({"sched-passive": [run]}, guest_seen.RUNS_HOST_CPUS)
     assert replayed.condition.cores == 2 and replayed.verdict.moves == 10
-    assert replayed.verdict.sim == [0.0045, 0.004, 0.003, 0.003]
+    assert replayed.verdict.sim == [0.003, 0.0055, 0.013, 0.0045]
     # docs/scheduler.md §10.29's 20:56:09 run, recorded after it on the same model: its own
     # ``run_condition`` (QEMU 1.741 cores, command 2.335089 s, 16 moves) again; with the agent's
     # ``util_est`` (§10.30) [0.005, 0.007, 0.014, 0.0065]; with the agent's grid (§10.31)
-    # [0.004, 0.0065, 0.005, 0.004].
+    # [0.004, 0.0065, 0.005, 0.004]; with the big lock (§10.37) [0.005, 0.0055, 0.007, 0.002].
     run = next(r for r in guest_seen.GUEST_RUNS["sched-passive"] if r.utc == "2026-11-27 20:56:09")
     (replayed,) = run_condition.replay({"sched-passive": [run]}, guest_seen.RUNS_HOST_CPUS)
     assert replayed.condition.cores == 2 and replayed.verdict.moves == 16
-    assert replayed.verdict.sim == [0.004, 0.0065, 0.005, 0.004]
+    assert replayed.verdict.sim == [0.005, 0.0055, 0.007, 0.002]
 
 
 def test_vm_check_moves_judges_the_run_under_its_own_condition(cli, monkeypatch):

@@ -145,6 +145,10 @@ pub struct SchedCpuOut {
     /// 0.25, 0.5, 1, 2, 4 ms, later, never (`vhost.rs: TickDelays`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_tick_delays: Option<Vec<u64>>,
+    /// The vCPU thread's takes of QEMU's big lock, with `vcpu_host.bql` only (`vhost/bql.rs`,
+    /// docs/scheduler.md §10.37).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_bql: Option<BqlOut>,
     /// Its domains' load balancer counters as `/proc/schedstat` prints them (docs/scheduler.md
     /// §10.15), `domain0` first.
     pub domains: Vec<SchedDomainOut>,
@@ -191,6 +195,24 @@ pub struct HostThreadOut {
     pub host_slices: u64,
     pub host_voluntary: u64,
     pub host_involuntary: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_bql: Option<BqlOut>,
+}
+
+/// A host thread's takes of QEMU's big lock (`vhost/bql.rs: BqlStat`): how many, how many found
+/// it held and the seconds waited then, and the seconds held.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct BqlOut {
+    pub takes: u64,
+    pub waits: u64,
+    pub wait_s: f64,
+    pub held_s: f64,
+}
+
+impl From<crate::vhost::BqlStat> for BqlOut {
+    fn from(s: crate::vhost::BqlStat) -> Self {
+        BqlOut { takes: s.takes, waits: s.waits, wait_s: s.wait_s, held_s: s.held_s }
+    }
 }
 
 /// One completed scan pass over a process's address space (`--explain-balancing`).

@@ -20,9 +20,11 @@
 //!   thread sleeps on its `halt_cond`, keeping its lag, and its wake-up may preempt the running
 //!   thread (`kernel/sched/fair.c: check_preempt_wakeup_fair`).
 
+mod bql;
 mod eevdf;
 mod main_loop;
 
+pub use bql::{BqlCfg, BqlStat};
 pub use main_loop::Timer;
 
 use serde::{Deserialize, Serialize};
@@ -61,6 +63,11 @@ pub struct VcpuHost {
     /// (docs/scheduler.md §10.18). None by default (an otherwise idle host).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub other_threads: usize,
+    /// `mttcg` with `main_loop_s`: QEMU's big lock as one host-wide lock the vCPU threads take at
+    /// their guest's events and clock reads and the main loop at its runs (`bql.rs`,
+    /// docs/scheduler.md §10.37). Absent, only the main loop's kicks wait for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bql: Option<BqlCfg>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -98,6 +105,12 @@ impl VcpuHost {
             return Err(
                 "vcpu_host.main_loop_s needs mode mttcg (rr's one thread runs the main loop's timers itself)".into()
             );
+        }
+        if let Some(b) = &self.bql {
+            if self.main_loop_s.is_none() {
+                return Err("vcpu_host.bql needs main_loop_s (the main loop's thread, one of the lock's takers)".into());
+            }
+            b.check()?;
         }
         Ok(())
     }
@@ -234,6 +247,9 @@ pub struct HostRun {
     others_received_s: Vec<f64>,
     /// The time of the last plan (`arm_main_loop`).
     now_s: f64,
+    /// `bql`: the lock, and when the main loop's run in progress took it.
+    bql: Option<bql::Bql>,
+    main_run_at: f64,
 }
 
 impl HostRun {
@@ -244,7 +260,6 @@ impl HostRun {
         let eevdf = (cfg.mode == HostMode::Mttcg)
             .then(|| eevdf::Eevdf::new(cfg.request_s.unwrap_or(cfg.slice_s), cfg.slice_s, cfg.cores, threads, vcpus));
         HostRun {
-            cfg,
             holds: vec![false; vcpus],
             used_s: vec![0.0; vcpus],
             received_s: vec![0.0; vcpus],
@@ -265,7 +280,31 @@ impl HostRun {
             others_hold: vec![false; others],
             others_received_s: vec![0.0; others],
             now_s: 0.0,
+            bql: cfg.bql.clone().filter(|_| cfg.mode == HostMode::Mttcg).map(|b| bql::Bql::new(b, vcpus, 0)),
+            main_run_at: 0.0,
+            cfg,
         }
+    }
+
+    /// The run's seed, for the lock's draws (`bql.rs`).
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        if let Some(b) = self.cfg.bql.clone().filter(|_| self.bql.is_some()) {
+            self.bql = Some(bql::Bql::new(b, self.holds.len(), seed));
+        }
+        self
+    }
+
+    /// vCPU `c`'s guest sent an IPI at `at_s` (its ICR write takes the BQL, `bql.rs`).
+    pub fn ipi_sent(&mut self, c: usize, at_s: f64) {
+        if let Some(b) = self.bql.as_mut() {
+            b.take_at(c, at_s);
+        }
+    }
+
+    /// With `bql`: each thread's takes of the lock so far, the vCPU threads' then the main
+    /// loop's.
+    pub fn bql_stats(&self) -> Option<&[BqlStat]> {
+        self.bql.as_ref().map(|b| b.stats())
     }
 
     /// The guest's tick (`tick_s`, 1 / its `CONFIG_HZ`): with `mttcg` a running vCPU thread
@@ -297,6 +336,12 @@ impl HostRun {
             let ran: Vec<bool> =
                 (0..self.holds.len()).map(|c| self.holds[c] && !(self.main_ended && m.kicked()[c])).collect();
             self.main_runnable = m.arm(timers, &ran, now_s);
+            // Each timer the guest programmed in the round just run is a TMICT write.
+            if let Some(b) = self.bql.as_mut() {
+                for (c, _) in m.programmed().iter().enumerate().filter(|(_, &p)| p) {
+                    b.take_in_round(c, 1);
+                }
+            }
         }
     }
 
@@ -339,6 +384,18 @@ impl HostRun {
                         }
                     }
                 }
+                // The last round's takes of the lock: a vCPU thread that found it held blocked
+                // and is woken at the release (the main loop's wait, at most a few µs, is only
+                // counted).
+                if let Some(b) = self.bql.as_mut() {
+                    let waited = b.resolve();
+                    for c in 0..n {
+                        if waited[c] && !blocked[c] && holds_x[c] && busy_x[c] {
+                            blocked[c] = e.block_on_bql(c, &mut holds_x);
+                        }
+                    }
+                    b.begin(self.now_s);
+                }
                 busy_x.push(self.main_runnable);
                 holds_x.push(self.main_holds);
             }
@@ -357,7 +414,12 @@ impl HostRun {
                 let now = holds_x[n];
                 self.main_stat.switched(self.main_holds, now, self.main_runnable);
                 self.main_holds = now;
-                m.planned(now, self.now_s);
+                if m.planned(now, self.now_s) {
+                    self.main_run_at = self.now_s;
+                    if let Some(b) = self.bql.as_mut() {
+                        b.main_loop_run(self.now_s);
+                    }
+                }
             }
             self.holds.copy_from_slice(&holds_x[..n]);
             let others = holds_x.len() - self.others_hold.len();
@@ -373,6 +435,11 @@ impl HostRun {
             self.busy[c] = b;
             self.resumed[c] = self.holds[c] && self.asleep[c];
             self.asleep[c] &= !self.holds[c];
+            // Back from a halt: the BQL retaken after `qemu_wait_io_event()`, then the interrupt
+            // that ended the halt delivered and its EOI written.
+            if let Some(bq) = self.bql.as_mut().filter(|_| self.resumed[c]) {
+                bq.events(c, 3);
+            }
         }
         &self.holds
     }
@@ -417,10 +484,18 @@ impl HostRun {
                 *r += dt;
             }
         }
+        if let Some(b) = self.bql.as_mut() {
+            b.ran(dt, &self.holds);
+        }
         if let Some(m) = self.main.as_mut() {
             if self.main_holds {
                 self.main_received_s += dt;
-                self.main_ended |= m.charge(dt);
+                let ended = m.charge(dt);
+                self.main_ended |= ended;
+                if let Some(b) = self.bql.as_mut().filter(|_| ended) {
+                    let running: Vec<bool> = (0..self.holds.len()).map(|c| m.kicked()[c] && self.holds[c]).collect();
+                    b.kicked(self.main_run_at, &running);
+                }
             } else if self.main_runnable {
                 self.main_stat.wait_s += dt;
             }
@@ -474,7 +549,10 @@ mod tests {
     use super::*;
 
     fn host(mode: HostMode, cores: usize, slice_s: f64, vcpus: usize) -> HostRun {
-        HostRun::new(VcpuHost { cores, mode, slice_s, request_s: None, main_loop_s: None, other_threads: 0 }, vcpus)
+        HostRun::new(
+            VcpuHost { cores, mode, slice_s, request_s: None, main_loop_s: None, other_threads: 0, bql: None },
+            vcpus,
+        )
     }
 
     /// `mttcg` as `GUEST_HOST` has it: a 4 ms tick, 1.5 ms requests.
@@ -486,6 +564,7 @@ mod tests {
             request_s: Some(1.5e-3),
             main_loop_s: None,
             other_threads: 0,
+            bql: None,
         }
     }
 
@@ -683,6 +762,7 @@ mod tests {
             request_s: None,
             main_loop_s: None,
             other_threads,
+            bql: None,
         };
         assert!(cfg(HostMode::Mttcg, 1).check().is_ok());
         assert!(cfg(HostMode::Rr, 1).check().unwrap_err().contains("other_threads needs mode mttcg"));
@@ -804,6 +884,7 @@ mod tests {
             request_s: Some(0.0),
             main_loop_s: None,
             other_threads: 0,
+            bql: None,
         };
         assert!(c.check().unwrap_err().contains("vcpu_host.request_s"));
         c.request_s = Some(1.5e-3);
@@ -814,6 +895,81 @@ mod tests {
         c.main_loop_s = Some(16e-6);
         c.mode = HostMode::Rr;
         assert!(c.check().unwrap_err().contains("needs mode mttcg"));
+    }
+
+    /// `GUEST_HOST` with its main loop thread, `cores` cores, and the BQL `bql`.
+    fn bql_host(cores: usize, vcpus: usize, bql: Option<BqlCfg>) -> HostRun {
+        let cfg = VcpuHost { main_loop_s: Some(16e-6), bql, ..guest_host(cores) };
+        HostRun::new(cfg, vcpus).with_guest_tick(4e-3).with_seed(1)
+    }
+
+    /// One round of 60 µs from `t` (ms) with the vCPUs' `busy` and ticks running while busy.
+    fn round(h: &mut HostRun, t_ms: f64, busy: &[bool]) -> Vec<usize> {
+        let timers: Vec<Option<Timer>> = busy.iter().map(|&b| b.then_some(Timer::Tick)).collect();
+        h.arm_main_loop(&timers, t_ms * 1e-3);
+        let run = held(h, busy);
+        h.charge(60e-6);
+        run
+    }
+
+    #[test]
+    fn with_the_lock_never_contended_the_host_runs_as_without_it() {
+        // Holds of a femtosecond: no two takes overlap (the main loop's kicks aside, which wait
+        // with the lock as without it), so every plan and count is the lock-free host's.
+        let tiny = BqlCfg { hold_vcpu_s: 1e-15, hold_main_s: 1e-15, clock_reads_per_busy_s: 5000.0 };
+        let (mut a, mut b) = (bql_host(1, 3, None), bql_host(1, 3, Some(tiny)));
+        for r in 0..400 {
+            // Each vCPU halts for a stretch now and then, so it comes back from halts.
+            let busy: Vec<bool> = (0..3).map(|c| (r / (7 + 3 * c)) % 3 != 0).collect();
+            assert_eq!(round(&mut a, r as f64 * 0.06, &busy), round(&mut b, r as f64 * 0.06, &busy), "round {r}");
+        }
+        assert_eq!(a.threads(), b.threads());
+        let s = b.bql_stats().unwrap();
+        // The vCPU threads took it (halts, EOIs, clock reads), the main loop at each run.
+        assert!(s[..3].iter().all(|x| x.takes > 20) && s[3].takes > 0, "{s:?}");
+        assert_eq!(s[3].waits, 0);
+    }
+
+    #[test]
+    fn a_vcpu_thread_that_finds_the_lock_held_blocks_and_is_woken_at_the_release() {
+        // Two cores, two busy vCPUs, no clock reads, their ticks stopped (the main loop stays
+        // asleep). In the fourth round vCPU 0's guest sends an IPI 10 µs in (an ICR write: 2 µs
+        // held), vCPU 1's 1 µs later: vCPU 1 waits 1 µs. At the next plan it blocks (a
+        // voluntary switch) and, woken at the release, takes its core again (a new slice);
+        // vCPU 0 is not switched.
+        let cfg = BqlCfg { hold_vcpu_s: 2e-6, hold_main_s: 8e-6, clock_reads_per_busy_s: 0.0 };
+        let mut h = bql_host(2, 2, Some(cfg));
+        let round = |h: &mut HostRun, t_ms: f64, ipis: &[(usize, f64)]| {
+            h.arm_main_loop(&[None, None], t_ms * 1e-3);
+            let run = held(h, &[true, true]);
+            for &(c, at_ms) in ipis {
+                h.ipi_sent(c, at_ms * 1e-3);
+            }
+            h.charge(60e-6);
+            run
+        };
+        for r in 0..3 {
+            assert_eq!(round(&mut h, r as f64 * 0.06, &[]), vec![0, 1]);
+        }
+        let (threads, locks) = (h.threads().to_vec(), h.bql_stats().unwrap().to_vec());
+        assert_eq!(round(&mut h, 0.18, &[(0, 0.19), (1, 0.191)]), vec![0, 1]);
+        assert_eq!(h.threads(), &threads[..], "resolved only at the next plan");
+        assert_eq!(round(&mut h, 0.24, &[]), vec![0, 1]);
+        let s = h.bql_stats().unwrap();
+        assert_eq!((s[0].takes - locks[0].takes, s[0].waits - locks[0].waits), (1, 0));
+        assert_eq!((s[1].takes - locks[1].takes, s[1].waits - locks[1].waits), (1, 1));
+        assert!((s[1].wait_s - locks[1].wait_s - 1e-6).abs() < 1e-12, "{s:?}");
+        let (a, b) = (h.threads()[0], h.threads()[1]);
+        assert_eq!((a.voluntary, a.slices), (threads[0].voluntary, threads[0].slices));
+        assert_eq!((b.voluntary, b.slices), (threads[1].voluntary + 1, threads[1].slices + 1));
+        assert_eq!(b.involuntary, threads[1].involuntary);
+    }
+
+    #[test]
+    fn a_bql_needs_the_main_loop_thread() {
+        let bql = Some(BqlCfg { hold_vcpu_s: 2e-6, hold_main_s: 8e-6, clock_reads_per_busy_s: 5000.0 });
+        assert!(VcpuHost { bql: bql.clone(), ..guest_host(1) }.check().unwrap_err().contains("needs main_loop_s"));
+        assert!(VcpuHost { bql, main_loop_s: Some(16e-6), ..guest_host(1) }.check().is_ok());
     }
 
     #[test]
@@ -827,6 +983,7 @@ mod tests {
             request_s: Some(1.5e-3),
             main_loop_s: Some(16e-6),
             other_threads: 0,
+            bql: None,
         };
         let mut h = HostRun::new(cfg, 2).with_guest_tick(4e-3);
         let timers = [Some(Timer::Tick), None];

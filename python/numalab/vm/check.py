@@ -743,7 +743,25 @@ def cpus_per_node(machine: Any) -> int:
 #:   timeslices, ``numalab vm check --moves --case sched-oversubscribed-4x2`` and the two other
 #:   multi-vCPU cases, 2026-11-27 13:40-13:57 UTC). With it the main loop is a host thread of its
 #:   own that wakes for the vCPUs' timers (docs/scheduler.md §10.14).
-GUEST_HOST: dict[str, Any] = {"cores": 1, "mode": "mttcg", "slice_s": 4e-3, "request_s": 1.5e-3, "main_loop_s": 16e-6}
+#: - ``bql``: QEMU's big lock, one host-wide lock (``vhost/bql.rs``, docs/scheduler.md §10.37): a
+#:   vCPU thread takes it back from each halt (with the interrupt's delivery and EOI), at each
+#:   tick interrupt and EOI, each IPI it sends, each timer it programs and each clock read; the
+#:   main loop at each run; a taker that finds it held blocks until the release.
+#:   ``hold_vcpu_s`` 2 µs and ``hold_main_s`` 7 µs are estimates, not unprobed measurements:
+#:   §10.35's uprobe holds less 7.5 µs a probe hit, "up to about 2 µs" for a vCPU thread and
+#:   "about 4-10 µs" for the main loop (7 µs, the middle). ``clock_reads_per_busy_s`` 5,300 is
+#:   §10.35's ``read_hpet`` count per vCPU per second of the window (the three runs' means
+#:   2,200, 2,307, 2,347: 2,285) over the share of the window a vCPU thread ran on the host in
+#:   the same cases on the idle host (§10.34's ``schedstat``: 0.39-0.47, the middle 0.43):
+#:   the guest reads its clock only while the host runs it.
+GUEST_HOST: dict[str, Any] = {
+    "cores": 1,
+    "mode": "mttcg",
+    "slice_s": 4e-3,
+    "request_s": 1.5e-3,
+    "main_loop_s": 16e-6,
+    "bql": {"hold_vcpu_s": 2e-6, "hold_main_s": 7e-6, "clock_reads_per_busy_s": 5300.0},
+}
 
 #: Named hosts for ``sim_doc(host=...)`` and ``bench/vm_sched_sim.py --host``: the host
 #: conditions docs/scheduler.md §10.18 measured the guest under (``vm check --moves``, QEMU's

@@ -469,8 +469,9 @@ impl<'a> Engine<'a> {
             alloc_out: Vec::new(),
             on_cpu: Vec::new(),
             host: cfg.vcpu_host.clone().map(|h| {
-                let run =
-                    crate::vhost::HostRun::new(h, m.pus.len()).with_guest_tick(1.0 / cfg.kernel.profile().sched.hz);
+                let run = crate::vhost::HostRun::new(h, m.pus.len())
+                    .with_guest_tick(1.0 / cfg.kernel.profile().sched.hz)
+                    .with_seed(cfg.seed);
                 (run, vec![true; m.pus.len()])
             }),
         };
@@ -854,6 +855,7 @@ impl Engine<'_> {
                 .enumerate()
                 .map(|(c, (busy, goidle))| {
                     let th = self.host.as_ref().map(|(host, _)| host.threads()[c]);
+                    let bql = self.host.as_ref().and_then(|(host, _)| host.bql_stats()).map(|b| b[c]);
                     let (domains, gate) = s.lb_schedstat(c);
                     crate::output::SchedCpuOut {
                         cpu: s.pu_os[c],
@@ -868,6 +870,7 @@ impl Engine<'_> {
                         host_preempted_wait_s: th.map(|t| t.preempted_wait_s),
                         host_preempted_waits: th.map(|t| t.preempted_waits),
                         host_tick_delays: self.host.as_ref().map(|(host, _)| host.tick_delays()[c].bins.to_vec()),
+                        host_bql: bql.map(crate::output::BqlOut::from),
                         domains: domains
                             .into_iter()
                             .map(|(level, lb)| crate::output::SchedDomainOut { level, lb })
@@ -882,12 +885,14 @@ impl Engine<'_> {
         };
         let main_loop =
             self.host.as_ref().and_then(|(host, _)| host.main_loop_thread()).filter(|_| self.cfg.explain_sched);
+        let main_bql = self.host.as_ref().and_then(|(host, _)| host.bql_stats()).and_then(|b| b.last().copied());
         let main_loop = main_loop.map(|(t, run_s)| crate::output::HostThreadOut {
             host_s: run_s,
             host_wait_s: t.wait_s,
             host_slices: t.slices,
             host_voluntary: t.voluntary,
             host_involuntary: t.involuntary,
+            host_bql: main_bql.map(crate::output::BqlOut::from),
         });
         let others = self.host.as_ref().map(|(host, _)| host.others_received_s().to_vec()).unwrap_or_default();
         let rq = rq.map(|r| crate::output::SchedRqOut {

@@ -57,10 +57,14 @@ impl Engine<'_> {
                 runnable[i] = true;
                 let cpu = self.sched.wake(release, i, waker, &runnable);
                 // Onto a vCPU the host does not run, a wake-up left to the target waits there
-                // for the host (`sched/wakelist.rs`).
-                if self.host.as_ref().is_some_and(|(_, runs)| !runs[cpu])
-                    && self.sched.ttwu_queue_cond(i, waker, &runnable, release)
-                {
+                // for the host (`sched/wakelist.rs`). Left to the target, it is an IPI the
+                // waker's vCPU sends (its ICR write takes QEMU's BQL, `vhost/bql.rs`).
+                let queued = self.host.as_ref().is_some_and(|(h, runs)| !runs[cpu] || h.bql_stats().is_some())
+                    && self.sched.ttwu_queue_cond(i, waker, &runnable, release);
+                if let Some((host, _)) = self.host.as_mut().filter(|_| queued) {
+                    host.ipi_sent(self.sched.cpu[waker], release);
+                }
+                if queued && self.host.as_ref().is_some_and(|(_, runs)| !runs[cpu]) {
                     self.sched.queue_wakelist(i);
                 } else {
                     self.sched.ttwu_do_wakeup(cpu, release);

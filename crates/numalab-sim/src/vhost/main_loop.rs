@@ -51,6 +51,8 @@ pub(super) struct MainLoop {
     through_s: f64,
     /// The vCPUs whose timers the last finished run delivered.
     kicked: Vec<bool>,
+    /// The vCPUs whose guest programmed their timer since the last plan (a TMICT write).
+    programmed: Vec<bool>,
     /// Wake-ups, and of those by a timer newly set first (`qemu_notify_event()`).
     pub(super) wakes: u64,
     pub(super) notified: u64,
@@ -65,6 +67,7 @@ impl MainLoop {
             armed: vec![None; vcpus],
             through_s: f64::NEG_INFINITY,
             kicked: vec![false; vcpus],
+            programmed: vec![false; vcpus],
             wakes: 0,
             notified: 0,
         }
@@ -87,6 +90,7 @@ impl MainLoop {
     pub(super) fn arm(&mut self, timers: &[Option<Timer>], ran: &[bool], now_s: f64) -> bool {
         let (tick, through) = (self.tick_s, self.through_s);
         let mut notified = false;
+        self.programmed.fill(false);
         for c in (0..self.armed.len()).filter(|&c| ran[c]) {
             let old = self.armed[c];
             let new = match (timers[c], old) {
@@ -99,6 +103,7 @@ impl MainLoop {
                 continue;
             }
             self.armed[c] = new;
+            self.programmed[c] = new.is_some();
             // `timer_mod_ns_locked()` puts it after the pending timers expiring no later: it heads
             // the list only if strictly earlier than all of them.
             if let Some((s, _)) = new.filter(|&(s, _)| s > through) {
@@ -123,11 +128,18 @@ impl MainLoop {
         self.armed.iter().flatten().map(|&(s, _)| s).filter(|&s| s > self.through_s).min_by(f64::total_cmp)
     }
 
-    /// The plan from `now_s` gave the thread a core (`holds`) or not.
-    pub(super) fn planned(&mut self, holds: bool, now_s: f64) {
-        if holds && self.state == State::Woken {
+    /// The plan from `now_s` gave the thread a core (`holds`) or not; true if its run starts.
+    pub(super) fn planned(&mut self, holds: bool, now_s: f64) -> bool {
+        let starts = holds && self.state == State::Woken;
+        if starts {
             self.state = State::Running { since: now_s, left: self.run_s };
         }
+        starts
+    }
+
+    /// The vCPUs whose guest set their timer at the last `arm` (not a `timer_del()`).
+    pub(super) fn programmed(&self) -> &[bool] {
+        &self.programmed
     }
 
     /// The thread ran `dt` seconds holding a core: its run over, it delivers the timers expired
