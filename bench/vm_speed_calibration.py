@@ -1,13 +1,13 @@
-"""Issue 22 probe (docs/scheduler.md §10.40): where ``check.sim_doc`` takes the guest's speed from
-under a loaded host, and what the model does with the speed taken on the idle host instead.
+"""Issue 22 probe (docs/scheduler.md §10.40): the guest's speed taken from under a loaded host, as
+``check.sim_doc`` took it before §10.40, beside the speed taken on the idle host, as it takes it now.
 
-``check.sim_doc`` times a first run on the unslowed preset with the host model of the condition
-(``check.HOSTS``), then slows the preset by the guest's barrier over that run's
+``check.sim_doc`` timed a first run on the unslowed preset with the host model of the condition
+(``check.HOSTS``), then slowed the preset by the guest's barrier over that run's
 (``guest_speed_machine``): the slowdown stands for TCG's translated code being slower than the
 preset's timing. Under ``group-loops-N`` the first run's barrier already carries the host's
 waits (N always-runnable threads on the host model's queue), which do not scale with the guest's
 speed, so the slowdown left for TCG shrinks with N. For each case under each condition, seeds
-1..N, this prints both: the slowdown as ``sim_doc`` takes it and the model's barrier, moves per
+1..N, this prints both: the slowdown taken under the condition and the model's barrier, moves per
 thread per barrier and share of the run with a vCPU holding 2+ workers beside an idle one
 (``sched_rq``, as ``vm check --moves`` prints the guest's); then the same with the slowdown taken
 under ``CONDITIONS["idle"]`` (two host cores, nothing else: the host adds least there), the
@@ -87,7 +87,7 @@ def main() -> int:
                 print(f"{cn:15s} {name:21s} {label:10s} {statistics.mean(slow):8.3f}  {1e3 * statistics.mean(per):7.3f} "
                       f"({1e3 * cond.barrier_s[name]:6.3f})   {statistics.mean(vals):.5f} ({min(vals):.5f}-{max(vals):.5f})"
                       f"      {low:.5f}-{high:.5f}  {statistics.mean(stacks):.3f}", flush=True)
-    print(f"\nseeds 1-{a.seeds}; speed from: the condition (check.sim_doc as it is) or CONDITIONS['idle'] "
+    print(f"\nseeds 1-{a.seeds}; speed from: the condition (check.sim_doc before §10.40) or CONDITIONS['idle'] "
           "(the slowdown with two host cores and nothing else)")
     return 0
 

@@ -299,6 +299,12 @@ class GuestBackground:
     #: process translates its sampling code anew at its first sample, docs/scheduler.md §10.36);
     #: 0: spread over ``agent_cost_s``, a mean over every sample, the first included.
     agent_first_extra_s: float = 0.0
+    #: The guest's seconds per barrier on the idle host (``CONDITIONS["idle"]``), which sets TCG's
+    #: slowdown in ``sim_doc`` under every host: translated code runs as fast per host CPU second
+    #: whatever the host's load, and a busier host slows the guest by running its vCPUs less, which
+    #: the host model gives (docs/scheduler.md §10.40). None where not measured there: the
+    #: slowdown then comes from ``barrier_s`` under the host the run is given.
+    speed_barrier_s: float | None = None
 
     def engine(self, interval_ms: int) -> dict[str, Any]:
         """The engine's ``background`` (``numalab_sim::sched::Background``): the agent every
@@ -899,6 +905,13 @@ CONDITIONS: dict[str, HostCondition] = {
 }
 
 
+# TCG's speed, measured on the idle host, for every sleeping case measured there (§10.40).
+for _name, _barrier_s in CONDITIONS["idle"].barrier_s.items():
+    _case = CASES[_name]
+    if _case.background is not None:
+        CASES[_name] = replace(_case, background=replace(_case.background, speed_barrier_s=_barrier_s))
+
+
 def sim_doc(spec: RunSpec, background: GuestBackground | None = None, interval_ms: int = 1000,
             host: bool | dict[str, Any] = True) -> dict[str, Any]:
     """The simulator's run of a case; with the guest's ``background``, on the preset at the
@@ -908,31 +921,43 @@ def sim_doc(spec: RunSpec, background: GuestBackground | None = None, interval_m
     that (``guest_speed_machine``) with the guest's background (``GuestBackground.engine``). With
     the background both runs also simulate the host running the vCPUs (``GUEST_HOST``), on every
     guest (one vCPU per node too: the same host runs them all, and without it no vCPU is ever left
-    unrun, docs/scheduler.md §10.16): the first then gives the barrier's length with one host core
-    for all vCPUs, and the slowdown left is TCG's own (translated code slower than the preset's
-    placeholder timing). ``host=False`` leaves the host out (every vCPU always runs); a dict is
+    unrun, docs/scheduler.md §10.16): the first then gives the barrier's length with the host's
+    cores shared by all vCPUs, and the slowdown left is TCG's own (translated code slower than the
+    preset's placeholder timing). Where the case was measured on the idle host
+    (``GuestBackground.speed_barrier_s``) the first run is that host's, whatever host the second
+    is given: TCG's speed per host CPU second does not follow the host's load, the host model
+    gives what the load takes (§10.40), and the background's ``barrier_s`` is then a check. ``host=False`` leaves the host out (every vCPU always runs); a dict is
     the host to model instead of ``GUEST_HOST`` (one of ``HOSTS``)."""
     from numalab.runner import sim
 
     chosen = host if isinstance(host, dict) else GUEST_HOST if host else None
     vcpu_host = chosen if background is not None else None
     if background is None:
-        doc = sim.run(spec).doc
-    else:
-        # The first run times the barrier on the machine the second run slows down, so the
-        # slowdown is the guest's alone (not the preset's placeholder remote latencies).
+        return dict(sim.run(spec).doc)
+
+    def unslowed(run_host: dict[str, Any] | None) -> dict[str, Any]:
+        """The run on the preset with the guest's one memory latency, not slowed (the first run
+        times the barrier on the machine the second run slows down, so the slowdown is the
+        guest's alone, not the preset's placeholder remote latencies)."""
         m, w, placement, policies, config = spec.engine_inputs(guest_speed_machine(spec.machine, 1.0))
-        if vcpu_host is not None:
-            config["vcpu_host"] = vcpu_host
-        doc = sim.run(spec.bind_inputs(m, w, placement, policies, config)).doc
-    if background is not None and spec.noise:
-        barriers = int(dict(spec.params).get("reps") or 1)
-        slowdown = background.barrier_s / (float(doc["time_s"]) / barriers)
-        m, w, placement, policies, config = spec.engine_inputs(guest_speed_machine(spec.machine, slowdown))
-        config["background"] = background.engine(interval_ms)
-        if vcpu_host is not None:
-            config["vcpu_host"] = vcpu_host
-        doc = sim.run(spec.bind_inputs(m, w, placement, policies, config)).doc
+        if run_host is not None:
+            config["vcpu_host"] = run_host
+        return dict(sim.run(spec.bind_inputs(m, w, placement, policies, config)).doc)
+
+    if not spec.noise:
+        return unslowed(vcpu_host)
+    barriers = int(dict(spec.params).get("reps") or 1)
+    if background.speed_barrier_s is not None and vcpu_host is not None:
+        # TCG's slowdown from the idle host, whatever host this run is given (§10.40).
+        speed_s, first = background.speed_barrier_s, unslowed(HOSTS[CONDITIONS["idle"].host])
+    else:
+        speed_s, first = background.barrier_s, unslowed(vcpu_host)
+    slowdown = speed_s / (float(first["time_s"]) / barriers)
+    m, w, placement, policies, config = spec.engine_inputs(guest_speed_machine(spec.machine, slowdown))
+    config["background"] = background.engine(interval_ms)
+    if vcpu_host is not None:
+        config["vcpu_host"] = vcpu_host
+    doc = sim.run(spec.bind_inputs(m, w, placement, policies, config)).doc
     return dict(doc)
 
 
