@@ -239,16 +239,17 @@ mod sampling {
         for s in &samples {
             assert_eq!(s["pid"].as_u64(), Some(pid));
             assert!(s["pages_per_node"]["0"].as_u64().unwrap() > 0, "{s}");
-            assert!(s["mappings"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|m| m["file"].as_str().is_some_and(|f| f.ends_with("sleep"))));
+            // A sample skips numa_maps while the last read's cost is over its budget (a read
+            // slower than the 50 ms interval on a busy machine); one that read it maps `sleep`.
+            if let Some(maps) = s["mappings"].as_array() {
+                assert!(maps.iter().any(|m| m["file"].as_str().is_some_and(|f| f.ends_with("sleep"))));
+            }
             let t = &s["threads"][0];
             assert_eq!(t["tid"].as_u64(), Some(pid));
             assert!(s["mems_allowed"].as_str().unwrap().starts_with('0'), "{s}");
             assert!(t["numa_preferred_nid"].is_i64(), "NUMA block of /proc/PID/task/TID/sched: {t}");
         }
+        assert!(samples[0]["mappings"].is_array(), "the first sample reads numa_maps: {}", samples[0]);
         // The last record before the summary is the snapshot at the exit stop, not a sample.
         assert_eq!(samples.last().unwrap()["snapshot"], "exit");
         assert!(samples[..samples.len() - 1].iter().all(|s| s["snapshot"].is_null()));
