@@ -7,8 +7,9 @@ pub enum LinuxError {
     #[error("cannot read {path}: {message}")]
     Read { path: String, message: String },
     /// The file exists but is not ours to read (`/proc/PID/*` of another user's or a setuid
-    /// process: the kernel's ptrace access check, `proc_mem_open` / `mm_access`).
-    #[error("no permission to read {path} (it belongs to a process that is not ours)")]
+    /// process: the kernel's ptrace access check, `proc_mem_open` / `mm_access`; debugfs under a
+    /// kernel in lockdown).
+    #[error("no permission to read {path}")]
     Denied { path: String },
     #[error("cannot write {path}: {message}")]
     Write { path: String, message: String },
