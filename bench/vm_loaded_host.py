@@ -1,6 +1,6 @@
 """Issue 22 probe (docs/scheduler.md §10.39): guest runs of a scheduler case with N busy loops in
 QEMU's own autogroup, the loaded host the host model represents as it is (``vcpu_host.cores`` 2
-and ``other_threads`` N: always-runnable nice-0 threads on the same EEVDF queue as QEMU's).
+and ``other_threads`` N: always-runnable nice-0 threads on the cores' EEVDF queues with QEMU's).
 
 Why a wrapper: ``vm/qemu.py: boot()`` starts QEMU with ``start_new_session`` (``setsid()``), and
 with ``SCHED_AUTOGROUP`` a new session is a new task group (v6.x ``kernel/sys.c: ksys_setsid()``

@@ -16,13 +16,15 @@
 //!   the default for an x86 guest on an x86 host (`accel/tcg/tcg-all.c: mttcg_enabled` from
 //!   `default_mttcg_enabled()`: `TARGET_SUPPORTS_MTTCG` and the guest's memory order
 //!   `TCG_GUEST_DEFAULT_MO` within the host's). The host's scheduler, Linux 6.18's EEVDF
-//!   (`eevdf.rs`), shares `cores` among the threads of the non-halted vCPUs; a halted vCPU's
+//!   (`eevdf.rs`, one run queue per core; `placement.rs`, which core a thread goes to), shares
+//!   `cores` among the threads of the non-halted vCPUs; a halted vCPU's
 //!   thread sleeps on its `halt_cond`, keeping its lag, and its wake-up may preempt the running
 //!   thread (`kernel/sched/fair.c: check_preempt_wakeup_fair`).
 
 mod bql;
 mod eevdf;
 mod main_loop;
+mod placement;
 
 pub use bql::{BqlCfg, BqlStat};
 pub use main_loop::Timer;
@@ -56,9 +58,9 @@ pub struct VcpuHost {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub main_loop_s: Option<f64>,
     /// `mttcg`: the host's other threads, each always runnable at nice 0 (a busy loop beside
-    /// QEMU), on the same EEVDF queue as the vCPU threads: the kernel treats them as any
-    /// nice-0 task (`kernel/sched/fair.c: place_entity()`, `update_curr()`,
-    /// `__pick_eevdf()`). That is a thread in QEMU's own task group: a busy loop in another
+    /// QEMU), on the cores' EEVDF queues with the vCPU threads and balanced as they are: the
+    /// kernel treats them as any nice-0 task (`kernel/sched/fair.c: place_entity()`,
+    /// `update_curr()`, `__pick_eevdf()`, `detach_tasks()`). That is a thread in QEMU's own task group: a busy loop in another
     /// session (`SCHED_AUTOGROUP`) took a whole core of two on the measured host
     /// (docs/scheduler.md §10.18). None by default (an otherwise idle host).
     #[serde(default, skip_serializing_if = "is_zero")]

@@ -776,8 +776,8 @@ GUEST_HOST: dict[str, Any] = {
 #:   done'``, another session, which got 0.98-1.0), 2026-11-27 16:11-16:47 UTC.
 #: - ``two-cores``: the machine's two cores (``nproc``); QEMU got 1.69-1.88 of them with the
 #:   host otherwise idle, 16:05-16:44 UTC.
-#: - ``two-cores-loop``: two cores and one always-runnable nice-0 thread on the host model's one
-#:   EEVDF queue (``vcpu_host.other_threads``). Not §10.18's busy-loop host: there the loop, in
+#: - ``two-cores-loop``: two cores and one always-runnable nice-0 thread on the host model's
+#:   per-core EEVDF queues (``vcpu_host.other_threads``, balanced as QEMU's threads, §10.41). Not §10.18's busy-loop host: there the loop, in
 #:   its own autogroup, took a whole core. It is the host with a busy loop in QEMU's own
 #:   autogroup (``bench/vm_loaded_host.py``, §10.39), as are ``two-cores-loops-2``, ``-4``, ``-8``.
 HOSTS: dict[str, dict[str, Any]] = {
@@ -877,7 +877,7 @@ CONDITIONS: dict[str, HostCondition] = {
         "sched-oversubscribed-8": 8.229e-3, "sched-passive-2x4": 14.046e-3, "sched-oversubscribed-2x4": 15.026e-3}),
     # N busy loops in QEMU's own autogroup (``bench/vm_loaded_host.py``; docs/scheduler.md §10.39,
     # 2026-11-27 23:31 - 11-28 00:10 UTC; each loop and QEMU in one group, ``/proc/PID/autogroup``): the
-    # host the model runs as it is, two cores and N always-runnable nice-0 threads on the queue of
+    # host the model runs as it is, two cores and N always-runnable nice-0 threads on the queues of
     # QEMU's threads. The barrier: the mean of the runs' command time over 1000 barriers, s
     # (vm-4 passive N=1 3.4461, 3.37804, 3.296836; N=2 4.5475, 4.810317, 4.882971; N=4 5.711578,
     # 7.17873, 6.225629; N=8 11.303921, 9.755381, 10.964822; oversubscribed N=1 3.899008,

@@ -30,7 +30,7 @@ class RunCondition:
 
     ``cores``: the host model's cores (``vcpu_host.cores``), QEMU's measured share rounded to a
     whole core (half up), at least 1, at most the host's CPUs. The host model
-    (``numalab_sim::vhost``) has whole cores: one EEVDF queue shared by that many CPUs. A
+    (``numalab_sim::vhost``) has whole cores, an EEVDF queue each, balanced (§10.41). A
     fractional share is time, not cores: 1.8 on the idle two-core host is QEMU's threads on both
     cores, each halting part of the time (a halted vCPU leaves its core idle, which the model's
     two cores also do); 1.0 beside a busy loop in another session is one core's worth left by the

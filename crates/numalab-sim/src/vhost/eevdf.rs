@@ -22,9 +22,15 @@
 //!   `set_protect_slice()` with equal slices); else the eligible entity with the earliest
 //!   deadline, the running one only if strictly earlier (`entity_before()`).
 //!
-//! Several host cores share one queue here (the kernel has one per CPU and balances them): a
-//! free core picks from it, and a woken thread is checked against the running ones in core order
-//! until one switches.
+//! One queue per host core, as the kernel has one per CPU (docs/scheduler.md §10.41): a woken
+//! thread goes to a CPU (`placement.rs: wake_cpu`, `select_task_rq_fair()`) and is checked
+//! against that CPU's running thread only; a core left with nothing pulls a waiting thread from
+//! the busiest other (`sched_balance_newidle()`), and at the tick each core balances every
+//! `balance_interval` (`sched_balance_rq()`). A thread moved keeps its lag and its deadline's
+//! distance (`dequeue_entity()`: `update_entity_lag()`, `PLACE_REL_DEADLINE`; `place_entity()`).
+//! Vruntimes compare only within a queue.
+
+use super::placement;
 
 /// Nanoseconds of `s` seconds.
 fn ns(s: f64) -> i64 {
@@ -41,6 +47,13 @@ struct Entity {
     queued: bool,
     /// Halted while not eligible, kept on the queue (`sched_delayed`).
     delayed: bool,
+    /// The CPU whose queue it is on, or was last on (`task_cpu()`: `prev_cpu` when woken).
+    cpu: usize,
+    /// Host time it last ran to (`se.exec_start`, for `task_hot()`); never run: None.
+    ran_to: Option<i64>,
+    /// When it was last queued or picked: the queue's `cfs_tasks` list is most recent first,
+    /// and a balance takes from its tail (`detach_tasks()`).
+    listed: u64,
 }
 
 pub(super) struct Eevdf {
@@ -51,9 +64,9 @@ pub(super) struct Eevdf {
     /// Host time so far and ticks seen: the tick comes every `tick` on every core.
     clock: i64,
     ticks: i64,
-    /// The average of the last non-empty queue: where a thread waking onto an empty queue goes
-    /// (`min_vruntime`'s role; a lone entity's lag is not applied).
-    zero: i64,
+    /// Per core: the average of its queue when last non-empty, where a thread waking onto it
+    /// empty goes (`min_vruntime`'s role; a lone entity's lag is not applied).
+    zero: Vec<i64>,
     /// The guest's tick (1 / its `CONFIG_HZ`), if its interrupts make running vCPU threads wait
     /// for QEMU's BQL (`set_guest_tick`), and the guest ticks seen.
     guest_tick: Option<i64>,
@@ -61,6 +74,14 @@ pub(super) struct Eevdf {
     /// The vCPU threads, the first entities: only they block on the BQL at a guest tick (the
     /// host's other threads are not QEMU's).
     vcpus: usize,
+    /// Per core: the tick of its next periodic balance (`rq->next_balance`) and the balances in
+    /// a row that moved nothing (`sd->nr_balance_failed`).
+    next_balance: Vec<i64>,
+    failed: Vec<u32>,
+    /// Queueings and picks so far, for `Entity::listed`.
+    listings: u64,
+    /// Per core: it ran a thread at the end of the last plan (left with none, it is newly idle).
+    ran: Vec<bool>,
 }
 
 impl Eevdf {
@@ -73,10 +94,14 @@ impl Eevdf {
             e: vec![Entity::default(); threads],
             clock: 0,
             ticks: 0,
-            zero: 0,
+            zero: vec![0; cores],
             guest_tick: None,
             guest_ticks: 0,
             vcpus,
+            next_balance: vec![0; cores],
+            failed: vec![0; cores],
+            listings: 0,
+            ran: vec![false; cores],
         }
     }
 
@@ -88,49 +113,69 @@ impl Eevdf {
         self.guest_tick = Some(ns(tick_s).max(1));
     }
 
-    /// Sum of the queued vruntimes and their number (`avg_vruntime()`'s sums).
-    fn sums(&self) -> (i128, i128) {
-        self.e.iter().filter(|x| x.queued).fold((0, 0), |(s, n), x| (s + x.vruntime as i128, n + 1))
+    /// Whether thread `c` is on core `q`'s queue.
+    fn on(&self, c: usize, q: usize) -> bool {
+        self.e[c].queued && self.e[c].cpu == q
     }
 
-    /// `avg_vruntime()`: the weighted (here plain) mean, rounded down; an empty queue's zero.
-    fn avg(&self) -> i64 {
-        let (s, n) = self.sums();
+    /// Threads on core `q`'s queue (`cfs_rq->nr_queued`, delayed ones included).
+    fn nr(&self, q: usize) -> usize {
+        (0..self.e.len()).filter(|&c| self.on(c, q)).count()
+    }
+
+    /// Sum of core `q`'s queued vruntimes and their number (`avg_vruntime()`'s sums).
+    fn sums(&self, q: usize) -> (i128, i128) {
+        (0..self.e.len()).filter(|&c| self.on(c, q)).fold((0, 0), |(s, n), c| (s + self.e[c].vruntime as i128, n + 1))
+    }
+
+    /// `avg_vruntime()` of core `q`: the weighted (here plain) mean, rounded down; empty, its zero.
+    fn avg(&self, q: usize) -> i64 {
+        let (s, n) = self.sums(q);
         if n == 0 {
-            self.zero
+            self.zero[q]
         } else {
             s.div_euclid(n) as i64
         }
     }
 
-    /// `vruntime_eligible()`: not past the average, tested without division.
+    /// `vruntime_eligible()` on its queue: not past the average, tested without division.
     fn eligible(&self, c: usize) -> bool {
-        let (s, n) = self.sums();
+        let (s, n) = self.sums(self.e[c].cpu);
         s >= self.e[c].vruntime as i128 * n
     }
 
-    fn note_zero(&mut self) {
-        if self.e.iter().any(|x| x.queued) {
-            self.zero = self.avg();
+    fn note_zero(&mut self, q: usize) {
+        if self.nr(q) > 0 {
+            self.zero[q] = self.avg(q);
         }
     }
 
+    /// The thread core `q` runs, if any.
+    fn curr_of(&self, holds: &[bool], q: usize) -> Option<usize> {
+        (0..self.e.len()).find(|&c| holds[c] && self.e[c].cpu == q)
+    }
+
+    fn list(&mut self, c: usize) {
+        self.listings += 1;
+        self.e[c].listed = self.listings;
+    }
+
     /// `update_curr()` of running thread `c`: a new deadline once past it; whether it asks for a
-    /// pick (its deadline renewed or its protection over, with another entity queued).
+    /// pick (its deadline renewed or its protection over, with another entity on its queue).
     fn update_curr(&mut self, c: usize) -> bool {
         let x = &mut self.e[c];
         let renewed = x.vruntime >= x.deadline;
         if renewed {
             x.deadline = x.vruntime + self.request;
         }
-        let others = self.e.iter().filter(|y| y.queued).count() > 1;
+        let others = self.nr(self.e[c].cpu) > 1;
         others && (renewed || self.e[c].vruntime >= self.e[c].vprot)
     }
 
-    /// `__pick_eevdf()` among the queued entities no core runs, and `curr` (this core's running
-    /// thread, if still queued); `protect`: `RUN_TO_PARITY`'s slice protection.
-    fn pick(&self, holds: &[bool], curr: Option<usize>, protect: bool) -> Option<usize> {
-        let waiting = |c: usize| self.e[c].queued && !holds[c] && Some(c) != curr;
+    /// `__pick_eevdf()` on core `q` among its queued entities not running, and `curr` (its
+    /// running thread, if still queued); `protect`: `RUN_TO_PARITY`'s slice protection.
+    fn pick(&self, q: usize, holds: &[bool], curr: Option<usize>, protect: bool) -> Option<usize> {
+        let waiting = |c: usize| self.on(c, q) && !holds[c] && Some(c) != curr;
         let curr = curr.filter(|&c| self.e[c].queued);
         if !(0..self.e.len()).any(waiting) {
             return curr;
@@ -139,20 +184,13 @@ impl Eevdf {
         if let Some(c) = curr.filter(|&c| protect && self.e[c].vruntime < self.e[c].vprot) {
             return Some(c);
         }
-        // The tree is ordered by deadline, an equal one after those already there; CPU order
+        // The tree is ordered by deadline, an equal one after those already there; thread order
         // stands in for queueing order.
         let best = (0..self.e.len())
             .filter(|&c| waiting(c) && self.eligible(c))
             .min_by(|&a, &b| self.e[a].deadline.cmp(&self.e[b].deadline).then(a.cmp(&b)));
         match (best, curr) {
             (Some(b), Some(c)) if self.e[c].deadline < self.e[b].deadline => Some(c),
-            // A free core with threads waiting, none eligible against the one shared queue
-            // (the running ones on the other cores pull its average down): the kernel's cores
-            // have a queue each, where a lone entity is always eligible, and an idle one pulls
-            // a waiting thread (`sched_balance_newidle()`), so it runs the earliest deadline.
-            (None, None) => (0..self.e.len())
-                .filter(|&c| waiting(c))
-                .min_by(|&a, &b| self.e[a].deadline.cmp(&self.e[b].deadline).then(a.cmp(&b))),
             (None, c) => c,
             (b, _) => b,
         }
@@ -160,34 +198,142 @@ impl Eevdf {
 
     /// Halted thread `c` sleeps (`dequeue_entity()`, `DEQUEUE_SLEEP`).
     fn sleep(&mut self, c: usize) {
-        let lag = self.avg() - self.e[c].vruntime;
+        let q = self.e[c].cpu;
+        let lag = self.avg(q) - self.e[c].vruntime;
         if !self.eligible(c) {
             self.e[c].delayed = true;
             return;
         }
-        let limit = (2 * self.request).max(self.tick);
-        self.e[c].vlag = lag.clamp(-limit, limit);
+        self.e[c].vlag = self.clamp_lag(lag);
         self.e[c].queued = false;
-        self.note_zero();
+        self.note_zero(q);
     }
 
-    /// Thread `c` wakes (`enqueue_entity()`: `requeue_delayed_entity()` or `place_entity()`).
+    /// `update_entity_lag()`'s limit: ±max(2 requests, a tick).
+    fn clamp_lag(&self, lag: i64) -> i64 {
+        let limit = (2 * self.request).max(self.tick);
+        lag.clamp(-limit, limit)
+    }
+
+    /// Thread `c` wakes (`enqueue_entity()`: `requeue_delayed_entity()` or `place_entity()`) on
+    /// the queue of its `cpu`.
     fn wake(&mut self, c: usize) {
         if self.e[c].delayed {
             self.e[c].delayed = false;
-            if self.avg() - self.e[c].vruntime <= 0 {
+            if self.avg(self.e[c].cpu) - self.e[c].vruntime <= 0 {
                 return;
             }
             self.e[c].vlag = 0;
         }
         self.e[c].queued = false;
-        let (_, n) = self.sums();
-        let avg = self.avg();
-        let lag = if n > 0 { (self.e[c].vlag as i128 * (n + 1) / n) as i64 } else { 0 };
+        let vruntime = self.placed(c);
         let x = &mut self.e[c];
-        x.vruntime = avg - lag;
+        x.vruntime = vruntime;
         x.deadline = x.vruntime + self.request;
         x.queued = true;
+        self.list(c);
+    }
+
+    /// `place_entity()` of `c`, not queued, onto its `cpu`'s queue: the average less its lag
+    /// scaled by (W + w) / W.
+    fn placed(&self, c: usize) -> i64 {
+        let q = self.e[c].cpu;
+        let (_, n) = self.sums(q);
+        let lag = if n > 0 { (self.e[c].vlag as i128 * (n + 1) / n) as i64 } else { 0 };
+        self.avg(q) - lag
+    }
+
+    /// Waiting thread `c` moves to core `to` (`detach_task()` → `dequeue_entity()` without
+    /// `DEQUEUE_SLEEP`: its lag kept, clamped, its deadline made relative, `PLACE_REL_DEADLINE`;
+    /// `attach_task()` → `place_entity()` there, the deadline as far after as it was).
+    fn migrate(&mut self, c: usize, to: usize) {
+        let from = self.e[c].cpu;
+        let lag = self.clamp_lag(self.avg(from) - self.e[c].vruntime);
+        let rel_deadline = self.e[c].deadline - self.e[c].vruntime;
+        self.e[c].vlag = lag;
+        self.e[c].queued = false;
+        self.note_zero(from);
+        self.e[c].cpu = to;
+        let vruntime = self.placed(c);
+        let x = &mut self.e[c];
+        x.vruntime = vruntime;
+        x.deadline = vruntime + rel_deadline;
+        x.queued = true;
+        self.list(c);
+    }
+
+    /// Whether waiting thread `c` ran on its core within `sysctl_sched_migration_cost`.
+    fn hot(&self, c: usize) -> bool {
+        self.e[c].ran_to.is_some_and(|t| self.clock - t < placement::MIGRATION_COST_NS)
+    }
+
+    /// A balance of core `q` against the busiest other (`sched_balance_find_src_rq()`: the most
+    /// threads queued, the first on ties): moves waiting, not delayed threads from its
+    /// `cfs_tasks` tail while `placement::may_move` lets them, at most one if `newly_idle`
+    /// (`detach_tasks()` under `CONFIG_PREEMPTION`). The threads moved.
+    fn balance(&mut self, q: usize, holds: &[bool], newly_idle: bool) -> Vec<usize> {
+        let Some(src) =
+            (0..self.cores).filter(|&p| p != q).max_by(|&a, &b| self.nr(a).cmp(&self.nr(b)).then(b.cmp(&a)))
+        else {
+            return Vec::new();
+        };
+        let Some(mut imb) = placement::imbalance(self.nr(q), self.nr(src)) else {
+            if !newly_idle {
+                self.failed[q] = 0;
+            }
+            return Vec::new();
+        };
+        let mut tail: Vec<usize> =
+            (0..self.e.len()).filter(|&c| self.on(c, src) && !holds[c] && !self.e[c].delayed).collect();
+        tail.sort_by_key(|&c| self.e[c].listed);
+        let mut moved = Vec::new();
+        for c in tail {
+            if !placement::may_move(imb, self.hot(c), self.failed[q]) {
+                continue;
+            }
+            self.migrate(c, q);
+            imb = placement::after_move(imb, self.failed[q]);
+            moved.push(c);
+            if newly_idle {
+                break;
+            }
+        }
+        if !moved.is_empty() {
+            self.failed[q] = 0;
+        } else if !newly_idle {
+            self.failed[q] += 1;
+        }
+        moved
+    }
+
+    /// At a tick, each core whose next balance is due balances (`sched_balance_trigger()` →
+    /// `sched_balance_domains()`; an idle core's by the busy one's kick, `nohz_balancer_kick()`),
+    /// and sets its next one `balance_interval` on, busy or idle as it is after it. A thread
+    /// moved may preempt the core's running one (`attach_task()` → `wakeup_preempt()`).
+    fn periodic_balance(&mut self, holds: &[bool], resched: &mut [bool]) {
+        for q in 0..self.cores {
+            if self.ticks < self.next_balance[q] {
+                continue;
+            }
+            for c in self.balance(q, holds, false) {
+                self.check_preempt(c, holds, resched);
+            }
+            let busy = self.nr(q) > 0;
+            self.next_balance[q] = self.ticks + placement::balance_interval_ticks(self.cores, self.tick, busy);
+        }
+    }
+
+    /// `check_preempt_wakeup_fair()` of thread `c`, just queued, against its core's running
+    /// thread: `update_curr()` of that, and a switch if a pick with its slice protected takes `c`.
+    fn check_preempt(&mut self, c: usize, holds: &[bool], resched: &mut [bool]) {
+        let Some(r) = self.curr_of(holds, self.e[c].cpu) else { return };
+        if resched[r] {
+            return;
+        }
+        resched[r] |= self.update_curr(r);
+        if !resched[r] && self.pick(self.e[r].cpu, holds, Some(r), true) == Some(c) {
+            resched[r] = true;
+        }
     }
 
     /// The cores' threads from now on (`holds`, updated), given which vCPUs have work; returns
@@ -195,7 +341,7 @@ impl Eevdf {
     pub(super) fn plan(&mut self, busy: &[bool], holds: &mut [bool]) -> Vec<bool> {
         let n = self.e.len();
         let mut resched = vec![false; n];
-        // The tick on every core since the last plan.
+        // The tick on every core since the last plan, then its balancing (the softirq it raises).
         let ticks = self.clock / self.tick;
         if ticks > self.ticks {
             self.ticks = ticks;
@@ -204,6 +350,7 @@ impl Eevdf {
                     resched[c] |= self.update_curr(c);
                 }
             }
+            self.periodic_balance(holds, &mut resched);
         }
         let cycled = self.bql_at_guest_tick(busy, holds, &mut resched);
         for c in 0..n {
@@ -218,27 +365,20 @@ impl Eevdf {
         }
         for (c, &b) in busy.iter().enumerate() {
             if b && (!self.e[c].queued || self.e[c].delayed) {
+                // A delayed thread is still queued where it was (`ttwu_runnable()`); another
+                // goes where `select_task_rq_fair()` puts it.
+                if !self.e[c].delayed {
+                    let idle: Vec<bool> = (0..self.cores).map(|q| self.nr(q) == 0).collect();
+                    self.e[c].cpu = placement::wake_cpu(self.e[c].cpu, &idle);
+                }
                 self.wake(c);
-                if holds.iter().filter(|&&h| h).count() < self.cores {
-                    continue;
-                }
-                // `check_preempt_wakeup_fair()` against the running threads in core order.
-                for r in 0..n {
-                    if !holds[r] || resched[r] {
-                        continue;
-                    }
-                    resched[r] |= self.update_curr(r);
-                    if !resched[r] && self.pick(holds, Some(r), true) == Some(c) {
-                        resched[r] = true;
-                    }
-                    if resched[r] {
-                        break;
-                    }
-                }
+                self.check_preempt(c, holds, &mut resched);
             }
         }
         self.pick_cores(holds, &resched);
-        self.note_zero();
+        for q in 0..self.cores {
+            self.note_zero(q);
+        }
         cycled
     }
 
@@ -284,30 +424,49 @@ impl Eevdf {
         true
     }
 
-    /// Picks: the cores asked to (`resched`, their running thread given up) and the free ones.
+    /// Picks, core by core: those asked to (`resched`, their running thread given up) and the
+    /// free ones; a core left with nothing that ran a thread at the last plan is newly idle and
+    /// pulls one (`sched_balance_newidle()`: `avg_idle`, at least a round here, is far above a
+    /// balance's cost, so it always tries).
     fn pick_cores(&mut self, holds: &mut [bool], resched: &[bool]) {
-        let n = self.e.len();
-        let mut currs: Vec<Option<usize>> = (0..n).filter(|&c| resched[c]).map(Some).collect();
-        for c in 0..n {
-            holds[c] &= !resched[c];
-        }
-        let free = self.cores.saturating_sub(holds.iter().filter(|&&h| h).count() + currs.len());
-        currs.extend((0..free).map(|_| None));
-        for curr in currs {
-            while let Some(p) = self.pick(holds, curr, true) {
-                if self.e[p].delayed {
-                    // `pick_next_entity()` dequeues a delayed entity it picks, lag 0.
-                    self.e[p].delayed = false;
-                    self.e[p].queued = false;
-                    self.e[p].vlag = 0;
+        for q in 0..self.cores {
+            let mut curr = self.curr_of(holds, q);
+            match curr {
+                Some(r) if !resched[r] => {
+                    self.ran[q] = true;
                     continue;
                 }
-                if Some(p) != curr {
-                    self.e[p].vprot = self.e[p].deadline;
-                }
-                holds[p] = true;
-                break;
+                Some(r) => holds[r] = false,
+                None => {}
             }
+            let mut pulled = false;
+            loop {
+                match self.pick(q, holds, curr, true) {
+                    Some(p) if self.e[p].delayed => {
+                        // `pick_next_entity()` dequeues a delayed entity it picks, lag 0.
+                        self.e[p].delayed = false;
+                        self.e[p].queued = false;
+                        self.e[p].vlag = 0;
+                    }
+                    Some(p) => {
+                        if Some(p) != curr {
+                            self.e[p].vprot = self.e[p].deadline;
+                            self.list(p);
+                        }
+                        holds[p] = true;
+                        break;
+                    }
+                    None if self.ran[q] && !pulled && self.cores > 1 => {
+                        pulled = true;
+                        curr = None;
+                        if self.balance(q, holds, true).is_empty() {
+                            break;
+                        }
+                    }
+                    None => break,
+                }
+            }
+            self.ran[q] = self.curr_of(holds, q).is_some();
         }
     }
 
@@ -318,6 +477,7 @@ impl Eevdf {
         for (x, &h) in self.e.iter_mut().zip(holds) {
             if h {
                 x.vruntime += d;
+                x.ran_to = Some(self.clock);
             }
         }
     }
@@ -335,18 +495,80 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_free_core_runs_a_waiting_thread_even_when_none_is_eligible_in_the_shared_queue() {
-        // Two cores, three threads: thread 0 runs far behind (vruntime 0), so the queue's
-        // average (10 ms) sits below threads 1 and 2 (15 ms each), neither eligible. A real host's
-        // second CPU would run one of them from its own queue; core 2 must not stay idle.
+    fn a_thread_woken_while_its_cpu_is_busy_runs_at_once_on_the_idle_one() {
+        // Two cores, two threads: 0 runs on core 0; 1 last ran on core 0 too and wakes. Core 1
+        // is idle: `select_idle_sibling()` puts it there and it runs now, no preemption of 0.
+        let mut e = Eevdf::new(1.5e-3, 4e-3, 2, 2, 2);
+        let mut holds = [false, false];
+        e.plan(&[true, false], &mut holds);
+        assert_eq!((holds, e.e[0].cpu), ([true, false], 0));
+        e.charge(&holds, 1e-3);
+        e.e[1].cpu = 0;
+        e.plan(&[true, true], &mut holds);
+        assert_eq!(holds, [true, true]);
+        assert_eq!(e.e[1].cpu, 1);
+    }
+
+    #[test]
+    fn a_core_going_idle_pulls_a_waiting_thread_unless_it_ran_there_just_now() {
+        // Two cores, three busy threads: 0 on core 0, 1 on core 1, 2 queued behind 0 on core 0.
+        // Thread 1 halts: core 1 is newly idle and pulls 2 (never run, so not cache hot).
+        let setup = || {
+            let mut e = Eevdf::new(1.5e-3, 4e-3, 2, 3, 3);
+            let mut holds = [false; 3];
+            e.plan(&[true, true, true], &mut holds);
+            assert_eq!((holds, e.e[2].cpu), ([true, true, false], 0));
+            (e, holds)
+        };
+        let (mut e, mut holds) = setup();
+        e.charge(&holds, 0.3e-3);
+        e.plan(&[true, false, true], &mut holds);
+        assert_eq!(holds, [true, false, true]);
+        assert_eq!(e.e[2].cpu, 1);
+        // Had 2 run on core 0 within `sysctl_sched_migration_cost` (0.5 ms), it would stay.
+        let (mut e, mut holds) = setup();
+        e.e[2].ran_to = Some(0);
+        e.charge(&holds, 0.3e-3);
+        e.plan(&[true, false, true], &mut holds);
+        assert_eq!(holds, [true, false, false]);
+        assert_eq!(e.e[2].cpu, 0);
+    }
+
+    #[test]
+    fn an_idle_core_takes_a_waiting_thread_at_the_ticks_balance() {
+        // As above with thread 2 hot, so core 1 stays idle when 1 halts; at the next tick its
+        // balance moves 2 (no longer hot: 0 ran 4 ms since), and it runs there.
         let mut e = Eevdf::new(1.5e-3, 4e-3, 2, 3, 3);
-        for (x, (v, d)) in e.e.iter_mut().zip([(0, 1_500_000), (15_000_000, 17_000_000), (15_000_000, 16_500_000)]) {
-            (x.vruntime, x.deadline, x.queued) = (v, d, true);
+        let mut holds = [false; 3];
+        e.plan(&[true, true, true], &mut holds);
+        e.e[2].ran_to = Some(0);
+        e.charge(&holds, 0.3e-3);
+        e.plan(&[true, false, true], &mut holds);
+        assert_eq!(holds, [true, false, false]);
+        e.charge(&holds, 3.7e-3);
+        e.plan(&[true, false, true], &mut holds);
+        assert_eq!((holds, e.e[2].cpu), ([true, false, true], 1));
+    }
+
+    #[test]
+    fn each_core_runs_at_most_one_thread_and_none_idles_beside_its_own_waiting_ones() {
+        // Two cores, five threads halting and waking in a fixed pattern, rounds of 0.3 ms: at
+        // every plan a core runs at most one thread, its own queue's, and a core with threads
+        // waiting on its queue runs one of them.
+        let mut e = Eevdf::new(1.5e-3, 4e-3, 2, 5, 5);
+        let mut holds = [false; 5];
+        for r in 0..2000usize {
+            let busy: Vec<bool> = (0..5).map(|c| (r / (3 + 2 * c) + c) % 4 != 0).collect();
+            e.plan(&busy, &mut holds);
+            for q in 0..2 {
+                let running = (0..5).filter(|&c| holds[c] && e.e[c].cpu == q).count();
+                assert!(running <= 1, "round {r}: core {q} runs {running}");
+                let waiting = (0..5).any(|c| e.on(c, q) && !holds[c] && !e.e[c].delayed);
+                assert!(running == 1 || !waiting, "round {r}: core {q} idle beside its queue");
+            }
+            assert!((0..5).all(|c| !holds[c] || (busy[c] && e.e[c].queued)), "round {r}");
+            e.charge(&holds, 0.3e-3);
         }
-        let mut holds = [true, false, false];
-        assert!(!e.eligible(1) && !e.eligible(2));
-        e.pick_cores(&mut holds, &[false, false, false]);
-        assert_eq!(holds, [true, false, true], "the earliest deadline of the waiting threads runs");
     }
 
     #[test]
