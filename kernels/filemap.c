@@ -108,9 +108,18 @@ static int node_cpus(long k, cpu_set_t *set)
     return count;
 }
 
-/* Fork into `procs` processes; returns this one's ordinal (0 in the parent), bound to its node. */
+/* Fork into `procs` processes; returns this one's ordinal (0 in the parent), bound to its node.
+ * They start writing together, as the simulator's co-run starts its copies: each child waits on
+ * a pipe until the parent, having forked them all, closes its end. Forked one by one (a fork
+ * takes milliseconds under TCG), a process could otherwise reach the end of its block before
+ * the next one's first fault, and the read-around at that boundary would go the other way. */
 static long fork_procs(long procs)
 {
+    int go[2];
+    if (pipe(go) != 0) {
+        fprintf(stderr, "filemap: pipe: %s\n", strerror(errno));
+        exit(1);
+    }
     long k = 0;
     fflush(NULL);
     for (long i = 1; i < procs && k == 0; i++) {
@@ -127,6 +136,13 @@ static long fork_procs(long procs)
         fprintf(stderr, "filemap: sched_setaffinity for process %ld: %s\n", k, strerror(errno));
         exit(1);
     }
+    close(go[1]);
+    if (k > 0) {
+        char c;
+        while (read(go[0], &c, 1) < 0 && errno == EINTR)
+            ;
+    }
+    close(go[0]);
     return k;
 }
 
