@@ -14,6 +14,7 @@ Run: `.venv/bin/python bench/sched_share.py [--quick] [--repeat N]` (class B wit
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import subprocess
 import sys
@@ -28,17 +29,23 @@ for _ in range(%d):
 SCHEDULER = ("numalab_sim::sched::", "numalab_sim::openmp::")
 
 
+def positive(text: str) -> int:
+    """A run count: a whole number, 1 or more."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"needs a whole number of runs, 1 or more, not {text!r}")
+    return n
+
+
 def main() -> None:
-    cls = "B" if "--quick" in sys.argv else "C"
-    repeat = 5
-    if "--repeat" in sys.argv:
-        i = sys.argv.index("--repeat")
-        try:
-            repeat = int(sys.argv[i + 1])
-        except (IndexError, ValueError):
-            repeat = 0
-        if repeat < 1:
-            sys.exit("sched_share.py: --repeat needs a whole number of runs, 1 or more")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="CG class B instead of C")
+    ap.add_argument("--repeat", type=positive, default=5, metavar="N", help="simulations in the one profile (default 5)")
+    args = ap.parse_args()
+    cls, repeat = ("B" if args.quick else "C"), args.repeat
     if not shutil.which("perf"):
         print("scheduler share: skipped (perf is not installed)")
         return

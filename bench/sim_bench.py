@@ -20,6 +20,7 @@ Run: `make bench` (or `.venv/bin/python bench/sim_bench.py [--quick] [--repeat N
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -85,9 +86,24 @@ def corun_bench(n: int) -> None:
     print(f"co-run / single process: {100 * rates[0] / rates[1]:.0f} % of the samples/s (bound: >= 80 %)")
 
 
+def arguments() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="CG class B instead of C; a smaller co-run")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N", help="run the set N times and keep each placement's best (default 1)")
+    ap.add_argument("--noise-off", action="store_true", help="only the noise=off runs")
+    ap.add_argument("--ratios-only", action="store_true", help="stop after the ratios (no compare, no co-run)")
+    ap.add_argument("--hashes", action="store_true", help="also each run's document hash and one digest of them all")
+    ap.add_argument("--corun-only", action="store_true", help="only the co-run benchmark")
+    args = ap.parse_args()
+    if args.repeat < 1:
+        ap.error(f"--repeat needs a whole number of runs, 1 or more, not {args.repeat}")
+    return args
+
+
 def main() -> None:
-    quick = "--quick" in sys.argv
-    if "--corun-only" in sys.argv:
+    args = arguments()
+    quick = args.quick
+    if args.corun_only:
         corun_bench(2_000_000 if quick else 10_000_000)
         return
     params = dict(CASE["params"], **({"class": "B"} if quick else {}))
@@ -109,8 +125,7 @@ def main() -> None:
         "tiering, noise=off": (TIER, TIER["params"], tuple(f"noise=off:{p}" for p in tier)),
         "tiering, noise on": (TIER, TIER["params"], tier),
     }
-    repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 1
-    only_noise_off = "--noise-off" in sys.argv
+    repeat, only_noise_off = args.repeat, args.noise_off
     best: dict[tuple[str, str], dict] = {}
     hashes: dict[tuple[str, str], set[str]] = {}
     for _ in range(repeat):
@@ -145,13 +160,13 @@ def main() -> None:
                 ratio = 100 * f["rate"] / ft["rate"]
                 print(f"  {group:<20}{placement:<54}{ratio:>6.0f} %{100 * ft['epochs'] / f['epochs']:>6.0f} %"
                       f"{1e6 * f['cpu_s'] / f['epochs']:>8.1f}{1e6 * ft['cpu_s'] / ft['epochs']:>8.1f}")
-    if "--hashes" in sys.argv:
+    if args.hashes:
         print("documents, sha256 of each run's JSON (sorted keys); a placement whose repetitions differ shows them all")
         for (group, placement), hs in hashes.items():
             print(f"  {group:<20}{placement:<54}{' '.join(h[:16] for h in sorted(hs))}")
         whole = hashlib.sha256("".join(f"{g}|{p}|{','.join(sorted(hs))}\n" for (g, p), hs in hashes.items()).encode())
         print(f"all documents: {whole.hexdigest()[:16]} ({len(hashes)} runs)")
-    if "--ratios-only" in sys.argv:
+    if args.ratios_only:
         return
     numalab = os.path.join(os.path.dirname(sys.executable), "numalab")
     cmd = [numalab, "compare", "--machine", CASE["machine"], "--workload", "cg", "--class", params["class"], "--threads", "64",
