@@ -153,7 +153,7 @@ def test_a_condition_runs_the_case_at_its_barrier_length_on_its_host():
         assert 0 < bg.agent_maps_cost_s < bg.agent_cost_s < bg.agent_first_extra_s
     # Beside the busy loop (§10.44), every case measured: vm-4 passive's later samples 23.2 ms (base
     # 20.6 and read 2.6), its first 102.1 (extra 79.0). TCG's guest seconds run longer than on the
-    # idle host (12.7, 47.5 ms) with QEMU on one core, not 1.8: so every case's later samples.
+    # idle host (12.7, 47.5 ms) with QEMU on one core, not 1.8: so are every case's later samples.
     busy = check.CONDITIONS["busy-loop"]
     assert set(busy.agent_cost_s) == set(busy.barrier_s) == set(busy.agent_maps_cost_s) == set(busy.agent_first_extra_s)
     loop = busy.background("sched-passive")

@@ -868,8 +868,8 @@ AGENT_FIRST_EXTRA_IDLE = {
 #: its own (``setsid``: another autogroup than QEMU's, §10.18) and killed after; docs/scheduler.md
 #: §10.44. Counted: boots with no other busy loop on the host at start or end and the loop at 0.9
 #: of a CPU or more over the boot (§10.18's took 0.98-1.0); nine boots left out, four beside
-#: others' leaked loops, five with the loop at 0.65-0.87 (§10.44). Three boots a case, two agent processes each,
-#: 2026-11-28 UTC. CPU of each sample in order, ms, per run (UTC of the boot, load before / the
+#: others' leaked loops, five with the loop at 0.65-0.87 (§10.44). Three boots a case, two agent
+#: processes each, 2026-11-28 UTC. CPU of each sample in order, ms, per run (UTC of the boot, load before / the
 #: loop's share of a CPU over the boot): vm-4 passive 01:56 (0.06 / not read) 151.3, 26.0, 22.2 /
 #: 94.7, 26.9, 15.7; 02:06 (2.96 / 0.99) 131.3, 31.8, 21.3 / 86.2, 21.7, 24.0; 02:14 (3.67 / 0.99)
 #: 81.7, 24.3, 23.5 / 67.5, 20.1, 20.5; oversubscribed 01:57 (0.87 / 0.99) 110.7, 27.1, 38.8 /
