@@ -151,10 +151,17 @@ def test_a_condition_runs_the_case_at_its_barrier_length_on_its_host():
         bg = idle.background(name)
         # Every case's first sample is the longest: its extra more than a later sample.
         assert 0 < bg.agent_maps_cost_s < bg.agent_cost_s < bg.agent_first_extra_s
-    # Beside the busy loop not measured: the load 5.5-16 mean, its read in it, and no first-sample
-    # extra (that mean has it taken out, §10.38).
-    loop = check.CONDITIONS["busy-loop"].background("sched-passive")
-    assert (loop.agent_cost_s, loop.agent_maps_cost_s, loop.agent_first_extra_s) == (95e-3, 0.0, 0.0)
+    # Beside the busy loop (§10.44), every case measured: vm-4 passive's later samples 23.2 ms (base
+    # 20.6 and read 2.6), its first 102.1 (extra 79.0). TCG's guest seconds run longer than on the
+    # idle host (12.7, 47.5 ms) with QEMU on one core, not 1.8: so are every case's later samples.
+    busy = check.CONDITIONS["busy-loop"]
+    assert set(busy.agent_cost_s) == set(busy.barrier_s) == set(busy.agent_maps_cost_s) == set(busy.agent_first_extra_s)
+    loop = busy.background("sched-passive")
+    assert (loop.agent_cost_s, loop.agent_maps_cost_s, loop.agent_first_extra_s) == (20.6e-3, 2.6e-3, 79.0e-3)
+    for name in busy.barrier_s:
+        bg, idle_bg = busy.background(name), idle.background(name)
+        assert bg.agent_cost_s + bg.agent_maps_cost_s > idle_bg.agent_cost_s + idle_bg.agent_maps_cost_s
+        assert bg.agent_first_extra_s > 0
 
 
 #: The model under each condition (its host and the guest's barrier length then) against the
@@ -228,9 +235,13 @@ def test_a_condition_runs_the_case_at_its_barrier_length_on_its_host():
 #: above); group-loops-2 0.00275 (1.18 below), 0.003469 (1.84 below, was inside), 0.007375
 #: inside (was below); group-loops-4 0.00375 (1.67 above), 0.004719 (1.3 below, was above),
 #: 0.01087 (1.21 above); group-loops-8 0.002313 inside, 0.01059 inside.
+#: With the agent's samples measured beside the busy loop (§10.44; 2026-11-28 02:20 UTC): beside
+#: the loop vm-4 passive 0.0055 (1.83 above, was 2.12), oversubscribed 0.002688 inside (was 1.77
+#: above), vm-8 passive 0.00875 (1.17 above, was 2.7), oversubscribed 0.02813 (1.46 above, was
+#: 1.33), passive-2x4 0.05244 inside, oversubscribed-2x4 0.3254 (1.07 above, was 1.04).
 OUTSIDE_BY_CONDITION = {
     "idle": {"sched-passive": "below", "sched-oversubscribed": "below", "sched-oversubscribed-2x4": "below"},
-    "busy-loop": {"sched-passive": "above", "sched-oversubscribed": "above", "sched-passive-8": "above",
+    "busy-loop": {"sched-passive": "above", "sched-passive-8": "above",
                   "sched-oversubscribed-8": "above", "sched-oversubscribed-2x4": "above"},
     "group-loops-1": {"sched-passive": "below", "sched-oversubscribed": "below"},
     "group-loops-2": {"sched-passive": "below", "sched-oversubscribed": "below"},

@@ -861,6 +861,47 @@ AGENT_FIRST_EXTRA_IDLE = {
     "sched-oversubscribed-8": 101.6e-3, "sched-passive-2x4": 53.5e-3, "sched-oversubscribed-2x4": 96.1e-3}
 
 
+#: The agent's CPU per sample beside §10.18's busy loop (``CONDITIONS["busy-loop"]``), split as
+#: ``AGENT_COST_IDLE`` and its kin are (the later samples' base, their numa_maps read, the first
+#: sample's extra) and measured the same way: ``bench/agent_first_sample.py CASE none``, one boot
+#: at a time under the build lock, ``sh -c 'while :; do :; done'`` started first in a session of
+#: its own (``setsid``: another autogroup than QEMU's, §10.18) and killed after; docs/scheduler.md
+#: §10.44. Counted: boots with no other busy loop on the host at start or end and the loop at 0.9
+#: of a CPU or more over the boot (§10.18's took 0.98-1.0); nine boots left out, four beside
+#: others' leaked loops, five with the loop at 0.65-0.87 (§10.44). Three boots a case, two agent
+#: processes each, 2026-11-28 UTC. CPU of each sample in order, ms, per run (UTC of the boot, load before / the
+#: loop's share of a CPU over the boot): vm-4 passive 01:56 (0.06 / not read) 151.3, 26.0, 22.2 /
+#: 94.7, 26.9, 15.7; 02:06 (2.96 / 0.99) 131.3, 31.8, 21.3 / 86.2, 21.7, 24.0; 02:14 (3.67 / 0.99)
+#: 81.7, 24.3, 23.5 / 67.5, 20.1, 20.5; oversubscribed 01:57 (0.87 / 0.99) 110.7, 27.1, 38.8 /
+#: 113.2, 44.0, 47.4; 02:08 (1.82 / 0.92) 48.2, 27.6, 13.2 / 92.6, 31.2, 54.6; 02:18 (3.84 / 0.99)
+#: 117.3, 28.2, 10.7 / 86.5, 34.3, 27.3; vm-8 passive 01:58 (2.06 / 0.94) 139.3, 59.5 / 69.9, 46.3;
+#: 02:08 (2.19 / 0.99) 124.1, 30.9 / 152.8, 25.2; 02:15 (3.4 / 0.98) 166.3, 32.6 / 128.2;
+#: oversubscribed 02:03 (4.49 / 0.99) 161.2, 70.6 / 214.2, 80.4; 02:12 (1.83 / 0.99) 250.9, 113.3
+#: / 208.4, 104.3; 02:16 (3.63 / 0.99) 198.1, 94.3 / 269.3, 99.2; vm-2x4 passive 02:04 (3.53 /
+#: 0.99) 223.8, 50.9, 27.5, 54.0, 70.1, 35.1, 21.8 / 181.1, 26.2, 52.1, 50.0, 40.0, 32.2; 02:09
+#: (3.23 / 0.94) 192.7, 41.6, 59.3, 55.2, 55.0, 55.3, 28.1 / 191.5, 58.4, 51.5, 61.7, 68.8, 63.0,
+#: 50.3; 02:15 (3.07 / 0.99) 304.6, 40.2, 20.4, 25.4, 33.7, 51.3, 35.1 / 168.2, 52.2, 49.3, 36.3,
+#: 22.8, 43.5, 56.5; oversubscribed 02:06 (2.4 / 0.99) 213.0, 102.6, 71.8, 92.5, 63.3, 68.1, 82.2,
+#: 66.1 / 204.9, 74.5, 62.9, 48.0, 89.0, 66.1, 89.1, 38.4; 02:17 (3.11 / 0.96) 259.5, 114.7, 79.9,
+#: 64.6, 73.3, 69.2, 102.4, 30.9 / 114.6, 94.8, 62.5, 70.1, 39.4, 82.6, 25.3; 02:19 (4.83 / 0.98)
+#: 161.1, 63.8, 76.4, 64.5, 23.5, 39.1, 30.7 / 222.8, 97.5, 76.2, 57.8, 78.8, 85.3, 76.3, 92.2.
+#: ``AGENT_MAPS_COST_BUSY_LOOP``: the later samples' mean read (``maps_cost_s``; 12, 12, 5, 6, 35,
+#: 40 reads: 2.56, 3.41, 0.92, 12.63, 4.85, 6.52 ms). ``AGENT_COST_BUSY_LOOP``: the later
+#: samples' mean less it (23.2, 32.0, 38.9, 93.7, 45.0, 69.7 ms). ``AGENT_FIRST_EXTRA_BUSY_LOOP``:
+#: the first samples' mean less the later ones' (102.1 - 23.2, 94.8 - 32.0, 130.1 - 38.9, 217.0 -
+#: 93.7, 210.3 - 45.0, 196.0 - 69.7 ms; six runs each; per run its first less its later ones'
+#: mean spreads by sd 31, 24, 44, 29, 55, 43 ms).
+AGENT_COST_BUSY_LOOP = {
+    "sched-passive": 20.6e-3, "sched-oversubscribed": 28.6e-3, "sched-passive-8": 38.0e-3,
+    "sched-oversubscribed-8": 81.1e-3, "sched-passive-2x4": 40.1e-3, "sched-oversubscribed-2x4": 63.1e-3}
+AGENT_MAPS_COST_BUSY_LOOP = {
+    "sched-passive": 2.6e-3, "sched-oversubscribed": 3.4e-3, "sched-passive-8": 0.9e-3,
+    "sched-oversubscribed-8": 12.6e-3, "sched-passive-2x4": 4.9e-3, "sched-oversubscribed-2x4": 6.5e-3}
+AGENT_FIRST_EXTRA_BUSY_LOOP = {
+    "sched-passive": 79.0e-3, "sched-oversubscribed": 62.7e-3, "sched-passive-8": 91.2e-3,
+    "sched-oversubscribed-8": 123.3e-3, "sched-passive-2x4": 165.3e-3, "sched-oversubscribed-2x4": 126.3e-3}
+
+
 #: §10.18's two conditions, each case's barrier from one run (2026-11-27 16:42-16:47 UTC; the
 #: command windows over the condition's runs spread by 8-10 % on vm-4, up to 23 % elsewhere), and
 #: §10.39's ``group-loops-N``, busy loops in QEMU's own task group.
@@ -871,10 +912,11 @@ CONDITIONS: dict[str, HostCondition] = {
         "sched-oversubscribed-8": 8.800e-3, "sched-passive-2x4": 13.769e-3, "sched-oversubscribed-2x4": 12.462e-3},
         AGENT_COST_IDLE, AGENT_MAPS_COST_IDLE, AGENT_FIRST_EXTRA_IDLE),
     # One busy loop beside (0.99-1.0 of a core); QEMU 0.99-1.00 cores, load 1.6-3.2. The agent's
-    # samples not measured under it: the background's (no first-sample extra, as there).
+    # samples measured under it (``AGENT_COST_BUSY_LOOP``, §10.44).
     "busy-loop": HostCondition("one-core", {
         "sched-passive": 3.473e-3, "sched-oversubscribed": 3.629e-3, "sched-passive-8": 7.285e-3,
-        "sched-oversubscribed-8": 8.229e-3, "sched-passive-2x4": 14.046e-3, "sched-oversubscribed-2x4": 15.026e-3}),
+        "sched-oversubscribed-8": 8.229e-3, "sched-passive-2x4": 14.046e-3, "sched-oversubscribed-2x4": 15.026e-3},
+        AGENT_COST_BUSY_LOOP, AGENT_MAPS_COST_BUSY_LOOP, AGENT_FIRST_EXTRA_BUSY_LOOP),
     # N busy loops in QEMU's own autogroup (``bench/vm_loaded_host.py``; docs/scheduler.md §10.39,
     # 2026-11-27 23:31 - 11-28 00:10 UTC; each loop and QEMU in one group, ``/proc/PID/autogroup``): the
     # host the model runs as it is, two cores and N always-runnable nice-0 threads on the queues of
