@@ -4,6 +4,8 @@ gets one?
 
   python bench/vm_cpu_per_barrier.py record CASE {idle,busy-loop} OUT
   python bench/vm_cpu_per_barrier.py report [--top=N] OUT [OUT ...]
+  python bench/vm_cpu_per_barrier.py record-locks CASE {idle,busy-loop} OUT
+  python bench/vm_cpu_per_barrier.py locks OUT [OUT ...]
 
 ``record`` runs ``numalab vm check --moves --json --case CASE`` (``host_trace.py``'s ``_run``:
 the sampler's window marks and /proc snapshots of every QEMU thread kept in ``OUT.proc``, the
@@ -18,7 +20,14 @@ seconds per barrier (``schedstat`` run-time deltas, ``hostthreads``), the guest'
 per barrier (``vm check``'s per-vCPU ``busy`` share of the command, the guest's clock), and the
 vCPU threads' CPU split by where the host's samples fell: translated code (perf's ``[unknown]``
 DSO: TCG's code buffer is anonymous memory), QEMU's binary (translation, helpers, softmmu, its
-locks' fast path), the C library, the kernel (futex waits and wakes, scheduling, timers)."""
+locks' fast path), the C library, the kernel (futex waits and wakes, scheduling, timers).
+
+``record-locks`` records instead a uprobe at the entry and the return of QEMU's
+``qemu_mutex_lock_impl(mutex, file, line)`` (``util/qemu-thread-posix.c``: every ``QemuMutex``
+lock, the BQL's too, with its caller's ``__FILE__`` and ``__LINE__``), added with ``perf probe -x``
+before and deleted after; ``locks`` counts the calls per barrier by calling site with the time from
+entry to return (the wait for the lock, plus the probes' own cost). A uprobe traps at every call:
+the probed runs are several times slower, so their times are not the unprobed runs'."""
 
 from __future__ import annotations
 
@@ -35,18 +44,69 @@ HERE = Path(__file__).resolve().parent
 SAMPLE = re.compile(r"^\s*(\S.*?)\s+(\d+)\s+(\d+\.\d+):\s+cpu-clock\S*:\s+(\S+)\s+(.*?)\s*\((.*)\)\s*$")
 
 
-def record(case: str, condition: str, out: str) -> None:
+QEMU = "/usr/bin/qemu-system-x86_64"
+PROBE = "probe_qemu:qemu_mutex_lock_impl"
+LOCK = re.compile(r"^\s*(\d+)\s+(\d+\.\d+):\s+probe_qemu:(\S+):\s*(.*)$")
+
+
+def record(case: str, condition: str, out: str, events: tuple[str, ...] = ("-e", "cpu-clock", "-F", "997")) -> None:
     loop = None
     if condition == "busy-loop":
         loop = subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=True)
     try:
-        cmd = ["perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-a", "-e", "cpu-clock", "-F", "997",
+        cmd = ["perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-a", "-m", "4096", *events,
                "-o", out + ".perf", "--", sys.executable, str(HERE / "host_trace.py"), "_run", case, out]
         subprocess.run(cmd, check=True)
     finally:
         if loop is not None:
             os.killpg(loop.pid, signal.SIGTERM)
             loop.wait()
+
+
+def record_locks(case: str, condition: str, out: str) -> None:
+    """``record`` with the two uprobes on ``qemu_mutex_lock_impl`` (x86-64: its arguments in rdi,
+    rsi, rdx) in place of the CPU samples; the probes are deleted whatever happens."""
+    subprocess.run(["perf", "probe", "-q", "-x", QEMU, "--add",
+                    "qemu_mutex_lock_impl mutex=%di:x64 file=+0(%si):string line=%dx:s32"], check=True)
+    try:
+        subprocess.run(["perf", "probe", "-q", "-x", QEMU, "--add", "qemu_mutex_lock_impl%return"], check=True)
+        record(case, condition, out, ("-e", PROBE, "-e", PROBE + "__return"))
+    finally:
+        subprocess.run(["perf", "probe", "-q", "-d", "probe_qemu:qemu_mutex_lock_impl*"], check=False)
+
+
+def locks(out: str) -> None:
+    """Per calling site over the command's window: lock calls per barrier, the time from entry to
+    return per barrier and per call, and the calls that took over 20 µs per barrier."""
+    _, marks, _ = proc(out + ".proc")
+    doc = next(iter(json.loads(Path(out + ".json").read_text()).values()))
+    barriers = int(doc["guest"]["barriers"])
+    text = subprocess.run(["perf", "script", "-i", out + ".perf", "--time", f"{marks['start']},{marks['end']}",
+                           "-F", "tid,time,event,trace"], capture_output=True, text=True, errors="replace",
+                          check=True).stdout
+    entered: dict[int, tuple[float, str]] = {}
+    calls: Counter[str] = Counter()
+    waited: dict[str, float] = {}
+    slow: Counter[str] = Counter()
+    for line in text.splitlines():
+        m = LOCK.match(line)
+        if not m:
+            continue
+        tid, t = int(m[1]), float(m[2])
+        if m[3] == "qemu_mutex_lock_impl":
+            f = re.search(r'file="([^"]*)" line=(-?\d+)', m[4])
+            entered[tid] = (t, f"{f[1].rsplit('/', 1)[-1]}:{f[2]}" if f else "?")
+        elif tid in entered:
+            t_in, site = entered.pop(tid)
+            calls[site] += 1
+            waited[site] = waited.get(site, 0.0) + t - t_in
+            slow[site] += t - t_in > 20e-6
+    g = doc["guest"]
+    print(f"{out}: barrier {float(g['command_s']) / barriers * 1e3:.3f} ms (probed), "
+          f"lock calls per barrier {sum(calls.values()) / barriers:.1f}")
+    for site, n in calls.most_common(12):
+        print(f"  {site:32} {n / barriers:8.2f} a barrier, to return {waited[site] / barriers * 1e3:7.3f} ms a "
+              f"barrier, {waited[site] / n * 1e6:6.1f} us a call, over 20 us {slow[site] / barriers:6.2f} a barrier")
 
 
 def proc(path: str) -> tuple[int, dict[str, float], dict[str, dict[int, tuple[int, str]]]]:
@@ -138,6 +198,11 @@ def report(out: str, top: int) -> None:
 def main() -> None:
     if len(sys.argv) == 5 and sys.argv[1] == "record":
         record(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif len(sys.argv) == 5 and sys.argv[1] == "record-locks":
+        record_locks(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif len(sys.argv) >= 3 and sys.argv[1] == "locks":
+        for out in sys.argv[2:]:
+            locks(out)
     elif len(sys.argv) >= 3 and sys.argv[1] == "report":
         top = int(sys.argv[2].split("=", 1)[1]) if sys.argv[2].startswith("--top=") else 0
         for out in sys.argv[2 + bool(top):]:
