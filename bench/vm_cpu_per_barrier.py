@@ -6,6 +6,8 @@ gets one?
   python bench/vm_cpu_per_barrier.py report [--top=N] OUT [OUT ...]
   python bench/vm_cpu_per_barrier.py record-locks CASE {idle,busy-loop} OUT
   python bench/vm_cpu_per_barrier.py locks OUT [OUT ...]
+  python bench/vm_cpu_per_barrier.py record-probes CASE {idle,busy-loop} OUT PROBE [PROBE ...]
+  python bench/vm_cpu_per_barrier.py probes OUT [OUT ...]
 
 ``record`` runs ``numalab vm check --moves --json --case CASE`` (``host_trace.py``'s ``_run``:
 the sampler's window marks and /proc snapshots of every QEMU thread kept in ``OUT.proc``, the
@@ -27,7 +29,10 @@ locks' fast path), the C library, the kernel (futex waits and wakes, scheduling,
 lock, the BQL's too, with its caller's ``__FILE__`` and ``__LINE__``), added with ``perf probe -x``
 before and deleted after; ``locks`` counts the calls per barrier by calling site with the time from
 entry to return (the wait for the lock, plus the probes' own cost). A uprobe traps at every call:
-the probed runs are several times slower, so their times are not the unprobed runs'."""
+the probed runs are several times slower, so their times are not the unprobed runs'.
+``record-probes`` does the same with any ``perf probe -x`` specs on QEMU's functions (e.g.
+``'cpu_exec%return ret=$retval:s32'`` ``cpu_loop_exit``), and ``probes`` counts each probe's hits
+per barrier over the window, and a ``ret=`` field's values (``cpu_exec()``'s ``EXCP_*`` codes)."""
 
 from __future__ import annotations
 
@@ -61,6 +66,39 @@ def record(case: str, condition: str, out: str, events: tuple[str, ...] = ("-e",
         if loop is not None:
             os.killpg(loop.pid, signal.SIGTERM)
             loop.wait()
+
+
+def record_probes(case: str, condition: str, out: str, specs: list[str]) -> None:
+    """``record`` with uprobes on QEMU's functions in place of the CPU samples; deleted after."""
+    try:
+        for spec in specs:
+            subprocess.run(["perf", "probe", "-q", "-x", QEMU, "--add", spec], check=True)
+        listed = subprocess.run(["perf", "probe", "-l"], capture_output=True, text=True, check=True).stdout
+        events = [w for line in listed.splitlines() if (w := line.split()[0]).startswith("probe_qemu:")]
+        record(case, condition, out, tuple(x for e in events for x in ("-e", e)))
+    finally:
+        subprocess.run(["perf", "probe", "-q", "-d", "probe_qemu:*"], check=False)
+
+
+def probes(out: str) -> None:
+    """Each probe's hits per barrier over the command's window, and the values of ``ret=``."""
+    _, marks, _ = proc(out + ".proc")
+    g = next(iter(json.loads(Path(out + ".json").read_text()).values()))["guest"]
+    barriers = int(g["barriers"])
+    text = subprocess.run(["perf", "script", "-i", out + ".perf", "--time", f"{marks['start']},{marks['end']}",
+                           "-F", "tid,time,event,trace"], capture_output=True, text=True, errors="replace",
+                          check=True).stdout
+    hits: Counter[str] = Counter()
+    rets: Counter[str] = Counter()
+    for line in text.splitlines():
+        m = LOCK.match(line)
+        if m:
+            hits[m[3]] += 1
+            if r := re.search(r"\bret=(-?\d+)", m[4]):
+                rets[f"{m[3]} {int(r[1]):#x}"] += 1
+    print(f"{out}: barrier {float(g['command_s']) / barriers * 1e3:.3f} ms (probed); per barrier: "
+          + ", ".join(f"{k} {v / barriers:.1f}" for k, v in hits.most_common())
+          + "; returned: " + ", ".join(f"{k} {v / barriers:.1f}" for k, v in rets.most_common()))
 
 
 def record_locks(case: str, condition: str, out: str) -> None:
@@ -200,6 +238,11 @@ def main() -> None:
         record(sys.argv[2], sys.argv[3], sys.argv[4])
     elif len(sys.argv) == 5 and sys.argv[1] == "record-locks":
         record_locks(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif len(sys.argv) >= 6 and sys.argv[1] == "record-probes":
+        record_probes(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
+    elif len(sys.argv) >= 3 and sys.argv[1] == "probes":
+        for out in sys.argv[2:]:
+            probes(out)
     elif len(sys.argv) >= 3 and sys.argv[1] == "locks":
         for out in sys.argv[2:]:
             locks(out)
