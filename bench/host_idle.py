@@ -208,8 +208,15 @@ def show(d: dict) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1 or not Path(argv[0] + ".proc").is_file():
-        print(__doc__, file=sys.stderr)
+    """`host_idle.py OUT`; `--help` prints the docstring."""
+    usage = "usage: host_idle.py OUT   (OUT from: host_trace.py record CASE OUT --wake-path)"
+    if argv in (["-h"], ["--help"]):
+        print(f"{usage}\n\n{__doc__}")
+        return 0
+    if len(argv) != 1 or argv[0].startswith("-") or not Path(argv[0] + ".proc").is_file():
+        what = f"unknown flag {argv[0]}" if argv and argv[0].startswith("-") else (
+            f"{argv[0]}.proc not found" if len(argv) == 1 else "one OUT expected")
+        print(f"{usage}\nhost_idle.py: error: {what}", file=sys.stderr)
         return 2
     show(analyse(argv[0]))
     return 0

@@ -411,12 +411,18 @@ def main(argv: list[str]) -> int:
     """The three commands of the module's docstring; anything else prints it."""
     cmd, args = (argv[0], argv[1:]) if argv else ("", [])
     wanted = {"record": 2, "report": 1, "model": 1, "_run": 2}
+    usage = "usage: host_trace.py record CASE OUT [--wake-path] | report OUT | model CASE [SEEDS]"
+    if cmd in ("-h", "--help"):
+        print(f"{usage}\n\n{__doc__}")
+        return 0
     if cmd == "record" and any(a != "--wake-path" for a in args[2:]):
-        print(__doc__, file=sys.stderr)
+        print(f"{usage}\nhost_trace.py: error: unknown flag to record: {' '.join(a for a in args[2:] if a != '--wake-path')}",
+              file=sys.stderr)
         return 2
     if cmd not in wanted or len(args) < wanted[cmd] or (cmd == "model" and len(args) > 2):
-        print(__doc__, file=sys.stderr if cmd not in ("-h", "--help") else sys.stdout)
-        return 0 if cmd in ("-h", "--help") else 2
+        what = f"no command {cmd!r}" if cmd not in wanted else f"wrong arguments to {cmd}: {' '.join(args) or 'none'}"
+        print(f"{usage}\nhost_trace.py: error: {what}", file=sys.stderr)
+        return 2
     from numalab.vm import check
 
     if cmd in ("record", "model") and args[0] not in check.CASES:
