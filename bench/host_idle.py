@@ -37,7 +37,8 @@ HEADER = re.compile(r"^\s*(.+?)\s+(\d+)\s+\[(\d+)\]\s+(\d+\.\d+):\s+(\S+):\s(.*)
 SW = re.compile(r"prev_pid=(\d+) prev_prio=\d+ prev_state=(\S+) ==> next_comm=.*? next_pid=(\d+)")
 WK = re.compile(r"comm=.*? pid=(\d+) prio=\d+ target_cpu=(\d+)")
 IPI = re.compile(r"cpu=(\d+) callsite=(\w+)")
-EXIT = "4294967295"   # power:cpu_idle's state when the CPU leaves idle (PWR_EVENT_EXIT)
+EXIT = "4294967295"
+MIGRATION_COST_S = 0.5e-3   # Linux 6.18 kernel/sched/fair.c: sysctl_sched_migration_cost   # power:cpu_idle's state when the CPU leaves idle (PWR_EVENT_EXIT)
 
 
 def stats(xs: list[float]) -> str:
@@ -81,7 +82,6 @@ def analyse(out: str) -> dict:
                           capture_output=True, text=True, check=True).stdout
     state: dict[int, tuple[str, int]] = {}   # vCPU tid -> (running / queued / woken / blocked, its CPU)
     cur: dict[int, int] = {}                # CPU -> tid current (0 the idle task)
-    idle_since: dict[int, float] = {}
     traced_idle: set[int] = set()            # CPUs whose idle task emitted events in the window
     by_class: dict[str, float] = defaultdict(float)
     idle_s: dict[int, float] = defaultdict(float)
@@ -92,6 +92,10 @@ def analyse(out: str) -> dict:
     path: dict[int, dict[str, float]] = {}
     lat: dict[str, list[float]] = defaultdict(list)
     wakes: Counter[str] = Counter()
+    queued_kind: dict[str, float] = defaultdict(float)
+    out_at: dict[int, float] = {}            # vCPU tid -> its last switch out
+    stretch: dict[int, tuple[str, float]] = {}   # CPU -> (class, since) of its idle stretch
+    queued_len: list[float] = []
     blocked_n: Counter[int] = Counter()      # idle core-seconds by number of blocked vCPU threads (class none)
 
     def account(t: float) -> None:
@@ -110,6 +114,18 @@ def analyse(out: str) -> dict:
             k = ("woken onto this CPU" if woken_here else "queued on the busy CPU" if queued_else else
                  "woken onto the other CPU, idle, untraced" if untraced else "none queued")
             by_class[k] += b - a
+            if k == "queued on the busy CPU":
+                # Preempted there or woken onto it; hot: switched out within the migration cost
+                # (0.5 ms, `sysctl_sched_migration_cost`), which `can_migrate_task()` refuses to
+                # an idle CPU's balance (kernel/sched/fair.c: task_hot()).
+                q = [(tid, st) for tid, (st, cc) in state.items() if st in ("queued", "woken") and cc != c]
+                pre = any(st == "queued" for _, st in q)
+                hot = any(a - out_at.get(tid, -1.0) < MIGRATION_COST_S for tid, _ in q)
+                queued_kind[("preempted" if pre else "woken") + (", hot" if hot else ", cold")] += b - a
+            if stretch.get(c, ("", a))[0] != k:
+                if c in stretch and stretch[c][0] == "queued on the busy CPU":
+                    queued_len.append(a - stretch[c][1])
+                stretch[c] = (k, a)
             if k == "none queued":
                 blocked_n[sum(s == "blocked" for s, _ in state.values())] += b - a
 
@@ -134,6 +150,10 @@ def analyse(out: str) -> dict:
             prev, st, nxt = int(s[1]), s[2], int(s[3])
             if prev in vcpus:
                 state[prev] = ("queued" if st.startswith("R") else "blocked", cpu)
+                out_at[prev] = t
+            if nxt != 0:
+                stretch.pop(cpu, None) if stretch.get(cpu, ("",))[0] != "queued on the busy CPU" else \
+                    queued_len.append(t - stretch.pop(cpu)[1])
             cur[cpu] = nxt
             if nxt in vcpus:
                 state[nxt] = ("running", cpu)
@@ -183,6 +203,7 @@ def analyse(out: str) -> dict:
     return {"window_s": dt, "idle_cores": {c: x / dt for c, x in sorted(idle_s.items())},
             "traced_idle_cpus": sorted(traced_idle),
             "classes": {k: x / dt for k, x in by_class.items()},
+            "queued_kind": {k: x / dt for k, x in sorted(queued_kind.items())}, "queued_len": queued_len,
             "none_queued_by_blocked": {n: x / dt for n, x in sorted(blocked_n.items())},
             "halts": {c: (len(xs) / dt, sum(xs) / dt, xs) for c, xs in halts.items()},
             "latency": lat, "wakes": {k: n / dt for k, n in wakes.items()}, "cpuidle": cpuidle(out),
@@ -200,6 +221,8 @@ def show(d: dict) -> None:
         print(f"traced halts CPU{c}: {n:.0f} a s, {share:.3f} of the window; {stats(xs)}")
     print("traced CPUs' idle time (share of the window) by what the vCPU threads were doing: " +
           ", ".join(f"{k} {x:.4f}" for k, x in sorted(d["classes"].items())))
+    print("  queued on the busy CPU, by the waiting thread's kind: " +
+          ", ".join(f"{k} {x:.4f}" for k, x in d["queued_kind"].items()) + f"; its stretches: {stats(d['queued_len'])}")
     print("  none queued, by vCPU threads blocked: " +
           ", ".join(f"{n} {x:.4f}" for n, x in d["none_queued_by_blocked"].items()))
     print("vCPU wake-ups a s: " + ", ".join(f"{k} {x:.0f}" for k, x in sorted(d["wakes"].items())))

@@ -395,6 +395,13 @@ def model(case_name: str, seeds: int) -> None:
         print(f"{seed} | {run:.3f} | " + " | ".join(cells) +
               f" | {m.get('host_s', 0):.3f}, {int(m.get('host_voluntary', 0)) / run:.0f}, {m.get('host_involuntary', 0)}")
         print(f"    running / queued / halted, share of the run: {' | '.join(split)}; cores busy {busy / (2 * run):.3f}")
+        # The cores' idle time split as bench/host_idle.py splits the measured host's (§10.46),
+        # per core: a thread queued while a core idles, or none, by the vCPUs halted then.
+        if (idle := doc.get("sched_host_idle")) is not None:
+            by = idle["none_queued_s_by_halted"]
+            print(f"    idle per core: queued {float(idle['queued_s']) / (2 * run):.4f}, none queued "
+                  f"{sum(by) / (2 * run):.4f} (by vCPUs halted: "
+                  + ", ".join(f"{n} {float(x) / (2 * run):.4f}" for n, x in enumerate(by) if x) + ")")
         # With the host model's BQL (``vcpu_host.bql``, docs/scheduler.md §10.37): per thread its
         # takes and the takes that found the lock held (a short blocked spell each) per second of
         # the run, their mean wait and the share of the run it held the lock.
