@@ -160,6 +160,8 @@ def analyse(out: str) -> dict:
                 p = path.pop(nxt, None)
                 if p is not None and t0 <= t <= t1:
                     lat["waking to running"].append(t - p["waking"])
+                    by = "the main loop" if p["by_main"] else "a vCPU thread" if p["by_vcpu"] else "another task"
+                    lat[f"waking to running, woken by {by}"].append(t - p["waking"])
                     for k in ("ipi", "exit", "wakeup"):
                         if k in p:
                             lat[f"waking to {k}"].append(p[k] - p["waking"])
@@ -172,7 +174,11 @@ def analyse(out: str) -> dict:
                 if cur.get(tgt) == 0 and t0 <= t <= t1:
                     wakes["onto an idle CPU" + ("" if tgt in traced_idle else " (idle task untraced)")] += 1
                     if tgt in traced_idle:
-                        path[pid] = {"waking": t, "cpu": tgt}
+                        # The waker: QEMU's main loop (a kick: `qemu_cpu_kick()` → the halt_cond's
+                        # broadcast) or a vCPU thread (an IPI it sent, or the BQL it let go).
+                        waker = int(m[2])
+                        path[pid] = {"waking": t, "cpu": tgt,
+                                     "by_main": float(waker == qemu), "by_vcpu": float(waker in vcpus)}
                 elif t0 <= t <= t1:
                     wakes["onto a busy CPU"] += 1
         elif ev == "sched:sched_wakeup" and (w := WK.search(tr)):
