@@ -439,3 +439,19 @@ def test_a_named_host_is_the_one_modelled_with_its_cores_and_its_other_thread():
     assert qemu <= 1.001 and other == 0.0, (qemu, other)
     assert two[0] > 1.5 and two[1] == 0.0, two
     assert loop[1] > 0.2 and loop[0] < two[0] and loop[0] + loop[1] <= 2.001, (loop, two)
+
+
+def test_the_host_models_idle_time_is_all_split_into_its_classes():
+    """``sched_host_idle`` (docs/scheduler.md §10.46, compared with ``bench/host_idle.py``'s split
+    of the measured host): its classes (a thread queued while a core idles; none queued, by the
+    vCPUs halted) add up to the cores QEMU's threads leave idle, and with four vCPUs a class's
+    index never passes four."""
+    case = check.CASES["sched-passive"]
+    spec = _spec(case, KERNEL).updated(explain_sched=True)
+    doc = check.sim_doc(spec, case.background, case.interval_ms, check.HOSTS["two-cores"])
+    qemu, other = _host_cores(doc)
+    idle = doc["sched_host_idle"]
+    split = (float(idle["queued_s"]) + sum(idle["none_queued_s_by_halted"])) / float(doc["time_s"])
+    assert len(idle["none_queued_s_by_halted"]) == 5 and other == 0.0
+    # The host's last round may end a little after the run's last thread (1e-3 of the run).
+    assert split > 0.0 and abs(qemu + split - 2.0) < 2e-3, (qemu, split)
