@@ -1,7 +1,7 @@
 """Which guest kernel spin-wait executes the PAUSEs that make QEMU leave translated code
 (docs/scheduler.md §10.43, §10.45): the guest's spin-waits counted and timed per barrier.
 
-  python bench/vm_guest_spin.py record CASE {idle,busy-loop} {probes,none} OUT
+  python bench/vm_guest_spin.py record CASE {idle,busy-loop} {pauses,probes,none} OUT [CLOCKSOURCE]
   python bench/vm_guest_spin.py report OUT [OUT ...]
 
 ``record`` boots ``vm check``'s guest for CASE (its machine, vCPUs and wait policy) and runs the
@@ -16,7 +16,12 @@ slow path's entry (its caller), ``power:cpu_idle`` (each pass of the idle loop's
 tick fired: a sampling profile in guest time). ``none`` sets nothing: the barrier without the
 probes' cost. The guest pairs entry and return per CPU with awk and prints per function the calls,
 time inside (guest clock, µs) and the longest, per lock caller the same; ``report`` divides by the
-command's barriers. Writes OUT.txt (the guest's output) and OUT.host (QEMU's cores).
+command's barriers. Writes OUT.txt (the guest's output) and OUT.host (QEMU's cores). CLOCKSOURCE
+(e.g. ``acpi_pm``) is written to the guest's ``current_clocksource`` before anything else: the
+HPET's read serialises its readers (``read_hpet()``), the ACPI PM timer's does not.
+
+``pauses`` puts a kprobe on every PAUSE instruction of the guest kernel's text (found on the host
+with ``objdump -d``, placed past KASLR's slide) and counts each site's hits over the command.
 """
 
 from __future__ import annotations
@@ -90,6 +95,7 @@ HIST_AWK = r"""
 
 JOB = r"""T=/sys/kernel/debug/tracing
 [ -d $T/events ] || { mkdir -p /sys/kernel/tracing; mount -t tracefs nodev /sys/kernel/tracing; T=/sys/kernel/tracing; }
+[ -n "$3" ] && echo "$3" > /sys/devices/system/clocksource/clocksource0/current_clocksource
 echo "== cpuidle"
 echo "driver $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>&1) governor $(cat /sys/devices/system/cpu/cpuidle/current_governor_ro 2>&1)"
 for s in /sys/devices/system/cpu/cpu0/cpuidle/state*; do [ -d $s ] && echo "$s $(cat $s/name) usage $(cat $s/usage) disable $(cat $s/disable)"; done
@@ -180,7 +186,7 @@ WRAPPER = re.compile(r"^(native_queued_spin_lock_slowpath|__pv_queued_spin_lock_
                      r"0x[0-9a-f]+|__mutex_lock.*|mutex_lock.*)$")
 
 
-def record(case: str, condition: str, mode: str, out: str) -> None:
+def record(case: str, condition: str, mode: str, out: str, clocksource: str = "") -> None:
     from numalab.vm import check, hostthreads
     from numalab.vm import run as vm_run
     from numalab.vm import setup as vm_setup
@@ -191,7 +197,7 @@ def record(case: str, condition: str, mode: str, out: str) -> None:
     sites = " ".join(str(o) for o in pause_offsets(guest.kernel)) if mode == "pauses" else ""
     job = replace(req, command=["sh", "-c", JOB.replace("@WINDOW_START@", hostthreads.WINDOW_START)
                                 .replace("@WINDOW_END@", hostthreads.WINDOW_END).replace("@PAUSES@", sites),
-                                "sh", " ".join(req.command), mode],
+                                "sh", " ".join(req.command), mode, clocksource],
                   interval_ms=60000)
     loop = subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=True) if condition == "busy-loop" else None
     t0 = time.monotonic()
@@ -307,13 +313,18 @@ def report(out: str) -> None:
 
 def main() -> None:
     a = sys.argv[1:]
-    if len(a) == 5 and a[0] == "record" and a[2] in ("idle", "busy-loop") and a[3] in ("probes", "pauses", "none"):
-        record(a[1], a[2], a[3], a[4])
+    if a[:1] in (["-h"], ["--help"]):
+        print(__doc__)
+    elif len(a) in (5, 6) and a[0] == "record" and a[2] in ("idle", "busy-loop") and a[3] in ("probes", "pauses", "none"):
+        record(*a[1:])
     elif len(a) >= 2 and a[0] == "report":
         for out in a[1:]:
+            if not Path(out + ".txt").is_file():
+                sys.exit(f"report: no {out}.txt (record writes it)")
             report(out)
     else:
-        sys.exit(__doc__)
+        sys.exit("usage: vm_guest_spin.py record CASE {idle,busy-loop} {pauses,probes,none} OUT [CLOCKSOURCE] | "
+                 "report OUT [OUT ...]  (--help for more)")
 
 
 if __name__ == "__main__":
