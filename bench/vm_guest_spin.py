@@ -311,20 +311,37 @@ def report(out: str) -> None:
             print(f"    {v / total:6.3f} {k}")
 
 
+USAGE = ("usage: vm_guest_spin.py record CASE {idle,busy-loop} {pauses,probes,none} OUT [CLOCKSOURCE]\n"
+         "       vm_guest_spin.py report OUT [OUT ...]")
+
+
+def fail(what: str) -> None:
+    """A usage error: the usage and one line, exit 2 (as the other bench scripts)."""
+    print(f"{USAGE}\nvm_guest_spin.py: error: {what}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main() -> None:
     a = sys.argv[1:]
     if a[:1] in (["-h"], ["--help"]):
-        print(__doc__)
-    elif len(a) in (5, 6) and a[0] == "record" and a[2] in ("idle", "busy-loop") and a[3] in ("probes", "pauses", "none"):
+        print(f"{USAGE}\n\n{__doc__}")
+    elif len(a) in (5, 6) and a[0] == "record":
+        from numalab.vm import check
+
+        if a[1] not in check.CASES:
+            fail(f"no case {a[1]!r} (one of numalab vm check's: {', '.join(check.CASES)})")
+        if a[2] not in ("idle", "busy-loop"):
+            fail(f"condition {a[2]!r} is neither idle nor busy-loop")
+        if a[3] not in ("pauses", "probes", "none"):
+            fail(f"mode {a[3]!r} is not pauses, probes or none")
         record(*a[1:])
-    elif len(a) >= 2 and a[0] == "report":
+    elif len(a) >= 2 and a[0] == "report" and not any(x.startswith("-") for x in a[1:]):
         for out in a[1:]:
             if not Path(out + ".txt").is_file():
-                sys.exit(f"report: no {out}.txt (record writes it)")
+                fail(f"no {out}.txt (record writes it)")
             report(out)
     else:
-        sys.exit("usage: vm_guest_spin.py record CASE {idle,busy-loop} {pauses,probes,none} OUT [CLOCKSOURCE] | "
-                 "report OUT [OUT ...]  (--help for more)")
+        fail(f"no command or wrong arguments: {' '.join(a) or 'none'}")
 
 
 if __name__ == "__main__":
