@@ -162,9 +162,14 @@ WARMS = ("none", "cache", "code", "copy")
 
 def main() -> int:
     args = sys.argv[1:]
-    if len(args) != 2 or args[0] in ("-h", "--help"):
-        print(__doc__, file=sys.stdout if args[:1] in (["-h"], ["--help"]) else sys.stderr)
-        return 0 if args[:1] in (["-h"], ["--help"]) else 2
+    usage = f"usage: agent_first_sample.py CASE {{{','.join(WARMS)}}}[-noaslr] | --parse FILE"
+    if args[:1] in (["-h"], ["--help"]):
+        print(f"{usage}\n\n{__doc__}")
+        return 0
+    if len(args) != 2:
+        print(f"{usage}\nagent_first_sample.py: error: expected two arguments, got {len(args)}: {' '.join(args)}",
+              file=sys.stderr)
+        return 2
     name, warm = args
     if name == "--parse":
         # A saved guest output again (``/tmp/agent-first-*.txt``), with the rules as they are now.

@@ -3,7 +3,7 @@ scheduler trace (docs/scheduler.md §10.28): per thread over the guest's command
 run time, its switches out while still runnable (involuntary) and the wait after each until it
 runs again, the wait after each wake-up, and what ran on the core instead.
 
-  python bench/host_trace.py record CASE OUT      # perf record around `numalab vm check --moves`
+  python bench/host_trace.py record CASE OUT [--wake-path]   # perf record around `numalab vm check --moves`
   python bench/host_trace.py report OUT           # the figures (OUT.perf, OUT.json, OUT.proc),
                                                   # and each vCPU thread's time split (§10.34)
   python bench/host_trace.py model CASE [SEEDS]   # the host model's, under the idle condition
@@ -39,9 +39,20 @@ SKEW_S = 50e-6   # the most a wake-up is traced after its switch-in (the CPUs' c
 HEADER = re.compile(r"^\s*(.+?)\s+(\d+)\s+\[(\d+)\]\s+(\d+\.\d+):")
 
 
-def record(case: str, out: str) -> None:
-    cmd = ["perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-a", "-m", "4096", "-e", "sched:sched_switch",
-           "-e", "sched:sched_wakeup", "-o", out + ".perf", "--", sys.executable, __file__, "_run", case, out]
+# `record --wake-path` adds the events of a wake-up's path to an idle host CPU (§10.46): the
+# waker's `sched_waking` (kernel/sched/core.c: try_to_wake_up(), before the target is chosen),
+# the IPI sent to the target (ipi:ipi_send_cpu, `ttwu_queue_wakelist()` →
+# `__smp_call_single_queue()`, or a reschedule IPI) or none (`sched_wake_idle_without_ipi`: the
+# target polls), and the target's exit from idle (power:cpu_idle with state -1, kernel/sched/idle.c:
+# cpuidle_idle_call() / default_idle_call() around the halt) and its IPI handler's entry.
+WAKE_PATH = ("sched:sched_waking", "sched:sched_wake_idle_without_ipi", "power:cpu_idle", "ipi:ipi_send_cpu",
+             "irq_vectors:call_function_single_entry", "irq_vectors:reschedule_entry")
+
+
+def record(case: str, out: str, wake_path: bool = False) -> None:
+    events = ["sched:sched_switch", "sched:sched_wakeup"] + (list(WAKE_PATH) if wake_path else [])
+    cmd = ["perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-a", "-m", "4096"] + [x for e in events for x in ("-e", e)] + [
+        "-o", out + ".perf", "--", sys.executable, __file__, "_run", case, out]
     subprocess.run(cmd, check=True)
 
 
@@ -57,6 +68,21 @@ def _run(case: str, out: str) -> None:
         return result(self)
 
     hostthreads.HostSampler.result = keep  # type: ignore[method-assign]
+    line = hostthreads.HostSampler.line
+    idle = Path(out + ".cpuidle")
+
+    def mark(self: hostthreads.HostSampler, text: str) -> None:
+        # Each host CPU's halts by cpuidle state, counted by the kernel at the window's marks
+        # (drivers/cpuidle/sysfs.c: `usage`, `time` in µs): the idle time this trace cannot see
+        # on a CPU whose idle task emits no events (§10.46).
+        if text.rstrip().endswith((hostthreads.WINDOW_START, hostthreads.WINDOW_END)):
+            rows = [f"{d.parent.parent.name} {d.name} {(d / 'usage').read_text().strip()} {(d / 'time').read_text().strip()}"
+                    for d in sorted(Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpuidle/state[0-9]*"))]
+            with idle.open("a") as f:
+                f.write(f"mark {text.rstrip().split()[-1]}\n" + "".join(r + "\n" for r in rows))
+        line(self, text)
+
+    hostthreads.HostSampler.line = mark  # type: ignore[method-assign]
     sys.stdout = open(out + ".json", "w")
     run(["vm", "check", "--moves", "--json", "--case", case])
 
@@ -369,6 +395,13 @@ def model(case_name: str, seeds: int) -> None:
         print(f"{seed} | {run:.3f} | " + " | ".join(cells) +
               f" | {m.get('host_s', 0):.3f}, {int(m.get('host_voluntary', 0)) / run:.0f}, {m.get('host_involuntary', 0)}")
         print(f"    running / queued / halted, share of the run: {' | '.join(split)}; cores busy {busy / (2 * run):.3f}")
+        # The cores' idle time split as bench/host_idle.py splits the measured host's (§10.46),
+        # per core: a thread queued while a core idles, or none, by the vCPUs halted then.
+        if (idle := doc.get("sched_host_idle")) is not None:
+            by = idle["none_queued_s_by_halted"]
+            print(f"    idle per core: queued {float(idle['queued_s']) / (2 * run):.4f}, none queued "
+                  f"{sum(by) / (2 * run):.4f} (by vCPUs halted: "
+                  + ", ".join(f"{n} {float(x) / (2 * run):.4f}" for n, x in enumerate(by) if x) + ")")
         # With the host model's BQL (``vcpu_host.bql``, docs/scheduler.md §10.37): per thread its
         # takes and the takes that found the lock held (a short blocked spell each) per second of
         # the run, their mean wait and the share of the run it held the lock.
@@ -385,9 +418,18 @@ def main(argv: list[str]) -> int:
     """The three commands of the module's docstring; anything else prints it."""
     cmd, args = (argv[0], argv[1:]) if argv else ("", [])
     wanted = {"record": 2, "report": 1, "model": 1, "_run": 2}
+    usage = "usage: host_trace.py record CASE OUT [--wake-path] | report OUT | model CASE [SEEDS]"
+    if cmd in ("-h", "--help"):
+        print(f"{usage}\n\n{__doc__}")
+        return 0
+    if cmd == "record" and any(a != "--wake-path" for a in args[2:]):
+        print(f"{usage}\nhost_trace.py: error: unknown flag to record: {' '.join(a for a in args[2:] if a != '--wake-path')}",
+              file=sys.stderr)
+        return 2
     if cmd not in wanted or len(args) < wanted[cmd] or (cmd == "model" and len(args) > 2):
-        print(__doc__, file=sys.stderr if cmd not in ("-h", "--help") else sys.stdout)
-        return 0 if cmd in ("-h", "--help") else 2
+        what = f"no command {cmd!r}" if cmd not in wanted else f"wrong arguments to {cmd}: {' '.join(args) or 'none'}"
+        print(f"{usage}\nhost_trace.py: error: {what}", file=sys.stderr)
+        return 2
     from numalab.vm import check
 
     if cmd in ("record", "model") and args[0] not in check.CASES:
@@ -399,7 +441,7 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     if cmd == "record":
-        record(args[0], args[1])
+        record(args[0], args[1], "--wake-path" in args[2:])
     elif cmd == "model":
         if len(args) > 1 and not args[1].isdigit():
             print(f"host_trace.py model: SEEDS must be a whole number, got {args[1]!r}", file=sys.stderr)

@@ -233,7 +233,26 @@ def report(out: str, top: int) -> None:
                                                   (cpus + Counter({"QEMU vCPU": n})).most_common()))
 
 
+USAGE = ("usage: vm_cpu_per_barrier.py record|record-locks CASE {idle,busy-loop} OUT | record-probes CASE "
+         "{idle,busy-loop} OUT PROBE... | report [--top=N] OUT... | locks OUT... | probes OUT...")
+
+
+def fail(what: str) -> None:
+    print(f"{USAGE}\nvm_cpu_per_barrier.py: error: {what}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main() -> None:
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        print(f"{USAGE}\n\n{__doc__}")
+        return
+    if sys.argv[1:2] in (["record"], ["record-locks"], ["record-probes"]) and len(sys.argv) >= 4:
+        from numalab.vm import check
+
+        if sys.argv[2] not in check.CASES:
+            fail(f"no case {sys.argv[2]!r} (one of numalab vm check's: {', '.join(check.CASES)})")
+        if sys.argv[3] not in ("idle", "busy-loop"):
+            fail(f"condition {sys.argv[3]!r} is neither idle nor busy-loop")
     if len(sys.argv) == 5 and sys.argv[1] == "record":
         record(sys.argv[2], sys.argv[3], sys.argv[4])
     elif len(sys.argv) == 5 and sys.argv[1] == "record-locks":
@@ -251,7 +270,7 @@ def main() -> None:
         for out in sys.argv[2 + bool(top):]:
             report(out, top)
     else:
-        sys.exit(__doc__)
+        fail(f"no command or wrong arguments: {' '.join(sys.argv[1:]) or 'none'}")
 
 
 if __name__ == "__main__":

@@ -199,6 +199,14 @@ pub struct HostThreadOut {
     pub host_bql: Option<BqlOut>,
 }
 
+/// `vhost.rs: HostIdle`: idle core-seconds while a thread was queued, and while none was, by
+/// the number of vCPUs halted (index).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct HostIdleOut {
+    pub queued_s: f64,
+    pub none_queued_s_by_halted: Vec<f64>,
+}
+
 /// A host thread's takes of QEMU's big lock (`vhost/bql.rs: BqlStat`): how many, how many found
 /// it held and the seconds waited then, and the seconds held.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -300,6 +308,10 @@ pub struct SimOutput {
     /// docs/scheduler.md §10.18).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sched_host_others_s: Vec<f64>,
+    /// The host model's idle core-seconds, split as `bench/host_idle.py` splits the measured
+    /// host's (`vhost.rs: HostIdle`, docs/scheduler.md §10.46; `--explain-sched`, `mttcg`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sched_host_idle: Option<HostIdleOut>,
     /// The workload's run queues over the run (`--explain-sched`, docs/scheduler.md §10.25).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sched_rq: Option<SchedRqOut>,
@@ -456,6 +468,7 @@ impl Recorder {
             sched_cpus: Vec::new(),
             sched_host_main_loop: None,
             sched_host_others_s: Vec::new(),
+            sched_host_idle: None,
             sched_rq: None,
             balancing_cost: None,
             timeline: self.timeline,

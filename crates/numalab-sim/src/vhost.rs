@@ -252,6 +252,16 @@ pub struct HostRun {
     /// `bql`: the lock, and when the main loop's run in progress took it.
     bql: Option<bql::Bql>,
     main_run_at: f64,
+    idle: HostIdle,
+}
+
+/// `mttcg`: the host cores' idle time, split as `bench/host_idle.py` splits the measured host's
+/// (docs/scheduler.md §10.46): core-seconds idle while some thread is runnable without a core
+/// (queued on a busy core's queue), and while none is, by how many vCPUs are halted then.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HostIdle {
+    pub queued_s: f64,
+    pub none_queued_s_by_halted: Vec<f64>,
 }
 
 impl HostRun {
@@ -284,6 +294,7 @@ impl HostRun {
             now_s: 0.0,
             bql: cfg.bql.clone().filter(|_| cfg.mode == HostMode::Mttcg).map(|b| bql::Bql::new(b, vcpus, 0)),
             main_run_at: 0.0,
+            idle: HostIdle { queued_s: 0.0, none_queued_s_by_halted: vec![0.0; vcpus + 1] },
             cfg,
         }
     }
@@ -510,6 +521,35 @@ impl HostRun {
                 self.threads[c].waited(dt);
             }
         }
+        if self.eevdf.is_some() {
+            self.count_idle(dt);
+        }
+    }
+
+    /// `mttcg`: the cores no thread holds for `dt`, split into `HostIdle`'s classes.
+    fn count_idle(&mut self, dt: f64) {
+        let held = self.holds.iter().chain(&self.others_hold).filter(|&&h| h).count() + usize::from(self.main_holds);
+        let idle = self.cfg.cores.saturating_sub(held) as f64 * dt;
+        if idle == 0.0 {
+            return;
+        }
+        let queued =
+            self.holds.iter().zip(&self.busy).any(|(&h, &b)| b && !h) || (self.main_runnable && !self.main_holds);
+        if queued {
+            self.idle.queued_s += idle;
+        } else {
+            self.idle.none_queued_s_by_halted[self.busy.iter().filter(|&&b| !b).count()] += idle;
+        }
+    }
+
+    /// The host runs each vCPU on a thread of its own under its scheduler (`mttcg`).
+    pub fn is_mttcg(&self) -> bool {
+        self.eevdf.is_some()
+    }
+
+    /// `mttcg`: the host cores' idle time so far, by class.
+    pub fn idle(&self) -> &HostIdle {
+        &self.idle
     }
 
     /// At the plan from `now_s`: each vCPU's kept tick due since when (None: none due), to time
@@ -586,6 +626,25 @@ mod tests {
 
     fn close(a: (f64, f64, f64), b: (f64, f64, f64)) -> bool {
         (a.0 - b.0).abs() < 1e-9 && (a.1 - b.1).abs() < 1e-9 && (a.2 - b.2).abs() < 1e-9
+    }
+
+    #[test]
+    fn idle_cores_are_split_by_whether_a_thread_waits_and_how_many_vcpus_halt() {
+        let mut h = eevdf_host(2, 3);
+        // One vCPU busy of three: one core idle, nothing waits, two halted.
+        assert_eq!(held(&mut h, &[true, false, false]).len(), 1);
+        h.charge(1e-3);
+        // All three busy on two cores: none idle.
+        held(&mut h, &[true, true, true]);
+        h.charge(1e-3);
+        // All halted: both cores idle, three halted.
+        held(&mut h, &[false, false, false]);
+        h.charge(2e-3);
+        let i = h.idle();
+        assert_eq!(i.queued_s, 0.0);
+        assert!((i.none_queued_s_by_halted[2] - 1e-3).abs() < 1e-15, "{i:?}");
+        assert!((i.none_queued_s_by_halted[3] - 4e-3).abs() < 1e-15, "{i:?}");
+        assert_eq!(i.none_queued_s_by_halted[0] + i.none_queued_s_by_halted[1], 0.0);
     }
 
     #[test]

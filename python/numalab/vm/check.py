@@ -299,12 +299,15 @@ class GuestBackground:
     #: process translates its sampling code anew at its first sample, docs/scheduler.md §10.36);
     #: 0: spread over ``agent_cost_s``, a mean over every sample, the first included.
     agent_first_extra_s: float = 0.0
-    #: The guest's seconds per barrier on the idle host (``CONDITIONS["idle"]``), which sets TCG's
-    #: slowdown in ``sim_doc`` under every host: translated code runs as fast per host CPU second
-    #: whatever the host's load, and a busier host slows the guest by running its vCPUs less, which
-    #: the host model gives (docs/scheduler.md §10.40). None where not measured there: the
-    #: slowdown then comes from ``barrier_s`` under the host the run is given.
-    speed_barrier_s: float | None = None
+    #: The guest's seconds per barrier where QEMU had its host cores to itself, per count of
+    #: cores (``SPEED_CONDITIONS``: two on the idle host, one beside a busy loop in another
+    #: autogroup), which sets TCG's slowdown in ``sim_doc`` for a run on a host with as many
+    #: cores (else the first entry's): a busier host slows the guest by running its vCPUs less,
+    #: which the host model gives (docs/scheduler.md §10.40), but QEMU's own cost per guest
+    #: instruction grows when vCPUs run side by side (the guest's spin-waits' PAUSE exits and the
+    #: BQL, §10.43), which the model does not run. Empty where not measured: the slowdown then
+    #: comes from ``barrier_s`` under the host the run is given.
+    speed_barriers_s: tuple[tuple[int, float], ...] = ()
 
     def engine(self, interval_ms: int) -> dict[str, Any]:
         """The engine's ``background`` (``numalab_sim::sched::Background``): the agent every
@@ -947,11 +950,15 @@ CONDITIONS: dict[str, HostCondition] = {
 }
 
 
-# TCG's speed, measured on the idle host, for every sleeping case measured there (§10.40).
-for _name, _barrier_s in CONDITIONS["idle"].barrier_s.items():
-    _case = CASES[_name]
-    if _case.background is not None:
-        CASES[_name] = replace(_case, background=replace(_case.background, speed_barrier_s=_barrier_s))
+#: The conditions that give TCG's speed, per count of host cores QEMU had to itself: the idle
+#: host's two, and one beside a busy loop in another autogroup (§10.40, §10.43).
+SPEED_CONDITIONS = ("idle", "busy-loop")
+
+for _name, _case in list(CASES.items()):
+    _speeds = tuple((HOSTS[CONDITIONS[c].host]["cores"], CONDITIONS[c].barrier_s[_name])
+                    for c in SPEED_CONDITIONS if _name in CONDITIONS[c].barrier_s)
+    if _case.background is not None and _speeds:
+        CASES[_name] = replace(_case, background=replace(_case.background, speed_barriers_s=_speeds))
 
 
 def sim_doc(spec: RunSpec, background: GuestBackground | None = None, interval_ms: int = 1000,
@@ -965,11 +972,13 @@ def sim_doc(spec: RunSpec, background: GuestBackground | None = None, interval_m
     guest (one vCPU per node too: the same host runs them all, and without it no vCPU is ever left
     unrun, docs/scheduler.md §10.16): the first then gives the barrier's length with the host's
     cores shared by all vCPUs, and the slowdown left is TCG's own (translated code slower than the
-    preset's placeholder timing). Where the case was measured on the idle host
-    (``GuestBackground.speed_barrier_s``) the first run is that host's, whatever host the second
-    is given: TCG's speed per host CPU second does not follow the host's load, the host model
-    gives what the load takes (§10.40), and the background's ``barrier_s`` is then a check. ``host=False`` leaves the host out (every vCPU always runs); a dict is
-    the host to model instead of ``GUEST_HOST`` (one of ``HOSTS``)."""
+    preset's placeholder timing). Where the case was measured with QEMU alone on its cores
+    (``GuestBackground.speed_barriers_s``) the first run is on the measured host with as many cores
+    as the second's, whatever load the second adds: the host model gives what the load takes
+    (§10.40), and QEMU's cost per guest instruction follows how many vCPUs run side by side
+    (§10.43); the background's ``barrier_s`` is then a check. ``host=False`` leaves the host out
+    (every vCPU always runs); a dict is the host to model instead of ``GUEST_HOST`` (one of
+    ``HOSTS``)."""
     from numalab.runner import sim
 
     chosen = host if isinstance(host, dict) else GUEST_HOST if host else None
@@ -989,9 +998,13 @@ def sim_doc(spec: RunSpec, background: GuestBackground | None = None, interval_m
     if not spec.noise:
         return unslowed(vcpu_host)
     barriers = int(dict(spec.params).get("reps") or 1)
-    if background.speed_barrier_s is not None and vcpu_host is not None:
-        # TCG's slowdown from the idle host, whatever host this run is given (§10.40).
-        speed_s, first = background.speed_barrier_s, unslowed(HOSTS[CONDITIONS["idle"].host])
+    if background.speed_barriers_s and vcpu_host is not None:
+        # TCG's slowdown from the measured host with as many cores, whatever load this run's
+        # host adds (§10.40, §10.43).
+        cores, speed_s = next((e for e in background.speed_barriers_s if e[0] == vcpu_host["cores"]),
+                              background.speed_barriers_s[0])
+        speed_host = next(HOSTS[CONDITIONS[c].host] for c in SPEED_CONDITIONS if HOSTS[CONDITIONS[c].host]["cores"] == cores)
+        first = unslowed(speed_host)
     else:
         speed_s, first = background.barrier_s, unslowed(vcpu_host)
     slowdown = speed_s / (float(first["time_s"]) / barriers)

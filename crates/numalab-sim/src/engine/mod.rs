@@ -895,6 +895,12 @@ impl Engine<'_> {
             host_bql: main_bql.map(crate::output::BqlOut::from),
         });
         let others = self.host.as_ref().map(|(host, _)| host.others_received_s().to_vec()).unwrap_or_default();
+        let idle = self.host.as_ref().filter(|(host, _)| self.cfg.explain_sched && host.is_mttcg()).map(|(host, _)| {
+            crate::output::HostIdleOut {
+                queued_s: host.idle().queued_s,
+                none_queued_s_by_halted: host.idle().none_queued_s_by_halted.clone(),
+            }
+        });
         let rq = rq.map(|r| crate::output::SchedRqOut {
             ticks: r.ticks.iter().map(|&([m, o], n)| [u64::from(m), u64::from(o), n]).collect(),
             imbalanced_s: r.imbalanced_s,
@@ -902,7 +908,7 @@ impl Engine<'_> {
             episodes: r.episodes,
             since: r.since,
         });
-        SchedOutputs { threads, events, cpus, main_loop, others, rq }
+        SchedOutputs { threads, events, cpus, main_loop, others, idle, rq }
     }
 }
 
@@ -915,6 +921,7 @@ struct SchedOutputs {
     events: Vec<crate::output::SchedEventOut>,
     cpus: Vec<crate::output::SchedCpuOut>,
     main_loop: Option<crate::output::HostThreadOut>,
+    idle: Option<crate::output::HostIdleOut>,
     /// Host seconds each of the host's other threads received (`VcpuHost::other_threads`).
     others: Vec<f64>,
     /// The workload's run queues (`sched/rq_trace.rs`), with the decisions only.
@@ -932,6 +939,7 @@ impl SchedOutputs {
         out.sched_cpus = self.cpus;
         out.sched_host_main_loop = self.main_loop;
         out.sched_host_others_s = self.others;
+        out.sched_host_idle = self.idle;
         out.sched_rq = self.rq;
     }
 }
