@@ -304,8 +304,9 @@ class GuestBackground:
     #: autogroup), which sets TCG's slowdown in ``sim_doc`` for a run on a host with as many
     #: cores (else the first entry's): a busier host slows the guest by running its vCPUs less,
     #: which the host model gives (docs/scheduler.md §10.40), but QEMU's own cost per guest
-    #: instruction grows when vCPUs run side by side (the guest's spin-waits' PAUSE exits and the
-    #: BQL, §10.43), which the model does not run. Empty where not measured: the slowdown then
+    #: instruction grows when vCPUs run side by side (the guest's HPET clock reads spin on their
+    #: lock, each PAUSE an exit from translated code and a BQL take, §10.43, §10.45), which the
+    #: model does not run. Empty where not measured: the slowdown then
     #: comes from ``barrier_s`` under the host the run is given.
     speed_barriers_s: tuple[tuple[int, float], ...] = ()
 
