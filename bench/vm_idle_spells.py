@@ -183,7 +183,9 @@ def report(text: str, name: str) -> int:
     for what, v in (("sched_waking to the target's sched_wakeup", sorted(chain)), ("sched_waking to the switch-in", sorted(whole))):
         if v:
             print(f"{what}: {len(v)}, median {v[len(v) // 2] * 1e6:.0f} us, mean {sum(v) / len(v) * 1e6:.0f} us, "
-                  f"p90 {v[int(0.9 * len(v))] * 1e6:.0f} us")
+                  f"p90 {v[int(0.9 * len(v))] * 1e6:.0f} us, over 2 / 4 ms {sum(x > 2e-3 for x in v)} / "
+                  f"{sum(x > 4e-3 for x in v)} (their sum {sum(x for x in v if x > 2e-3):.3f} s / "
+                  f"{sum(x for x in v if x > 4e-3):.3f} s), longest {v[-1] * 1e3:.1f} ms")
     for was_idle in (True, False):
         v = sorted(lat[was_idle])
         if v:
