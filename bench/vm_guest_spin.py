@@ -101,6 +101,8 @@ echo "driver $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>&1) governor
 for s in /sys/devices/system/cpu/cpu0/cpuidle/state*; do [ -d $s ] && echo "$s $(cat $s/name) usage $(cat $s/usage) disable $(cat $s/disable)"; done
 echo "cmdline $(cat /proc/cmdline)"
 C=/sys/devices/system/clocksource/clocksource0; echo "clocksource $(cat $C/current_clocksource) of $(cat $C/available_clocksource)"
+dmesg | grep -i -E 'tsc|clocksource|hpet' | sed 's/^/dmesg /'
+echo "cpu $(grep -m1 vendor_id /proc/cpuinfo) flags: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E 'tsc|invtsc' | tr '\n' ' ')"
 for d in /sys/kernel/debug/sched/domains/cpu0/domain*; do [ -d $d ] && echo "domain $(cat $d/name) $(cat $d/flags)"; done
 echo "features $(cat /sys/kernel/debug/sched/features)"
 echo "== probes"

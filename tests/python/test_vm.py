@@ -535,3 +535,18 @@ def test_a_failed_balancing_case_shows_when_the_guest_scanner_marked_and_faulted
     line = check.scanner_timeline({"timeline": [{"t_s": 0.1, "pages_per_node": [1]}] + samples}, points=4)
     assert line.split("  ") == ["0.20: 100/0/0", "1.40: 700/0/0", "2.80: 1400/0/0", "4.00: 2000/0/0"]
     assert check.scanner_timeline({"timeline": [{"t_s": 0.1}]}) == ""
+
+
+def test_numalab_vm_append_adds_kernel_options_and_unset_leaves_the_boot_line(tmp_path, monkeypatch):
+    # docs/scheduler.md §10.49 boots the guest with ``tsc=reliable`` through $NUMALAB_VM_APPEND;
+    # without it the boot line must stay the one every recorded guest figure was measured with.
+    from types import SimpleNamespace
+
+    req = SimpleNamespace(balancing=SimpleNamespace(scanning=False))
+    topo = SimpleNamespace(memory_mib=[1024, 1024], kmem_nodes=[])
+    g = SimpleNamespace(kernel=str(tmp_path / "vmlinuz"))
+    monkeypatch.delenv("NUMALAB_VM_APPEND", raising=False)
+    plain = vm_run._cmdline(req, topo, g, "kvm")  # type: ignore[arg-type]
+    assert plain == qemu.cmdline(False)
+    monkeypatch.setenv("NUMALAB_VM_APPEND", "tsc=reliable")
+    assert vm_run._cmdline(req, topo, g, "kvm") == plain + " tsc=reliable"  # type: ignore[arg-type]

@@ -231,7 +231,10 @@ def _prepare(reqs: list[VmRequest], commands: list[list[str] | None], say: Say):
 
 def _cmdline(req: VmRequest, topo: qemu.Topology, g: vm_setup.Guest, accel: str) -> str:
     lpj = qemu.preset_lpj(accel, Path(g.kernel).parent / "config")
-    return qemu.cmdline(req.balancing.scanning, f"{lpj} {kmem.cmdline(topo.memory_mib, topo.kmem_nodes)}".strip())
+    # $NUMALAB_VM_APPEND: extra kernel options for a measurement (docs/scheduler.md §10.49's
+    # ``tsc=reliable``); unset, the boot line is unchanged.
+    extra = os.environ.get("NUMALAB_VM_APPEND", "")
+    return qemu.cmdline(req.balancing.scanning, f"{lpj} {kmem.cmdline(topo.memory_mib, topo.kmem_nodes)} {extra}".strip())
 
 
 def _initrd(tmp: Path, base: bytes, job: guest.Job | list[guest.Job]) -> Path:
