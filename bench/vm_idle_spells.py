@@ -26,7 +26,11 @@ its switch-in, split by whether its CPU was idle at the wake-up. docs/scheduler.
 (``sched_cpus``' ``rq_cpu_time_s``: from the switch-in, as the guest's idle task ends), its idle
 entries per barrier (``sched_goidle``), their mean length, the thread's time on it per barrier,
 and the host's split of the vCPU thread (running, queued after a halt, queued after a
-preemption, halted) with the mean queued wait after a halt (a wake-up's wait for a host core).
+preemption, halted) with the mean queued wait after a halt (a wake-up's wait for a host core);
+and per seed the model's wake-up chain (``sched_wake_chain``, ``vhost/wake_chain.rs``): per wake-up
+of a sleeping team thread, from the waker's ``try_to_wake_up()`` to the woken thread running, the
+host's wait to run its vCPU included, as the guest's ``sched_waking to the switch-in``; all of
+them and those onto a halted vCPU.
 
 The guest's output is saved as ``/tmp/idle-spells-CASE-HHMMSS.txt`` for ``--parse``.
 """
@@ -183,7 +187,8 @@ def report(text: str, name: str) -> int:
     for what, v in (("sched_waking to the target's sched_wakeup", sorted(chain)), ("sched_waking to the switch-in", sorted(whole))):
         if v:
             print(f"{what}: {len(v)}, median {v[len(v) // 2] * 1e6:.0f} us, mean {sum(v) / len(v) * 1e6:.0f} us, "
-                  f"p90 {v[int(0.9 * len(v))] * 1e6:.0f} us, over 2 / 4 ms {sum(x > 2e-3 for x in v)} / "
+                  f"p90 {v[int(0.9 * len(v))] * 1e6:.0f} us, p99 {v[int(0.99 * len(v))] * 1e6:.0f} us, "
+                  f"over 2 / 4 ms {sum(x > 2e-3 for x in v)} / "
                   f"{sum(x > 4e-3 for x in v)} (their sum {sum(x for x in v if x > 2e-3):.3f} s / "
                   f"{sum(x for x in v if x > 4e-3):.3f} s), longest {v[-1] * 1e3:.1f} ms")
     for was_idle in (True, False):
@@ -216,7 +221,22 @@ def model(name: str, seeds: int) -> int:
                   f"{held / reps * 1e3:19.3f}  {h / run:.3f} / {(q - qp) / run:.3f} / {qp / run:.3f} / {1 - (h + q) / run:.3f}"
                   f"  {(q - qp) / max(1, int(c['host_voluntary'])) * 1e6:.0f}")
         print(f"     {run / reps * 1e3:.3f} ms a barrier")
+        chain = doc.get("sched_wake_chain")
+        if chain:
+            for what, d in (("all", chain["all"]), ("onto a halted vCPU", chain["onto_halted"])):
+                print(f"     wake-up to running, {what}: {_chain(d)}")
+            if chain["never_run"]:
+                print(f"     wake-ups whose vCPU the host never ran again: {chain['never_run']}")
     return 0
+
+
+def _chain(d: dict[str, float]) -> str:
+    """One ``sched_wake_chain`` distribution as the guest's ``sched_waking to the switch-in`` line."""
+    if not d["n"]:
+        return "none"
+    return (f"{d['n']}, median {d['median_s'] * 1e6:.0f} us, mean {d['mean_s'] * 1e6:.0f} us, "
+            f"p90 {d['p90_s'] * 1e6:.0f} us, p99 {d['p99_s'] * 1e6:.0f} us, over 2 / 4 ms {d['over_2ms']} / "
+            f"{d['over_4ms']}, longest {d['max_s'] * 1e3:.1f} ms")
 
 
 def main() -> int:

@@ -455,3 +455,23 @@ def test_the_host_models_idle_time_is_all_split_into_its_classes():
     assert len(idle["none_queued_s_by_halted"]) == 5 and other == 0.0
     # The host's last round may end a little after the run's last thread (1e-3 of the run).
     assert split > 0.0 and abs(qemu + split - 2.0) < 2e-3, (qemu, split)
+
+
+def test_the_wake_chain_counts_each_sleepers_wake_up_once_with_ordered_quantiles():
+    """``sched_wake_chain`` (docs/scheduler.md §10.48, ``bench/vm_idle_spells.py model`` beside
+    the guest's ``sched_waking`` to switch-in): on ``vm-4`` passive, per wake-up of a sleeping
+    team thread, the time until it runs, the host's wait to run its vCPU included. Those onto a
+    halted vCPU are a part of all; the quantiles are ordered, the tails nested, no wait is
+    shorter than the wake-up's own latency or longer than the run; without ``explain_sched`` it
+    is left out."""
+    case = check.CASES["sched-passive"]
+    spec = _spec(case, KERNEL)
+    doc = check.sim_doc(spec.updated(explain_sched=True), case.background, case.interval_ms, check.HOSTS["two-cores"])
+    chain = doc["sched_wake_chain"]
+    everyone, halted = chain["all"], chain["onto_halted"]
+    assert 0 < halted["n"] <= everyone["n"], chain
+    for d in (everyone, halted):
+        assert 5e-6 <= d["median_s"] <= d["p90_s"] <= d["p99_s"] <= d["max_s"] <= float(doc["time_s"]), d
+        assert d["over_4ms"] <= d["over_2ms"] <= d["n"], d
+    assert halted["over_2ms"] <= everyone["over_2ms"] and halted["max_s"] <= everyone["max_s"], chain
+    assert "sched_wake_chain" not in check.sim_doc(spec, case.background, case.interval_ms, check.HOSTS["two-cores"])

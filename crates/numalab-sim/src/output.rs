@@ -312,6 +312,11 @@ pub struct SimOutput {
     /// host's (`vhost.rs: HostIdle`, docs/scheduler.md §10.46; `--explain-sched`, `mttcg`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sched_host_idle: Option<HostIdleOut>,
+    /// Per wake-up of a team thread asleep on its futex, the time until it runs, the host's
+    /// wait to run its vCPU included (`vhost/wake_chain.rs`, docs/scheduler.md §10.48;
+    /// `--explain-sched`, `mttcg`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sched_wake_chain: Option<crate::vhost::WakeChainOut>,
     /// The workload's run queues over the run (`--explain-sched`, docs/scheduler.md §10.25).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sched_rq: Option<SchedRqOut>,
@@ -469,6 +474,7 @@ impl Recorder {
             sched_host_main_loop: None,
             sched_host_others_s: Vec::new(),
             sched_host_idle: None,
+            sched_wake_chain: None,
             sched_rq: None,
             balancing_cost: None,
             timeline: self.timeline,

@@ -25,9 +25,11 @@ mod bql;
 mod eevdf;
 mod main_loop;
 mod placement;
+mod wake_chain;
 
 pub use bql::{BqlCfg, BqlStat};
 pub use main_loop::Timer;
+pub use wake_chain::{WakeChainDist, WakeChainOut};
 
 use serde::{Deserialize, Serialize};
 
@@ -253,6 +255,8 @@ pub struct HostRun {
     bql: Option<bql::Bql>,
     main_run_at: f64,
     idle: HostIdle,
+    /// `mttcg` under `--explain-sched`: the sleepers' wake-ups until their vCPU runs.
+    wake_chain: Option<wake_chain::WakeChain>,
 }
 
 /// `mttcg`: the host cores' idle time, split as `bench/host_idle.py` splits the measured host's
@@ -295,6 +299,7 @@ impl HostRun {
             bql: cfg.bql.clone().filter(|_| cfg.mode == HostMode::Mttcg).map(|b| bql::Bql::new(b, vcpus, 0)),
             main_run_at: 0.0,
             idle: HostIdle { queued_s: 0.0, none_queued_s_by_halted: vec![0.0; vcpus + 1] },
+            wake_chain: None,
             cfg,
         }
     }
@@ -305,6 +310,25 @@ impl HostRun {
             self.bql = Some(bql::Bql::new(b, self.holds.len(), seed));
         }
         self
+    }
+
+    /// Time the sleepers' wake-ups until their vCPU runs (`wake_chain.rs`), if `on` and `mttcg`.
+    pub fn with_wake_chain(mut self, on: bool) -> Self {
+        self.wake_chain = (on && self.eevdf.is_some()).then(|| wake_chain::WakeChain::new(self.holds.len()));
+        self
+    }
+
+    /// A thread asleep on its futex was woken onto vCPU `c` at `at_s`, `min_s` its wake-up's own
+    /// latency: timed until the host runs `c` (`wake_chain.rs`).
+    pub fn sleeper_woken(&mut self, c: usize, at_s: f64, min_s: f64) {
+        if let Some(w) = self.wake_chain.as_mut() {
+            w.woken(c, at_s, self.holds[c], self.asleep[c], min_s);
+        }
+    }
+
+    /// The sleepers' wake-up chains so far, if timed.
+    pub fn wake_chain(&self) -> Option<WakeChainOut> {
+        self.wake_chain.as_ref().map(wake_chain::WakeChain::out)
     }
 
     /// vCPU `c`'s guest sent an IPI at `at_s` (its ICR write takes the BQL, `bql.rs`).
@@ -448,6 +472,9 @@ impl HostRun {
             self.busy[c] = b;
             self.resumed[c] = self.holds[c] && self.asleep[c];
             self.asleep[c] &= !self.holds[c];
+            if let Some(w) = self.wake_chain.as_mut().filter(|_| self.holds[c]) {
+                w.runs(c, self.now_s);
+            }
             // Back from a halt: the BQL retaken after `qemu_wait_io_event()`, then the interrupt
             // that ended the halt delivered and its EOI written.
             if let Some(bq) = self.bql.as_mut().filter(|_| self.resumed[c]) {

@@ -70,6 +70,8 @@ def document(bound: BoundRun, out: dict[str, Any]) -> dict[str, Any]:
             doc["sched_host_others_s"] = out["sched_host_others_s"]
         if out.get("sched_host_idle"):
             doc["sched_host_idle"] = out["sched_host_idle"]
+        if out.get("sched_wake_chain"):
+            doc["sched_wake_chain"] = out["sched_wake_chain"]
         if out.get("sched_rq"):
             doc["sched_rq"] = out["sched_rq"]
     if out.get("thp"):

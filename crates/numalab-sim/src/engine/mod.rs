@@ -471,7 +471,8 @@ impl<'a> Engine<'a> {
             host: cfg.vcpu_host.clone().map(|h| {
                 let run = crate::vhost::HostRun::new(h, m.pus.len())
                     .with_guest_tick(1.0 / cfg.kernel.profile().sched.hz)
-                    .with_seed(cfg.seed);
+                    .with_seed(cfg.seed)
+                    .with_wake_chain(cfg.explain_sched);
                 (run, vec![true; m.pus.len()])
             }),
         };
@@ -901,6 +902,7 @@ impl Engine<'_> {
                 none_queued_s_by_halted: host.idle().none_queued_s_by_halted.clone(),
             }
         });
+        let wake_chain = self.host.as_ref().and_then(|(host, _)| host.wake_chain());
         let rq = rq.map(|r| crate::output::SchedRqOut {
             ticks: r.ticks.iter().map(|&([m, o], n)| [u64::from(m), u64::from(o), n]).collect(),
             imbalanced_s: r.imbalanced_s,
@@ -908,7 +910,7 @@ impl Engine<'_> {
             episodes: r.episodes,
             since: r.since,
         });
-        SchedOutputs { threads, events, cpus, main_loop, others, idle, rq }
+        SchedOutputs { threads, events, cpus, main_loop, others, idle, rq, wake_chain }
     }
 }
 
@@ -926,6 +928,8 @@ struct SchedOutputs {
     others: Vec<f64>,
     /// The workload's run queues (`sched/rq_trace.rs`), with the decisions only.
     rq: Option<crate::output::SchedRqOut>,
+    /// The sleepers' wake-ups until they run (`vhost/wake_chain.rs`), `mttcg` with the decisions.
+    wake_chain: Option<crate::vhost::WakeChainOut>,
 }
 
 impl SchedOutputs {
@@ -941,6 +945,7 @@ impl SchedOutputs {
         out.sched_host_others_s = self.others;
         out.sched_host_idle = self.idle;
         out.sched_rq = self.rq;
+        out.sched_wake_chain = self.wake_chain;
     }
 }
 

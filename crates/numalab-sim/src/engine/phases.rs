@@ -71,6 +71,9 @@ impl Engine<'_> {
                     self.sched.enqueued_on(cpu, &runnable, release);
                     self.sched.rq_on(i, cpu, release);
                 }
+                if let Some((host, _)) = self.host.as_mut() {
+                    host.sleeper_woken(cpu, release, crate::openmp::WAKE_LATENCY_S);
+                }
                 let t = &mut self.threads[i];
                 t.clock += crate::openmp::WAKE_LATENCY_S;
                 if cpu != prev {

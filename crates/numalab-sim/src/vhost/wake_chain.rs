@@ -1,0 +1,151 @@
+//! The guest's wake-up chain as the host delays it (issue 22, docs/scheduler.md §10.48): per
+//! wake-up of a team thread asleep on its futex, the time from the waker's `try_to_wake_up()`
+//! (kernel/sched/core.c) to the woken thread running, which on a vCPU the host does not run is
+//! the wait for the host to run that vCPU's thread (`kernel/sched/core.c:
+//! ttwu_queue_wakelist()`: the wake-up is left to the target, which handles it only when it runs).
+//! `bench/vm_idle_spells.py` measures the guest's as `sched_waking` to the switch-in.
+//!
+//! Kept only under `--explain-sched` on an `mttcg` host: one number per wake-up.
+
+use serde::Serialize;
+
+/// The intervals so far, and the wake-ups still waiting for their vCPU to run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WakeChain {
+    /// Per vCPU: (wake-up time, onto a halted vCPU, shortest interval) of each wake-up waiting
+    /// for the host to run the vCPU.
+    pending: Vec<Vec<(f64, bool, f64)>>,
+    /// (interval s, onto a halted vCPU) per wake-up completed, in completion order.
+    done: Vec<(f64, bool)>,
+}
+
+/// Over 2 ms and over 4 ms: the bounds `bench/vm_idle_spells.py` counts the guest's tail by.
+const TAIL_S: [f64; 2] = [2e-3, 4e-3];
+
+/// A set of intervals' order statistics (nearest rank below, as `bench/vm_idle_spells.py`
+/// takes the guest's: element `floor(q * n)` of the sorted list) and tail.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct WakeChainDist {
+    pub n: u64,
+    pub median_s: f64,
+    pub p90_s: f64,
+    pub p99_s: f64,
+    pub max_s: f64,
+    pub mean_s: f64,
+    pub over_2ms: u64,
+    pub over_4ms: u64,
+}
+
+/// `WakeChain` as output: all sleepers' wake-ups, those onto a halted vCPU, and those whose
+/// vCPU was never run again before the run's end (not in the distributions).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct WakeChainOut {
+    pub all: WakeChainDist,
+    pub onto_halted: WakeChainDist,
+    pub never_run: u64,
+}
+
+impl WakeChain {
+    pub fn new(vcpus: usize) -> Self {
+        WakeChain { pending: vec![Vec::new(); vcpus], done: Vec::new() }
+    }
+
+    /// A sleeping thread was woken onto vCPU `c` at `at_s`; the vCPU `holds` a host core now or
+    /// not, and was `halted` (not run since it halted). `min_s`: the wake-up's own latency, the
+    /// interval when the vCPU runs.
+    pub fn woken(&mut self, c: usize, at_s: f64, holds: bool, halted: bool, min_s: f64) {
+        if holds {
+            self.done.push((min_s, halted));
+        } else {
+            self.pending[c].push((at_s, halted, min_s));
+        }
+    }
+
+    /// The host gives vCPU `c` a core from `now_s`: its waiting wake-ups complete.
+    pub fn runs(&mut self, c: usize, now_s: f64) {
+        for (at, halted, min_s) in self.pending[c].drain(..) {
+            self.done.push(((now_s - at).max(min_s), halted));
+        }
+    }
+
+    pub fn out(&self) -> WakeChainOut {
+        let all: Vec<f64> = self.done.iter().map(|&(d, _)| d).collect();
+        let halted: Vec<f64> = self.done.iter().filter(|&&(_, h)| h).map(|&(d, _)| d).collect();
+        WakeChainOut {
+            all: dist(all),
+            onto_halted: dist(halted),
+            never_run: self.pending.iter().map(|p| p.len() as u64).sum(),
+        }
+    }
+}
+
+fn dist(mut v: Vec<f64>) -> WakeChainDist {
+    if v.is_empty() {
+        return WakeChainDist::default();
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let at = |q: f64| v[((q * n as f64) as usize).min(n - 1)];
+    WakeChainDist {
+        n: n as u64,
+        median_s: v[n / 2],
+        p90_s: at(0.9),
+        p99_s: at(0.99),
+        max_s: v[n - 1],
+        mean_s: v.iter().sum::<f64>() / n as f64,
+        over_2ms: v.iter().filter(|&&d| d > TAIL_S[0]).count() as u64,
+        over_4ms: v.iter().filter(|&&d| d > TAIL_S[1]).count() as u64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wake_up_onto_a_vcpu_not_run_lasts_until_the_host_runs_it() {
+        let mut w = WakeChain::new(2);
+        // Onto running vCPU 0: only the wake-up's own latency.
+        w.woken(0, 1e-3, true, false, 5e-6);
+        // Onto halted vCPU 1 at 1 ms and 3 ms: both complete when the host runs it at 6.5 ms.
+        w.woken(1, 1e-3, false, true, 5e-6);
+        w.woken(1, 3e-3, false, true, 5e-6);
+        w.runs(0, 6.5e-3);
+        assert_eq!(w.out().all.n, 1, "running vCPU 0 again completes nothing of vCPU 1's");
+        w.runs(1, 6.5e-3);
+        // Onto vCPU 1 again, preempted (not halted), never run again before the end.
+        w.woken(1, 7e-3, false, false, 5e-6);
+        let o = w.out();
+        assert_eq!((o.all.n, o.onto_halted.n, o.never_run), (3, 2, 1));
+        assert!((o.onto_halted.max_s - 5.5e-3).abs() < 1e-12 && (o.onto_halted.median_s - 5.5e-3).abs() < 1e-12);
+        assert_eq!((o.all.over_2ms, o.all.over_4ms), (2, 1));
+        assert_eq!((o.onto_halted.over_2ms, o.onto_halted.over_4ms), (2, 1));
+        assert!((o.all.median_s - 3.5e-3).abs() < 1e-12 && o.all.p90_s == o.all.max_s, "{o:?}");
+    }
+
+    #[test]
+    fn a_vcpu_run_before_the_wake_up_time_gives_the_wake_ups_own_latency() {
+        // The engine may wake a thread at a time past the host's next plan: never negative.
+        let mut w = WakeChain::new(1);
+        w.woken(0, 3e-3, false, true, 5e-6);
+        w.runs(0, 2e-3);
+        assert_eq!(w.out().all.max_s, 5e-6);
+    }
+
+    #[test]
+    fn quantiles_are_ordered_and_counts_bounded() {
+        let mut w = WakeChain::new(1);
+        for k in 0..1000u32 {
+            let at = f64::from(k) * 1e-2;
+            w.woken(0, at, false, k % 2 == 0, 5e-6);
+            // A deterministic spread of host delays, up to 9.99 ms.
+            w.runs(0, at + f64::from((k * 7919) % 1000) * 1e-5);
+        }
+        for d in [w.out().all, w.out().onto_halted] {
+            assert!(d.median_s <= d.p90_s && d.p90_s <= d.p99_s && d.p99_s <= d.max_s, "{d:?}");
+            assert!(d.over_4ms <= d.over_2ms && d.over_2ms <= d.n, "{d:?}");
+        }
+        assert_eq!(w.out().all.n, 1000);
+        assert_eq!(w.out().onto_halted.n, 500);
+    }
+}
