@@ -222,15 +222,6 @@ def record(case: str, condition: str, mode: str, out: str, clocksource: str = ""
         sys.exit(f"record: the guest's job failed (status {res.status}); its output is in {out}.txt")
 
 
-def sections(text: str) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    cur: list[str] | None = None
-    for line in text.splitlines():
-        if line.startswith("== "):
-            cur = out.setdefault(line[3:].split()[0], [])
-        elif cur is not None:
-            cur.append(line)
-    return out
 
 
 def taker(sig: str) -> str:
@@ -240,6 +231,8 @@ def taker(sig: str) -> str:
 
 
 def report(out: str) -> None:
+    from numalab.vm.sched_trace import sections
+
     sec = sections(Path(out + ".txt").read_text())
     host = json.loads(Path(out + ".host").read_text() or "{}") if Path(out + ".host").exists() else {}
     cmd = [json.loads(x) for x in sec.get("command", []) if x.startswith("{")]

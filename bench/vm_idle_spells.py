@@ -44,6 +44,7 @@ from dataclasses import replace
 from numalab.vm import check
 from numalab.vm import run as vm_run
 from numalab.vm import setup as vm_setup
+from numalab.vm.sched_trace import sections
 
 JOB = r"""T=/sys/kernel/debug/tracing
 [ -d $T/events ] || { mkdir -p /sys/kernel/tracing; mount -t tracefs nodev /sys/kernel/tracing; T=/sys/kernel/tracing; }
@@ -84,19 +85,10 @@ def _bin(d: float) -> int:
     return next((k for k, e in enumerate(EDGES) if d <= e), len(EDGES))
 
 
-def _sections(text: str) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    cur: list[str] | None = None
-    for line in text.splitlines():
-        if line.startswith("== "):
-            cur = out.setdefault(line[3:].split()[0], [])
-        elif cur is not None:
-            cur.append(line)
-    return out
 
 
 def report(text: str, name: str) -> int:
-    sec = _sections(text)
+    sec = sections(text)
     events = [line.split() for line in sec.get("trace", []) if line[:2] in ("S ", "W ", "K ")]
     team = {int(e[3]) for e in events if e[0] == "S" and int(e[6]) & 1} | {int(e[5]) for e in events if e[0] == "S" and int(e[6]) & 2}
     if not team:

@@ -396,14 +396,14 @@ class SimSched:
     rq: RunQueues | None = None
 
 
-def _sections(text: str) -> dict[str, list[str]]:
+def sections(text: str) -> dict[str, list[str]]:
+    """A guest job's output split at its ``== NAME ...`` lines: each section's lines by NAME."""
     out: dict[str, list[str]] = {}
     cur: list[str] | None = None
     for line in text.splitlines():
         if line.startswith("== "):
             cur = out.setdefault(line[3:].split()[0], [])
-            continue
-        if cur is not None:
+        elif cur is not None:
             cur.append(line)
     return out
 
@@ -439,7 +439,7 @@ def _schedstat(lines: list[str]) -> dict[str, list[int]]:
 
 def parse(text: str) -> GuestMoves:
     """A guest run's output of ``JOB``."""
-    sec = _sections(text)
+    sec = sections(text)
     node = {int(a[0]): int(a[1]) for a in (line.split() for line in sec.get("cpunode", [])) if len(a) == 2}
     moves: Counter[str] = Counter()
     cross: Counter[str] = Counter()
