@@ -364,14 +364,11 @@ def model(case_name: str, seeds: int) -> None:
     (``sched_cpus``' ``host_*``, ``--explain-sched``)."""
     from dataclasses import replace
 
-    from numalab.machine import load as load_machine
-    from numalab.spec import RunSpec
     from numalab.vm import check
 
     case = check.CASES[case_name]
     cond = check.CONDITIONS["idle"]
-    params = {"threads": load_machine(case.machine).nr_pus, **case.params}
-    spec = RunSpec.create(case.machine, case.workload, params=params, kernel="6.1", thp="never").with_config(case.config)
+    spec = check.sim_spec(case)
     print("seed | run s | vCPU: host s, invol, invol/s run, invol/s wall, vol/s wall, mean wait after preemption ms "
           "| main loop: host s, vol/s, invol")
     for seed in range(1, seeds + 1):

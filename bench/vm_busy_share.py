@@ -17,7 +17,6 @@ import argparse
 from dataclasses import replace
 from typing import Any
 
-from numalab.machine import load as load_machine
 from numalab.runner import sim
 from numalab.spec import RunSpec
 from numalab.vm import check
@@ -61,8 +60,7 @@ def main() -> None:
         ap.error(f"no barrier length for {args.case} under {args.condition}")
     background = cond.background(args.case)
     host = check.HOSTS[cond.host]
-    params = {"threads": load_machine(case.machine).nr_pus, **case.params}
-    base = RunSpec.create(case.machine, case.workload, params=params, kernel="6.1", thp="never").with_config(case.config)
+    base = check.sim_spec(case)
     reps = int(case.params["reps"])
     print(f"{args.case} under {args.condition}: guest barrier {background.barrier_s * 1e3:.3f} ms, host {host}")
     for seed in range(1, args.seeds + 1):

@@ -192,14 +192,11 @@ def report(text: str, name: str) -> int:
 
 
 def model(name: str, seeds: int) -> int:
-    from numalab.machine import load as load_machine
-    from numalab.spec import RunSpec
 
     case = check.CASES[name]
     cond = check.CONDITIONS["idle"]
-    params = {"threads": load_machine(case.machine).nr_pus, **case.params}
-    spec = RunSpec.create(case.machine, case.workload, params=params, kernel="6.1", thp="never").with_config(case.config)
-    reps = int(params.get("reps", 1000))
+    spec = check.sim_spec(case)
+    reps = int(dict(spec.params).get("reps", 1000))
     print("seed CPU  idle share  spells/barrier  mean us  on a CPU ms/barrier  host: running / queued after a halt / "
           "after a preemption / halted  wait after a halt us")
     for seed in range(1, seeds + 1):

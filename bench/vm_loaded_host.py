@@ -215,17 +215,13 @@ def model(seeds: int) -> int:
     import statistics
     from dataclasses import replace
 
-    from numalab.machine import load as load_machine
-    from numalab.spec import RunSpec
     from numalab.vm import check, guest_seen, run_condition
 
     print("case                     UTC                  N  guest      k  QEMU  ms/barrier  agent ms  model mean (range)        "
           "ratio   sd both  model QEMU / loops")
     for name, runs in guest_seen.GUEST_RUNS.items():
         case = check.CASES[name]
-        threads = load_machine(case.machine).nr_pus
-        spec = RunSpec.create(case.machine, case.workload, params={"threads": threads, **case.params}, kernel="6.1",
-                              thp="never").with_config(case.config)
+        spec = check.sim_spec(case)
         reps = int(case.params["reps"])
         for r in runs:
             if not r.other_threads:
@@ -237,7 +233,7 @@ def model(seeds: int) -> int:
             docs = [check.sim_doc(replace(spec, seed=s).updated(explain_sched=True), bg, case.interval_ms, host)
                     for s in range(1, seeds + 1)]
             sim = [check.threads_of(d).migrations_per_thread_barrier(reps) for d in docs]
-            v = run_condition.judge(r.value, int(case.params.get("threads") or threads), reps, sim)
+            v = run_condition.judge(r.value, int(dict(spec.params)["threads"]), reps, sim)
             q = statistics.mean(host_cores(d)[0] for d in docs)
             loops = statistics.mean(host_cores(d)[1] for d in docs) / r.other_threads
             print(f"{name:24s} {r.utc}  {r.other_threads}  {r.value:<9.5g} {v.moves:3d}  {r.cores:4.2f}  {bg.barrier_s * 1e3:9.3f}"

@@ -45,8 +45,6 @@ import math
 import statistics
 from dataclasses import replace
 
-from numalab.machine import load as load_machine
-from numalab.spec import RunSpec
 from numalab.vm import check, guest_seen, run_condition, sched_trace
 
 
@@ -72,8 +70,7 @@ def main() -> None:
     for name, case in check.CASES.items():
         if not case.sched or case.background is None or (cond is not None and name not in cond.barrier_s):
             continue
-        params = {"threads": load_machine(case.machine).nr_pus, **case.params}
-        spec = RunSpec.create(case.machine, case.workload, params=params, kernel=args.kernel, thp="never").with_config(case.config)
+        spec = check.sim_spec(case, args.kernel)
         reps = int(case.params["reps"])
         host = check.HOSTS[cond.host if cond else args.host] if cond or args.host else True
         background = cond.background(name) if cond else case.background

@@ -24,7 +24,6 @@ import statistics
 from dataclasses import replace
 from typing import Any
 
-from numalab.machine import load as load_machine
 from numalab.runner import sim
 from numalab.spec import RunSpec
 from numalab.vm import check, guest_seen
@@ -71,8 +70,7 @@ def main() -> int:
                 continue
             case = check.CASES[name]
             reps = int(case.params["reps"])
-            params = {"threads": load_machine(case.machine).nr_pus, **case.params}
-            base = RunSpec.create(case.machine, case.workload, params=params, kernel="6.1", thp="never").with_config(case.config)
+            base = check.sim_spec(case)
             for label, speed_cond in (("condition", cond), ("idle", idle)):
                 slow, per, vals, stacks = [], [], [], []
                 for seed in range(1, a.seeds + 1):

@@ -9,7 +9,6 @@ from dataclasses import replace
 
 import pytest
 
-from numalab.machine import load as load_machine
 from numalab.runner import sim
 from numalab.spec import RunSpec
 from numalab.vm import check
@@ -21,8 +20,7 @@ KERNEL = check.sim_kernel("6.1.0-56-amd64")
 
 
 def _spec(case: check.Case, kernel: str = KERNEL) -> RunSpec:
-    params = {"threads": load_machine(case.machine).nr_pus, **case.params}
-    return RunSpec.create(case.machine, case.workload, params=params, kernel=kernel, thp="never").with_config(case.config)
+    return check.sim_spec(case, kernel)
 
 
 def test_the_measured_background_is_on_the_sleeping_cases_only():
@@ -400,8 +398,7 @@ def test_the_guests_share_of_stopped_ticks_reaches_the_engine_and_idle_cpus_bala
     case = check.CASES["sched-oversubscribed"]
 
     def pulls(share: float | None) -> dict[str, int]:
-        params = {"threads": load_machine(case.machine).nr_pus, **case.params}
-        spec = RunSpec.create(case.machine, case.workload, params=params, kernel="6.1", thp="never").with_config(case.config)
+        spec = check.sim_spec(case)
         doc = check.sim_doc(spec.updated(explain_sched=True), replace(case.background, tick_stop_share=share), case.interval_ms)
         out: dict[str, int] = {}
         for e in doc["sched_events"]:

@@ -7,8 +7,6 @@ from dataclasses import replace
 
 import pytest
 
-from numalab.machine import load as load_machine
-from numalab.spec import RunSpec
 from numalab.vm import check, guest_seen
 
 
@@ -82,8 +80,7 @@ def test_the_simulators_mean_over_seeds_lies_in_the_guests_range_of_runs(name):
     averaged over four seeds (its own run-to-run spread, as the guest's runs spread from boot to
     boot), inside the guest's range over its recorded runs."""
     case = check.CASES[name]
-    params = {"threads": load_machine(case.machine).nr_pus, **case.params}
-    spec = RunSpec.create(case.machine, case.workload, params=params, kernel="6.1", thp="never").with_config(case.config)
+    spec = check.sim_spec(case)
     reps = int(case.params["reps"])
     per = [check.sim_side(replace(spec, seed=s), case.background, case.interval_ms).threads.migrations_per_thread_barrier(reps)
            for s in range(1, 5)]
@@ -176,8 +173,7 @@ def test_tcgs_speed_comes_from_the_measured_host_with_as_many_cores(condition):
     with the two-core speed on one core it was 4.53)."""
     name = "sched-passive"
     case, cond = check.CASES[name], check.CONDITIONS[condition]
-    params = {"threads": load_machine(case.machine).nr_pus, **case.params}
-    spec = RunSpec.create(case.machine, case.workload, params=params, kernel="6.1", thp="never").with_config(case.config)
+    spec = check.sim_spec(case)
     doc = check.sim_doc(replace(spec, seed=1), check.CONDITIONS["idle"].background(name), case.interval_ms, check.HOSTS[cond.host])
     barrier_s = float(doc["time_s"]) / int(case.params["reps"])
     assert barrier_s == pytest.approx(cond.barrier_s[name], rel=0.05)
@@ -278,8 +274,7 @@ def test_the_simulator_under_the_guests_host_condition_against_its_runs_under_it
     seeds against those runs' range."""
     case = check.CASES[name]
     cond = check.CONDITIONS[condition]
-    params = {"threads": load_machine(case.machine).nr_pus, **case.params}
-    spec = RunSpec.create(case.machine, case.workload, params=params, kernel="6.1", thp="never").with_config(case.config)
+    spec = check.sim_spec(case)
     reps = int(case.params["reps"])
     per = [check.sim_side(replace(spec, seed=s), cond.background(name), case.interval_ms, check.HOSTS[cond.host])
            .threads.migrations_per_thread_barrier(reps) for s in range(1, 5)]

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from numalab.spec import RunSpec
 from numalab.vm import check, guest_seen, hostthreads, run_condition, sched_trace
 
 REPO = Path(__file__).resolve().parents[2]
@@ -136,8 +135,7 @@ def test_the_runs_own_condition_gives_the_simulator_the_same_run_as_a_named_cond
     name, cond = "sched-passive", check.CONDITIONS["idle"]
     ours = run_condition.sim_under(name, run_condition.RunCondition(2, cond.barrier_s[name], 1.78), seeds=2)
     case = check.CASES[name]
-    spec = RunSpec.create(case.machine, case.workload, params={"threads": 4, **case.params}, kernel="6.1",
-                                thp="never").with_config(case.config)
+    spec = check.sim_spec(case, threads=4)
     background = replace(cond.background(name), agent_cost_s=case.background.agent_cost_s,
                          agent_maps_cost_s=case.background.agent_maps_cost_s,
                          agent_first_extra_s=case.background.agent_first_extra_s)

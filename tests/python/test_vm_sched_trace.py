@@ -133,11 +133,8 @@ def test_the_guest_run_gives_each_cpus_tries_to_stop_the_tick_its_stops_and_its_
 def test_the_simulators_moves_by_path_are_the_vm_check_sides_migrations():
     # sim_moves repeats check.sim_side's runs with the decisions kept: the same moves.
     case = check.CASES["sched-oversubscribed-4x2"]
-    from numalab.machine import load as load_machine
-    from numalab.spec import RunSpec
 
-    params = {"threads": load_machine(case.machine).nr_pus, **case.params}
-    spec = RunSpec.create(case.machine, case.workload, params=params, kernel="6.1", thp="never").with_config(case.config)
+    spec = check.sim_spec(case)
     side = check.sim_side(spec, case.background, case.interval_ms)
     moves = sched_trace.sim_moves("sched-oversubscribed-4x2", "6.1")
     assert sum(a for a, _ in moves.values()) == sum(side.threads.nr_migrations) > 0
@@ -233,12 +230,9 @@ def test_the_simulated_vcpus_are_run_by_the_host_about_half_the_time_a_thread_ho
     but not run 0.157; with the earlier least-runtime host 0.234 (0.04-0.61), 0.125, 0.109; before
     the switch waited for the host, 0.775 and 0.65. Asserted: held but not run between half and
     twice the time run."""
-    from numalab.machine import load as load_machine
-    from numalab.spec import RunSpec
 
     case = check.CASES["sched-oversubscribed-4x2"]
-    params = {"threads": load_machine(case.machine).nr_pus, **case.params}
-    spec = RunSpec.create(case.machine, case.workload, params=params, kernel="6.1", thp="never").with_config(case.config)
+    spec = check.sim_spec(case)
     spec = spec.updated(explain_sched=True)
     doc = check.sim_doc(spec, case.background, case.interval_ms)
     run_s = float(doc["time_s"])
@@ -496,9 +490,6 @@ def test_the_simulated_vm4_run_queues_cover_the_run_and_change_no_decision():
     assert 0.2 < mean_runnable < 2.0, mean_runnable
     assert 0 < rq.imbalanced_s < rq.span_s and sum(rq.episodes) > 0 and sum(rq.longest_at_ticks()) > 0
     case = check.CASES["sched-oversubscribed"]
-    from numalab.machine import load as load_machine
-    from numalab.spec import RunSpec
-    params = {"threads": load_machine(case.machine).nr_pus, **case.params}
-    spec = RunSpec.create(case.machine, case.workload, params=params, kernel="6.1", thp="never").with_config(case.config)
+    spec = check.sim_spec(case)
     side = check.sim_side(spec, case.background, case.interval_ms)
     assert sum(a for a, _ in over.moves.values()) == sum(side.threads.nr_migrations)

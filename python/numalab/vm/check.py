@@ -1137,6 +1137,16 @@ class _Planned:
     request: vm_run.VmRequest
 
 
+def sim_spec(case: Case, kernel: str = "6.1", threads: int | None = None) -> RunSpec:
+    """The simulator's run of a case as ``vm check`` makes it: one thread per guest vCPU (the
+    preset's PUs) unless the case or ``threads`` says otherwise, THP never, the case's config, on
+    ``kernel``'s profile (``sim_kernel()`` of the guest's release; Debian's 6.1 by default)."""
+    from numalab.machine import load as load_machine
+
+    params = {"threads": threads if threads is not None else load_machine(case.machine).nr_pus, **case.params}
+    return RunSpec.create(case.machine, case.workload, params=params, kernel=kernel, thp="never").with_config(case.config)
+
+
 def _plan(case: Case, memory_per_node_mib: int | None, accel: str, timeout_s: float, release: str, say: Callable[[str], None]) -> _Planned:
     from numalab.machine import load as load_machine
 
@@ -1144,14 +1154,12 @@ def _plan(case: Case, memory_per_node_mib: int | None, accel: str, timeout_s: fl
         raise UsageError(f"vm check runs {' or '.join(KERNEL_OPTIONS)} (a C kernel with a simulator descriptor), not '{case.workload}'")
     machine = load_machine(case.machine)
     cpus = cpus_per_node(machine)
-    # One thread per guest vCPU, unless the case says otherwise.
-    params = {"threads": machine.nr_pus, **case.params}
     kernel = sim_kernel(release)
-    spec = RunSpec.create(case.machine, case.workload, params=params, kernel=kernel, thp="never").with_config(case.config)
+    spec = sim_spec(case, kernel)
     bound = spec.bind()  # a bad case fails here, before the guest boots
     say(f"vm check {case.name}: simulating {case.workload} on {case.machine} (kernel profile {kernel})")
     request = vm_request(case, dict(bound.workload["params"]), spec, memory_per_node_mib, accel, timeout_s, cpus)
-    side = sim_side(spec, case.background, case.interval_ms) if case.procs == 1 else sim_side(split_corun(case, params, kernel, machine))
+    side = sim_side(spec, case.background, case.interval_ms) if case.procs == 1 else sim_side(split_corun(case, dict(spec.params), kernel, machine))
     return _Planned(case, side, kernel, request)
 
 

@@ -106,15 +106,12 @@ def sim_under(name: str, cond: RunCondition, kernel: str = "6.1", seeds: int = S
     ``GUEST_HOST`` with the condition's cores (and its busy loops as ``other_threads``), the
     case's background with its barrier length; migrations per thread per barrier for seeds
     1..``seeds``."""
-    from numalab.machine import load as load_machine
-    from numalab.spec import RunSpec
     from numalab.vm import check
 
     case = check.CASES[name]
     if case.background is None:
         raise ValueError(f"{name} has no measured background")
-    params = {"threads": load_machine(case.machine).nr_pus, **case.params}
-    spec = RunSpec.create(case.machine, case.workload, params=params, kernel=kernel, thp="never").with_config(case.config)
+    spec = check.sim_spec(case, kernel)
     host = {**check.GUEST_HOST, "cores": cond.cores}
     if cond.other_threads:
         host["other_threads"] = cond.other_threads

@@ -640,13 +640,10 @@ def sim_sched(name: str, kernel: str = "6.1", host: bool | dict[str, Any] = True
     the host does not run counts as busy while its thread holds the turn, as the guest's
     ``rq_cpu_time`` counts it) and its idle entries. ``host`` and ``background`` as
     ``check.sim_doc`` takes them (default: the case's)."""
-    from numalab.machine import load as load_machine
-    from numalab.spec import RunSpec
     from numalab.vm import check
 
     case = check.CASES[name]
-    params = {"threads": load_machine(case.machine).nr_pus, **case.params}
-    spec = RunSpec.create(case.machine, case.workload, params=params, kernel=kernel, thp="never").with_config(case.config)
+    spec = check.sim_spec(case, kernel)
     spec = spec.updated(explain_sched=True)
     doc = check.sim_doc(spec, background or case.background, case.interval_ms, host)
     out: dict[str, tuple[int, int]] = {}
@@ -660,7 +657,7 @@ def sim_sched(name: str, kernel: str = "6.1", host: bool | dict[str, Any] = True
     cpus = sorted(doc.get("sched_cpus", []), key=lambda c: int(c["cpu"]))
     busy = [float(c["rq_cpu_time_s"]) / run_s if run_s > 0 else 0.0 for c in cpus]
     delays = [sum(int(c["host_tick_delays"][k]) for c in cpus) for k in range(7)] if cpus and "host_tick_delays" in cpus[0] else []
-    return SimSched(out, busy, [int(c["sched_goidle"]) for c in cpus], int(params.get("reps") or 0), sim_host(cpus, run_s), delays,
+    return SimSched(out, busy, [int(c["sched_goidle"]) for c in cpus], int(dict(spec.params).get("reps") or 0), sim_host(cpus, run_s), delays,
                     sim_main_loop(doc.get("sched_host_main_loop"), run_s), *sim_lb(cpus), rq=sim_rq(doc))
 
 
