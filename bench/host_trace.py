@@ -6,7 +6,9 @@ runs again, the wait after each wake-up, and what ran on the core instead.
   python bench/host_trace.py record CASE OUT [--wake-path]   # perf record around `numalab vm check --moves`
   python bench/host_trace.py report OUT           # the figures (OUT.perf, OUT.json, OUT.proc),
                                                   # and each vCPU thread's time split (§10.34)
-  python bench/host_trace.py model CASE [SEEDS]   # the host model's, under the idle condition
+  python bench/host_trace.py model CASE [SEEDS] [--condition NAME]
+                                                  # the host model's, under a check.CONDITIONS
+                                                  # condition (idle by default)
 
 `record` runs the check under `perf record -k CLOCK_MONOTONIC -a` with the tracepoints
 `sched:sched_switch` (its `prev_state`: R / R+ when the thread left the core runnable,
@@ -240,6 +242,102 @@ def split(text: str, t0: float, t1: float, qemu: int, vcpus: set[int], tids: set
             "woken_on_idle_cpu_by": {k: n / dt for k, n in queued_wakes.items()}}
 
 
+#: The kinds of a vCPU thread's spell `spells()` and the model (`sched_host_spells`,
+#: docs/scheduler.md §10.51) give as distributions: the wait from a wake-up to the switch-in,
+#: after a blocked spell of at least `SHORT_S` (a halt) or shorter (a lock wait); the wait after
+#: an involuntary switch until it runs again; a run from its switch-in to its switch-out.
+SPELL_KINDS = ("woken_after_halt", "woken_after_lock", "preempted", "run")
+TAILS_S = (1e-3, 2e-3, 4e-3)
+
+
+def dist(xs: list[float]) -> dict[str, float]:
+    """Order statistics (element floor(q * n) of the sorted list, as the model's) and the counts
+    over `TAILS_S`, seconds, keyed as the model's ``sched_host_spells``."""
+    if not xs:
+        return {"n": 0}
+    d: dict[str, float] = {"n": len(xs), "median_s": pct(xs, 0.5), "p90_s": pct(xs, 0.9), "p99_s": pct(xs, 0.99),
+                           "max_s": max(xs), "mean_s": statistics.fmean(xs)}
+    for b in TAILS_S:
+        d[f"over_{b * 1e3:g}ms"] = sum(x > b for x in xs)
+    return d
+
+
+def spells(text: str, t0: float, t1: float, vcpus: set[int]) -> dict[str, Any]:
+    """Each vCPU thread's spells (`SPELL_KINDS`) ending inside the window, per thread and pooled,
+    from the trace's switches and wake-ups. A wake-up traced up to `SKEW_S` after the switch-in
+    (the host's CPUs' clocks, `split()`) is a wait of 0; a switch the trace lacks (a switch-out
+    with no switch-in since, a switch-in after a block with no wake-up) ends the spell uncounted."""
+    got: dict[int, dict[str, list[float]]] = {v: {k: [] for k in SPELL_KINDS} for v in vcpus}
+    at: dict[int, tuple[str, float, float]] = {}   # tid -> (state, since, blocked since)
+    lost: Counter[str] = Counter()
+    cur: dict[int, tuple[int, float]] = {}   # CPU -> (the task it switched to, when)
+    woke_on: dict[int, int] = {}   # tid -> the CPU its last wake-up targeted
+
+    def done(tid: int, k: str, since: float, t: float) -> None:
+        if t0 <= t <= t1:
+            got[tid][k].append(max(0.0, t - since))
+
+    for ln in text.splitlines():
+        h = HEADER.match(ln)
+        if h is None:
+            continue
+        t, cpu = float(h[4]), int(h[3])
+        if (m := SWITCH.search(ln)) is not None:
+            prev, nxt = int(m[3]), int(m[6])
+            if prev in vcpus:
+                st, since, blocked = at.get(prev, ("", 0.0, 0.0))
+                if st == "woken" and woke_on.get(prev) == cpu and cur.get(cpu, (-1, t))[0] == 0 \
+                        and cur[cpu][1] <= since:
+                    # Woken onto this idle CPU, its switch-in from the idle task not traced (the
+                    # host's trace lacks most, §10.34, `split()`): an idle CPU runs what it is
+                    # woken for at once, so it ran from its wake-up.
+                    done(prev, "woken_after_halt" if since - blocked >= SHORT_S else "woken_after_lock", since, since)
+                    lost["switch-in from idle not traced, taken at the wake-up"] += t0 <= since <= t1
+                    st = "running"
+                if st in ("running", "running, wake-up not traced"):
+                    done(prev, "run", since, t)
+                    lost["wake-up not traced"] += st != "running" and t0 <= t <= t1
+                elif st:
+                    lost["switch-in not traced, " + st] += t0 <= t <= t1
+                at[prev] = ("preempted", t, 0.0) if m[4].startswith("R") else ("blocked", t, t)
+            if nxt in vcpus:
+                st, since, blocked = at.get(nxt, ("", 0.0, 0.0))
+                if st == "woken":
+                    done(nxt, "woken_after_halt" if since - blocked >= SHORT_S else "woken_after_lock", since, t)
+                elif st == "preempted":
+                    done(nxt, "preempted", since, t)
+                # Blocked with no wake-up yet: it may be traced just after (below).
+                at[nxt] = ("running, wake-up not traced" if st == "blocked" else "running", t, blocked)
+            cur[cpu] = (nxt, t)
+        elif (m := WAKEUP.search(ln)) is not None:
+            pid = int(m[3])
+            st, since, blocked = at.get(pid, ("", 0.0, 0.0))
+            if pid not in vcpus:
+                continue
+            if st == "blocked":
+                at[pid] = ("woken", t, blocked)
+                woke_on[pid] = int(m[4])
+            elif st == "running, wake-up not traced" and t - since <= SKEW_S:
+                done(pid, "woken_after_halt" if since - blocked >= SHORT_S else "woken_after_lock", t, t)
+                at[pid] = ("running", since, blocked)
+    pooled = {k: [x for v in vcpus for x in got[v][k]] for k in SPELL_KINDS}
+    return {"vcpus": {v: {k: dist(got[v][k]) for k in SPELL_KINDS} for v in sorted(vcpus)},
+            "all": {k: dist(pooled[k]) for k in SPELL_KINDS}, "lost": dict(lost)}
+
+
+def show_spells(rows: list[tuple[str, dict[str, dict[str, float]]]]) -> None:
+    """One line per (thread, kind): count, median / p90 / p99 / max ms, counts over 1 / 2 / 4 ms."""
+    print("vCPU thread | kind | n | median / p90 / p99 / max ms | over 1 / 2 / 4 ms")
+    for name, d in rows:
+        for k in SPELL_KINDS:
+            x = d[k]
+            if not x["n"]:
+                print(f"{name} | {k} | 0 | - | -")
+                continue
+            q = " / ".join(f"{1e3 * x[f]:.3f}" for f in ("median_s", "p90_s", "p99_s", "max_s"))
+            print(f"{name} | {k} | {x['n']} | {q} | " + " / ".join(str(x[f"over_{b * 1e3:g}ms"]) for b in TAILS_S))
+
+
 def report(out: str) -> dict:
     proc = Path(out + ".proc").read_text().splitlines()
     qemu = int(proc[0].split()[1])
@@ -327,7 +425,8 @@ def report(out: str) -> dict:
                      "voluntary": b[3] - a[3], "involuntary": b[4] - a[4]},
         })
     vcpus = {t for t in tids if names[t].startswith("CPU ")}
-    return {"window_s": dt, "threads": rows, "skewed": skewed, "split": split(text, t0, t1, qemu, vcpus, tids)}
+    return {"window_s": dt, "threads": rows, "skewed": skewed, "split": split(text, t0, t1, qemu, vcpus, tids),
+            "spells": spells(text, t0, t1, vcpus)}
 
 
 def show(doc: dict) -> None:
@@ -357,17 +456,18 @@ def show_split(sp: dict) -> None:
           ", ".join(f"{k} {x:.0f}" for k, x in sorted(sp["woken_on_idle_cpu_by"].items())))
 
 
-def model(case_name: str, seeds: int) -> None:
-    """The host model's threads for the case under ``check.CONDITIONS["idle"]`` (as
-    ``bench/vm_sched_sim.py --condition idle`` runs it), seeds 1..N: per vCPU thread its host
+def model(case_name: str, seeds: int, condition: str = "idle") -> None:
+    """The host model's threads for the case under ``check.CONDITIONS[condition]`` (as
+    ``bench/vm_sched_sim.py --condition`` runs it), seeds 1..N: per vCPU thread its host
     time, involuntary switches per second run and of the run, and its mean wait after one
-    (``sched_cpus``' ``host_*``, ``--explain-sched``)."""
+    (``sched_cpus``' ``host_*``, ``--explain-sched``); and its spells as distributions, as
+    `report` gives the measured host's (``sched_host_spells``)."""
     from dataclasses import replace
 
     from numalab.vm import check
 
     case = check.CASES[case_name]
-    cond = check.CONDITIONS["idle"]
+    cond = check.CONDITIONS[condition]
     spec = check.sim_spec(case)
     print("seed | run s | vCPU: host s, invol, invol/s run, invol/s wall, vol/s wall, mean wait after preemption ms "
           "| main loop: host s, vol/s, invol")
@@ -409,13 +509,15 @@ def model(case_name: str, seeds: int) -> None:
                 f"{int(b['takes']) / run:.0f}, {int(b['waits']) / run:.0f}, "
                 f"{1e6 * float(b['wait_s']) / max(1, int(b['waits'])):.1f}, {float(b['held_s']) / run:.4f}"
                 for b in locks))
+        if (sp := doc.get("sched_host_spells")) is not None:
+            show_spells([(f"seed {seed} vCPU {c}", x) for c, x in enumerate(sp["vcpus"])] + [(f"seed {seed} all", sp["all"])])
 
 
 def main(argv: list[str]) -> int:
     """The three commands of the module's docstring; anything else prints it."""
     cmd, args = (argv[0], argv[1:]) if argv else ("", [])
     wanted = {"record": 2, "report": 1, "model": 1, "_run": 2}
-    usage = "usage: host_trace.py record CASE OUT [--wake-path] | report OUT | model CASE [SEEDS]"
+    usage = "usage: host_trace.py record CASE OUT [--wake-path] | report OUT | model CASE [SEEDS] [--condition NAME]"
     if cmd in ("-h", "--help"):
         print(f"{usage}\n\n{__doc__}")
         return 0
@@ -423,6 +525,14 @@ def main(argv: list[str]) -> int:
         print(f"{usage}\nhost_trace.py: error: unknown flag to record: {' '.join(a for a in args[2:] if a != '--wake-path')}",
               file=sys.stderr)
         return 2
+    condition = "idle"
+    if cmd == "model" and "--condition" in args:
+        i = args.index("--condition")
+        if i + 1 >= len(args):
+            print(f"{usage}\nhost_trace.py: error: --condition needs a NAME", file=sys.stderr)
+            return 2
+        condition = args[i + 1]
+        args = args[:i] + args[i + 2:]
     if cmd not in wanted or len(args) < wanted[cmd] or (cmd == "model" and len(args) > 2):
         what = f"no command {cmd!r}" if cmd not in wanted else f"wrong arguments to {cmd}: {' '.join(args) or 'none'}"
         print(f"{usage}\nhost_trace.py: error: {what}", file=sys.stderr)
@@ -432,6 +542,9 @@ def main(argv: list[str]) -> int:
     if cmd in ("record", "model") and args[0] not in check.CASES:
         print(f"host_trace.py {cmd}: no case {args[0]!r} (one of numalab vm check's: {', '.join(check.CASES)})",
               file=sys.stderr)
+        return 2
+    if cmd == "model" and condition not in check.CONDITIONS:
+        print(f"host_trace.py model: no condition {condition!r} (one of: {', '.join(check.CONDITIONS)})", file=sys.stderr)
         return 2
     if cmd == "report" and not Path(args[0] + ".proc").is_file():
         print(f"host_trace.py report: {args[0]}.proc not found (written by: host_trace.py record CASE {args[0]})",
@@ -443,7 +556,7 @@ def main(argv: list[str]) -> int:
         if len(args) > 1 and not args[1].isdigit():
             print(f"host_trace.py model: SEEDS must be a whole number, got {args[1]!r}", file=sys.stderr)
             return 2
-        model(args[0], int(args[1]) if len(args) > 1 else 8)
+        model(args[0], int(args[1]) if len(args) > 1 else 8, condition)
     elif cmd == "_run":
         _run(args[0], args[1])
     else:
@@ -451,6 +564,9 @@ def main(argv: list[str]) -> int:
         Path(args[0] + ".report.json").write_text(json.dumps(d, indent=1))
         show(d)
         show_split(d["split"])
+        sp = d["spells"]
+        show_spells([(str(v), x) for v, x in sp["vcpus"].items()] + [("all", sp["all"])])
+        print(f"spells the trace lacks a switch of: {sp['lost']}")
     return 0
 
 

@@ -472,3 +472,29 @@ def test_the_wake_chain_counts_each_sleepers_wake_up_once_with_ordered_quantiles
         assert d["over_4ms"] <= d["over_2ms"] <= d["n"], d
     assert halted["over_2ms"] <= everyone["over_2ms"] and halted["max_s"] <= everyone["max_s"], chain
     assert "sched_wake_chain" not in check.sim_doc(spec, case.background, case.interval_ms, check.HOSTS["two-cores"])
+
+
+def test_the_host_spells_account_for_each_vcpu_threads_runs_and_waits():
+    """``sched_host_spells`` (docs/scheduler.md §10.51, ``bench/host_trace.py model`` beside the
+    measured host's ``report``): on ``vm-4`` passive, per vCPU thread its runs add up to the host
+    time it received (less the run still open at the end), its waits after a preemption are those
+    ``host_preempted_waits`` counts (less any its vCPU halted before running again), the pooled
+    counts are the threads' sums, the quantiles ordered and the tails nested; without
+    ``explain_sched`` it is left out."""
+    case = check.CASES["sched-passive"]
+    spec = _spec(case, KERNEL)
+    doc = check.sim_doc(spec.updated(explain_sched=True), case.background, case.interval_ms, check.HOSTS["two-cores"])
+    sp = doc["sched_host_spells"]
+    assert len(sp["vcpus"]) == len(doc["sched_cpus"]) == 4
+    for c, cpu in zip(sp["vcpus"], doc["sched_cpus"]):
+        ran = c["run"]["mean_s"] * c["run"]["n"]
+        assert float(cpu["host_s"]) - 0.01 < ran <= float(cpu["host_s"]) + 1e-9, (ran, cpu["host_s"])
+        assert 0 < c["preempted"]["n"] <= int(cpu["host_preempted_waits"]), (c["preempted"], cpu)
+        assert c["preempted"]["mean_s"] * c["preempted"]["n"] <= float(cpu["host_preempted_wait_s"]) + 1e-9
+        assert c["woken_after_halt"]["n"] > 0
+    for k, d in sp["all"].items():
+        assert d["n"] == sum(c[k]["n"] for c in sp["vcpus"]), k
+        if d["n"]:
+            assert 0.0 <= d["median_s"] <= d["p90_s"] <= d["p99_s"] <= d["max_s"] <= float(doc["time_s"]), d
+            assert d["over_4ms"] <= d["over_2ms"] <= d["over_1ms"] <= d["n"], d
+    assert "sched_host_spells" not in check.sim_doc(spec, case.background, case.interval_ms, check.HOSTS["two-cores"])

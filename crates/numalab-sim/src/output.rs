@@ -317,6 +317,11 @@ pub struct SimOutput {
     /// `--explain-sched`, `mttcg`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sched_wake_chain: Option<crate::vhost::WakeChainOut>,
+    /// Each vCPU thread's host waits (after a wake-up, after a preemption) and runs, per thread
+    /// and pooled, as `bench/host_trace.py report` takes the measured host's (`vhost/spells.rs`,
+    /// docs/scheduler.md §10.51; `--explain-sched`, `mttcg`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sched_host_spells: Option<crate::vhost::HostSpellsOut>,
     /// The workload's run queues over the run (`--explain-sched`, docs/scheduler.md §10.25).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sched_rq: Option<SchedRqOut>,
@@ -475,6 +480,7 @@ impl Recorder {
             sched_host_others_s: Vec::new(),
             sched_host_idle: None,
             sched_wake_chain: None,
+            sched_host_spells: None,
             sched_rq: None,
             balancing_cost: None,
             timeline: self.timeline,

@@ -25,10 +25,12 @@ mod bql;
 mod eevdf;
 mod main_loop;
 mod placement;
+mod spells;
 mod wake_chain;
 
 pub use bql::{BqlCfg, BqlStat};
 pub use main_loop::Timer;
+pub use spells::{HostSpellsOut, SpellDist, SpellsOut};
 pub use wake_chain::{WakeChainDist, WakeChainOut};
 
 use serde::{Deserialize, Serialize};
@@ -257,6 +259,8 @@ pub struct HostRun {
     idle: HostIdle,
     /// `mttcg` under `--explain-sched`: the sleepers' wake-ups until their vCPU runs.
     wake_chain: Option<wake_chain::WakeChain>,
+    /// `mttcg` under `--explain-sched`: each vCPU thread's waits and runs (`spells.rs`).
+    spells: Option<spells::HostSpells>,
 }
 
 /// `mttcg`: the host cores' idle time, split as `bench/host_idle.py` splits the measured host's
@@ -300,6 +304,7 @@ impl HostRun {
             main_run_at: 0.0,
             idle: HostIdle { queued_s: 0.0, none_queued_s_by_halted: vec![0.0; vcpus + 1] },
             wake_chain: None,
+            spells: None,
             cfg,
         }
     }
@@ -316,6 +321,17 @@ impl HostRun {
     pub fn with_wake_chain(mut self, on: bool) -> Self {
         self.wake_chain = (on && self.eevdf.is_some()).then(|| wake_chain::WakeChain::new(self.holds.len()));
         self
+    }
+
+    /// Keep each vCPU thread's waits and runs (`spells.rs`), if `on` and `mttcg`.
+    pub fn with_spells(mut self, on: bool) -> Self {
+        self.spells = (on && self.eevdf.is_some()).then(|| spells::HostSpells::new(self.holds.len()));
+        self
+    }
+
+    /// Each vCPU thread's waits and runs so far as distributions, if kept.
+    pub fn spells(&self) -> Option<HostSpellsOut> {
+        self.spells.as_ref().map(spells::HostSpells::out)
     }
 
     /// A thread asleep on its futex was woken onto vCPU `c` at `at_s`, `min_s` its wake-up's own
@@ -406,6 +422,8 @@ impl HostRun {
             self.asleep[c] |= !b;
         }
         let mut before = self.holds.clone();
+        // Per vCPU thread: it blocked on the BQL at this plan (`spells.rs`).
+        let mut lock = vec![false; n];
         if let Some(e) = self.eevdf.as_mut() {
             let mut busy_x = busy[..n].to_vec();
             let mut holds_x = self.holds.clone();
@@ -445,6 +463,7 @@ impl HostRun {
                 if blocked[c] || cycled[c] {
                     self.threads[c].voluntary += 1;
                     before[c] = false;
+                    lock[c] = true;
                 }
             }
             if let Some(m) = self.main.as_mut() {
@@ -468,6 +487,9 @@ impl HostRun {
             let b = busy.get(c).copied().unwrap_or(false);
             if let Some(w) = self.threads[c].switched(was, self.holds[c], b) {
                 self.preempted_waits_s[c].push(w);
+            }
+            if let Some(s) = self.spells.as_mut() {
+                s.planned(c, self.now_s, was, self.holds[c], b, lock[c]);
             }
             self.busy[c] = b;
             self.resumed[c] = self.holds[c] && self.asleep[c];

@@ -72,6 +72,8 @@ def document(bound: BoundRun, out: dict[str, Any]) -> dict[str, Any]:
             doc["sched_host_idle"] = out["sched_host_idle"]
         if out.get("sched_wake_chain"):
             doc["sched_wake_chain"] = out["sched_wake_chain"]
+        if out.get("sched_host_spells"):
+            doc["sched_host_spells"] = out["sched_host_spells"]
         if out.get("sched_rq"):
             doc["sched_rq"] = out["sched_rq"]
     if out.get("thp"):

@@ -472,7 +472,8 @@ impl<'a> Engine<'a> {
                 let run = crate::vhost::HostRun::new(h, m.pus.len())
                     .with_guest_tick(1.0 / cfg.kernel.profile().sched.hz)
                     .with_seed(cfg.seed)
-                    .with_wake_chain(cfg.explain_sched);
+                    .with_wake_chain(cfg.explain_sched)
+                    .with_spells(cfg.explain_sched);
                 (run, vec![true; m.pus.len()])
             }),
         };
@@ -903,6 +904,7 @@ impl Engine<'_> {
             }
         });
         let wake_chain = self.host.as_ref().and_then(|(host, _)| host.wake_chain());
+        let spells = self.host.as_ref().and_then(|(host, _)| host.spells());
         let rq = rq.map(|r| crate::output::SchedRqOut {
             ticks: r.ticks.iter().map(|&([m, o], n)| [u64::from(m), u64::from(o), n]).collect(),
             imbalanced_s: r.imbalanced_s,
@@ -910,7 +912,7 @@ impl Engine<'_> {
             episodes: r.episodes,
             since: r.since,
         });
-        SchedOutputs { threads, events, cpus, main_loop, others, idle, rq, wake_chain }
+        SchedOutputs { threads, events, cpus, main_loop, others, idle, rq, wake_chain, spells }
     }
 }
 
@@ -930,6 +932,8 @@ struct SchedOutputs {
     rq: Option<crate::output::SchedRqOut>,
     /// The sleepers' wake-ups until they run (`vhost/wake_chain.rs`), `mttcg` with the decisions.
     wake_chain: Option<crate::vhost::WakeChainOut>,
+    /// Each vCPU thread's host waits and runs (`vhost/spells.rs`), `mttcg` with the decisions.
+    spells: Option<crate::vhost::HostSpellsOut>,
 }
 
 impl SchedOutputs {
@@ -946,6 +950,7 @@ impl SchedOutputs {
         out.sched_host_idle = self.idle;
         out.sched_rq = self.rq;
         out.sched_wake_chain = self.wake_chain;
+        out.sched_host_spells = self.spells;
     }
 }
 
