@@ -546,6 +546,10 @@ def main(argv: list[str]) -> int:
     if cmd == "model" and condition not in check.CONDITIONS:
         print(f"host_trace.py model: no condition {condition!r} (one of: {', '.join(check.CONDITIONS)})", file=sys.stderr)
         return 2
+    if cmd == "model" and args[0] not in check.CONDITIONS[condition].barrier_s:
+        print(f"host_trace.py model: {args[0]} was not measured under {condition} (its cases: "
+              f"{', '.join(check.CONDITIONS[condition].barrier_s)})", file=sys.stderr)
+        return 2
     if cmd == "report" and not Path(args[0] + ".proc").is_file():
         print(f"host_trace.py report: {args[0]}.proc not found (written by: host_trace.py record CASE {args[0]})",
               file=sys.stderr)
