@@ -30,7 +30,8 @@ preemption, halted) with the mean queued wait after a halt (a wake-up's wait for
 and per seed the model's wake-up chain (``sched_wake_chain``, ``vhost/wake_chain.rs``): per wake-up
 of a sleeping team thread, from the waker's ``try_to_wake_up()`` to the woken thread running, the
 host's wait to run its vCPU included, as the guest's ``sched_waking to the switch-in``; all of
-them and those onto a halted vCPU.
+them and those onto a halted vCPU, these split by what gave the vCPU a host core (the first host
+plan after the wake-up, or what freed a core later: docs/scheduler.md §10.52).
 
 The guest's output is saved as ``/tmp/idle-spells-CASE-HHMMSS.txt`` for ``--parse``.
 """
@@ -214,9 +215,23 @@ def model(name: str, seeds: int) -> int:
         if chain:
             for what, d in (("all", chain["all"]), ("onto a halted vCPU", chain["onto_halted"])):
                 print(f"     wake-up to running, {what}: {_chain(d)}")
+            for what, label in FREED.items():
+                if chain["onto_halted_by_freed"][what]["n"]:
+                    print(f"       given a core by {label}: {_chain(chain['onto_halted_by_freed'][what])}")
             if chain["never_run"]:
                 print(f"     wake-ups whose vCPU the host never ran again: {chain['never_run']}")
     return 0
+
+
+#: ``sched_wake_chain``'s ``onto_halted_by_freed`` classes (``vhost/wake_chain.rs: Freed``).
+FREED = {
+    "first_plan": "the first host plan after the wake-up",
+    "runner_halted": "a running vCPU halting",
+    "main_loop": "the main loop leaving its core",
+    "bql": "a running vCPU blocking on the BQL",
+    "preempted": "a running vCPU preempted",
+    "other": "none of these",
+}
 
 
 def _chain(d: dict[str, float]) -> str:
