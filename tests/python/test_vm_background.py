@@ -476,4 +476,11 @@ def test_the_wake_chain_counts_each_sleepers_wake_up_once_with_ordered_quantiles
     by = chain["onto_halted_by_freed"]
     assert set(by) == {"first_plan", "runner_halted", "main_loop", "bql", "preempted", "other"}, by
     assert sum(d["n"] for d in by.values()) == halted["n"], by
+    # Its barriers' releases wake the three sleepers at one time; per release the k-th to run
+    # waited no longer than the (k+1)-th, so each place's quantiles are no lower than the last's.
+    order = chain["by_order"]
+    assert chain["release_size"] == 3 and len(order) == 3, chain
+    assert 0 < chain["releases"] * 3 <= everyone["n"], chain
+    for a, b in zip(order, order[1:]):
+        assert a["p10_s"] <= b["p10_s"] and a["median_s"] <= b["median_s"] and a["p90_s"] <= b["p90_s"], order
     assert "sched_wake_chain" not in check.sim_doc(spec, case.background, case.interval_ms, check.HOSTS["two-cores"])

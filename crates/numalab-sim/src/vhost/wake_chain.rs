@@ -37,9 +37,9 @@ pub struct WakeChain {
     /// Per vCPU: (wake-up time, onto a halted vCPU, shortest interval, a host plan passed it
     /// over) of each wake-up waiting for the host to run the vCPU.
     pending: Vec<Vec<(f64, bool, f64, bool)>>,
-    /// (interval s, onto a halted vCPU, what gave its vCPU a core if it waited) per wake-up
-    /// completed, in completion order.
-    done: Vec<(f64, bool, Option<Freed>)>,
+    /// (wake-up time, interval s, onto a halted vCPU, what gave its vCPU a core if it waited)
+    /// per wake-up completed, in completion order.
+    done: Vec<(f64, f64, bool, Option<Freed>)>,
 }
 
 /// Over 2 ms and over 4 ms: the bounds `bench/vm_idle_spells.py` counts the guest's tail by.
@@ -50,6 +50,7 @@ const TAIL_S: [f64; 2] = [2e-3, 4e-3];
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct WakeChainDist {
     pub n: u64,
+    pub p10_s: f64,
     pub median_s: f64,
     pub p90_s: f64,
     pub p99_s: f64,
@@ -73,12 +74,18 @@ pub struct WakeChainFreed {
 
 /// `WakeChain` as output: all sleepers' wake-ups, those onto a halted vCPU, those split by what
 /// gave their vCPU a core, and those whose vCPU was never run again before the run's end (not
-/// in the distributions).
+/// in the distributions). `by_order`: the releases (wake-ups at one time: one barrier's
+/// `futex_wake()`) of the most common size, `release_size`, their number `releases`, and per
+/// place in the order the wake-ups ran, first to last, that place's distribution, as
+/// `bench/vm_idle_spells.py --parse` takes the guest's.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct WakeChainOut {
     pub all: WakeChainDist,
     pub onto_halted: WakeChainDist,
     pub onto_halted_by_freed: WakeChainFreed,
+    pub release_size: u64,
+    pub releases: u64,
+    pub by_order: Vec<WakeChainDist>,
     pub never_run: u64,
 }
 
@@ -92,7 +99,7 @@ impl WakeChain {
     /// interval when the vCPU runs.
     pub fn woken(&mut self, c: usize, at_s: f64, holds: bool, halted: bool, min_s: f64) {
         if holds {
-            self.done.push((min_s, halted, None));
+            self.done.push((at_s, min_s, halted, None));
         } else {
             self.pending[c].push((at_s, halted, min_s, false));
         }
@@ -110,15 +117,22 @@ impl WakeChain {
     pub fn runs(&mut self, c: usize, now_s: f64, freed: Freed) {
         for (at, halted, min_s, passed) in self.pending[c].drain(..) {
             let by = if passed { freed } else { Freed::FirstPlan };
-            self.done.push(((now_s - at).max(min_s), halted, Some(by)));
+            self.done.push((at, (now_s - at).max(min_s), halted, Some(by)));
         }
     }
 
     pub fn out(&self) -> WakeChainOut {
-        let all: Vec<f64> = self.done.iter().map(|&(d, _, _)| d).collect();
+        let all: Vec<f64> = self.done.iter().map(|&(_, d, _, _)| d).collect();
         let halted = |f: Option<Freed>| -> WakeChainDist {
-            dist(self.done.iter().filter(|&&(_, h, by)| h && (f.is_none() || by == f)).map(|&(d, _, _)| d).collect())
+            dist(
+                self.done
+                    .iter()
+                    .filter(|&&(_, _, h, by)| h && (f.is_none() || by == f))
+                    .map(|&(_, d, _, _)| d)
+                    .collect(),
+            )
         };
+        let (release_size, order) = self.by_order();
         WakeChainOut {
             all: dist(all),
             onto_halted: halted(None),
@@ -130,8 +144,34 @@ impl WakeChain {
                 preempted: halted(Some(Freed::Preempted)),
                 other: halted(Some(Freed::Other)),
             },
+            release_size: release_size as u64,
+            releases: order.first().map_or(0, |o| o.len() as u64),
+            by_order: order.into_iter().map(dist).collect(),
             never_run: self.pending.iter().map(|p| p.len() as u64).sum(),
         }
+    }
+
+    /// The completed wake-ups grouped by their time (a release wakes its sleepers at one
+    /// instant), those of the most common size (the larger on a tie), and per place in the order
+    /// they ran their intervals.
+    fn by_order(&self) -> (usize, Vec<Vec<f64>>) {
+        let mut groups: std::collections::BTreeMap<u64, Vec<f64>> = std::collections::BTreeMap::new();
+        for &(at, d, _, _) in &self.done {
+            groups.entry(at.to_bits()).or_default().push(d);
+        }
+        let mut sizes: std::collections::BTreeMap<usize, usize> = std::collections::BTreeMap::new();
+        for g in groups.values() {
+            *sizes.entry(g.len()).or_default() += 1;
+        }
+        let Some((&size, _)) = sizes.iter().max_by_key(|&(&k, &n)| (n, k)) else { return (0, Vec::new()) };
+        let mut order = vec![Vec::new(); size];
+        for g in groups.values_mut().filter(|g| g.len() == size) {
+            g.sort_by(f64::total_cmp);
+            for (k, &d) in g.iter().enumerate() {
+                order[k].push(d);
+            }
+        }
+        (size, order)
     }
 }
 
@@ -144,6 +184,7 @@ fn dist(mut v: Vec<f64>) -> WakeChainDist {
     let at = |q: f64| v[((q * n as f64) as usize).min(n - 1)];
     WakeChainDist {
         n: n as u64,
+        p10_s: at(0.1),
         median_s: v[n / 2],
         p90_s: at(0.9),
         p99_s: at(0.99),
@@ -223,5 +264,27 @@ mod tests {
         // The classes split the wake-ups onto a halted vCPU, no more.
         let o = w.out();
         assert_eq!((o.all.n, o.onto_halted.n), (3, 2));
+    }
+
+    #[test]
+    fn a_releases_wake_ups_are_ranked_by_the_order_they_ran() {
+        // Two releases of three wake-ups (at 1 and 4 ms) and one of one (7 ms): the releases of
+        // three are the common size; the first to run waited 0.05 and 0.06 ms, the last 1.1 and
+        // 1.2 ms.
+        let mut w = WakeChain::new(3);
+        for (at, waits) in [(1e-3, [0.05e-3, 1.1e-3, 0.9e-3]), (4e-3, [1.2e-3, 0.06e-3, 1e-3])] {
+            for c in 0..3 {
+                w.woken(c, at, false, true, 5e-6);
+            }
+            for (c, d) in waits.iter().enumerate() {
+                w.runs(c, at + d, Freed::Other);
+            }
+        }
+        w.woken(0, 7e-3, true, false, 5e-6);
+        let o = w.out();
+        assert_eq!((o.release_size, o.releases, o.by_order.len()), (3, 2, 3));
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        assert!(close(o.by_order[0].max_s, 0.06e-3) && close(o.by_order[0].median_s, 0.06e-3), "{o:?}");
+        assert!(close(o.by_order[2].max_s, 1.2e-3) && close(o.by_order[1].max_s, 1e-3), "{o:?}");
     }
 }
