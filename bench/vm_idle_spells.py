@@ -17,7 +17,9 @@ others and does not sleep); and per wake-up of a sleeping team thread, the time 
 ``sched_waking`` to its ``sched_wakeup`` and to its switch-in, and from its ``sched_wakeup`` to
 its switch-in, split by whether its CPU was idle at the wake-up; and per release of the
 barrier's sleepers (their ``sched_waking`` within ``RELEASE_SPAN_S`` of the first) the waits to
-the switch-in by the order the woken threads ran, first to last. docs/scheduler.md §10.48, §10.52.
+the switch-in by the order the woken threads ran, first to last, and when the first team thread
+sleeps after it (a runner's phase done), against the second to run. docs/scheduler.md §10.48,
+§10.52.
 
     python bench/vm_idle_spells.py guest sched-passive
     python bench/vm_idle_spells.py --parse /tmp/idle-spells-sched-passive-HHMMSS.txt
@@ -124,6 +126,9 @@ def report(text: str, name: str) -> int:
     releases: list[list[float]] = []
     release_of: dict[int, list[float]] = {}
     first_waking = -1.0
+    # Per release: the first team thread to sleep after it (a running thread's phase done: its
+    # vCPU halts and frees its host core), from the release's first sched_waking.
+    first_sleep: list[float | None] = []
     chain: list[float] = []  # sched_waking to the target's sched_wakeup (ttwu_do_activate(), after the IPI)
     whole: list[float] = []  # sched_waking to the switch-in
     held: dict[int, float] = defaultdict(float)  # team thread: time on a CPU in the span
@@ -138,6 +143,7 @@ def report(text: str, name: str) -> int:
                 waking[int(e[3])] = ts
                 if ts - first_waking > RELEASE_SPAN_S:
                     releases.append([])
+                    first_sleep.append(None)
                     first_waking = ts
                 release_of[int(e[3])] = releases[-1]
             continue
@@ -163,6 +169,8 @@ def report(text: str, name: str) -> int:
             idle_since[cpu] = ts
         if prev in team and state.startswith("S") and t0 <= ts <= t1:
             sleeps[prev] += 1
+        if prev in team and state.startswith("S") and first_sleep and first_sleep[-1] is None:
+            first_sleep[-1] = ts - first_waking
         if nxt in team and nxt in woken:
             w, was_idle = woken.pop(nxt)
             lat[was_idle].append(ts - w)
@@ -203,6 +211,15 @@ def report(text: str, name: str) -> int:
                   f"{sum(x > 4e-3 for x in v)} (their sum {sum(x for x in v if x > 2e-3):.3f} s / "
                   f"{sum(x for x in v if x > 4e-3):.3f} s), longest {v[-1] * 1e3:.1f} ms")
     full = [sorted(r) for r in releases if len(r) == len(team) - 1]
+    # The second to run against the first sleep after its release: within 0.1 ms of it (it
+    # waited for a running thread's phase to end), or earlier (it got a host core before).
+    second = [(sorted(r)[1], f) for r, f in zip(releases, first_sleep) if len(r) == len(team) - 1 and f is not None]
+    if second and len(team) > 2:
+        near = sum(abs(w - f) <= 1e-4 for w, f in second) / len(second)
+        before = sum(w < f - 1e-4 for w, f in second) / len(second)
+        fs = sorted(f for _, f in second)
+        print(f"first team thread to sleep after a release: median {fs[len(fs) // 2] * 1e6:.0f} us after it; "
+              f"the second to run ran within 0.1 ms of that sleep in {near:.2f} of the releases, before it in {before:.2f}")
     if full:
         print(f"releases with all {len(team) - 1} sleepers' waits timed: {len(full)} of {len(releases)}; "
               "sched_waking to the switch-in by order of running:")
