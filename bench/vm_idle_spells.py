@@ -15,7 +15,11 @@ team thread its sleeps (switched out in ``S``: a futex wait in libgomp's
 ``1 - sleeps`` per barrier is how often it was the last to arrive (the last arrival wakes the
 others and does not sleep); and per wake-up of a sleeping team thread, the time from its
 ``sched_waking`` to its ``sched_wakeup`` and to its switch-in, and from its ``sched_wakeup`` to
-its switch-in, split by whether its CPU was idle at the wake-up. docs/scheduler.md §10.48.
+its switch-in, split by whether its CPU was idle at the wake-up; and per release of the
+barrier's sleepers (their ``sched_waking`` within ``RELEASE_SPAN_S`` of the first) the waits to
+the switch-in by the order the woken threads ran, first to last, and when the first team thread
+sleeps after it (a runner's phase done), against the second to run. docs/scheduler.md §10.48,
+§10.52.
 
     python bench/vm_idle_spells.py guest sched-passive
     python bench/vm_idle_spells.py --parse /tmp/idle-spells-sched-passive-HHMMSS.txt
@@ -30,7 +34,9 @@ preemption, halted) with the mean queued wait after a halt (a wake-up's wait for
 and per seed the model's wake-up chain (``sched_wake_chain``, ``vhost/wake_chain.rs``): per wake-up
 of a sleeping team thread, from the waker's ``try_to_wake_up()`` to the woken thread running, the
 host's wait to run its vCPU included, as the guest's ``sched_waking to the switch-in``; all of
-them and those onto a halted vCPU.
+them and those onto a halted vCPU, these split by what gave the vCPU a host core (the first host
+plan after the wake-up, or what freed a core later: docs/scheduler.md §10.52), and per release
+(wake-ups at one time) by the order they ran, as the guest's.
 
 The guest's output is saved as ``/tmp/idle-spells-CASE-HHMMSS.txt`` for ``--parse``.
 """
@@ -73,6 +79,11 @@ awk '{ cpu = -1; ts = -1
   else if (ev == "sched_waking:") print "K", ts, cpu, kv["pid"], kv["target_cpu"] }' $T/trace
 """
 
+#: Wakings of team threads within this of the first are one release of the barrier's sleepers
+#: (the waker's ``futex_wake()``; its vCPU may be off a host core between two), a barrier being
+#: 2.3-2.5 ms on ``vm-4``.
+RELEASE_SPAN_S = 1e-3
+
 #: Idle spells' length bins' upper edges, seconds (the last bin is longer).
 EDGES = (25e-6, 50e-6, 100e-6, 200e-6, 500e-6, 1e-3, 2e-3, 4e-3)
 
@@ -110,6 +121,14 @@ def report(text: str, name: str) -> int:
     woken: dict[int, tuple[float, bool]] = {}  # a sleeping team thread's wake-up: time, its CPU idle then
     lat: dict[bool, list[float]] = {True: [], False: []}
     waking: dict[int, float] = {}  # the waker's sched_waking (try_to_wake_up(), before the IPI)
+    # Releases: sched_waking of team threads within RELEASE_SPAN_S of the first (one
+    # futex_wake() of the barrier's sleepers), and their wake-ups' waits to the switch-in.
+    releases: list[list[float]] = []
+    release_of: dict[int, list[float]] = {}
+    first_waking = -1.0
+    # Per release: the first team thread to sleep after it (a running thread's phase done: its
+    # vCPU halts and frees its host core), from the release's first sched_waking.
+    first_sleep: list[float | None] = []
     chain: list[float] = []  # sched_waking to the target's sched_wakeup (ttwu_do_activate(), after the IPI)
     whole: list[float] = []  # sched_waking to the switch-in
     held: dict[int, float] = defaultdict(float)  # team thread: time on a CPU in the span
@@ -122,6 +141,11 @@ def report(text: str, name: str) -> int:
         if e[0] == "K":
             if int(e[3]) in team:
                 waking[int(e[3])] = ts
+                if ts - first_waking > RELEASE_SPAN_S:
+                    releases.append([])
+                    first_sleep.append(None)
+                    first_waking = ts
+                release_of[int(e[3])] = releases[-1]
             continue
         if e[0] == "W":
             pid, tgt = int(e[3]), int(e[4])
@@ -145,11 +169,14 @@ def report(text: str, name: str) -> int:
             idle_since[cpu] = ts
         if prev in team and state.startswith("S") and t0 <= ts <= t1:
             sleeps[prev] += 1
+        if prev in team and state.startswith("S") and first_sleep and first_sleep[-1] is None:
+            first_sleep[-1] = ts - first_waking
         if nxt in team and nxt in woken:
             w, was_idle = woken.pop(nxt)
             lat[was_idle].append(ts - w)
             if nxt in waking:
-                whole.append(ts - waking.pop(nxt))
+                whole.append(ts - waking[nxt])
+                release_of.pop(nxt, []).append(ts - waking.pop(nxt))
         if prev in on_since:
             held[prev] += ts - on_since.pop(prev)
         if nxt in team:
@@ -183,6 +210,23 @@ def report(text: str, name: str) -> int:
                   f"over 2 / 4 ms {sum(x > 2e-3 for x in v)} / "
                   f"{sum(x > 4e-3 for x in v)} (their sum {sum(x for x in v if x > 2e-3):.3f} s / "
                   f"{sum(x for x in v if x > 4e-3):.3f} s), longest {v[-1] * 1e3:.1f} ms")
+    full = [sorted(r) for r in releases if len(r) == len(team) - 1]
+    # The second to run against the first sleep after its release: within 0.1 ms of it (it
+    # waited for a running thread's phase to end), or earlier (it got a host core before).
+    second = [(sorted(r)[1], f) for r, f in zip(releases, first_sleep) if len(r) == len(team) - 1 and f is not None]
+    if second and len(team) > 2:
+        near = sum(abs(w - f) <= 1e-4 for w, f in second) / len(second)
+        before = sum(w < f - 1e-4 for w, f in second) / len(second)
+        fs = sorted(f for _, f in second)
+        print(f"first team thread to sleep after a release: median {fs[len(fs) // 2] * 1e6:.0f} us after it; "
+              f"the second to run ran within 0.1 ms of that sleep in {near:.2f} of the releases, before it in {before:.2f}")
+    if full:
+        print(f"releases with all {len(team) - 1} sleepers' waits timed: {len(full)} of {len(releases)}; "
+              "sched_waking to the switch-in by order of running:")
+        for k in range(len(team) - 1):
+            v = sorted(r[k] for r in full)
+            print(f"  {k + 1}: median {v[len(v) // 2] * 1e6:.0f} us, p10 {v[len(v) // 10] * 1e6:.0f} us, "
+                  f"p90 {v[int(0.9 * len(v))] * 1e6:.0f} us")
     for was_idle in (True, False):
         v = sorted(lat[was_idle])
         if v:
@@ -214,9 +258,26 @@ def model(name: str, seeds: int) -> int:
         if chain:
             for what, d in (("all", chain["all"]), ("onto a halted vCPU", chain["onto_halted"])):
                 print(f"     wake-up to running, {what}: {_chain(d)}")
+            for what, label in FREED.items():
+                if chain["onto_halted_by_freed"][what]["n"]:
+                    print(f"       given a core by {label}: {_chain(chain['onto_halted_by_freed'][what])}")
+            print(f"     releases of {chain['release_size']} wake-ups: {chain['releases']}; to running by order of running:")
+            for k, d in enumerate(chain["by_order"]):
+                print(f"       {k + 1}: median {d['median_s'] * 1e6:.0f} us, p10 {d['p10_s'] * 1e6:.0f} us, p90 {d['p90_s'] * 1e6:.0f} us")
             if chain["never_run"]:
                 print(f"     wake-ups whose vCPU the host never ran again: {chain['never_run']}")
     return 0
+
+
+#: ``sched_wake_chain``'s ``onto_halted_by_freed`` classes (``vhost/wake_chain.rs: Freed``).
+FREED = {
+    "first_plan": "the first host plan after the wake-up",
+    "runner_halted": "a running vCPU halting",
+    "main_loop": "the main loop leaving its core",
+    "bql": "a running vCPU blocking on the BQL",
+    "preempted": "a running vCPU preempted",
+    "other": "none of these",
+}
 
 
 def _chain(d: dict[str, float]) -> str:

@@ -458,9 +458,9 @@ def test_the_wake_chain_counts_each_sleepers_wake_up_once_with_ordered_quantiles
     """``sched_wake_chain`` (docs/scheduler.md §10.48, ``bench/vm_idle_spells.py model`` beside
     the guest's ``sched_waking`` to switch-in): on ``vm-4`` passive, per wake-up of a sleeping
     team thread, the time until it runs, the host's wait to run its vCPU included. Those onto a
-    halted vCPU are a part of all; the quantiles are ordered, the tails nested, no wait is
-    shorter than the wake-up's own latency or longer than the run; without ``explain_sched`` it
-    is left out."""
+    halted vCPU are a part of all, split by what gave the vCPU a core; the quantiles are ordered,
+    the tails nested, no wait is shorter than the wake-up's own latency or longer than the run;
+    without ``explain_sched`` it is left out."""
     case = check.CASES["sched-passive"]
     spec = _spec(case, KERNEL)
     doc = check.sim_doc(spec.updated(explain_sched=True), case.background, case.interval_ms, check.HOSTS["two-cores"])
@@ -471,6 +471,18 @@ def test_the_wake_chain_counts_each_sleepers_wake_up_once_with_ordered_quantiles
         assert 5e-6 <= d["median_s"] <= d["p90_s"] <= d["p99_s"] <= d["max_s"] <= float(doc["time_s"]), d
         assert d["over_4ms"] <= d["over_2ms"] <= d["n"], d
     assert halted["over_2ms"] <= everyone["over_2ms"] and halted["max_s"] <= everyone["max_s"], chain
+    # Each wake-up onto a halted vCPU is put under exactly one thing that gave its vCPU a core
+    # (docs/scheduler.md §10.52).
+    by = chain["onto_halted_by_freed"]
+    assert set(by) == {"first_plan", "runner_halted", "main_loop", "bql", "preempted", "other"}, by
+    assert sum(d["n"] for d in by.values()) == halted["n"], by
+    # Its barriers' releases wake the three sleepers at one time; per release the k-th to run
+    # waited no longer than the (k+1)-th, so each place's quantiles are no lower than the last's.
+    order = chain["by_order"]
+    assert chain["release_size"] == 3 and len(order) == 3, chain
+    assert 0 < chain["releases"] * 3 <= everyone["n"], chain
+    for a, b in zip(order, order[1:]):
+        assert a["p10_s"] <= b["p10_s"] and a["median_s"] <= b["median_s"] and a["p90_s"] <= b["p90_s"], order
     assert "sched_wake_chain" not in check.sim_doc(spec, case.background, case.interval_ms, check.HOSTS["two-cores"])
 
 

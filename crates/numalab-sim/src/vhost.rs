@@ -31,7 +31,7 @@ mod wake_chain;
 pub use bql::{BqlCfg, BqlStat};
 pub use main_loop::Timer;
 pub use spells::{HostSpellsOut, SpellDist, SpellsOut};
-pub use wake_chain::{WakeChainDist, WakeChainOut};
+pub use wake_chain::{WakeChainDist, WakeChainFreed, WakeChainOut};
 
 use serde::{Deserialize, Serialize};
 
@@ -424,6 +424,7 @@ impl HostRun {
         let mut before = self.holds.clone();
         // Per vCPU thread: it blocked on the BQL at this plan (`spells.rs`).
         let mut lock = vec![false; n];
+        let (held_before, main_held_before) = (self.holds.clone(), self.main_holds);
         if let Some(e) = self.eevdf.as_mut() {
             let mut busy_x = busy[..n].to_vec();
             let mut holds_x = self.holds.clone();
@@ -483,6 +484,7 @@ impl HostRun {
         } else {
             self.plan_rr(busy);
         }
+        let freed = self.wake_chain.is_some().then(|| self.freed(&held_before, &before, busy, main_held_before));
         for (c, &was) in before.iter().enumerate() {
             let b = busy.get(c).copied().unwrap_or(false);
             if let Some(w) = self.threads[c].switched(was, self.holds[c], b) {
@@ -494,8 +496,12 @@ impl HostRun {
             self.busy[c] = b;
             self.resumed[c] = self.holds[c] && self.asleep[c];
             self.asleep[c] &= !self.holds[c];
-            if let Some(w) = self.wake_chain.as_mut().filter(|_| self.holds[c]) {
-                w.runs(c, self.now_s);
+            if let (Some(w), Some(f)) = (self.wake_chain.as_mut(), freed) {
+                if self.holds[c] {
+                    w.runs(c, self.now_s, f);
+                } else {
+                    w.passed_over(c);
+                }
             }
             // Back from a halt: the BQL retaken after `qemu_wait_io_event()`, then the interrupt
             // that ended the halt delivered and its EOI written.
@@ -504,6 +510,27 @@ impl HostRun {
             }
         }
         &self.holds
+    }
+
+    /// What made a host core free at this plan (`wake_chain::Freed`), from the vCPUs that `held`
+    /// one before it, those of them that `kept` it through the BQL's blocks (a thread that
+    /// blocked left its core even if picked again), which are `busy`, and whether the main loop
+    /// held one.
+    fn freed(&self, held: &[bool], kept: &[bool], busy: &[bool], main_held: bool) -> wake_chain::Freed {
+        use wake_chain::Freed;
+        let busy_at = |k: usize| busy.get(k).copied().unwrap_or(false);
+        let ran = |k: usize| held[k] && busy_at(k);
+        if (0..held.len()).any(|k| held[k] && !busy_at(k)) {
+            Freed::RunnerHalted
+        } else if main_held && !self.main_holds {
+            Freed::MainLoop
+        } else if (0..held.len()).any(|k| ran(k) && !kept[k]) {
+            Freed::Bql
+        } else if (0..held.len()).any(|k| ran(k) && !self.holds[k]) {
+            Freed::Preempted
+        } else {
+            Freed::Other
+        }
     }
 
     /// `rr`: one vCPU at a time in CPU order, until it halts or its kick period ends.
