@@ -462,18 +462,12 @@ def model(case_name: str, seeds: int, condition: str = "idle") -> None:
     time, involuntary switches per second run and of the run, and its mean wait after one
     (``sched_cpus``' ``host_*``, ``--explain-sched``); and its spells as distributions, as
     `report` gives the measured host's (``sched_host_spells``)."""
-    from dataclasses import replace
-
     from numalab.vm import check
 
-    case = check.CASES[case_name]
-    cond = check.CONDITIONS[condition]
-    spec = check.sim_spec(case)
     print("seed | run s | vCPU: host s, invol, invol/s run, invol/s wall, vol/s wall, mean wait after preemption ms "
           "| main loop: host s, vol/s, invol")
     for seed in range(1, seeds + 1):
-        doc = check.sim_doc(replace(spec, seed=seed).updated(explain_sched=True), cond.background(case_name),
-                            case.interval_ms, check.HOSTS[cond.host])
+        doc = check.condition_doc(case_name, condition, seed, explain_sched=True)
         run = float(doc["time_s"])
         cells: list[str] = []
         split: list[str] = []

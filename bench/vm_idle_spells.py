@@ -236,16 +236,13 @@ def report(text: str, name: str) -> int:
 
 
 def model(name: str, seeds: int) -> int:
-
+    """The model's side for the case on the idle host (``check.CONDITIONS["idle"]``), seeds 1..N."""
     case = check.CASES[name]
-    cond = check.CONDITIONS["idle"]
-    spec = check.sim_spec(case)
-    reps = int(dict(spec.params).get("reps", 1000))
+    reps = int(case.params.get("reps", 1000))
     print("seed CPU  idle share  spells/barrier  mean us  on a CPU ms/barrier  host: running / queued after a halt / "
           "after a preemption / halted  wait after a halt us")
     for seed in range(1, seeds + 1):
-        doc = check.sim_doc(replace(spec, seed=seed).updated(explain_sched=True), cond.background(name),
-                            case.interval_ms, check.HOSTS[cond.host])
+        doc = check.condition_doc(name, "idle", seed, explain_sched=True)
         run = float(doc["time_s"])
         for c in doc["sched_cpus"]:
             held, n = float(c["rq_cpu_time_s"]), int(c["sched_goidle"])

@@ -1017,6 +1017,14 @@ def sim_doc(spec: RunSpec, background: GuestBackground | None = None, interval_m
     return dict(doc)
 
 
+def condition_doc(name: str, condition: str, seed: int = 1, explain_sched: bool = False) -> dict[str, Any]:
+    """Case ``name``'s simulator run under a measured host condition (``CONDITIONS``): its host,
+    and its background with the condition's barrier and agent (``HostCondition.background``)."""
+    case, cond = CASES[name], CONDITIONS[condition]
+    spec = replace(sim_spec(case), seed=seed).updated(explain_sched=explain_sched)
+    return sim_doc(spec, cond.background(name), case.interval_ms, HOSTS[cond.host])
+
+
 def sim_side(spec: RunSpec, background: GuestBackground | None = None, interval_ms: int = 1000,
              host: bool | dict[str, Any] = True) -> Side:
     """The simulator's side of a case (``sim_doc``)."""
