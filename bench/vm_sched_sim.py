@@ -12,7 +12,8 @@ beside the guest's under the condition, and seed 1's moves by kernel path (all/a
 With ``--idle`` also each case's idle entries per CPU per barrier (``sched_goidle``, mean over the
 seeds and their range; ``vm check --moves`` shows the guest's) and newly idle balances per run
 (calls, pulls; where the host stopped a vCPU inside one, levels balanced newly idle and how many
-of them it stopped, docs/scheduler.md §10.27), from the runs with their decisions kept (``--explain-sched``, which changes no
+of them it stopped, docs/scheduler.md §10.27) and the idle ticks on a CPU with nothing queued per idle
+entry (§10.50), from the runs with their decisions kept (``--explain-sched``, which changes no
 decision). With ``--rq`` also each case's run queues as ``vm check --moves`` prints the guest's
 (``sched_trace.rq_line``: CPU-time at 0 / 1 / 2 / 3+ runnable threads, idle ticks by the
 longest run queue, the share of the run some CPU held 2+ while another held none and those
@@ -132,8 +133,13 @@ def idle_entries(docs: list[dict], reps: int) -> str:
     # Levels balanced newly idle: CPU_NEWLY_IDLE's lb_count (the third idle type, the first counter).
     levels = sum(int(dom["lb"][2][0]) for d in docs for c in d["sched_cpus"] for dom in c["domains"]) / len(docs)
     stopped = f", levels balanced {levels:.0f}, the host stopped {gate[2]:.1f} ({gate[2] / levels:.2%})" if gate[2] else ""
+    # Idle ticks with nothing queued on the ticking CPU per idle entry, over all the runs
+    # (``vm check --moves`` prints the guest's; docs/scheduler.md §10.50).
+    ticks = sum(sum(rq.longest_at_ticks()) for rq in map(sched_trace.sim_rq, docs) if rq is not None)
+    entries = sum(int(c["sched_goidle"]) for d in docs for c in d["sched_cpus"])
+    ticked = f", idle ticks on an empty CPU per idle entry {ticks / entries:.2f}" if entries else ""
     return (f"idle entries per CPU per barrier {statistics.mean(per):.3f} ({min(per):.3f}-{max(per):.3f}), "
-            f"newly idle balances per run {gate[0]:.0f}, pulls {gate[1]:.1f}{stopped}")
+            f"newly idle balances per run {gate[0]:.0f}, pulls {gate[1]:.1f}{stopped}{ticked}")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 ``sched_migrate_task`` events classified by the function that moved the thread, the output of
 ``sched_trace.JOB`` read back, and the simulator's moves of a ``vm check`` case by path."""
 
+import dataclasses
 import json
 import os
 from collections import Counter
@@ -292,6 +293,22 @@ def test_the_guest_run_gives_each_cpus_runnable_threads_over_time_and_what_idle_
     assert sched_trace.RunQueues([], Counter({(2, 1): 3, (2, 0): 1})).longest_at_ticks() == [0, 0, 1, 0]
     # Runs from before the trace had it have none.
     assert sched_trace.parse(job_output()).rq is None
+
+
+def test_idle_ticks_on_an_empty_cpu_are_counted_per_idle_entry_on_each_side():
+    """The share docs/scheduler.md §10.50 compares: idle ticks with nothing queued on the ticking
+    CPU (those an idle balance can follow) over the idle entries; a tick that finds a thread
+    queued on its own CPU is left out, and without run queues or idle entries there is none."""
+    rq = sched_trace.RunQueues([], Counter({(2, 1): 3, (2, 0): 1, (1, 0): 2}))
+    assert sched_trace.idle_ticks_per_entry(rq, [2, 2]) == "0.75 (3 of 4)"
+    assert sched_trace.idle_ticks_per_entry(None, [2, 2]) is None
+    assert sched_trace.idle_ticks_per_entry(rq, [0, 0]) is None
+    g = dataclasses.replace(sched_trace.parse(job_output()), rq=rq)
+    text = sched_trace.report(g)
+    entries = sum(g.goidle)
+    assert f"idle ticks on a CPU with none of the threads, per idle entry: guest {3 / entries:.2f} (3 of {entries})" in text
+    # Without the guest's run queues, the line is left out.
+    assert "idle ticks on a CPU with none" not in sched_trace.report(sched_trace.parse(job_output()))
 
 
 # QEMU's threads at the two window marks of one `vm check --moves --case sched-oversubscribed-4x2`

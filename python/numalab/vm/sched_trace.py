@@ -289,6 +289,19 @@ def rq_line(who: str, f: RqFigures) -> str:
             + "; idle ticks 0 / 1 / 2 / 3 / 4 / 5+ jiffies after the CPU's last thread left: " + counts(f.since))
 
 
+def idle_ticks_per_entry(rq: RunQueues | None, goidle: list[int]) -> str | None:
+    """How often an idle CPU's own tick came while it was still idle with nothing queued (the
+    ticks ``longest_at_ticks`` counts, at which ``rebalance_domains(CPU_IDLE)`` can run) per idle
+    entry (``sched_goidle``), with the two counts; None without both. On a host that runs a halted
+    vCPU late its kept tick comes once a wake-up has queued a thread, and then the CPU is not idle
+    (docs/scheduler.md §10.50)."""
+    entries = sum(goidle)
+    if rq is None or not entries:
+        return None
+    ticks = sum(rq.longest_at_ticks())
+    return f"{ticks / entries:.2f} ({ticks} of {entries})"
+
+
 def sim_rq(doc: dict[str, Any]) -> RunQueues | None:
     """The simulator's run queues (``--explain-sched``'s ``sched_rq`` and each CPU's ``rq_s``,
     crates/numalab-sim/src/sched/rq_trace.rs, counted as ``RQ_AWK`` counts the guest's), or None
@@ -543,6 +556,11 @@ def report(g: GuestMoves, side: SimSched | dict[str, tuple[int, int]] | None = N
         lines.append(rq_line("guest", g.rq.figures()))
     if isinstance(side, SimSched) and side.rq is not None:
         lines.append(rq_line("sim", side.rq.figures()))
+    ticked = [f"{who} {t}" for who, t in (("guest", idle_ticks_per_entry(g.rq, g.goidle)),
+                                          ("sim", idle_ticks_per_entry(side.rq, side.goidle) if isinstance(side, SimSched) else None))
+              if t is not None]
+    if ticked:
+        lines.append("idle ticks on a CPU with none of the threads, per idle entry: " + ", ".join(ticked))
     lines += lb_lines(g, side if isinstance(side, SimSched) else None)
     if g.tick_phase:
         n = sum(g.tick_phase)
