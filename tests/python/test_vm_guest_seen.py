@@ -69,7 +69,8 @@ def test_a_value_is_judged_inside_below_or_above_the_guests_range_with_the_facto
 #: barrier 4.55 ms against the background's 10.5), vm-8 passive 0.01775 (1.97 above), the rest inside.
 #: With TCG's slowdown from the measured host with as many cores (one beside the busy loop for
 #: this one-core host, §10.47; 02:55 UTC): vm-8 passive 0.00625 inside, vm-8 oversubscribed
-#: 0.009312 (1.42 below), the rest inside.
+#: 0.009312 (1.42 below), the rest inside. With the host's 1.4 ms request (§10.50; 05:30 UTC):
+#: the same sides.
 OUTSIDE = {"sched-oversubscribed-8": "below"}
 
 
@@ -257,12 +258,25 @@ def test_tcgs_speed_comes_from_the_measured_host_with_as_many_cores(condition):
 #: With TCG's slowdown beside the loop taken from the loop's own runs (one core, §10.47; 02:55
 #: UTC): vm-4 passive 0.002875 inside, vm-8 passive 0.004875 inside, oversubscribed 0.009562
 #: (1.39 below), passive-2x4 0.03919 (1.05 below), the rest on the same side.
+#: With the host's own 1.4 ms request (``se.slice``; was 1.5 ms, §10.50; 2026-11-28 05:30 UTC):
+#: idle vm-4 passive 0.00025 (7 below), oversubscribed 0.0006875 (4.36 below), vm-8 passive
+#: 0.0025 (1.4 below, was inside), oversubscribed 0.021 (1.12 below, was inside), passive-2x4
+#: inside, oversubscribed-2x4 0.3356 (1.07 below); beside the loop vm-4 passive 0.00575 (1.92
+#: above, was inside), oversubscribed inside, vm-8 passive inside, oversubscribed 0.008125 (1.63
+#: below), passive-2x4 0.03625 (1.13 below), oversubscribed-2x4 0.3418 (1.13 above);
+#: group-loops-1 0.002187 (1.37 below), 0.00275 (1.27 below), vm-8 passive 0.011 (1.29 above, was
+#: inside); group-loops-2 1.49 below, 1.42 below, vm-8 passive 0.007875 (1.05 above, was inside);
+#: group-loops-4 vm-4 passive 1.28 above, oversubscribed inside (was below), vm-8 passive 1.04
+#: above; group-loops-8 both inside. A 7 % shorter request moves six of 23 verdicts: the model's
+#: host decides them at this resolution (§10.50-§10.52).
 OUTSIDE_BY_CONDITION = {
-    "idle": {"sched-passive": "below", "sched-oversubscribed": "below", "sched-oversubscribed-2x4": "below"},
-    "busy-loop": {"sched-oversubscribed-8": "below", "sched-passive-2x4": "below", "sched-oversubscribed-2x4": "above"},
-    "group-loops-1": {"sched-passive": "below", "sched-oversubscribed": "below"},
-    "group-loops-2": {"sched-passive": "below", "sched-oversubscribed": "below"},
-    "group-loops-4": {"sched-passive": "above", "sched-oversubscribed": "below", "sched-passive-8": "above"},
+    "idle": {"sched-passive": "below", "sched-oversubscribed": "below", "sched-passive-8": "below",
+             "sched-oversubscribed-8": "below", "sched-oversubscribed-2x4": "below"},
+    "busy-loop": {"sched-passive": "above", "sched-oversubscribed-8": "below", "sched-passive-2x4": "below",
+                  "sched-oversubscribed-2x4": "above"},
+    "group-loops-1": {"sched-passive": "below", "sched-oversubscribed": "below", "sched-passive-8": "above"},
+    "group-loops-2": {"sched-passive": "below", "sched-oversubscribed": "below", "sched-passive-8": "above"},
+    "group-loops-4": {"sched-passive": "above", "sched-passive-8": "above"},
     "group-loops-8": {},
 }
 

@@ -740,9 +740,10 @@ def cpus_per_node(machine: Any) -> int:
 #: - ``cores``: 1. QEMU's threads used about one core of this 2-core machine shared with other
 #:   work (7.8 CPU s in 7 s of a run), and pinned to one core (``taskset -c 0``) the guest's moves
 #:   and idleness were the same (docs/scheduler.md §10.4).
-#: - ``request_s``: the host's EEVDF request, 1.5 ms (``sysctl_sched_base_slice`` 0.75 ms times
-#:   ``update_sysctl()``'s factor 1 + ilog2(2 CPUs), ``kernel/sched/fair.c``, the host's Linux
-#:   6.18): a vCPU thread's deadline is a request after its vruntime, the lag it keeps over a
+#: - ``request_s``: the host's EEVDF request, 1.4 ms (``sysctl_sched_base_slice`` 0.70 ms, as
+#:   mainline has it (0.75 ms when EEVDF came in, v6.6), times ``update_sysctl()``'s factor
+#:   1 + ilog2(2 CPUs), ``kernel/sched/fair.c``, the host's Linux 6.18; this host's own
+#:   ``/proc/self/sched`` shows ``se.slice 1400000``, 2026-11-28, docs/scheduler.md §10.50): a vCPU thread's deadline is a request after its vruntime, the lag it keeps over a
 #:   halt at most max(2 requests, a tick) (``update_entity_lag()``).
 #: - ``slice_s``: the host's tick, 4 ms with its ``CONFIG_HZ=250``: a running thread's passed
 #:   deadline is noticed there (``task_tick_fair()`` → ``update_curr()`` →
@@ -768,7 +769,7 @@ GUEST_HOST: dict[str, Any] = {
     "cores": 1,
     "mode": "mttcg",
     "slice_s": 4e-3,
-    "request_s": 1.5e-3,
+    "request_s": 1.4e-3,
     "main_loop_s": 16e-6,
     "bql": {"hold_vcpu_s": 2e-6, "hold_main_s": 7e-6, "clock_reads_per_busy_s": 5300.0},
 }
