@@ -294,3 +294,22 @@ def test_the_simulator_under_the_guests_host_condition_against_its_runs_under_it
            .threads.migrations_per_thread_barrier(reps) for s in range(1, 5)]
     seen = guest_seen.verdict(statistics.mean(per), name, guest_seen.ranges(condition))
     assert seen.split()[0] == OUTSIDE_BY_CONDITION[condition].get(name, "inside"), f"{condition} {name}: mean {statistics.mean(per):.4g} is {seen}"
+
+
+def test_each_tsc_run_is_a_sleeping_case_and_a_whole_count_of_migrations():
+    """docs/scheduler.md §10.53: the TSC guest's runs (``GUEST_RUNS_TSC``) are kept apart from the
+    HPET guest's, one per sleeping case the check can run; each value is the guest's
+    ``nr_migrations`` summed over the threads / threads / barriers, so a mistyped figure that is no
+    whole number of migrations fails here."""
+    from numalab.machine import load as load_machine
+
+    assert guest_seen.GUEST_RUNS_TSC
+    for name, runs in guest_seen.GUEST_RUNS_TSC.items():
+        case = check.CASES[name]
+        assert case.background is not None, name
+        threads = int(case.params.get("threads") or load_machine(case.machine).nr_pus)
+        per_run = threads * int(case.params["reps"])
+        for r in runs:
+            migrations = r.value * per_run
+            assert migrations == pytest.approx(round(migrations), abs=1e-6), (name, r)
+            assert 0 < r.cores <= guest_seen.RUNS_HOST_CPUS + 0.05 and r.command_s > 0, (name, r)

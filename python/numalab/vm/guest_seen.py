@@ -196,6 +196,59 @@ GUEST_RUNS: dict[str, list[GuestRun]] = {
 }
 
 
+#: The same cases on the guest that reads the TSC instead of the HPET (docs/scheduler.md §10.49,
+#: §10.53; 2026-11-28 05:22-05:35 UTC): ``NUMALAB_VM_APPEND=tsc=reliable numalab vm check --case
+#: CASE --moves --json``, one boot at a time, cases interleaved, the guest's ``current_clocksource``
+#: ``tsc`` in every boot; the host otherwise idle or beside §10.18's busy loop in its own session.
+#: Kept apart from ``GUEST_RUNS`` (the HPET guest's): no range or condition is drawn from them yet.
+GUEST_RUNS_TSC: dict[str, list[GuestRun]] = {
+    "sched-passive": [
+        GuestRun(0.005, 1.742, 1.870641, "2026-11-28 05:22:28", 0.20),
+        GuestRun(0.00275, 0.995, 3.384038, "2026-11-28 05:27:50", 2.14),  # beside a busy loop (0.994 of a CPU)
+        GuestRun(0.004, 1.764, 2.054056, "2026-11-28 05:29:26", 1.96),
+        GuestRun(0.00025, 0.996, 3.344859, "2026-11-28 05:31:11", 3.33),  # beside a busy loop (0.997 of a CPU)
+        GuestRun(0.00275, 1.764, 1.91141, "2026-11-28 05:32:47", 2.65),
+    ],
+    "sched-oversubscribed": [
+        GuestRun(0.00325, 1.848, 1.900591, "2026-11-28 05:22:50", 0.45),
+        GuestRun(0.004875, 0.993, 3.714061, "2026-11-28 05:24:43", 1.88),  # beside a busy loop (0.995 of a CPU)
+        GuestRun(0.005625, 1.791, 2.073538, "2026-11-28 05:29:39", 1.89),
+        GuestRun(0.0035, 1.000, 3.7561, "2026-11-28 05:31:26", 3.11),  # beside a busy loop (0.992 of a CPU)
+        GuestRun(0.00425, 1.725, 2.666425, "2026-11-28 05:32:59", 2.39),
+    ],
+    "sched-passive-8": [
+        GuestRun(0.006, 1.145, 1.580542, "2026-11-28 05:23:06", 0.57),  # no loop, but QEMU got 1.15 cores (other load)
+        GuestRun(0.0035, 1.000, 1.808274, "2026-11-28 05:25:19", 1.82),  # beside a busy loop (0.993 of a CPU)
+        GuestRun(0.003, 1.768, 0.932549, "2026-11-28 05:28:10", 2.22),
+        GuestRun(0.0075, 0.999, 1.883331, "2026-11-28 05:31:48", 3.06),  # beside a busy loop (0.993 of a CPU)
+        GuestRun(0.0045, 1.674, 1.096596, "2026-11-28 05:33:16", 2.27),
+        GuestRun(0.0075, 1.759, 0.988761, "2026-11-28 05:35:11", 0.50),
+    ],
+    "sched-oversubscribed-8": [
+        GuestRun(0.01525, 0.996, 2.155198, "2026-11-28 05:23:20", 1.64),  # no loop, but QEMU got 1.00 core (other load)
+        GuestRun(0.0135, 0.993, 2.120178, "2026-11-28 05:26:19", 1.40),  # beside a busy loop (0.996 of a CPU)
+        GuestRun(0.023, 1.774, 1.036084, "2026-11-28 05:28:23", 2.03),
+        GuestRun(0.02, 1.000, 2.076484, "2026-11-28 05:29:55", 1.70),  # beside a busy loop (0.993 of a CPU)
+        GuestRun(0.013, 1.792, 1.012929, "2026-11-28 05:33:27", 2.59),
+        GuestRun(0.0145, 1.758, 1.0548, "2026-11-28 05:35:22", 0.57),
+    ],
+    "sched-passive-2x4": [
+        GuestRun(0.01425, 1.701, 4.066947, "2026-11-28 05:23:38", 2.57),
+        GuestRun(0.023, 0.997, 6.928514, "2026-11-28 05:26:40", 1.65),  # beside a busy loop (0.987 of a CPU)
+        GuestRun(0.00975, 1.821, 3.752831, "2026-11-28 05:28:40", 2.21),
+        GuestRun(0.061, 1.002, 7.263687, "2026-11-28 05:30:13", 1.91),  # beside a busy loop (0.992 of a CPU)
+        GuestRun(0.0115, 1.819, 3.82387, "2026-11-28 05:32:03", 2.90),
+    ],
+    "sched-oversubscribed-2x4": [
+        GuestRun(0.329625, 1.815, 3.962526, "2026-11-28 05:23:56", 2.39),
+        GuestRun(0.302, 0.998, 7.053682, "2026-11-28 05:27:08", 1.90),  # beside a busy loop (0.994 of a CPU)
+        GuestRun(0.3335, 1.825, 3.954458, "2026-11-28 05:29:00", 2.34),
+        GuestRun(0.27675, 0.999, 7.724906, "2026-11-28 05:30:37", 2.61),  # beside a busy loop (0.992 of a CPU)
+        GuestRun(0.3165, 1.821, 4.105005, "2026-11-28 05:32:20", 2.84),
+    ],
+}
+
+
 def ranges(condition: str | None = None) -> dict[str, tuple[float, float]]:
     """The guest's range per case: under ``condition`` where recorded (``GUEST_BY_CONDITION``),
     else over every run (``GUEST_PER_BARRIER``)."""
