@@ -7,7 +7,8 @@ runs again, the wait after each wake-up, and what ran on the core instead.
                                                   # perf record around `numalab vm check --moves`,
                                                   # beside one busy loop in its own session (LOOP)
   python bench/host_trace.py report OUT           # the figures (OUT.perf, OUT.json, OUT.proc),
-                                                  # and each vCPU thread's time split (§10.34)
+                                                  # each vCPU thread's time split (§10.34), and
+                                                  # the host's two CPUs, beside the loop (§10.55)
   python bench/host_trace.py model CASE [SEEDS] [--condition NAME]
                                                   # the host model's, under a check.CONDITIONS
                                                   # condition (idle by default)
