@@ -3,9 +3,12 @@ scheduler trace (docs/scheduler.md §10.28): per thread over the guest's command
 run time, its switches out while still runnable (involuntary) and the wait after each until it
 runs again, the wait after each wake-up, and what ran on the core instead.
 
-  python bench/host_trace.py record CASE OUT [--wake-path]   # perf record around `numalab vm check --moves`
+  python bench/host_trace.py record CASE OUT [--wake-path] [--beside-loop]
+                                                  # perf record around `numalab vm check --moves`,
+                                                  # beside one busy loop in its own session (LOOP)
   python bench/host_trace.py report OUT           # the figures (OUT.perf, OUT.json, OUT.proc),
-                                                  # and each vCPU thread's time split (§10.34)
+                                                  # each vCPU thread's time split (§10.34), and
+                                                  # the host's two CPUs, beside the loop (§10.55)
   python bench/host_trace.py model CASE [SEEDS] [--condition NAME]
                                                   # the host model's, under a check.CONDITIONS
                                                   # condition (idle by default)
@@ -51,11 +54,44 @@ WAKE_PATH = ("sched:sched_waking", "sched:sched_wake_idle_without_ipi", "power:c
              "irq_vectors:call_function_single_entry", "irq_vectors:reschedule_entry")
 
 
-def record(case: str, out: str, wake_path: bool = False) -> None:
+#: `record --beside-loop`: the condition "busy-loop" as §10.18 and §10.51 ran it, one shell loop in a
+#: session of its own (so an autogroup of its own, kernel/sched/autogroup.c: sched_autogroup_create_attach()
+#: at setsid()), started this long before the trace.
+LOOP = ("setsid", "sh", "-c", "while :; do :; done")
+LOOP_LEAD_S = 2.0
+
+
+def _cpu_ticks(pid: int) -> int:
+    """utime + stime of /proc/PID/stat, in clock ticks."""
+    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(f[11]) + int(f[12])
+
+
+def record(case: str, out: str, wake_path: bool = False, beside_loop: bool = False) -> None:
     events = ["sched:sched_switch", "sched:sched_wakeup"] + (list(WAKE_PATH) if wake_path else [])
     cmd = ["perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-a", "-m", "4096"] + [x for e in events for x in ("-e", e)] + [
         "-o", out + ".perf", "--", sys.executable, __file__, "_run", case, out]
-    subprocess.run(cmd, check=True)
+    if not beside_loop:
+        subprocess.run(cmd, check=True)
+        return
+    # perf traces every CPU (-a), so the loop's own switches are in the trace; `report` finds
+    # them by the pid kept in OUT.loop, with its CPU time by /proc over the recording.
+    import os
+    import time
+
+    loop = subprocess.Popen(LOOP)   # setsid execs sh in place (python's child leads no group)
+    try:
+        time.sleep(LOOP_LEAD_S)
+        group = Path(f"/proc/{loop.pid}/autogroup").read_text().split()[0]
+        a, ta = _cpu_ticks(loop.pid), time.monotonic()
+        subprocess.run(cmd, check=True)
+        b, tb = _cpu_ticks(loop.pid), time.monotonic()
+        hz = os.sysconf("SC_CLK_TCK")
+        Path(out + ".loop").write_text(f"pid {loop.pid}\nautogroup {group}\nrecording_s {tb - ta:.3f}\n"
+                                       f"cpu_s {(b - a) / hz:.3f}\nshare {(b - a) / hz / (tb - ta):.3f}\n")
+    finally:
+        loop.kill()
+        loop.wait()
 
 
 def _run(case: str, out: str) -> None:
@@ -77,6 +113,9 @@ def _run(case: str, out: str) -> None:
         # Each host CPU's halts by cpuidle state, counted by the kernel at the window's marks
         # (drivers/cpuidle/sysfs.c: `usage`, `time` in µs): the idle time this trace cannot see
         # on a CPU whose idle task emits no events (§10.46).
+        if text.rstrip().endswith(hostthreads.WINDOW_START) and self.pid is not None:
+            # QEMU's autogroup, to set beside the loop's (OUT.loop).
+            Path(out + ".autogroup").write_text(Path(f"/proc/{self.pid}/autogroup").read_text())
         if text.rstrip().endswith((hostthreads.WINDOW_START, hostthreads.WINDOW_END)):
             rows = [f"{d.parent.parent.name} {d.name} {(d / 'usage').read_text().strip()} {(d / 'time').read_text().strip()}"
                     for d in sorted(Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpuidle/state[0-9]*"))]
@@ -338,6 +377,197 @@ def show_spells(rows: list[tuple[str, dict[str, dict[str, float]]]]) -> None:
             print(f"{name} | {k} | {x['n']} | {q} | " + " / ".join(str(x[f"over_{b * 1e3:g}ms"]) for b in TAILS_S))
 
 
+#: How `cpus()` names what a woken thread's switch-in took the CPU from: the busy loop or a
+#: thread of QEMU switched out runnable (preempted, or its slice ended at a tick), any task
+#: switched out blocked (it blocked or halted; the CPU then picks the next), the idle task, or
+#: another task switched out runnable.
+TOOK_FROM = ("loop", "QEMU", "a block", "idle", "other")
+LOOP_BIN_S = 0.1   # `cpus()`'s bins of the loop's CPU time per host CPU
+
+
+def cpus(text: str, t0: float, t1: float, tids: set[int], vcpus: set[int], loop: int | None) -> dict[str, Any]:
+    """The host's CPUs over the window beside a busy loop (pid `loop`; docs/scheduler.md §10.55):
+
+    - `at_once`: the share of the window in which 0, 1, 2, ... of QEMU's threads run at once, and
+      `loop_on`: the share each CPU runs the loop;
+    - `woken`: each wake-up of a vCPU thread blocked at least `SHORT_S` (`halt`) or less (`lock`),
+      by where it was woken (`target_cpu` the CPU the loop last ran on, or another) and what its
+      switch-in took the CPU from (`TOOK_FROM`), with the wait from the wake-up to the switch-in;
+    - `loop`: the loop's moves between CPUs, its time per CPU in bins of `LOOP_BIN_S`, each spell
+      it is off the CPU it last ran on and each run of a QEMU thread on that CPU meanwhile;
+    - `lock_blocks`: each blocked spell of a vCPU thread shorter than `SHORT_S` (a wait on the
+      BQL, §10.51's split) by whether, as it blocked, another thread of QEMU ran on another CPU or
+      was queued runnable (the two ways a lock is found held, §10.51);
+    - `others`: the CPU time of any other task by name (work beside the measurement), and `bins`:
+      per `LOOP_BIN_S` the loop's share of each CPU and the share with two QEMU threads at once.
+
+    Between two traced switches a CPU ran the task the second switches out (some switches out
+    are missing from this host's trace; the time where the first's next differs is
+    `untraced_share`); a thread on two CPUs at once (its switch-in traced before its switch-out,
+    the CPUs' clocks, §10.28) counts once. A wake-up traced up to `SKEW_S` after its switch-in is
+    a wait of 0, as in `spells()`."""
+    cur: dict[int, tuple[int, float]] = {}
+    spans: list[tuple[float, float, int, int]] = []   # (from, to, CPU, task) between two traced switches
+    comms: dict[int, str] = {}
+    untraced = 0.0   # the part of `spans` whose first switch's next is not the second's prev
+    loop_cpu: int | None = None
+    moves = 0
+    off_since: float | None = None   # the loop switched out runnable, since
+    off: list[float] = []
+    on_loop_cpu: list[float] = []   # runs of QEMU's threads on the loop's CPU while it waits there
+    queued: set[int] = set()   # QEMU's threads switched out runnable, not yet back
+    blocked: dict[int, tuple[float, bool, bool]] = {}   # vCPU tid -> (since, another QEMU thread ran, one queued)
+    woken: dict[int, tuple[float, str, int, int | None]] = {}   # tid -> (at, halt / lock, target CPU, the loop's then)
+    pending: dict[int, tuple[float, str, float]] = {}   # switched in before its wake-up: (at, took from, blocked since)
+    waits: dict[str, dict[str, dict[str, list[float]]]] = {
+        k: {w: {f: [] for f in TOOK_FROM} for w in ("loop's CPU", "other CPU")} for k in ("halt", "lock")}
+    moved: Counter[str] = Counter()   # woken on one CPU, run on the other
+    lock_blocks: Counter[str] = Counter()
+    lost: Counter[str] = Counter()
+
+    def inside(t: float) -> bool:
+        return t0 <= t <= t1
+
+    for ln in text.splitlines():
+        h = HEADER.match(ln)
+        if h is None:
+            continue
+        t, cpu = float(h[4]), int(h[3])
+        if (m := SWITCH.search(ln)) is not None:
+            prev, nxt, st = int(m[3]), int(m[6]), m[4]
+            comms[prev] = m[2]
+            if cpu in cur:
+                # The CPU ran, up to this switch, the task it switches out: a switch the trace
+                # lacks in between (some tasks' switches out are not traced on this host, §10.55)
+                # left the task of the last switch-in current in the trace only.
+                a, b = max(cur[cpu][1], t0), min(t, t1)
+                if b > a:
+                    spans.append((a, b, cpu, prev))
+                    untraced += (b - a) * (cur[cpu][0] != prev)
+            runnable = st.startswith("R")
+            took = "idle" if prev == 0 else "a block" if not runnable else "loop" if prev == loop else \
+                "QEMU" if prev in tids else "other"
+            for tid in [x for x, p in pending.items() if t - p[0] > SKEW_S]:
+                lost["switch-in with no wake-up traced"] += inside(pending.pop(tid)[0])
+            if prev in tids and cur.get(cpu, (-1, t))[0] == prev and cpu == loop_cpu and off_since is not None \
+                    and inside(t):
+                on_loop_cpu.append(t - cur[cpu][1])
+            if prev == loop:
+                # Switched out again with no switch-in traced since: that off spell's end is lost.
+                lost["the loop's switch-in not traced"] += off_since is not None and inside(t)
+                off_since = t if runnable else None
+            if prev in vcpus:
+                if prev in woken:
+                    # Switched out again with its switch-in not traced (an idle CPU's, §10.34).
+                    lost["switch-in not traced"] += inside(t)
+                    woken.pop(prev)
+                if runnable:
+                    queued.add(prev)
+                else:
+                    others = [x for c, (x, _) in cur.items() if c != cpu and x in tids and x != prev]
+                    blocked[prev] = (t, bool(others), bool(queued - {prev}))
+            elif prev in tids and runnable:
+                queued.add(prev)
+            cur[cpu] = (nxt, t)
+            queued.discard(nxt)
+            if nxt == loop:
+                if loop_cpu is not None and cpu != loop_cpu and inside(t):
+                    moves += 1
+                if off_since is not None and inside(t):
+                    off.append(t - off_since)
+                loop_cpu, off_since = cpu, None
+            if nxt in vcpus:
+                if nxt in woken:
+                    at, k, target, there = woken.pop(nxt)
+                    if inside(t):
+                        where = "loop's CPU" if target == there else "other CPU"
+                        waits[k][where][took].append(max(0.0, t - at))
+                        moved[k] += target != cpu
+                elif nxt in blocked:
+                    pending[nxt] = (t, took, blocked.pop(nxt)[0])
+        elif (m := WAKEUP.search(ln)) is not None:
+            pid, target = int(m[3]), int(m[4])
+            if pid not in vcpus:
+                continue
+            if pid in pending:
+                at, took, since = pending.pop(pid)
+                if t - at > SKEW_S:
+                    lost["switch-in with no wake-up traced"] += inside(at)
+                elif inside(at):
+                    k = "halt" if at - since >= SHORT_S else "lock"
+                    where = "loop's CPU" if target == loop_cpu else "other CPU"
+                    waits[k][where][took].append(0.0)
+                continue
+            if pid not in blocked:
+                continue
+            since, other_ran, other_queued = blocked.pop(pid)
+            k = "halt" if t - since >= SHORT_S else "lock"
+            woken[pid] = (t, k, target, loop_cpu)
+            if k == "lock" and inside(t):
+                lock_blocks["another QEMU thread running" if other_ran else
+                            "another QEMU thread queued" if other_queued else "neither"] += 1
+    spans += [(max(since, t0), t1, c, x) for c, (x, since) in cur.items() if since < t1]   # current at the end
+    # The sweep over the spans' ends: how many of QEMU's threads run at once, the loop's CPU.
+    ev = sorted([(a, 1, c, x) for a, _, c, x in spans] + [(b, -1, c, x) for _, b, c, x in spans], key=lambda e: (e[0], e[1]))
+    on: dict[int, int] = {}
+    at_once: dict[int, float] = defaultdict(float)
+    both: dict[int, dict[int, float]] = defaultdict(lambda: defaultdict(float))   # bin -> {0: time 2+ at once}
+    last = t0
+    for tt, d, c, x in ev:
+        if tt > last:
+            n = len({y for y in on.values() if y in tids})
+            at_once[n] += tt - last
+            if n >= 2:
+                _spread(both, last, tt, t0, 0)
+            last = tt
+        if d > 0:
+            on[c] = x
+        elif on.get(c) == x:
+            del on[c]
+    loop_on: dict[int, float] = defaultdict(float)
+    bins: dict[int, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    for a, b, c, x in spans:
+        if x == loop and loop is not None:
+            loop_on[c] += b - a
+            _spread(bins, a, b, t0, c)
+    dt = t1 - t0
+    # The rest of the CPUs' time by task's name: neither QEMU's, the loop, nor idle (what else
+    # the host ran in the window, e.g. another session's work beside the measurement).
+    rest: dict[str, float] = defaultdict(float)
+    for a, b, _, x in spans:
+        if x not in tids and x != loop and x != 0:
+            rest[re.sub(r"[/:-]?\d+$", "", comms.get(x, "?"))] += b - a
+    got: dict[str, Any] = {
+        "others": {k: x / dt for k, x in sorted(rest.items(), key=lambda kx: -kx[1])[:5]}, "others_share": sum(rest.values()) / dt,
+        "at_once": {str(n): x / dt for n, x in sorted(at_once.items())},
+        "loop_on": {str(c): x / dt for c, x in sorted(loop_on.items())},
+        "woken": {k: {w: {f: dist(xs) for f, xs in by.items()} for w, by in ws.items()} for k, ws in waits.items()},
+        "woken_run_on_another_cpu": dict(moved),
+        "lock_blocks": dict(lock_blocks), "lost": dict(lost), "untraced_share": untraced / dt}
+    if loop is not None:
+        shares = [max(c.values()) / sum(c.values()) for c in bins.values() if sum(c.values()) > 0]
+        main = [max(c, key=lambda k: c[k]) for _, c in sorted(bins.items()) if c]
+        got["loop"] = {"moves": moves, "off_cpu": dist(off), "qemu_runs_on_its_cpu": dist(on_loop_cpu),
+                       "qemu_on_its_cpu_share": sum(on_loop_cpu) / dt,
+                       "bins": len(shares), "bin_main_cpu_share_min": min(shares, default=float("nan")),
+                       "bin_main_cpu_changes": sum(a != b for a, b in zip(main, main[1:]))}
+    # Per bin of `LOOP_BIN_S` from the window's start: the loop's share of each CPU, and the share
+    # in which two or more of QEMU's threads run at once.
+    nb = int((t1 - t0) / LOOP_BIN_S) + 1
+    span = [min(LOOP_BIN_S, t1 - t0 - i * LOOP_BIN_S) for i in range(nb)]   # the last bin is shorter
+    got["bins"] = [{"loop_on": {str(c): round(x / span[i], 4) for c, x in sorted(bins[i].items())},
+                    "two_at_once": round(both[i][0] / span[i], 4)} for i in range(nb) if span[i] > 0]
+    return got
+
+
+def _spread(bins: dict[int, dict[int, float]], a: float, b: float, t0: float, key: int) -> None:
+    """Add the time from `a` to `b` to `bins[i][key]` for each bin of `LOOP_BIN_S` from `t0` it spans."""
+    for i in range(int((a - t0) / LOOP_BIN_S), int((b - t0) / LOOP_BIN_S) + 1):
+        x = min(b, t0 + (i + 1) * LOOP_BIN_S) - max(a, t0 + i * LOOP_BIN_S)
+        if x > 0:
+            bins[i][key] += x
+
+
 def report(out: str) -> dict:
     proc = Path(out + ".proc").read_text().splitlines()
     qemu = int(proc[0].split()[1])
@@ -425,8 +655,11 @@ def report(out: str) -> dict:
                      "voluntary": b[3] - a[3], "involuntary": b[4] - a[4]},
         })
     vcpus = {t for t in tids if names[t].startswith("CPU ")}
+    beside = Path(out + ".loop")
+    loop = dict(ln.split(maxsplit=1) for ln in beside.read_text().splitlines()) if beside.is_file() else {}
     return {"window_s": dt, "threads": rows, "skewed": skewed, "split": split(text, t0, t1, qemu, vcpus, tids),
-            "spells": spells(text, t0, t1, vcpus)}
+            "spells": spells(text, t0, t1, vcpus), "beside_loop": loop,
+            "cpus": cpus(text, t0, t1, tids, vcpus, int(loop["pid"]) if loop else None)}
 
 
 def show(doc: dict) -> None:
@@ -454,6 +687,35 @@ def show_split(sp: dict) -> None:
     print("cores idle while a vCPU thread is ...: " + ", ".join(f"{k} {x:.3f}" for k, x in sorted(sp["idle_while"].items())))
     print("wake-ups queued to an idle CPU, per s, by: " +
           ", ".join(f"{k} {x:.0f}" for k, x in sorted(sp["woken_on_idle_cpu_by"].items())))
+
+
+def show_cpus(c: dict[str, Any], loop: dict[str, str]) -> None:
+    """`cpus()`'s figures: QEMU's threads at once, the loop's CPUs, the woken vCPU threads' waits."""
+    if loop:
+        print(f"busy loop: pid {loop['pid']}, {loop['autogroup']}, {loop['share']} of a CPU over {loop['recording_s']} s (/proc)")
+    print("QEMU threads running at once, share of the window: " +
+          ", ".join(f"{n} {x:.3f}" for n, x in c["at_once"].items()))
+    print("the loop's share of each CPU: " + (", ".join(f"CPU {n} {x:.3f}" for n, x in c["loop_on"].items()) or "-"))
+    print(f"other tasks, share of the window: {c['others_share']:.3f} (" +
+          ", ".join(f"{k} {x:.3f}" for k, x in c["others"].items()) + ")")
+    print("woken vCPU thread | woken on | its switch-in took the CPU from | n | wait median / p90 / p99 / max ms "
+          "| over 1 / 2 / 4 ms")
+    for k, ws in c["woken"].items():
+        for w, by in ws.items():
+            for f, x in by.items():
+                if x["n"]:
+                    q = " / ".join(f"{1e3 * x[g]:.3f}" for g in ("median_s", "p90_s", "p99_s", "max_s"))
+                    print(f"{k} | {w} | {f} | {x['n']} | {q} | " + " / ".join(str(x[f"over_{b * 1e3:g}ms"]) for b in TAILS_S))
+    print(f"woken, then run on another CPU than woken on: {c['woken_run_on_another_cpu']}; "
+          f"lock waits (blocked < {SHORT_S * 1e3:g} ms) as they blocked: {c['lock_blocks']}; lost: {c['lost']}; "
+          f"CPU time between switches that do not match {c['untraced_share']:.3f} of the window")
+    if (lp := c.get("loop")) is not None:
+        f = lambda x: f"{x['n']}, median / p90 / max ms " + " / ".join(  # noqa: E731
+            f"{1e3 * x[g]:.3f}" for g in ("median_s", "p90_s", "max_s")) if x["n"] else "0"
+        print(f"the loop: {lp['moves']} moves between CPUs; its CPU in {lp['bins']} bins of {LOOP_BIN_S * 1e3:g} ms: "
+              f"the least share on its main CPU {lp['bin_main_cpu_share_min']:.3f}, main CPU changes "
+              f"{lp['bin_main_cpu_changes']}; off its CPU {f(lp['off_cpu'])}; QEMU's runs on its CPU meanwhile "
+              f"{f(lp['qemu_runs_on_its_cpu'])}, {lp['qemu_on_its_cpu_share']:.3f} of the window")
 
 
 def model(case_name: str, seeds: int, condition: str = "idle") -> None:
@@ -511,12 +773,13 @@ def main(argv: list[str]) -> int:
     """The three commands of the module's docstring; anything else prints it."""
     cmd, args = (argv[0], argv[1:]) if argv else ("", [])
     wanted = {"record": 2, "report": 1, "model": 1, "_run": 2}
-    usage = "usage: host_trace.py record CASE OUT [--wake-path] | report OUT | model CASE [SEEDS] [--condition NAME]"
+    usage = "usage: host_trace.py record CASE OUT [--wake-path] [--beside-loop] | report OUT | model CASE [SEEDS] [--condition NAME]"
     if cmd in ("-h", "--help"):
         print(f"{usage}\n\n{__doc__}")
         return 0
-    if cmd == "record" and any(a != "--wake-path" for a in args[2:]):
-        print(f"{usage}\nhost_trace.py: error: unknown flag to record: {' '.join(a for a in args[2:] if a != '--wake-path')}",
+    flags = ("--wake-path", "--beside-loop")
+    if cmd == "record" and any(a not in flags for a in args[2:]):
+        print(f"{usage}\nhost_trace.py: error: unknown flag to record: {' '.join(a for a in args[2:] if a not in flags)}",
               file=sys.stderr)
         return 2
     condition = "idle"
@@ -549,7 +812,7 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     if cmd == "record":
-        record(args[0], args[1], "--wake-path" in args[2:])
+        record(args[0], args[1], "--wake-path" in args[2:], "--beside-loop" in args[2:])
     elif cmd == "model":
         if len(args) > 1 and not args[1].isdigit():
             print(f"host_trace.py model: SEEDS must be a whole number, got {args[1]!r}", file=sys.stderr)
@@ -565,6 +828,7 @@ def main(argv: list[str]) -> int:
         sp = d["spells"]
         show_spells([(str(v), x) for v, x in sp["vcpus"].items()] + [("all", sp["all"])])
         print(f"spells the trace lacks a switch of: {sp['lost']}")
+        show_cpus(d["cpus"], d["beside_loop"])
     return 0
 
 

@@ -79,3 +79,65 @@ def test_dist_takes_the_nearest_rank_below_as_the_model_does():
     d = ht.dist(xs[::-1])
     assert (d["n"], d["median_s"], d["p90_s"], d["max_s"]) == (10, xs[5], xs[9], xs[9])
     assert (d["over_1ms"], d["over_2ms"], d["over_4ms"]) == (8, 7, 5)
+
+
+def test_cpus_splits_the_window_by_qemu_threads_at_once_and_the_woken_by_where_and_what_they_took():
+    """`cpus()` (docs/scheduler.md §10.55): the loop (pid 50) on CPU 0, QEMU's vCPU threads 1 and
+    2 and its main loop 9; a made-up 20 ms window."""
+    ht = _bench()
+    lines = [
+        _switch(0, 9.990, 0, "R", 50),          # the loop runs on CPU 0
+        _switch(1, 9.990, 0, "R", 2),
+        _switch(1, 9.991, 2, "S", 1),           # vCPU 2 halts
+        _wakeup(1, 10.002, 1, 2, 1),            # woken on CPU 1 (not the loop's) after 11 ms: a halt
+        _switch(1, 10.003, 1, "S", 2),          # runs when vCPU 1 blocks: 1 ms later
+        _wakeup(0, 10.005, 50, 1, 0),           # vCPU 1 woken on the loop's CPU after 2 ms
+        _switch(0, 10.0051, 50, "R", 1),        # preempts the loop: 0.1 ms; two QEMU threads run
+        _switch(0, 10.0061, 1, "S", 50),        # blocks while vCPU 2 runs on CPU 1: the loop back
+        _wakeup(0, 10.0062, 50, 1, 1),          # after 0.1 ms blocked (a lock wait), onto CPU 1
+        _switch(1, 10.0070, 2, "R", 1),         # preempts vCPU 2: 0.8 ms
+        _switch(0, 10.0150, 50, "R", 9),        # the main loop's switch-out is not traced:
+        _switch(0, 10.0180, 50, "R", 0),        # ... the loop ran to here
+    ]
+    c = ht.cpus("\n".join(lines), 10.0, 10.020, {1, 2, 9}, {1, 2}, 50)
+    close = lambda a, b: abs(a - b) < 1e-9  # noqa: E731
+    assert close(c["at_once"]["2"], 0.05) and close(c["at_once"]["1"], 0.95) and "0" not in c["at_once"], c["at_once"]
+    assert close(c["loop_on"]["0"], 0.85) and "1" not in c["loop_on"]
+    assert close(c["untraced_share"], 0.15)
+    w = c["woken"]
+    assert close(w["halt"]["other CPU"]["a block"]["max_s"], 1e-3) and w["halt"]["other CPU"]["a block"]["n"] == 1
+    assert close(w["halt"]["loop's CPU"]["loop"]["max_s"], 0.1e-3) and w["halt"]["loop's CPU"]["loop"]["n"] == 1
+    assert close(w["lock"]["other CPU"]["QEMU"]["max_s"], 0.8e-3) and w["lock"]["other CPU"]["QEMU"]["n"] == 1
+    assert sum(x["n"] for ws in w.values() for by in ws.values() for x in by.values()) == 3
+    assert c["lock_blocks"] == {"another QEMU thread running": 1}
+    assert c["woken_run_on_another_cpu"] == {"halt": 0, "lock": 0}
+    lp = c["loop"]
+    assert lp["moves"] == 0 and lp["off_cpu"]["n"] == 1 and close(lp["off_cpu"]["max_s"], 1e-3)
+    assert lp["qemu_runs_on_its_cpu"]["n"] == 1 and close(lp["qemu_on_its_cpu_share"], 0.05)
+    assert c["lost"]["the loop's switch-in not traced"] == 1
+    # One bin, shorter than LOOP_BIN_S: its shares are of its own length.
+    assert len(c["bins"]) == 1 and c["bins"][0] == {"loop_on": {"0": 0.85}, "two_at_once": 0.05}, c["bins"]
+    assert c["others_share"] == 0.0
+
+
+def test_cpus_counts_a_move_of_the_loop_and_a_woken_thread_run_on_another_cpu():
+    ht = _bench()
+    lines = [
+        _switch(1, 0.5, 0, "R", 2),
+        _switch(1, 0.6, 2, "S", 0),             # vCPU 2 halts
+        _switch(0, 1.000, 0, "R", 50),
+        _switch(1, 1.000, 0, "R", 1),
+        _switch(1, 1.001, 1, "S", 0),           # vCPU 1 halts, CPU 1 idle
+        _wakeup(0, 1.003, 50, 1, 0),            # woken onto the loop's CPU ...
+        _switch(1, 1.004, 0, "R", 1),           # ... it runs on CPU 1, from the idle task
+        _switch(0, 1.005, 50, "R", 0),          # the loop off CPU 0 ...
+        _switch(1, 1.0055, 1, "S", 50),         # ... and on CPU 1 0.5 ms later: a move
+        _switch(0, 1.0060, 0, "R", 2),          # a switch-in after a halt, its wake-up 20 µs later:
+        _wakeup(1, 1.00602, 50, 2, 0),          # a wait of 0, woken on what is no longer the loop's CPU
+    ]
+    c = ht.cpus("\n".join(lines), 0.9, 1.1, {1, 2}, {1, 2}, 50)
+    assert c["loop"]["moves"] == 1 and c["loop"]["off_cpu"]["n"] == 1 and abs(c["loop"]["off_cpu"]["max_s"] - 0.5e-3) < 1e-9
+    halt = c["woken"]["halt"]
+    assert halt["loop's CPU"]["idle"]["n"] == 1 and abs(halt["loop's CPU"]["idle"]["max_s"] - 1e-3) < 1e-9
+    assert c["woken_run_on_another_cpu"] == {"halt": 1}
+    assert halt["other CPU"]["idle"]["n"] == 1 and halt["other CPU"]["idle"]["max_s"] == 0.0
