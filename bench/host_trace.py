@@ -29,6 +29,7 @@ import subprocess
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 SWITCH = re.compile(
@@ -166,6 +167,14 @@ def _overlap(spans: dict[str, list[tuple[float, float]]], idle: list[tuple[float
     return dict(got)
 
 
+def traced(text: str) -> Iterator[tuple[float, int, str, re.Match[str]]]:
+    """Each line of `perf script`'s output with an event header: its time, CPU, text and header
+    (its task's comm and tid)."""
+    for ln in text.splitlines():
+        if (h := HEADER.match(ln)) is not None:
+            yield float(h[4]), int(h[3]), ln, h
+
+
 def split(text: str, t0: float, t1: float, qemu: int, vcpus: set[int], tids: set[int]) -> dict:
     """Each vCPU thread's time over the window as running, queued (runnable, not running: after an
     involuntary switch, after a wake-up), or blocked (switched out in S / D), the blocked spells
@@ -205,11 +214,7 @@ def split(text: str, t0: float, t1: float, qemu: int, vcpus: set[int], tids: set
         return "vCPU" if pid in vcpus else "main loop" if pid == qemu else "QEMU other" if pid in tids else \
             "idle" if pid == 0 else "other"
 
-    for ln in text.splitlines():
-        h = HEADER.match(ln)
-        if h is None:
-            continue
-        t, cpu = float(h[4]), int(h[3])
+    for t, cpu, ln, h in traced(text):
         if (m := SWITCH.search(ln)) is not None:
             prev, nxt, st = int(m[3]), int(m[6]), m[4]
             for tid in [x for x in pending if t - pending[x][1] > SKEW_S or x == prev]:
@@ -316,11 +321,7 @@ def spells(text: str, t0: float, t1: float, vcpus: set[int]) -> dict[str, Any]:
         if t0 <= t <= t1:
             got[tid][k].append(max(0.0, t - since))
 
-    for ln in text.splitlines():
-        h = HEADER.match(ln)
-        if h is None:
-            continue
-        t, cpu = float(h[4]), int(h[3])
+    for t, cpu, ln, _ in traced(text):
         if (m := SWITCH.search(ln)) is not None:
             prev, nxt = int(m[3]), int(m[6])
             if prev in vcpus:
@@ -428,11 +429,7 @@ def cpus(text: str, t0: float, t1: float, tids: set[int], vcpus: set[int], loop:
     def inside(t: float) -> bool:
         return t0 <= t <= t1
 
-    for ln in text.splitlines():
-        h = HEADER.match(ln)
-        if h is None:
-            continue
-        t, cpu = float(h[4]), int(h[3])
+    for t, cpu, ln, _ in traced(text):
         if (m := SWITCH.search(ln)) is not None:
             prev, nxt, st = int(m[3]), int(m[6]), m[4]
             comms[prev] = m[2]

@@ -141,3 +141,21 @@ def test_cpus_counts_a_move_of_the_loop_and_a_woken_thread_run_on_another_cpu():
     assert halt["loop's CPU"]["idle"]["n"] == 1 and abs(halt["loop's CPU"]["idle"]["max_s"] - 1e-3) < 1e-9
     assert c["woken_run_on_another_cpu"] == {"halt": 1}
     assert halt["other CPU"]["idle"]["n"] == 1 and halt["other CPU"]["idle"]["max_s"] == 0.0
+
+
+def test_split_names_each_spell_by_state_and_waker():
+    """`split()` (docs/scheduler.md §10.34): a halt ended by another vCPU thread's wake-up, the
+    queue wait after it and the wait after a preemption, each with its length."""
+    ht = _bench()
+    lines = [
+        _switch(0, 10.000, 0, "R", 1),
+        _switch(0, 10.002, 1, "S", 0),          # vCPU thread 1 blocks for 2 ms ...
+        _wakeup(1, 10.004, 2, 1, 0),            # ... woken by vCPU thread 2
+        _switch(0, 10.0045, 0, "R", 1),         # queued 0.5 ms after its wake-up
+        _switch(0, 10.0050, 1, "R", 2),         # preempted ...
+        _switch(0, 10.0110, 2, "S", 1),         # ... back after 6 ms
+    ]
+    kinds = ht.split("\n".join(lines), 9.0, 11.0, 99, {1, 2}, {1, 2, 99})["vcpus"][0]["kinds"]
+    assert set(kinds) == {"blocked, woken by vCPU", "queued, woken", "queued, preempted"}, kinds
+    for k, ms in [("blocked, woken by vCPU", 2.0), ("queued, woken", 0.5), ("queued, preempted", 6.0)]:
+        assert abs(kinds[k]["median_ms"] - ms) < 1e-6, (k, kinds[k])
