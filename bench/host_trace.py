@@ -762,6 +762,9 @@ def model(case_name: str, seeds: int, condition: str = "idle") -> None:
                 f"{int(b['takes']) / run:.0f}, {int(b['waits']) / run:.0f}, "
                 f"{1e6 * float(b['wait_s']) / max(1, int(b['waits'])):.1f}, {float(b['held_s']) / run:.4f}"
                 for b in locks))
+            # Holds kept across the holder's switch-out, a run (§10.54).
+            print("    BQL holds kept across a switch-out, a run: " + " | ".join(str(int(b.get("kept", 0))) for b in locks)
+                  + f" (all {sum(int(b.get('kept', 0)) for b in locks)})")
         if (sp := doc.get("sched_host_spells")) is not None:
             show_spells([(f"seed {seed} vCPU {c}", x) for c, x in enumerate(sp["vcpus"])] + [(f"seed {seed} all", sp["all"])])
 

@@ -182,11 +182,13 @@ def test_a_recorded_run_replays_to_the_figure_vm_check_gave_it_in_the_run():
     (§10.31) [0.0045, 0.004, 0.003, 0.003]; with QEMU's big lock in the host model (§10.37)
     [0.003, 0.0055, 0.013, 0.0045]; with TCG's slowdown from the idle host (§10.40)
     [0.0045, 0.004, 0.006, 0.004]; with a run queue per host core (§10.41) [0.0015, 0.0015,
-    0.0025, 0.002]; with the host's 1.4 ms request (§10.50) [0.0025, 0.002, 0.001, 0.0]."""
+    0.0025, 0.002]; with the host's 1.4 ms request (§10.50) [0.0025, 0.002, 0.001, 0.0]; with a
+    BQL hold kept across its holder's switch-out (§10.54, 2026-11-28 09:30 UTC) [0.00225, 0.0045,
+    0.001, 0.001]."""
     run = next(r for r in guest_seen.GUEST_RUNS["sched-passive"] if r.utc == "2026-11-27 17:02:11")
     (replayed,) = run_condition.replay({"sched-passive": [run]}, guest_seen.RUNS_HOST_CPUS)
     assert replayed.condition.cores == 2 and replayed.verdict.moves == 10
-    assert replayed.verdict.sim == [0.0025, 0.002, 0.001, 0.0]
+    assert replayed.verdict.sim == [0.00225, 0.0045, 0.001, 0.001]
     # docs/scheduler.md §10.29's 20:56:09 run, recorded after it on the same model: its own
     # ``run_condition`` (QEMU 1.741 cores, command 2.335089 s, 16 moves) again; with the agent's
     # ``util_est`` (§10.30) [0.005, 0.007, 0.014, 0.0065]; with the agent's grid (§10.31)
@@ -196,7 +198,7 @@ def test_a_recorded_run_replays_to_the_figure_vm_check_gave_it_in_the_run():
     run = next(r for r in guest_seen.GUEST_RUNS["sched-passive"] if r.utc == "2026-11-27 20:56:09")
     (replayed,) = run_condition.replay({"sched-passive": [run]}, guest_seen.RUNS_HOST_CPUS)
     assert replayed.condition.cores == 2 and replayed.verdict.moves == 16
-    assert replayed.verdict.sim == [0.0025, 0.002, 0.001, 0.0]
+    assert replayed.verdict.sim == [0.00225, 0.0045, 0.001, 0.001]
 
 
 def test_vm_check_moves_judges_the_run_under_its_own_condition(cli, monkeypatch):

@@ -403,11 +403,14 @@ def test_the_host_models_vcpu_threads_share_its_core_and_each_slice_ends_in_a_ha
     # QEMU's main loop thread (§10.14): it wakes at least at every jiffy while vCPUs' ticks run
     # (the oversubscribed team's always do; 250 Hz), runs GUEST_HOST's 16 µs each time (a slice
     # is longer where a timer has come by the end of a run: it goes straight on, as QEMU's
-    # loop polls without sleeping) and every slice ends in its poll (voluntary).
+    # loop polls without sleeping) and every slice ends in its poll (voluntary). Since a BQL hold
+    # is kept across its holder's switch-out (§10.54) a slice may also end at once, the loop back
+    # from its poll asleep on a kept hold before its run: 15.6 µs a slice here (2026-11-28 09:40
+    # UTC), at least one slice in 45 such a block.
     main = over.main_loop
     assert main is not None and main.slices_per_s >= 240, main
     run = check.GUEST_HOST["main_loop_s"]
-    assert run - 1e-12 <= main.run_per_slice_s <= 1.1 * run, main
+    assert 0.9 * run <= main.run_per_slice_s <= 1.1 * run, main
     assert abs(main.voluntary_per_s - main.slices_per_s) <= 1 / 6, main
     assert sched_trace.sim_sched("sched-bound", "6.1").main_loop is None
     g = sched_trace.parse(job_output())

@@ -208,18 +208,20 @@ pub struct HostIdleOut {
 }
 
 /// A host thread's takes of QEMU's big lock (`vhost/bql.rs: BqlStat`): how many, how many found
-/// it held and the seconds waited then, and the seconds held.
+/// it held and the seconds waited then, the seconds held, and the holds it kept across its
+/// switch-out (docs/scheduler.md §10.54).
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct BqlOut {
     pub takes: u64,
     pub waits: u64,
     pub wait_s: f64,
     pub held_s: f64,
+    pub kept: u64,
 }
 
 impl From<crate::vhost::BqlStat> for BqlOut {
     fn from(s: crate::vhost::BqlStat) -> Self {
-        BqlOut { takes: s.takes, waits: s.waits, wait_s: s.wait_s, held_s: s.held_s }
+        BqlOut { takes: s.takes, waits: s.waits, wait_s: s.wait_s, held_s: s.held_s, kept: s.kept }
     }
 }
 

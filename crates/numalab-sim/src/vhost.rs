@@ -256,6 +256,13 @@ pub struct HostRun {
     /// `bql`: the lock, and when the main loop's run in progress took it.
     bql: Option<bql::Bql>,
     main_run_at: f64,
+    /// `bql`: per vCPU thread, asleep on the lock for a switched-out holder (not runnable), and
+    /// back from a halt with its retake made that way (`bql.rs: Bql::wait_from`); since when the
+    /// main loop, back from its poll, has been asleep on it; the release the last plan set going.
+    lock_wait: Vec<bool>,
+    retaken: Vec<bool>,
+    main_lock_since: Option<f64>,
+    release_at: Option<f64>,
     idle: HostIdle,
     /// `mttcg` under `--explain-sched`: the sleepers' wake-ups until their vCPU runs.
     wake_chain: Option<wake_chain::WakeChain>,
@@ -302,6 +309,10 @@ impl HostRun {
             now_s: 0.0,
             bql: cfg.bql.clone().filter(|_| cfg.mode == HostMode::Mttcg).map(|b| bql::Bql::new(b, vcpus, 0)),
             main_run_at: 0.0,
+            lock_wait: vec![false; vcpus],
+            retaken: vec![false; vcpus],
+            main_lock_since: None,
+            release_at: None,
             idle: HostIdle { queued_s: 0.0, none_queued_s_by_halted: vec![0.0; vcpus + 1] },
             wake_chain: None,
             spells: None,
@@ -401,7 +412,22 @@ impl HostRun {
     /// When the host's next event comes after the last plan (the main loop's run ends or its
     /// next timer expires), if the main loop thread is modelled: the engine ends its round there.
     pub fn next_event_s(&self) -> Option<f64> {
-        self.main.as_ref().and_then(|m| m.next_event_s(self.main_holds, self.now_s))
+        let main = self.main.as_ref().and_then(|m| m.next_event_s(self.main_holds, self.now_s));
+        main.into_iter().chain(self.lock_event_s()).min_by(f64::total_cmp)
+    }
+
+    /// `bql`: while a switched-out holder keeps the lock, the first clock read of a running vCPU
+    /// thread (it blocks there: a pick point on its core); once it runs again, its release (the
+    /// waiters wake). Docs/scheduler.md §10.54.
+    fn lock_event_s(&self) -> Option<f64> {
+        let b = self.bql.as_ref()?;
+        if b.suspended().is_none() {
+            return self.release_at;
+        }
+        (0..self.holds.len())
+            .filter(|&c| self.holds[c])
+            .filter_map(|c| b.next_read_s(c, self.now_s))
+            .min_by(f64::total_cmp)
     }
 
     /// The main loop thread's counts and host time received, if modelled.
@@ -425,10 +451,13 @@ impl HostRun {
         // Per vCPU thread: it blocked on the BQL at this plan (`spells.rs`).
         let mut lock = vec![false; n];
         let (held_before, main_held_before) = (self.holds.clone(), self.main_holds);
+        self.release_at = None;
         if let Some(e) = self.eevdf.as_mut() {
             let mut busy_x = busy[..n].to_vec();
             let mut holds_x = self.holds.clone();
             let mut blocked = vec![false; n];
+            // The hold, if any, that runs across this plan: its thread and what is left.
+            let mut past = None;
             if let Some(m) = self.main.as_ref() {
                 // The main loop let the BQL go: a vCPU thread it kicked while running on another
                 // core took the BQL to handle the interrupt and waited for it
@@ -443,23 +472,96 @@ impl HostRun {
                 // The last round's takes of the lock: a vCPU thread that found it held blocked
                 // and is woken at the release (the main loop's wait, at most a few µs, is only
                 // counted).
+                let mut main_asleep = false;
                 if let Some(b) = self.bql.as_mut() {
                     let waited = b.resolve();
+                    past = b.holder_past(self.now_s);
                     for c in 0..n {
                         if waited[c] && !blocked[c] && holds_x[c] && busy_x[c] {
                             blocked[c] = e.block_on_bql(c, &mut holds_x);
                         }
+                        // Asleep on the futex for a switched-out holder: not runnable.
+                        busy_x[c] &= !b.waiting()[c];
+                    }
+                    // A switched-out holder stays runnable until it lets the lock go, whatever
+                    // its guest does meanwhile (it cannot halt without running).
+                    if let Some((h, _)) = b.suspended().filter(|&(h, _)| h < n) {
+                        busy_x[h] = true;
                     }
                     b.begin(self.now_s);
+                    // The main loop back from its poll takes the lock first
+                    // (`os_host_main_loop_wait()`): held by a switched-out holder, it sleeps.
+                    main_asleep = b.suspended().is_some() && m.woken();
                 }
-                busy_x.push(self.main_runnable);
+                busy_x.push(self.main_runnable && !main_asleep);
                 holds_x.push(self.main_holds);
             }
             // The host's other threads never block.
             busy_x.extend(self.others_hold.iter().map(|_| true));
             holds_x.extend_from_slice(&self.others_hold);
             // A thread that blocked on the BQL left its core (voluntarily) even if picked again.
-            let cycled = e.plan(&busy_x, &mut holds_x);
+            let mut cycled = e.plan(&busy_x, &mut holds_x);
+            if let (Some(b), Some(m)) = (self.bql.as_mut(), self.main.as_ref()) {
+                // A holder this plan leaves runnable without a core keeps the lock (§10.54): not
+                // one that blocked on it here (the model's waiter takes it at the release
+                // however it is run) nor one whose vCPU halted (it let the lock go to halt).
+                if let Some((k, left)) = past {
+                    let out = if k < n {
+                        held_before[k] && busy[k] && !blocked[k] && !holds_x[k]
+                    } else {
+                        main_held_before && self.main_runnable && !holds_x[n]
+                    };
+                    if out {
+                        b.suspend(k, left);
+                    }
+                }
+                if let Some((h, _)) = b.suspended().filter(|&(h, _)| !holds_x[h]) {
+                    // Threads that come to the lock as they get their core find it held and
+                    // block at once: the main loop starting its run, a vCPU back from a halt
+                    // (its retake in `qemu_wait_io_event()`). Their cores are picked again.
+                    let mut again = false;
+                    if holds_x[n] && m.woken() {
+                        e.block_on_bql(n, &mut holds_x);
+                        busy_x[n] = false;
+                        self.main_stat.slices += 1;
+                        self.main_stat.voluntary += 1;
+                        again = true;
+                    }
+                    let back: Vec<usize> =
+                        (0..n).filter(|&c| c != h && holds_x[c] && !held_before[c] && self.asleep[c]).collect();
+                    for c in back {
+                        e.block_on_bql(c, &mut holds_x);
+                        b.wait_from(c, self.now_s);
+                        busy_x[c] = false;
+                        self.retaken[c] = true;
+                        self.threads[c].slices += 1;
+                        before[c] = false;
+                        lock[c] = true;
+                        self.threads[c].voluntary += 1;
+                        again = true;
+                    }
+                    if again {
+                        let more = e.plan(&busy_x, &mut holds_x);
+                        cycled.iter_mut().zip(more).for_each(|(x, y)| *x |= y);
+                    }
+                }
+                if b.suspended().is_some_and(|(h, _)| holds_x[h]) {
+                    self.release_at = Some(b.resume(self.now_s));
+                }
+                for c in 0..n {
+                    self.lock_wait[c] = b.waiting()[c];
+                }
+                // The main loop asleep on the lock: since when, its wait counted once it wakes.
+                let asleep = !busy_x[n] && self.main_runnable;
+                match (asleep, self.main_lock_since) {
+                    (true, None) => self.main_lock_since = Some(self.now_s),
+                    (false, Some(since)) => {
+                        b.waited(n, self.now_s - since);
+                        self.main_lock_since = None;
+                    }
+                    _ => {}
+                }
+            }
             for c in 0..n {
                 if blocked[c] || cycled[c] {
                     self.threads[c].voluntary += 1;
@@ -506,7 +608,8 @@ impl HostRun {
             // Back from a halt: the BQL retaken after `qemu_wait_io_event()`, then the interrupt
             // that ended the halt delivered and its EOI written.
             if let Some(bq) = self.bql.as_mut().filter(|_| self.resumed[c]) {
-                bq.events(c, 3);
+                // The retake made already if it slept on the lock for it (§10.54).
+                bq.events(c, if std::mem::take(&mut self.retaken[c]) { 2 } else { 3 });
             }
         }
         &self.holds
@@ -585,7 +688,7 @@ impl HostRun {
                     let running: Vec<bool> = (0..self.holds.len()).map(|c| m.kicked()[c] && self.holds[c]).collect();
                     b.kicked(self.main_run_at, &running);
                 }
-            } else if self.main_runnable {
+            } else if self.main_runnable && self.main_lock_since.is_none() {
                 self.main_stat.wait_s += dt;
             }
         }
@@ -593,7 +696,7 @@ impl HostRun {
             if h {
                 self.used_s[c] += dt;
                 self.received_s[c] += dt;
-            } else if self.busy[c] {
+            } else if self.busy[c] && !self.lock_wait[c] {
                 self.threads[c].waited(dt);
             }
         }
@@ -609,8 +712,8 @@ impl HostRun {
         if idle == 0.0 {
             return;
         }
-        let queued =
-            self.holds.iter().zip(&self.busy).any(|(&h, &b)| b && !h) || (self.main_runnable && !self.main_holds);
+        let queued = (0..self.holds.len()).any(|c| self.busy[c] && !self.holds[c] && !self.lock_wait[c])
+            || (self.main_runnable && !self.main_holds && self.main_lock_since.is_none());
         if queued {
             self.idle.queued_s += idle;
         } else {
@@ -1100,6 +1203,97 @@ mod tests {
         assert_eq!((a.voluntary, a.slices), (threads[0].voluntary, threads[0].slices));
         assert_eq!((b.voluntary, b.slices), (threads[1].voluntary + 1, threads[1].slices + 1));
         assert_eq!(b.involuntary, threads[1].involuntary);
+    }
+
+    /// One core, two vCPUs, no clock reads, their ticks stopped (ms): vCPU 1 runs alone from 0;
+    /// vCPU 0 wakes at 1 and gets the core at the host's tick at 4 (vCPU 1 past its deadline);
+    /// it takes the lock (an IPI) at `at_ms`, 2 µs held; the tick at 8 switches it out for
+    /// vCPU 1 (vruntimes 5 and 4), which sends an IPI at 8.1. The plans up to the one at 8.2.
+    fn straddle(at_ms: f64) -> HostRun {
+        let cfg = BqlCfg { hold_vcpu_s: 2e-6, hold_main_s: 8e-6, clock_reads_per_busy_s: 0.0 };
+        let mut h = bql_host(1, 2, Some(cfg));
+        let plan = |h: &mut HostRun, t_ms: f64, busy: &[bool]| {
+            h.arm_main_loop(&[None, None], t_ms * 1e-3);
+            held(h, busy)
+        };
+        assert_eq!(plan(&mut h, 0.0, &[false, true]), vec![1]);
+        h.charge(1e-3);
+        assert_eq!(plan(&mut h, 1.0, &[true, true]), vec![1]);
+        h.charge(3e-3);
+        assert_eq!(plan(&mut h, 4.0, &[true, true]), vec![0]);
+        h.ipi_sent(0, at_ms * 1e-3);
+        h.charge(4e-3);
+        assert_eq!(plan(&mut h, 8.0, &[true, true]), vec![1]);
+        h.ipi_sent(1, 8.1e-3);
+        h.charge(0.2e-3);
+        plan(&mut h, 8.2, &[true, true]);
+        h
+    }
+
+    #[test]
+    fn a_hold_straddling_its_holders_switch_out_blocks_a_later_taker_until_the_holder_ran_again() {
+        // vCPU 0's take at 7.999 ms holds to 8.001: at the tick it leaves its core 1 µs short of
+        // its unlock and keeps the lock. vCPU 1's take at 8.1 finds it held: at the plan at 8.2 it
+        // sleeps on the futex (voluntary, not runnable), so the core goes back to vCPU 0, which
+        // runs the rest of its hold: the round ends at the release, 8.201.
+        let mut h = straddle(7.999);
+        assert_eq!(h.holds, vec![true, false]);
+        assert!(h.lock_wait[1]);
+        assert_eq!(h.bql_stats().unwrap()[0].kept, 1);
+        // (Its involuntary switch is the tick's at 4.)
+        assert_eq!((h.threads()[1].voluntary, h.threads()[1].involuntary), (1, 1));
+        assert!((h.next_event_s().unwrap() - 8.201e-3).abs() < 1e-12, "{:?}", h.next_event_s());
+        // Asleep, vCPU 1 is not waiting for a core: no run delay.
+        let before = h.threads()[1].wait_s;
+        h.charge(1e-6);
+        assert_eq!(h.threads()[1].wait_s, before);
+        // At the release vCPU 1 takes the lock: 101 µs waited; it wakes.
+        h.arm_main_loop(&[None, None], 8.201e-3);
+        h.plan(&[true, true]);
+        assert!(!h.lock_wait[1]);
+        // (Its other three takes: back from its halt at 0.)
+        let s = h.bql_stats().unwrap();
+        assert_eq!((s[1].takes, s[1].waits), (4, 1));
+        assert!((s[1].wait_s - 0.101e-3).abs() < 1e-12, "{s:?}");
+    }
+
+    #[test]
+    fn a_hold_that_ends_before_its_holders_switch_out_blocks_nobody() {
+        // vCPU 0's take at 7.997 ms is over at 7.999: vCPU 1's take at 8.1 finds the lock free
+        // and vCPU 1 keeps its core.
+        let h = straddle(7.997);
+        assert_eq!(h.holds, vec![false, true]);
+        assert!(!h.lock_wait[1]);
+        assert_eq!(h.threads()[1].voluntary, 0);
+        assert!(h.bql_stats().unwrap().iter().all(|s| s.waits == 0 && s.kept == 0));
+        assert_eq!(h.next_event_s(), None);
+    }
+
+    #[test]
+    fn switched_out_holders_run_the_same_for_the_same_seed() {
+        // One core, three vCPUs and a busy host thread, the lock's inputs as `vm check`'s, rounds
+        // of up to 60 µs cut at the host's events as the engine cuts them: some holds are kept
+        // across a switch-out (a wait far longer than any hold), and a seed gives the same counts.
+        let run = |seed| {
+            let cfg = BqlCfg { hold_vcpu_s: 2e-6, hold_main_s: 7e-6, clock_reads_per_busy_s: 5300.0 };
+            let host = VcpuHost { main_loop_s: Some(16e-6), bql: Some(cfg), other_threads: 1, ..guest_host(1) };
+            let mut h = HostRun::new(host, 3).with_guest_tick(4e-3).with_seed(seed);
+            let mut t = 0.0;
+            for r in 0..20_000 {
+                let busy: Vec<bool> = (0..3).map(|c| (r / (70 + 30 * c)) % 4 != 0).collect();
+                let timers: Vec<Option<Timer>> = busy.iter().map(|&b| b.then_some(Timer::Tick)).collect();
+                h.arm_main_loop(&timers, t);
+                h.plan(&busy);
+                let end = h.next_event_s().filter(|&e| e > t + 1e-12 && e < t + 60e-6 - 1e-12).unwrap_or(t + 60e-6);
+                h.charge(end - t);
+                t = end;
+            }
+            (h.threads().to_vec(), h.bql_stats().unwrap().to_vec())
+        };
+        let (threads, locks) = run(5);
+        assert_eq!((threads.clone(), locks.clone()), run(5));
+        assert!(locks[..3].iter().any(|s| s.waits > 0 && s.wait_s / s.waits as f64 > 20e-6), "{locks:?}");
+        assert_ne!(locks, run(6).1);
     }
 
     #[test]

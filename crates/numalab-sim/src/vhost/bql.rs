@@ -20,6 +20,13 @@
 //! collected with their times, resolved in time order at the next plan, and a vCPU thread that
 //! found the lock held blocks there on the host's queue (`eevdf.rs: Eevdf::block_on_bql`). Its
 //! wait is counted, not taken from its progress.
+//!
+//! A hold lasts its length of the holder's own run, not of host time: the mutex stays held until
+//! its holder runs `qemu_mutex_unlock_impl()`. A holder the host switches out mid-hold (it stays
+//! runnable without a core: preempted, or not picked) keeps the lock (`suspend`) until a core runs
+//! it again and it finishes the hold (`resume`); every take meanwhile finds it held and its thread
+//! sleeps on the futex until that release (`waiting`), the waits counted up to it
+//! (docs/scheduler.md §10.54).
 
 use serde::{Deserialize, Serialize};
 
@@ -54,13 +61,14 @@ impl BqlCfg {
 }
 
 /// One thread's takes of the lock: how many, how many found it held, the time it waited then,
-/// and the time it held it.
+/// the time it held it, and its holds kept across its switch-out (`Bql::suspend`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct BqlStat {
     pub takes: u64,
     pub waits: u64,
     pub wait_s: f64,
     pub held_s: f64,
+    pub kept: u64,
 }
 
 /// The draws' stream of the run's seed (`crate::rng::Rng`).
@@ -82,6 +90,14 @@ pub(super) struct Bql {
     /// The last round: its start and end.
     round: (f64, f64),
     stats: Vec<BqlStat>,
+    /// The last hold resolved: its thread and start (`holder_past`).
+    last: Option<(usize, f64)>,
+    /// A holder switched out mid-hold, and the hold it has left to run (`suspend`).
+    suspended: Option<(usize, f64)>,
+    /// The takes that found the lock held by a switched-out holder, in the order made, and the
+    /// threads asleep on the futex for it until the release.
+    pending: Vec<(f64, usize)>,
+    waiting: Vec<bool>,
 }
 
 impl Bql {
@@ -96,6 +112,10 @@ impl Bql {
             takes: Vec::new(),
             round: (0.0, 0.0),
             stats: vec![BqlStat::default(); vcpus + 1],
+            last: None,
+            suspended: None,
+            pending: Vec::new(),
+            waiting: vec![false; vcpus + 1],
         }
     }
 
@@ -138,7 +158,8 @@ impl Bql {
                 continue;
             }
             self.reads_owed[c] += self.cfg.clock_reads_per_busy_s * dt;
-            let k = self.reads_owed[c].floor();
+            // A round cut at the read's due time (`next_read_s`) owes it despite rounding.
+            let k = (self.reads_owed[c] + 1e-9).floor();
             self.reads_owed[c] -= k;
             self.take_in_round(c, k as u32);
         }
@@ -166,11 +187,25 @@ impl Bql {
     }
 
     /// The takes so far in time order (a tie in the order made): which threads found the lock
-    /// held (they block; the main loop's last).
+    /// held (they block; the main loop's last). While a switched-out holder keeps it, every take
+    /// waits for the release: its thread sleeps (`waiting`) and its later takes this round,
+    /// drawn as if it ran on, are not made. The waiters of a release are resolved first, in the
+    /// order they came (their takes are the earliest), and wake.
     pub(super) fn resolve(&mut self) -> Vec<bool> {
         let mut blocked = vec![false; self.stats.len()];
         let mut takes = std::mem::take(&mut self.takes);
         takes.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if self.suspended.is_some() {
+            for (at, c) in takes {
+                if !self.waiting[c] {
+                    self.waiting[c] = true;
+                    self.pending.push((at, c));
+                }
+                blocked[c] = true;
+            }
+            return blocked;
+        }
+        self.waiting.fill(false);
         for (at, c) in takes {
             let hold = if c == self.main() { self.cfg.hold_main_s } else { self.cfg.hold_vcpu_s };
             let at = at.max(self.own_free_at[c]);
@@ -185,8 +220,73 @@ impl Bql {
             }
             self.free_at = start + hold;
             self.own_free_at[c] = self.free_at;
+            self.last = Some((c, start));
         }
         blocked
+    }
+
+    /// The thread whose hold runs across `at_s` (it began by then and ends after), and what is
+    /// left of it; None if the lock is free then, suspended, or held by a waiter that took it
+    /// after `at_s` (a release's waiter keeps the model's wake-up at the release).
+    pub(super) fn holder_past(&self, at_s: f64) -> Option<(usize, f64)> {
+        let (c, start) = self.last.filter(|_| self.suspended.is_none())?;
+        (start <= at_s + 1e-12 && self.free_at > at_s + 1e-12).then_some((c, self.free_at - at_s))
+    }
+
+    /// Holder `c`, switched out with `left_s` of its hold to run, keeps the lock until `resume`.
+    pub(super) fn suspend(&mut self, c: usize, left_s: f64) {
+        self.suspended = Some((c, left_s));
+        self.stats[c].kept += 1;
+        self.free_at = f64::INFINITY;
+        self.own_free_at[c] = f64::INFINITY;
+    }
+
+    /// The switched-out holder, if any, and the hold it has left.
+    pub(super) fn suspended(&self) -> Option<(usize, f64)> {
+        self.suspended
+    }
+
+    /// The switched-out holder got a core at `at_s`: it runs the rest of its hold and lets the
+    /// lock go then; the waiters' takes are resolved at the next plan (`resolve`). The release.
+    pub(super) fn resume(&mut self, at_s: f64) -> f64 {
+        let Some((c, left)) = self.suspended.take() else { return self.free_at };
+        self.free_at = at_s + left;
+        self.own_free_at[c] = self.free_at;
+        self.last = Some((c, at_s));
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.append(&mut self.takes);
+        self.takes = pending;
+        self.free_at
+    }
+
+    /// Per thread: asleep on the futex for a switched-out holder's release (or, released, until
+    /// the next plan resolves its take).
+    pub(super) fn waiting(&self) -> &[bool] {
+        &self.waiting
+    }
+
+    /// vCPU thread `c`, given a core at `at_s` back from a halt, found the lock held by a
+    /// switched-out holder at its retake (`qemu_wait_io_event()`) and sleeps for the release;
+    /// its take is resolved then.
+    pub(super) fn wait_from(&mut self, c: usize, at_s: f64) {
+        if !self.waiting[c] {
+            self.waiting[c] = true;
+            self.pending.push((at_s, c));
+        }
+    }
+
+    /// Thread `c` waited `wait_s` for the lock outside its takes: the main loop, back from its
+    /// poll, asleep on it until the release; its take comes when it runs.
+    pub(super) fn waited(&mut self, c: usize, wait_s: f64) {
+        self.stats[c].waits += 1;
+        self.stats[c].wait_s += wait_s;
+    }
+
+    /// The time a running vCPU thread `c` next reads the clock if it runs on from now: when its
+    /// owed reads reach a whole one (None if it reads none).
+    pub(super) fn next_read_s(&self, c: usize, now_s: f64) -> Option<f64> {
+        let r = self.cfg.clock_reads_per_busy_s;
+        (r > 0.0).then(|| now_s + (1.0 - self.reads_owed[c]).max(0.0) / r)
     }
 
     /// Each thread's takes so far, the vCPU threads' then the main loop's.
@@ -290,6 +390,66 @@ mod tests {
         };
         assert_eq!(run(3), run(3));
         assert_ne!(run(3), run(4));
+    }
+
+    #[test]
+    fn a_hold_its_holder_is_switched_out_in_keeps_the_lock_until_it_runs_again() {
+        // vCPU 0 takes at 59 µs of a round that ends at 60: 1 µs of its 2 µs hold runs across
+        // the plan. Switched out there, it keeps the lock: vCPU 1's take at 70 µs waits, asleep,
+        // through the rounds in which vCPU 0 has no core; vCPU 0 gets one at 200 µs and lets the
+        // lock go at 201, where vCPU 1 takes it: a wait of 131 µs.
+        let mut b = bql(2);
+        b.begin(0.0);
+        b.ran(60e-6, &[false, false]);
+        b.take_at(0, 59e-6);
+        assert_eq!(b.resolve(), vec![false; 3]);
+        let (c, left) = b.holder_past(60e-6).unwrap();
+        assert!(c == 0 && (left - 1e-6).abs() < 1e-12, "{left}");
+        b.suspend(0, left);
+        b.begin(60e-6);
+        b.ran(60e-6, &[false, true]);
+        b.take_at(1, 70e-6);
+        assert_eq!(b.resolve(), vec![false, true, false]);
+        assert!(b.waiting()[1] && b.stats()[1].waits == 0, "counted at the release");
+        b.begin(120e-6);
+        b.ran(80e-6, &[false, false]);
+        assert_eq!(b.resolve(), vec![false; 3]);
+        assert!(b.waiting()[1]);
+        assert!((b.resume(200e-6) - 201e-6).abs() < 1e-12);
+        b.begin(200e-6);
+        b.ran(1e-6, &[true, false]);
+        assert_eq!(b.resolve(), vec![false, true, false]);
+        assert!(!b.waiting()[1]);
+        let s = b.stats();
+        assert_eq!((s[1].takes, s[1].waits), (1, 1));
+        assert!((s[1].wait_s - 131e-6).abs() < 1e-12, "{s:?}");
+    }
+
+    #[test]
+    fn a_hold_that_ends_by_the_plan_leaves_nothing_to_keep() {
+        let mut b = bql(2);
+        b.begin(0.0);
+        b.ran(60e-6, &[false, false]);
+        b.take_at(0, 58e-6);
+        b.resolve();
+        assert_eq!(b.holder_past(60e-6), None);
+        b.begin(60e-6);
+        b.ran(60e-6, &[false, true]);
+        b.take_at(1, 60e-6);
+        assert_eq!(b.resolve(), vec![false; 3]);
+        assert!(b.stats().iter().all(|s| s.waits == 0));
+    }
+
+    #[test]
+    fn a_running_threads_next_clock_read_is_when_its_owed_reads_make_a_whole_one() {
+        // 5,000 reads a second: from nothing owed, 200 µs of running; a round cut there owes it.
+        let mut b = Bql::new(BqlCfg { hold_vcpu_s: 2e-6, hold_main_s: 8e-6, clock_reads_per_busy_s: 5000.0 }, 1, 1);
+        let at = b.next_read_s(0, 1e-3).unwrap();
+        assert!((at - 1.2e-3).abs() < 1e-12, "{at}");
+        b.begin(1e-3);
+        b.ran(at - 1e-3, &[true]);
+        b.resolve();
+        assert_eq!(b.stats()[0].takes, 1);
     }
 
     #[test]

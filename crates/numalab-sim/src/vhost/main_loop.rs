@@ -137,6 +137,11 @@ impl MainLoop {
         starts
     }
 
+    /// Woken from its poll and not yet run: its first step takes the BQL.
+    pub(super) fn woken(&self) -> bool {
+        self.state == State::Woken
+    }
+
     /// The vCPUs whose guest set their timer at the last `arm` (not a `timer_del()`).
     pub(super) fn programmed(&self) -> &[bool] {
         &self.programmed
