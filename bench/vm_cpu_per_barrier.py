@@ -203,6 +203,8 @@ def holds(out: str) -> None:
           "under 0.3 ms (median us), 0.3 ms or more")
     for k, r in d["vcpu_blocks"].items():
         print(f"    {k:50} {r['short']:6} ({r['short_median_us']:7.1f}) {r['long']:6}")
+    print("  a cond wait's retake that blocked, the hold it found: " + "; ".join(
+        f"{k} {n}" for k, n in list(d["retakes_behind"].items())[:6]))
 
 
 def proc(path: str) -> tuple[int, dict[str, float], dict[str, dict[int, tuple[int, str]]]]:
