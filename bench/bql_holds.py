@@ -1,8 +1,11 @@
 """QEMU's BQL holds and the takes that wait behind them, from ``vm_cpu_per_barrier.py
-record-locks``' trace (docs/scheduler.md §10.56): the uprobes on ``qemu_mutex_lock_impl`` (entry,
-return), ``qemu_mutex_unlock_impl`` and ``qemu_cond_wait_impl`` (entry, return) with the host's
-``sched:sched_switch`` / ``sched:sched_wakeup``, as ``perf script -F comm,tid,cpu,time,event,trace``
-prints them.
+record-locks``' trace (docs/scheduler.md §10.56).
+
+  python bench/bql_holds.py OUT [OUT ...]     # the same as ``vm_cpu_per_barrier.py holds OUT``
+
+The trace: the uprobes on ``qemu_mutex_lock_impl`` (entry, return), ``qemu_mutex_unlock_impl``
+and ``qemu_cond_wait_impl`` (entry, return) with the host's ``sched:sched_switch`` /
+``sched:sched_wakeup``, as ``perf script -F comm,tid,cpu,time,event,trace`` prints them.
 
 A hold runs from a take's return (or a ``qemu_cond_wait()``'s return: ``pthread_cond_wait()``
 retakes the mutex inside) to the same thread's unlock (or its next ``qemu_cond_wait()``'s entry,
@@ -12,6 +15,7 @@ which releases it inside). It is "kept" when its holder was switched out during 
 from __future__ import annotations
 
 import re
+import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -249,7 +253,7 @@ def summary(done_holds: list[tuple[Hold, float]], done_waits: list[tuple[Wait, f
         rows[key]["waits"].append(t_ret - wt.t)
         if wt.blocked and wt.woken is not None:
             rows[key]["after_wake"].append(t_ret - wt.woken)
-        b = f"{hd.kind} {hd.site} | holder {wt.holder_at_entry} | hold {'kept' if was_kept else 'not kept'}"
+        b = f"{wt.kind} behind {hd.kind} {hd.site} | holder {wt.holder_at_entry} | hold {'kept' if was_kept else 'not kept'}"
         behind[b] += 1
         waited_behind[b].append(t_ret - wt.t)
     wait_rows = {k: {"n": r["n"], "blocked": r["blocked"], "wait": _dist(r["waits"]),
@@ -258,3 +262,24 @@ def summary(done_holds: list[tuple[Hold, float]], done_waits: list[tuple[Wait, f
             "behind": {k: {"n": n, "wait": _dist(waited_behind[k])} for k, n in behind.most_common()},
             "takes": {f"{k} {s}": n for (k, s), n in takes.most_common()},
             "uncontended": _dist(uncontended), "odd": dict(odd)}
+
+
+USAGE = "usage: bql_holds.py OUT [OUT ...]"
+
+
+def main() -> None:
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        print(f"{USAGE}\n\n{__doc__}")
+        return
+    if len(sys.argv) < 2 or any(a.startswith("-") for a in sys.argv[1:]):
+        print(f"{USAGE}\nbql_holds.py: error: no trace or an unknown flag: {' '.join(sys.argv[1:]) or 'none'}",
+              file=sys.stderr)
+        sys.exit(2)
+    import vm_cpu_per_barrier
+
+    for out in sys.argv[1:]:
+        vm_cpu_per_barrier.holds(out)
+
+
+if __name__ == "__main__":
+    main()

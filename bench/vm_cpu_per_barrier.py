@@ -6,6 +6,7 @@ gets one?
   python bench/vm_cpu_per_barrier.py report [--top=N] OUT [OUT ...]
   python bench/vm_cpu_per_barrier.py record-locks CASE {idle,busy-loop} OUT
   python bench/vm_cpu_per_barrier.py locks OUT [OUT ...]
+  python bench/vm_cpu_per_barrier.py holds OUT [OUT ...]
   python bench/vm_cpu_per_barrier.py record-probes CASE {idle,busy-loop} OUT PROBE [PROBE ...]
   python bench/vm_cpu_per_barrier.py probes OUT [OUT ...]
 
@@ -26,9 +27,14 @@ locks' fast path), the C library, the kernel (futex waits and wakes, scheduling,
 
 ``record-locks`` records instead a uprobe at the entry and the return of QEMU's
 ``qemu_mutex_lock_impl(mutex, file, line)`` (``util/qemu-thread-posix.c``: every ``QemuMutex``
-lock, the BQL's too, with its caller's ``__FILE__`` and ``__LINE__``), added with ``perf probe -x``
-before and deleted after; ``locks`` counts the calls per barrier by calling site with the time from
-entry to return (the wait for the lock, plus the probes' own cost). A uprobe traps at every call:
+lock, the BQL's too, with its caller's ``__FILE__`` and ``__LINE__``), at the entry of
+``qemu_mutex_unlock_impl()`` and at the entry and return of ``qemu_cond_wait_impl()``
+(``LOCK_PROBES``), added with ``perf probe -x`` before and deleted after, with the host's
+``sched:sched_switch`` and ``sched:sched_wakeup``; ``locks`` counts the lock calls per barrier by
+calling site with the time from entry to return (the wait for the lock, plus the probes' own cost);
+``holds`` gives the BQL's holds by site and thread, kept across a switch-out or not, the hold each
+contended take waited behind, and the vCPU threads' blocks by what they were in
+(``bql_holds.py``, docs/scheduler.md §10.56). A uprobe traps at every call:
 the probed runs are several times slower, so their times are not the unprobed runs'.
 ``record-probes`` does the same with any ``perf probe -x`` specs on QEMU's functions (e.g.
 ``'cpu_exec%return ret=$retval:s32'`` ``cpu_loop_exit``), and ``probes`` counts each probe's hits
@@ -196,9 +202,10 @@ def holds(out: str) -> None:
     for k, r in sorted(d["waits"].items(), key=lambda kv: -kv[1]["n"]):
         print(f"    {k:50} {r['n']:6} {r['blocked']:6} {r['wait'].get('median_us', 0):8.1f} "
               f"{r['wait'].get('p90_us', 0):8.1f} {r['after_wake'].get('median_us', 0):8.1f}")
-    print("  waited behind: holder's kind and site, its state at the take's entry, the hold kept: n, wait median us")
-    for k, r in list(d["behind"].items())[:15]:
-        print(f"    {k:90} {r['n']:6} {r['wait']['median_us']:8.1f}")
+    print("  waited behind: the waiter, the holder's kind and site, its state at the take's entry, the hold kept: "
+          "n, wait median us")
+    for k, r in list(d["behind"].items())[:20]:
+        print(f"    {k:110} {r['n']:6} {r['wait']['median_us']:8.1f}")
     print("  vCPU threads' blocked spells (switch-out in S/D to the wake-up) by what the thread was in: "
           "under 0.3 ms (median us), 0.3 ms or more")
     for k, r in d["vcpu_blocks"].items():

@@ -123,12 +123,12 @@ def test_holds_kept_across_a_wakeup_preemption_and_the_takes_behind_them():
     assert abs(ml["after_wake"]["sum_s"] - 4e-6) < 1e-12   # 2 and 2 µs from the wake-up to the return
     assert w["vCPU accel/tcg/cpu-exec.c:763"]["blocked"] == 1
     assert d["behind"] == {
-        "vCPU accel/tcg/cputlb.c:1431 | holder queued at entry | hold kept": {"n": 1, "wait": d["behind"][
-            "vCPU accel/tcg/cputlb.c:1431 | holder queued at entry | hold kept"]["wait"]},
-        "vCPU cond wait softmmu/cpus.c:423 | holder running at entry | hold not kept": d["behind"][
-            "vCPU cond wait softmmu/cpus.c:423 | holder running at entry | hold not kept"],
-        "vCPU accel/tcg/cpu-exec.c:763 | holder taken after the entry, queued at the block | hold kept": d["behind"][
-            "vCPU accel/tcg/cpu-exec.c:763 | holder taken after the entry, queued at the block | hold kept"],
+        "main loop behind vCPU accel/tcg/cputlb.c:1431 | holder queued at entry | hold kept": {"n": 1, "wait": d["behind"][
+            "main loop behind vCPU accel/tcg/cputlb.c:1431 | holder queued at entry | hold kept"]["wait"]},
+        "vCPU behind vCPU cond wait softmmu/cpus.c:423 | holder running at entry | hold not kept": d["behind"][
+            "vCPU behind vCPU cond wait softmmu/cpus.c:423 | holder running at entry | hold not kept"],
+        "main loop behind vCPU accel/tcg/cpu-exec.c:763 | holder taken after the entry, queued at the block | hold kept": d["behind"][
+            "main loop behind vCPU accel/tcg/cpu-exec.c:763 | holder taken after the entry, queued at the block | hold kept"],
     }
     # The uncontended takes' entry to return, 1 µs each: the probes' floor (the other mutex's not counted).
     assert d["uncontended"]["n"] == 6 and abs(d["uncontended"]["median_us"] - 1) < 1e-3
