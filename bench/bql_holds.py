@@ -65,8 +65,8 @@ class Hold:
     t: float
     nested: int = 0   # the holder's other probe hits inside the hold (their traps lengthen it)
     off_s: float = 0.0   # switched out during it
-    outs: list[str] = field(default_factory=list)   # the switch-outs' prev_state, "+woken" if to its own wakee
-    woke: set[int] = field(default_factory=set)   # the threads the holder woke during the hold
+    outs: list[str] = field(default_factory=list)   # the switch-outs' prev_state, "|KIND" if to its own wakee
+    woke: dict[int, str] = field(default_factory=dict)   # the threads the holder woke in the hold: their kind
 
 
 @dataclass
@@ -133,7 +133,7 @@ def holds(text: str, t0: float, t1: float, qemu: int, bql: str) -> dict[str, Any
             prev, state, nxt = int(s[3]), s[4], int(s[6])
             off[prev] = (t, state)
             if held is not None and held.tid == prev:
-                held.outs.append(state + ("+woken" if nxt in held.woke else ""))
+                held.outs.append(state + (f"|{held.woke[nxt]}" if nxt in held.woke else ""))
             if not state.startswith("R"):
                 if (prev not in waits and prev in entered and entered[prev][1] == bql and held is not None
                         and held.tid != prev and not entered[prev][2].startswith("cond wait")):
@@ -152,7 +152,7 @@ def holds(text: str, t0: float, t1: float, qemu: int, bql: str) -> dict[str, Any
             continue
         if (w := WAKEUP.search(ln)) is not None:
             if held is not None and int(h[2]) == held.tid:
-                held.woke.add(int(w[3]))
+                held.woke[int(w[3])] = kind(w[2], int(w[3]), qemu)
             if int(w[3]) in waits and waits[int(w[3])].woken is None:
                 waits[int(w[3])].woken = t
             if int(w[3]) in entered and entered[int(w[3])][2].startswith("cond wait"):
@@ -236,8 +236,8 @@ def summary(done_holds: list[tuple[Hold, float]], done_waits: list[tuple[Wait, f
         nested[key] += hd.nested
         if hd.outs:
             kept[key].append(hd.off_s)
-            outs[key].update(("R" if s.startswith("R") else "S") + (" to its wakee" if s.endswith("+woken") else "")
-                             for s in hd.outs)
+            outs[key].update(("R" if s.startswith("R") else "S") + (f" to its wakee, {s.split('|', 1)[1]}" if "|" in s
+                                                                     else "") for s in hd.outs)
     hold_rows = {k: {**_dist(v), "nested_probes": nested[k] / len(v), "kept": len(kept[k]),
                      "kept_off": _dist(kept[k]), "outs": dict(outs[k])} for k, v in by.items()}
     behind: Counter[str] = Counter()
