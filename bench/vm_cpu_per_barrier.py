@@ -6,6 +6,7 @@ gets one?
   python bench/vm_cpu_per_barrier.py report [--top=N] OUT [OUT ...]
   python bench/vm_cpu_per_barrier.py record-locks CASE {idle,busy-loop} OUT
   python bench/vm_cpu_per_barrier.py locks OUT [OUT ...]
+  python bench/vm_cpu_per_barrier.py holds OUT [OUT ...]
   python bench/vm_cpu_per_barrier.py record-probes CASE {idle,busy-loop} OUT PROBE [PROBE ...]
   python bench/vm_cpu_per_barrier.py probes OUT [OUT ...]
 
@@ -26,9 +27,14 @@ locks' fast path), the C library, the kernel (futex waits and wakes, scheduling,
 
 ``record-locks`` records instead a uprobe at the entry and the return of QEMU's
 ``qemu_mutex_lock_impl(mutex, file, line)`` (``util/qemu-thread-posix.c``: every ``QemuMutex``
-lock, the BQL's too, with its caller's ``__FILE__`` and ``__LINE__``), added with ``perf probe -x``
-before and deleted after; ``locks`` counts the calls per barrier by calling site with the time from
-entry to return (the wait for the lock, plus the probes' own cost). A uprobe traps at every call:
+lock, the BQL's too, with its caller's ``__FILE__`` and ``__LINE__``), at the entry of
+``qemu_mutex_unlock_impl()`` and at the entry and return of ``qemu_cond_wait_impl()``
+(``LOCK_PROBES``), added with ``perf probe -x`` before and deleted after, with the host's
+``sched:sched_switch`` and ``sched:sched_wakeup``; ``locks`` counts the lock calls per barrier by
+calling site with the time from entry to return (the wait for the lock, plus the probes' own cost);
+``holds`` gives the BQL's holds by site and thread, kept across a switch-out or not, the hold each
+contended take waited behind, and the vCPU threads' blocks by what they were in
+(``bql_holds.py``, docs/scheduler.md §10.56). A uprobe traps at every call:
 the probed runs are several times slower, so their times are not the unprobed runs'.
 ``record-probes`` does the same with any ``perf probe -x`` specs on QEMU's functions (e.g.
 ``'cpu_exec%return ret=$retval:s32'`` ``cpu_loop_exit``), and ``probes`` counts each probe's hits
@@ -50,7 +56,6 @@ SAMPLE = re.compile(r"^\s*(\S.*?)\s+(\d+)\s+(\d+\.\d+):\s+cpu-clock\S*:\s+(\S+)\
 
 
 QEMU = "/usr/bin/qemu-system-x86_64"
-PROBE = "probe_qemu:qemu_mutex_lock_impl"
 LOCK = re.compile(r"^\s*(\d+)\s+(\d+\.\d+):\s+probe_qemu:(\S+):\s*(.*)$")
 
 
@@ -101,16 +106,31 @@ def probes(out: str) -> None:
           + "; returned: " + ", ".join(f"{k} {v / barriers:.1f}" for k, v in rets.most_common()))
 
 
+#: ``record-locks``' uprobes (x86-64: the arguments in rdi, rsi, rdx, rcx). QEMU 7.2's
+#: ``util/qemu-thread-posix.c``: ``qemu_mutex_lock_impl(mutex, file, line)`` and
+#: ``qemu_mutex_unlock_impl(mutex, file, line)`` are every ``QemuMutex``'s lock and unlock, the BQL's
+#: too (``softmmu/cpus.c: qemu_mutex_lock_iothread_impl()`` / ``qemu_mutex_unlock_iothread()``);
+#: ``qemu_cond_wait_impl(cond, mutex, file, line)`` releases and retakes the mutex inside
+#: ``pthread_cond_wait()`` with neither (a halted vCPU thread's wait in ``qemu_wait_io_event()``).
+LOCK_PROBES = ("qemu_mutex_lock_impl mutex=%di:x64 file=+0(%si):string line=%dx:s32",
+               "qemu_mutex_lock_impl%return",
+               "qemu_mutex_unlock_impl mutex=%di:x64 file=+0(%si):string line=%dx:s32",
+               "qemu_cond_wait_impl mutex=%si:x64 file=+0(%dx):string line=%cx:s32",
+               "qemu_cond_wait_impl%return")
+LOCK_EVENTS = ("qemu_mutex_lock_impl", "qemu_mutex_lock_impl__return", "qemu_mutex_unlock_impl",
+               "qemu_cond_wait_impl", "qemu_cond_wait_impl__return")
+
+
 def record_locks(case: str, condition: str, out: str) -> None:
-    """``record`` with the two uprobes on ``qemu_mutex_lock_impl`` (x86-64: its arguments in rdi,
-    rsi, rdx) in place of the CPU samples; the probes are deleted whatever happens."""
-    subprocess.run(["perf", "probe", "-q", "-x", QEMU, "--add",
-                    "qemu_mutex_lock_impl mutex=%di:x64 file=+0(%si):string line=%dx:s32"], check=True)
+    """``record`` with ``LOCK_PROBES`` and the host's ``sched:sched_switch`` / ``sched:sched_wakeup``
+    (every CPU) in place of the CPU samples; the probes are deleted whatever happens."""
     try:
-        subprocess.run(["perf", "probe", "-q", "-x", QEMU, "--add", "qemu_mutex_lock_impl%return"], check=True)
-        record(case, condition, out, ("-e", PROBE, "-e", PROBE + "__return"))
+        for spec in LOCK_PROBES:
+            subprocess.run(["perf", "probe", "-q", "-x", QEMU, "--add", spec], check=True)
+        record(case, condition, out, tuple(x for e in [f"probe_qemu:{e}" for e in LOCK_EVENTS]
+                                           + ["sched:sched_switch", "sched:sched_wakeup"] for x in ("-e", e)))
     finally:
-        subprocess.run(["perf", "probe", "-q", "-d", "probe_qemu:qemu_mutex_lock_impl*"], check=False)
+        subprocess.run(["perf", "probe", "-q", "-d", "probe_qemu:*"], check=False)
 
 
 def locks(out: str) -> None:
@@ -134,7 +154,7 @@ def locks(out: str) -> None:
         if m[3] == "qemu_mutex_lock_impl":
             f = re.search(r'file="([^"]*)" line=(-?\d+)', m[4])
             entered[tid] = (t, f"{f[1].rsplit('/', 1)[-1]}:{f[2]}" if f else "?")
-        elif tid in entered:
+        elif m[3] == "qemu_mutex_lock_impl__return" and tid in entered:
             t_in, site = entered.pop(tid)
             calls[site] += 1
             waited[site] = waited.get(site, 0.0) + t - t_in
@@ -145,6 +165,53 @@ def locks(out: str) -> None:
     for site, n in calls.most_common(12):
         print(f"  {site:32} {n / barriers:8.2f} a barrier, to return {waited[site] / barriers * 1e3:7.3f} ms a "
               f"barrier, {waited[site] / n * 1e6:6.1f} us a call, over 20 us {slow[site] / barriers:6.2f} a barrier")
+
+
+def holds(out: str) -> None:
+    """``bql_holds.holds()`` over the command's window of a ``record-locks`` trace, with its takes
+    per barrier and per second of a vCPU thread's run (``schedstat``'s run time, ``OUT.proc``)."""
+    import bql_holds
+
+    pid, marks, snaps = proc(out + ".proc")
+    g = next(iter(json.loads(Path(out + ".json").read_text()).values()))["guest"]
+    barriers = int(g["barriers"])
+    vcpu_s = sum((run - snaps["start"][tid][0]) / 1e9 for tid, (run, name) in snaps["end"].items()
+                 if name.startswith("CPU ") and tid in snaps["start"])
+    text = subprocess.run(["perf", "script", "--ns", "-i", out + ".perf", "--time", f"{marks['start']},{marks['end']}",
+                           "-F", "comm,tid,cpu,time,event,trace"], capture_output=True, text=True, errors="replace",
+                          check=True).stdout
+    bql, how = bql_holds.bql_of(text)
+    d = bql_holds.holds(text, marks["start"], marks["end"], pid, bql)
+    Path(out + ".holds.json").write_text(json.dumps({"bql": bql, "how": how, "vcpu_run_s": vcpu_s,
+                                                     "barriers": barriers, **d}, indent=1))
+    print(f"{out}: barrier {float(g['command_s']) / barriers * 1e3:.3f} ms (probed); the BQL {bql} ({how}); "
+          f"vCPU threads ran {vcpu_s:.3f} s; uncontended take, entry to return (the probes' floor): "
+          f"median {d['uncontended'].get('median_us', 0):.1f} us (n {d['uncontended']['n']}); odd: {d['odd']}")
+    print("  takes: a barrier, a second of vCPU run")
+    for k, n in d["takes"].items():
+        print(f"    {k:50} {n / barriers:9.1f} {n / vcpu_s:9.0f}")
+    print("  holds: n, median / p90 / mean us, probe hits inside a hold, kept (switched out during it): n, "
+          "median off us, switch-outs R/S, share of hold time")
+    for k, r in sorted(d["holds"].items(), key=lambda kv: -kv[1]["sum_s"]):
+        ko = r["kept_off"]
+        print(f"    {k:50} {r['n']:7} {r['median_us']:7.1f} {r['p90_us']:7.1f} {r['mean_us']:7.1f} "
+              f"{r['nested_probes']:5.1f}  kept {r['kept']:5} {ko.get('median_us', 0):8.1f} {r['outs']} "
+              f"{r['sum_s'] / sum(x['sum_s'] for x in d['holds'].values()):.3f}")
+    print("  contended takes (BQL held by another at entry): n, blocked, wait median / p90 us, "
+          "after the wake-up to return median us")
+    for k, r in sorted(d["waits"].items(), key=lambda kv: -kv[1]["n"]):
+        print(f"    {k:50} {r['n']:6} {r['blocked']:6} {r['wait'].get('median_us', 0):8.1f} "
+              f"{r['wait'].get('p90_us', 0):8.1f} {r['after_wake'].get('median_us', 0):8.1f}")
+    print("  waited behind: the waiter, the holder's kind and site, its state at the take's entry, the hold kept: "
+          "n, wait median us")
+    for k, r in list(d["behind"].items())[:20]:
+        print(f"    {k:110} {r['n']:6} {r['wait']['median_us']:8.1f}")
+    print("  vCPU threads' blocked spells (switch-out in S/D to the wake-up) by what the thread was in: "
+          "under 0.3 ms (median us), 0.3 ms or more")
+    for k, r in d["vcpu_blocks"].items():
+        print(f"    {k:50} {r['short']:6} ({r['short_median_us']:7.1f}) {r['long']:6}")
+    print("  a cond wait's retake that blocked, the hold it found: " + "; ".join(
+        f"{k} {n}" for k, n in list(d["retakes_behind"].items())[:6]))
 
 
 def proc(path: str) -> tuple[int, dict[str, float], dict[str, dict[int, tuple[int, str]]]]:
@@ -234,7 +301,7 @@ def report(out: str, top: int) -> None:
 
 
 USAGE = ("usage: vm_cpu_per_barrier.py record|record-locks CASE {idle,busy-loop} OUT | record-probes CASE "
-         "{idle,busy-loop} OUT PROBE... | report [--top=N] OUT... | locks OUT... | probes OUT...")
+         "{idle,busy-loop} OUT PROBE... | report [--top=N] OUT... | locks OUT... | holds OUT... | probes OUT...")
 
 
 def fail(what: str) -> None:
@@ -262,6 +329,9 @@ def main() -> None:
     elif len(sys.argv) >= 3 and sys.argv[1] == "probes":
         for out in sys.argv[2:]:
             probes(out)
+    elif len(sys.argv) >= 3 and sys.argv[1] == "holds":
+        for out in sys.argv[2:]:
+            holds(out)
     elif len(sys.argv) >= 3 and sys.argv[1] == "locks":
         for out in sys.argv[2:]:
             locks(out)
