@@ -402,6 +402,20 @@ def test_clock_runs_its_chain_of_adds_and_reports_each_repetition():
     assert bad.returncode == 2 and bad.stderr.startswith("clock: --reps must be a whole number in 1..1000, got '0'")
 
 
+def test_clock_pause_times_its_pauses_alone():
+    """kernels/clock --pause N: the PAUSE loop of docs/scheduler.md §10.57, reported per PAUSE and
+    repetition in its own fields (no adds, no checksum); it cannot be asked together with --adds."""
+    out = json.loads(subprocess.run([built("clock"), "--pause", "20000", "--reps", "2"], capture_output=True, text=True,
+                                    check=True).stdout)
+    assert out["pauses"] == 20000 and out["reps"] == 2 and "adds" not in out and "checksum" not in out
+    assert len(out["ns_per_pause"]) == len(out["cpu_ns_per_pause"]) == 2
+    assert all(0 < c <= w + 1.0 for c, w in zip(out["cpu_ns_per_pause"], out["ns_per_pause"]))
+    both = subprocess.run([built("clock"), "--pause", "10", "--adds", "10"], capture_output=True, text=True)
+    assert both.returncode == 2 and both.stderr.startswith("clock: --adds and --pause time different loops; give one")
+    bad = subprocess.run([built("clock"), "--pause", "0"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("clock: --pause must be a whole number in 1..")
+
+
 @pytest.mark.parametrize("mode, gflops_per_gb", [("read", 1 / 8), ("write", 0.0), ("triad", 2 / 24)])
 def test_stream_modes_count_their_bytes(mode, gflops_per_gb):
     stream = built("stream")

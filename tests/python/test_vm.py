@@ -113,6 +113,9 @@ def test_bare_names_resolve_to_guest_builtins_kernels_or_host_path():
     if initramfs.project_kernels().get("dgemv"):
         c = initramfs.resolve_command(["dgemv", "--n", "10"], set())
         assert c.argv == ["/usr/local/bin/dgemv", "--n", "10"] and c.host_binary.name == "dgemv"
+    if initramfs.project_kernels().get("clock"):
+        # the one-thread kernels too: `vm run -- clock --pause N` (docs/scheduler.md §10.57)
+        assert initramfs.resolve_command(["clock", "--pause", "10"], set()).argv == ["/usr/local/bin/clock", "--pause", "10"]
 
 
 
