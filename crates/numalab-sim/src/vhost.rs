@@ -279,6 +279,22 @@ pub struct HostIdle {
     pub none_queued_s_by_halted: Vec<f64>,
 }
 
+/// One plan's working state (`HostRun::plan`): the threads' cores before it and as it goes (the
+/// vCPU threads, then the main loop's and the other threads'), which vCPU threads left their
+/// core for the BQL (`lock`, `blocked` before the host's plan, `cycled` by it), and the BQL hold
+/// that runs across the plan's instant, if any: its thread and what is left of it.
+struct PlanLock {
+    held_before: Vec<bool>,
+    main_held_before: bool,
+    before: Vec<bool>,
+    lock: Vec<bool>,
+    busy_x: Vec<bool>,
+    holds_x: Vec<bool>,
+    blocked: Vec<bool>,
+    cycled: Vec<bool>,
+    past: Option<(usize, f64)>,
+}
+
 impl HostRun {
     pub fn new(cfg: VcpuHost, vcpus: usize) -> Self {
         // The main loop's thread is one more entity on the host's queue, the other threads after it.
@@ -447,130 +463,52 @@ impl HostRun {
         for (c, &b) in busy.iter().enumerate().take(n) {
             self.asleep[c] |= !b;
         }
-        let mut before = self.holds.clone();
-        // Per vCPU thread: it blocked on the BQL at this plan (`spells.rs`).
-        let mut lock = vec![false; n];
-        let (held_before, main_held_before) = (self.holds.clone(), self.main_holds);
+        let mut p = PlanLock {
+            held_before: self.holds.clone(),
+            main_held_before: self.main_holds,
+            before: self.holds.clone(),
+            lock: vec![false; n],
+            busy_x: Vec::new(),
+            holds_x: self.holds.clone(),
+            blocked: vec![false; n],
+            cycled: Vec::new(),
+            past: None,
+        };
         self.release_at = None;
-        if let Some(e) = self.eevdf.as_mut() {
-            let mut busy_x = busy[..n].to_vec();
-            let mut holds_x = self.holds.clone();
-            let mut blocked = vec![false; n];
-            // The hold, if any, that runs across this plan: its thread and what is left.
-            let mut past = None;
-            if let Some(m) = self.main.as_ref() {
+        if let Some(mut e) = self.eevdf.take() {
+            p.busy_x = busy[..n].to_vec();
+            if self.main.is_some() {
                 // The main loop let the BQL go: a vCPU thread it kicked while running on another
                 // core took the BQL to handle the interrupt and waited for it
                 // (`cpu_handle_interrupt()`).
-                if std::mem::take(&mut self.main_ended) {
+                if let (true, Some(m)) = (std::mem::take(&mut self.main_ended), self.main.as_ref()) {
                     for c in 0..n {
-                        if m.kicked()[c] && holds_x[c] && busy_x[c] {
-                            blocked[c] = e.block_on_bql(c, &mut holds_x);
+                        if m.kicked()[c] && p.holds_x[c] && p.busy_x[c] {
+                            p.blocked[c] = e.block_on_bql(c, &mut p.holds_x);
                         }
                     }
                 }
-                // The last round's takes of the lock: a vCPU thread that found it held blocked
-                // and is woken at the release (the main loop's wait, at most a few µs, is only
-                // counted).
-                let mut main_asleep = false;
-                if let Some(b) = self.bql.as_mut() {
-                    let waited = b.resolve();
-                    past = b.holder_past(self.now_s);
-                    for c in 0..n {
-                        if waited[c] && !blocked[c] && holds_x[c] && busy_x[c] {
-                            blocked[c] = e.block_on_bql(c, &mut holds_x);
-                        }
-                        // Asleep on the futex for a switched-out holder: not runnable.
-                        busy_x[c] &= !b.waiting()[c];
-                    }
-                    // A switched-out holder stays runnable until it lets the lock go, whatever
-                    // its guest does meanwhile (it cannot halt without running).
-                    if let Some((h, _)) = b.suspended().filter(|&(h, _)| h < n) {
-                        busy_x[h] = true;
-                    }
-                    b.begin(self.now_s);
-                    // The main loop back from its poll takes the lock first
-                    // (`os_host_main_loop_wait()`): held by a switched-out holder, it sleeps.
-                    main_asleep = b.suspended().is_some() && m.woken();
-                }
-                busy_x.push(self.main_runnable && !main_asleep);
-                holds_x.push(self.main_holds);
+                let main_asleep = self.lock_before_plan(&mut e, &mut p);
+                p.busy_x.push(self.main_runnable && !main_asleep);
+                p.holds_x.push(self.main_holds);
             }
             // The host's other threads never block.
-            busy_x.extend(self.others_hold.iter().map(|_| true));
-            holds_x.extend_from_slice(&self.others_hold);
+            p.busy_x.extend(self.others_hold.iter().map(|_| true));
+            p.holds_x.extend_from_slice(&self.others_hold);
             // A thread that blocked on the BQL left its core (voluntarily) even if picked again.
-            let mut cycled = e.plan(&busy_x, &mut holds_x);
-            if let (Some(b), Some(m)) = (self.bql.as_mut(), self.main.as_ref()) {
-                // A holder this plan leaves runnable without a core keeps the lock (§10.54): not
-                // one that blocked on it here (the model's waiter takes it at the release
-                // however it is run) nor one whose vCPU halted (it let the lock go to halt).
-                if let Some((k, left)) = past {
-                    let out = if k < n {
-                        held_before[k] && busy[k] && !blocked[k] && !holds_x[k]
-                    } else {
-                        main_held_before && self.main_runnable && !holds_x[n]
-                    };
-                    if out {
-                        b.suspend(k, left);
-                    }
-                }
-                if let Some((h, _)) = b.suspended().filter(|&(h, _)| !holds_x[h]) {
-                    // Threads that come to the lock as they get their core find it held and
-                    // block at once: the main loop starting its run, a vCPU back from a halt
-                    // (its retake in `qemu_wait_io_event()`). Their cores are picked again.
-                    let mut again = false;
-                    if holds_x[n] && m.woken() {
-                        e.block_on_bql(n, &mut holds_x);
-                        busy_x[n] = false;
-                        self.main_stat.slices += 1;
-                        self.main_stat.voluntary += 1;
-                        again = true;
-                    }
-                    let back: Vec<usize> =
-                        (0..n).filter(|&c| c != h && holds_x[c] && !held_before[c] && self.asleep[c]).collect();
-                    for c in back {
-                        e.block_on_bql(c, &mut holds_x);
-                        b.wait_from(c, self.now_s);
-                        busy_x[c] = false;
-                        self.retaken[c] = true;
-                        self.threads[c].slices += 1;
-                        before[c] = false;
-                        lock[c] = true;
-                        self.threads[c].voluntary += 1;
-                        again = true;
-                    }
-                    if again {
-                        let more = e.plan(&busy_x, &mut holds_x);
-                        cycled.iter_mut().zip(more).for_each(|(x, y)| *x |= y);
-                    }
-                }
-                if b.suspended().is_some_and(|(h, _)| holds_x[h]) {
-                    self.release_at = Some(b.resume(self.now_s));
-                }
-                for c in 0..n {
-                    self.lock_wait[c] = b.waiting()[c];
-                }
-                // The main loop asleep on the lock: since when, its wait counted once it wakes.
-                let asleep = !busy_x[n] && self.main_runnable;
-                match (asleep, self.main_lock_since) {
-                    (true, None) => self.main_lock_since = Some(self.now_s),
-                    (false, Some(since)) => {
-                        b.waited(n, self.now_s - since);
-                        self.main_lock_since = None;
-                    }
-                    _ => {}
-                }
+            p.cycled = e.plan(&p.busy_x, &mut p.holds_x);
+            if self.bql.is_some() && self.main.is_some() {
+                self.lock_after_plan(&mut e, &mut p, busy);
             }
             for c in 0..n {
-                if blocked[c] || cycled[c] {
+                if p.blocked[c] || p.cycled[c] {
                     self.threads[c].voluntary += 1;
-                    before[c] = false;
-                    lock[c] = true;
+                    p.before[c] = false;
+                    p.lock[c] = true;
                 }
             }
             if let Some(m) = self.main.as_mut() {
-                let now = holds_x[n];
+                let now = p.holds_x[n];
                 self.main_stat.switched(self.main_holds, now, self.main_runnable);
                 self.main_holds = now;
                 if m.planned(now, self.now_s) {
@@ -580,12 +518,14 @@ impl HostRun {
                     }
                 }
             }
-            self.holds.copy_from_slice(&holds_x[..n]);
-            let others = holds_x.len() - self.others_hold.len();
-            self.others_hold.copy_from_slice(&holds_x[others..]);
+            self.holds.copy_from_slice(&p.holds_x[..n]);
+            let others = p.holds_x.len() - self.others_hold.len();
+            self.others_hold.copy_from_slice(&p.holds_x[others..]);
+            self.eevdf = Some(e);
         } else {
             self.plan_rr(busy);
         }
+        let PlanLock { held_before, main_held_before, before, lock, .. } = p;
         let freed = self.wake_chain.is_some().then(|| self.freed(&held_before, &before, busy, main_held_before));
         for (c, &was) in before.iter().enumerate() {
             let b = busy.get(c).copied().unwrap_or(false);
@@ -613,6 +553,102 @@ impl HostRun {
             }
         }
         &self.holds
+    }
+
+    /// `bql`, before the host's plan: the last round's takes of the lock resolved. A vCPU
+    /// thread that found it held blocked and is woken at the release (the main loop's wait, at
+    /// most a few µs, is only counted); one asleep on the futex for a switched-out holder is
+    /// not runnable, while the holder stays runnable. Notes the hold that runs across this plan
+    /// (`PlanLock::past`); true if the main loop, back from its poll, finds the lock kept and
+    /// sleeps.
+    fn lock_before_plan(&mut self, e: &mut eevdf::Eevdf, p: &mut PlanLock) -> bool {
+        let (Some(b), Some(m)) = (self.bql.as_mut(), self.main.as_ref()) else { return false };
+        let n = self.holds.len();
+        let waited = b.resolve();
+        p.past = b.holder_past(self.now_s);
+        for (c, &w) in waited.iter().enumerate().take(n) {
+            if w && !p.blocked[c] && p.holds_x[c] && p.busy_x[c] {
+                p.blocked[c] = e.block_on_bql(c, &mut p.holds_x);
+            }
+            // Asleep on the futex for a switched-out holder: not runnable.
+            p.busy_x[c] &= !b.waiting()[c];
+        }
+        // A switched-out holder stays runnable until it lets the lock go, whatever its guest
+        // does meanwhile (it cannot halt without running).
+        if let Some((h, _)) = b.suspended().filter(|&(h, _)| h < n) {
+            p.busy_x[h] = true;
+        }
+        b.begin(self.now_s);
+        // The main loop back from its poll takes the lock first (`os_host_main_loop_wait()`):
+        // held by a switched-out holder, it sleeps.
+        b.suspended().is_some() && m.woken()
+    }
+
+    /// `bql`, after the host's plan (docs/scheduler.md §10.54): a holder the plan leaves
+    /// runnable without a core keeps the lock; threads that come to a kept lock as they get a
+    /// core block at once and their cores are picked again; a kept holder given a core sets its
+    /// release going; the main loop's sleep on the lock is timed.
+    fn lock_after_plan(&mut self, e: &mut eevdf::Eevdf, p: &mut PlanLock, busy: &[bool]) {
+        let (Some(b), Some(m)) = (self.bql.as_mut(), self.main.as_ref()) else { return };
+        let n = self.holds.len();
+        // Not one that blocked on it here (the model's waiter takes it at the release however
+        // it is run) nor one whose vCPU halted (it let the lock go to halt).
+        if let Some((k, left)) = p.past {
+            let out = if k < n {
+                p.held_before[k] && busy[k] && !p.blocked[k] && !p.holds_x[k]
+            } else {
+                p.main_held_before && self.main_runnable && !p.holds_x[n]
+            };
+            if out {
+                b.suspend(k, left);
+            }
+        }
+        if let Some((h, _)) = b.suspended().filter(|&(h, _)| !p.holds_x[h]) {
+            // Threads that come to the lock as they get their core find it held and block at
+            // once: the main loop starting its run, a vCPU back from a halt (its retake in
+            // `qemu_wait_io_event()`). Their cores are picked again.
+            let mut again = false;
+            if p.holds_x[n] && m.woken() {
+                e.block_on_bql(n, &mut p.holds_x);
+                p.busy_x[n] = false;
+                self.main_stat.slices += 1;
+                self.main_stat.voluntary += 1;
+                again = true;
+            }
+            let back: Vec<usize> =
+                (0..n).filter(|&c| c != h && p.holds_x[c] && !p.held_before[c] && self.asleep[c]).collect();
+            for c in back {
+                e.block_on_bql(c, &mut p.holds_x);
+                b.wait_from(c, self.now_s);
+                p.busy_x[c] = false;
+                self.retaken[c] = true;
+                self.threads[c].slices += 1;
+                p.before[c] = false;
+                p.lock[c] = true;
+                self.threads[c].voluntary += 1;
+                again = true;
+            }
+            if again {
+                let more = e.plan(&p.busy_x, &mut p.holds_x);
+                p.cycled.iter_mut().zip(more).for_each(|(x, y)| *x |= y);
+            }
+        }
+        if b.suspended().is_some_and(|(h, _)| p.holds_x[h]) {
+            self.release_at = Some(b.resume(self.now_s));
+        }
+        for c in 0..n {
+            self.lock_wait[c] = b.waiting()[c];
+        }
+        // The main loop asleep on the lock: since when, its wait counted once it wakes.
+        let asleep = !p.busy_x[n] && self.main_runnable;
+        match (asleep, self.main_lock_since) {
+            (true, None) => self.main_lock_since = Some(self.now_s),
+            (false, Some(since)) => {
+                b.waited(n, self.now_s - since);
+                self.main_lock_since = None;
+            }
+            _ => {}
+        }
     }
 
     /// What made a host core free at this plan (`wake_chain::Freed`), from the vCPUs that `held`
