@@ -765,6 +765,13 @@ def model(case_name: str, seeds: int, condition: str = "idle") -> None:
             # Holds kept across the holder's switch-out, a run (§10.54).
             print("    BQL holds kept across a switch-out, a run: " + " | ".join(str(int(b.get("kept", 0))) for b in locks)
                   + f" (all {sum(int(b.get('kept', 0)) for b in locks)})")
+            # Of them, those kept across the wake-up preemption the holder's own write caused
+            # (§10.58), and the waits a run (§10.56's real host counts them so).
+            print("    of them kept across the wake-up their write caused: "
+                  + " | ".join(str(int(b.get("kept_wake", 0))) for b in locks)
+                  + f" (all {sum(int(b.get('kept_wake', 0)) for b in locks)}); BQL waits a run, vCPUs "
+                  f"{sum(int(b['waits']) for b in locks[:len(doc['sched_cpus'])])}, the main loop "
+                  f"{int(m['host_bql']['waits']) if 'host_bql' in m else 0}")
         if (sp := doc.get("sched_host_spells")) is not None:
             show_spells([(f"seed {seed} vCPU {c}", x) for c, x in enumerate(sp["vcpus"])] + [(f"seed {seed} all", sp["all"])])
 

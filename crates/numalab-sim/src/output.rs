@@ -209,7 +209,8 @@ pub struct HostIdleOut {
 
 /// A host thread's takes of QEMU's big lock (`vhost/bql.rs: BqlStat`): how many, how many found
 /// it held and the seconds waited then, the seconds held, and the holds it kept across its
-/// switch-out (docs/scheduler.md §10.54).
+/// switch-out (docs/scheduler.md §10.54), of them those kept across the wake-up preemption their
+/// own write caused (§10.58).
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct BqlOut {
     pub takes: u64,
@@ -217,11 +218,19 @@ pub struct BqlOut {
     pub wait_s: f64,
     pub held_s: f64,
     pub kept: u64,
+    pub kept_wake: u64,
 }
 
 impl From<crate::vhost::BqlStat> for BqlOut {
     fn from(s: crate::vhost::BqlStat) -> Self {
-        BqlOut { takes: s.takes, waits: s.waits, wait_s: s.wait_s, held_s: s.held_s, kept: s.kept }
+        BqlOut {
+            takes: s.takes,
+            waits: s.waits,
+            wait_s: s.wait_s,
+            held_s: s.held_s,
+            kept: s.kept,
+            kept_wake: s.kept_wake,
+        }
     }
 }
 

@@ -62,7 +62,7 @@ impl Engine<'_> {
                 let queued = self.host.as_ref().is_some_and(|(h, runs)| !runs[cpu] || h.bql_stats().is_some())
                     && self.sched.ttwu_queue_cond(i, waker, &runnable, release);
                 if let Some((host, _)) = self.host.as_mut().filter(|_| queued) {
-                    host.ipi_sent(self.sched.cpu[waker], release);
+                    host.ipi_sent(self.sched.cpu[waker], release, cpu);
                 }
                 if queued && self.host.as_ref().is_some_and(|(_, runs)| !runs[cpu]) {
                     self.sched.queue_wakelist(i);

@@ -61,7 +61,8 @@ impl BqlCfg {
 }
 
 /// One thread's takes of the lock: how many, how many found it held, the time it waited then,
-/// the time it held it, and its holds kept across its switch-out (`Bql::suspend`).
+/// the time it held it, its holds kept across its switch-out (`Bql::suspend`), and of those the
+/// ones kept across the wake-up preemption their own write caused (`Bql::keep_across_wake`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct BqlStat {
     pub takes: u64,
@@ -69,6 +70,7 @@ pub struct BqlStat {
     pub wait_s: f64,
     pub held_s: f64,
     pub kept: u64,
+    pub kept_wake: u64,
 }
 
 /// The draws' stream of the run's seed (`crate::rng::Rng`).
@@ -138,6 +140,15 @@ impl Bql {
             let at = a + (b - a) * self.rng.unit();
             self.takes.push((at, c));
         }
+    }
+
+    /// vCPU thread `c` takes the lock once in the current round, at a time drawn as
+    /// `take_in_round`'s (the same draw); returns the time.
+    pub(super) fn take_once_in_round(&mut self, c: usize) -> f64 {
+        let (a, b) = self.round;
+        let at = a + (b - a) * self.rng.unit();
+        self.takes.push((at, c));
+        at
     }
 
     /// A round starts at `from_s` (a plan).
@@ -239,6 +250,15 @@ impl Bql {
         self.stats[c].kept += 1;
         self.free_at = f64::INFINITY;
         self.own_free_at[c] = f64::INFINITY;
+    }
+
+    /// vCPU thread `c`'s write that woke a thread (an IPI's ICR write, a TMICT write that
+    /// notified the main loop) was preempted by that thread at its wake-up: it keeps the lock
+    /// with its whole hold still to run (the wake-up is at the take's instant, docs/scheduler.md
+    /// §10.58).
+    pub(super) fn keep_across_wake(&mut self, c: usize) {
+        self.suspend(c, self.cfg.hold_vcpu_s);
+        self.stats[c].kept_wake += 1;
     }
 
     /// The switched-out holder, if any, and the hold it has left.

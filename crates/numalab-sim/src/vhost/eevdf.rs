@@ -470,6 +470,11 @@ impl Eevdf {
         }
     }
 
+    /// The core whose queue thread `c` is on (or was on last).
+    pub(super) fn core_of(&self, c: usize) -> usize {
+        self.e[c].cpu
+    }
+
     /// The running threads ran `dt` seconds of host time.
     pub(super) fn charge(&mut self, holds: &[bool], dt: f64) {
         let d = ns(dt);

@@ -53,6 +53,11 @@ pub(super) struct MainLoop {
     kicked: Vec<bool>,
     /// The vCPUs whose guest programmed their timer since the last plan (a TMICT write).
     programmed: Vec<bool>,
+    /// At the last `arm`: the vCPUs whose write set a timer before every pending one (each
+    /// notified the loop), and if that woke it, the earliest timer then expired (+inf if none):
+    /// the write woke it only if made before (docs/scheduler.md §10.58).
+    notifiers: Vec<bool>,
+    woken_by_write: Option<f64>,
     /// Wake-ups, and of those by a timer newly set first (`qemu_notify_event()`).
     pub(super) wakes: u64,
     pub(super) notified: u64,
@@ -68,6 +73,8 @@ impl MainLoop {
             through_s: f64::NEG_INFINITY,
             kicked: vec![false; vcpus],
             programmed: vec![false; vcpus],
+            notifiers: vec![false; vcpus],
+            woken_by_write: None,
             wakes: 0,
             notified: 0,
         }
@@ -91,6 +98,8 @@ impl MainLoop {
         let (tick, through) = (self.tick_s, self.through_s);
         let mut notified = false;
         self.programmed.fill(false);
+        self.notifiers.fill(false);
+        self.woken_by_write = None;
         for c in (0..self.armed.len()).filter(|&c| ran[c]) {
             let old = self.armed[c];
             let new = match (timers[c], old) {
@@ -112,11 +121,15 @@ impl MainLoop {
                     .filter_map(|o| self.armed[o].map(|(x, _)| x))
                     .filter(|&x| x > through)
                     .min_by(f64::total_cmp);
-                notified |= head.is_none_or(|h| s < h);
+                let first = head.is_none_or(|h| s < h);
+                self.notifiers[c] = first;
+                notified |= first;
             }
         }
-        if self.state == State::Asleep && (notified || self.next_timer().is_some_and(|s| s <= now_s + 1e-12)) {
+        let expired = self.next_timer().filter(|&s| s <= now_s + 1e-12);
+        if self.state == State::Asleep && (notified || expired.is_some()) {
             self.state = State::Woken;
+            self.woken_by_write = notified.then(|| expired.unwrap_or(f64::INFINITY));
             self.wakes += 1;
             self.notified += u64::from(notified);
         }
@@ -140,6 +153,12 @@ impl MainLoop {
     /// Woken from its poll and not yet run: its first step takes the BQL.
     pub(super) fn woken(&self) -> bool {
         self.state == State::Woken
+    }
+
+    /// If the last `arm` woke the thread with a write that notified it: the vCPUs whose write
+    /// did, and the earliest timer expired then (+inf if none), which would have woken it anyway.
+    pub(super) fn woken_by_write(&self) -> Option<(&[bool], f64)> {
+        self.woken_by_write.map(|e| (&self.notifiers[..], e))
     }
 
     /// The vCPUs whose guest set their timer at the last `arm` (not a `timer_del()`).
