@@ -278,13 +278,16 @@ def test_tcgs_speed_comes_from_the_measured_host_with_as_many_cores(condition):
 #: oversubscribed 3.43 below (was 4.36); beside the loop vm-4 passive 0.003375 (1.12 above, was
 #: 1.92), vm-8 oversubscribed 0.008313 (1.59 below, was 1.63); group-loops-1 vm-4 passive 0.001
 #: (3 below, was 1.37), oversubscribed 1.04 below (was 1.27).
+#: With a device write's BQL hold kept across the wake-up preemption it causes (docs/scheduler.md
+#: §10.58; seeds 1-4, 2026-11-28 11:25 UTC) two of 23 change side: idle ``sched-passive-8`` 0.0025
+#: (1.4x below) -> 0.007875 inside, ``group-loops-2`` ``sched-passive-8`` 0.008625 (1.15x above)
+#: -> 0.00675 (1.04x below); the rest keep their sides.
 OUTSIDE_BY_CONDITION = {
-    "idle": {"sched-passive": "below", "sched-oversubscribed": "below", "sched-passive-8": "below",
-             "sched-oversubscribed-2x4": "below"},
+    "idle": {"sched-passive": "below", "sched-oversubscribed": "below", "sched-oversubscribed-2x4": "below"},
     "busy-loop": {"sched-passive": "above", "sched-oversubscribed-8": "below", "sched-passive-2x4": "below",
                   "sched-oversubscribed-2x4": "above"},
     "group-loops-1": {"sched-passive": "below", "sched-oversubscribed": "below"},
-    "group-loops-2": {"sched-passive": "below", "sched-oversubscribed": "below", "sched-passive-8": "above"},
+    "group-loops-2": {"sched-passive": "below", "sched-oversubscribed": "below", "sched-passive-8": "below"},
     "group-loops-4": {"sched-passive": "above", "sched-oversubscribed": "below", "sched-passive-8": "above"},
     "group-loops-8": {},
 }
