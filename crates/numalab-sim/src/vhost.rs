@@ -514,7 +514,9 @@ impl HostRun {
                     }
                 }
                 let main_asleep = self.lock_before_plan(&mut e, &mut p);
-                p.busy_x.push(self.main_runnable && !main_asleep);
+                // The main loop keeping the lock stays runnable until it lets it go.
+                let keeps = self.bql.as_ref().and_then(|b| b.suspended()).is_some_and(|(h, _)| h == n);
+                p.busy_x.push((self.main_runnable || keeps) && !main_asleep);
                 p.holds_x.push(self.main_holds);
             }
             // The host's other threads never block.
@@ -605,8 +607,8 @@ impl HostRun {
         }
         b.begin(self.now_s);
         // The main loop back from its poll takes the lock first (`os_host_main_loop_wait()`):
-        // held by a switched-out holder, it sleeps.
-        b.suspended().is_some() && m.woken()
+        // held by another, switched-out holder, it sleeps.
+        b.suspended().is_some_and(|(h, _)| h != n) && m.woken()
     }
 
     /// `bql`, after the host's plan (docs/scheduler.md §10.54): a holder the plan leaves
@@ -638,7 +640,7 @@ impl HostRun {
             // once: the main loop starting its run, a vCPU back from a halt (its retake in
             // `qemu_wait_io_event()`). Their cores are picked again.
             let mut again = false;
-            if p.holds_x[n] && m.woken() {
+            if h != n && p.holds_x[n] && m.woken() {
                 e.block_on_bql(n, &mut p.holds_x);
                 p.busy_x[n] = false;
                 self.main_stat.slices += 1;
@@ -1395,6 +1397,36 @@ mod tests {
         // Some kept across the wake-up of the main loop their timer write caused (§10.58).
         assert!(locks[..3].iter().any(|s| s.kept_wake > 0), "{locks:?}");
         assert_ne!(locks, run(6).1);
+    }
+
+    #[test]
+    fn a_main_loop_that_keeps_the_lock_runs_again_and_lets_it_go() {
+        // One core, two busy vCPUs ticking every 4 ms. The main loop, switched out mid-hold with
+        // 5 µs of it to run (as `lock_after_plan` leaves it), keeps the lock: it stays runnable
+        // until it lets it go (it cannot sleep on a lock it holds itself, even when a timer is
+        // due for it), so within a few of the host's requests it runs again and releases.
+        let cfg = BqlCfg { hold_vcpu_s: 2e-6, hold_main_s: 16e-6, clock_reads_per_busy_s: 5300.0 };
+        let mut h = bql_host(1, 2, Some(cfg));
+        let busy = [true, true];
+        let timers = [Some(Timer::Tick), Some(Timer::Tick)];
+        let mut t = 0.0;
+        let mut step = |h: &mut HostRun, t: &mut f64| {
+            h.arm_main_loop(&timers, *t);
+            h.plan(&busy);
+            let end = h.next_event_s().filter(|&e| e > *t + 1e-12 && e < *t + 60e-6 - 1e-12).unwrap_or(*t + 60e-6);
+            h.charge(end - *t);
+            *t = end;
+        };
+        while t < 3.99e-3 {
+            step(&mut h, &mut t);
+        }
+        h.bql.as_mut().unwrap().suspend(2, 5e-6);
+        let kept_at = t;
+        while h.bql.as_ref().unwrap().suspended().is_some() {
+            assert!(t - kept_at < 20e-3, "the main loop's hold kept from {kept_at} s to {t} s");
+            step(&mut h, &mut t);
+        }
+        assert!(h.main_received_s > 0.0);
     }
 
     /// One core, two vCPUs, no clock reads, the ticks stopped (ms), `request_s` the host's
