@@ -74,6 +74,12 @@ pub struct VcpuHost {
     /// docs/scheduler.md §10.37). Absent, only the main loop's kicks wait for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bql: Option<BqlCfg>,
+    /// Guest time of one iteration of libgomp's spin (`openmp.rs: spin_s`): under TCG each
+    /// iteration's PAUSE leaves translated code (`target/i386/tcg/misc_helper.c: helper_pause()`),
+    /// a cost of this host, measured (docs/scheduler.md §10.57, §10.59). Absent, libgomp's
+    /// estimate (10 ns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spin_iteration_s: Option<f64>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -97,6 +103,9 @@ impl VcpuHost {
         }
         if let Some(r) = self.main_loop_s.filter(|r| !(r.is_finite() && *r > 0.0)) {
             return Err(format!("vcpu_host.main_loop_s must be a positive number of seconds, got {r}"));
+        }
+        if let Some(r) = self.spin_iteration_s.filter(|r| !(r.is_finite() && *r > 0.0)) {
+            return Err(format!("vcpu_host.spin_iteration_s must be a positive number of seconds, got {r}"));
         }
         if self.other_threads > MAX_OTHER_THREADS {
             return Err(format!(
@@ -863,7 +872,16 @@ mod tests {
 
     fn host(mode: HostMode, cores: usize, slice_s: f64, vcpus: usize) -> HostRun {
         HostRun::new(
-            VcpuHost { cores, mode, slice_s, request_s: None, main_loop_s: None, other_threads: 0, bql: None },
+            VcpuHost {
+                cores,
+                mode,
+                slice_s,
+                request_s: None,
+                main_loop_s: None,
+                other_threads: 0,
+                bql: None,
+                spin_iteration_s: None,
+            },
             vcpus,
         )
     }
@@ -878,6 +896,7 @@ mod tests {
             main_loop_s: None,
             other_threads: 0,
             bql: None,
+            spin_iteration_s: None,
         }
     }
 
@@ -1095,6 +1114,7 @@ mod tests {
             main_loop_s: None,
             other_threads,
             bql: None,
+            spin_iteration_s: None,
         };
         assert!(cfg(HostMode::Mttcg, 1).check().is_ok());
         assert!(cfg(HostMode::Rr, 1).check().unwrap_err().contains("other_threads needs mode mttcg"));
@@ -1217,6 +1237,7 @@ mod tests {
             main_loop_s: None,
             other_threads: 0,
             bql: None,
+            spin_iteration_s: None,
         };
         assert!(c.check().unwrap_err().contains("vcpu_host.request_s"));
         c.request_s = Some(1.5e-3);
@@ -1538,6 +1559,7 @@ mod tests {
             main_loop_s: Some(16e-6),
             other_threads: 0,
             bql: None,
+            spin_iteration_s: None,
         };
         let mut h = HostRun::new(cfg, 2).with_guest_tick(4e-3);
         let timers = [Some(Timer::Tick), None];

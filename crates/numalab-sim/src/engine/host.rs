@@ -9,8 +9,8 @@ impl Engine<'_> {
     /// rounds). A vCPU is halted when none of its threads runs or spins at a barrier and no
     /// background work runs there.
     pub(super) fn host_plan(&mut self, t: f64) {
+        let spin = self.spin_s();
         let Some((host, runs)) = self.host.as_mut() else { return };
-        let spin = crate::openmp::spin_s(self.cfg.omp_wait_policy, self.threads.len(), self.sched.available_cpus);
         let mut busy: Vec<bool> = (0..runs.len()).map(|c| self.sched.background_at(c, t)).collect();
         for (tid, th) in self.threads.iter().enumerate() {
             if th.state == State::Running || (matches!(th.state, State::Waiting(_)) && t - th.clock <= spin) {
@@ -67,7 +67,7 @@ impl Engine<'_> {
         {
             self.sched.host_thread_seen(c, run_s, th.involuntary, waits);
         }
-        let spin = crate::openmp::spin_s(self.cfg.omp_wait_policy, self.threads.len(), self.sched.available_cpus);
+        let spin = self.spin_s();
         let live: Vec<bool> =
             self.threads.iter().map(|th| th.state == State::Running || self.spinning(th, t, spin)).collect();
         let from = self.sched.cpu.clone();

@@ -386,7 +386,7 @@ impl<'a> Engine<'a> {
             if threads[first].state == State::Pending {
                 continue;
             }
-            let spin = crate::openmp::spin_s(cfg.omp_wait_policy, offsets.len(), sched.available_cpus);
+            let spin = cfg.spin_s(offsets.len(), sched.available_cpus);
             let team = &mut threads[first..first + offsets.len()];
             team::start(&mut sched, team, first, offsets, spin, &mut live, cfg.costs.task_move_ns * 1e-9);
         }
@@ -796,7 +796,7 @@ impl<'a> Engine<'a> {
 
     fn rebalance(&mut self) {
         // Runnable: running, or spinning at a barrier; a thread asleep on its futex is not.
-        let spin = crate::openmp::spin_s(self.cfg.omp_wait_policy, self.threads.len(), self.sched.available_cpus);
+        let spin = self.spin_s();
         let live: Vec<bool> =
             self.threads.iter().map(|t| t.state == State::Running || self.spinning(t, self.now, spin)).collect();
         let before = self.numab.is_some().then(|| self.sched.cpu.clone());

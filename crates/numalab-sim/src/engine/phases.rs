@@ -18,7 +18,7 @@ impl Engine<'_> {
         }
         self.threads[tid].state = State::Waiting(seq);
         // It sleeps on the futex once libgomp's spin is over, unless released before.
-        let spin = crate::openmp::spin_s(self.cfg.omp_wait_policy, self.threads.len(), self.sched.available_cpus);
+        let spin = self.spin_s();
         self.sched.sleeps_at(tid, self.threads[tid].clock + spin);
         self.procs[pid].arrived += 1;
         if self.procs[pid].arrived < self.procs[pid].slot.threads as u64 {
@@ -90,6 +90,12 @@ impl Engine<'_> {
             self.advance(i);
             self.start_next_phase(i);
         }
+    }
+
+    /// libgomp's spin before a waiting thread sleeps, for this run's threads on its CPUs
+    /// (`openmp.rs: spin_s`; on a guest at its host's measured spin iteration).
+    pub(super) fn spin_s(&self) -> f64 {
+        self.cfg.spin_s(self.threads.len(), self.sched.available_cpus)
     }
 
     /// A thread waiting at a barrier at `now` that is still in libgomp's spin phase.

@@ -133,8 +133,7 @@ impl Engine<'_> {
         let free = match t.state {
             State::Running if t.clock >= end => end,
             State::Waiting(_) => {
-                let spin =
-                    crate::openmp::spin_s(self.cfg.omp_wait_policy, self.threads.len(), self.sched.available_cpus);
+                let spin = self.spin_s();
                 (t.clock + spin).min(end)
             }
             State::Done => t.clock,

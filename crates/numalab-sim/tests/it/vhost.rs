@@ -18,7 +18,16 @@ fn time_s(host: Option<VcpuHost>, wait: WaitPolicy) -> f64 {
 
 /// A host of `cores` running the vCPUs in `mode`, a vCPU keeping a core `slice_s` at a time.
 fn host(cores: usize, mode: HostMode, slice_s: f64) -> VcpuHost {
-    VcpuHost { cores, mode, slice_s, request_s: None, main_loop_s: None, other_threads: 0, bql: None }
+    VcpuHost {
+        cores,
+        mode,
+        slice_s,
+        request_s: None,
+        main_loop_s: None,
+        other_threads: 0,
+        bql: None,
+        spin_iteration_s: None,
+    }
 }
 
 #[test]
@@ -75,4 +84,45 @@ fn halted_vcpus_take_no_host_time_from_the_busy_one() {
     let base = run(None);
     let one = run(Some(host(1, HostMode::Mttcg, 1.5e-3)));
     assert!((one / base - 1.0).abs() < 0.05, "{one} against {base}");
+}
+
+/// Idle entries over the CPUs and the run's time, four threads on one host core waiting at
+/// barriers with libgomp's default spin at `spin_iteration_s`.
+fn idle_entries_and_time(wait: WaitPolicy, spin_iteration_s: Option<f64>) -> (u64, f64) {
+    let m = machine4();
+    let w = stream_like(16, 4, Pattern::Block, 4);
+    let h = VcpuHost { spin_iteration_s, ..host(1, HostMode::Mttcg, 4e-3) };
+    let c = SimConfig { vcpu_host: Some(h), omp_wait_policy: wait, explain_sched: true, ..cfg() };
+    let o = simulate(&m, &w, &pinned(MemPolicy::default_policy()), &c).unwrap();
+    (o.sched_cpus.iter().map(|c| c.sched_goidle).sum(), o.time_s)
+}
+
+#[test]
+fn waits_longer_than_libgomps_3_ms_spin_but_shorter_than_42_ms_spin_at_140_ns_a_pause() {
+    // Four vCPUs on one host core reach each barrier one after another, several ms apart.
+    let (passive, passive_s) = idle_entries_and_time(WaitPolicy::Passive, None);
+    let (estimate, estimate_s) = idle_entries_and_time(WaitPolicy::Unset, None);
+    let (tcg, tcg_s) = idle_entries_and_time(WaitPolicy::Unset, Some(140e-9));
+    assert!(passive > 0);
+    // At libgomp's 10 ns a spin the waits outlast the 3 ms spin: the waiters sleep as passive
+    // ones do and their vCPUs go idle.
+    assert_eq!(estimate, passive);
+    // At TCG's 140 ns the spin lasts 42 ms, longer than every wait: no waiter sleeps, no CPU
+    // goes idle, and the spinning vCPUs keep taking the host core from the computing ones.
+    assert_eq!(tcg, 0);
+    assert!(tcg_s > estimate_s && estimate_s > passive_s, "{tcg_s} {estimate_s} {passive_s}");
+    // Passive waiters do not spin: the iteration changes nothing.
+    assert_eq!(idle_entries_and_time(WaitPolicy::Passive, Some(140e-9)), (passive, passive_s));
+}
+
+#[test]
+fn a_spin_iteration_that_is_not_a_positive_number_of_seconds_is_refused() {
+    let m = machine4();
+    let w = stream_like(16, 4, Pattern::Block, 1);
+    for bad in [0.0, -140e-9, f64::NAN, f64::INFINITY] {
+        let h = VcpuHost { spin_iteration_s: Some(bad), ..host(1, HostMode::Mttcg, 4e-3) };
+        let c = SimConfig { vcpu_host: Some(h), ..cfg() };
+        let e = simulate(&m, &w, &pinned(MemPolicy::default_policy()), &c).unwrap_err().to_string();
+        assert!(e.contains("vcpu_host.spin_iteration_s must be a positive number of seconds"), "{e}");
+    }
 }
