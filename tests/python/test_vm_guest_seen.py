@@ -282,13 +282,17 @@ def test_tcgs_speed_comes_from_the_measured_host_with_as_many_cores(condition):
 #: §10.58; seeds 1-4, 2026-11-28 11:25 UTC) two of 23 change side: idle ``sched-passive-8`` 0.0025
 #: (1.4x below) -> 0.007875 inside, ``group-loops-2`` ``sched-passive-8`` 0.008625 (1.15x above)
 #: -> 0.00675 (1.04x below); the rest keep their sides.
+#: With the main loop's hold at 16 µs, its whole run (§10.56's estimate, ``GUEST_HOST``; §10.58;
+#: seeds 1-4, 2026-11-28 12:36 UTC) four of 23 change side: beside the loop vm-8 oversubscribed
+#: (1.59 below) -> 0.01656 inside; group-loops-1 vm-4 oversubscribed (below) -> 0.004 inside and
+#: vm-8 passive (inside) -> 0.008625 (1.01x above); group-loops-4 vm-4 oversubscribed (below) ->
+#: 0.006875 inside.
 OUTSIDE_BY_CONDITION = {
     "idle": {"sched-passive": "below", "sched-oversubscribed": "below", "sched-oversubscribed-2x4": "below"},
-    "busy-loop": {"sched-passive": "above", "sched-oversubscribed-8": "below", "sched-passive-2x4": "below",
-                  "sched-oversubscribed-2x4": "above"},
-    "group-loops-1": {"sched-passive": "below", "sched-oversubscribed": "below"},
+    "busy-loop": {"sched-passive": "above", "sched-passive-2x4": "below", "sched-oversubscribed-2x4": "above"},
+    "group-loops-1": {"sched-passive": "below", "sched-passive-8": "above"},
     "group-loops-2": {"sched-passive": "below", "sched-oversubscribed": "below", "sched-passive-8": "below"},
-    "group-loops-4": {"sched-passive": "above", "sched-oversubscribed": "below", "sched-passive-8": "above"},
+    "group-loops-4": {"sched-passive": "above", "sched-passive-8": "above"},
     "group-loops-8": {},
 }
 

@@ -185,11 +185,12 @@ def test_a_recorded_run_replays_to_the_figure_vm_check_gave_it_in_the_run():
     0.0025, 0.002]; with the host's 1.4 ms request (§10.50) [0.0025, 0.002, 0.001, 0.0]; with a
     BQL hold kept across its holder's switch-out (§10.54, 2026-11-28 09:30 UTC) [0.00225, 0.0045,
     0.001, 0.001]; with a device write's hold kept across the wake-up preemption it causes
-    (§10.58, 12:10 UTC) [0.004, 0.0, 0.0015, 0.003]."""
+    (§10.58, 12:10 UTC) [0.004, 0.0, 0.0015, 0.003]; with the main loop's hold at 16 µs (§10.58,
+    12:36 UTC) [0.0015, 0.003, 0.0025, 0.0035]."""
     run = next(r for r in guest_seen.GUEST_RUNS["sched-passive"] if r.utc == "2026-11-27 17:02:11")
     (replayed,) = run_condition.replay({"sched-passive": [run]}, guest_seen.RUNS_HOST_CPUS)
     assert replayed.condition.cores == 2 and replayed.verdict.moves == 10
-    assert replayed.verdict.sim == [0.004, 0.0, 0.0015, 0.003]
+    assert replayed.verdict.sim == [0.0015, 0.003, 0.0025, 0.0035]
     # docs/scheduler.md §10.29's 20:56:09 run, recorded after it on the same model: its own
     # ``run_condition`` (QEMU 1.741 cores, command 2.335089 s, 16 moves) again; with the agent's
     # ``util_est`` (§10.30) [0.005, 0.007, 0.014, 0.0065]; with the agent's grid (§10.31)
@@ -199,7 +200,7 @@ def test_a_recorded_run_replays_to_the_figure_vm_check_gave_it_in_the_run():
     run = next(r for r in guest_seen.GUEST_RUNS["sched-passive"] if r.utc == "2026-11-27 20:56:09")
     (replayed,) = run_condition.replay({"sched-passive": [run]}, guest_seen.RUNS_HOST_CPUS)
     assert replayed.condition.cores == 2 and replayed.verdict.moves == 16
-    assert replayed.verdict.sim == [0.004, 0.0, 0.0015, 0.003]
+    assert replayed.verdict.sim == [0.0015, 0.003, 0.0025, 0.0035]
 
 
 def test_vm_check_moves_judges_the_run_under_its_own_condition(cli, monkeypatch):

@@ -758,9 +758,12 @@ def cpus_per_node(machine: Any) -> int:
 #:   vCPU thread takes it back from each halt (with the interrupt's delivery and EOI), at each
 #:   tick interrupt and EOI, each IPI it sends, each timer it programs and each clock read; the
 #:   main loop at each run; a taker that finds it held blocks until the release.
-#:   ``hold_vcpu_s`` 2 µs and ``hold_main_s`` 7 µs are estimates, not unprobed measurements:
-#:   §10.35's uprobe holds less 7.5 µs a probe hit, "up to about 2 µs" for a vCPU thread and
-#:   "about 4-10 µs" for the main loop (7 µs, the middle). ``clock_reads_per_busy_s`` 5,300 is
+#:   ``hold_vcpu_s`` 2 µs and ``hold_main_s`` 16 µs are estimates, not unprobed measurements:
+#:   §10.35's uprobe holds less 7.5 µs a probe hit, "up to about 2 µs" for a vCPU thread (§10.56:
+#:   1.1-1.4 µs at the median, 2026-11-28); the main loop's from §10.56's second probing
+#:   (2026-11-28 09:42-09:55 UTC, ``bench/bql_holds.py``): median 30 µs with 20 probe hits inside
+#:   at about 0.65 µs each, so about 16 µs, its whole run (``main_loop_s``; §10.35's 4-10 µs,
+#:   7 µs until 2026-11-28, took 7.5 µs a hit off). ``clock_reads_per_busy_s`` 5,300 is
 #:   §10.35's ``read_hpet`` count per vCPU per second of the window (the three runs' means
 #:   2,200, 2,307, 2,347: 2,285) over the share of the window a vCPU thread ran on the host in
 #:   the same cases on the idle host (§10.34's ``schedstat``: 0.39-0.47, the middle 0.43):
@@ -771,7 +774,7 @@ GUEST_HOST: dict[str, Any] = {
     "slice_s": 4e-3,
     "request_s": 1.4e-3,
     "main_loop_s": 16e-6,
-    "bql": {"hold_vcpu_s": 2e-6, "hold_main_s": 7e-6, "clock_reads_per_busy_s": 5300.0},
+    "bql": {"hold_vcpu_s": 2e-6, "hold_main_s": 16e-6, "clock_reads_per_busy_s": 5300.0},
 }
 
 #: Named hosts for ``sim_doc(host=...)`` and ``bench/vm_sched_sim.py --host``: the host
