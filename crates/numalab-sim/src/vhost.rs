@@ -1431,7 +1431,7 @@ mod tests {
         let busy = [true, true];
         let timers = [Some(Timer::Tick), Some(Timer::Tick)];
         let mut t = 0.0;
-        let mut step = |h: &mut HostRun, t: &mut f64| {
+        let step = |h: &mut HostRun, t: &mut f64| {
             h.arm_main_loop(&timers, *t);
             h.plan(&busy);
             let end = h.next_event_s().filter(|&e| e > *t + 1e-12 && e < *t + 60e-6 - 1e-12).unwrap_or(*t + 60e-6);
