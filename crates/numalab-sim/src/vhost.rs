@@ -90,6 +90,21 @@ fn is_zero(n: &usize) -> bool {
 const MAX_OTHER_THREADS: usize = 64;
 
 impl VcpuHost {
+    /// `cores` running the vCPUs in `mode`, a vCPU keeping a core `slice_s` at a time; no main
+    /// loop thread, lock, other threads or measured spin.
+    pub fn new(cores: usize, mode: HostMode, slice_s: f64) -> Self {
+        VcpuHost {
+            cores,
+            mode,
+            slice_s,
+            request_s: None,
+            main_loop_s: None,
+            other_threads: 0,
+            bql: None,
+            spin_iteration_s: None,
+        }
+    }
+
     /// `numalab: ...` one-line errors for values out of range.
     pub fn check(&self) -> Result<(), String> {
         if self.cores == 0 {
@@ -871,33 +886,12 @@ mod tests {
     use super::*;
 
     fn host(mode: HostMode, cores: usize, slice_s: f64, vcpus: usize) -> HostRun {
-        HostRun::new(
-            VcpuHost {
-                cores,
-                mode,
-                slice_s,
-                request_s: None,
-                main_loop_s: None,
-                other_threads: 0,
-                bql: None,
-                spin_iteration_s: None,
-            },
-            vcpus,
-        )
+        HostRun::new(VcpuHost::new(cores, mode, slice_s), vcpus)
     }
 
     /// `mttcg` as `GUEST_HOST` has it: a 4 ms tick, 1.5 ms requests.
     fn guest_host(cores: usize) -> VcpuHost {
-        VcpuHost {
-            cores,
-            mode: HostMode::Mttcg,
-            slice_s: 4e-3,
-            request_s: Some(1.5e-3),
-            main_loop_s: None,
-            other_threads: 0,
-            bql: None,
-            spin_iteration_s: None,
-        }
+        VcpuHost { request_s: Some(1.5e-3), ..VcpuHost::new(cores, HostMode::Mttcg, 4e-3) }
     }
 
     fn eevdf_host(cores: usize, vcpus: usize) -> HostRun {

@@ -18,16 +18,7 @@ fn time_s(host: Option<VcpuHost>, wait: WaitPolicy) -> f64 {
 
 /// A host of `cores` running the vCPUs in `mode`, a vCPU keeping a core `slice_s` at a time.
 fn host(cores: usize, mode: HostMode, slice_s: f64) -> VcpuHost {
-    VcpuHost {
-        cores,
-        mode,
-        slice_s,
-        request_s: None,
-        main_loop_s: None,
-        other_threads: 0,
-        bql: None,
-        spin_iteration_s: None,
-    }
+    VcpuHost::new(cores, mode, slice_s)
 }
 
 #[test]
