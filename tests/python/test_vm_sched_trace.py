@@ -229,8 +229,11 @@ def test_the_simulated_vcpus_are_run_by_the_host_about_half_the_time_a_thread_ho
     (deterministic, 6.1, 2026-11-27): with the host's EEVDF (lag kept over halts, wake-up
     preemption) busy 0.282 (0.227-0.362 per vCPU; the guest 0.23-0.30), host 0.125 per vCPU, held
     but not run 0.157; with the earlier least-runtime host 0.234 (0.04-0.61), 0.125, 0.109; before
-    the switch waited for the host, 0.775 and 0.65. Asserted: held but not run between half and
-    twice the time run."""
+    the switch waited for the host, 0.775 and 0.65. Since a device write's hold is kept across the
+    wake-up preemption it causes (§10.58; 2026-11-28 12:58 UTC) busy 0.39-0.40 per vCPU, held but
+    not run 2.17-2.24 times the time run (7 and 16 µs main-loop holds): the vCPUs whose threads
+    wait for the kept lock hold them longer than the guest's 0.23-0.30 busy suggests (§10.58,
+    doubts). Asserted: held but not run between half and two and a half times the time run."""
 
     case = check.CASES["sched-oversubscribed-4x2"]
     spec = check.sim_spec(case)
@@ -243,7 +246,7 @@ def test_the_simulated_vcpus_are_run_by_the_host_about_half_the_time_a_thread_ho
     # The last round may run a little past the last thread's end: at most a host slice.
     assert 0.95 * run_s <= sum(host) <= run_s + check.GUEST_HOST["slice_s"], (sum(host), run_s)
     assert all(h > 0 for h in host), host
-    assert 0.5 * sum(host) < sum(held) - sum(host) < 2 * sum(host), (host, held)
+    assert 0.5 * sum(host) < sum(held) - sum(host) < 2.5 * sum(host), (host, held)
     # Without the host model the field is absent (the golden documents stay as they were).
     quiet = check.sim_doc(spec, case.background, case.interval_ms, host=False)
     assert all("host_s" not in c for c in quiet["sched_cpus"])
@@ -406,11 +409,12 @@ def test_the_host_models_vcpu_threads_share_its_core_and_each_slice_ends_in_a_ha
     # loop polls without sleeping) and every slice ends in its poll (voluntary). Since a BQL hold
     # is kept across its holder's switch-out (§10.54) a slice may also end at once, the loop back
     # from its poll asleep on a kept hold before its run: 15.6 µs a slice here (2026-11-28 09:40
-    # UTC), at least one slice in 45 such a block.
+    # UTC), at least one slice in 45 such a block; since a device write's hold is kept across the
+    # wake-up of the main loop it causes (§10.58) 13.2-13.4 µs (12:58 UTC), about one in six.
     main = over.main_loop
     assert main is not None and main.slices_per_s >= 240, main
     run = check.GUEST_HOST["main_loop_s"]
-    assert 0.9 * run <= main.run_per_slice_s <= 1.1 * run, main
+    assert 0.75 * run <= main.run_per_slice_s <= 1.1 * run, main
     assert abs(main.voluntary_per_s - main.slices_per_s) <= 1 / 6, main
     assert sched_trace.sim_sched("sched-bound", "6.1").main_loop is None
     g = sched_trace.parse(job_output())
