@@ -13,7 +13,7 @@ impl Engine<'_> {
         let Some((host, runs)) = self.host.as_mut() else { return };
         let mut busy: Vec<bool> = (0..runs.len()).map(|c| self.sched.background_at(c, t)).collect();
         for (tid, th) in self.threads.iter().enumerate() {
-            if th.state == State::Running || (matches!(th.state, State::Waiting(_)) && t - th.clock <= spin) {
+            if live_at(th, t, spin) {
                 busy[self.sched.cpu[tid]] = true;
             }
         }
@@ -38,11 +38,7 @@ impl Engine<'_> {
         let due: Vec<Option<f64>> = (0..runs.len()).map(|c| self.sched.idle_tick_due_since(c, t)).collect();
         host.note_ticks(&due, t);
         // A vCPU the host runs handles its IPIs: its wake list joins its run queue.
-        let runnable: Vec<bool> = self
-            .threads
-            .iter()
-            .map(|th| th.state == State::Running || (matches!(th.state, State::Waiting(_)) && t - th.clock <= spin))
-            .collect();
+        let runnable: Vec<bool> = self.threads.iter().map(|th| live_at(th, t, spin)).collect();
         for (c, _) in runs.iter().enumerate().filter(|(_, &r)| r) {
             self.sched.flush_wakelist(c, t, &runnable);
         }
@@ -68,8 +64,7 @@ impl Engine<'_> {
             self.sched.host_thread_seen(c, run_s, th.involuntary, waits);
         }
         let spin = self.spin_s();
-        let live: Vec<bool> =
-            self.threads.iter().map(|th| th.state == State::Running || self.spinning(th, t, spin)).collect();
+        let live: Vec<bool> = self.threads.iter().map(|th| live_at(th, t, spin)).collect();
         let from = self.sched.cpu.clone();
         let moved = self.sched.balance_where_run(t, &live, &ran);
         for &tid in &moved {
@@ -101,6 +96,31 @@ impl Engine<'_> {
         }
     }
 
+    /// The earliest time inside (`start`, `end`) at which a vCPU the host runs halts: no thread
+    /// runs there and the last barrier spin ends (its threads sleep on the futex, the vCPU
+    /// executes `hlt`). QEMU's vCPU thread then sleeps in `qemu_wait_io_event()`
+    /// (`system/cpus.c`) and the host's `__schedule()` (`kernel/sched/core.c`) gives the core
+    /// to the next runnable thread at once, not at the end of a round (docs/scheduler.md §10.60).
+    pub(super) fn host_halt_in(&self, start: f64, end: f64) -> Option<f64> {
+        let (_, runs) = self.host.as_ref()?;
+        let spin = self.spin_s();
+        let mut halt = vec![f64::NEG_INFINITY; runs.len()];
+        let mut live = vec![false; runs.len()];
+        for (tid, th) in self.threads.iter().enumerate() {
+            let c = self.sched.cpu[tid];
+            match th.state {
+                State::Running => live[c] = true,
+                State::Waiting(_) => halt[c] = halt[c].max(th.clock + spin),
+                _ => {}
+            }
+        }
+        (0..runs.len())
+            .filter(|&c| runs[c] && !live[c] && !self.sched.background_at(c, start))
+            .map(|c| halt[c])
+            .filter(|&h| h > start + 1e-12 && h < end - 1e-12)
+            .min_by(f64::total_cmp)
+    }
+
     /// Where a round from `start` (ending at `round_end`) ends: at the host's next event inside
     /// it (QEMU's main loop thread waking or ending its run, `vhost.rs`), else at `round_end`.
     pub(super) fn host_round_split(&self, start: f64, round_end: f64) -> f64 {
@@ -115,4 +135,11 @@ impl Engine<'_> {
     pub(super) fn host_max_epoch(&self) -> f64 {
         self.host.as_ref().map_or(f64::INFINITY, |(host, _)| host.max_epoch_s())
     }
+}
+
+/// A thread that keeps its vCPU busy at `t`: running, or waiting at a barrier inside libgomp's
+/// spin. A spin that ends at `t` is over, so a vCPU halting at a round's end (`host_halt_in`)
+/// is halted at the next round's plan.
+fn live_at(th: &Thread, t: f64, spin: f64) -> bool {
+    th.state == State::Running || (matches!(th.state, State::Waiting(_)) && t - th.clock < spin - 1e-12)
 }

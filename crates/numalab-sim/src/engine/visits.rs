@@ -59,34 +59,15 @@ impl Engine<'_> {
                     self.host_plan(start);
                     end = self.host_round_split(start, round_end);
                 }
-                // Another pass only if a barrier released threads or a pipeline moved on, since
-                // only that lets a thread already visited in this round do more.
-                loop {
-                    self.woke = false;
-                    let turns_before = self.sched.turn_changes();
-                    let mut progressed = false;
-                    for tid in 0..nt {
-                        // Threads sharing a CPU run in turns (`turns.rs`).
-                        let Some(until) = self.turn_until(tid, end) else { continue };
-                        if self.host_stopped(tid) {
-                            progressed |= self.stand_still(tid, until);
-                            self.after_turn(tid);
-                            continue;
-                        }
-                        progressed |= self.run_thread(tid, until, &costs[tid], shares[tid]);
-                        if self.oom.is_some() {
-                            return;
-                        }
-                        self.after_turn(tid);
-                    }
-                    // A pass that changed nothing ends the round: the next would be the same (a
-                    // pipelined thread may wait for a predecessor queued for its CPU until later).
-                    progressed |= self.sched.turn_changes() != turns_before;
-                    if !progressed {
-                        break;
-                    }
-                    if !self.woke {
-                        break;
+                // With the host model the threads of the vCPUs it runs go first, and the round
+                // ends where one of those vCPUs halts (`host.rs: host_halt_in`); the others'
+                // threads stand still after, to the round's end once it is known.
+                let stages = if self.host.is_some() { 2 } else { 1 };
+                for stage in 0..stages {
+                    let first = stages == 2 && stage == 0;
+                    self.run_passes(nt, first, start, &mut end, costs, shares);
+                    if self.oom.is_some() {
+                        return;
                     }
                 }
                 self.host_charge(end - start);
@@ -97,6 +78,48 @@ impl Engine<'_> {
                     break;
                 }
                 start = end;
+            }
+        }
+    }
+
+    /// Passes over the threads up to `end`. `first`: only the threads of the vCPUs the host runs
+    /// (the others are left for a later call), `end` brought forward to where one of those halts.
+    #[inline(always)]
+    fn run_passes(&mut self, nt: usize, first: bool, start: f64, end: &mut f64, costs: &[Vec<f64>], shares: &[f64]) {
+        // Another pass only if a barrier released threads or a pipeline moved on, since
+        // only that lets a thread already visited in this round do more.
+        loop {
+            self.woke = false;
+            let turns_before = self.sched.turn_changes();
+            let mut progressed = false;
+            for tid in 0..nt {
+                if first {
+                    if self.host_stopped(tid) {
+                        continue;
+                    }
+                    if let Some(h) = self.host_halt_in(start, *end) {
+                        *end = h;
+                    }
+                }
+                let end = *end;
+                // Threads sharing a CPU run in turns (`turns.rs`).
+                let Some(until) = self.turn_until(tid, end) else { continue };
+                if self.host_stopped(tid) {
+                    progressed |= self.stand_still(tid, until);
+                    self.after_turn(tid);
+                    continue;
+                }
+                progressed |= self.run_thread(tid, until, &costs[tid], shares[tid]);
+                if self.oom.is_some() {
+                    return;
+                }
+                self.after_turn(tid);
+            }
+            // A pass that changed nothing ends the round: the next would be the same (a
+            // pipelined thread may wait for a predecessor queued for its CPU until later).
+            progressed |= self.sched.turn_changes() != turns_before;
+            if !progressed || !self.woke {
+                break;
             }
         }
     }
