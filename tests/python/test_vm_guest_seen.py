@@ -72,8 +72,10 @@ def test_a_value_is_judged_inside_below_or_above_the_guests_range_with_the_facto
 #: 0.009312 (1.42 below), the rest inside. With the host's 1.4 ms request (§10.50; 05:30 UTC):
 #: the same sides. With a BQL hold kept across its holder's switch-out (§10.54; seeds 1-4,
 #: 2026-11-28 09:26 UTC): vm-8 oversubscribed 0.00675 (1.96 below) -> 0.009875 (1.34 below), the
-#: rest inside.
-OUTSIDE = {"sched-oversubscribed-8": "below"}
+#: rest inside. With a vCPU's halt inside a round giving up its host core there (§10.60;
+#: 2026-11-28 13:03 UTC): vm-8 oversubscribed 0.01369 (seeds 0.01075, 0.00875, 0.02225, 0.013)
+#: inside, every case inside.
+OUTSIDE: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", sorted(guest_seen.GUEST_PER_BARRIER))
@@ -287,11 +289,16 @@ def test_tcgs_speed_comes_from_the_measured_host_with_as_many_cores(condition):
 #: (1.59 below) -> 0.01656 inside; group-loops-1 vm-4 oversubscribed (below) -> 0.004 inside and
 #: vm-8 passive (inside) -> 0.008625 (1.01x above); group-loops-4 vm-4 oversubscribed (below) ->
 #: 0.006875 inside.
+#: With a vCPU's halt inside a round giving up its host core there (§10.60; 13:03 UTC) three of 23
+#: change side: beside the loop vm-8 oversubscribed inside -> 0.01094 (1.21x below); group-loops-1
+#: vm-8 passive 1.01x above -> 0.008125 inside; group-loops-2 vm-8 passive below -> 0.01137 (1.52x
+#: above).
 OUTSIDE_BY_CONDITION = {
     "idle": {"sched-passive": "below", "sched-oversubscribed": "below", "sched-oversubscribed-2x4": "below"},
-    "busy-loop": {"sched-passive": "above", "sched-passive-2x4": "below", "sched-oversubscribed-2x4": "above"},
-    "group-loops-1": {"sched-passive": "below", "sched-passive-8": "above"},
-    "group-loops-2": {"sched-passive": "below", "sched-oversubscribed": "below", "sched-passive-8": "below"},
+    "busy-loop": {"sched-passive": "above", "sched-oversubscribed-8": "below", "sched-passive-2x4": "below",
+                  "sched-oversubscribed-2x4": "above"},
+    "group-loops-1": {"sched-passive": "below"},
+    "group-loops-2": {"sched-passive": "below", "sched-oversubscribed": "below", "sched-passive-8": "above"},
     "group-loops-4": {"sched-passive": "above", "sched-passive-8": "above"},
     "group-loops-8": {},
 }
