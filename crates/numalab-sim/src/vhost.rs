@@ -537,10 +537,8 @@ impl HostRun {
                         }
                     }
                 }
-                let main_asleep = self.lock_before_plan(&mut e, &mut p);
-                // The main loop keeping the lock stays runnable until it lets it go.
-                let keeps = self.bql.as_ref().and_then(|b| b.suspended()).is_some_and(|(h, _)| h == n);
-                p.busy_x.push((self.main_runnable || keeps) && !main_asleep);
+                let main_runnable = self.lock_before_plan(&mut e, &mut p);
+                p.busy_x.push(main_runnable);
                 p.holds_x.push(self.main_holds);
             }
             // The host's other threads never block.
@@ -610,10 +608,9 @@ impl HostRun {
     /// thread that found it held blocked and is woken at the release (the main loop's wait, at
     /// most a few µs, is only counted); one asleep on the futex for a switched-out holder is
     /// not runnable, while the holder stays runnable. Notes the hold that runs across this plan
-    /// (`PlanLock::past`); true if the main loop, back from its poll, finds the lock kept and
-    /// sleeps.
+    /// (`PlanLock::past`). Returns whether the main loop thread is runnable.
     fn lock_before_plan(&mut self, e: &mut eevdf::Eevdf, p: &mut PlanLock) -> bool {
-        let (Some(b), Some(m)) = (self.bql.as_mut(), self.main.as_ref()) else { return false };
+        let (Some(b), Some(m)) = (self.bql.as_mut(), self.main.as_ref()) else { return self.main_runnable };
         let n = self.holds.len();
         let waited = b.resolve();
         p.past = b.holder_past(self.now_s);
@@ -626,13 +623,19 @@ impl HostRun {
         }
         // A switched-out holder stays runnable until it lets the lock go, whatever its guest
         // does meanwhile (it cannot halt without running).
-        if let Some((h, _)) = b.suspended().filter(|&(h, _)| h < n) {
+        let kept_by = b.suspended().map(|(h, _)| h);
+        if let Some(h) = kept_by.filter(|&h| h < n) {
             p.busy_x[h] = true;
         }
         b.begin(self.now_s);
-        // The main loop back from its poll takes the lock first (`os_host_main_loop_wait()`):
-        // held by another, switched-out holder, it sleeps.
-        b.suspended().is_some_and(|(h, _)| h != n) && m.woken()
+        match kept_by {
+            // The main loop keeping it too (it cannot be back from its poll while it holds it).
+            Some(h) if h == n => true,
+            // Back from its poll it takes the lock first (`os_host_main_loop_wait()`): kept by
+            // another, it sleeps.
+            Some(_) if m.woken() => false,
+            _ => self.main_runnable,
+        }
     }
 
     /// `bql`, after the host's plan (docs/scheduler.md §10.54): a holder the plan leaves
@@ -1346,6 +1349,15 @@ mod tests {
         h
     }
 
+    /// The plan at the kept hold's release `at_s` (two busy vCPUs, no timers): vCPU 1, asleep on
+    /// the lock, has taken it and is awake. The lock's counts then.
+    fn vcpu_1_at_the_release(h: &mut HostRun, at_s: f64) -> Vec<BqlStat> {
+        h.arm_main_loop(&[None, None], at_s);
+        h.plan(&[true, true]);
+        assert!(!h.lock_wait[1]);
+        h.bql_stats().unwrap().to_vec()
+    }
+
     #[test]
     fn a_hold_straddling_its_holders_switch_out_blocks_a_later_taker_until_the_holder_ran_again() {
         // vCPU 0's take at 7.999 ms holds to 8.001: at the tick it leaves its core 1 µs short of
@@ -1364,11 +1376,8 @@ mod tests {
         h.charge(1e-6);
         assert_eq!(h.threads()[1].wait_s, before);
         // At the release vCPU 1 takes the lock: 101 µs waited; it wakes.
-        h.arm_main_loop(&[None, None], 8.201e-3);
-        h.plan(&[true, true]);
-        assert!(!h.lock_wait[1]);
+        let s = vcpu_1_at_the_release(&mut h, 8.201e-3);
         // (Its other three takes: back from its halt at 0.)
-        let s = h.bql_stats().unwrap();
         assert_eq!((s[1].takes, s[1].waits), (4, 1));
         assert!((s[1].wait_s - 0.101e-3).abs() < 1e-12, "{s:?}");
     }
@@ -1480,11 +1489,8 @@ mod tests {
         assert_eq!((h.threads()[1].slices, h.threads()[1].voluntary), (1, 1));
         assert!((h.next_event_s().unwrap() - 3.002e-3).abs() < 1e-12, "{:?}", h.next_event_s());
         h.charge(2e-6);
-        h.arm_main_loop(&[None, None], 3.002e-3);
-        h.plan(&[true, true]);
-        assert!(!h.lock_wait[1]);
+        let s = vcpu_1_at_the_release(&mut h, 3.002e-3);
         // Its retake waited from 3 to the release.
-        let s = h.bql_stats().unwrap();
         assert_eq!((s[1].takes, s[1].waits), (1, 1));
         assert!((s[1].wait_s - 2e-6).abs() < 1e-12, "{s:?}");
     }

@@ -135,15 +135,12 @@ impl Bql {
     /// at times drawn uniformly in it: an event the model places at a round's instant falls
     /// somewhere in that round.
     pub(super) fn take_in_round(&mut self, c: usize, k: u32) {
-        let (a, b) = self.round;
         for _ in 0..k {
-            let at = a + (b - a) * self.rng.unit();
-            self.takes.push((at, c));
+            self.take_once_in_round(c);
         }
     }
 
-    /// vCPU thread `c` takes the lock once in the current round, at a time drawn as
-    /// `take_in_round`'s (the same draw); returns the time.
+    /// vCPU thread `c` takes the lock once in the current round, at a drawn time; returns it.
     pub(super) fn take_once_in_round(&mut self, c: usize) -> f64 {
         let (a, b) = self.round;
         let at = a + (b - a) * self.rng.unit();
